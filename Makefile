@@ -1,0 +1,57 @@
+# The one place that knows how to build, run, test and bench Conch.
+SHELL := /bin/bash
+GO ?= go
+VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
+LDFLAGS := -s -w -X conch/app/ui.Version=$(VERSION)
+ADDR ?= 127.0.0.1:8080
+DATA ?= $(HOME)/.local/share/conch
+WASM_PATH := $(shell $(GO) env GOROOT)/lib/wasm
+TEST_TIMEOUT ?= 30m
+
+.PHONY: all build wasm run test test-go test-wasm check fmt vet deps-guard bench clean
+
+all: build
+
+## wasm: the go-app UI compiled to web/app.wasm, plus its gzip and brotli copies.
+wasm: web/app.wasm
+
+web/app.wasm: $(shell find app shared wasm -name '*.go' -not -name '*_test.go') go.mod go.sum
+	GOOS=js GOARCH=wasm $(GO) build -trimpath -ldflags='$(LDFLAGS)' -o web/app.wasm ./wasm
+	$(GO) run ./server/cmd/compress web/app.wasm
+
+## build: bin/conch with the UI embedded.
+build: web/app.wasm
+	$(GO) build -trimpath -ldflags='$(LDFLAGS)' -o bin/conch ./server
+
+## run: the app on http://$(ADDR), embedded SQLite, built-in shell agent.
+run: build
+	mkdir -p $(DATA)
+	./bin/conch serve --addr $(ADDR) --db $(DATA)/conch.db
+
+## test: every test (unit, store, API, WebSocket, UI, browser end to end).
+test: build test-go test-wasm
+
+test-go:
+	CONCH_BIN=$(CURDIR)/bin/conch $(GO) test -timeout $(TEST_TIMEOUT) ./...
+
+## test-wasm: the pure shared packages compiled for js/wasm and run under Node.
+test-wasm:
+	PATH="$(WASM_PATH):$$PATH" GOOS=js GOARCH=wasm $(GO) test ./shared/...
+
+fmt:
+	gofmt -w $$(git ls-files '*.go')
+
+vet:
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt: $$out"; exit 1; fi
+	$(GO) vet ./...
+	GOOS=js GOARCH=wasm $(GO) vet ./shared/... ./app/... ./wasm/...
+
+## deps-guard: the WASM build must pull in no server package.
+deps-guard:
+	@bad=$$(GOOS=js GOARCH=wasm $(GO) list -deps ./wasm | grep -E 'gofiber|fasthttp|gorm|sqlite|^conch/server' || true); \
+	if [ -n "$$bad" ]; then echo "wasm pulls in server packages:"; echo "$$bad"; exit 1; fi
+
+check: vet deps-guard test
+
+clean:
+	rm -rf bin web/app.wasm web/app.wasm.gz web/app.wasm.br

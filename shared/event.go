@@ -1,0 +1,62 @@
+package shared
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// Envelope frames every WebSocket message, both directions.
+type Envelope struct {
+	ID        string          `json:"id,omitempty"`
+	Type      string          `json:"type"`
+	Action    string          `json:"action"`
+	Payload   json.RawMessage `json:"payload,omitempty"`
+	Timestamp time.Time       `json:"timestamp"`
+}
+
+// Envelope types.
+const (
+	EnvelopeRequest      = "request"
+	EnvelopeResponse     = "response"
+	EnvelopeNotification = "notification"
+	EnvelopeError        = "error"
+)
+
+// Actions.
+const (
+	ActionSubscribe      = "session.subscribe"
+	ActionUnsubscribe    = "session.unsubscribe"
+	ActionMessageList    = "message.list"
+	ActionMessageAdd     = "message.add"
+	ActionMessageAdded   = "session.message.added"
+	ActionMessageUpdated = "session.message.updated"
+	// ActionSessionUpdated is an extension: the session's state changed (payload: Session).
+	ActionSessionUpdated = "session.updated"
+)
+
+// SessionRef is the payload of subscribe and unsubscribe, both ways.
+type SessionRef struct {
+	SessionID string `json:"session_id"`
+}
+
+// ListRequest is the payload of message.list.
+type ListRequest struct {
+	SessionID string `json:"session_id"`
+	Limit     int    `json:"limit,omitempty"`
+	Before    string `json:"before,omitempty"`
+	After     string `json:"after,omitempty"`
+	Sort      string `json:"sort,omitempty"`
+}
+
+// AddRequest is the payload of message.add and the body of POST .../messages.
+type AddRequest struct {
+	SessionID       string `json:"session_id,omitempty"`
+	Content         string `json:"content"`
+	ClientMessageID string `json:"client_message_id,omitempty"`
+}
+
+// ErrorPayload is the payload of an error envelope.
+type ErrorPayload struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}

@@ -1,0 +1,88 @@
+package shared
+
+import (
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// OutputLimit is the most bytes kept of each of stdout and stderr (256 KiB).
+const OutputLimit = 256 << 10
+
+// ShellExec is a normalized shell command as browsers see it: the output is a summary.
+type ShellExec struct {
+	Command string             `json:"command"`
+	WorkDir string             `json:"work_dir,omitempty"`
+	Output  ShellOutputSummary `json:"output"`
+}
+
+// ShellOutput is the stored output of a command, bodies included. It travels only in
+// a ShellOutputSnapshot, fetched on demand.
+type ShellOutput struct {
+	Stdout    string `json:"stdout,omitempty"`
+	Stderr    string `json:"stderr,omitempty"`
+	ExitCode  *int   `json:"exit_code,omitempty"` // nil when no source stated it
+	Signal    string `json:"signal,omitempty"`    // POSIX name when a signal ended the command
+	Truncated bool   `json:"truncated,omitempty"`
+}
+
+// ShellOutputSummary is the body-free projection of a ShellOutput. It has no body field
+// on purpose: a browser-facing message cannot carry output.
+type ShellOutputSummary struct {
+	HasOutput   bool   `json:"has_output"`
+	StdoutBytes int    `json:"stdout_bytes"`
+	StderrBytes int    `json:"stderr_bytes"`
+	Truncated   bool   `json:"truncated"`
+	ExitCode    *int   `json:"exit_code,omitempty"`
+	Signal      string `json:"signal,omitempty"`
+}
+
+// ShellOutputSnapshot is the answer of the shell-output endpoint.
+type ShellOutputSnapshot struct {
+	MessageID string      `json:"message_id"`
+	Status    ToolStatus  `json:"status"`
+	UpdatedAt time.Time   `json:"updated_at"`
+	Output    ShellOutput `json:"output"`
+}
+
+// Summarize projects an output to its summary. Byte counts are UTF-8 bytes retained.
+func (o ShellOutput) Summarize() ShellOutputSummary {
+	return ShellOutputSummary{
+		HasOutput:   o.Stdout != "" || o.Stderr != "",
+		StdoutBytes: len(o.Stdout),
+		StderrBytes: len(o.Stderr),
+		Truncated:   o.Truncated,
+		ExitCode:    o.ExitCode,
+		Signal:      o.Signal,
+	}
+}
+
+// Bounded returns o with both bodies made valid UTF-8 and cut to OutputLimit,
+// setting Truncated when either was cut.
+func (o ShellOutput) Bounded() ShellOutput {
+	var cutOut, cutErr bool
+	o.Stdout, cutOut = Bound(o.Stdout)
+	o.Stderr, cutErr = Bound(o.Stderr)
+	o.Truncated = o.Truncated || cutOut || cutErr
+	return o
+}
+
+// Bound makes s valid UTF-8 (each run of invalid bytes becomes U+FFFD) and keeps at most
+// OutputLimit bytes of its tail. The cut moves forward to the next character start, so no
+// character is split and the result may be a little shorter than the limit.
+func Bound(s string) (string, bool) {
+	s = strings.ToValidUTF8(s, string(utf8.RuneError))
+	if len(s) <= OutputLimit {
+		return s, false
+	}
+	cut := len(s) - OutputLimit
+	for cut < len(s) && !utf8.RuneStart(s[cut]) {
+		cut++
+	}
+	return s[cut:], true
+}
+
+// ExitStatusFailed reports whether a known exit code says the command failed.
+func (o ShellOutput) ExitStatusFailed() bool {
+	return o.ExitCode != nil && *o.ExitCode != 0
+}
