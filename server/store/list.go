@@ -1,0 +1,101 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+
+	"conch/shared"
+
+	"gorm.io/gorm"
+)
+
+// ListQuery selects a page of a session's messages. Pages are keyset ranges on
+// (created_at, id): Before takes the messages just older than that message, After the
+// ones just newer; without either, Sort asc starts at the oldest and desc at the newest.
+// The page is returned in Sort order.
+type ListQuery struct {
+	Limit  int
+	Before string
+	After  string
+	Sort   string
+}
+
+func (q ListQuery) normalize() (ListQuery, error) {
+	switch {
+	case q.Before != "" && q.After != "":
+		return q, fmt.Errorf("%w: give before or after, not both", ErrInvalid)
+	case q.Limit < 0:
+		return q, fmt.Errorf("%w: limit must be positive", ErrInvalid)
+	case q.Limit == 0:
+		q.Limit = shared.DefaultPageLimit
+	case q.Limit > shared.MaxPageLimit:
+		q.Limit = shared.MaxPageLimit
+	}
+	switch q.Sort {
+	case "":
+		q.Sort = shared.SortAsc
+	case shared.SortAsc, shared.SortDesc:
+	default:
+		return q, fmt.Errorf("%w: sort must be asc or desc", ErrInvalid)
+	}
+	return q, nil
+}
+
+// ListMessages returns one page of a session's messages, projected (no output bodies are
+// read). A cursor that is not a message of this session is ErrInvalid; an unknown session
+// is ErrNotFound.
+func (s *Store) ListMessages(ctx context.Context, sessionID string, q ListQuery) (shared.MessagePage, error) {
+	q, err := q.normalize()
+	if err != nil {
+		return shared.MessagePage{}, err
+	}
+	db := s.db.WithContext(ctx)
+	sess, err := getSession(db, sessionID)
+	if err != nil {
+		return shared.MessagePage{}, err
+	}
+	// Walk the index away from the cursor; reverse afterwards if Sort says so.
+	newerFirst := q.Before != "" || (q.After == "" && q.Sort == shared.SortDesc)
+	tx := db.Model(&messageRow{}).Where("session_id = ?", sessionID)
+	if cursor := q.Before + q.After; cursor != "" {
+		var c messageRow
+		err := db.Select("id, created_at").Take(&c, "id = ? AND session_id = ?", cursor, sessionID).Error
+		if errors.Is(err, gorm.ErrRecordNotFound) {
+			return shared.MessagePage{}, fmt.Errorf("%w: cursor is not a message of this session", ErrInvalid)
+		} else if err != nil {
+			return shared.MessagePage{}, fmt.Errorf("list messages: %w", err)
+		}
+		op := ">"
+		if q.Before != "" {
+			op = "<"
+		}
+		tx = tx.Where("(created_at, id) "+op+" (?, ?)", c.CreatedAt, c.ID)
+	}
+	if newerFirst {
+		tx = tx.Order("created_at DESC, id DESC")
+	} else {
+		tx = tx.Order("created_at ASC, id ASC")
+	}
+	var rows []messageRow
+	if err := tx.Limit(q.Limit + 1).Find(&rows).Error; err != nil {
+		return shared.MessagePage{}, fmt.Errorf("list messages: %w", err)
+	}
+	page := shared.MessagePage{Total: sess.MessageCount, HasMore: len(rows) > q.Limit, Messages: []shared.Message{}}
+	rows = rows[:min(len(rows), q.Limit)]
+	if newerFirst != (q.Sort == shared.SortDesc) {
+		slices.Reverse(rows)
+	}
+	for _, r := range rows {
+		m, err := r.message()
+		if err != nil {
+			return shared.MessagePage{}, err
+		}
+		page.Messages = append(page.Messages, m)
+	}
+	if n := len(page.Messages); n > 0 {
+		page.Cursor = page.Messages[n-1].ID
+	}
+	return page, nil
+}

@@ -1,0 +1,310 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"conch/shared"
+
+	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
+)
+
+var activeStatuses = []string{string(shared.StatusPending), string(shared.StatusRunning)}
+
+type messageRow struct {
+	ID              string
+	SessionID       string
+	TaskID          string
+	AuthorType      string
+	Type            string
+	Content         string
+	Metadata        []byte // JSON of shared.Metadata: summary only, never a body
+	Status          string // metadata.status, kept in a column for recovery queries
+	ClientMessageID *string
+	CreatedAt       int64
+	UpdatedAt       int64
+}
+
+func (messageRow) TableName() string { return "messages" }
+
+type outputRow struct {
+	MessageID string `gorm:"primaryKey"`
+	Stdout    string
+	Stderr    string
+	ExitCode  *int
+	Signal    string
+	Truncated bool
+}
+
+func (outputRow) TableName() string { return "shell_outputs" }
+
+func (r outputRow) output() shared.ShellOutput {
+	return shared.ShellOutput{Stdout: r.Stdout, Stderr: r.Stderr, ExitCode: r.ExitCode, Signal: r.Signal, Truncated: r.Truncated}
+}
+
+// message is the projection: every message leaving the store is built here, from the row
+// alone, so a message published live and the same message listed later are identical.
+func (r messageRow) message() (shared.Message, error) {
+	m := shared.Message{ID: r.ID, SessionID: r.SessionID, TaskID: r.TaskID,
+		AuthorType: shared.AuthorType(r.AuthorType), Type: shared.MessageType(r.Type), Content: r.Content,
+		CreatedAt: fromNanos(r.CreatedAt), UpdatedAt: fromNanos(r.UpdatedAt)}
+	if len(r.Metadata) > 0 {
+		m.Metadata = new(shared.Metadata)
+		if err := json.Unmarshal(r.Metadata, m.Metadata); err != nil {
+			return shared.Message{}, fmt.Errorf("decode metadata of message %s: %w", r.ID, err)
+		}
+	}
+	return m, nil
+}
+
+// NewMessage is a message to store. Output is the full output of a tool_execute message.
+type NewMessage struct {
+	SessionID  string
+	AuthorType shared.AuthorType
+	Type       shared.MessageType
+	Content    string
+	Metadata   *shared.Metadata
+	Output     *shared.ShellOutput
+}
+
+// Update changes a stored message; nil fields stay as they are.
+type Update struct {
+	Content  *string
+	Metadata *shared.Metadata
+	Output   *shared.ShellOutput
+}
+
+// settle applies the output rules to metadata about to be stored: the summary comes from
+// the bounded output, and a known non-zero exit code makes the status failed whatever the
+// agent said. It works on a copy; the caller's values are never changed.
+func settle(md *shared.Metadata, out *shared.ShellOutput, prev shared.ShellOutputSummary) (*shared.Metadata, *shared.ShellOutput) {
+	if md == nil {
+		return nil, nil
+	}
+	c := *md
+	if c.Normalized == nil || c.Normalized.ShellExec == nil {
+		return &c, nil
+	}
+	n := *c.Normalized
+	se := *n.ShellExec
+	se.Output = prev
+	if out != nil {
+		b := out.Bounded()
+		out = &b
+		se.Output = b.Summarize()
+		if b.ExitStatusFailed() {
+			c.Status = shared.StatusFailed
+		}
+	}
+	n.ShellExec = &se
+	c.Normalized = &n
+	return &c, out
+}
+
+func encodeMetadata(md *shared.Metadata) ([]byte, error) {
+	if md == nil {
+		return nil, nil
+	}
+	return json.Marshal(md)
+}
+
+// CreateMessage stores a message (and the output of a shell command) in one transaction.
+func (s *Store) CreateMessage(ctx context.Context, nm NewMessage) (shared.Message, error) {
+	var row messageRow
+	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		sess, err := getSession(tx, nm.SessionID)
+		if err != nil {
+			return err
+		}
+		md, out := settle(nm.Metadata, nm.Output, shared.ShellOutputSummary{})
+		row, err = s.insertMessage(tx, sess, nm.AuthorType, nm.Type, nm.Content, md, nil)
+		if err != nil {
+			return err
+		}
+		return putOutput(tx, row.ID, out)
+	})
+	if err != nil {
+		return shared.Message{}, fmt.Errorf("create message: %w", err)
+	}
+	return row.message()
+}
+
+func (s *Store) insertMessage(tx *gorm.DB, sess sessionRow, author shared.AuthorType, typ shared.MessageType,
+	content string, md *shared.Metadata, clientID *string) (messageRow, error) {
+	raw, err := encodeMetadata(md)
+	if err != nil {
+		return messageRow{}, err
+	}
+	now := s.stamp()
+	row := messageRow{ID: newID(), SessionID: sess.ID, TaskID: sess.TaskID, AuthorType: string(author),
+		Type: string(typ), Content: content, Metadata: raw, ClientMessageID: clientID, CreatedAt: now, UpdatedAt: now}
+	if md != nil {
+		row.Status = string(md.Status)
+	}
+	if err := tx.Create(&row).Error; err != nil {
+		return messageRow{}, err
+	}
+	err = tx.Model(&sessionRow{}).Where("id = ?", sess.ID).
+		UpdateColumn("message_count", gorm.Expr("message_count + 1")).Error
+	return row, err
+}
+
+func putOutput(tx *gorm.DB, messageID string, out *shared.ShellOutput) error {
+	if out == nil {
+		return nil
+	}
+	row := outputRow{MessageID: messageID, Stdout: out.Stdout, Stderr: out.Stderr,
+		ExitCode: out.ExitCode, Signal: out.Signal, Truncated: out.Truncated}
+	return tx.Clauses(clause.OnConflict{UpdateAll: true}).Create(&row).Error
+}
+
+// AddUserMessage stores a user prompt. A repeated clientMessageID in the same session
+// returns the first message with created == false. Failed and closed sessions take no
+// new prompts (ErrConflict).
+func (s *Store) AddUserMessage(ctx context.Context, sessionID, content, clientMessageID string) (shared.Message, bool, error) {
+	var (
+		row     messageRow
+		created bool
+	)
+	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		sess, err := getSession(tx, sessionID)
+		if err != nil {
+			return err
+		}
+		var clientID *string
+		var md *shared.Metadata
+		if clientMessageID != "" {
+			err := tx.Take(&row, "session_id = ? AND client_message_id = ?", sessionID, clientMessageID).Error
+			if err == nil {
+				return nil
+			}
+			if !errors.Is(err, gorm.ErrRecordNotFound) {
+				return err
+			}
+			clientID = &clientMessageID
+			md = &shared.Metadata{ClientMessageID: clientMessageID}
+		}
+		if st := shared.SessionState(sess.State); st == shared.SessionFailed || st == shared.SessionClosed {
+			return fmt.Errorf("%w: session is %s", ErrConflict, st)
+		}
+		row, err = s.insertMessage(tx, sess, shared.AuthorUser, shared.TypeMessage, content, md, clientID)
+		created = err == nil
+		return err
+	})
+	if err != nil {
+		return shared.Message{}, false, fmt.Errorf("add user message: %w", err)
+	}
+	m, err := row.message()
+	return m, created, err
+}
+
+// UpdateMessage changes a message. A message whose stored status is terminal never goes
+// back to a non-terminal one: such a late update is ignored (changed == false), so an
+// earlier final state is never lost. Only the columns that change are written; output
+// bodies go to their own row.
+func (s *Store) UpdateMessage(ctx context.Context, id string, u Update) (shared.Message, bool, error) {
+	var (
+		row     messageRow
+		changed bool
+	)
+	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		if err := tx.Take(&row, "id = ?", id).Error; err != nil {
+			return notFound(err, "get message")
+		}
+		cur, err := row.message()
+		if err != nil {
+			return err
+		}
+		md := u.Metadata
+		if md == nil {
+			md = cur.Metadata
+		}
+		if shared.ToolStatus(row.Status).IsTerminal() && md != nil && !md.Status.IsTerminal() {
+			return nil
+		}
+		var prev shared.ShellOutputSummary
+		if se := shared.ShellOf(cur); se != nil {
+			prev = se.Output
+		}
+		md, out := settle(md, u.Output, prev)
+		cols := map[string]any{"updated_at": s.stamp()}
+		if u.Content != nil {
+			cols["content"] = *u.Content
+		}
+		if md != nil {
+			raw, err := encodeMetadata(md)
+			if err != nil {
+				return err
+			}
+			cols["metadata"], cols["status"] = raw, string(md.Status)
+		}
+		if err := tx.Model(&row).Updates(cols).Error; err != nil {
+			return err
+		}
+		if err := putOutput(tx, id, out); err != nil {
+			return err
+		}
+		changed = true
+		return tx.Take(&row, "id = ?", id).Error
+	})
+	if err != nil {
+		return shared.Message{}, false, fmt.Errorf("update message: %w", err)
+	}
+	m, err := row.message()
+	return m, changed, err
+}
+
+// CancelActiveToolCalls marks the session's unfinished tool calls cancelled, keeping their
+// output, and returns the changed messages.
+func (s *Store) CancelActiveToolCalls(ctx context.Context, sessionID string) ([]shared.Message, error) {
+	var rows []messageRow
+	if err := s.db.WithContext(ctx).Where("session_id = ? AND status IN ?", sessionID, activeStatuses).
+		Order("created_at, id").Find(&rows).Error; err != nil {
+		return nil, fmt.Errorf("cancel tool calls: %w", err)
+	}
+	var out []shared.Message
+	for _, r := range rows {
+		m, err := r.message()
+		if err != nil {
+			return nil, err
+		}
+		md := *m.Metadata
+		md.Status = shared.StatusCancelled
+		m, changed, err := s.UpdateMessage(ctx, r.ID, Update{Metadata: &md})
+		if err != nil {
+			return nil, err
+		}
+		if changed {
+			out = append(out, m)
+		}
+	}
+	return out, nil
+}
+
+// GetShellOutput returns the full stored output of a shell command of the session. An
+// absent message, one of another session and one that is not a shell command are all
+// ErrNotFound, so the answer tells nothing about other sessions.
+func (s *Store) GetShellOutput(ctx context.Context, sessionID, messageID string) (shared.ShellOutputSnapshot, error) {
+	var r struct {
+		ID        string
+		Status    string
+		UpdatedAt int64
+		outputRow `gorm:"embedded"`
+	}
+	res := s.db.WithContext(ctx).Table("messages AS m").
+		Select("m.id, m.status, m.updated_at, o.stdout, o.stderr, o.exit_code, o.signal, o.truncated").
+		Joins("LEFT JOIN shell_outputs AS o ON o.message_id = m.id").
+		Where("m.id = ? AND m.session_id = ? AND m.type = ?", messageID, sessionID, string(shared.TypeToolExecute)).
+		Limit(1).Scan(&r)
+	if res.Error != nil {
+		return shared.ShellOutputSnapshot{}, fmt.Errorf("get shell output: %w", res.Error)
+	}
+	if res.RowsAffected == 0 {
+		return shared.ShellOutputSnapshot{}, fmt.Errorf("get shell output: %w", ErrNotFound)
+	}
+	return shared.ShellOutputSnapshot{MessageID: r.ID, Status: shared.ToolStatus(r.Status),
+		UpdatedAt: fromNanos(r.UpdatedAt), Output: r.output()}, nil
+}

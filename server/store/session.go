@@ -1,0 +1,165 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"conch/shared"
+
+	"gorm.io/gorm"
+)
+
+type taskRow struct {
+	ID          string
+	Title       string
+	Description string
+	CreatedAt   int64
+	UpdatedAt   int64
+}
+
+func (taskRow) TableName() string { return "tasks" }
+
+func (r taskRow) task() shared.Task {
+	return shared.Task{ID: r.ID, Title: r.Title, Description: r.Description,
+		CreatedAt: fromNanos(r.CreatedAt), UpdatedAt: fromNanos(r.UpdatedAt)}
+}
+
+type sessionRow struct {
+	ID           string
+	TaskID       string
+	Agent        string
+	Cwd          string
+	State        string
+	Error        string
+	MessageCount int64
+	CreatedAt    int64
+	UpdatedAt    int64
+}
+
+func (sessionRow) TableName() string { return "task_sessions" }
+
+func (r sessionRow) session() shared.Session {
+	return shared.Session{ID: r.ID, TaskID: r.TaskID, Agent: r.Agent, Cwd: r.Cwd,
+		State: shared.SessionState(r.State), Error: r.Error,
+		CreatedAt: fromNanos(r.CreatedAt), UpdatedAt: fromNanos(r.UpdatedAt)}
+}
+
+// CreateTask stores a new task.
+func (s *Store) CreateTask(ctx context.Context, title, description string) (shared.Task, error) {
+	if strings.TrimSpace(title) == "" {
+		return shared.Task{}, fmt.Errorf("%w: title is required", ErrInvalid)
+	}
+	now := s.stamp()
+	row := taskRow{ID: newID(), Title: title, Description: description, CreatedAt: now, UpdatedAt: now}
+	if err := s.db.WithContext(ctx).Create(&row).Error; err != nil {
+		return shared.Task{}, fmt.Errorf("create task: %w", err)
+	}
+	return row.task(), nil
+}
+
+// GetTask returns one task, without its sessions.
+func (s *Store) GetTask(ctx context.Context, id string) (shared.Task, error) {
+	var row taskRow
+	if err := s.db.WithContext(ctx).Take(&row, "id = ?", id).Error; err != nil {
+		return shared.Task{}, notFound(err, "get task")
+	}
+	return row.task(), nil
+}
+
+// ListTasks returns every task, newest first, each with its sessions, newest first.
+func (s *Store) ListTasks(ctx context.Context) ([]shared.Task, error) {
+	var rows []taskRow
+	if err := s.db.WithContext(ctx).Order("created_at DESC, id DESC").Find(&rows).Error; err != nil {
+		return nil, fmt.Errorf("list tasks: %w", err)
+	}
+	var sessions []sessionRow
+	if err := s.db.WithContext(ctx).Order("created_at DESC, id DESC").Find(&sessions).Error; err != nil {
+		return nil, fmt.Errorf("list sessions: %w", err)
+	}
+	byTask := make(map[string][]shared.Session, len(rows))
+	for _, r := range sessions {
+		byTask[r.TaskID] = append(byTask[r.TaskID], r.session())
+	}
+	tasks := make([]shared.Task, len(rows))
+	for i, r := range rows {
+		tasks[i] = r.task()
+		tasks[i].Sessions = byTask[r.ID]
+	}
+	return tasks, nil
+}
+
+// CreateSession stores a new session of a task in state starting.
+func (s *Store) CreateSession(ctx context.Context, taskID, agent, cwd string) (shared.Session, error) {
+	now := s.stamp()
+	row := sessionRow{ID: newID(), TaskID: taskID, Agent: agent, Cwd: cwd,
+		State: string(shared.SessionStarting), CreatedAt: now, UpdatedAt: now}
+	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		var n int64
+		if err := tx.Model(&taskRow{}).Where("id = ?", taskID).Count(&n).Error; err != nil {
+			return err
+		}
+		if n == 0 {
+			return fmt.Errorf("task %q: %w", taskID, ErrNotFound)
+		}
+		return tx.Create(&row).Error
+	})
+	if err != nil {
+		return shared.Session{}, fmt.Errorf("create session: %w", err)
+	}
+	return row.session(), nil
+}
+
+// GetSession returns one session.
+func (s *Store) GetSession(ctx context.Context, id string) (shared.Session, error) {
+	row, err := getSession(s.db.WithContext(ctx), id)
+	if err != nil {
+		return shared.Session{}, err
+	}
+	return row.session(), nil
+}
+
+func getSession(db *gorm.DB, id string) (sessionRow, error) {
+	var row sessionRow
+	if err := db.Take(&row, "id = ?", id).Error; err != nil {
+		return sessionRow{}, notFound(err, "get session")
+	}
+	return row, nil
+}
+
+// SetSessionState records a session's new state and error text.
+func (s *Store) SetSessionState(ctx context.Context, id string, state shared.SessionState, errText string) (shared.Session, error) {
+	res := s.db.WithContext(ctx).Model(&sessionRow{}).Where("id = ?", id).
+		Updates(map[string]any{"state": string(state), "error": errText, "updated_at": s.stamp()})
+	if res.Error != nil {
+		return shared.Session{}, fmt.Errorf("set session state: %w", res.Error)
+	}
+	if res.RowsAffected == 0 {
+		return shared.Session{}, fmt.Errorf("set session state: %w", ErrNotFound)
+	}
+	return s.GetSession(ctx, id)
+}
+
+// RecoverAfterRestart ends what a previous process left live: its agent processes are
+// gone, so unfinished tool calls become cancelled (output kept) and live sessions closed.
+func (s *Store) RecoverAfterRestart(ctx context.Context) error {
+	db := s.db.WithContext(ctx)
+	var active []string
+	if err := db.Model(&messageRow{}).Distinct("session_id").
+		Where("status IN ?", activeStatuses).Pluck("session_id", &active).Error; err != nil {
+		return fmt.Errorf("recover: %w", err)
+	}
+	for _, id := range active {
+		if _, err := s.CancelActiveToolCalls(ctx, id); err != nil {
+			return fmt.Errorf("recover session %s: %w", id, err)
+		}
+	}
+	err := db.Model(&sessionRow{}).
+		Where("state IN ?", []string{string(shared.SessionStarting), string(shared.SessionReady), string(shared.SessionRunning)}).
+		Updates(map[string]any{"state": string(shared.SessionClosed),
+			"error": "the server stopped while this session was live", "updated_at": s.stamp()}).Error
+	if err != nil {
+		return fmt.Errorf("recover sessions: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,165 @@
+// Package store keeps tasks, sessions and messages in SQLite through GORM. It is the only
+// package that imports GORM.
+//
+// Output bodies live in their own table (shell_outputs): the messages table holds only the
+// body-free metadata (ADR-0042's summary), so listing a session never reads or decodes a
+// body, and appending output to a running command rewrites the body row and a small
+// metadata value, never the rest of the message.
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+	sqlite3 "github.com/mattn/go-sqlite3"
+	"gorm.io/driver/sqlite"
+	"gorm.io/gorm"
+	"gorm.io/gorm/logger"
+)
+
+// Errors callers map to statuses (one table in server/api).
+var (
+	ErrNotFound = errors.New("not found")
+	ErrInvalid  = errors.New("invalid")
+	ErrConflict = errors.New("conflict")
+)
+
+// walSizeLimit caps the WAL file left after a checkpoint (bytes).
+const walSizeLimit = 64 << 20
+
+const driverName = "conch_sqlite3"
+
+var registerDriver sync.Once
+
+// Store is the SQLite-backed store. It is safe for concurrent use.
+type Store struct {
+	db  *gorm.DB
+	now func() time.Time
+}
+
+// Open opens (and creates, on first start) the database at path. now == nil means time.Now.
+func Open(path string, now func() time.Time) (*Store, error) {
+	if now == nil {
+		now = time.Now
+	}
+	if dir := filepath.Dir(path); dir != "" {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, fmt.Errorf("create database directory: %w", err)
+		}
+	}
+	registerDriver.Do(func() {
+		// journal_size_limit has no DSN parameter: set it on every new connection.
+		sql.Register(driverName, &sqlite3.SQLiteDriver{ConnectHook: func(c *sqlite3.SQLiteConn) error {
+			_, err := c.Exec(fmt.Sprintf("PRAGMA journal_size_limit = %d", walSizeLimit), nil)
+			return err
+		}})
+	})
+	dsn := "file:" + path + "?_journal_mode=WAL&_busy_timeout=5000&_synchronous=NORMAL&_foreign_keys=on&_txlock=immediate"
+	db, err := gorm.Open(sqlite.Dialector{DriverName: driverName, DSN: dsn}, &gorm.Config{
+		SkipDefaultTransaction: true,
+		Logger:                 logger.Discard,
+		NowFunc:                func() time.Time { return now().UTC() },
+	})
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	s := &Store{db: db, now: now}
+	if err := s.migrate(); err != nil {
+		s.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// schema is applied on every start; each statement is idempotent.
+var schema = []string{
+	`CREATE TABLE IF NOT EXISTS tasks (
+		id TEXT PRIMARY KEY,
+		title TEXT NOT NULL,
+		description TEXT NOT NULL DEFAULT '',
+		created_at INTEGER NOT NULL,
+		updated_at INTEGER NOT NULL)`,
+	`CREATE INDEX IF NOT EXISTS idx_tasks_created ON tasks (created_at, id)`,
+	`CREATE TABLE IF NOT EXISTS task_sessions (
+		id TEXT PRIMARY KEY,
+		task_id TEXT NOT NULL REFERENCES tasks(id) ON DELETE CASCADE,
+		agent TEXT NOT NULL,
+		cwd TEXT NOT NULL,
+		state TEXT NOT NULL,
+		error TEXT NOT NULL DEFAULT '',
+		message_count INTEGER NOT NULL DEFAULT 0,
+		created_at INTEGER NOT NULL,
+		updated_at INTEGER NOT NULL)`,
+	`CREATE INDEX IF NOT EXISTS idx_sessions_task ON task_sessions (task_id, created_at)`,
+	`CREATE TABLE IF NOT EXISTS messages (
+		id TEXT PRIMARY KEY,
+		session_id TEXT NOT NULL REFERENCES task_sessions(id) ON DELETE CASCADE,
+		task_id TEXT NOT NULL,
+		author_type TEXT NOT NULL,
+		type TEXT NOT NULL,
+		content TEXT NOT NULL DEFAULT '',
+		metadata TEXT,
+		status TEXT NOT NULL DEFAULT '',
+		client_message_id TEXT,
+		created_at INTEGER NOT NULL,
+		updated_at INTEGER NOT NULL)`,
+	// Keyset pagination reads this index in both directions.
+	`CREATE INDEX IF NOT EXISTS idx_messages_session_order ON messages (session_id, created_at, id)`,
+	`CREATE UNIQUE INDEX IF NOT EXISTS idx_messages_client_id ON messages (session_id, client_message_id)
+		WHERE client_message_id IS NOT NULL`,
+	// Recovery and cancellation look for tool calls that are not finished.
+	`CREATE INDEX IF NOT EXISTS idx_messages_active ON messages (session_id, status)
+		WHERE status IN ('pending', 'running')`,
+	`CREATE TABLE IF NOT EXISTS shell_outputs (
+		message_id TEXT PRIMARY KEY REFERENCES messages(id) ON DELETE CASCADE,
+		stdout TEXT NOT NULL DEFAULT '',
+		stderr TEXT NOT NULL DEFAULT '',
+		exit_code INTEGER,
+		signal TEXT NOT NULL DEFAULT '',
+		truncated INTEGER NOT NULL DEFAULT 0)`,
+}
+
+func (s *Store) migrate() error {
+	for _, stmt := range schema {
+		if err := s.db.Exec(stmt).Error; err != nil {
+			return fmt.Errorf("create schema: %w", err)
+		}
+	}
+	return nil
+}
+
+// Close closes the database.
+func (s *Store) Close() error {
+	db, err := s.db.DB()
+	if err != nil {
+		return err
+	}
+	return db.Close()
+}
+
+// Ping reports whether the database answers.
+func (s *Store) Ping(ctx context.Context) error {
+	var one int
+	return s.db.WithContext(ctx).Raw("SELECT 1").Scan(&one).Error
+}
+
+func (s *Store) stamp() int64 { return s.now().UnixNano() }
+
+func newID() string { return uuid.Must(uuid.NewV7()).String() }
+
+func fromNanos(n int64) time.Time { return time.Unix(0, n).UTC() }
+
+// notFound turns GORM's missing-row error into ErrNotFound with context.
+func notFound(err error, what string) error {
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return fmt.Errorf("%s: %w", what, ErrNotFound)
+	}
+	return fmt.Errorf("%s: %w", what, err)
+}
