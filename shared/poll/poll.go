@@ -1,0 +1,191 @@
+// Package poll is the state machine behind a command's output disclosure (ADR-0042):
+// fetch a snapshot when opened, poll while the command runs, back off on failures,
+// fetch exactly one final snapshot when the projected status turns terminal, and stop.
+//
+// It is pure: events go in through the methods of Machine, commands come out as values,
+// and the caller performs them (a request, an abort, a timer). Requests and timers carry
+// sequence numbers, so a stale response or an old timer is recognised and ignored.
+package poll
+
+import (
+	"time"
+
+	"conch/shared"
+)
+
+// Interval is the delay between a settled request and the next one while the command runs.
+const Interval = time.Second
+
+// MaxBackoff caps the delay after failures: 1, 2, 4, 5, 5 ... s.
+const MaxBackoff = 5 * time.Second
+
+// Backoff is the delay after n consecutive failures (n >= 1).
+func Backoff(n int) time.Duration {
+	d := Interval
+	for i := 1; i < n && d < MaxBackoff; i++ {
+		d *= 2
+	}
+	return min(d, MaxBackoff)
+}
+
+// Kind names what a Command asks the caller to do.
+type Kind int
+
+const (
+	// Fetch: request the snapshot; report the answer with Seq.
+	Fetch Kind = iota + 1
+	// Abort: cancel the request Seq; its answer, if any, will be ignored anyway.
+	Abort
+	// Schedule: call Timer(Seq) after Delay. Older timers need not be cancelled: they are ignored.
+	Schedule
+)
+
+// Command is one thing the caller must do.
+type Command struct {
+	Kind  Kind
+	Seq   uint64
+	Delay time.Duration
+}
+
+// Machine is one disclosure's polling state. The zero value is closed and idle.
+type Machine struct {
+	open      bool
+	projected shared.ToolStatus // the status carried by the message list / notifications
+	seq       uint64            // last sequence number handed out (requests and timers)
+	inflight  uint64            // the request awaited, 0 when none
+	timer     uint64            // the timer awaited, 0 when none
+	final     bool              // the final snapshot after a terminal transition is wanted
+	stopped   bool              // a terminal snapshot arrived: nothing more to fetch
+	failures  int               // consecutive failed requests
+	snapshot  *shared.ShellOutputSnapshot
+}
+
+// New returns a closed machine that knows the message's projected status.
+func New(projected shared.ToolStatus) *Machine {
+	return &Machine{projected: projected}
+}
+
+// Open starts fetching. Opening an open disclosure does nothing.
+func (m *Machine) Open() []Command {
+	if m.open {
+		return nil
+	}
+	m.open = true
+	// A command already finished needs one snapshot: the first is the final one.
+	m.stopped, m.final, m.failures = false, m.projected.IsTerminal(), 0
+	return m.fetch()
+}
+
+// Close stops everything without a final fetch and forgets the transcript, so only
+// open disclosures hold output text.
+func (m *Machine) Close() []Command {
+	if !m.open {
+		return nil
+	}
+	cmds := m.abort()
+	m.open, m.timer, m.snapshot = false, 0, nil
+	return cmds
+}
+
+// Loaded reports a successful answer to request seq.
+func (m *Machine) Loaded(seq uint64, s shared.ShellOutputSnapshot) []Command {
+	if !m.open || seq == 0 || seq != m.inflight {
+		return nil // stale: an aborted or superseded request
+	}
+	m.inflight, m.failures = 0, 0
+	m.snapshot = &s
+	if m.final || s.Status.IsTerminal() {
+		m.stopped, m.final = true, false
+		return nil
+	}
+	return m.schedule(Interval)
+}
+
+// Failed reports a failed request seq (network error, non-2xx answer). The last good
+// snapshot is kept. While the command is not terminal the request is retried with
+// backoff; once it is, the caller offers Retry instead of polling a finished command.
+func (m *Machine) Failed(seq uint64) []Command {
+	if !m.open || seq == 0 || seq != m.inflight {
+		return nil
+	}
+	m.inflight = 0
+	m.failures++
+	if m.projected.IsTerminal() {
+		return nil
+	}
+	return m.schedule(Backoff(m.failures))
+}
+
+// Timer reports that the timer seq fired.
+func (m *Machine) Timer(seq uint64) []Command {
+	if !m.open || seq == 0 || seq != m.timer {
+		return nil
+	}
+	m.timer = 0
+	return m.fetch()
+}
+
+// Retry fetches now, as asked by the person after a failure.
+func (m *Machine) Retry() []Command {
+	if !m.open || m.inflight != 0 || m.stopped {
+		return nil
+	}
+	m.timer = 0
+	return m.fetch()
+}
+
+// StatusChanged reports the message's projected status. When it turns terminal while
+// open, whatever is in flight is aborted and exactly one final snapshot is fetched,
+// unless a terminal snapshot is already on screen.
+func (m *Machine) StatusChanged(s shared.ToolStatus) []Command {
+	was := m.projected
+	m.projected = s
+	if !m.open || m.stopped || was.IsTerminal() || !s.IsTerminal() {
+		return nil
+	}
+	cmds := m.abort()
+	m.timer = 0
+	m.final = true
+	return append(cmds, m.fetch()...)
+}
+
+func (m *Machine) fetch() []Command {
+	m.seq++
+	m.inflight = m.seq
+	return []Command{{Kind: Fetch, Seq: m.seq}}
+}
+
+func (m *Machine) abort() []Command {
+	if m.inflight == 0 {
+		return nil
+	}
+	seq := m.inflight
+	m.inflight = 0
+	return []Command{{Kind: Abort, Seq: seq}}
+}
+
+func (m *Machine) schedule(d time.Duration) []Command {
+	m.seq++
+	m.timer = m.seq
+	return []Command{{Kind: Schedule, Seq: m.seq, Delay: d}}
+}
+
+// View is what the disclosure shows.
+type View struct {
+	Open     bool
+	Loading  bool                        // open, a request in flight, nothing shown yet
+	Failed   bool                        // the latest request failed (offer Retry)
+	Snapshot *shared.ShellOutputSnapshot // the last good snapshot, nil before the first
+	Polling  bool                        // more requests will follow without a click
+}
+
+// View returns the state to render.
+func (m *Machine) View() View {
+	return View{
+		Open:     m.open,
+		Loading:  m.open && m.snapshot == nil && m.failures == 0,
+		Failed:   m.open && m.failures > 0,
+		Snapshot: m.snapshot,
+		Polling:  m.open && (m.inflight != 0 || m.timer != 0),
+	}
+}
