@@ -1,0 +1,254 @@
+// Package hub fans projected events out to the WebSocket clients subscribed to a session.
+//
+// Publishing never blocks: each client has a bounded queue of encoded frames. A pending
+// session.message.updated frame is replaced by a newer one for the same message (latest
+// wins), and a client whose queue is still full is disconnected; it re-lists on reconnect
+// (CONTRACT.md, "WebSocket /ws").
+package hub
+
+import (
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"sync"
+	"time"
+
+	"conch/shared"
+)
+
+// DefaultQueueSize is the number of frames a client may have pending before it is dropped.
+const DefaultQueueSize = 256
+
+// ErrSlow is why a client was disconnected for falling too far behind.
+var ErrSlow = errors.New("client too slow: outgoing queue full")
+
+// ErrClosed is the cause of a client that was closed by its owner.
+var ErrClosed = errors.New("client closed")
+
+// Config configures a Hub. Zero values choose the defaults.
+type Config struct {
+	QueueSize int              // frames per client; DefaultQueueSize when 0
+	Now       func() time.Time // envelope timestamps; time.Now when nil
+	Logger    *slog.Logger     // slog.Default() when nil
+}
+
+// Hub routes events to the clients subscribed to their session.
+type Hub struct {
+	queueSize int
+	now       func() time.Time
+	log       *slog.Logger
+
+	mu   sync.RWMutex
+	subs map[string]map[*Client]struct{} // session id -> subscribers
+}
+
+// New returns an empty hub.
+func New(cfg Config) *Hub {
+	if cfg.QueueSize <= 0 {
+		cfg.QueueSize = DefaultQueueSize
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	return &Hub{queueSize: cfg.QueueSize, now: cfg.Now, log: cfg.Logger, subs: map[string]map[*Client]struct{}{}}
+}
+
+// MessageAdded sends session.message.added to the message's session subscribers.
+// m must already be projected (as every store result is).
+func (h *Hub) MessageAdded(m shared.Message) {
+	h.publish(m.SessionID, shared.ActionMessageAdded, "", m)
+}
+
+// MessageUpdated sends session.message.updated; a pending update of the same message
+// in a client's queue is replaced rather than queued twice.
+func (h *Hub) MessageUpdated(m shared.Message) {
+	h.publish(m.SessionID, shared.ActionMessageUpdated, m.ID, m)
+}
+
+// SessionUpdated sends session.updated (an extension) to the session's subscribers.
+func (h *Hub) SessionUpdated(s shared.Session) {
+	h.publish(s.ID, shared.ActionSessionUpdated, "", s)
+}
+
+// Subscribers reports how many clients are subscribed to a session.
+func (h *Hub) Subscribers(sessionID string) int {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	return len(h.subs[sessionID])
+}
+
+// publish encodes the notification once and offers it to every subscriber.
+func (h *Hub) publish(sessionID, action, coalesceKey string, payload any) {
+	frame, err := h.Encode(shared.EnvelopeNotification, action, "", payload)
+	if err != nil {
+		h.log.Error("hub: encode notification", "action", action, "session_id", sessionID, "err", err)
+		return
+	}
+	h.mu.RLock()
+	targets := make([]*Client, 0, len(h.subs[sessionID]))
+	for c := range h.subs[sessionID] {
+		targets = append(targets, c)
+	}
+	h.mu.RUnlock()
+	// Offered outside the hub lock: a client that overflows unsubscribes itself, which
+	// takes the hub lock for writing.
+	for _, c := range targets {
+		c.offer(coalesceKey, frame)
+	}
+}
+
+// Encode builds one envelope frame stamped with the hub's clock.
+func (h *Hub) Encode(typ, action, id string, payload any) ([]byte, error) {
+	raw, err := json.Marshal(payload)
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(shared.Envelope{ID: id, Type: typ, Action: action, Payload: raw, Timestamp: h.now().UTC()})
+}
+
+// Connect registers a new client with no subscriptions. Its owner must call Close.
+func (h *Hub) Connect() *Client {
+	return &Client{hub: h, ready: make(chan struct{}, 1), done: make(chan struct{}), sessions: map[string]struct{}{}}
+}
+
+func (h *Hub) subscribe(c *Client, sessionID string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	set := h.subs[sessionID]
+	if set == nil {
+		set = map[*Client]struct{}{}
+		h.subs[sessionID] = set
+	}
+	set[c] = struct{}{}
+}
+
+func (h *Hub) unsubscribe(c *Client, sessionIDs ...string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, id := range sessionIDs {
+		delete(h.subs[id], c)
+		if len(h.subs[id]) == 0 {
+			delete(h.subs, id)
+		}
+	}
+}
+
+// frame is one encoded envelope waiting to be written.
+type frame struct {
+	key  string // message id of a coalescable update, else ""
+	data []byte
+}
+
+// Client is one connection's outgoing queue. Publishers fill it; one writer drains it
+// with Take after each signal on Ready, and stops when Done is closed.
+type Client struct {
+	hub   *Hub
+	ready chan struct{} // capacity 1: "the queue is not empty"
+	done  chan struct{}
+
+	mu       sync.Mutex
+	queue    []frame
+	sessions map[string]struct{}
+	cause    error // why done was closed
+}
+
+// Subscribe adds the client to a session's subscribers. It is a no-op once closed.
+func (c *Client) Subscribe(sessionID string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.cause != nil {
+		return
+	}
+	c.sessions[sessionID] = struct{}{}
+	c.hub.subscribe(c, sessionID)
+}
+
+// Unsubscribe removes the client from a session's subscribers.
+func (c *Client) Unsubscribe(sessionID string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.sessions, sessionID)
+	c.hub.unsubscribe(c, sessionID)
+}
+
+// Send queues a frame that must not be coalesced (a response to the client's request).
+// It reports false when the client is closed, or is closed now because its queue is full.
+func (c *Client) Send(data []byte) bool {
+	return c.offer("", data)
+}
+
+// Ready is signalled when frames may be waiting for Take.
+func (c *Client) Ready() <-chan struct{} { return c.ready }
+
+// Done is closed when the client is closed or dropped; Err says why.
+func (c *Client) Done() <-chan struct{} { return c.done }
+
+// Err is ErrSlow or ErrClosed once Done is closed, else nil.
+func (c *Client) Err() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.cause
+}
+
+// Take removes and returns every pending frame, oldest first.
+func (c *Client) Take() [][]byte {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make([][]byte, len(c.queue))
+	for i, f := range c.queue {
+		out[i] = f.data
+	}
+	c.queue = c.queue[:0]
+	return out
+}
+
+// Close unsubscribes the client and closes Done. Closing twice is harmless.
+func (c *Client) Close() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.closeLocked(ErrClosed)
+}
+
+func (c *Client) offer(key string, data []byte) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.cause != nil {
+		return false
+	}
+	if key != "" {
+		for i := range c.queue {
+			if c.queue[i].key == key {
+				c.queue[i].data = data
+				return true
+			}
+		}
+	}
+	if len(c.queue) >= c.hub.queueSize {
+		c.closeLocked(ErrSlow)
+		c.hub.log.Warn("hub: dropped slow client", "queued", len(c.queue))
+		return false
+	}
+	c.queue = append(c.queue, frame{key: key, data: data})
+	select {
+	case c.ready <- struct{}{}:
+	default: // already signalled; the writer has not taken yet
+	}
+	return true
+}
+
+func (c *Client) closeLocked(cause error) {
+	if c.cause != nil {
+		return
+	}
+	c.cause = cause
+	ids := make([]string, 0, len(c.sessions))
+	for id := range c.sessions {
+		ids = append(ids, id)
+	}
+	c.hub.unsubscribe(c, ids...)
+	c.queue = nil
+	close(c.done)
+}

@@ -1,0 +1,253 @@
+package hub
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"testing"
+	"time"
+
+	"conch/shared"
+)
+
+var t0 = time.Date(2026, 12, 2, 15, 0, 0, 0, time.UTC)
+
+func newHub(queue int) *Hub {
+	return New(Config{QueueSize: queue, Now: func() time.Time { return t0 }, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+}
+
+func msg(session, id, content string) shared.Message {
+	return shared.Message{ID: id, SessionID: session, TaskID: "t", AuthorType: shared.AuthorAgent, Type: shared.TypeMessage, Content: content, CreatedAt: t0, UpdatedAt: t0}
+}
+
+// decoded is a frame as a client would read it.
+type decoded struct {
+	Action  string
+	Type    string
+	Content string
+	ID      string
+}
+
+func drain(t *testing.T, c *Client) []decoded {
+	t.Helper()
+	var out []decoded
+	for _, raw := range c.Take() {
+		var env shared.Envelope
+		if err := json.Unmarshal(raw, &env); err != nil {
+			t.Fatalf("frame %s: %v", raw, err)
+		}
+		if !env.Timestamp.Equal(t0) {
+			t.Errorf("timestamp %v, want the hub clock %v", env.Timestamp, t0)
+		}
+		var m shared.Message
+		if err := json.Unmarshal(env.Payload, &m); err != nil {
+			t.Fatalf("payload %s: %v", env.Payload, err)
+		}
+		out = append(out, decoded{Action: env.Action, Type: env.Type, Content: m.Content, ID: m.ID})
+	}
+	return out
+}
+
+func TestOnlySubscribersOfTheSessionReceive(t *testing.T) {
+	h := newHub(8)
+	a, b, none := h.Connect(), h.Connect(), h.Connect()
+	defer a.Close()
+	defer b.Close()
+	defer none.Close()
+	a.Subscribe("s1")
+	b.Subscribe("s2")
+
+	h.MessageAdded(msg("s1", "m1", "for s1"))
+	h.MessageUpdated(msg("s2", "m2", "for s2"))
+	h.SessionUpdated(shared.Session{ID: "s1", State: shared.SessionRunning})
+
+	gotA := drain(t, a)
+	if len(gotA) != 2 || gotA[0] != (decoded{shared.ActionMessageAdded, shared.EnvelopeNotification, "for s1", "m1"}) ||
+		gotA[1].Action != shared.ActionSessionUpdated || gotA[1].ID != "s1" {
+		t.Errorf("subscriber of s1 got %+v", gotA)
+	}
+	if gotB := drain(t, b); len(gotB) != 1 || gotB[0] != (decoded{shared.ActionMessageUpdated, shared.EnvelopeNotification, "for s2", "m2"}) {
+		t.Errorf("subscriber of s2 got %+v", gotB)
+	}
+	if got := drain(t, none); len(got) != 0 {
+		t.Errorf("unsubscribed client got %+v", got)
+	}
+}
+
+func TestUnsubscribeStopsDelivery(t *testing.T) {
+	h := newHub(8)
+	c := h.Connect()
+	defer c.Close()
+	c.Subscribe("s1")
+	c.Subscribe("s2")
+	c.Unsubscribe("s1")
+	h.MessageAdded(msg("s1", "m1", "gone"))
+	h.MessageAdded(msg("s2", "m2", "kept"))
+	if got := drain(t, c); len(got) != 1 || got[0].ID != "m2" {
+		t.Errorf("got %+v, want only m2", got)
+	}
+	if n := h.Subscribers("s1"); n != 0 {
+		t.Errorf("s1 has %d subscribers after unsubscribe", n)
+	}
+}
+
+func TestPendingUpdatesCoalesceLatestWins(t *testing.T) {
+	h := newHub(8)
+	slow := h.Connect()
+	defer slow.Close()
+	slow.Subscribe("s1")
+
+	h.MessageAdded(msg("s1", "m1", "added"))
+	for i := range 100 {
+		h.MessageUpdated(msg("s1", "m1", fmt.Sprintf("update %d", i)))
+		h.MessageUpdated(msg("s1", "m2", fmt.Sprintf("other %d", i)))
+	}
+	h.MessageAdded(msg("s1", "m3", "later"))
+
+	select {
+	case <-slow.Done():
+		t.Fatal("a client whose updates coalesce must not be dropped")
+	default:
+	}
+	got := drain(t, slow)
+	want := []decoded{
+		{shared.ActionMessageAdded, shared.EnvelopeNotification, "added", "m1"},
+		{shared.ActionMessageUpdated, shared.EnvelopeNotification, "update 99", "m1"},
+		{shared.ActionMessageUpdated, shared.EnvelopeNotification, "other 99", "m2"},
+		{shared.ActionMessageAdded, shared.EnvelopeNotification, "later", "m3"},
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("got  %+v\nwant %+v", got, want)
+	}
+
+	// Once taken, an update is new again rather than merged into a frame already written.
+	h.MessageUpdated(msg("s1", "m1", "after take"))
+	if got := drain(t, slow); len(got) != 1 || got[0].Content != "after take" {
+		t.Errorf("after take got %+v", got)
+	}
+}
+
+func TestFullQueueDisconnectsOnlyTheSlowClient(t *testing.T) {
+	h := newHub(4)
+	slow, fast := h.Connect(), h.Connect()
+	defer fast.Close()
+	slow.Subscribe("s1")
+	fast.Subscribe("s1")
+
+	for i := range 5 { // one more distinct message than the queue holds
+		h.MessageAdded(msg("s1", fmt.Sprintf("m%d", i), "x"))
+		if got := drain(t, fast); len(got) != 1 {
+			t.Fatalf("fast client got %d frames for message %d", len(got), i)
+		}
+	}
+	select {
+	case <-slow.Done():
+	default:
+		t.Fatal("slow client not disconnected after its queue overflowed")
+	}
+	if !errors.Is(slow.Err(), ErrSlow) {
+		t.Errorf("cause %v, want ErrSlow", slow.Err())
+	}
+	if n := h.Subscribers("s1"); n != 1 {
+		t.Errorf("s1 has %d subscribers, want only the fast one", n)
+	}
+	if slow.Send([]byte(`{}`)) {
+		t.Error("Send succeeded on a dropped client")
+	}
+	slow.Subscribe("s1") // a dropped client stays out
+	if n := h.Subscribers("s1"); n != 1 {
+		t.Errorf("resubscribing a dropped client added it back (%d subscribers)", n)
+	}
+	slow.Close() // harmless after a drop
+	if !errors.Is(slow.Err(), ErrSlow) {
+		t.Errorf("Close replaced the cause: %v", slow.Err())
+	}
+
+	h.MessageAdded(msg("s1", "m9", "still flowing"))
+	if got := drain(t, fast); len(got) != 1 || got[0].ID != "m9" {
+		t.Errorf("fast client after the drop got %+v", got)
+	}
+}
+
+func TestResponsesAreNeverCoalesced(t *testing.T) {
+	h := newHub(2)
+	c := h.Connect()
+	defer c.Close()
+	if !c.Send([]byte(`1`)) || !c.Send([]byte(`1`)) {
+		t.Fatal("Send refused below the bound")
+	}
+	select {
+	case <-c.Ready():
+	default:
+		t.Fatal("Ready not signalled after Send")
+	}
+	if c.Send([]byte(`3`)) {
+		t.Fatal("Send accepted past the bound")
+	}
+	if !errors.Is(c.Err(), ErrSlow) {
+		t.Errorf("cause %v, want ErrSlow", c.Err())
+	}
+}
+
+func TestCloseUnsubscribesEverywhere(t *testing.T) {
+	h := newHub(8)
+	c := h.Connect()
+	c.Subscribe("s1")
+	c.Subscribe("s2")
+	c.Close()
+	if !errors.Is(c.Err(), ErrClosed) {
+		t.Errorf("cause %v, want ErrClosed", c.Err())
+	}
+	if h.Subscribers("s1")+h.Subscribers("s2") != 0 {
+		t.Error("closed client still subscribed")
+	}
+	h.MessageAdded(msg("s1", "m1", "x")) // must not panic or block
+	if got := c.Take(); len(got) != 0 {
+		t.Errorf("closed client received %d frames", len(got))
+	}
+}
+
+// TestPublishUnderConcurrency is for the race detector: publishers, a subscriber churning,
+// and a writer draining all at once.
+func TestPublishUnderConcurrency(t *testing.T) {
+	h := newHub(16)
+	c := h.Connect()
+	c.Subscribe("s1")
+	stop := make(chan struct{})
+	drained := make(chan int)
+	go func() {
+		n := 0
+		for {
+			select {
+			case <-c.Ready():
+				n += len(c.Take())
+			case <-stop:
+				drained <- n + len(c.Take())
+				return
+			}
+		}
+	}()
+	done := make(chan struct{})
+	for p := range 4 {
+		go func() {
+			for i := range 200 {
+				h.MessageUpdated(msg("s1", fmt.Sprintf("m%d", i%8), fmt.Sprint(p)))
+			}
+			done <- struct{}{}
+		}()
+	}
+	for range 50 {
+		c.Unsubscribe("s1")
+		c.Subscribe("s1")
+	}
+	for range 4 {
+		<-done
+	}
+	close(stop)
+	if n := <-drained; n == 0 {
+		t.Error("writer drained nothing")
+	}
+	c.Close()
+}
