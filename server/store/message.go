@@ -41,9 +41,6 @@ type outputRow struct {
 
 func (outputRow) TableName() string { return "shell_outputs" }
 
-func (r outputRow) output() shared.ShellOutput {
-	return shared.ShellOutput{Stdout: r.Stdout, Stderr: r.Stderr, ExitCode: r.ExitCode, Signal: r.Signal, Truncated: r.Truncated}
-}
 
 // message is the projection: every message leaving the store is built here, from the row
 // alone, so a message published live and the same message listed later are identical.
@@ -288,11 +285,16 @@ func (s *Store) CancelActiveToolCalls(ctx context.Context, sessionID string) ([]
 // absent message, one of another session and one that is not a shell command are all
 // ErrNotFound, so the answer tells nothing about other sessions.
 func (s *Store) GetShellOutput(ctx context.Context, sessionID, messageID string) (shared.ShellOutputSnapshot, error) {
+	// Columns of the outer join are NULL when no output is stored yet.
 	var r struct {
 		ID        string
 		Status    string
 		UpdatedAt int64
-		outputRow `gorm:"embedded"`
+		Stdout    *string
+		Stderr    *string
+		ExitCode  *int
+		Signal    *string
+		Truncated *bool
 	}
 	res := s.db.WithContext(ctx).Table("messages AS m").
 		Select("m.id, m.status, m.updated_at, o.stdout, o.stderr, o.exit_code, o.signal, o.truncated").
@@ -306,5 +308,14 @@ func (s *Store) GetShellOutput(ctx context.Context, sessionID, messageID string)
 		return shared.ShellOutputSnapshot{}, fmt.Errorf("get shell output: %w", ErrNotFound)
 	}
 	return shared.ShellOutputSnapshot{MessageID: r.ID, Status: shared.ToolStatus(r.Status),
-		UpdatedAt: fromNanos(r.UpdatedAt), Output: r.output()}, nil
+		UpdatedAt: fromNanos(r.UpdatedAt), Output: shared.ShellOutput{Stdout: deref(r.Stdout), Stderr: deref(r.Stderr),
+			ExitCode: r.ExitCode, Signal: deref(r.Signal), Truncated: deref(r.Truncated)}}, nil
+}
+
+func deref[T any](p *T) T {
+	var zero T
+	if p == nil {
+		return zero
+	}
+	return *p
 }

@@ -1,0 +1,379 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"conch/shared"
+)
+
+// clock is a fake clock; step == 0 freezes time so that ordering ties happen.
+type clock struct {
+	mu   sync.Mutex
+	t    time.Time
+	step time.Duration
+}
+
+func (c *clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(c.step)
+	return c.t
+}
+
+func open(t *testing.T, step time.Duration) (*Store, string) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "conch.db")
+	c := &clock{t: time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC), step: step}
+	s, err := Open(path, c.Now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s, path
+}
+
+func newSession(t *testing.T, s *Store) shared.Session {
+	t.Helper()
+	ctx := context.Background()
+	task, err := s.CreateTask(ctx, "task", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sess, err := s.CreateSession(ctx, task.ID, "shell", "/tmp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sess
+}
+
+func shellMeta(status shared.ToolStatus) *shared.Metadata {
+	return &shared.Metadata{ToolCallID: "call-1", Title: "ls", Status: status, Kind: "execute",
+		Normalized: &shared.Normalized{Kind: shared.NormalizedShellExec,
+			ShellExec: &shared.ShellExec{Command: "ls", WorkDir: "/tmp"}}}
+}
+
+func addText(t *testing.T, s *Store, sessionID string, n int) []shared.Message {
+	t.Helper()
+	var out []shared.Message
+	for i := 0; i < n; i++ {
+		m, err := s.CreateMessage(context.Background(), NewMessage{SessionID: sessionID,
+			AuthorType: shared.AuthorAgent, Type: shared.TypeMessage, Content: string(rune('a' + i))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+func ids(ms []shared.Message) string {
+	var b strings.Builder
+	for _, m := range ms {
+		b.WriteString(m.Content)
+	}
+	return b.String()
+}
+
+func TestPagination(t *testing.T) {
+	for _, step := range []time.Duration{time.Millisecond, 0} { // 0: every created_at ties
+		s, _ := open(t, step)
+		sess := newSession(t, s)
+		msgs := addText(t, s, sess.ID, 7) // contents a..g in creation order
+		ctx := context.Background()
+		tests := []struct {
+			q        ListQuery
+			want     string
+			hasMore  bool
+			wantLast string
+		}{
+			{ListQuery{}, "abcdefg", false, "g"},
+			{ListQuery{Limit: 3}, "abc", true, "c"},
+			{ListQuery{Limit: 3, Sort: "desc"}, "gfe", true, "e"},
+			{ListQuery{Limit: 3, After: msgs[2].ID}, "def", true, "f"},
+			{ListQuery{Limit: 3, After: msgs[4].ID}, "fg", false, "g"},
+			{ListQuery{Limit: 3, Before: msgs[4].ID, Sort: "desc"}, "dcb", true, "b"},
+			{ListQuery{Limit: 3, Before: msgs[2].ID, Sort: "desc"}, "ba", false, "a"},
+			{ListQuery{Limit: 2, Before: msgs[4].ID}, "cd", true, "d"},
+			{ListQuery{Limit: 2, After: msgs[1].ID, Sort: "desc"}, "dc", true, "c"},
+			{ListQuery{After: msgs[6].ID}, "", false, ""},
+			{ListQuery{Limit: 900}, "abcdefg", false, "g"},
+		}
+		for _, tt := range tests {
+			page, err := s.ListMessages(ctx, sess.ID, tt.q)
+			if err != nil {
+				t.Fatalf("step %v %+v: %v", step, tt.q, err)
+			}
+			last := ""
+			if page.Cursor != "" {
+				for _, m := range msgs {
+					if m.ID == page.Cursor {
+						last = m.Content
+					}
+				}
+			}
+			if got := ids(page.Messages); got != tt.want || page.HasMore != tt.hasMore || last != tt.wantLast || page.Total != 7 {
+				t.Errorf("step %v %+v: got %q has_more=%v cursor=%q total=%d; want %q %v %q 7",
+					step, tt.q, got, page.HasMore, last, page.Total, tt.want, tt.hasMore, tt.wantLast)
+			}
+		}
+	}
+}
+
+func TestListErrors(t *testing.T) {
+	s, _ := open(t, time.Millisecond)
+	a, b := newSession(t, s), newSession(t, s)
+	ma := addText(t, s, a.ID, 1)[0]
+	addText(t, s, b.ID, 1)
+	ctx := context.Background()
+	tests := []struct {
+		name    string
+		session string
+		q       ListQuery
+		want    error
+	}{
+		{"cursor from another session", b.ID, ListQuery{Before: ma.ID}, ErrInvalid},
+		{"unknown cursor", a.ID, ListQuery{After: "nope"}, ErrInvalid},
+		{"both cursors", a.ID, ListQuery{Before: ma.ID, After: ma.ID}, ErrInvalid},
+		{"bad sort", a.ID, ListQuery{Sort: "up"}, ErrInvalid},
+		{"negative limit", a.ID, ListQuery{Limit: -1}, ErrInvalid},
+		{"unknown session", "nope", ListQuery{}, ErrNotFound},
+	}
+	for _, tt := range tests {
+		if _, err := s.ListMessages(ctx, tt.session, tt.q); !errors.Is(err, tt.want) {
+			t.Errorf("%s: err = %v, want %v", tt.name, err, tt.want)
+		}
+	}
+}
+
+func TestAddUserMessageIdempotent(t *testing.T) {
+	s, _ := open(t, time.Millisecond)
+	sess := newSession(t, s)
+	ctx := context.Background()
+	first, created, err := s.AddUserMessage(ctx, sess.ID, "ls", "c-1")
+	if err != nil || !created {
+		t.Fatalf("first add: created=%v err=%v", created, err)
+	}
+	again, created, err := s.AddUserMessage(ctx, sess.ID, "something else", "c-1")
+	if err != nil || created || again.ID != first.ID || again.Content != "ls" {
+		t.Fatalf("repeat: created=%v err=%v msg=%+v", created, err, again)
+	}
+	// The same client id in another session is another message.
+	other := newSession(t, s)
+	if _, created, err := s.AddUserMessage(ctx, other.ID, "ls", "c-1"); err != nil || !created {
+		t.Fatalf("other session: created=%v err=%v", created, err)
+	}
+	if _, _, err := s.AddUserMessage(ctx, sess.ID, "x", ""); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := s.AddUserMessage(ctx, "nope", "x", ""); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("unknown session: %v", err)
+	}
+	if _, err := s.SetSessionState(ctx, sess.ID, shared.SessionFailed, "agent crashed"); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := s.AddUserMessage(ctx, sess.ID, "x", "c-2"); !errors.Is(err, ErrConflict) {
+		t.Fatalf("failed session: %v", err)
+	}
+	// The first message of a repeated id still answers, also after the session failed.
+	if m, created, err := s.AddUserMessage(ctx, sess.ID, "ls", "c-1"); err != nil || created || m.ID != first.ID {
+		t.Fatalf("repeat after failure: %v %v", created, err)
+	}
+	page, err := s.ListMessages(ctx, sess.ID, ListQuery{})
+	if err != nil || len(page.Messages) != 2 || page.Total != 2 {
+		t.Fatalf("stored %d messages (total %d), want 2: %v", len(page.Messages), page.Total, err)
+	}
+}
+
+func TestShellOutputScoping(t *testing.T) {
+	s, _ := open(t, time.Millisecond)
+	a, b := newSession(t, s), newSession(t, s)
+	ctx := context.Background()
+	out := &shared.ShellOutput{Stdout: "hello\n", Stderr: "warn\n", ExitCode: new(int)}
+	cmd, err := s.CreateMessage(ctx, NewMessage{SessionID: a.ID, AuthorType: shared.AuthorAgent,
+		Type: shared.TypeToolExecute, Content: "ls", Metadata: shellMeta(shared.StatusCompleted), Output: out})
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := addText(t, s, a.ID, 1)[0]
+	running, err := s.CreateMessage(ctx, NewMessage{SessionID: a.ID, AuthorType: shared.AuthorAgent,
+		Type: shared.TypeToolExecute, Metadata: shellMeta(shared.StatusRunning)})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	snap, err := s.GetShellOutput(ctx, a.ID, cmd.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if snap.Output.Stdout != "hello\n" || snap.Output.Stderr != "warn\n" || snap.Output.ExitCode == nil ||
+		*snap.Output.ExitCode != 0 || snap.Status != shared.StatusCompleted || snap.MessageID != cmd.ID {
+		t.Fatalf("snapshot %+v", snap)
+	}
+	empty, err := s.GetShellOutput(ctx, a.ID, running.ID)
+	if err != nil || empty.Output != (shared.ShellOutput{}) || empty.Status != shared.StatusRunning {
+		t.Fatalf("empty running snapshot %+v, %v", empty, err)
+	}
+	for name, c := range map[string][2]string{
+		"absent":        {a.ID, "nope"},
+		"cross-session": {b.ID, cmd.ID},
+		"not a shell":   {a.ID, text.ID},
+	} {
+		if _, err := s.GetShellOutput(ctx, c[0], c[1]); !errors.Is(err, ErrNotFound) {
+			t.Errorf("%s: err = %v, want ErrNotFound", name, err)
+		}
+	}
+}
+
+func TestUpdateKeepsFinalState(t *testing.T) {
+	s, _ := open(t, time.Millisecond)
+	sess := newSession(t, s)
+	ctx := context.Background()
+	m, err := s.CreateMessage(ctx, NewMessage{SessionID: sess.ID, AuthorType: shared.AuthorAgent,
+		Type: shared.TypeToolExecute, Metadata: shellMeta(shared.StatusRunning)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	seven := 7
+	final := &shared.ShellOutput{Stdout: "final\n", ExitCode: &seven}
+	done, changed, err := s.UpdateMessage(ctx, m.ID, Update{Metadata: shellMeta(shared.StatusCompleted), Output: final})
+	if err != nil || !changed {
+		t.Fatal(changed, err)
+	}
+	// A known non-zero exit makes the status failed whatever the agent said.
+	if done.Metadata.Status != shared.StatusFailed || *shared.ShellOf(done).Output.ExitCode != 7 {
+		t.Fatalf("final message %+v", done.Metadata)
+	}
+	late, changed, err := s.UpdateMessage(ctx, m.ID, Update{Metadata: shellMeta(shared.StatusRunning),
+		Output: &shared.ShellOutput{Stdout: "partial"}})
+	if err != nil || changed || late.Metadata.Status != shared.StatusFailed {
+		t.Fatalf("late update applied: changed=%v err=%v status=%s", changed, err, late.Metadata.Status)
+	}
+	snap, _ := s.GetShellOutput(ctx, sess.ID, m.ID)
+	if snap.Output.Stdout != "final\n" {
+		t.Fatalf("final output lost: %q", snap.Output.Stdout)
+	}
+	// A metadata-only update keeps the stored summary.
+	md := shellMeta(shared.StatusFailed)
+	md.Title = "renamed"
+	kept, _, err := s.UpdateMessage(ctx, m.ID, Update{Metadata: md})
+	if err != nil || shared.ShellOf(kept).Output.StdoutBytes != 6 || kept.Metadata.Title != "renamed" {
+		t.Fatalf("summary lost: %+v %v", shared.ShellOf(kept), err)
+	}
+	if _, _, err := s.UpdateMessage(ctx, "nope", Update{}); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("unknown id: %v", err)
+	}
+}
+
+// A message as returned by a write (what is published live) and as listed after a
+// reopen (what a reload shows) encode to the same JSON, and neither carries a body.
+func TestLiveAndReloadedIdentical(t *testing.T) {
+	s, path := open(t, time.Millisecond)
+	sess := newSession(t, s)
+	ctx := context.Background()
+	sentinel := "SENTINEL-" + strings.Repeat("é", 100_000)
+	m, _ := s.CreateMessage(ctx, NewMessage{SessionID: sess.ID, AuthorType: shared.AuthorAgent,
+		Type: shared.TypeToolExecute, Metadata: shellMeta(shared.StatusRunning)})
+	live, _, err := s.UpdateMessage(ctx, m.ID, Update{Metadata: shellMeta(shared.StatusRunning),
+		Output: &shared.ShellOutput{Stdout: sentinel + "\xff"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	s2, err := Open(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s2.Close()
+	page, err := s2.ListMessages(ctx, sess.ID, ListQuery{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, _ := json.Marshal(live)
+	b, _ := json.Marshal(page.Messages[0])
+	if string(a) != string(b) {
+		t.Fatalf("live and reloaded differ:\n%s\n%s", a, b)
+	}
+	if strings.Contains(string(a), "SENTINEL") {
+		t.Fatal("body in a projected message")
+	}
+	want := `"output":{"has_output":true,"stdout_bytes":` + jsonInt(len(sentinel)+3) + `,"stderr_bytes":0,"truncated":false}`
+	if !strings.Contains(string(a), want) {
+		t.Fatalf("summary missing: %s", a)
+	}
+}
+
+func jsonInt(n int) string { b, _ := json.Marshal(n); return string(b) }
+
+// Lists never read output bodies: they still work with the bodies' table gone.
+func TestListReadsNoBodies(t *testing.T) {
+	s, _ := open(t, time.Millisecond)
+	sess := newSession(t, s)
+	ctx := context.Background()
+	if _, err := s.CreateMessage(ctx, NewMessage{SessionID: sess.ID, AuthorType: shared.AuthorAgent,
+		Type: shared.TypeToolExecute, Metadata: shellMeta(shared.StatusCompleted),
+		Output: &shared.ShellOutput{Stdout: strings.Repeat("x", 1000)}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.db.Exec("DROP TABLE shell_outputs").Error; err != nil {
+		t.Fatal(err)
+	}
+	page, err := s.ListMessages(ctx, sess.ID, ListQuery{})
+	if err != nil || len(page.Messages) != 1 || shared.ShellOf(page.Messages[0]).Output.StdoutBytes != 1000 {
+		t.Fatalf("list without bodies: %v %+v", err, page)
+	}
+}
+
+func TestRecoverAfterRestart(t *testing.T) {
+	s, _ := open(t, time.Millisecond)
+	sess := newSession(t, s)
+	ctx := context.Background()
+	if _, err := s.SetSessionState(ctx, sess.ID, shared.SessionRunning, ""); err != nil {
+		t.Fatal(err)
+	}
+	m, _ := s.CreateMessage(ctx, NewMessage{SessionID: sess.ID, AuthorType: shared.AuthorAgent,
+		Type: shared.TypeToolExecute, Metadata: shellMeta(shared.StatusRunning),
+		Output: &shared.ShellOutput{Stdout: "half"}})
+	done, _ := s.CreateMessage(ctx, NewMessage{SessionID: sess.ID, AuthorType: shared.AuthorAgent,
+		Type: shared.TypeToolExecute, Metadata: shellMeta(shared.StatusCompleted)})
+	if err := s.RecoverAfterRestart(ctx); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := s.GetSession(ctx, sess.ID)
+	if got.State != shared.SessionClosed || got.Error == "" {
+		t.Fatalf("session %+v", got)
+	}
+	snap, _ := s.GetShellOutput(ctx, sess.ID, m.ID)
+	if snap.Status != shared.StatusCancelled || snap.Output.Stdout != "half" {
+		t.Fatalf("running command after restart: %+v", snap)
+	}
+	snap, _ = s.GetShellOutput(ctx, sess.ID, done.ID)
+	if snap.Status != shared.StatusCompleted {
+		t.Fatalf("finished command changed: %+v", snap)
+	}
+}
+
+func TestTasksAndSessions(t *testing.T) {
+	s, _ := open(t, time.Millisecond)
+	ctx := context.Background()
+	if _, err := s.CreateTask(ctx, "  ", ""); !errors.Is(err, ErrInvalid) {
+		t.Fatalf("blank title: %v", err)
+	}
+	if _, err := s.CreateSession(ctx, "nope", "shell", "/"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("session of unknown task: %v", err)
+	}
+	sess := newSession(t, s)
+	tasks, err := s.ListTasks(ctx)
+	if err != nil || len(tasks) != 1 || len(tasks[0].Sessions) != 1 || tasks[0].Sessions[0].ID != sess.ID {
+		t.Fatalf("tasks %+v %v", tasks, err)
+	}
+	if _, err := s.GetSession(ctx, "nope"); !errors.Is(err, ErrNotFound) {
+		t.Fatal(err)
+	}
+}
