@@ -41,7 +41,6 @@ type outputRow struct {
 
 func (outputRow) TableName() string { return "shell_outputs" }
 
-
 // message is the projection: every message leaving the store is built here, from the row
 // alone, so a message published live and the same message listed later are identical.
 func (r messageRow) message() (shared.Message, error) {
