@@ -240,6 +240,9 @@ func TestUpdateKeepsFinalState(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if _, _, err := s.UpdateMessage(ctx, m.ID, Update{Output: &shared.ShellOutput{Stdout: "part", Stderr: "e"}}); err != nil {
+		t.Fatal(err)
+	}
 	seven := 7
 	final := &shared.ShellOutput{Stdout: "final\n", ExitCode: &seven}
 	done, changed, err := s.UpdateMessage(ctx, m.ID, Update{Metadata: shellMeta(shared.StatusCompleted), Output: final})
@@ -256,7 +259,7 @@ func TestUpdateKeepsFinalState(t *testing.T) {
 		t.Fatalf("late update applied: changed=%v err=%v status=%s", changed, err, late.Metadata.Status)
 	}
 	snap, _ := s.GetShellOutput(ctx, sess.ID, m.ID)
-	if snap.Output.Stdout != "final\n" {
+	if snap.Output.Stdout != "final\n" || snap.Output.Stderr != "" {
 		t.Fatalf("final output lost: %q", snap.Output.Stdout)
 	}
 	// A metadata-only update keeps the stored summary.
