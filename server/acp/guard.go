@@ -1,0 +1,101 @@
+package acp
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+
+	sdk "github.com/coder/acp-go-sdk"
+)
+
+// The SDK closes the whole connection on an incoming line over 10 MiB and when 1,024
+// notifications wait in its queue (ACP-NOTES.md). Real agents send both: a whole command
+// output in one line, and floods of small updates. So the agent's stdout goes through
+// guard first: session/update notifications are decoded here and handed, in wire order,
+// to the session's recorder (which never blocks on the database); only requests and
+// responses reach the SDK. Because guard handles each line before reading the next, every
+// update of a turn is applied before the turn's answer reaches the SDK, as ACP promises.
+
+const (
+	// sdkLineLimit is the longest line the SDK accepts (bufio.Scanner's limit).
+	sdkLineLimit = 10<<20 - 1
+	// maxLine bounds the memory one line may take; a longer one is skipped.
+	maxLine = 64 << 20
+)
+
+// lineHead is enough of a JSON-RPC message to route it.
+type lineHead struct {
+	ID     json.RawMessage `json:"id"`
+	Method string          `json:"method"`
+	Params json.RawMessage `json:"params"`
+}
+
+// guard copies src to dst line by line until src ends, calling onUpdate for each
+// session/update notification instead of copying it. It closes dst when done.
+func guard(src io.Reader, dst *io.PipeWriter, onUpdate func(sdk.SessionNotification), log *slog.Logger) {
+	r := bufio.NewReaderSize(src, 64<<10)
+	var err error
+	for err == nil {
+		var line []byte
+		line, err = readLine(r)
+		if errors.Is(err, errLineTooLong) {
+			log.Error("agent sent a line over the limit; skipped", "limit", maxLine)
+			err = nil
+			continue
+		}
+		line = bytes.TrimSpace(line)
+		if len(line) == 0 {
+			continue
+		}
+		var head lineHead
+		if json.Unmarshal(line, &head) == nil && head.Method == sdk.ClientMethodSessionUpdate && head.ID == nil {
+			var n sdk.SessionNotification
+			if uerr := json.Unmarshal(head.Params, &n); uerr != nil {
+				log.Error("agent sent an undecodable session/update; skipped", "err", uerr)
+				continue
+			}
+			onUpdate(n)
+			continue
+		}
+		if len(line) > sdkLineLimit {
+			log.Error("agent sent a message over the SDK's line limit; skipped", "method", head.Method, "bytes", len(line))
+			continue
+		}
+		if _, werr := dst.Write(append(line, '\n')); werr != nil {
+			break
+		}
+	}
+	dst.Close()
+}
+
+var errLineTooLong = errors.New("line too long")
+
+// readLine reads one line without its newline. A line over maxLine is consumed and
+// reported as errLineTooLong, so memory stays bounded.
+func readLine(r *bufio.Reader) ([]byte, error) {
+	var line []byte
+	tooLong := false
+	for {
+		frag, err := r.ReadSlice('\n')
+		if !tooLong {
+			if len(line)+len(frag) > maxLine {
+				tooLong, line = true, nil
+			} else {
+				line = append(line, frag...)
+			}
+		}
+		if errors.Is(err, bufio.ErrBufferFull) {
+			continue
+		}
+		if tooLong {
+			if err == nil {
+				return nil, errLineTooLong
+			}
+			return nil, err
+		}
+		return bytes.TrimSuffix(line, []byte{'\n'}), err
+	}
+}

@@ -1,0 +1,243 @@
+// Package acp is Conch's ACP client runtime: it starts agent processes, speaks ACP to
+// them, runs the terminals they ask for, and turns everything they report into stored
+// messages and live events (ADR-0042: bodies are stored, browsers get summaries).
+package acp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+
+	"conch/server/store"
+	"conch/shared"
+)
+
+// Events receives what the runtime committed; *hub.Hub implements it.
+type Events interface {
+	MessageAdded(shared.Message)
+	MessageUpdated(shared.Message)
+	SessionUpdated(shared.Session)
+}
+
+// Config wires a Manager. Only Store, Events and Profiles are required.
+type Config struct {
+	Store    *store.Store
+	Events   Events
+	Profiles []Profile // LoadProfiles' result
+	DataDir  string    // fresh session directories go under DataDir/sessions
+	Logger   *slog.Logger
+	// Executable runs profiles without a command (the built-in shell agent);
+	// default os.Executable().
+	Executable string
+	// Launch starts agents; default ExecLauncher(Executable).
+	Launch Launcher
+	// Now and After are the clock; tests inject a fake one. Defaults: time.Now, time.After.
+	Now   func() time.Time
+	After func(time.Duration) <-chan time.Time
+	// FlushInterval is the longest a running command's new output waits to be stored;
+	// default 250ms.
+	FlushInterval time.Duration
+	// StartTimeout bounds initialize + session/new; default 30s.
+	StartTimeout time.Duration
+}
+
+type clock struct {
+	now   func() time.Time
+	after func(time.Duration) <-chan time.Time
+}
+
+func (c clock) Now() time.Time                         { return c.now() }
+func (c clock) After(d time.Duration) <-chan time.Time { return c.after(d) }
+
+// Manager runs the agent sessions of one server.
+type Manager struct {
+	cfg   Config
+	clock clock
+	log   *slog.Logger
+
+	mu       sync.Mutex
+	sessions map[string]*session
+	closing  bool
+	wg       sync.WaitGroup
+}
+
+// NewManager checks cfg and fills its defaults.
+func NewManager(cfg Config) (*Manager, error) {
+	if cfg.Store == nil || cfg.Events == nil {
+		return nil, errors.New("acp: Store and Events are required")
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.After == nil {
+		cfg.After = time.After
+	}
+	if cfg.FlushInterval <= 0 {
+		cfg.FlushInterval = 250 * time.Millisecond
+	}
+	if cfg.StartTimeout <= 0 {
+		cfg.StartTimeout = 30 * time.Second
+	}
+	if cfg.DataDir == "" {
+		cfg.DataDir = os.TempDir()
+	}
+	if cfg.Launch == nil {
+		if cfg.Executable == "" {
+			exe, err := os.Executable()
+			if err != nil {
+				return nil, fmt.Errorf("acp: find the conch binary: %w", err)
+			}
+			cfg.Executable = exe
+		}
+		cfg.Launch = ExecLauncher(cfg.Executable)
+	}
+	return &Manager{cfg: cfg, clock: clock{cfg.Now, cfg.After}, log: cfg.Logger, sessions: map[string]*session{}}, nil
+}
+
+// Agents lists the profiles for GET /api/v1/agents.
+func (m *Manager) Agents() []shared.Agent {
+	out := make([]shared.Agent, 0, len(m.cfg.Profiles))
+	for _, p := range m.cfg.Profiles {
+		out = append(out, shared.Agent{Name: p.Name, Description: p.Description})
+	}
+	return out
+}
+
+func (m *Manager) profile(name string) (Profile, bool) {
+	for _, p := range m.cfg.Profiles {
+		if p.Name == name {
+			return p, true
+		}
+	}
+	return Profile{}, false
+}
+
+// StartSession creates a session of the task, starts the agent and waits (bounded) for
+// initialize and session/new. It returns the session ready, or failed with its error. An
+// unknown agent or a relative or missing cwd wraps store.ErrInvalid; an unknown task is
+// store.ErrNotFound. An empty cwd gets a fresh directory under DataDir/sessions.
+func (m *Manager) StartSession(ctx context.Context, taskID, agent, cwd string) (shared.Session, error) {
+	p, ok := m.profile(agent)
+	if !ok {
+		return shared.Session{}, fmt.Errorf("%w: unknown agent %q", store.ErrInvalid, agent)
+	}
+	if cwd != "" {
+		if !filepath.IsAbs(cwd) {
+			return shared.Session{}, fmt.Errorf("%w: cwd must be an absolute path", store.ErrInvalid)
+		}
+		if fi, err := os.Stat(cwd); err != nil || !fi.IsDir() {
+			return shared.Session{}, fmt.Errorf("%w: cwd %s is not a directory", store.ErrInvalid, cwd)
+		}
+		cwd = filepath.Clean(cwd)
+	}
+	if _, err := m.cfg.Store.GetTask(ctx, taskID); err != nil {
+		return shared.Session{}, err
+	}
+	if cwd == "" {
+		cwd = filepath.Join(m.cfg.DataDir, "sessions", uuid.Must(uuid.NewV7()).String())
+		if err := os.MkdirAll(cwd, 0o755); err != nil {
+			return shared.Session{}, fmt.Errorf("session directory: %w", err)
+		}
+	}
+	sess, err := m.cfg.Store.CreateSession(ctx, taskID, agent, cwd)
+	if err != nil {
+		return shared.Session{}, err
+	}
+	m.cfg.Events.SessionUpdated(sess)
+
+	m.mu.Lock()
+	if m.closing {
+		m.mu.Unlock()
+		return m.setFailed(sess.ID, "the server is stopping")
+	}
+	s := newSession(m, sess, p)
+	m.sessions[sess.ID] = s
+	m.wg.Add(1)
+	m.mu.Unlock()
+
+	proc, err := m.cfg.Launch(p, cwd)
+	if err != nil {
+		m.wg.Done()
+		m.forget(sess.ID)
+		return m.setFailed(sess.ID, err.Error())
+	}
+	go func() {
+		defer m.wg.Done()
+		s.serve(proc)
+	}()
+	return s.start(ctx)
+}
+
+func (m *Manager) setFailed(id, errText string) (shared.Session, error) {
+	sess, err := m.cfg.Store.SetSessionState(context.Background(), id, shared.SessionFailed, errText)
+	if err != nil {
+		return shared.Session{}, err
+	}
+	m.cfg.Events.SessionUpdated(sess)
+	return sess, nil
+}
+
+func (m *Manager) forget(id string) {
+	m.mu.Lock()
+	delete(m.sessions, id)
+	m.mu.Unlock()
+}
+
+func (m *Manager) live(id string) (*session, error) {
+	m.mu.Lock()
+	s := m.sessions[id]
+	m.mu.Unlock()
+	if s != nil {
+		return s, nil
+	}
+	sess, err := m.cfg.Store.GetSession(context.Background(), id)
+	if err != nil {
+		return nil, err
+	}
+	return nil, fmt.Errorf("%w: session is %s", store.ErrConflict, sess.State)
+}
+
+// Prompt queues one turn; turns of a session run in order, in the background. A session
+// without a live agent (failed, closed) wraps store.ErrConflict.
+func (m *Manager) Prompt(sessionID, content string) error {
+	s, err := m.live(sessionID)
+	if err != nil {
+		return err
+	}
+	return s.enqueue(content)
+}
+
+// Cancel asks the agent to cancel the running turn (ACP session/cancel).
+func (m *Manager) Cancel(sessionID string) error {
+	s, err := m.live(sessionID)
+	if err != nil {
+		return err
+	}
+	return s.cancel()
+}
+
+// Close ends every session: agents and their terminals' process groups are killed,
+// open tool calls end cancelled with their output, and the sessions are closed.
+func (m *Manager) Close() {
+	m.mu.Lock()
+	m.closing = true
+	live := make([]*session, 0, len(m.sessions))
+	for _, s := range m.sessions {
+		live = append(live, s)
+	}
+	m.mu.Unlock()
+	for _, s := range live {
+		s.stop("the server stopped")
+	}
+	m.wg.Wait()
+}

@@ -1,0 +1,363 @@
+package acp
+
+import (
+	"encoding/json"
+	"math"
+	"strings"
+
+	sdk "github.com/coder/acp-go-sdk"
+
+	"conch/shared"
+)
+
+// Agents report a command's output in many shapes (see ACP-NOTES.md). Everything known of
+// one tool call is merged into a toolCall by pure functions, so each shape is table-tested
+// without processes or a database.
+
+// Output sources, weakest first. A source never replaces output taken from a stronger
+// one: a final text block (often a fenced copy) must not overwrite the real streams.
+const (
+	rankNone = iota
+	rankText
+	rankRaw
+	rankMeta
+)
+
+// toolUpdate is the part of tool_call, tool_call_update and a permission request's
+// toolCall that Conch uses. Nil pointers and a nil Content mean "unchanged".
+type toolUpdate struct {
+	Title     *string
+	Kind      *string
+	Status    *string
+	Content   []sdk.ToolCallContent
+	RawInput  any
+	RawOutput any
+	Meta      map[string]any
+}
+
+func fromToolCall(u *sdk.SessionUpdateToolCall) toolUpdate {
+	tu := toolUpdate{Title: &u.Title, Content: u.Content, RawInput: u.RawInput, RawOutput: u.RawOutput, Meta: u.Meta}
+	if u.Kind != "" {
+		k := string(u.Kind)
+		tu.Kind = &k
+	}
+	if u.Status != "" {
+		s := string(u.Status)
+		tu.Status = &s
+	}
+	return tu
+}
+
+func fromToolCallUpdate(u *sdk.SessionToolCallUpdate) toolUpdate {
+	return fromFields(u.Title, u.Kind, u.Status, u.Content, u.RawInput, u.RawOutput, u.Meta)
+}
+
+func fromPermission(u *sdk.ToolCallUpdate) toolUpdate {
+	return fromFields(u.Title, u.Kind, u.Status, u.Content, u.RawInput, u.RawOutput, u.Meta)
+}
+
+func fromFields(title *string, kind *sdk.ToolKind, status *sdk.ToolCallStatus, content []sdk.ToolCallContent,
+	rawIn, rawOut any, meta map[string]any) toolUpdate {
+	tu := toolUpdate{Title: title, Content: content, RawInput: rawIn, RawOutput: rawOut, Meta: meta}
+	if kind != nil {
+		k := string(*kind)
+		tu.Kind = &k
+	}
+	if status != nil {
+		s := string(*status)
+		tu.Status = &s
+	}
+	return tu
+}
+
+// toolCall is everything known of one tool call.
+type toolCall struct {
+	ID         string
+	Title      string
+	Kind       string // the ACP kind
+	Status     shared.ToolStatus
+	Command    string
+	WorkDir    string
+	TerminalID string // a client terminal shown in the content: its output wins
+	Shell      bool   // a shell command (kind execute, or shell output was seen)
+
+	rank     int
+	stdout   tailBuffer
+	stderr   tailBuffer
+	exitCode *int
+	signal   string
+}
+
+func newToolCall(id string) *toolCall {
+	return &toolCall{
+		ID: id, Status: shared.StatusPending,
+		stdout: tailBuffer{max: shared.OutputLimit + 4},
+		stderr: tailBuffer{max: shared.OutputLimit + 4},
+	}
+}
+
+// apply merges one update. It reports whether something other than the output bodies
+// changed (such changes are stored at once; body growth is coalesced).
+func (tc *toolCall) apply(u toolUpdate) (major bool) {
+	before := tc.header()
+	if u.Title != nil && *u.Title != "" {
+		tc.Title = *u.Title
+	}
+	if u.Kind != nil && *u.Kind != "" {
+		tc.Kind = *u.Kind
+		tc.Shell = tc.Shell || tc.Kind == string(sdk.ToolKindExecute)
+	}
+	if u.Status != nil {
+		tc.setStatus(statusOfACP(*u.Status))
+	}
+	if cmd, dir := commandOf(u.RawInput); cmd != "" || dir != "" {
+		if cmd != "" {
+			tc.Command = cmd
+		}
+		if dir != "" {
+			tc.WorkDir = dir
+		}
+	}
+	tc.applyContent(u.Content)
+	tc.applyRawOutput(u.RawOutput)
+	tc.applyMeta(u.Meta)
+	return tc.header() != before
+}
+
+// header is the part of a tool call whose change is stored at once.
+type header struct {
+	title, kind, command, workDir, terminal, signal string
+	status                                          shared.ToolStatus
+	shell                                           bool
+	exit                                            int // math.MinInt when unknown
+}
+
+func (tc *toolCall) header() header {
+	h := header{tc.Title, tc.Kind, tc.Command, tc.WorkDir, tc.TerminalID, tc.signal, tc.Status, tc.Shell, math.MinInt}
+	if tc.exitCode != nil {
+		h.exit = *tc.exitCode
+	}
+	return h
+}
+
+// setStatus keeps a finished tool call finished: a late or out-of-order "in progress"
+// never revives it. Unknown strings (the SDK passes them through) change nothing.
+func (tc *toolCall) setStatus(s shared.ToolStatus) {
+	if !s.Valid() || (tc.Status.IsTerminal() && !s.IsTerminal()) {
+		return
+	}
+	tc.Status = s
+}
+
+func statusOfACP(s string) shared.ToolStatus {
+	switch s {
+	case string(sdk.ToolCallStatusInProgress):
+		return shared.StatusRunning
+	case "canceled":
+		return shared.StatusCancelled
+	}
+	return shared.ToolStatus(s)
+}
+
+func (tc *toolCall) applyContent(content []sdk.ToolCallContent) {
+	var text strings.Builder
+	hasText := false
+	for _, c := range content {
+		switch {
+		case c.Terminal != nil:
+			tc.TerminalID, tc.Shell = c.Terminal.TerminalId, true
+		case c.Content != nil && c.Content.Content.Text != nil:
+			if hasText {
+				text.WriteByte('\n')
+			}
+			text.WriteString(c.Content.Content.Text.Text)
+			hasText = true
+		}
+	}
+	if hasText {
+		tc.replace(rankText, text.String(), "")
+	}
+}
+
+// applyRawOutput reads the rawOutput shapes of the known adapters: {stdout, stderr,
+// exit_code} (Codex), {formatted_output | aggregated_output | output} and
+// {metadata: {output, exit}} (opencode), or a bare string.
+func (tc *toolCall) applyRawOutput(raw any) {
+	switch v := raw.(type) {
+	case string:
+		tc.replace(rankRaw, v, "")
+	case map[string]any:
+		stdout, okOut := v["stdout"].(string)
+		stderr, okErr := v["stderr"].(string)
+		md, _ := v["metadata"].(map[string]any)
+		switch {
+		case okOut || okErr:
+			tc.replace(rankRaw, stdout, stderr)
+		default:
+			for _, text := range []any{v["formatted_output"], v["aggregated_output"], v["output"], md["output"]} {
+				if s, ok := text.(string); ok {
+					tc.replace(rankRaw, s, "")
+					break
+				}
+			}
+		}
+		for _, code := range []any{v["exit_code"], v["exitCode"], md["exit"], md["exit_code"]} {
+			if c, ok := intOf(code); ok {
+				tc.exitCode = &c
+				break
+			}
+		}
+		if s, ok := v["signal"].(string); ok && s != "" {
+			tc.signal = s
+		}
+	}
+}
+
+// applyMeta reads the _meta terminal extensions (Claude Code and Codex adapters):
+// terminal_info {cwd}, terminal_output {data} (the whole output so far),
+// terminal_output_delta {data} (more output) and terminal_exit {exit_code, signal}.
+func (tc *toolCall) applyMeta(meta map[string]any) {
+	if info, ok := meta["terminal_info"].(map[string]any); ok {
+		tc.Shell = true
+		if cwd, ok := info["cwd"].(string); ok && cwd != "" && tc.WorkDir == "" {
+			tc.WorkDir = cwd
+		}
+	}
+	if o, ok := meta["terminal_output"].(map[string]any); ok {
+		if data, ok := o["data"].(string); ok {
+			tc.Shell = true
+			tc.replace(rankMeta, data, "")
+		}
+	}
+	if o, ok := meta["terminal_output_delta"].(map[string]any); ok {
+		if data, ok := o["data"].(string); ok {
+			tc.Shell = true
+			if tc.rank < rankMeta {
+				tc.replace(rankMeta, "", "")
+			}
+			tc.stdout.write([]byte(data))
+		}
+	}
+	if e, ok := meta["terminal_exit"].(map[string]any); ok {
+		tc.Shell = true
+		if c, ok := intOf(e["exit_code"]); ok {
+			tc.exitCode = &c
+		}
+		if s, ok := e["signal"].(string); ok && s != "" {
+			tc.signal = s
+		}
+	}
+}
+
+// replace sets both bodies from a source, unless a stronger source already gave them.
+func (tc *toolCall) replace(rank int, stdout, stderr string) {
+	if rank < tc.rank {
+		return
+	}
+	tc.rank = rank
+	tc.stdout = tailBuffer{max: tc.stdout.max}
+	tc.stderr = tailBuffer{max: tc.stderr.max}
+	tc.stdout.write([]byte(stdout))
+	tc.stderr.write([]byte(stderr))
+}
+
+// output is the stored output from the agent's own reports (not a client terminal).
+func (tc *toolCall) output() shared.ShellOutput {
+	rawOut, cutOut := tc.stdout.tail()
+	rawErr, cutErr := tc.stderr.tail()
+	var o shared.ShellOutput
+	var truncOut, truncErr bool
+	o.Stdout, truncOut = tailText(rawOut, cutOut, false, shared.OutputLimit)
+	o.Stderr, truncErr = tailText(rawErr, cutErr, false, shared.OutputLimit)
+	o.Truncated = truncOut || truncErr
+	o.ExitCode, o.Signal = tc.exitCode, tc.signal
+	return o
+}
+
+// render is the message to store. term is the output of the client terminal the tool
+// call shows, if any: it is the real stream, so it wins over what the agent reports,
+// except for an exit the agent knows and the terminal does not yet.
+func (tc *toolCall) render(sessionCwd string, term *shared.ShellOutput) (shared.MessageType, string, *shared.Metadata, *shared.ShellOutput) {
+	md := &shared.Metadata{ToolCallID: tc.ID, Title: tc.Title, Status: tc.Status, Kind: tc.Kind}
+	content := tc.Title
+	if !tc.Shell {
+		return shared.TypeToolCall, content, md, nil
+	}
+	out := tc.output()
+	if term != nil {
+		t := *term
+		if t.ExitCode == nil && t.Signal == "" {
+			t.ExitCode, t.Signal = out.ExitCode, out.Signal
+		}
+		out = t
+	}
+	if out.ExitStatusFailed() {
+		md.Status = shared.StatusFailed
+	}
+	cmd := tc.Command
+	if cmd == "" {
+		cmd = tc.Title
+	}
+	if content == "" {
+		content = cmd
+	}
+	dir := tc.WorkDir
+	if dir == "" {
+		dir = sessionCwd
+	}
+	md.Normalized = &shared.Normalized{Kind: shared.NormalizedShellExec,
+		ShellExec: &shared.ShellExec{Command: cmd, WorkDir: dir, Output: out.Bounded().Summarize()}}
+	return shared.TypeToolExecute, content, md, &out
+}
+
+// commandOf reads the command (a string or an argv array) and working directory from a
+// tool call's rawInput.
+func commandOf(raw any) (cmd, dir string) {
+	m, ok := raw.(map[string]any)
+	if !ok {
+		return "", ""
+	}
+	switch c := m["command"].(type) {
+	case string:
+		cmd = c
+	case []any:
+		args := make([]string, 0, len(c))
+		for _, a := range c {
+			if s, ok := a.(string); ok {
+				args = append(args, shellQuote(s))
+			}
+		}
+		cmd = strings.Join(args, " ")
+	}
+	for _, k := range []string{"cwd", "workdir", "work_dir", "working_directory"} {
+		if d, ok := m[k].(string); ok && d != "" {
+			return cmd, d
+		}
+	}
+	return cmd, ""
+}
+
+// shellQuote quotes an argument only when the shell would split or expand it.
+func shellQuote(s string) string {
+	if s != "" && !strings.ContainsAny(s, " \t\n'\"\\$`;&|<>()*?[]{}#~!") {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// intOf accepts a JSON number (float64 or json.Number) that is a whole number.
+func intOf(v any) (int, bool) {
+	switch n := v.(type) {
+	case float64:
+		if n == math.Trunc(n) && math.Abs(n) < math.MaxInt32 {
+			return int(n), true
+		}
+	case json.Number:
+		if i, err := n.Int64(); err == nil && i >= math.MinInt32 && i <= math.MaxInt32 {
+			return int(i), true
+		}
+	case int:
+		return n, true
+	}
+	return 0, false
+}

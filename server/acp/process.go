@@ -1,0 +1,111 @@
+package acp
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"sync"
+	"syscall"
+)
+
+// Process is a running agent as the runtime sees it: its stdio and how to end it.
+// Launch starts real processes; tests may supply agents joined by io.Pipe.
+type Process struct {
+	Stdin  io.WriteCloser
+	Stdout io.ReadCloser
+	Exited <-chan struct{} // closed when the agent is gone
+	// ExitErr says how it ended (valid once Exited is closed); Stderr is the tail of its
+	// log output, for the session's error.
+	ExitErr func() error
+	Stderr  func() string
+	Kill    func() // ends the agent and its whole process group
+}
+
+// Launcher starts an agent for a profile in a directory.
+type Launcher func(p Profile, cwd string) (*Process, error)
+
+// stderrTail is how much of an agent's stderr is kept for its error.
+const stderrTail = 4 << 10
+
+// ExecLauncher starts profiles as real processes, each in its own process group, with
+// the profile's env added to the server's. A profile without a command runs executable
+// (the conch binary) with the profile's args.
+func ExecLauncher(executable string) Launcher {
+	return func(p Profile, cwd string) (*Process, error) {
+		command := p.Command
+		if command == "" {
+			command = executable
+		}
+		cmd := exec.Command(command, p.Args...)
+		cmd.Dir = cwd
+		cmd.Env = os.Environ()
+		for k, v := range p.Env {
+			cmd.Env = append(cmd.Env, k+"="+v)
+		}
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		stdin, err := cmd.StdinPipe()
+		if err != nil {
+			return nil, err
+		}
+		// Our own pipes, not StdoutPipe: Wait must not close stdout before every line is read.
+		outR, outW, err := os.Pipe()
+		if err != nil {
+			return nil, err
+		}
+		errR, errW, err := os.Pipe()
+		if err != nil {
+			outR.Close()
+			outW.Close()
+			return nil, err
+		}
+		cmd.Stdout, cmd.Stderr = outW, errW
+		err = cmd.Start()
+		outW.Close()
+		errW.Close()
+		if err != nil {
+			outR.Close()
+			errR.Close()
+			return nil, fmt.Errorf("start %s: %w", command, err)
+		}
+		var (
+			mu      sync.Mutex
+			tail    = tailBuffer{max: stderrTail}
+			exitErr error
+		)
+		go func() {
+			buf := make([]byte, 4096)
+			for {
+				n, err := errR.Read(buf)
+				mu.Lock()
+				tail.write(buf[:n])
+				mu.Unlock()
+				if err != nil {
+					errR.Close()
+					return
+				}
+			}
+		}()
+		exited := make(chan struct{})
+		go func() {
+			err := cmd.Wait()
+			mu.Lock()
+			exitErr = err
+			mu.Unlock()
+			close(exited)
+		}()
+		pid := cmd.Process.Pid
+		return &Process{
+			Stdin: stdin, Stdout: outR, Exited: exited,
+			ExitErr: func() error { mu.Lock(); defer mu.Unlock(); return exitErr },
+			Stderr: func() string {
+				mu.Lock()
+				defer mu.Unlock()
+				raw, cut := tail.tail()
+				s, _ := tailText(raw, cut, false, stderrTail)
+				return s
+			},
+			Kill: func() { _ = syscall.Kill(-pid, syscall.SIGKILL) },
+		}, nil
+	}
+}

@@ -1,0 +1,309 @@
+package acp
+
+import (
+	"context"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	sdk "github.com/coder/acp-go-sdk"
+
+	"conch/server/store"
+	"conch/shared"
+)
+
+// The recorder turns a session's updates into stored messages without ever making the
+// agent's reader wait for the database. Updates change in-memory items at once (cheap,
+// bounded memory); one writer goroutine per session stores them in order. A new message
+// and any change besides output growth are stored at once; output growth of one message
+// is stored at most once per interval, latest state wins; a flush stores everything.
+// Events are published after each commit.
+
+type itemKind int
+
+const (
+	kindText itemKind = iota
+	kindThought
+	kindTool
+)
+
+type item struct {
+	kind  itemKind
+	text  strings.Builder // kindText, kindThought
+	tool  *toolCall       // kindTool
+	term  *terminal       // the client terminal the tool call shows
+	msgID string          // set once stored
+
+	dirty, major, queued bool
+	sealed               bool      // the turn ended and its final state is stored
+	saved                time.Time // last write
+}
+
+type job struct {
+	it      *item
+	create  bool
+	msgID   string
+	typ     shared.MessageType
+	content string
+	md      *shared.Metadata
+	out     *shared.ShellOutput
+}
+
+type recorder struct {
+	sessionID, cwd string
+	store          *store.Store
+	events         Events
+	clock          clock
+	interval       time.Duration
+	log            *slog.Logger
+	terminal       func(id string) *terminal // a live terminal of the session, or nil
+
+	mu            sync.Mutex
+	queue         []*item // items to store, in order of their first change
+	tools         map[string]*item
+	byTerm        map[string][]*item
+	text, thought *item // the open text segments of the turn
+	flushes       []chan struct{}
+	wake          chan struct{}
+	stop          chan struct{}
+	done          chan struct{}
+}
+
+func newRecorder(sessionID, cwd string, st *store.Store, ev Events, c clock, interval time.Duration, log *slog.Logger, term func(string) *terminal) *recorder {
+	r := &recorder{sessionID: sessionID, cwd: cwd, store: st, events: ev, clock: c, interval: interval, log: log,
+		terminal: term, tools: map[string]*item{}, byTerm: map[string][]*item{},
+		wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
+	go r.run()
+	return r
+}
+
+// update applies one session/update. It never blocks on the store.
+func (r *recorder) update(u sdk.SessionUpdate) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	switch {
+	case u.AgentMessageChunk != nil:
+		if t := u.AgentMessageChunk.Content.Text; t != nil {
+			r.appendText(&r.text, kindText, t.Text)
+		}
+	case u.AgentThoughtChunk != nil:
+		if t := u.AgentThoughtChunk.Content.Text; t != nil {
+			r.appendText(&r.thought, kindThought, t.Text)
+		}
+	case u.ToolCall != nil:
+		r.applyTool(string(u.ToolCall.ToolCallId), fromToolCall(u.ToolCall))
+	case u.ToolCallUpdate != nil:
+		r.applyTool(string(u.ToolCallUpdate.ToolCallId), fromToolCallUpdate(u.ToolCallUpdate))
+	}
+}
+
+// permission records the tool call shown in a permission request: some agents show a
+// call there first, or only there.
+func (r *recorder) permission(tc sdk.ToolCallUpdate) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.applyTool(string(tc.ToolCallId), fromPermission(&tc))
+}
+
+func (r *recorder) appendText(cur **item, kind itemKind, text string) {
+	if text == "" {
+		return
+	}
+	if *cur == nil {
+		*cur = &item{kind: kind}
+	}
+	(*cur).text.WriteString(text)
+	r.mark(*cur, false)
+}
+
+func (r *recorder) applyTool(id string, u toolUpdate) {
+	if id == "" {
+		return
+	}
+	// Text after a tool call is a new message, so the transcript keeps its order.
+	r.text, r.thought = nil, nil
+	it := r.tools[id]
+	if it == nil {
+		it = &item{kind: kindTool, tool: newToolCall(id)}
+		r.tools[id] = it
+	}
+	if it.sealed {
+		r.log.Debug("update for a finished tool call ignored", "session", r.sessionID, "tool_call", id)
+		return
+	}
+	prevTerm := it.tool.TerminalID
+	major := it.tool.apply(u)
+	if id := it.tool.TerminalID; id != prevTerm {
+		it.term = r.terminal(id)
+		r.byTerm[id] = append(r.byTerm[id], it)
+	}
+	r.mark(it, major)
+}
+
+// terminalChanged is called by a terminal when its output grew or it exited.
+func (r *recorder) terminalChanged(id string, exited bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, it := range r.byTerm[id] {
+		if !it.sealed {
+			r.mark(it, exited)
+		}
+	}
+}
+
+func (r *recorder) mark(it *item, major bool) {
+	it.dirty = true
+	it.major = it.major || major
+	if !it.queued {
+		it.queued = true
+		r.queue = append(r.queue, it)
+	}
+	select {
+	case r.wake <- struct{}{}:
+	default:
+	}
+}
+
+// endTurn closes the turn: its text segments end, and a tool call still open can no
+// longer finish (ACP sends every update of a turn before the turn's answer), so it is
+// cancelled with its output kept. Everything is stored before endTurn returns; then the
+// turn's items are sealed and their buffers and terminals let go.
+func (r *recorder) endTurn() {
+	r.mu.Lock()
+	r.text, r.thought = nil, nil
+	for _, it := range r.tools {
+		if !it.sealed && !it.tool.Status.IsTerminal() {
+			it.tool.Status = shared.StatusCancelled
+			r.mark(it, true)
+		}
+	}
+	r.mu.Unlock()
+	r.flush()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, it := range r.tools {
+		if !it.sealed && !it.dirty {
+			it.sealed, it.term = true, nil
+			it.tool.replace(rankNone, "", "")
+		}
+	}
+	clear(r.byTerm)
+}
+
+// flush stores every pending change and returns when it is committed.
+func (r *recorder) flush() {
+	ch := make(chan struct{})
+	r.mu.Lock()
+	r.flushes = append(r.flushes, ch)
+	r.mu.Unlock()
+	select {
+	case r.wake <- struct{}{}:
+	default:
+	}
+	select {
+	case <-ch:
+	case <-r.done:
+	}
+}
+
+// close stores what is pending and stops the writer.
+func (r *recorder) close() {
+	r.flush()
+	close(r.stop)
+	<-r.done
+}
+
+func (r *recorder) run() {
+	defer close(r.done)
+	var timer <-chan time.Time
+	for {
+		select {
+		case <-r.wake:
+		case <-timer:
+		case <-r.stop:
+			return
+		}
+		jobs, waiters, next := r.collect()
+		for _, j := range jobs {
+			r.write(j)
+		}
+		for _, w := range waiters {
+			close(w)
+		}
+		timer = nil
+		if !next.IsZero() {
+			timer = r.clock.After(next.Sub(r.clock.Now()))
+		}
+	}
+}
+
+// collect takes the items due for storing and when the next deferred one is due.
+func (r *recorder) collect() (jobs []job, waiters []chan struct{}, next time.Time) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	waiters, r.flushes = r.flushes, nil
+	force := len(waiters) > 0
+	now := r.clock.Now()
+	keep := r.queue[:0]
+	for _, it := range r.queue {
+		due := it.saved.Add(r.interval)
+		if it.msgID != "" && !it.major && !force && now.Before(due) {
+			keep = append(keep, it)
+			if next.IsZero() || due.Before(next) {
+				next = due
+			}
+			continue
+		}
+		it.queued, it.dirty, it.major, it.saved = false, false, false, now
+		jobs = append(jobs, r.snapshot(it))
+	}
+	clear(r.queue[len(keep):])
+	r.queue = keep
+	return jobs, waiters, next
+}
+
+func (r *recorder) snapshot(it *item) job {
+	j := job{it: it, create: it.msgID == "", msgID: it.msgID}
+	switch it.kind {
+	case kindText, kindThought:
+		j.typ, j.content = shared.TypeMessage, it.text.String()
+		if it.kind == kindThought {
+			j.typ = shared.TypeThinking
+		}
+	case kindTool:
+		var term *shared.ShellOutput
+		if it.term != nil {
+			o := it.term.shellOutput()
+			term = &o
+		}
+		j.typ, j.content, j.md, j.out = it.tool.render(r.cwd, term)
+	}
+	return j
+}
+
+func (r *recorder) write(j job) {
+	// The store outlives a cancelled request: a commit must not be cut short.
+	ctx := context.Background()
+	if j.create {
+		m, err := r.store.CreateMessage(ctx, store.NewMessage{SessionID: r.sessionID, AuthorType: shared.AuthorAgent,
+			Type: j.typ, Content: j.content, Metadata: j.md, Output: j.out})
+		if err != nil {
+			r.log.Error("store agent message", "session", r.sessionID, "err", err)
+			return
+		}
+		r.mu.Lock()
+		j.it.msgID = m.ID
+		r.mu.Unlock()
+		r.events.MessageAdded(m)
+		return
+	}
+	m, changed, err := r.store.UpdateMessage(ctx, j.msgID, store.Update{Content: &j.content, Metadata: j.md, Output: j.out})
+	if err != nil {
+		r.log.Error("update agent message", "session", r.sessionID, "message", j.msgID, "err", err)
+		return
+	}
+	if changed {
+		r.events.MessageUpdated(m)
+	}
+}

@@ -1,0 +1,427 @@
+package acp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	sdk "github.com/coder/acp-go-sdk"
+
+	"conch/server/store"
+	"conch/shared"
+)
+
+// endGrace bounds how long the end of a session waits for the last output of a killed
+// agent or terminal.
+const endGrace = 2 * time.Second
+
+// session is one live agent process: it is the ACP client of that agent.
+type session struct {
+	m       *Manager
+	id, cwd string
+	profile Profile
+	rec     *recorder
+	log     *slog.Logger
+
+	proc    *Process
+	conn    *sdk.ClientSideConnection
+	guarded chan struct{} // closed when the agent's stdout is fully read
+	acpID   sdk.SessionId
+	started chan struct{} // closed when initialize + session/new are over, either way
+	done    chan struct{} // closed when the session has ended
+
+	stateMu sync.Mutex
+	state   shared.SessionState
+	final   bool
+
+	mu       sync.Mutex
+	queue    []string
+	working  bool
+	ended    bool
+	closing  bool   // ends closed (server stop), not failed
+	reason   string // why it ends; the first reason wins
+	terms    map[string]*terminal
+	nextTerm int
+}
+
+func newSession(m *Manager, sess shared.Session, p Profile) *session {
+	s := &session{m: m, id: sess.ID, cwd: sess.Cwd, profile: p, state: sess.State,
+		log:     m.log.With("session", sess.ID, "agent", p.Name),
+		guarded: make(chan struct{}), started: make(chan struct{}), done: make(chan struct{}),
+		terms: map[string]*terminal{}}
+	s.rec = newRecorder(sess.ID, sess.Cwd, m.cfg.Store, m.cfg.Events, m.clock, m.cfg.FlushInterval, s.log, s.terminal)
+	return s
+}
+
+// serve joins the agent's stdio to the SDK through guard, then watches for its end.
+func (s *session) serve(proc *Process) {
+	s.mu.Lock()
+	s.proc = proc
+	pr, pw := io.Pipe()
+	s.conn = sdk.NewClientSideConnection(s, proc.Stdin, pr)
+	s.conn.SetLogger(s.log)
+	s.mu.Unlock()
+	go func() {
+		guard(proc.Stdout, pw, func(n sdk.SessionNotification) { s.rec.update(n.Update) }, s.log)
+		proc.Stdout.Close()
+		close(s.guarded)
+	}()
+	close(s.started) // start may use conn now; work waits for it separately
+	select {
+	case <-proc.Exited:
+	case <-s.conn.Done():
+	}
+	proc.Kill()
+	<-proc.Exited
+	s.waitBounded(s.guarded)
+	s.end()
+}
+
+// start runs initialize and session/new, bounded by StartTimeout.
+func (s *session) start(_ context.Context) (shared.Session, error) {
+	<-s.started
+	// Not the request's context: the agent must not die because a browser went away.
+	ctx, cancel := context.WithTimeout(context.Background(), s.m.cfg.StartTimeout)
+	defer cancel()
+	err := s.handshake(ctx)
+	if err != nil {
+		s.fail(err.Error())
+		<-s.done
+		return s.m.cfg.Store.GetSession(context.Background(), s.id)
+	}
+	return s.setState(shared.SessionReady, "")
+}
+
+func (s *session) handshake(ctx context.Context) error {
+	init, err := s.conn.Initialize(ctx, sdk.InitializeRequest{
+		ProtocolVersion: sdk.ProtocolVersionNumber,
+		ClientCapabilities: sdk.ClientCapabilities{Terminal: true,
+			// Agents that run commands themselves then report their output (ACP-NOTES.md).
+			Meta: map[string]any{"terminal_output": true}},
+		ClientInfo: &sdk.Implementation{Name: "conch", Version: "1"},
+	})
+	if err != nil {
+		return fmt.Errorf("initialize: %w", err)
+	}
+	if init.ProtocolVersion != sdk.ProtocolVersionNumber {
+		return fmt.Errorf("initialize: the agent speaks ACP version %d, Conch speaks %d", init.ProtocolVersion, sdk.ProtocolVersionNumber)
+	}
+	ns, err := s.conn.NewSession(ctx, sdk.NewSessionRequest{Cwd: s.cwd, McpServers: []sdk.McpServer{}})
+	if err != nil {
+		return fmt.Errorf("session/new: %w", err)
+	}
+	s.acpID = ns.SessionId
+	return nil
+}
+
+// fail ends the session with reason: the agent is killed, and its end is recorded by serve.
+func (s *session) fail(reason string) {
+	s.mu.Lock()
+	if s.reason == "" {
+		s.reason = reason
+	}
+	proc := s.proc
+	s.mu.Unlock()
+	if proc != nil {
+		proc.Kill()
+	}
+}
+
+// stop ends the session as closed (the server is stopping) and waits until it has ended.
+func (s *session) stop(reason string) {
+	s.mu.Lock()
+	s.closing = true
+	s.mu.Unlock()
+	s.fail(reason)
+	<-s.done
+}
+
+// end records the end of the agent: terminals are killed, open tool calls cancelled with
+// their output, and the session becomes failed (the agent died) or closed (server stop).
+func (s *session) end() {
+	s.mu.Lock()
+	s.ended = true
+	terms := s.terms
+	s.terms = nil
+	closing, reason := s.closing, s.reason
+	s.mu.Unlock()
+	for _, t := range terms {
+		t.kill()
+	}
+	for _, t := range terms {
+		s.waitBounded(t.done)
+	}
+	s.rec.endTurn()
+	s.rec.close()
+	msgs, err := s.m.cfg.Store.CancelActiveToolCalls(context.Background(), s.id)
+	if err != nil {
+		s.log.Error("cancel tool calls", "err", err)
+	}
+	for _, m := range msgs {
+		s.m.cfg.Events.MessageUpdated(m)
+	}
+	if closing {
+		_, err = s.setState(shared.SessionClosed, "")
+	} else {
+		_, err = s.setState(shared.SessionFailed, s.failure(reason))
+	}
+	if err != nil {
+		s.log.Error("record session end", "err", err)
+	}
+	s.m.forget(s.id)
+	close(s.done)
+}
+
+// failure is the session's error: why it ended, and the tail of the agent's stderr.
+func (s *session) failure(reason string) string {
+	if reason == "" {
+		reason = "the agent exited"
+		if err := s.proc.ExitErr(); err != nil {
+			reason += ": " + err.Error()
+		}
+	}
+	if tail := strings.TrimSpace(s.proc.Stderr()); tail != "" {
+		reason += "\nstderr:\n" + tail
+	}
+	return reason
+}
+
+func (s *session) waitBounded(ch <-chan struct{}) {
+	t := time.NewTimer(endGrace)
+	defer t.Stop()
+	select {
+	case <-ch:
+	case <-t.C:
+	}
+}
+
+// setState records and publishes a state change. Once failed or closed, a session stays so.
+func (s *session) setState(state shared.SessionState, errText string) (shared.Session, error) {
+	s.stateMu.Lock()
+	defer s.stateMu.Unlock()
+	if s.final || s.state == state && errText == "" {
+		return s.m.cfg.Store.GetSession(context.Background(), s.id)
+	}
+	sess, err := s.m.cfg.Store.SetSessionState(context.Background(), s.id, state, errText)
+	if err != nil {
+		return shared.Session{}, err
+	}
+	s.state = state
+	s.final = state == shared.SessionFailed || state == shared.SessionClosed
+	s.m.cfg.Events.SessionUpdated(sess)
+	return sess, nil
+}
+
+func (s *session) enqueue(content string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ended {
+		return fmt.Errorf("%w: the session has ended", store.ErrConflict)
+	}
+	s.queue = append(s.queue, content)
+	if !s.working {
+		s.working = true
+		go s.work()
+	}
+	return nil
+}
+
+func (s *session) work() {
+	<-s.started
+	for {
+		s.mu.Lock()
+		if len(s.queue) == 0 || s.ended {
+			s.working = false
+			s.mu.Unlock()
+			return
+		}
+		content := s.queue[0]
+		s.queue = s.queue[1:]
+		s.mu.Unlock()
+		s.turn(content)
+	}
+}
+
+// turn runs one prompt: running while it runs, ready after (unless more are queued).
+func (s *session) turn(content string) {
+	if _, err := s.setState(shared.SessionRunning, ""); err != nil {
+		s.log.Error("record turn start", "err", err)
+	}
+	_, err := s.conn.Prompt(context.Background(), sdk.PromptRequest{SessionId: s.acpID, Prompt: []sdk.ContentBlock{sdk.TextBlock(content)}})
+	s.rec.endTurn()
+	select {
+	case <-s.conn.Done():
+		return // the agent is gone; serve records the end
+	default:
+	}
+	if err != nil {
+		m, serr := s.m.cfg.Store.CreateMessage(context.Background(), store.NewMessage{SessionID: s.id,
+			AuthorType: shared.AuthorAgent, Type: shared.TypeError, Content: "The agent's turn failed: " + err.Error()})
+		if serr != nil {
+			s.log.Error("store turn error", "err", serr, "turn_err", err)
+		} else {
+			s.m.cfg.Events.MessageAdded(m)
+		}
+	}
+	s.mu.Lock()
+	more := len(s.queue) > 0
+	s.mu.Unlock()
+	if !more {
+		if _, err := s.setState(shared.SessionReady, ""); err != nil {
+			s.log.Error("record turn end", "err", err)
+		}
+	}
+}
+
+func (s *session) cancel() error {
+	select {
+	case <-s.started:
+	default:
+		return fmt.Errorf("%w: the session is still starting", store.ErrConflict)
+	}
+	return s.conn.Cancel(context.Background(), sdk.CancelNotification{SessionId: s.acpID})
+}
+
+// terminal finds a live terminal of the session.
+func (s *session) terminal(id string) *terminal {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.terms[id]
+}
+
+func (s *session) liveTerminal(id string) (*terminal, error) {
+	if t := s.terminal(id); t != nil {
+		return t, nil
+	}
+	return nil, sdk.NewInvalidParams(map[string]any{"error": "unknown terminal " + id})
+}
+
+// The ACP client methods.
+
+func (s *session) ReadTextFile(context.Context, sdk.ReadTextFileRequest) (sdk.ReadTextFileResponse, error) {
+	return sdk.ReadTextFileResponse{}, sdk.NewMethodNotFound(sdk.ClientMethodFsReadTextFile)
+}
+
+func (s *session) WriteTextFile(context.Context, sdk.WriteTextFileRequest) (sdk.WriteTextFileResponse, error) {
+	return sdk.WriteTextFileResponse{}, sdk.NewMethodNotFound(sdk.ClientMethodFsWriteTextFile)
+}
+
+// RequestPermission records the tool call it shows and answers by the profile's policy.
+func (s *session) RequestPermission(_ context.Context, p sdk.RequestPermissionRequest) (sdk.RequestPermissionResponse, error) {
+	s.rec.permission(p.ToolCall)
+	kinds := []sdk.PermissionOptionKind{sdk.PermissionOptionKindAllowOnce, sdk.PermissionOptionKindAllowAlways}
+	if s.profile.Permission == PermissionDeny {
+		kinds = []sdk.PermissionOptionKind{sdk.PermissionOptionKindRejectOnce, sdk.PermissionOptionKindRejectAlways}
+	}
+	for _, k := range kinds {
+		for _, o := range p.Options {
+			if o.Kind == k {
+				return sdk.RequestPermissionResponse{Outcome: sdk.RequestPermissionOutcome{
+					Selected: &sdk.RequestPermissionOutcomeSelected{OptionId: o.OptionId, Outcome: "selected"}}}, nil
+			}
+		}
+	}
+	return sdk.RequestPermissionResponse{Outcome: sdk.RequestPermissionOutcome{
+		Cancelled: &sdk.RequestPermissionOutcomeCancelled{Outcome: "cancelled"}}}, nil
+}
+
+// SessionUpdate is reached only by an update guard did not take; it goes the same way.
+func (s *session) SessionUpdate(_ context.Context, n sdk.SessionNotification) error {
+	s.rec.update(n.Update)
+	return nil
+}
+
+func (s *session) CreateTerminal(_ context.Context, p sdk.CreateTerminalRequest) (sdk.CreateTerminalResponse, error) {
+	cwd := s.cwd
+	if p.Cwd != nil && *p.Cwd != "" {
+		cwd = *p.Cwd
+		if !filepath.IsAbs(cwd) {
+			cwd = filepath.Join(s.cwd, cwd)
+		}
+	}
+	env := make([]string, 0, len(p.Env))
+	for _, e := range p.Env {
+		env = append(env, e.Name+"="+e.Value)
+	}
+	s.mu.Lock()
+	if s.ended {
+		s.mu.Unlock()
+		return sdk.CreateTerminalResponse{}, errors.New("the session has ended")
+	}
+	s.nextTerm++
+	id := fmt.Sprintf("term-%d", s.nextTerm)
+	s.mu.Unlock()
+	t, err := startTerminal(id, p.Command, p.Args, env, cwd, p.OutputByteLimit, func(exited bool) { s.rec.terminalChanged(id, exited) })
+	if err != nil {
+		return sdk.CreateTerminalResponse{}, sdk.NewInternalError(map[string]any{"error": err.Error()})
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ended {
+		t.kill()
+		return sdk.CreateTerminalResponse{}, errors.New("the session has ended")
+	}
+	s.terms[id] = t
+	return sdk.CreateTerminalResponse{TerminalId: id}, nil
+}
+
+func (s *session) TerminalOutput(_ context.Context, p sdk.TerminalOutputRequest) (sdk.TerminalOutputResponse, error) {
+	t, err := s.liveTerminal(p.TerminalId)
+	if err != nil {
+		return sdk.TerminalOutputResponse{}, err
+	}
+	text, truncated, st := t.output()
+	resp := sdk.TerminalOutputResponse{Output: text, Truncated: truncated}
+	if st != nil {
+		resp.ExitStatus = &sdk.TerminalExitStatus{ExitCode: st.Code, Signal: signalPtr(st.Signal)}
+	}
+	return resp, nil
+}
+
+func (s *session) WaitForTerminalExit(ctx context.Context, p sdk.WaitForTerminalExitRequest) (sdk.WaitForTerminalExitResponse, error) {
+	t, err := s.liveTerminal(p.TerminalId)
+	if err != nil {
+		return sdk.WaitForTerminalExitResponse{}, err
+	}
+	st, err := t.waitExit(ctx)
+	if err != nil {
+		return sdk.WaitForTerminalExitResponse{}, err
+	}
+	return sdk.WaitForTerminalExitResponse{ExitCode: st.Code, Signal: signalPtr(st.Signal)}, nil
+}
+
+func (s *session) KillTerminal(_ context.Context, p sdk.KillTerminalRequest) (sdk.KillTerminalResponse, error) {
+	t, err := s.liveTerminal(p.TerminalId)
+	if err != nil {
+		return sdk.KillTerminalResponse{}, err
+	}
+	t.kill()
+	return sdk.KillTerminalResponse{}, nil
+}
+
+// ReleaseTerminal kills the command if it still runs and forgets the id; a tool call
+// showing the terminal keeps its output.
+func (s *session) ReleaseTerminal(_ context.Context, p sdk.ReleaseTerminalRequest) (sdk.ReleaseTerminalResponse, error) {
+	t, err := s.liveTerminal(p.TerminalId)
+	if err != nil {
+		return sdk.ReleaseTerminalResponse{}, err
+	}
+	t.kill()
+	s.mu.Lock()
+	delete(s.terms, p.TerminalId)
+	s.mu.Unlock()
+	return sdk.ReleaseTerminalResponse{}, nil
+}
+
+func signalPtr(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}

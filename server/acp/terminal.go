@@ -1,0 +1,271 @@
+package acp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+	"unicode/utf8"
+
+	"golang.org/x/sys/unix"
+
+	"conch/shared"
+)
+
+// combinedLimit caps the combined stream kept for terminal/output. ACP defines no default
+// limit, but an unbounded answer would break the agent's reader (the SDK closes a
+// connection on a line over 10 MiB; JSON escaping can grow text six-fold).
+const combinedLimit = 1 << 20
+
+// drainGrace is how long an exited command's pipes may stay open (a background child
+// holding them) before the exit is reported anyway.
+const drainGrace = 200 * time.Millisecond
+
+// tailBuffer keeps the last max bytes written to it, using at most 2*max bytes of memory
+// however much is written.
+type tailBuffer struct {
+	max     int
+	buf     []byte
+	dropped bool // bytes were discarded from the front
+}
+
+func (b *tailBuffer) write(p []byte) {
+	if len(p) >= b.max {
+		b.dropped = b.dropped || len(b.buf) > 0 || len(p) > b.max
+		b.buf = append(b.buf[:0], p[len(p)-b.max:]...)
+		return
+	}
+	if len(b.buf)+len(p) > 2*b.max {
+		keep := b.buf[len(b.buf)-(b.max-len(p)):]
+		b.buf = b.buf[:copy(b.buf, keep)]
+		b.dropped = true
+	}
+	b.buf = append(b.buf, p...)
+}
+
+// tail returns the kept bytes (at most max) and whether anything before them was lost.
+func (b *tailBuffer) tail() ([]byte, bool) {
+	if len(b.buf) > b.max {
+		return b.buf[len(b.buf)-b.max:], true
+	}
+	return b.buf, b.dropped
+}
+
+// tailText turns the tail of a byte stream into valid UTF-8 text of at most limit bytes,
+// cut forward to a character start. cut says bytes were lost before raw, so leading
+// continuation bytes are the rest of a cut character and are dropped rather than shown
+// as U+FFFD. While the stream may still grow (partial), an incomplete character at the
+// end is held back until its remaining bytes arrive.
+func tailText(raw []byte, cut, partial bool, limit int) (string, bool) {
+	if cut {
+		for i := 0; i < utf8.UTFMax-1 && len(raw) > 0 && !utf8.RuneStart(raw[0]); i++ {
+			raw = raw[1:]
+		}
+	}
+	if partial {
+		for i := 1; i <= utf8.UTFMax-1 && i <= len(raw); i++ {
+			if start := len(raw) - i; utf8.RuneStart(raw[start]) {
+				if !utf8.FullRune(raw[start:]) {
+					raw = raw[:start]
+				}
+				break
+			}
+		}
+	}
+	s := strings.ToValidUTF8(string(raw), string(utf8.RuneError))
+	if len(s) > limit {
+		at := len(s) - limit
+		for at < len(s) && !utf8.RuneStart(s[at]) {
+			at++
+		}
+		return s[at:], true
+	}
+	return s, cut
+}
+
+// exitStatus is how a command ended: an exit code, or the POSIX name of the signal.
+type exitStatus struct {
+	Code   *int
+	Signal string
+}
+
+// terminal is one command started for an agent through terminal/create.
+type terminal struct {
+	id      string
+	cwd     string
+	limit   int // outputByteLimit for terminal/output
+	process *os.Process
+	changed func(exited bool) // called (without locks held) when output grew or the command exited
+
+	mu       sync.Mutex
+	stdout   tailBuffer
+	stderr   tailBuffer
+	combined tailBuffer
+	exited   bool
+	status   exitStatus
+	done     chan struct{} // closed once exited (and the pipes drained, or drainGrace passed)
+}
+
+// startTerminal runs the command in its own process group with env added to ours.
+// A command without args that is not a program on PATH is run by sh -c, since agents
+// often send a whole command line as the command.
+func startTerminal(id, command string, args []string, env []string, cwd string, outputLimit *int, changed func(exited bool)) (*terminal, error) {
+	if command == "" {
+		return nil, errors.New("empty command")
+	}
+	if len(args) == 0 && strings.ContainsAny(command, " \t\n;|&<>$'\"") {
+		args = []string{"-c", command}
+		command = "sh"
+	}
+	limit := combinedLimit
+	if outputLimit != nil {
+		if *outputLimit < 0 {
+			return nil, fmt.Errorf("negative outputByteLimit %d", *outputLimit)
+		}
+		limit = min(*outputLimit, combinedLimit)
+	}
+	t := &terminal{
+		id: id, cwd: cwd, limit: limit, changed: changed,
+		stdout:   tailBuffer{max: shared.OutputLimit + utf8.UTFMax},
+		stderr:   tailBuffer{max: shared.OutputLimit + utf8.UTFMax},
+		combined: tailBuffer{max: limit + utf8.UTFMax},
+		done:     make(chan struct{}),
+	}
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	errR, errW, err := os.Pipe()
+	if err != nil {
+		outR.Close()
+		outW.Close()
+		return nil, err
+	}
+	cmd := exec.Command(command, args...)
+	cmd.Dir = cwd
+	cmd.Env = append(os.Environ(), env...)
+	cmd.Stdout, cmd.Stderr = outW, errW
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	err = cmd.Start()
+	outW.Close()
+	errW.Close()
+	if err != nil {
+		outR.Close()
+		errR.Close()
+		return nil, err
+	}
+	t.process = cmd.Process
+	var readers sync.WaitGroup
+	readers.Add(2)
+	go t.read(outR, &t.stdout, &readers)
+	go t.read(errR, &t.stderr, &readers)
+	go t.wait(cmd, &readers)
+	return t, nil
+}
+
+func (t *terminal) read(r *os.File, into *tailBuffer, wg *sync.WaitGroup) {
+	defer wg.Done()
+	defer r.Close()
+	buf := make([]byte, 64<<10)
+	for {
+		n, err := r.Read(buf)
+		if n > 0 {
+			t.mu.Lock()
+			into.write(buf[:n])
+			t.combined.write(buf[:n])
+			t.mu.Unlock()
+			t.changed(false)
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+func (t *terminal) wait(cmd *exec.Cmd, readers *sync.WaitGroup) {
+	_ = cmd.Wait() // the status is read from ProcessState below
+	drained := make(chan struct{})
+	go func() { readers.Wait(); close(drained) }()
+	grace := time.NewTimer(drainGrace)
+	select {
+	case <-drained:
+	case <-grace.C:
+	}
+	grace.Stop()
+	status := statusOf(cmd.ProcessState)
+	t.mu.Lock()
+	t.exited, t.status = true, status
+	t.mu.Unlock()
+	close(t.done)
+	t.changed(true)
+}
+
+// statusOf reads an exit code, or the signal name when a signal ended the process.
+func statusOf(ps *os.ProcessState) exitStatus {
+	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return exitStatus{Signal: signalName(ws.Signal())}
+	}
+	code := ps.ExitCode()
+	return exitStatus{Code: &code}
+}
+
+// signalName gives the conventional POSIX name (SIGTERM), not Go's description.
+func signalName(s syscall.Signal) string {
+	if name := unix.SignalName(s); name != "" {
+		return name
+	}
+	return fmt.Sprintf("SIG%d", int(s))
+}
+
+// kill ends the whole process group, children included. The terminal stays readable.
+func (t *terminal) kill() {
+	// ESRCH: the group is already gone.
+	_ = syscall.Kill(-t.process.Pid, syscall.SIGKILL)
+}
+
+// output is the combined stream for terminal/output, honouring outputByteLimit.
+func (t *terminal) output() (text string, truncated bool, status *exitStatus) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	raw, cut := t.combined.tail()
+	text, truncated = tailText(raw, cut, !t.exited, t.limit)
+	if t.exited {
+		s := t.status
+		status = &s
+	}
+	return text, truncated, status
+}
+
+// shellOutput is what gets stored for a tool call that shows this terminal.
+func (t *terminal) shellOutput() shared.ShellOutput {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	rawOut, cutOut := t.stdout.tail()
+	rawErr, cutErr := t.stderr.tail()
+	var o shared.ShellOutput
+	var truncOut, truncErr bool
+	o.Stdout, truncOut = tailText(rawOut, cutOut, !t.exited, shared.OutputLimit)
+	o.Stderr, truncErr = tailText(rawErr, cutErr, !t.exited, shared.OutputLimit)
+	o.Truncated = truncOut || truncErr
+	if t.exited {
+		o.ExitCode, o.Signal = t.status.Code, t.status.Signal
+	}
+	return o
+}
+
+// waitExit blocks until the command exited or ctx ends.
+func (t *terminal) waitExit(ctx context.Context) (exitStatus, error) {
+	select {
+	case <-t.done:
+	case <-ctx.Done():
+		return exitStatus{}, ctx.Err()
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.status, nil
+}
