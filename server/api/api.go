@@ -1,0 +1,200 @@
+// Package api is Conch's HTTP face: the REST API of CONTRACT.md, the /ws WebSocket, the
+// static /web/ assets and, last, the go-app UI handler. It is the only package that
+// imports Fiber.
+//
+// Request bodies are strict: they must be valid UTF-8 holding one JSON object whose
+// fields are all known (a misspelt optional field would otherwise be dropped silently)
+// and of the right type. Anything else is 400 {"error": "..."} and stores nothing.
+package api
+
+import (
+	"context"
+	"errors"
+	"io/fs"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"conch/server/hub"
+	"conch/server/store"
+	"conch/shared"
+
+	"github.com/gofiber/contrib/websocket"
+	"github.com/gofiber/fiber/v2"
+	"github.com/gofiber/fiber/v2/middleware/adaptor"
+	"github.com/gofiber/fiber/v2/middleware/recover"
+)
+
+// DefaultBodyLimit bounds request bodies and WebSocket frames when Config.BodyLimit is 0.
+const DefaultBodyLimit = 1 << 20
+
+// Runtime runs agent sessions; *acp.Manager implements it.
+type Runtime interface {
+	Agents() []shared.Agent
+	// StartSession creates the session, starts its agent and returns it ready, or failed with its error.
+	StartSession(ctx context.Context, taskID, agent, cwd string) (shared.Session, error)
+	// Prompt queues one turn; it runs in the background.
+	Prompt(sessionID, content string) error
+	// Cancel sends ACP session/cancel for the running turn.
+	Cancel(sessionID string) error
+}
+
+// Config wires the API to the rest of the server.
+type Config struct {
+	Store   *store.Store
+	Hub     *hub.Hub
+	Runtime Runtime
+	UI      http.Handler // go-app's handler, mounted last as the catch-all
+	Web     fs.FS        // served at /web/; app.wasm from its .br/.gz copies when accepted
+	// Token, when set, is required on every API and WebSocket request (Bearer header or the
+	// conch_token cookie); pages redirect to /login. When empty, only loopback Host names
+	// are served, so a web page cannot reach the API through DNS rebinding.
+	Token     string
+	Logger    *slog.Logger
+	BodyLimit int // bytes; DefaultBodyLimit when 0
+}
+
+type server struct {
+	store *store.Store
+	hub   *hub.Hub
+	rt    Runtime
+	web   *assets
+	token string
+	log   *slog.Logger
+	limit int
+}
+
+// New returns the Fiber app serving everything.
+func New(cfg Config) *fiber.App {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.BodyLimit <= 0 {
+		cfg.BodyLimit = DefaultBodyLimit
+	}
+	if cfg.UI == nil {
+		cfg.UI = http.NotFoundHandler()
+	}
+	s := &server{store: cfg.Store, hub: cfg.Hub, rt: cfg.Runtime, web: newAssets(cfg.Web),
+		token: cfg.Token, log: cfg.Logger, limit: cfg.BodyLimit}
+
+	app := fiber.New(fiber.Config{
+		Immutable:             true, // params and headers outlive fasthttp's buffer reuse
+		BodyLimit:             cfg.BodyLimit,
+		DisableStartupMessage: true,
+		ErrorHandler:          s.errorHandler,
+		ReadTimeout:           time.Minute,
+	})
+	app.Use(recover.New(), s.guardHost)
+
+	app.Get("/healthz", s.handleHealth)
+
+	api := app.Group("/api", s.requireToken, s.sameOriginWrites)
+	v1 := api.Group("/v1")
+	v1.Get("/agents", s.handleListAgents)
+	v1.Get("/tasks", s.handleListTasks)
+	v1.Post("/tasks", s.handleCreateTask)
+	v1.Get("/tasks/:task_id", s.handleGetTask)
+	v1.Post("/tasks/:task_id/sessions", s.handleCreateSession)
+	v1.Get("/task-sessions/:session_id", s.handleGetSession)
+	v1.Get("/task-sessions/:session_id/messages", s.handleListMessages)
+	v1.Post("/task-sessions/:session_id/messages", s.handleAddMessage)
+	v1.Post("/task-sessions/:session_id/cancel", s.handleCancel)
+	v1.Get("/task-sessions/:session_id/messages/:message_id/shell-output", s.handleShellOutput)
+	api.All("/*", func(c *fiber.Ctx) error { return s.fail(c, errNoRoute) })
+
+	app.Get("/ws", s.requireToken, s.checkUpgrade, websocket.New(s.handleWS, websocket.Config{
+		ReadBufferSize: 4096, WriteBufferSize: 4096,
+	}))
+	app.Get("/web/*", s.handleAsset)
+	if s.token != "" {
+		app.Get("/login", s.handleLoginForm)
+		app.Post("/login", s.handleLogin)
+	}
+	app.Use(s.requirePageToken, adaptor.HTTPHandler(cfg.UI))
+	return app
+}
+
+// inputError is a bad request; its text is shown to the client.
+type inputError string
+
+func (e inputError) Error() string { return string(e) }
+
+// statusError is an answer decided before any store call (no route, unauthorized, ...).
+type statusError struct {
+	status int
+	msg    string
+}
+
+func (e statusError) Error() string { return e.msg }
+
+var (
+	errNoRoute      = statusError{http.StatusNotFound, "no such route"}
+	errUnauthorized = statusError{http.StatusUnauthorized, "missing or wrong token"}
+	errCrossOrigin  = statusError{http.StatusForbidden, "cross-origin request refused"}
+	errForeignHost  = statusError{http.StatusForbidden, "host not allowed without a token"}
+)
+
+// resourceError names what a store ErrNotFound was about, for the answer's text.
+type resourceError struct {
+	noun string
+	err  error
+}
+
+func (e resourceError) Error() string { return e.err.Error() }
+func (e resourceError) Unwrap() error { return e.err }
+
+func about(noun string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return resourceError{noun, err}
+}
+
+// classify is the one table from errors to statuses and client-facing text. Anything it
+// does not know is a 500 whose details stay in the log.
+func classify(err error) (int, string) {
+	var (
+		in  inputError
+		st  statusError
+		res resourceError
+		fe  *fiber.Error
+	)
+	switch {
+	case errors.As(err, &in):
+		return http.StatusBadRequest, in.Error()
+	case errors.As(err, &st):
+		return st.status, st.msg
+	case errors.Is(err, store.ErrNotFound):
+		if errors.As(err, &res) {
+			return http.StatusNotFound, res.noun + " not found"
+		}
+		return http.StatusNotFound, "not found"
+	case errors.Is(err, store.ErrInvalid):
+		return http.StatusBadRequest, err.Error()
+	case errors.Is(err, store.ErrConflict):
+		return http.StatusConflict, err.Error()
+	case errors.As(err, &fe) && fe.Code == http.StatusRequestEntityTooLarge:
+		// The contract answers oversized bodies like any other bad body.
+		return http.StatusBadRequest, "request body too large"
+	case errors.As(err, &fe) && fe.Code < http.StatusInternalServerError:
+		return fe.Code, fe.Message
+	default:
+		return http.StatusInternalServerError, "request failed"
+	}
+}
+
+// fail answers err as {"error": "..."}.
+func (s *server) fail(c *fiber.Ctx, err error) error {
+	status, msg := classify(err)
+	if status >= http.StatusInternalServerError {
+		s.log.Error("request failed", "method", c.Method(), "path", c.Path(), "err", err)
+	}
+	return c.Status(status).JSON(shared.ErrorBody{Error: msg})
+}
+
+// errorHandler catches what handlers return unanswered and what Fiber itself rejects
+// (an oversized body, a panic turned error by the recover middleware).
+func (s *server) errorHandler(c *fiber.Ctx, err error) error {
+	return s.fail(c, err)
+}

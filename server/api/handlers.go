@@ -1,0 +1,232 @@
+package api
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"conch/server/store"
+	"conch/shared"
+
+	"github.com/gofiber/fiber/v2"
+)
+
+func (s *server) handleHealth(c *fiber.Ctx) error {
+	if err := s.store.Ping(c.UserContext()); err != nil {
+		s.log.Error("health: store does not answer", "err", err)
+		return c.Status(http.StatusServiceUnavailable).JSON(shared.ErrorBody{Error: "store unavailable"})
+	}
+	return c.JSON(fiber.Map{"status": "ok"})
+}
+
+func (s *server) handleListAgents(c *fiber.Ctx) error {
+	agents := s.rt.Agents()
+	if agents == nil {
+		agents = []shared.Agent{}
+	}
+	return c.JSON(fiber.Map{"agents": agents})
+}
+
+func (s *server) handleListTasks(c *fiber.Ctx) error {
+	tasks, err := s.store.ListTasks(c.UserContext())
+	if err != nil {
+		return s.fail(c, err)
+	}
+	if tasks == nil {
+		tasks = []shared.Task{}
+	}
+	return c.JSON(fiber.Map{"tasks": tasks})
+}
+
+type createTaskRequest struct {
+	Title       string `json:"title"`
+	Description string `json:"description"`
+}
+
+func (s *server) handleCreateTask(c *fiber.Ctx) error {
+	var req createTaskRequest
+	if err := decodeBody(c.Body(), &req); err != nil {
+		return s.fail(c, err)
+	}
+	if strings.TrimSpace(req.Title) == "" {
+		return s.fail(c, inputError("title is required"))
+	}
+	task, err := s.store.CreateTask(c.UserContext(), req.Title, req.Description)
+	if err != nil {
+		return s.fail(c, err)
+	}
+	return c.Status(http.StatusCreated).JSON(task)
+}
+
+func (s *server) handleGetTask(c *fiber.Ctx) error {
+	task, err := s.store.GetTask(c.UserContext(), c.Params("task_id"))
+	if err != nil {
+		return s.fail(c, about("task", err))
+	}
+	return c.JSON(task)
+}
+
+type createSessionRequest struct {
+	Agent string `json:"agent"`
+	Cwd   string `json:"cwd"`
+}
+
+func (s *server) handleCreateSession(c *fiber.Ctx) error {
+	var req createSessionRequest
+	if err := decodeBody(c.Body(), &req); err != nil {
+		return s.fail(c, err)
+	}
+	if strings.TrimSpace(req.Agent) == "" {
+		return s.fail(c, inputError("agent is required"))
+	}
+	// A session that failed to start is still created: 201 with state failed and its error.
+	sess, err := s.rt.StartSession(c.UserContext(), c.Params("task_id"), req.Agent, req.Cwd)
+	if err != nil {
+		return s.fail(c, about("task", err))
+	}
+	return c.Status(http.StatusCreated).JSON(sess)
+}
+
+func (s *server) handleGetSession(c *fiber.Ctx) error {
+	sess, err := s.store.GetSession(c.UserContext(), c.Params("session_id"))
+	if err != nil {
+		return s.fail(c, about("session", err))
+	}
+	return c.JSON(sess)
+}
+
+func (s *server) handleListMessages(c *fiber.Ctx) error {
+	var limit *int
+	if raw := c.Query("limit"); raw != "" || c.Context().QueryArgs().Has("limit") {
+		n, err := strconv.Atoi(raw)
+		if err != nil {
+			return s.fail(c, inputError("limit must be a positive integer"))
+		}
+		limit = &n
+	}
+	page, err := s.listMessages(c.UserContext(), c.Params("session_id"), limit, c.Query("before"), c.Query("after"), c.Query("sort"))
+	if err != nil {
+		return s.fail(c, err)
+	}
+	return c.JSON(page)
+}
+
+// listMessages is message.list over REST and WebSocket alike. A given limit must be
+// positive; above shared.MaxPageLimit it is capped.
+func (s *server) listMessages(ctx context.Context, sessionID string, limit *int, before, after, sort string) (shared.MessagePage, error) {
+	q := store.ListQuery{Limit: shared.DefaultPageLimit, Before: before, After: after, Sort: sort}
+	switch {
+	case limit != nil && *limit <= 0:
+		return shared.MessagePage{}, inputError("limit must be a positive integer")
+	case limit != nil:
+		q.Limit = min(*limit, shared.MaxPageLimit)
+	}
+	switch {
+	case before != "" && after != "":
+		return shared.MessagePage{}, inputError("give before or after, not both")
+	case sort != "" && sort != shared.SortAsc && sort != shared.SortDesc:
+		return shared.MessagePage{}, inputError("sort must be asc or desc")
+	}
+	page, err := s.store.ListMessages(ctx, sessionID, q)
+	return page, about("session", err)
+}
+
+func (s *server) handleAddMessage(c *fiber.Ctx) error {
+	var req shared.AddRequest
+	if err := decodeBody(c.Body(), &req); err != nil {
+		return s.fail(c, err)
+	}
+	sessionID := c.Params("session_id")
+	if req.SessionID != "" && req.SessionID != sessionID {
+		return s.fail(c, inputError("session_id does not match the path"))
+	}
+	msg, err := s.addMessage(c.UserContext(), sessionID, req)
+	if err != nil {
+		return s.fail(c, err)
+	}
+	return c.Status(http.StatusAccepted).JSON(msg)
+}
+
+// addMessage is message.add over REST and WebSocket alike: store the prompt, publish it
+// after the commit, then queue the turn. A repeated client_message_id returns the first
+// message and starts nothing.
+func (s *server) addMessage(ctx context.Context, sessionID string, req shared.AddRequest) (shared.Message, error) {
+	if strings.TrimSpace(req.Content) == "" {
+		return shared.Message{}, inputError("content is required")
+	}
+	msg, created, err := s.store.AddUserMessage(ctx, sessionID, req.Content, req.ClientMessageID)
+	if err != nil || !created {
+		return msg, about("session", err)
+	}
+	s.hub.MessageAdded(msg)
+	if err := s.rt.Prompt(sessionID, req.Content); err != nil {
+		return shared.Message{}, fmt.Errorf("prompt stored as %s but not queued: %w", msg.ID, about("session", err))
+	}
+	return msg, nil
+}
+
+func (s *server) handleCancel(c *fiber.Ctx) error {
+	sessionID := c.Params("session_id")
+	sess, err := s.store.GetSession(c.UserContext(), sessionID)
+	if err != nil {
+		return s.fail(c, about("session", err))
+	}
+	if err := s.rt.Cancel(sessionID); err != nil {
+		return s.fail(c, about("session", err))
+	}
+	// The turn ends asynchronously (ACP session/cancel is a notification).
+	return c.Status(http.StatusAccepted).JSON(sess)
+}
+
+func (s *server) handleShellOutput(c *fiber.Ctx) error {
+	snap, err := s.store.GetShellOutput(c.UserContext(), c.Params("session_id"), c.Params("message_id"))
+	if err != nil {
+		// One text for absent, cross-session and non-shell alike (CONTRACT.md).
+		return s.fail(c, about("message", err))
+	}
+	return c.JSON(snap)
+}
+
+// decodeBody decodes one strict JSON object (see the package comment) into v.
+func decodeBody(body []byte, v any) error {
+	if !utf8.Valid(body) {
+		return inputError("request body is not valid UTF-8")
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return inputError(describeJSONError(err))
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return inputError("request body must hold exactly one JSON object")
+	}
+	return nil
+}
+
+func describeJSONError(err error) string {
+	var (
+		syn *json.SyntaxError
+		typ *json.UnmarshalTypeError
+	)
+	switch {
+	case errors.Is(err, io.EOF):
+		return "request body is empty"
+	case errors.As(err, &syn):
+		return fmt.Sprintf("malformed JSON at byte %d", syn.Offset)
+	case errors.As(err, &typ) && typ.Field != "":
+		return fmt.Sprintf("field %q must be a %s", typ.Field, typ.Type.String())
+	case errors.As(err, &typ):
+		return "request body must be a JSON object"
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return "malformed JSON: unexpected end of body"
+	default: // unknown field and the like: the decoder's text names the field
+		return strings.TrimPrefix(err.Error(), "json: ")
+	}
+}

@@ -1,0 +1,240 @@
+package api
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"testing/fstest"
+	"time"
+
+	"conch/server/hub"
+	"conch/server/store"
+	"conch/shared"
+
+	"github.com/gofiber/fiber/v2"
+)
+
+// clock is a fake clock that moves 1 ms per reading, so creation order is total.
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(time.Millisecond)
+	return c.t
+}
+
+// fakeRuntime records what the API asks of the agent runtime.
+type fakeRuntime struct {
+	store *store.Store
+
+	mu        sync.Mutex
+	prompts   []string // "session: content"
+	cancels   []string
+	promptErr error
+}
+
+func (f *fakeRuntime) Agents() []shared.Agent {
+	return []shared.Agent{{Name: "shell", Description: "runs each prompt as a shell command"}}
+}
+
+func (f *fakeRuntime) StartSession(ctx context.Context, taskID, agent, cwd string) (shared.Session, error) {
+	if agent != "shell" {
+		return shared.Session{}, fmt.Errorf("unknown agent %q: %w", agent, store.ErrInvalid)
+	}
+	sess, err := f.store.CreateSession(ctx, taskID, agent, cwd)
+	if err != nil {
+		return shared.Session{}, err
+	}
+	return f.store.SetSessionState(ctx, sess.ID, shared.SessionReady, "")
+}
+
+func (f *fakeRuntime) Prompt(sessionID, content string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.prompts = append(f.prompts, sessionID+": "+content)
+	return f.promptErr
+}
+
+func (f *fakeRuntime) Cancel(sessionID string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.cancels = append(f.cancels, sessionID)
+	return nil
+}
+
+func (f *fakeRuntime) recorded() (prompts, cancels []string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]string(nil), f.prompts...), append([]string(nil), f.cancels...)
+}
+
+// placeholderUI stands in for go-app's handler: a page that names its path.
+var placeholderUI = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	fmt.Fprintf(w, "<!doctype html><title>Conch</title><main>page %s</main>", r.URL.Path)
+})
+
+type env struct {
+	t     *testing.T
+	app   *fiber.App
+	store *store.Store
+	hub   *hub.Hub
+	rt    *fakeRuntime
+	logs  *bytes.Buffer
+}
+
+type option func(*Config)
+
+func newEnv(t *testing.T, opts ...option) *env {
+	t.Helper()
+	clk := &clock{t: time.Date(2026, 12, 2, 15, 0, 0, 0, time.UTC)}
+	st, err := store.Open(filepath.Join(t.TempDir(), "conch.db"), clk.Now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	logs := &bytes.Buffer{}
+	logger := slog.New(slog.NewTextHandler(&lockedWriter{w: logs}, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	h := hub.New(hub.Config{Now: clk.Now, Logger: logger})
+	rt := &fakeRuntime{store: st}
+	cfg := Config{Store: st, Hub: h, Runtime: rt, UI: placeholderUI, Web: testWeb, Logger: logger}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	return &env{t: t, app: New(cfg), store: st, hub: h, rt: rt, logs: logs}
+}
+
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
+
+// do sends one request through fiber's in-memory transport, from a loopback host.
+func (e *env) do(method, target, body string, header ...string) (*http.Response, string) {
+	e.t.Helper()
+	var rd io.Reader
+	if body != "" {
+		rd = strings.NewReader(body)
+	}
+	req := httptest.NewRequest(method, target, rd)
+	req.Host = "127.0.0.1:8080"
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	for i := 0; i+1 < len(header); i += 2 {
+		if header[i] == "Host" {
+			req.Host = header[i+1]
+			continue
+		}
+		req.Header.Set(header[i], header[i+1])
+	}
+	resp, err := e.app.Test(req, -1)
+	if err != nil {
+		e.t.Fatalf("%s %s: %v", method, target, err)
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return resp, string(raw)
+}
+
+// expect checks the status of a request and decodes its JSON body into out (if not nil).
+func (e *env) expect(status int, method, target, body string, out any, header ...string) string {
+	e.t.Helper()
+	resp, raw := e.do(method, target, body, header...)
+	if resp.StatusCode != status {
+		e.t.Fatalf("%s %s: status %d, want %d; body %s", method, target, resp.StatusCode, status, raw)
+	}
+	if out != nil {
+		if err := json.Unmarshal([]byte(raw), out); err != nil {
+			e.t.Fatalf("%s %s: decode %s: %v", method, target, raw, err)
+		}
+	}
+	return raw
+}
+
+// session creates a task and a ready session through the store.
+func (e *env) session() shared.Session {
+	e.t.Helper()
+	ctx := context.Background()
+	task, err := e.store.CreateTask(ctx, "task", "")
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	sess, err := e.rt.StartSession(ctx, task.ID, "shell", "/tmp")
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return sess
+}
+
+// shell stores a shell command with the given output (nil: none yet).
+func (e *env) shell(sessionID, command string, status shared.ToolStatus, out *shared.ShellOutput) shared.Message {
+	e.t.Helper()
+	m, err := e.store.CreateMessage(context.Background(), store.NewMessage{
+		SessionID: sessionID, AuthorType: shared.AuthorAgent, Type: shared.TypeToolExecute, Content: command,
+		Metadata: &shared.Metadata{ToolCallID: "call-" + command, Title: command, Status: status, Kind: "execute",
+			Normalized: &shared.Normalized{Kind: shared.NormalizedShellExec, ShellExec: &shared.ShellExec{Command: command, WorkDir: "/repo"}}},
+		Output: out,
+	})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return m
+}
+
+func (e *env) text(sessionID, content string) shared.Message {
+	e.t.Helper()
+	m, err := e.store.CreateMessage(context.Background(), store.NewMessage{
+		SessionID: sessionID, AuthorType: shared.AuthorAgent, Type: shared.TypeMessage, Content: content})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return m
+}
+
+func intp(n int) *int { return &n }
+
+// testWeb is a /web/ tree with a fake UI binary and its compressed copies.
+var testWeb fs.FS = fstest.MapFS{
+	"app.wasm":    {Data: []byte("RAW-WASM")},
+	"app.wasm.br": {Data: []byte("BR")},
+	"app.wasm.gz": {Data: []byte("GZ!")},
+	"icon.svg":    {Data: []byte("<svg/>")},
+	"css/app.css": {Data: []byte("body{}")},
+}
+
+// listen serves the app on a real loopback port for WebSocket tests.
+func (e *env) listen() string {
+	e.t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	go func() { _ = e.app.Listener(ln) }()
+	e.t.Cleanup(func() { _ = e.app.ShutdownWithTimeout(5 * time.Second) })
+	return ln.Addr().String()
+}

@@ -1,0 +1,202 @@
+package api
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strconv"
+	"time"
+
+	"conch/server/hub"
+	"conch/shared"
+
+	"github.com/gofiber/contrib/websocket"
+)
+
+const (
+	writeWait  = 10 * time.Second
+	pongWait   = 60 * time.Second
+	pingPeriod = pongWait * 9 / 10
+)
+
+// handleWS serves one /ws connection. The read loop runs here; one writer goroutine owns
+// every write (responses and notifications alike, through the hub client's queue) and the
+// pings. contrib/websocket pools the Conn once this returns, so it waits for the writer.
+func (s *server) handleWS(conn *websocket.Conn) {
+	client := s.hub.Connect()
+	ctx, cancel := context.WithCancel(context.Background())
+	writerDone := make(chan struct{})
+	go func() {
+		defer close(writerDone)
+		s.writeLoop(conn, client)
+	}()
+	s.readLoop(ctx, conn, client)
+	cancel()
+	client.Close()
+	<-writerDone
+}
+
+func (s *server) readLoop(ctx context.Context, conn *websocket.Conn, client *hub.Client) {
+	conn.SetReadLimit(int64(s.limit))
+	extend := func(string) error { return conn.SetReadDeadline(time.Now().Add(pongWait)) }
+	_ = extend("")
+	conn.SetPongHandler(extend)
+	for {
+		kind, data, err := conn.ReadMessage()
+		if err != nil {
+			if websocket.IsUnexpectedCloseError(err, websocket.CloseNormalClosure, websocket.CloseGoingAway, websocket.CloseNoStatusReceived) {
+				s.log.Debug("ws: read ended", "err", err)
+			}
+			return
+		}
+		_ = extend("")
+		var reply []byte
+		if kind != websocket.TextMessage {
+			reply = s.wsError(shared.Envelope{}, "bad_request", "only text frames are accepted")
+		} else {
+			reply = s.dispatch(ctx, client, data)
+		}
+		if !client.Send(reply) {
+			return
+		}
+	}
+}
+
+func (s *server) writeLoop(conn *websocket.Conn, client *hub.Client) {
+	ping := time.NewTicker(pingPeriod)
+	defer ping.Stop()
+	// Closing the network connection also ends the read loop, whichever side quit first.
+	defer conn.Close()
+	for {
+		select {
+		case <-client.Ready():
+			for _, frame := range client.Take() {
+				_ = conn.SetWriteDeadline(time.Now().Add(writeWait))
+				if err := conn.WriteMessage(websocket.TextMessage, frame); err != nil {
+					client.Close()
+					return
+				}
+			}
+		case <-ping.C:
+			if err := conn.WriteControl(websocket.PingMessage, nil, time.Now().Add(writeWait)); err != nil {
+				client.Close()
+				return
+			}
+		case <-client.Done():
+			code, reason := websocket.CloseNormalClosure, ""
+			if errors.Is(client.Err(), hub.ErrSlow) {
+				// The client missed events; it must re-list after reconnecting (CONTRACT.md).
+				code, reason = websocket.ClosePolicyViolation, "too slow: reconnect and re-list"
+			}
+			_ = conn.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(code, reason), time.Now().Add(writeWait))
+			return
+		}
+	}
+}
+
+// wsListRequest is shared.ListRequest with an optional limit, so that an explicit 0 is
+// refused like limit=0 over REST.
+type wsListRequest struct {
+	SessionID string `json:"session_id"`
+	Limit     *int   `json:"limit"`
+	Before    string `json:"before"`
+	After     string `json:"after"`
+	Sort      string `json:"sort"`
+}
+
+// dispatch answers one request frame with a response or an error envelope.
+func (s *server) dispatch(ctx context.Context, client *hub.Client, data []byte) []byte {
+	var req shared.Envelope
+	if err := decodeBody(data, &req); err != nil {
+		return s.wsError(req, "bad_request", "bad envelope: "+err.Error())
+	}
+	if req.Type != "" && req.Type != shared.EnvelopeRequest {
+		return s.wsError(req, "bad_request", `type must be "request"`)
+	}
+	var (
+		result any
+		err    error
+	)
+	switch req.Action {
+	case shared.ActionSubscribe:
+		result, err = s.wsSubscribe(ctx, client, req.Payload)
+	case shared.ActionUnsubscribe:
+		var ref shared.SessionRef
+		if err = decodePayload(req.Payload, &ref, &ref.SessionID); err == nil {
+			client.Unsubscribe(ref.SessionID)
+			result = ref
+		}
+	case shared.ActionMessageList:
+		var p wsListRequest
+		if err = decodePayload(req.Payload, &p, &p.SessionID); err == nil {
+			result, err = s.listMessages(ctx, p.SessionID, p.Limit, p.Before, p.After, p.Sort)
+		}
+	case shared.ActionMessageAdd:
+		var p shared.AddRequest
+		if err = decodePayload(req.Payload, &p, &p.SessionID); err == nil {
+			result, err = s.addMessage(ctx, p.SessionID, p)
+		}
+	default:
+		return s.wsError(req, "unknown_action", "unknown action "+strconv.Quote(req.Action))
+	}
+	if err != nil {
+		status, msg := classify(err)
+		if status >= http.StatusInternalServerError {
+			s.log.Error("ws request failed", "action", req.Action, "err", err)
+		}
+		return s.wsError(req, wsCode(status), msg)
+	}
+	frame, err := s.hub.Encode(shared.EnvelopeResponse, req.Action, req.ID, result)
+	if err != nil {
+		s.log.Error("ws: encode response", "action", req.Action, "err", err)
+		return s.wsError(req, "internal", "request failed")
+	}
+	return frame
+}
+
+func (s *server) wsSubscribe(ctx context.Context, client *hub.Client, payload json.RawMessage) (any, error) {
+	var ref shared.SessionRef
+	if err := decodePayload(payload, &ref, &ref.SessionID); err != nil {
+		return nil, err
+	}
+	if _, err := s.store.GetSession(ctx, ref.SessionID); err != nil {
+		return nil, about("session", err)
+	}
+	client.Subscribe(ref.SessionID)
+	return ref, nil
+}
+
+// decodePayload is decodeBody for a request's payload. Every payload names a session:
+// sessionID points into v at that field.
+func decodePayload(raw json.RawMessage, v any, sessionID *string) error {
+	if len(bytes.TrimSpace(raw)) == 0 {
+		return inputError("payload is required")
+	}
+	if err := decodeBody(raw, v); err != nil {
+		return err
+	}
+	if *sessionID == "" {
+		return inputError("session_id is required")
+	}
+	return nil
+}
+
+func wsCode(status int) string {
+	switch status {
+	case http.StatusBadRequest:
+		return "bad_request"
+	case http.StatusNotFound:
+		return "not_found"
+	case http.StatusConflict:
+		return "conflict"
+	default:
+		return "internal"
+	}
+}
+
+func (s *server) wsError(req shared.Envelope, code, message string) []byte {
+	frame, _ := s.hub.Encode(shared.EnvelopeError, req.Action, req.ID, shared.ErrorPayload{Code: code, Message: message}) // two strings always encode
+	return frame
+}
