@@ -121,7 +121,9 @@ func TestWireShapes(t *testing.T) {
 	e := newEnv(t)
 	var task shared.Task
 	taskJSON := e.expect(http.StatusCreated, "POST", "/api/v1/tasks", `{"title":"Fix CI","description":"flaky test"}`, &task)
-	ts := func(tm interface{ Format(string) string }) string { return tm.Format("2006-01-02T15:04:05.999999999Z07:00") }
+	ts := func(tm interface{ Format(string) string }) string {
+		return tm.Format("2006-01-02T15:04:05.999999999Z07:00")
+	}
 	if want := fmt.Sprintf(`{"id":%q,"title":"Fix CI","description":"flaky test","created_at":%q,"updated_at":%q}`,
 		task.ID, ts(task.CreatedAt), ts(task.UpdatedAt)); taskJSON != want {
 		t.Errorf("task\n got %s\nwant %s", taskJSON, want)
