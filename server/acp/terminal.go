@@ -37,6 +37,9 @@ type tailBuffer struct {
 func (b *tailBuffer) write(p []byte) {
 	if len(p) >= b.max {
 		b.dropped = b.dropped || len(b.buf) > 0 || len(p) > b.max
+		if cap(b.buf) < b.max {
+			b.buf = make([]byte, 0, b.max)
+		}
 		b.buf = append(b.buf[:0], p[len(p)-b.max:]...)
 		return
 	}
@@ -44,6 +47,12 @@ func (b *tailBuffer) write(p []byte) {
 		keep := b.buf[len(b.buf)-(b.max-len(p)):]
 		b.buf = b.buf[:copy(b.buf, keep)]
 		b.dropped = true
+	}
+	if need := len(b.buf) + len(p); need > cap(b.buf) {
+		// Grow as append would, but never past 2*max: that is the memory bound.
+		grown := make([]byte, len(b.buf), min(max(2*cap(b.buf), need, 4096), 2*b.max))
+		copy(grown, b.buf)
+		b.buf = grown
 	}
 	b.buf = append(b.buf, p...)
 }

@@ -1,0 +1,118 @@
+package acp
+
+import (
+	"bufio"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	sdk "github.com/coder/acp-go-sdk"
+)
+
+func TestGuard(t *testing.T) {
+	big := strings.Repeat("y", 11<<20) // over the SDK's 10 MiB line limit
+	input := strings.Join([]string{
+		`{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":1}}`,
+		``,
+		`{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"hi"}}}}`,
+		`{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"tool_call_update","toolCallId":"c","rawOutput":{"stdout":"` + big + `"}}}}`,
+		`{"jsonrpc":"2.0","id":7,"method":"terminal/create","params":{"sessionId":"s","command":"ls"}}`,
+		`{"jsonrpc":"2.0","id":2,"result":{"x":"` + big + `"}}`, // unroutable: dropped, not fatal
+		`{"jsonrpc":"2.0","method":"session/update","params":"not an object"}`,
+		`not json at all`,
+		`{"jsonrpc":"2.0","id":3,"result":{}}`,
+	}, "\n")
+	pr, pw := io.Pipe()
+	var updates []sdk.SessionNotification
+	done := make(chan struct{})
+	go func() {
+		guard(strings.NewReader(input), pw, func(n sdk.SessionNotification) { updates = append(updates, n) }, slog.New(slog.DiscardHandler))
+		close(done)
+	}()
+	var forwarded []string
+	sc := bufio.NewScanner(pr)
+	for sc.Scan() {
+		forwarded = append(forwarded, sc.Text())
+	}
+	<-done
+	want := []string{
+		`{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":1}}`,
+		`{"jsonrpc":"2.0","id":7,"method":"terminal/create","params":{"sessionId":"s","command":"ls"}}`,
+		`not json at all`,
+		`{"jsonrpc":"2.0","id":3,"result":{}}`,
+	}
+	if strings.Join(forwarded, "\n") != strings.Join(want, "\n") {
+		t.Errorf("forwarded:\n%s\nwant:\n%s", strings.Join(forwarded, "\n"), strings.Join(want, "\n"))
+	}
+	if len(updates) != 2 || updates[0].Update.AgentMessageChunk == nil || updates[1].Update.ToolCallUpdate == nil {
+		t.Fatalf("updates = %+v", updates)
+	}
+	if raw := updates[1].Update.ToolCallUpdate.RawOutput.(map[string]any)["stdout"].(string); len(raw) != len(big) {
+		t.Errorf("oversized update carried %d bytes", len(raw))
+	}
+}
+
+func TestReadLineTooLong(t *testing.T) {
+	input := strings.Repeat("z", maxLine+10) + "\nnext\n"
+	r := bufio.NewReaderSize(strings.NewReader(input), 64<<10)
+	if _, err := readLine(r); err != errLineTooLong {
+		t.Fatalf("err = %v, want errLineTooLong", err)
+	}
+	if line, err := readLine(r); string(line) != "next" || err != nil {
+		t.Errorf("after a skipped line: %q, %v", line, err)
+	}
+	if _, err := readLine(r); err != io.EOF {
+		t.Errorf("at the end: %v", err)
+	}
+}
+
+func TestLoadProfiles(t *testing.T) {
+	write := func(body string) string {
+		p := filepath.Join(t.TempDir(), "agents.json")
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	ps, err := LoadProfiles(write(`[{"name":"gemini","description":"Gemini CLI","command":"gemini","args":["--acp"],"env":{"A":"b"},"permission":"deny"}]`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ps) != 2 || ps[0].Name != ShellAgent || ps[1].Name != "gemini" || ps[1].Env["A"] != "b" || ps[1].Permission != PermissionDeny {
+		t.Errorf("profiles = %+v", ps)
+	}
+	if ps, err := LoadProfiles(""); err != nil || len(ps) != 1 || ps[0].Args[0] != "agent" {
+		t.Errorf("no file: %+v, %v", ps, err)
+	}
+	for body, problem := range map[string]string{
+		`{"name":"x"}`: "not a JSON array",
+		`[{"name":"x","command":"c","colour":"red"}]`:                              `unknown field "colour"`,
+		`[{"command":"c"}]`:                                                        "name is required",
+		`[{"name":"x"}]`:                                                           "command is required",
+		`[{"name":"x","command":"c"},{"name":"x","command":"d"}]`:                  `duplicate name "x"`,
+		`[{"name":"shell","command":"c"}]`:                                         `duplicate name "shell"`,
+		`[{"name":"x","command":"c","permission":"ask"}]`:                          `permission must be`,
+		`[{"name":"x","command":"c"}] []`:                                          "unexpected data",
+		`[{"name":"x","command":"c","args":"--acp"}]`:                              "cannot unmarshal",
+		`[{"name":"x","command":"c"}`:                                              "not a JSON array",
+		`[{"name":"x","command":"c","env":{"A":1}}]`:                               "cannot unmarshal",
+		`[{"name":"x","command":"c","description":"d","permission":"allow"` + `}]`: "",
+	} {
+		_, err := LoadProfiles(write(body))
+		if problem == "" {
+			if err != nil {
+				t.Errorf("%s: %v", body, err)
+			}
+			continue
+		}
+		if err == nil || !strings.Contains(err.Error(), problem) {
+			t.Errorf("%s: err = %v, want it to mention %q", body, err, problem)
+		}
+	}
+	if _, err := LoadProfiles(filepath.Join(t.TempDir(), "missing.json")); err == nil {
+		t.Error("a missing file is an error")
+	}
+}

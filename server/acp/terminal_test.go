@@ -1,0 +1,268 @@
+package acp
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"conch/shared"
+)
+
+// run starts a terminal and waits for its exit (with a deadline).
+func run(t *testing.T, script string, limit *int) *terminal {
+	t.Helper()
+	term := start(t, script, limit)
+	wait(t, term)
+	return term
+}
+
+func start(t *testing.T, script string, limit *int) *terminal {
+	t.Helper()
+	term, err := startTerminal("t1", "sh", []string{"-c", script}, []string{"CONCH_TEST=yes"}, t.TempDir(), limit, func(bool) {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(term.kill)
+	return term
+}
+
+func wait(t *testing.T, term *terminal) exitStatus {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	st, err := term.waitExit(ctx)
+	if err != nil {
+		t.Fatalf("command did not exit: %v", err)
+	}
+	return st
+}
+
+func TestTerminalExitStatus(t *testing.T) {
+	for _, tc := range []struct {
+		script string
+		code   int // -1: none
+		signal string
+	}{
+		{"true", 0, ""},
+		{"exit 3", 3, ""},
+		{"kill -TERM $$", -1, "SIGTERM"},
+		{"kill -KILL $$", -1, "SIGKILL"},
+		{"kill -INT $$", -1, "SIGINT"},
+	} {
+		t.Run(tc.script, func(t *testing.T) {
+			st := wait(t, run(t, tc.script, nil))
+			if st.Signal != tc.signal {
+				t.Errorf("signal = %q, want %q", st.Signal, tc.signal)
+			}
+			switch {
+			case tc.code < 0 && st.Code != nil:
+				t.Errorf("exit code = %d, want none", *st.Code)
+			case tc.code >= 0 && (st.Code == nil || *st.Code != tc.code):
+				t.Errorf("exit code = %v, want %d", st.Code, tc.code)
+			}
+		})
+	}
+}
+
+func TestTerminalStreamsCwdEnv(t *testing.T) {
+	term := run(t, `printf 'out %s' "$CONCH_TEST"; printf 'err' >&2; pwd >&2`, nil)
+	o := term.shellOutput()
+	if o.Stdout != "out yes" {
+		t.Errorf("stdout = %q", o.Stdout)
+	}
+	if !strings.HasPrefix(o.Stderr, "err"+term.cwd) {
+		t.Errorf("stderr = %q, want err then the cwd %s", o.Stderr, term.cwd)
+	}
+	if o.ExitCode == nil || *o.ExitCode != 0 || o.Truncated {
+		t.Errorf("output = %+v", o)
+	}
+	text, truncated, st := term.output()
+	if !strings.Contains(text, "out yes") || !strings.Contains(text, "err") || truncated || st == nil {
+		t.Errorf("combined = %q truncated=%v status=%v", text, truncated, st)
+	}
+}
+
+// catFile runs `cat` on data written to a file, so the bytes are exact.
+func catFile(t *testing.T, data string, limit *int) *terminal {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "data")
+	if err := os.WriteFile(path, []byte(data), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return run(t, "cat "+path+"; cat "+path+" >&2", limit)
+}
+
+func TestTerminalBound(t *testing.T) {
+	const L = shared.OutputLimit
+	for _, tc := range []struct {
+		name string
+		data string
+	}{
+		{"exactly the bound", strings.Repeat("x", L)},
+		{"one over", strings.Repeat("x", L+1)},
+		{"multibyte, cut inside a character", "a" + strings.Repeat("é", L/2)},
+		{"multibyte, cut at a character start", strings.Repeat("é", L/2+1)},
+		{"four-byte characters", "ab" + strings.Repeat("😀", L/4+1)},
+		{"ten times the bound", strings.Repeat("0123456789", L)},
+		{"invalid UTF-8", "ok\xff\xfe then \xc3"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			want, cut := shared.Bound(tc.data)
+			o := catFile(t, tc.data, nil).shellOutput()
+			if o.Stdout != want || o.Stderr != want {
+				t.Errorf("stdout %d bytes, stderr %d bytes, want %d bytes (prefix %q vs %q)",
+					len(o.Stdout), len(o.Stderr), len(want), head(o.Stdout), head(want))
+			}
+			if o.Truncated != cut {
+				t.Errorf("truncated = %v, want %v", o.Truncated, cut)
+			}
+			if len(o.Stdout) > L {
+				t.Errorf("kept %d bytes", len(o.Stdout))
+			}
+		})
+	}
+}
+
+func head(s string) string {
+	if len(s) > 8 {
+		return s[:8]
+	}
+	return s
+}
+
+func TestTerminalOutputByteLimit(t *testing.T) {
+	for _, tc := range []struct {
+		data      string
+		limit     int
+		want      string
+		truncated bool
+	}{
+		{"héllo wörld", 5, "örld", true}, // a 6-byte tail would start inside ö: cut forward
+		{"héllo wörld", 6, "wörld", true},
+		{"héllo wörld", 7, " wörld", true},
+		{"héllo", 6, "héllo", false},
+		{"héllo", 0, "", true},
+	} {
+		path := filepath.Join(t.TempDir(), "data")
+		if err := os.WriteFile(path, []byte(tc.data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		limit := tc.limit
+		text, truncated, _ := run(t, "cat "+path, &limit).output()
+		if text != tc.want || truncated != tc.truncated {
+			t.Errorf("%q limit %d: got %q truncated=%v, want %q truncated=%v", tc.data, tc.limit, text, truncated, tc.want, tc.truncated)
+		}
+	}
+}
+
+// A 50 MB stream is captured in bounded memory: each buffer holds at most twice its bound.
+func TestTerminalLargeOutputBounded(t *testing.T) {
+	term := run(t, "head -c 50000000 /dev/zero | tr '\\0' 'x'; echo done", nil)
+	o := term.shellOutput()
+	if !o.Truncated || len(o.Stdout) != shared.OutputLimit || !strings.HasSuffix(o.Stdout, "xdone\n") {
+		t.Errorf("stdout %d bytes, truncated=%v, tail %q", len(o.Stdout), o.Truncated, o.Stdout[len(o.Stdout)-8:])
+	}
+	if c := cap(term.stdout.buf); c > 2*term.stdout.max {
+		t.Errorf("stdout buffer grew to %d bytes", c)
+	}
+	if c := cap(term.combined.buf); c > 2*term.combined.max {
+		t.Errorf("combined buffer grew to %d bytes", c)
+	}
+}
+
+// kill ends the whole process group: a child the command started is gone too.
+func TestTerminalKillGroup(t *testing.T) {
+	term := start(t, "sleep 300 & echo $!; wait", nil)
+	var child int
+	deadline := time.Now().Add(10 * time.Second)
+	for child == 0 && time.Now().Before(deadline) {
+		<-time.After(10 * time.Millisecond)
+		text, _, _ := term.output()
+		if line, ok := strings.CutSuffix(text, "\n"); ok {
+			child, _ = strconv.Atoi(line)
+		}
+	}
+	if child == 0 {
+		t.Fatal("the command did not print its child's pid")
+	}
+	term.kill()
+	if st := wait(t, term); st.Signal != "SIGKILL" {
+		t.Errorf("status = %+v, want SIGKILL", st)
+	}
+	waitGone(t, child)
+}
+
+// waitGone waits until pid no longer runs (gone, or a zombie nobody reaped yet).
+func waitGone(t *testing.T, pid int) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		if !running(pid) {
+			return
+		}
+		<-time.After(10 * time.Millisecond)
+	}
+	t.Fatalf("process %d still runs", pid)
+}
+
+func running(pid int) bool {
+	if err := syscall.Kill(pid, 0); err != nil {
+		return false
+	}
+	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	fields := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
+	return len(fields) > 0 && fields[0] != "Z"
+}
+
+func TestTailText(t *testing.T) {
+	for _, tc := range []struct {
+		raw            string
+		cut, partial   bool
+		limit          int
+		want           string
+		wantTruncation bool
+	}{
+		{"\xa9abc", true, false, 10, "abc", true},             // rest of a cut character dropped
+		{"\xa9abc", false, false, 10, "\uFFFDabc", false},     // not cut: an invalid byte
+		{"ab\xc3", false, true, 10, "ab", false},              // incomplete end held back while running
+		{"ab\xc3", false, false, 10, "ab\uFFFD", false},       // but shown once the stream ended
+		{"ab\xe2\x82", false, true, 10, "ab", false},          // three-byte character, two bytes in
+		{"ab\xe2\x82\xac", false, true, 10, "ab€", false},     // complete
+		{"xyz€", false, false, 4, "z€", true},                 // the last 4 bytes
+		{"xyz€", false, false, 2, "", true},                   // a tail inside € cuts forward to nothing
+		{"\xff\xff\xffz", false, false, 10, "\uFFFDz", false}, // a run of invalid bytes: one U+FFFD
+	} {
+		got, trunc := tailText([]byte(tc.raw), tc.cut, tc.partial, tc.limit)
+		if got != tc.want || trunc != tc.wantTruncation {
+			t.Errorf("tailText(%q, cut=%v, partial=%v, %d) = %q, %v; want %q, %v",
+				tc.raw, tc.cut, tc.partial, tc.limit, got, trunc, tc.want, tc.wantTruncation)
+		}
+	}
+}
+
+func TestTailBuffer(t *testing.T) {
+	b := tailBuffer{max: 4}
+	for _, w := range []string{"ab", "cd", "ef", "g", "hijklmnop", "q"} {
+		b.write([]byte(w))
+		if cap(b.buf) > 2*b.max {
+			t.Fatalf("buffer grew to %d", cap(b.buf))
+		}
+	}
+	got, cut := b.tail()
+	if string(got) != "nopq" || !cut {
+		t.Errorf("tail = %q, cut=%v", got, cut)
+	}
+	small := tailBuffer{max: 4}
+	small.write([]byte("abcd"))
+	if got, cut := small.tail(); string(got) != "abcd" || cut {
+		t.Errorf("tail = %q, cut=%v", got, cut)
+	}
+}
