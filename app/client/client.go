@@ -1,0 +1,181 @@
+// Package client is the typed client of Conch's HTTP API (/api/v1) and WebSocket (/ws).
+// The same API builds for the browser, where requests go through the browser's fetch
+// with one AbortController each (transport_js.go), and for the host, where they go
+// through net/http (transport.go): the UI, the tests and scripts share it.
+package client
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"conch/shared"
+)
+
+// ErrUnreachable wraps every failure to reach the server (offline, server down, connection
+// reset): the UI says it is offline rather than showing an error.
+var ErrUnreachable = errors.New("server unreachable")
+
+// Error is an answer of the server that reports a failure.
+type Error struct {
+	Status  int    // HTTP status; 0 for a WebSocket error envelope
+	Code    string // WebSocket error code
+	Message string
+}
+
+func (e *Error) Error() string {
+	if e.Status != 0 {
+		return fmt.Sprintf("%d: %s", e.Status, e.Message)
+	}
+	return fmt.Sprintf("%s: %s", e.Code, e.Message)
+}
+
+// StatusOf returns the HTTP status of an *Error in err's chain, or 0.
+func StatusOf(err error) int {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Status
+	}
+	return 0
+}
+
+// Client talks to one Conch server. The zero value is not usable: call New.
+type Client struct {
+	base string // scheme://host[:port], or "" for the page's own origin in the browser
+}
+
+// New returns a client of the server at base (e.g. "http://127.0.0.1:8080"). In the
+// browser, base "" means the origin the page came from.
+func New(base string) *Client {
+	return &Client{base: strings.TrimRight(base, "/")}
+}
+
+// ListQuery selects a page of messages; zero fields take the server's defaults.
+type ListQuery struct {
+	Limit         int
+	Before, After string
+	Sort          string
+}
+
+func (q ListQuery) values() url.Values {
+	v := url.Values{}
+	if q.Limit != 0 {
+		v.Set("limit", strconv.Itoa(q.Limit))
+	}
+	if q.Before != "" {
+		v.Set("before", q.Before)
+	}
+	if q.After != "" {
+		v.Set("after", q.After)
+	}
+	if q.Sort != "" {
+		v.Set("sort", q.Sort)
+	}
+	return v
+}
+
+// Agents lists the agent profiles a session can run.
+func (c *Client) Agents(ctx context.Context) ([]shared.Agent, error) {
+	var out struct {
+		Agents []shared.Agent `json:"agents"`
+	}
+	return out.Agents, c.call(ctx, "GET", "/api/v1/agents", nil, &out)
+}
+
+// ListTasks lists tasks, newest first, with their sessions.
+func (c *Client) ListTasks(ctx context.Context) ([]shared.Task, error) {
+	var out struct {
+		Tasks []shared.Task `json:"tasks"`
+	}
+	return out.Tasks, c.call(ctx, "GET", "/api/v1/tasks", nil, &out)
+}
+
+// CreateTask creates a task.
+func (c *Client) CreateTask(ctx context.Context, title, description string) (shared.Task, error) {
+	var t shared.Task
+	in := map[string]string{"title": title, "description": description}
+	return t, c.call(ctx, "POST", "/api/v1/tasks", in, &t)
+}
+
+// StartSession starts an agent on a task; cwd "" lets the server choose.
+func (c *Client) StartSession(ctx context.Context, taskID, agent, cwd string) (shared.Session, error) {
+	var s shared.Session
+	in := map[string]string{"agent": agent}
+	if cwd != "" {
+		in["cwd"] = cwd
+	}
+	return s, c.call(ctx, "POST", "/api/v1/tasks/"+url.PathEscape(taskID)+"/sessions", in, &s)
+}
+
+// GetSession returns one session.
+func (c *Client) GetSession(ctx context.Context, id string) (shared.Session, error) {
+	var s shared.Session
+	return s, c.call(ctx, "GET", "/api/v1/task-sessions/"+url.PathEscape(id), nil, &s)
+}
+
+// ListMessages returns a page of a session's messages (summaries only).
+func (c *Client) ListMessages(ctx context.Context, sessionID string, q ListQuery) (shared.MessagePage, error) {
+	var p shared.MessagePage
+	path := "/api/v1/task-sessions/" + url.PathEscape(sessionID) + "/messages"
+	if v := q.values(); len(v) > 0 {
+		path += "?" + v.Encode()
+	}
+	return p, c.call(ctx, "GET", path, nil, &p)
+}
+
+// SendMessage posts a prompt; the agent's turn runs in the background. A repeated
+// clientMessageID returns the first message and starts nothing.
+func (c *Client) SendMessage(ctx context.Context, sessionID, content, clientMessageID string) (shared.Message, error) {
+	var m shared.Message
+	in := shared.AddRequest{Content: content, ClientMessageID: clientMessageID}
+	return m, c.call(ctx, "POST", "/api/v1/task-sessions/"+url.PathEscape(sessionID)+"/messages", in, &m)
+}
+
+// Cancel cancels the session's running turn.
+func (c *Client) Cancel(ctx context.Context, sessionID string) error {
+	return c.call(ctx, "POST", "/api/v1/task-sessions/"+url.PathEscape(sessionID)+"/cancel", struct{}{}, nil)
+}
+
+// ShellOutput fetches the whole stored output of one shell command.
+func (c *Client) ShellOutput(ctx context.Context, sessionID, messageID string) (shared.ShellOutputSnapshot, error) {
+	var s shared.ShellOutputSnapshot
+	path := "/api/v1/task-sessions/" + url.PathEscape(sessionID) + "/messages/" + url.PathEscape(messageID) + "/shell-output"
+	return s, c.call(ctx, "GET", path, nil, &s)
+}
+
+// call sends in as JSON (when not nil) and decodes a 2xx answer into out (when not nil).
+func (c *Client) call(ctx context.Context, method, path string, in, out any) error {
+	var body []byte
+	if in != nil {
+		var err error
+		if body, err = json.Marshal(in); err != nil {
+			return fmt.Errorf("%s %s: %w", method, path, err)
+		}
+	}
+	status, resp, err := c.roundTrip(ctx, method, c.base+path, body)
+	if err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return fmt.Errorf("%s %s: %w: %v", method, path, ErrUnreachable, err)
+	}
+	if status < 200 || status > 299 {
+		var e shared.ErrorBody
+		if json.Unmarshal(resp, &e) != nil || e.Error == "" {
+			e.Error = strings.TrimSpace(string(resp))
+		}
+		return fmt.Errorf("%s %s: %w", method, path, &Error{Status: status, Message: e.Error})
+	}
+	if out == nil {
+		return nil
+	}
+	if err := json.NewDecoder(bytes.NewReader(resp)).Decode(out); err != nil {
+		return fmt.Errorf("%s %s: decoding the answer: %w", method, path, err)
+	}
+	return nil
+}

@@ -1,0 +1,72 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"syscall/js"
+)
+
+// roundTrip calls the browser's fetch. Cancelling ctx aborts the request through its own
+// AbortController, also while the body is being read (net/http in WASM cannot do that,
+// and would add megabytes to app.wasm).
+func (c *Client) roundTrip(ctx context.Context, method, url string, body []byte) (int, []byte, error) {
+	abort := js.Global().Get("AbortController").New()
+	opts := js.Global().Get("Object").New()
+	opts.Set("method", method)
+	opts.Set("signal", abort.Get("signal"))
+	opts.Set("cache", "no-store")
+	if body != nil {
+		headers := js.Global().Get("Object").New()
+		headers.Set("Content-Type", "application/json")
+		opts.Set("headers", headers)
+		opts.Set("body", string(body))
+	}
+	resp, err := await(ctx, abort, js.Global().Call("fetch", url, opts))
+	if err != nil {
+		return 0, nil, err
+	}
+	text, err := await(ctx, abort, resp.Call("text"))
+	if err != nil {
+		return 0, nil, err
+	}
+	return resp.Get("status").Int(), []byte(text.String()), nil
+}
+
+// await waits for a promise, aborting the request when ctx ends first.
+func await(ctx context.Context, abort, promise js.Value) (js.Value, error) {
+	type result struct {
+		v   js.Value
+		err error
+	}
+	done := make(chan result, 1)
+	var then, catch js.Func
+	settle := func(r result) {
+		done <- r
+		then.Release()
+		catch.Release()
+	}
+	then = js.FuncOf(func(_ js.Value, args []js.Value) any {
+		settle(result{v: args[0]})
+		return nil
+	})
+	catch = js.FuncOf(func(_ js.Value, args []js.Value) any {
+		settle(result{err: errors.New(args[0].Call("toString").String())})
+		return nil
+	})
+	promise.Call("then", then, catch)
+	select {
+	case r := <-done:
+		return r.v, r.err
+	case <-ctx.Done():
+		abort.Call("abort")
+		return js.Value{}, ctx.Err()
+	}
+}
+
+// wsBase is the WebSocket origin: the client's base, or the page's own origin.
+func (c *Client) wsBase() string {
+	if c.base != "" {
+		return c.base
+	}
+	return js.Global().Get("location").Get("origin").String()
+}

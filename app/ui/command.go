@@ -1,0 +1,211 @@
+package ui
+
+import (
+	"context"
+	"time"
+
+	"github.com/maxence-charriere/go-app/v10/pkg/app"
+
+	"conch/shared"
+	"conch/shared/poll"
+)
+
+// CommandRow is one shell command: the whole command, its working directory, its status,
+// and the output disclosure. The transcript is fetched from the snapshot endpoint only
+// while the disclosure is open, driven by shared/poll; message metadata never carries it.
+type CommandRow struct {
+	app.Compo
+
+	SessionID string
+	Msg       shared.Message
+
+	m        *poll.Machine
+	ctx      context.Context // cancelled on dismount: go-app's context is not
+	cancel   context.CancelFunc
+	requests map[uint64]context.CancelFunc
+}
+
+// CompoID keeps a row bound to its message when messages are inserted before it.
+func (c *CommandRow) CompoID() string { return c.Msg.ID }
+
+func (c *CommandRow) status() shared.ToolStatus {
+	if c.Msg.Metadata == nil {
+		return ""
+	}
+	return c.Msg.Metadata.Status
+}
+
+func (c *CommandRow) machine() *poll.Machine {
+	if c.m == nil {
+		c.m = poll.New(c.status())
+	}
+	return c.m
+}
+
+// OnMount runs only in the browser.
+func (c *CommandRow) OnMount(ctx app.Context) {
+	c.ctx, c.cancel = context.WithCancel(context.Background())
+	c.requests = map[uint64]context.CancelFunc{}
+	c.machine()
+}
+
+// OnUpdate follows the projected status: turning terminal triggers the one final fetch.
+func (c *CommandRow) OnUpdate(ctx app.Context) {
+	c.run(ctx, c.machine().StatusChanged(c.status()))
+}
+
+// OnDismount aborts everything in flight; no final fetch.
+func (c *CommandRow) OnDismount() {
+	if c.cancel != nil {
+		c.cancel()
+	}
+	c.machine().Close()
+}
+
+func (c *CommandRow) toggle(ctx app.Context, _ app.Event) {
+	if c.machine().View().Open {
+		c.run(ctx, c.m.Close())
+	} else {
+		c.run(ctx, c.m.Open())
+	}
+}
+
+func (c *CommandRow) retry(ctx app.Context, _ app.Event) {
+	c.run(ctx, c.machine().Retry())
+}
+
+// run performs the machine's commands. Answers and timers come back on the UI goroutine
+// through Dispatch, which does nothing once the row is gone.
+func (c *CommandRow) run(ctx app.Context, cmds []poll.Command) {
+	if c.ctx == nil || c.ctx.Err() != nil {
+		return // prerendering, or dismounted
+	}
+	for _, cmd := range cmds {
+		seq := cmd.Seq
+		switch cmd.Kind {
+		case poll.Fetch:
+			reqCtx, cancel := context.WithCancel(c.ctx)
+			c.requests[seq] = cancel
+			sid, mid := c.SessionID, c.Msg.ID
+			ctx.Async(func() {
+				snap, err := api.ShellOutput(reqCtx, sid, mid)
+				ctx.Dispatch(func(ctx app.Context) {
+					cancel()
+					delete(c.requests, seq)
+					if err != nil {
+						c.run(ctx, c.m.Failed(seq))
+						return
+					}
+					c.run(ctx, c.m.Loaded(seq, snap))
+				})
+			})
+		case poll.Abort:
+			if cancel := c.requests[seq]; cancel != nil {
+				cancel()
+				delete(c.requests, seq)
+			}
+		case poll.Schedule:
+			// Timers are not cancelled: the machine ignores old ones, and Dispatch does
+			// nothing after dismount.
+			time.AfterFunc(cmd.Delay, func() {
+				ctx.Dispatch(func(ctx app.Context) { c.run(ctx, c.m.Timer(seq)) })
+			})
+		}
+	}
+}
+
+// Render draws the row; the transcript exists only while the disclosure is open.
+func (c *CommandRow) Render() app.UI {
+	sh := shared.ShellOf(c.Msg)
+	if sh == nil {
+		sh = &shared.ShellExec{}
+	}
+	command := sh.Command
+	if command == "" {
+		command = c.Msg.Content
+	}
+	out, text := outcome(c.status(), sh.Output.ExitCode, sh.Output.Signal)
+	view := c.machine().View()
+	bodyID := "output-" + c.Msg.ID
+
+	return app.Div().Class("msg", "cmd", "cmd-"+string(out)).DataSet("message-id", c.Msg.ID).Body(
+		app.Div().Class("cmd-head").Body(
+			statusIcon(out, text),
+			app.Code().Class("cmd-text").Text(command),
+		),
+		app.Div().Class("cmd-meta").Body(
+			app.If(sh.WorkDir != "", func() app.UI {
+				return app.Span().Class("cwd").Title("Working directory").Text(sh.WorkDir)
+			}),
+			app.Span().Class("status-text").Text(text),
+		),
+		app.If(sh.Output.HasOutput || view.Open, func() app.UI {
+			return c.renderDisclosure(sh.Output, view, bodyID)
+		}),
+	)
+}
+
+func (c *CommandRow) renderDisclosure(sum shared.ShellOutputSummary, view poll.View, bodyID string) app.UI {
+	name := "Show command output"
+	if view.Open {
+		name = "Hide command output"
+	}
+	return app.Div().Class("disclosure").Body(
+		app.Button().
+			Class("disclosure-toggle").
+			Type("button").
+			Aria("label", name).
+			Aria("expanded", view.Open).
+			Aria("controls", bodyID).
+			OnClick(c.toggle).
+			Body(
+				app.Span().Class("chevron").Aria("hidden", true),
+				app.Text(outputLabel(sum)),
+			),
+		app.If(view.Open, func() app.UI {
+			return app.Div().ID(bodyID).Class("transcript").Body(transcript(view, c.retry)...)
+		}),
+	)
+}
+
+// transcript renders an open disclosure from the poll view alone.
+func transcript(view poll.View, retry app.EventHandler) []app.UI {
+	var out []app.UI
+	if view.Loading {
+		out = append(out, app.P().Class("out-note", "loading").Aria("live", "polite").Text("Loading command output…"))
+	}
+	if s := view.Snapshot; s != nil {
+		o := s.Output
+		if o.Stdout == "" && o.Stderr == "" {
+			empty := "No command output."
+			if !s.Status.IsTerminal() {
+				empty = "No command output yet."
+			}
+			out = append(out, app.P().Class("out-note").Text(empty))
+		}
+		if o.Stdout != "" {
+			out = append(out, app.Pre().Class("stdout").Text(o.Stdout))
+		}
+		if o.Stderr != "" {
+			out = append(out, app.Pre().Class("stderr").Aria("label", "Standard error").Text(o.Stderr))
+		}
+		if o.Truncated {
+			out = append(out, app.P().Class("out-note").Text("Output truncated"))
+		}
+		if s.Status.IsTerminal() {
+			out = append(out, app.P().Class("out-exit").Text(exitLabel(o.ExitCode)))
+		}
+	}
+	if view.Failed {
+		out = append(out, app.Div().Class("out-error").Aria("live", "polite").Body(
+			app.Span().Text("Command output unavailable."),
+			app.Button().Type("button").Class("retry").OnClick(retry).Text("Retry"),
+		))
+	}
+	return out
+}
+
+func statusIcon(o Outcome, text string) app.UI {
+	glyph := map[Outcome]string{OutcomeRunning: "", OutcomeSucceeded: "✓", OutcomeFailed: "✕", OutcomeNeutral: "–"}[o]
+	return app.Span().Class("icon", "icon-"+string(o)).Role("img").Aria("label", text).Text(glyph)
+}

@@ -1,0 +1,35 @@
+package ui
+
+import "github.com/maxence-charriere/go-app/v10/pkg/app"
+
+// Notices shows that the server cannot be reached and that a new version is ready.
+type Notices struct {
+	app.Compo
+
+	Offline bool
+
+	update bool
+}
+
+// OnMount picks up an update found before this page was shown.
+func (n *Notices) OnMount(ctx app.Context) { n.update = ctx.AppUpdateAvailable() }
+
+// OnAppUpdate is called by go-app when a new version has been installed.
+func (n *Notices) OnAppUpdate(ctx app.Context) { n.update = ctx.AppUpdateAvailable() }
+
+func (n *Notices) reload(ctx app.Context, _ app.Event) { ctx.Reload() }
+
+// Render draws the notices, or an empty live region.
+func (n *Notices) Render() app.UI {
+	return app.Div().Class("notices").Aria("live", "polite").Body(
+		app.If(n.Offline, func() app.UI {
+			return app.P().Class("notice", "offline").Text("You are offline: the Conch server cannot be reached. Showing what was loaded; retrying…")
+		}),
+		app.If(n.update, func() app.UI {
+			return app.P().Class("notice", "update").Body(
+				app.Span().Text("A new version of Conch is available. "),
+				app.Button().Type("button").OnClick(n.reload).Text("Reload"),
+			)
+		}),
+	)
+}

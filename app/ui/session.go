@@ -1,0 +1,404 @@
+package ui
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"strings"
+	"time"
+
+	"github.com/maxence-charriere/go-app/v10/pkg/app"
+
+	"conch/app/client"
+	"conch/shared"
+	"conch/shared/poll"
+)
+
+// pageSize is how many messages the first load and each "load older" bring.
+const pageSize = 100
+
+// Live states of a session page's WebSocket.
+const (
+	liveConnecting   = "Connecting…"
+	liveOn           = "Live"
+	liveReconnecting = "Reconnecting…"
+)
+
+// SessionPage is /sessions/{id}: one session's chat with live updates.
+type SessionPage struct {
+	app.Compo
+
+	id       string
+	session  *shared.Session
+	tl       timeline
+	loaded   bool // the first page has arrived
+	hasOlder bool
+	older    bool // loading older messages
+	live     string
+	offline  bool
+	err      string
+	draft    string
+	sending  bool
+
+	ctx    context.Context // this page's work; cancelled on dismount or when the id changes
+	cancel context.CancelFunc
+}
+
+func sessionIDOf(path string) string {
+	return strings.TrimPrefix(path, "/sessions/")
+}
+
+// OnNav also runs during server-side prerender, where it only records the id: the API
+// is called from the browser alone.
+func (p *SessionPage) OnNav(ctx app.Context) {
+	id := sessionIDOf(ctx.Page().URL().Path)
+	if id == p.id && p.ctx != nil {
+		return
+	}
+	p.id = id
+	ctx.Page().SetTitle("Session · Conch")
+	if app.IsServer {
+		return
+	}
+	p.OnDismount()
+	p.session, p.tl, p.loaded, p.hasOlder, p.older = nil, timeline{}, false, false, false
+	p.live, p.offline, p.err, p.draft, p.sending = liveConnecting, false, "", "", false
+	p.ctx, p.cancel = context.WithCancel(context.Background())
+	go p.follow(ctx, p.ctx, id)
+}
+
+// OnDismount stops the page's requests and WebSocket.
+func (p *SessionPage) OnDismount() {
+	if p.cancel != nil {
+		p.cancel()
+	}
+}
+
+// follow keeps the page in sync: a WebSocket subscription, and after each reconnect a
+// re-list so that nothing missed is lost and nothing is doubled (the timeline merges by id).
+func (p *SessionPage) follow(ctx app.Context, c context.Context, id string) {
+	p.refreshSession(ctx, c, id)
+	loaded, failures := false, 0
+	for c.Err() == nil {
+		synced, err := p.connect(ctx, c, id, loaded)
+		if c.Err() != nil {
+			return
+		}
+		if synced {
+			loaded, failures = true, 0
+		}
+		failures++
+		ctx.Dispatch(func(ctx app.Context) {
+			p.live = liveReconnecting
+			p.offline = errors.Is(err, client.ErrUnreachable)
+			if !p.offline {
+				p.err = err.Error()
+			}
+		})
+		select {
+		case <-c.Done():
+			return
+		case <-time.After(poll.Backoff(failures)):
+		}
+	}
+}
+
+func (p *SessionPage) refreshSession(ctx app.Context, c context.Context, id string) {
+	s, err := api.GetSession(c, id)
+	if c.Err() != nil {
+		return
+	}
+	ctx.Dispatch(func(ctx app.Context) {
+		switch {
+		case err == nil:
+			p.session = &s
+		case client.StatusOf(err) == 404:
+			p.err = "This session does not exist."
+		case errors.Is(err, client.ErrUnreachable):
+			p.offline = true
+		default:
+			p.err = err.Error()
+		}
+	})
+}
+
+// connect runs one WebSocket connection until it ends; synced reports whether the
+// messages were listed on it.
+func (p *SessionPage) connect(ctx app.Context, c context.Context, id string, loaded bool) (synced bool, err error) {
+	conn, err := api.Dial(c)
+	if err != nil {
+		return false, err
+	}
+	defer conn.Close()
+	stop := context.AfterFunc(c, func() { conn.Close() })
+	defer stop()
+
+	if err := conn.Subscribe(c, id); err != nil {
+		return false, err
+	}
+	// Subscribed first, listed second: whatever happens in between arrives twice, and
+	// merging by id keeps one copy.
+	var msgs []shared.Message
+	latest, err := conn.List(c, shared.ListRequest{SessionID: id, Limit: pageSize, Sort: shared.SortDesc})
+	if err != nil {
+		return false, err
+	}
+	if loaded {
+		if msgs, err = p.catchUp(ctx, c, conn, id); err != nil {
+			return false, err
+		}
+		p.refreshSession(ctx, c, id)
+	}
+	msgs = append(msgs, latest.Messages...)
+	ctx.Dispatch(func(ctx app.Context) {
+		p.show(ctx, msgs)
+		if !p.loaded {
+			p.loaded, p.hasOlder = true, latest.HasMore
+			ctx.Defer(scrollToEnd)
+		}
+		p.live, p.offline, p.err = liveOn, false, ""
+	})
+
+	for env := range conn.Notifications() {
+		p.notify(ctx, id, env)
+	}
+	return true, conn.Err()
+}
+
+// catchUp lists every message newer than the newest one shown, page by page.
+func (p *SessionPage) catchUp(ctx app.Context, c context.Context, conn *client.Conn, id string) ([]shared.Message, error) {
+	lastCh := make(chan string, 1)
+	ctx.Dispatch(func(app.Context) { lastCh <- p.tl.last() })
+	var after string
+	select {
+	case after = <-lastCh:
+	case <-c.Done():
+		return nil, c.Err()
+	}
+	var msgs []shared.Message
+	for after != "" {
+		page, err := conn.List(c, shared.ListRequest{SessionID: id, After: after, Limit: shared.MaxPageLimit})
+		if err != nil {
+			return nil, err
+		}
+		msgs = append(msgs, page.Messages...)
+		if !page.HasMore || page.Cursor == "" {
+			break
+		}
+		after = page.Cursor
+	}
+	return msgs, nil
+}
+
+func (p *SessionPage) notify(ctx app.Context, id string, env shared.Envelope) {
+	switch env.Action {
+	case shared.ActionMessageAdded, shared.ActionMessageUpdated:
+		var m shared.Message
+		if json.Unmarshal(env.Payload, &m) != nil || m.SessionID != id {
+			return
+		}
+		ctx.Dispatch(func(ctx app.Context) { p.show(ctx, []shared.Message{m}) })
+	case shared.ActionSessionUpdated:
+		var s shared.Session
+		if json.Unmarshal(env.Payload, &s) != nil || s.ID != id {
+			return
+		}
+		ctx.Dispatch(func(app.Context) { p.session = &s })
+	}
+}
+
+// show merges messages, following the end of the chat when the reader is already there.
+func (p *SessionPage) show(ctx app.Context, msgs []shared.Message) {
+	if len(msgs) == 0 {
+		return
+	}
+	follow := p.loaded && atEnd()
+	last := p.tl.last()
+	p.tl.merge(msgs...)
+	if follow && p.tl.last() != last {
+		ctx.Defer(scrollToEnd)
+	}
+}
+
+func atEnd() bool {
+	w := app.Window()
+	doc := w.Get("document").Get("documentElement")
+	return w.Get("scrollY").Float()+w.Get("innerHeight").Float() >= doc.Get("scrollHeight").Float()-120
+}
+
+func scrollToEnd(app.Context) {
+	w := app.Window()
+	w.Call("scrollTo", 0, w.Get("document").Get("documentElement").Get("scrollHeight"))
+}
+
+func (p *SessionPage) loadOlder(ctx app.Context, _ app.Event) {
+	if p.older || p.ctx == nil {
+		return
+	}
+	p.older = true
+	c, id, first := p.ctx, p.id, p.tl.first()
+	ctx.Async(func() {
+		page, err := api.ListMessages(c, id, client.ListQuery{Before: first, Limit: pageSize, Sort: shared.SortDesc})
+		ctx.Dispatch(func(ctx app.Context) {
+			p.older = false
+			if err != nil {
+				p.offline = errors.Is(err, client.ErrUnreachable)
+				if !p.offline {
+					p.err = "Could not load older messages: " + err.Error()
+				}
+				return
+			}
+			p.tl.merge(page.Messages...)
+			p.hasOlder = page.HasMore
+		})
+	})
+}
+
+func (p *SessionPage) onInput(ctx app.Context, _ app.Event) {
+	p.draft = ctx.JSSrc().Get("value").String()
+}
+
+// onKey sends on Enter; Shift+Enter adds a line.
+func (p *SessionPage) onKey(ctx app.Context, e app.Event) {
+	if e.Get("key").String() == "Enter" && !e.Get("shiftKey").Bool() && !e.Get("isComposing").Bool() {
+		p.send(ctx, e)
+	}
+}
+
+func (p *SessionPage) send(ctx app.Context, e app.Event) {
+	e.PreventDefault()
+	content := strings.TrimSpace(p.draft)
+	if content == "" || p.sending || p.ctx == nil {
+		return
+	}
+	p.sending, p.err = true, ""
+	c, id, cmid := p.ctx, p.id, newClientMessageID()
+	ctx.Async(func() {
+		m, err := api.SendMessage(c, id, content, cmid)
+		ctx.Dispatch(func(ctx app.Context) {
+			p.sending = false
+			if err != nil {
+				p.offline = errors.Is(err, client.ErrUnreachable)
+				if !p.offline {
+					p.err = "Not sent: " + err.Error()
+				}
+				return
+			}
+			p.draft = ""
+			p.show(ctx, []shared.Message{m})
+			ctx.Defer(scrollToEnd)
+		})
+	})
+}
+
+func (p *SessionPage) cancelTurn(ctx app.Context, _ app.Event) {
+	c, id := p.ctx, p.id
+	ctx.Async(func() {
+		if err := api.Cancel(c, id); err != nil && c.Err() == nil {
+			ctx.Dispatch(func(app.Context) { p.err = "Cancel failed: " + err.Error() })
+		}
+	})
+}
+
+// newClientMessageID makes a prompt idempotent: a retried POST returns the first message.
+func newClientMessageID() string {
+	b := make([]byte, 16)
+	rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// Render draws the page. On the server (prerender) it is the empty shell of a chat.
+func (p *SessionPage) Render() app.UI {
+	state := shared.SessionState("")
+	title := "Session"
+	if s := p.session; s != nil {
+		state = s.State
+		title = s.Agent + " session"
+	}
+	return app.Div().Class("page", "session-page").Body(
+		app.Header().Class("bar").Body(
+			app.A().Class("back").Href("/").Text("← Tasks"),
+			app.H1().Text(title),
+			app.If(state != "", func() app.UI {
+				return app.Span().Class("badge", "state-"+string(state)).Text(string(state))
+			}),
+			app.If(p.live != "", func() app.UI {
+				return app.Span().Class("live", "live-"+map[bool]string{true: "on", false: "off"}[p.live == liveOn]).Text(p.live)
+			}),
+		),
+		&Notices{Offline: p.offline},
+		app.If(p.session != nil && p.session.Error != "", func() app.UI {
+			return app.P().Class("alert").Text("Agent error: " + p.session.Error)
+		}),
+		app.If(p.err != "", func() app.UI { return app.P().Class("alert").Text(p.err) }),
+		app.Main().Class("chat").Body(
+			app.If(p.hasOlder, func() app.UI {
+				return app.Button().Type("button").Class("older").Disabled(p.older).OnClick(p.loadOlder).
+					Text(map[bool]string{true: "Loading…", false: "Load older messages"}[p.older])
+			}),
+			app.If(!p.loaded && !p.offline, func() app.UI {
+				return app.P().Class("empty").Text("Loading messages…")
+			}),
+			app.If(p.loaded && len(p.tl.msgs) == 0, func() app.UI {
+				return app.P().Class("empty").Text("No messages yet. Type a shell command below.")
+			}),
+			app.Div().Class("messages").Role("log").Aria("label", "Conversation").Body(
+				app.Range(p.tl.msgs).Slice(func(i int) app.UI { return p.renderMessage(p.tl.msgs[i]) }),
+			),
+		),
+		app.Form().Class("prompt").OnSubmit(p.send).Body(
+			app.Label().For("prompt-input").Class("sr-only").Text("Prompt"),
+			app.Textarea().ID("prompt-input").Rows(2).Placeholder("A shell command, or a prompt for the agent").
+				Text(p.draft).OnInput(p.onInput).OnKeyDown(p.onKey),
+			app.Div().Class("prompt-actions").Body(
+				app.If(state == shared.SessionRunning, func() app.UI {
+					return app.Button().Type("button").Class("secondary").OnClick(p.cancelTurn).Text("Cancel turn")
+				}),
+				app.Button().Type("submit").Disabled(p.sending || state == shared.SessionFailed || state == shared.SessionClosed).
+					Text(map[bool]string{true: "Sending…", false: "Send"}[p.sending]),
+			),
+		),
+	)
+}
+
+func (p *SessionPage) renderMessage(m shared.Message) app.UI {
+	switch {
+	case shared.ShellOf(m) != nil:
+		return &CommandRow{SessionID: p.id, Msg: m}
+	case m.Type == shared.TypeThinking:
+		return app.Details().Class("msg", "thinking").Body(
+			app.Summary().Text("Thinking"),
+			app.Div().Class("text").Text(m.Content),
+		)
+	case m.Type == shared.TypeToolCall || m.Type == shared.TypeToolExecute:
+		return toolRow(m)
+	case m.Type == shared.TypeError:
+		return app.Div().Class("msg", "error").Text(m.Content)
+	case m.AuthorType == shared.AuthorUser:
+		return app.Div().Class("msg", "user").Body(app.Div().Class("bubble").Text(m.Content))
+	default:
+		return app.Div().Class("msg", "agent").Body(app.Div().Class("text").Text(m.Content))
+	}
+}
+
+// toolRow is a tool call that is not a shell command: its title and status.
+func toolRow(m shared.Message) app.UI {
+	title, status := m.Content, shared.ToolStatus("")
+	if md := m.Metadata; md != nil {
+		if md.Title != "" {
+			title = md.Title
+		}
+		status = md.Status
+	}
+	o, text := outcome(status, nil, "")
+	if status == shared.StatusCompleted {
+		o, text = OutcomeSucceeded, "Done"
+	}
+	return app.Div().Class("msg", "tool").Body(
+		statusIcon(o, text),
+		app.Span().Class("tool-title").Text(title),
+		app.Span().Class("status-text").Text(text),
+	)
+}

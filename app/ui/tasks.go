@@ -1,0 +1,166 @@
+package ui
+
+import (
+	"context"
+	"errors"
+	"strings"
+
+	"github.com/maxence-charriere/go-app/v10/pkg/app"
+
+	"conch/app/client"
+	"conch/shared"
+)
+
+// TasksPage is /: the tasks with their sessions, and a form to start new work.
+type TasksPage struct {
+	app.Compo
+
+	tasks   []shared.Task
+	agents  []shared.Agent
+	loaded  bool
+	offline bool
+	err     string
+	busy    bool
+
+	title, description, agent, cwd string
+}
+
+// OnMount loads the tasks and agents, in the browser only.
+func (p *TasksPage) OnMount(ctx app.Context) {
+	ctx.Page().SetTitle("Conch")
+	ctx.Async(func() {
+		c := context.Background()
+		tasks, err := api.ListTasks(c)
+		var agents []shared.Agent
+		if err == nil {
+			agents, err = api.Agents(c)
+		}
+		ctx.Dispatch(func(app.Context) {
+			p.offline = errors.Is(err, client.ErrUnreachable)
+			if err != nil {
+				if !p.offline {
+					p.err = err.Error()
+				}
+				return
+			}
+			p.tasks, p.agents, p.loaded, p.err = tasks, agents, true, ""
+			if p.agent == "" && len(agents) > 0 {
+				p.agent = agents[0].Name
+			}
+		})
+	})
+}
+
+func bind(dst *string) app.EventHandler {
+	return func(ctx app.Context, _ app.Event) { *dst = ctx.JSSrc().Get("value").String() }
+}
+
+// create makes a task and starts a session on it, then opens the session.
+func (p *TasksPage) create(ctx app.Context, e app.Event) {
+	e.PreventDefault()
+	title := strings.TrimSpace(p.title)
+	if title == "" || p.busy {
+		p.err = "A task needs a title."
+		return
+	}
+	p.busy, p.err = true, ""
+	desc, agent, cwd := p.description, p.agent, strings.TrimSpace(p.cwd)
+	ctx.Async(func() {
+		c := context.Background()
+		t, err := api.CreateTask(c, title, desc)
+		var s shared.Session
+		if err == nil {
+			s, err = api.StartSession(c, t.ID, agent, cwd)
+		}
+		ctx.Dispatch(func(ctx app.Context) {
+			p.busy = false
+			if err != nil {
+				p.offline = errors.Is(err, client.ErrUnreachable)
+				p.err = "Could not start: " + err.Error()
+				return
+			}
+			ctx.Navigate("/sessions/" + s.ID)
+		})
+	})
+}
+
+// startOn starts another session on an existing task with the chosen agent.
+func (p *TasksPage) startOn(taskID string) app.EventHandler {
+	return func(ctx app.Context, _ app.Event) {
+		if p.busy {
+			return
+		}
+		p.busy, p.err = true, ""
+		agent, cwd := p.agent, strings.TrimSpace(p.cwd)
+		ctx.Async(func() {
+			s, err := api.StartSession(context.Background(), taskID, agent, cwd)
+			ctx.Dispatch(func(ctx app.Context) {
+				p.busy = false
+				if err != nil {
+					p.err = "Could not start: " + err.Error()
+					return
+				}
+				ctx.Navigate("/sessions/" + s.ID)
+			})
+		})
+	}
+}
+
+// Render draws the page; prerendered, it is the shell with an empty list.
+func (p *TasksPage) Render() app.UI {
+	return app.Div().Class("page", "tasks-page").Body(
+		app.Header().Class("bar").Body(app.H1().Text("Conch")),
+		&Notices{Offline: p.offline},
+		app.If(p.err != "", func() app.UI { return app.P().Class("alert").Text(p.err) }),
+		app.Main().Body(
+			app.Form().Class("new-task").OnSubmit(p.create).Body(
+				app.H2().Text("New task"),
+				field("task-title", "Title", app.Input().ID("task-title").Required(true).Value(p.title).OnInput(bind(&p.title))),
+				field("task-desc", "Description", app.Textarea().ID("task-desc").Rows(2).Text(p.description).OnInput(bind(&p.description))),
+				field("task-agent", "Agent", app.Select().ID("task-agent").OnChange(bind(&p.agent)).Body(
+					app.Range(p.agents).Slice(func(i int) app.UI {
+						a := p.agents[i]
+						return app.Option().Value(a.Name).Selected(a.Name == p.agent).Text(a.Name + optional(" · ", a.Description))
+					}),
+				)),
+				field("task-cwd", "Working directory (optional)", app.Input().ID("task-cwd").Value(p.cwd).OnInput(bind(&p.cwd))),
+				app.Button().Type("submit").Disabled(p.busy || !p.loaded).Text("Create task and start session"),
+			),
+			app.H2().Text("Tasks"),
+			app.If(!p.loaded && !p.offline, func() app.UI { return app.P().Class("empty").Text("Loading tasks…") }),
+			app.If(p.loaded && len(p.tasks) == 0, func() app.UI { return app.P().Class("empty").Text("No tasks yet.") }),
+			app.Ul().Class("tasks").Body(
+				app.Range(p.tasks).Slice(func(i int) app.UI { return p.renderTask(p.tasks[i]) }),
+			),
+		),
+	)
+}
+
+func (p *TasksPage) renderTask(t shared.Task) app.UI {
+	return app.Li().Class("task").Body(
+		app.H3().Text(t.Title),
+		app.If(t.Description != "", func() app.UI { return app.P().Class("desc").Text(t.Description) }),
+		app.Ul().Class("sessions").Body(
+			app.Range(t.Sessions).Slice(func(i int) app.UI {
+				s := t.Sessions[i]
+				return app.Li().Body(
+					app.A().Href("/sessions/"+s.ID).Text(s.Agent+" session · "+s.CreatedAt.Local().Format("Jan 2 15:04")),
+					app.Span().Class("badge", "state-"+string(s.State)).Text(string(s.State)),
+				)
+			}),
+		),
+		app.Button().Type("button").Class("secondary").Disabled(p.busy || p.agent == "").OnClick(p.startOn(t.ID)).
+			Text("Start a "+p.agent+" session"),
+	)
+}
+
+func field(id, label string, input app.UI) app.UI {
+	return app.Div().Class("field").Body(app.Label().For(id).Text(label), input)
+}
+
+func optional(sep, s string) string {
+	if s == "" {
+		return ""
+	}
+	return sep + s
+}

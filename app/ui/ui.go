@@ -1,0 +1,145 @@
+// Package ui is Conch's go-app PWA: the task list, a session's chat with its command rows
+// and on-demand output (ADR-0042), and the settings of the handler that serves it.
+// Routes is called by both wasm/main.go and the server, so prerendered pages exist.
+package ui
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"io/fs"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/maxence-charriere/go-app/v10/pkg/app"
+
+	"conch/app/client"
+	"conch/web"
+)
+
+// Version identifies the build; set with -ldflags "-X conch/app/ui.Version=...". When it
+// is empty the embedded app.wasm's hash is used, so a restart alone never looks like an
+// update to installed clients.
+var Version string
+
+// api is the client of the server the page came from.
+var api = client.New("")
+
+// Routes registers the pages.
+func Routes() {
+	app.Route("/", func() app.Composer { return &TasksPage{} })
+	app.RouteWithRegexp("^/sessions/[^/]+$", func() app.Composer { return &SessionPage{} })
+}
+
+// Handler returns the go-app handler that serves the pages, the PWA files and /web/
+// from the embedded web.FS.
+func Handler() *app.Handler {
+	return &app.Handler{
+		Name:        "Conch",
+		ShortName:   "Conch",
+		Title:       "Conch",
+		Description: "Run AI coding agents and watch their work.",
+		Icon: app.Icon{
+			Default:  "/web/icon-192.png",
+			Large:    "/web/icon-512.png",
+			Maskable: "/web/icon-maskable.png",
+			SVG:      "/web/icon.svg",
+		},
+		BackgroundColor:       "#111827",
+		ThemeColor:            "#111827",
+		LoadingLabel:          "Loading Conch… {progress}%",
+		Styles:                []string{"/web/app.css"},
+		CacheableResources:    []string{"/web/icon.svg"},
+		RawHeaders:            []string{updateScript},
+		Version:               version(),
+		WasmContentLength:     wasmSize(),
+		ServiceWorkerTemplate: serviceWorker,
+		Resources:             embedded{http.StripPrefix("/web", http.FileServerFS(web.FS))},
+	}
+}
+
+// embedded resolves /web/ paths to themselves and serves them from web.FS, so the
+// handler works wherever the binary runs (app.LocalDir would read the working directory).
+type embedded struct{ http.Handler }
+
+func (embedded) Resolve(location string) string {
+	if location == "" {
+		return "/"
+	}
+	return location
+}
+
+func version() string {
+	if Version != "" {
+		return Version
+	}
+	b, err := fs.ReadFile(web.FS, "app.wasm")
+	if err != nil {
+		return "dev"
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:8])
+}
+
+// wasmSize is the raw size of app.wasm: the loader's progress is computed from it even
+// when the file travels compressed.
+func wasmSize() string {
+	info, err := fs.Stat(web.FS, "app.wasm")
+	if err != nil {
+		return ""
+	}
+	return strconv.FormatInt(info.Size(), 10)
+}
+
+// updateScript makes the update notice reliable: go-app's own "updatefound" listener is
+// attached late and can miss an update, while a controller change on a page that already
+// had a controller always means a new version has taken over.
+const updateScript = `<script>
+if ("serviceWorker" in navigator) {
+  const hadController = !!navigator.serviceWorker.controller;
+  navigator.serviceWorker.addEventListener("controllerchange", () => {
+    if (hadController && typeof goappOnUpdate === "function") goappOnUpdate();
+  });
+}
+</script>`
+
+// go-app's worker answers cache-first and caches only "/", so a deep link such as
+// /sessions/ID would not open offline. Navigations go to the network and fall back to the
+// cached shell (the WASM app then renders the route itself); the API, the WebSocket and
+// other methods bypass the worker so aborts reach the server and nothing stale is served.
+const workerFetch = `self.addEventListener("fetch", (event) => {
+  event.respondWith(fetchWithCache(event.request));
+});`
+
+const conchFetch = `self.addEventListener("fetch", (event) => {
+  const request = event.request;
+  const url = new URL(request.url);
+  if (request.method !== "GET" || url.origin !== self.location.origin ||
+      url.pathname.startsWith("/api/") || url.pathname === "/ws" || url.pathname === "/healthz") {
+    return;
+  }
+  if (request.mode === "navigate") {
+    event.respondWith(navigate(request));
+    return;
+  }
+  event.respondWith(fetchWithCache(request));
+});
+
+async function navigate(request) {
+  try {
+    return await fetch(request);
+  } catch (err) {
+    const shell = await caches.match("/");
+    if (shell) {
+      return shell;
+    }
+    throw err;
+  }
+}`
+
+var serviceWorker = func() string {
+	if !strings.Contains(app.DefaultAppWorkerJS, workerFetch) {
+		panic("ui: go-app's service worker changed; update conchFetch")
+	}
+	return strings.Replace(app.DefaultAppWorkerJS, workerFetch, conchFetch, 1)
+}()
