@@ -53,5 +53,12 @@ deps-guard:
 
 check: vet deps-guard test
 
+## bench: every benchmark on loopback against bin/conch, under 10 minutes; writes docs/BENCHMARKS.md.
+## Not pass/fail. BENCH_FLAGS passes options, e.g. BENCH_FLAGS='-runs 5' (bin/bench -h lists them).
+bench: build
+	$(GO) build -trimpath -o bin/loadgen ./server/cmd/loadgen
+	$(GO) build -trimpath -o bin/bench ./server/cmd/bench
+	./bin/bench -conch bin/conch -loadgen bin/loadgen -out docs/BENCHMARKS.md $(BENCH_FLAGS)
+
 clean:
 	rm -rf bin web/app.wasm web/app.wasm.gz web/app.wasm.br

@@ -54,10 +54,10 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	}}
 	defer client.CloseIdleConnections()
 
-	var sampler *procSampler
+	var sampler *Sampler
 	if cfg.PID > 0 {
 		var err error
-		if sampler, err = startSampler(cfg.PID, 50*time.Millisecond); err != nil {
+		if sampler, err = Watch(cfg.PID, 50*time.Millisecond); err != nil {
 			return Result{}, err
 		}
 	}
@@ -101,7 +101,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	wg.Wait()
 	res.Seconds = time.Since(started).Seconds()
 	if sampler != nil {
-		p := sampler.stop()
+		p := sampler.Stop()
 		res.Proc = &p
 	}
 	res.Requests = len(lat)

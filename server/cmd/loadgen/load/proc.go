@@ -71,7 +71,8 @@ func ReadStat(pid int) (Stat, error) {
 	return s, nil
 }
 
-type procSampler struct {
+// Sampler reads a process's RSS periodically between Watch and Stop.
+type Sampler struct {
 	pid   int
 	first Stat
 	done  chan struct{}
@@ -80,12 +81,13 @@ type procSampler struct {
 	max   int64
 }
 
-func startSampler(pid int, every time.Duration) (*procSampler, error) {
+// Watch starts sampling pid every interval.
+func Watch(pid int, every time.Duration) (*Sampler, error) {
 	first, err := ReadStat(pid)
 	if err != nil {
 		return nil, err
 	}
-	p := &procSampler{pid: pid, first: first, done: make(chan struct{}), max: first.RSSKiB}
+	p := &Sampler{pid: pid, first: first, done: make(chan struct{}), max: first.RSSKiB}
 	p.wg.Add(1)
 	go func() {
 		defer p.wg.Done()
@@ -107,7 +109,8 @@ func startSampler(pid int, every time.Duration) (*procSampler, error) {
 	return p, nil
 }
 
-func (p *procSampler) stop() Proc {
+// Stop ends the sampling and returns what changed since Watch.
+func (p *Sampler) Stop() Proc {
 	close(p.done)
 	p.wg.Wait()
 	last, err := ReadStat(p.pid)

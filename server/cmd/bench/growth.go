@@ -1,0 +1,158 @@
+package main
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"strings"
+
+	"conch/server/store"
+
+	_ "github.com/mattn/go-sqlite3" // the driver the store links: read-only access for EXPLAIN QUERY PLAN
+)
+
+// growthBench measures list latency as sessions grow, and whether output size leaks into
+// list latency.
+func (b *bench) growthBench(ctx context.Context) error {
+	grown := make([]seeded, len(b.growth))
+	var heavy, empty seeded
+	db, err := b.seedDB(ctx, "growth", func(st *store.Store, taskID string) error {
+		var err error
+		for i, n := range b.growth {
+			if grown[i], err = seedSession(ctx, st, taskID, seedSpec{Messages: n, StdoutBytes: 100}); err != nil {
+				return err
+			}
+		}
+		if heavy, err = seedSession(ctx, st, taskID, seedSpec{Messages: 80, StdoutBytes: 256 << 10}); err != nil {
+			return err
+		}
+		empty, err = seedSession(ctx, st, taskID, seedSpec{Messages: 80})
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	srv, err := startConch(ctx, b.conchBin, db)
+	if err != nil {
+		return err
+	}
+	defer srv.stop()
+	if _, err := b.load(ctx, srv, 4, srv.URL+"/healthz"); err != nil { // warm up
+		return err
+	}
+	list := func(s seeded, query string) string {
+		return fmt.Sprintf("%s/api/v1/task-sessions/%s/messages?%s", srv.URL, s.SessionID, query)
+	}
+
+	b.r.h(2, "Growth")
+	b.r.p("List latency on one connection for %s per run, all sessions in one seeded database. The newest page "+
+		"is `?sort=desc&limit=100`; the middle page is `?before={the middle message}&sort=desc&limit=100`. The "+
+		"baseline is the same page of the smallest session.", b.dur)
+	var rows [][]string
+	var base [2]loadFigures
+	for i, s := range grown {
+		for j, q := range []string{"sort=desc&limit=100", "before=" + s.MiddleID + "&sort=desc&limit=100"} {
+			f, err := b.loadRuns(ctx, srv, 1, list(s, q))
+			if err != nil {
+				return err
+			}
+			if i == 0 {
+				base[j] = f
+			}
+			page := []string{"newest", "middle"}[j]
+			rows = append(rows, []string{fmt.Sprint(b.growth[i]), page, f.p50.format(micros), ratio(f.p50, base[j].p50),
+				f.p99.format(micros), ratio(f.p99, base[j].p99), f.rps.format(count)})
+		}
+	}
+	b.r.table([]string{"messages", "page", "p50", "p50 vs smallest", "p99", "p99 vs smallest", "requests/s"}, rows)
+
+	b.r.p("The newest page (limit 100) of a session of 40 shell commands with 256 KiB of stdout each plus 40 text " +
+		"messages, against the same session with empty outputs (the baseline).")
+	rows = nil
+	for _, conns := range []int{1, 16} {
+		base, err := b.loadRuns(ctx, srv, conns, list(empty, "sort=desc&limit=100"))
+		if err != nil {
+			return err
+		}
+		f, err := b.loadRuns(ctx, srv, conns, list(heavy, "sort=desc&limit=100"))
+		if err != nil {
+			return err
+		}
+		for _, r := range []struct {
+			name string
+			f    loadFigures
+		}{{"empty outputs (baseline)", base}, {"256 KiB outputs", f}} {
+			rows = append(rows, []string{r.name, fmt.Sprint(conns), r.f.p50.format(micros), ratio(r.f.p50, base.p50),
+				r.f.p99.format(micros), r.f.rps.format(count), ratio(r.f.rps, base.rps), bytesIEC(r.f.bytes.median())})
+		}
+	}
+	b.r.table([]string{"session", "connections", "p50", "p50 vs baseline", "p99", "requests/s", "vs baseline", "answer"}, rows)
+
+	return b.explain(db, grown[len(grown)-1])
+}
+
+// planQueries mirror the statements server/store issues for a list page and a snapshot
+// (GORM builds them; these are the same clauses), so that their plans can be shown.
+func planQueries(s seeded) []struct {
+	name, sql string
+	args      []any
+} {
+	return []struct {
+		name, sql string
+		args      []any
+	}{
+		{"session lookup", "SELECT * FROM task_sessions WHERE id = ? LIMIT 1", []any{s.SessionID}},
+		{"cursor lookup", "SELECT id, created_at FROM messages WHERE id = ? AND session_id = ? LIMIT 1",
+			[]any{s.MiddleID, s.SessionID}},
+		{"newest page", "SELECT * FROM messages WHERE session_id = ? ORDER BY created_at DESC, id DESC LIMIT 101",
+			[]any{s.SessionID}},
+		{"page before a cursor", "SELECT * FROM messages WHERE session_id = ? AND (created_at, id) < (?, ?) " +
+			"ORDER BY created_at DESC, id DESC LIMIT 101", []any{s.SessionID, 1, s.MiddleID}},
+		{"snapshot", "SELECT m.id, m.status, m.updated_at, o.stdout, o.stderr, o.exit_code, o.signal, o.truncated " +
+			"FROM messages AS m LEFT JOIN shell_outputs AS o ON o.message_id = m.id " +
+			"WHERE m.id = ? AND m.session_id = ? AND m.type = ? LIMIT 1", []any{s.MiddleID, s.SessionID, "tool_execute"}},
+	}
+}
+
+// explain prints SQLite's plan for each statement on the seeded database.
+func (b *bench) explain(path string, s seeded) error {
+	db, err := sql.Open("sqlite3", "file:"+path+"?mode=ro")
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	b.r.p("`EXPLAIN QUERY PLAN` of the statements behind a list page and a snapshot, on the seeded database "+
+		"(%d messages in all). `SEARCH ... USING INDEX` means a keyset walk of an index, never a scan of the session.",
+		sum(b.growth)+160)
+	var out strings.Builder
+	for _, q := range planQueries(s) {
+		rows, err := db.Query("EXPLAIN QUERY PLAN "+q.sql, q.args...)
+		if err != nil {
+			return fmt.Errorf("explain %s: %w", q.name, err)
+		}
+		fmt.Fprintf(&out, "-- %s\n%s\n", q.name, q.sql)
+		for rows.Next() {
+			var id, parent, unused int
+			var detail string
+			if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
+				rows.Close()
+				return err
+			}
+			fmt.Fprintf(&out, "   %s\n", detail)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+	}
+	b.r.code(out.String())
+	return nil
+}
+
+func sum(ns []int) int {
+	t := 0
+	for _, n := range ns {
+		t += n
+	}
+	return t
+}

@@ -1,0 +1,104 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"conch/server/store"
+)
+
+var liveClients = []int{1, 10, 100}
+
+// live runs real commands through the built-in shell agent while 1, 10 and 100 WebSocket
+// clients watch, and measures what the server sends and writes.
+func (b *bench) live(ctx context.Context) error {
+	db, err := b.seedDB(ctx, "live", func(*store.Store, string) error { return nil })
+	if err != nil {
+		return err
+	}
+	srv, err := startConch(ctx, b.conchBin, db)
+	if err != nil {
+		return err
+	}
+	defer srv.stop()
+	ticks := int(b.trickle / (10 * time.Millisecond))
+	scenarios := []struct {
+		name, command string
+		runs          int
+		limit         time.Duration
+	}{
+		{fmt.Sprintf("%d MB as fast as possible", b.burstBytes/1000/1000),
+			fmt.Sprintf("yes 'conch bench: one line of output from a command that writes as fast as it can' | head -c %d", b.burstBytes),
+			b.runs, 3 * time.Minute},
+		// timeout ends the loop after the given time; the trailing true makes the command succeed.
+		{fmt.Sprintf("1 line per 10 ms for %s", b.trickle),
+			fmt.Sprintf("timeout %d sh -c 'i=0; while [ $i -lt %d ]; do i=$((i+1)); echo \"line $i\"; sleep 0.01; done'; true",
+				int(b.trickle.Seconds()), ticks),
+			1, b.trickle + time.Minute},
+	}
+
+	b.r.h(2, "Live output")
+	b.r.p("Each command is one prompt to the built-in `shell` agent in a fresh session, watched by N subscribed "+
+		"WebSocket clients from its `session.message.added` to the notification that carries its terminal status. "+
+		"Notifications are counted at the first client; *per second* is the median (min-max) over one-second "+
+		"windows. *Server CPU* is the server process's user+system time during the command (the command itself "+
+		"runs in a child process and is not counted). *Written to storage* is the server's `write_bytes` in "+
+		"`/proc/PID/io` (page-cache pages dirtied: SQLite's WAL and database file). The fast command ran "+
+		"%d times per client count, the slow one once.", b.runs)
+	var rows [][]string
+	for _, sc := range scenarios {
+		for _, n := range liveClients {
+			var secs, notes, perSec, size, cpu, written, rss, total dist
+			for range sc.runs {
+				progress("   %s, %d clients", sc.name, n)
+				w, err := b.watchCommand(ctx, srv, n, sc.command, sc.limit)
+				if err != nil {
+					return fmt.Errorf("%s with %d clients: %w", sc.name, n, err)
+				}
+				frames := w.clients[0].frames
+				secs = append(secs, w.seconds)
+				notes = append(notes, float64(len(frames)))
+				perSec = append(perSec, perSecond(frames)...)
+				for _, f := range frames {
+					size = append(size, float64(f.size))
+				}
+				var sent int
+				for _, c := range w.clients {
+					for _, f := range c.frames {
+						sent += f.size
+					}
+				}
+				total = append(total, float64(sent))
+				cpu = append(cpu, w.proc.CPUSeconds)
+				written = append(written, float64(w.proc.WriteBytes))
+				rss = append(rss, float64(w.proc.RSSMaxKiB)*1024)
+			}
+			rows = append(rows, []string{sc.name, fmt.Sprint(n), secs.format(seconds), notes.format(count),
+				perSec.format(count), size.format(count), total.format(bytesIEC), cpu.format(seconds),
+				written.format(bytesIEC), rss.format(bytesIEC)})
+		}
+	}
+	b.r.table([]string{"command", "clients", "duration", "notifications", "per second", "bytes per notification",
+		"sent to all clients", "server CPU", "written to storage", "server RSS (max)"}, rows)
+	return nil
+}
+
+// perSecond counts frames in each whole one-second window from the first frame.
+func perSecond(frames []frame) dist {
+	if len(frames) == 0 {
+		return nil
+	}
+	start := frames[0].at
+	windows := int(frames[len(frames)-1].at.Sub(start) / time.Second)
+	if windows == 0 {
+		return dist{float64(len(frames))}
+	}
+	counts := make(dist, windows)
+	for _, f := range frames {
+		if i := int(f.at.Sub(start) / time.Second); i < windows {
+			counts[i]++
+		}
+	}
+	return counts
+}

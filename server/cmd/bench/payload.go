@@ -1,0 +1,230 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"time"
+
+	"conch/server/store"
+	"conch/shared"
+)
+
+// payloadSizes are the stdout sizes of the payload benchmark.
+var payloadSizes = []int{0, 1 << 10, 64 << 10, 256 << 10}
+
+const payloadMessages = 200
+
+// seedDB creates a database in its own directory (the server keeps its data beside it),
+// lets fill write sessions into it through the store, and returns its path.
+func (b *bench) seedDB(ctx context.Context, name string, fill func(st *store.Store, taskID string) error) (string, error) {
+	dir := filepath.Join(b.tmp, name)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	path := filepath.Join(dir, "conch.db")
+	st, err := store.Open(path, nil)
+	if err != nil {
+		return "", err
+	}
+	defer st.Close()
+	task, err := st.CreateTask(ctx, "bench "+name, "seeded by server/cmd/bench")
+	if err != nil {
+		return "", err
+	}
+	t := time.Now()
+	if err := fill(st, task.ID); err != nil {
+		return "", err
+	}
+	progress("   seeded %s in %s", name, time.Since(t).Round(time.Millisecond))
+	return path, nil
+}
+
+// payload measures what a session of 200 messages (half shell commands) costs a browser,
+// projected as served against the same messages with their output bodies inline.
+func (b *bench) payload(ctx context.Context) error {
+	sessions := make([]seeded, len(payloadSizes))
+	db, err := b.seedDB(ctx, "payload", func(st *store.Store, taskID string) error {
+		for i, size := range payloadSizes {
+			var err error
+			if sessions[i], err = seedSession(ctx, st, taskID, seedSpec{Messages: payloadMessages, StdoutBytes: size}); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	srv, err := startConch(ctx, b.conchBin, db)
+	if err != nil {
+		return err
+	}
+	defer srv.stop()
+
+	b.r.h(2, "Payload")
+	b.r.p("A seeded session of %d messages (%d shell commands whose stdout has the given size, %d agent text "+
+		"messages). *Projected* is what Conch sends; *inline* is the same JSON with each command's output "+
+		"bodies in place of its summary, computed here from the snapshots (an inline mode that exists only "+
+		"in this benchmark). The REST list and the WebSocket `message.list` ask for all %d messages "+
+		"(`limit=%d`). The first page load is the HTML of `/sessions/{id}` plus that list. Byte counts are "+
+		"exact and deterministic, so there is one run.", payloadMessages, payloadMessages/2, payloadMessages/2,
+		payloadMessages, payloadMessages)
+	var rows [][]string
+	for i, s := range sessions {
+		row, err := b.payloadRow(ctx, srv, payloadSizes[i], s)
+		if err != nil {
+			return err
+		}
+		rows = append(rows, row)
+	}
+	b.r.table([]string{"stdout", "REST list", "inline", "inline / projected", "per shell message (projected)",
+		"per shell message (inline)", "WS message.list", "WS inline", "first page load", "first page load inline"}, rows)
+
+	b.r.p("Notifications of one running command, sent to one subscribed WebSocket client: the built-in shell " +
+		"agent runs a command printing its output in four parts 0.3 s apart. *Inline* counts each notification " +
+		"as if it carried the output received so far.")
+	var nrows [][]string
+	for _, size := range payloadSizes {
+		row, err := b.notificationRow(ctx, srv, size)
+		if err != nil {
+			return err
+		}
+		nrows = append(nrows, row)
+	}
+	b.r.table([]string{"stdout", "notifications", "bytes (projected)", "per notification", "bytes (inline)",
+		"inline / projected"}, nrows)
+	return nil
+}
+
+func (b *bench) payloadRow(ctx context.Context, srv *conch, size int, s seeded) ([]string, error) {
+	listPath := fmt.Sprintf("/api/v1/task-sessions/%s/messages?limit=%d", s.SessionID, payloadMessages)
+	list, err := srv.get(ctx, listPath)
+	if err != nil {
+		return nil, err
+	}
+	var page struct {
+		Messages []json.RawMessage `json:"messages"`
+	}
+	if err := json.Unmarshal(list, &page); err != nil {
+		return nil, err
+	}
+	var shellBytes, extra int
+	for _, raw := range page.Messages {
+		var m shared.Message
+		if err := json.Unmarshal(raw, &m); err != nil {
+			return nil, err
+		}
+		if shared.ShellOf(m) == nil {
+			continue
+		}
+		snap, err := srv.snapshot(ctx, s.SessionID, m.ID)
+		if err != nil {
+			return nil, err
+		}
+		grow, err := inlineGrowth(raw, snap.Output)
+		if err != nil {
+			return nil, err
+		}
+		shellBytes += len(raw)
+		extra += grow
+	}
+	ws, err := srv.dialWS(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer ws.close()
+	frame, err := ws.request(ctx, shared.ActionMessageList, shared.ListRequest{SessionID: s.SessionID, Limit: payloadMessages})
+	if err != nil {
+		return nil, err
+	}
+	html, err := srv.get(ctx, "/sessions/"+url.PathEscape(s.SessionID))
+	if err != nil {
+		return nil, err
+	}
+	n := float64(payloadMessages / 2)
+	first := len(html) + len(list)
+	return []string{bytesIEC(float64(size)), bytesIEC(float64(len(list))), bytesIEC(float64(len(list) + extra)),
+		fmt.Sprintf("x%.1f", float64(len(list)+extra)/float64(len(list))),
+		fmt.Sprintf("%.0f B", float64(shellBytes)/n), bytesIEC(float64(shellBytes+extra) / n),
+		bytesIEC(float64(len(frame))), bytesIEC(float64(len(frame) + extra)),
+		bytesIEC(float64(first)), bytesIEC(float64(first + extra))}, nil
+}
+
+// snapshot fetches the whole output of a shell command.
+func (c *conch) snapshot(ctx context.Context, sessionID, messageID string) (shared.ShellOutputSnapshot, error) {
+	var snap shared.ShellOutputSnapshot
+	raw, err := c.get(ctx, fmt.Sprintf("/api/v1/task-sessions/%s/messages/%s/shell-output", sessionID, messageID))
+	if err == nil {
+		err = json.Unmarshal(raw, &snap)
+	}
+	return snap, err
+}
+
+// inlineGrowth is how many bytes longer a projected message's JSON would be with the
+// output bodies it summarises (the first stdout_bytes/stderr_bytes of full) in place of
+// its summary. Messages that are not shell commands do not grow.
+func inlineGrowth(raw []byte, full shared.ShellOutput) (int, error) {
+	var m struct {
+		Metadata *struct {
+			Normalized *struct {
+				ShellExec *struct {
+					Output json.RawMessage `json:"output"`
+				} `json:"shell_exec"`
+			} `json:"normalized"`
+		} `json:"metadata"`
+	}
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return 0, err
+	}
+	if m.Metadata == nil || m.Metadata.Normalized == nil || m.Metadata.Normalized.ShellExec == nil {
+		return 0, nil
+	}
+	summary := m.Metadata.Normalized.ShellExec.Output
+	var sum shared.ShellOutputSummary
+	if err := json.Unmarshal(summary, &sum); err != nil {
+		return 0, err
+	}
+	out := full
+	out.Stdout = full.Stdout[:min(sum.StdoutBytes, len(full.Stdout))]
+	out.Stderr = full.Stderr[:min(sum.StderrBytes, len(full.Stderr))]
+	out.ExitCode, out.Truncated, out.Signal = sum.ExitCode, sum.Truncated, sum.Signal
+	body, err := json.Marshal(out)
+	if err != nil {
+		return 0, err
+	}
+	return len(body) - len(summary), nil
+}
+
+// notificationRow runs one command printing size bytes in four parts and measures the
+// notifications a subscriber receives about it.
+func (b *bench) notificationRow(ctx context.Context, srv *conch, size int) ([]string, error) {
+	command := "sleep 1"
+	if size > 0 {
+		command = fmt.Sprintf("for i in 1 2 3 4; do head -c %d /dev/zero | tr '\\0' x; echo; sleep 0.3; done", size/4-1)
+	}
+	w, err := b.watchCommand(ctx, srv, 1, command, 30*time.Second)
+	if err != nil {
+		return nil, err
+	}
+	snap, err := srv.snapshot(ctx, w.sessionID, w.messageID)
+	if err != nil {
+		return nil, err
+	}
+	var projected, extra int
+	for _, f := range w.clients[0].frames {
+		grow, err := inlineGrowth(f.payload, snap.Output)
+		if err != nil {
+			return nil, err
+		}
+		projected += f.size
+		extra += grow
+	}
+	n := len(w.clients[0].frames)
+	return []string{bytesIEC(float64(size)), fmt.Sprint(n), bytesIEC(float64(projected)),
+		fmt.Sprintf("%.0f B", float64(projected)/float64(max(n, 1))), bytesIEC(float64(projected + extra)),
+		fmt.Sprintf("x%.1f", float64(projected+extra)/float64(projected))}, nil
+}

@@ -1,0 +1,73 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"conch/server/store"
+	"conch/shared"
+)
+
+// seedSpec describes one seeded session: Messages messages alternating between a finished
+// shell command whose stdout is StdoutBytes long and an agent text message.
+type seedSpec struct {
+	Messages    int
+	StdoutBytes int
+}
+
+// seeded is what the benchmarks need to know about a seeded session.
+type seeded struct {
+	SessionID string
+	ShellIDs  []string // every shell command, oldest first
+	MiddleID  string   // the message in the middle, a cursor for a page deep in the session
+}
+
+// seedSession writes a closed session through the store API. Commands are stored completed,
+// so the server's RecoverAfterRestart changes nothing about them.
+func seedSession(ctx context.Context, st *store.Store, taskID string, spec seedSpec) (seeded, error) {
+	sess, err := st.CreateSession(ctx, taskID, "shell", "/tmp")
+	if err != nil {
+		return seeded{}, err
+	}
+	if _, err := st.SetSessionState(ctx, sess.ID, shared.SessionClosed, ""); err != nil {
+		return seeded{}, err
+	}
+	out := seeded{SessionID: sess.ID}
+	stdout := outputText(spec.StdoutBytes)
+	zero := 0
+	for i := range spec.Messages {
+		nm := store.NewMessage{SessionID: sess.ID, AuthorType: shared.AuthorAgent, Type: shared.TypeMessage,
+			Content: fmt.Sprintf("Message %d: the command finished; here is what it printed, in short.", i)}
+		if i%2 == 0 {
+			cmd := fmt.Sprintf("go test ./... -run TestCase%d", i)
+			nm.Type, nm.Content = shared.TypeToolExecute, cmd
+			nm.Metadata = &shared.Metadata{ToolCallID: fmt.Sprintf("call_%d", i), Title: cmd,
+				Status: shared.StatusCompleted, Kind: "execute",
+				Normalized: &shared.Normalized{Kind: shared.NormalizedShellExec,
+					ShellExec: &shared.ShellExec{Command: cmd, WorkDir: "/tmp"}}}
+			nm.Output = &shared.ShellOutput{Stdout: stdout, ExitCode: &zero}
+		}
+		m, err := st.CreateMessage(ctx, nm)
+		if err != nil {
+			return seeded{}, fmt.Errorf("seed message %d: %w", i, err)
+		}
+		if nm.Output != nil {
+			out.ShellIDs = append(out.ShellIDs, m.ID)
+		}
+		if i == spec.Messages/2 {
+			out.MiddleID = m.ID
+		}
+	}
+	return out, nil
+}
+
+// outputText is n bytes of numbered ASCII lines, like a test run's log.
+func outputText(n int) string {
+	var b strings.Builder
+	b.Grow(n + 64)
+	for i := 0; b.Len() < n; i++ {
+		fmt.Fprintf(&b, "=== RUN   TestCase%06d ok  conch/server/store 0.%03ds\n", i, i%1000)
+	}
+	return b.String()[:n]
+}

@@ -1,0 +1,125 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"sync"
+	"time"
+
+	"conch/server/cmd/loadgen/load"
+	"conch/shared"
+)
+
+// frame is one notification about the watched command, as one client received it.
+type frame struct {
+	size    int // bytes of the whole WebSocket frame
+	payload json.RawMessage
+	at      time.Time
+}
+
+type clientLog struct {
+	frames []frame
+	err    error
+}
+
+// watched is one command run by the shell agent while clients watched it.
+type watched struct {
+	sessionID, messageID string
+	clients              []clientLog
+	seconds              float64 // from the first notification to the terminal one, at client 0
+	proc                 load.Proc
+}
+
+// watchCommand starts a shell session, subscribes n WebSocket clients to it, prompts the
+// command and records every notification about the command until its status is terminal.
+func (b *bench) watchCommand(ctx context.Context, srv *conch, n int, command string, limit time.Duration) (watched, error) {
+	var w watched
+	sess, err := srv.startShellSession(ctx, "bench command")
+	if err != nil {
+		return w, err
+	}
+	w.sessionID = sess.ID
+	ctx, cancel := context.WithTimeout(ctx, limit)
+	defer cancel()
+	clients := make([]*wsClient, n)
+	for i := range clients {
+		if clients[i], err = srv.dialWS(ctx); err != nil {
+			return w, err
+		}
+		defer clients[i].close()
+		if _, err := clients[i].request(ctx, shared.ActionSubscribe, shared.SessionRef{SessionID: sess.ID}); err != nil {
+			return w, err
+		}
+	}
+	sampler, err := load.Watch(srv.PID, 100*time.Millisecond)
+	if err != nil {
+		return w, err
+	}
+	w.clients = make([]clientLog, n)
+	var wg sync.WaitGroup
+	for i, c := range clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			w.clients[i] = c.follow(ctx)
+		}()
+	}
+	var msg shared.Message
+	if err := srv.post(ctx, "/api/v1/task-sessions/"+sess.ID+"/messages", shared.AddRequest{Content: command},
+		&msg, http.StatusAccepted); err != nil {
+		cancel()
+		wg.Wait()
+		sampler.Stop()
+		return w, err
+	}
+	wg.Wait()
+	w.proc = sampler.Stop()
+	for i, c := range w.clients {
+		if c.err != nil {
+			return w, fmt.Errorf("client %d of %d: %w", i+1, n, c.err)
+		}
+	}
+	first := w.clients[0].frames
+	w.seconds = first[len(first)-1].at.Sub(first[0].at).Seconds()
+	var m shared.Message
+	if err := json.Unmarshal(first[0].payload, &m); err != nil {
+		return w, err
+	}
+	w.messageID = m.ID
+	return w, nil
+}
+
+// follow reads notifications about the session's shell command until it is terminal.
+func (c *wsClient) follow(ctx context.Context) clientLog {
+	var log clientLog
+	for {
+		_, data, err := c.conn.Read(ctx)
+		if err != nil {
+			log.err = fmt.Errorf("after %d notifications: %w", len(log.frames), err)
+			return log
+		}
+		at := time.Now()
+		var env shared.Envelope
+		if err := json.Unmarshal(data, &env); err != nil {
+			log.err = err
+			return log
+		}
+		if env.Action != shared.ActionMessageAdded && env.Action != shared.ActionMessageUpdated {
+			continue
+		}
+		var m shared.Message
+		if err := json.Unmarshal(env.Payload, &m); err != nil {
+			log.err = err
+			return log
+		}
+		if m.Type != shared.TypeToolExecute {
+			continue
+		}
+		log.frames = append(log.frames, frame{size: len(data), payload: env.Payload, at: at})
+		if m.Metadata != nil && m.Metadata.Status.IsTerminal() {
+			return log
+		}
+	}
+}
