@@ -121,12 +121,12 @@ func (r *recorder) applyTool(id string, u toolUpdate) {
 	if id == "" {
 		return
 	}
-	// Text after a tool call is a new message, so the transcript keeps its order.
-	r.text, r.thought = nil, nil
 	it := r.tools[id]
 	if it == nil {
 		it = &item{kind: kindTool, tool: newToolCall(id)}
 		r.tools[id] = it
+		// Text after a new tool call is a new message, so the transcript keeps its order.
+		r.text, r.thought = nil, nil
 	}
 	if it.sealed {
 		r.log.Debug("update for a finished tool call ignored", "session", r.sessionID, "tool_call", id)

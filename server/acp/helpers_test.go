@@ -1,0 +1,360 @@
+package acp
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	sdk "github.com/coder/acp-go-sdk"
+
+	"conch/server/shellagent"
+	"conch/server/store"
+	"conch/shared"
+)
+
+// TestMain lets the test binary play an agent process: the crash and real-process tests
+// start os.Args[0] with CONCH_ACP_TEST_AGENT set.
+func TestMain(m *testing.M) {
+	switch os.Getenv("CONCH_ACP_TEST_AGENT") {
+	case "":
+		os.Exit(m.Run())
+	case "shell":
+		if err := shellagent.Run(context.Background(), os.Stdin, os.Stdout); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	case "crash":
+		crashAgent()
+	case "die-at-start":
+		fmt.Fprintln(os.Stderr, "cannot find my config")
+		os.Exit(2)
+	}
+}
+
+const waitLimit = 20 * time.Second
+
+// fakeClock is the runtime's clock in tests: time moves only when the test says so.
+type fakeClock struct {
+	mu      sync.Mutex
+	now     time.Time
+	waiters []clockWaiter
+}
+
+type clockWaiter struct {
+	at time.Time
+	ch chan time.Time
+}
+
+func newFakeClock() *fakeClock {
+	return &fakeClock{now: time.Date(2026, 12, 2, 15, 0, 0, 0, time.UTC)}
+}
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *fakeClock) After(d time.Duration) <-chan time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	ch := make(chan time.Time, 1)
+	if d <= 0 {
+		ch <- c.now
+		return ch
+	}
+	c.waiters = append(c.waiters, clockWaiter{c.now.Add(d), ch})
+	return ch
+}
+
+// Advance moves time and fires the timers that are due.
+func (c *fakeClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+	keep := c.waiters[:0]
+	for _, w := range c.waiters {
+		if w.at.After(c.now) {
+			keep = append(keep, w)
+			continue
+		}
+		w.ch <- c.now
+	}
+	c.waiters = keep
+}
+
+func (c *fakeClock) pending() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.waiters)
+}
+
+// events records what the runtime published.
+type events struct {
+	mu       sync.Mutex
+	added    []shared.Message
+	updated  []shared.Message
+	sessions []shared.Session
+	signal   chan struct{}
+}
+
+func newEvents() *events { return &events{signal: make(chan struct{}, 1)} }
+
+func (e *events) note() {
+	select {
+	case e.signal <- struct{}{}:
+	default:
+	}
+}
+
+func (e *events) MessageAdded(m shared.Message) {
+	e.mu.Lock()
+	e.added = append(e.added, m)
+	e.mu.Unlock()
+	e.note()
+}
+
+func (e *events) MessageUpdated(m shared.Message) {
+	e.mu.Lock()
+	e.updated = append(e.updated, m)
+	e.mu.Unlock()
+	e.note()
+}
+
+func (e *events) SessionUpdated(s shared.Session) {
+	e.mu.Lock()
+	e.sessions = append(e.sessions, s)
+	e.mu.Unlock()
+	e.note()
+}
+
+func (e *events) counts() (added, updated int) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return len(e.added), len(e.updated)
+}
+
+// states lists the published states of a session, in order.
+func (e *events) states(id string) []shared.SessionState {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	var out []shared.SessionState
+	for _, s := range e.sessions {
+		if s.ID == id {
+			out = append(out, s.State)
+		}
+	}
+	return out
+}
+
+// waitFor waits until cond holds, checking after every event and at least every 50ms
+// (some conditions depend on processes, not events), with a deadline.
+func waitFor(t *testing.T, e *events, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.NewTimer(waitLimit)
+	defer deadline.Stop()
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for !cond() {
+		select {
+		case <-e.signal:
+		case <-tick.C:
+		case <-deadline.C:
+			t.Fatalf("timed out waiting for %s", what)
+		}
+	}
+}
+
+type testEnv struct {
+	st    *store.Store
+	ev    *events
+	clock *fakeClock
+	m     *Manager
+	task  shared.Task
+}
+
+// newEnv builds a Manager on a real store in t.TempDir. realClock leaves the runtime on
+// the wall clock (tests of real processes whose output must show up while they run).
+func newEnv(t *testing.T, launch Launcher, realClock bool, profiles ...Profile) *testEnv {
+	t.Helper()
+	dir := t.TempDir()
+	st, err := store.Open(filepath.Join(dir, "conch.db"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := &testEnv{st: st, ev: newEvents(), clock: newFakeClock()}
+	cfg := Config{Store: st, Events: env.ev, Profiles: append([]Profile{BuiltinShell()}, profiles...), DataDir: dir,
+		Launch: launch, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), StartTimeout: waitLimit}
+	if !realClock {
+		cfg.Now, cfg.After = env.clock.Now, env.clock.After
+	}
+	env.m, err = NewManager(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		env.m.Close()
+		st.Close()
+	})
+	env.task, err = st.CreateTask(context.Background(), "test", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return env
+}
+
+func (env *testEnv) start(t *testing.T, agent string) shared.Session {
+	t.Helper()
+	sess, err := env.m.StartSession(context.Background(), env.task.ID, agent, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sess.State != shared.SessionReady {
+		t.Fatalf("session %s: %s", sess.State, sess.Error)
+	}
+	return sess
+}
+
+// prompt stores the user message as the API does, queues the turn and waits for its end.
+func (env *testEnv) prompt(t *testing.T, sessionID, content string) {
+	t.Helper()
+	env.promptAsync(t, sessionID, content)
+	env.waitIdle(t, sessionID)
+}
+
+func (env *testEnv) promptAsync(t *testing.T, sessionID, content string) {
+	t.Helper()
+	if _, _, err := env.st.AddUserMessage(context.Background(), sessionID, content, ""); err != nil {
+		t.Fatal(err)
+	}
+	before := len(env.ev.states(sessionID))
+	if err := env.m.Prompt(sessionID, content); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, env.ev, "the turn to start", func() bool { return len(env.ev.states(sessionID)) > before })
+}
+
+// waitIdle waits until the session is ready (or ended) again.
+func (env *testEnv) waitIdle(t *testing.T, sessionID string) {
+	t.Helper()
+	waitFor(t, env.ev, "the turn to end", func() bool {
+		s := env.ev.states(sessionID)
+		return len(s) > 0 && s[len(s)-1] != shared.SessionRunning
+	})
+}
+
+func (env *testEnv) messages(t *testing.T, sessionID string) []shared.Message {
+	t.Helper()
+	page, err := env.st.ListMessages(context.Background(), sessionID, store.ListQuery{Limit: shared.MaxPageLimit})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return page.Messages
+}
+
+// tool finds the stored message of a tool call and its full output.
+func (env *testEnv) tool(t *testing.T, sessionID, toolCallID string) (shared.Message, shared.ShellOutput) {
+	t.Helper()
+	for _, m := range env.messages(t, sessionID) {
+		if m.Metadata != nil && m.Metadata.ToolCallID == toolCallID {
+			if m.Type != shared.TypeToolExecute {
+				return m, shared.ShellOutput{}
+			}
+			snap, err := env.st.GetShellOutput(context.Background(), sessionID, m.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return m, snap.Output
+		}
+	}
+	t.Fatalf("no message for tool call %s", toolCallID)
+	return shared.Message{}, shared.ShellOutput{}
+}
+
+// pipeLauncher runs agents in this process, joined by io.Pipe.
+func pipeLauncher(run func(ctx context.Context, in io.Reader, out io.Writer) error) Launcher {
+	return func(p Profile, cwd string) (*Process, error) {
+		inR, inW := io.Pipe()
+		outR, outW := io.Pipe()
+		ctx, cancel := context.WithCancel(context.Background())
+		exited := make(chan struct{})
+		var err error
+		go func() {
+			err = run(ctx, inR, outW)
+			outW.Close()
+			inR.Close()
+			close(exited)
+		}()
+		return &Process{Stdin: inW, Stdout: outR, Exited: exited,
+			ExitErr: func() error { return err }, Stderr: func() string { return "" },
+			Kill: func() { cancel(); outW.Close(); inR.Close() }}, nil
+	}
+}
+
+// scriptAgent is an ACP agent whose turns are test functions chosen by the prompt text.
+type scriptAgent struct {
+	conn    *sdk.AgentSideConnection
+	scripts map[string]func(ctx context.Context, a *scriptAgent, sid sdk.SessionId) error
+}
+
+func scripted(scripts map[string]func(ctx context.Context, a *scriptAgent, sid sdk.SessionId) error) Launcher {
+	return pipeLauncher(func(ctx context.Context, in io.Reader, out io.Writer) error {
+		a := &scriptAgent{scripts: scripts}
+		a.conn = sdk.NewAgentSideConnection(a, out, in)
+		a.conn.SetLogger(slog.New(slog.DiscardHandler))
+		select {
+		case <-a.conn.Done():
+		case <-ctx.Done():
+		}
+		return nil
+	})
+}
+
+func (a *scriptAgent) send(ctx context.Context, sid sdk.SessionId, u sdk.SessionUpdate) error {
+	return a.conn.SessionUpdate(ctx, sdk.SessionNotification{SessionId: sid, Update: u})
+}
+
+func (a *scriptAgent) Initialize(context.Context, sdk.InitializeRequest) (sdk.InitializeResponse, error) {
+	return sdk.InitializeResponse{ProtocolVersion: sdk.ProtocolVersionNumber, AuthMethods: []sdk.AuthMethod{}}, nil
+}
+func (a *scriptAgent) Authenticate(context.Context, sdk.AuthenticateRequest) (sdk.AuthenticateResponse, error) {
+	return sdk.AuthenticateResponse{}, nil
+}
+func (a *scriptAgent) NewSession(context.Context, sdk.NewSessionRequest) (sdk.NewSessionResponse, error) {
+	return sdk.NewSessionResponse{SessionId: "scripted"}, nil
+}
+func (a *scriptAgent) Cancel(context.Context, sdk.CancelNotification) error { return nil }
+func (a *scriptAgent) CloseSession(context.Context, sdk.CloseSessionRequest) (sdk.CloseSessionResponse, error) {
+	return sdk.CloseSessionResponse{}, nil
+}
+func (a *scriptAgent) ListSessions(context.Context, sdk.ListSessionsRequest) (sdk.ListSessionsResponse, error) {
+	return sdk.ListSessionsResponse{}, nil
+}
+func (a *scriptAgent) ResumeSession(context.Context, sdk.ResumeSessionRequest) (sdk.ResumeSessionResponse, error) {
+	return sdk.ResumeSessionResponse{}, nil
+}
+func (a *scriptAgent) SetSessionConfigOption(context.Context, sdk.SetSessionConfigOptionRequest) (sdk.SetSessionConfigOptionResponse, error) {
+	return sdk.SetSessionConfigOptionResponse{}, nil
+}
+func (a *scriptAgent) SetSessionMode(context.Context, sdk.SetSessionModeRequest) (sdk.SetSessionModeResponse, error) {
+	return sdk.SetSessionModeResponse{}, nil
+}
+
+func (a *scriptAgent) Prompt(ctx context.Context, p sdk.PromptRequest) (sdk.PromptResponse, error) {
+	name := p.Prompt[0].Text.Text
+	script, ok := a.scripts[name]
+	if !ok {
+		return sdk.PromptResponse{}, fmt.Errorf("no script %q", name)
+	}
+	if err := script(ctx, a, p.SessionId); err != nil {
+		return sdk.PromptResponse{}, err
+	}
+	return sdk.PromptResponse{StopReason: sdk.StopReasonEndTurn}, nil
+}
