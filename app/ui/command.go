@@ -2,6 +2,7 @@ package ui
 
 import (
 	"context"
+	"strconv"
 	"time"
 
 	"github.com/maxence-charriere/go-app/v10/pkg/app"
@@ -155,11 +156,11 @@ func (c *CommandRow) renderDisclosure(sum shared.ShellOutputSummary, view poll.V
 			Class("disclosure-toggle").
 			Type("button").
 			Aria("label", name).
-			Aria("expanded", view.Open).
+			Aria("expanded", strconv.FormatBool(view.Open)).
 			Aria("controls", bodyID).
 			OnClick(c.toggle).
 			Body(
-				app.Span().Class("chevron").Aria("hidden", true),
+				app.Span().Class("chevron").Aria("hidden", "true"),
 				app.Text(outputLabel(sum)),
 			),
 		app.If(view.Open, func() app.UI {
