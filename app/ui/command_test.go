@@ -146,9 +146,9 @@ func TestCommandRowOpen(t *testing.T) {
 		notWant []string
 	}{
 		{
-			name:    "loading",
-			status:  running,
-			drive:   func(m *poll.Machine) { m.Open() },
+			name:   "loading",
+			status: running,
+			drive:  func(m *poll.Machine) { m.Open() },
 			// ("true" is encoded as a bare attribute on the host; the browser sets the string.)
 			want:    []string{`aria-label="Hide command output"`, "aria-expanded", "Loading command output…"},
 			notWant: []string{"Exit code"},
