@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"reflect"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -221,12 +222,33 @@ func describeJSONError(err error) string {
 	case errors.As(err, &syn):
 		return fmt.Sprintf("malformed JSON at byte %d", syn.Offset)
 	case errors.As(err, &typ) && typ.Field != "":
-		return fmt.Sprintf("field %q must be a %s", typ.Field, typ.Type.String())
+		return fmt.Sprintf("field %q must be %s", typ.Field, jsonKind(typ.Type))
 	case errors.As(err, &typ):
 		return "request body must be a JSON object"
 	case errors.Is(err, io.ErrUnexpectedEOF):
 		return "malformed JSON: unexpected end of body"
 	default: // unknown field and the like: the decoder's text names the field
 		return strings.TrimPrefix(err.Error(), "json: ")
+	}
+}
+
+// jsonKind names the JSON value a Go type decodes from.
+func jsonKind(t reflect.Type) string {
+	switch t.Kind() {
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "a boolean"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "an integer"
+	case reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.Slice, reflect.Array:
+		return "an array"
+	case reflect.Pointer:
+		return jsonKind(t.Elem())
+	default:
+		return "an object"
 	}
 }

@@ -1,0 +1,292 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"conch/shared"
+
+	"github.com/coder/websocket"
+)
+
+// wsClient is a test's WebSocket client: requests carry ids, and notifications that
+// arrive while waiting for a response are kept for next.
+type wsClient struct {
+	t       *testing.T
+	c       *websocket.Conn
+	seq     int
+	pending []shared.Envelope
+}
+
+func dial(t *testing.T, addr string, header http.Header) (*wsClient, *http.Response, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c, resp, err := websocket.Dial(ctx, "ws://"+addr+"/ws", &websocket.DialOptions{HTTPHeader: header})
+	if err != nil {
+		return nil, resp, err
+	}
+	c.SetReadLimit(8 << 20)
+	t.Cleanup(func() { c.Close(websocket.StatusNormalClosure, "") })
+	return &wsClient{t: t, c: c}, resp, nil
+}
+
+func mustDial(t *testing.T, addr string) *wsClient {
+	t.Helper()
+	w, _, err := dial(t, addr, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return w
+}
+
+func (w *wsClient) read() shared.Envelope {
+	w.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	kind, data, err := w.c.Read(ctx)
+	if err != nil {
+		w.t.Fatalf("ws read: %v", err)
+	}
+	if kind != websocket.MessageText {
+		w.t.Fatalf("ws frame of kind %v", kind)
+	}
+	var env shared.Envelope
+	if err := json.Unmarshal(data, &env); err != nil {
+		w.t.Fatalf("ws frame %s: %v", data, err)
+	}
+	return env
+}
+
+// next returns the next notification.
+func (w *wsClient) next() shared.Envelope {
+	w.t.Helper()
+	if len(w.pending) > 0 {
+		env := w.pending[0]
+		w.pending = w.pending[1:]
+		return env
+	}
+	return w.read()
+}
+
+func (w *wsClient) send(raw string) {
+	w.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := w.c.Write(ctx, websocket.MessageText, []byte(raw)); err != nil {
+		w.t.Fatalf("ws write: %v", err)
+	}
+}
+
+// request sends one request and returns its response or error envelope.
+func (w *wsClient) request(action string, payload any) shared.Envelope {
+	w.t.Helper()
+	w.seq++
+	id := fmt.Sprint("req-", w.seq)
+	raw, err := json.Marshal(payload)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	frame, _ := json.Marshal(shared.Envelope{ID: id, Type: shared.EnvelopeRequest, Action: action, Payload: raw, Timestamp: time.Now()})
+	w.send(string(frame))
+	return w.reply(id)
+}
+
+func (w *wsClient) reply(id string) shared.Envelope {
+	w.t.Helper()
+	for {
+		env := w.read()
+		if env.Type == shared.EnvelopeNotification {
+			w.pending = append(w.pending, env)
+			continue
+		}
+		if env.ID != id {
+			w.t.Fatalf("reply for %q while waiting for %q: %+v", env.ID, id, env)
+		}
+		return env
+	}
+}
+
+func errorOf(t *testing.T, env shared.Envelope) shared.ErrorPayload {
+	t.Helper()
+	if env.Type != shared.EnvelopeError {
+		t.Fatalf("want an error envelope, got %s %s", env.Type, env.Payload)
+	}
+	var p shared.ErrorPayload
+	if err := json.Unmarshal(env.Payload, &p); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestWSRequests(t *testing.T) {
+	e := newEnv(t)
+	s := e.session()
+	e.shell(s.ID, "ls", shared.StatusCompleted, &shared.ShellOutput{Stdout: "a\nb\n", ExitCode: intp(0)})
+	w := mustDial(t, e.listen())
+
+	if env := w.request(shared.ActionSubscribe, shared.SessionRef{SessionID: s.ID}); env.Type != shared.EnvelopeResponse ||
+		env.Action != shared.ActionSubscribe || env.ID != "req-1" || string(env.Payload) != `{"session_id":"`+s.ID+`"}` {
+		t.Errorf("subscribe answered %+v %s", env, env.Payload)
+	}
+
+	// message.list answers exactly the REST body.
+	env := w.request(shared.ActionMessageList, map[string]any{"session_id": s.ID, "limit": 10, "sort": "desc"})
+	rest := e.expect(http.StatusOK, "GET", "/api/v1/task-sessions/"+s.ID+"/messages?limit=10&sort=desc", "", nil)
+	if env.Type != shared.EnvelopeResponse || string(env.Payload) != rest {
+		t.Errorf("message.list %s %s\nREST %s", env.Type, env.Payload, rest)
+	}
+
+	// message.add: the response is the stored message, then the subscriber sees it added.
+	env = w.request(shared.ActionMessageAdd, shared.AddRequest{SessionID: s.ID, Content: "pwd", ClientMessageID: "c-9"})
+	var added shared.Message
+	if err := json.Unmarshal(env.Payload, &added); err != nil || env.Type != shared.EnvelopeResponse || added.Content != "pwd" {
+		t.Fatalf("message.add answered %s %s", env.Type, env.Payload)
+	}
+	note := w.next()
+	if note.Action != shared.ActionMessageAdded || string(note.Payload) != string(env.Payload) {
+		t.Errorf("notification %s %s, want added %s", note.Action, note.Payload, env.Payload)
+	}
+	if again := w.request(shared.ActionMessageAdd, shared.AddRequest{SessionID: s.ID, Content: "pwd", ClientMessageID: "c-9"}); string(again.Payload) != string(env.Payload) {
+		t.Errorf("repeated client_message_id answered %s", again.Payload)
+	}
+	if prompts, _ := e.rt.recorded(); len(prompts) != 1 {
+		t.Errorf("prompts %q, want one", prompts)
+	}
+
+	if env := w.request(shared.ActionUnsubscribe, shared.SessionRef{SessionID: s.ID}); env.Type != shared.EnvelopeResponse || string(env.Payload) != `{"session_id":"`+s.ID+`"}` {
+		t.Errorf("unsubscribe answered %+v", env)
+	}
+}
+
+func TestWSErrors(t *testing.T) {
+	e := newEnv(t)
+	s, failed := e.session(), e.session()
+	if _, err := e.store.SetSessionState(context.Background(), failed.ID, shared.SessionClosed, ""); err != nil {
+		t.Fatal(err)
+	}
+	w := mustDial(t, e.listen())
+
+	for _, c := range []struct {
+		name    string
+		action  string
+		payload any
+		code    string
+		message string
+	}{
+		{"unknown action", "session.delete", shared.SessionRef{SessionID: s.ID}, "unknown_action", `unknown action "session.delete"`},
+		{"unknown session", shared.ActionSubscribe, shared.SessionRef{SessionID: "nope"}, "not_found", "session not found"},
+		{"no session id", shared.ActionSubscribe, map[string]string{}, "bad_request", "session_id is required"},
+		{"null payload", shared.ActionMessageList, nil, "bad_request", "session_id is required"},
+		{"payload type", shared.ActionMessageList, map[string]any{"session_id": s.ID, "limit": "ten"}, "bad_request", `field "limit" must be an integer`},
+		{"unknown field", shared.ActionMessageList, map[string]any{"session_id": s.ID, "page": 2}, "bad_request", `unknown field "page"`},
+		{"zero limit", shared.ActionMessageList, map[string]any{"session_id": s.ID, "limit": 0}, "bad_request", "limit must be a positive integer"},
+		{"both cursors", shared.ActionMessageList, map[string]any{"session_id": s.ID, "before": "a", "after": "b"}, "bad_request", "give before or after, not both"},
+		{"list unknown session", shared.ActionMessageList, map[string]any{"session_id": "nope"}, "not_found", "session not found"},
+		{"empty content", shared.ActionMessageAdd, shared.AddRequest{SessionID: s.ID}, "bad_request", "content is required"},
+		{"closed session", shared.ActionMessageAdd, shared.AddRequest{SessionID: failed.ID, Content: "ls"}, "conflict", "add user message: conflict: session is closed"},
+	} {
+		env := w.request(c.action, c.payload)
+		p := errorOf(t, env)
+		if p.Code != c.code || p.Message != c.message || env.ID != fmt.Sprint("req-", w.seq) || env.Action != c.action {
+			t.Errorf("%s: %+v %+v", c.name, env, p)
+		}
+	}
+
+	for _, c := range []struct{ frame, message string }{
+		{`{"id":"x","type":"request","action":`, "bad envelope: malformed JSON: unexpected end of body"},
+		{`{"id":"x","type":"request","action":"message.list"}`, "payload is required"},
+		{`{"id":"x","type":"notification","action":"message.list","payload":{}}`, `type must be "request"`},
+		{`{"id":"x","action":"message.list","payload":{},"extra":1}`, `bad envelope: unknown field "extra"`},
+		{"{\"id\":\"x\",\"action\":\"message.add\",\"payload\":{\"session_id\":\"" + s.ID + "\",\"content\":\"\xff\"}}", "bad envelope: request body is not valid UTF-8"},
+	} {
+		w.send(c.frame)
+		p := errorOf(t, w.read())
+		if p.Code != "bad_request" || p.Message != c.message {
+			t.Errorf("frame %q: %+v", c.frame, p)
+		}
+	}
+	if total := e.expect(http.StatusOK, "GET", "/api/v1/task-sessions/"+s.ID+"/messages", "", nil); !strings.Contains(total, `"total":0`) {
+		t.Errorf("bad requests stored messages: %s", total)
+	}
+	// The connection survives bad requests.
+	if env := w.request(shared.ActionSubscribe, shared.SessionRef{SessionID: s.ID}); env.Type != shared.EnvelopeResponse {
+		t.Errorf("after errors: %+v", env)
+	}
+}
+
+// TestWSNotificationsGoOnlyToSubscribers relies on each client's frames keeping the
+// order of publication: a marker published later arriving first proves nothing came.
+func TestWSNotificationsGoOnlyToSubscribers(t *testing.T) {
+	e := newEnv(t)
+	s1, s2 := e.session(), e.session()
+	addr := e.listen()
+	a, b := mustDial(t, addr), mustDial(t, addr)
+	a.request(shared.ActionSubscribe, shared.SessionRef{SessionID: s1.ID})
+	b.request(shared.ActionSubscribe, shared.SessionRef{SessionID: s2.ID})
+
+	m1 := e.text(s1.ID, "for s1")
+	e.hub.MessageAdded(m1)
+	m1.Content = "edited"
+	e.hub.MessageUpdated(m1)
+	marker := e.text(s2.ID, "marker for s2")
+	e.hub.MessageAdded(marker)
+
+	if n := a.next(); n.Action != shared.ActionMessageAdded || !strings.Contains(string(n.Payload), `"for s1"`) {
+		t.Errorf("a got %s %s", n.Action, n.Payload)
+	}
+	if n := a.next(); n.Action != shared.ActionMessageUpdated || !strings.Contains(string(n.Payload), `"edited"`) {
+		t.Errorf("a got %s %s", n.Action, n.Payload)
+	}
+	if n := b.next(); !strings.Contains(string(n.Payload), "marker for s2") {
+		t.Errorf("b got %s %s before its own session's marker", n.Action, n.Payload)
+	}
+
+	a.request(shared.ActionUnsubscribe, shared.SessionRef{SessionID: s1.ID})
+	a.request(shared.ActionSubscribe, shared.SessionRef{SessionID: s2.ID})
+	e.hub.MessageAdded(e.text(s1.ID, "after unsubscribe"))
+	e.hub.SessionUpdated(s2)
+	if n := a.next(); n.Action != shared.ActionSessionUpdated || !strings.Contains(string(n.Payload), s2.ID) {
+		t.Errorf("a got %s %s after unsubscribing s1", n.Action, n.Payload)
+	}
+}
+
+func TestWSOriginAndToken(t *testing.T) {
+	e := newEnv(t, withToken)
+	addr := e.listen()
+	bearer := http.Header{"Authorization": {"Bearer " + token}}
+
+	for name, header := range map[string]http.Header{
+		"no token":    nil,
+		"wrong token": {"Authorization": {"Bearer nope"}},
+	} {
+		if _, resp, err := dial(t, addr, header); err == nil || resp == nil || resp.StatusCode != http.StatusUnauthorized {
+			t.Errorf("%s: err %v, resp %v", name, err, resp)
+		}
+	}
+	cross := http.Header{"Authorization": {"Bearer " + token}, "Origin": {"http://evil.example"}}
+	if _, resp, err := dial(t, addr, cross); err == nil || resp == nil || resp.StatusCode != http.StatusForbidden {
+		t.Errorf("cross origin: err %v, resp %v", err, resp)
+	}
+	for name, header := range map[string]http.Header{
+		"bearer, no origin": bearer,
+		"cookie, same origin": {"Cookie": {cookieName + "=" + token}, "Origin": {"http://" + addr}},
+	} {
+		w, _, err := dial(t, addr, header)
+		if err != nil {
+			t.Errorf("%s: %v", name, err)
+			continue
+		}
+		if env := w.request(shared.ActionSubscribe, shared.SessionRef{SessionID: "nope"}); errorOf(t, env).Code != "not_found" {
+			t.Errorf("%s: %+v", name, env)
+		}
+	}
+	if resp, _ := e.do("GET", "/ws", "", "Authorization", "Bearer "+token); resp.StatusCode != http.StatusUpgradeRequired {
+		t.Errorf("plain GET /ws: %d", resp.StatusCode)
+	}
+}
