@@ -274,7 +274,7 @@ func TestWSOriginAndToken(t *testing.T) {
 		t.Errorf("cross origin: err %v, resp %v", err, resp)
 	}
 	for name, header := range map[string]http.Header{
-		"bearer, no origin": bearer,
+		"bearer, no origin":   bearer,
 		"cookie, same origin": {"Cookie": {cookieName + "=" + token}, "Origin": {"http://" + addr}},
 	} {
 		w, _, err := dial(t, addr, header)
