@@ -90,7 +90,7 @@ var placeholderUI = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request
 })
 
 type env struct {
-	t     *testing.T
+	t     testing.TB
 	app   *fiber.App
 	store *store.Store
 	hub   *hub.Hub
@@ -100,7 +100,7 @@ type env struct {
 
 type option func(*Config)
 
-func newEnv(t *testing.T, opts ...option) *env {
+func newEnv(t testing.TB, opts ...option) *env {
 	t.Helper()
 	clk := &clock{t: time.Date(2026, 12, 2, 15, 0, 0, 0, time.UTC)}
 	st, err := store.Open(filepath.Join(t.TempDir(), "conch.db"), clk.Now)

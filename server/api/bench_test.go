@@ -1,0 +1,83 @@
+package api
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"conch/shared"
+
+	"github.com/valyala/fasthttp"
+)
+
+// serve runs one GET through the app's fasthttp handler, without a network.
+func serve(b *testing.B, h fasthttp.RequestHandler, target string) []byte {
+	var ctx fasthttp.RequestCtx
+	ctx.Request.SetRequestURI(target)
+	ctx.Request.Header.SetHost("127.0.0.1:8080")
+	h(&ctx)
+	if code := ctx.Response.StatusCode(); code != fasthttp.StatusOK {
+		b.Fatalf("GET %s: %d %s", target, code, ctx.Response.Body())
+	}
+	return ctx.Response.Body()
+}
+
+func fullOutput() *shared.ShellOutput {
+	return &shared.ShellOutput{Stdout: strings.Repeat("x", shared.OutputLimit), Stderr: strings.Repeat("e", shared.OutputLimit), ExitCode: intp(1)}
+}
+
+// BenchmarkShellOutputSnapshot: the snapshot endpoint for a command holding 256 KiB of
+// stdout and 256 KiB of stderr (store read, JSON encoding, Fiber).
+func BenchmarkShellOutputSnapshot(b *testing.B) {
+	e := newEnv(b)
+	s := e.session()
+	m := e.shell(s.ID, "make", shared.StatusFailed, fullOutput())
+	h := e.app.Handler()
+	target := "/api/v1/task-sessions/" + s.ID + "/messages/" + m.ID + "/shell-output"
+	b.SetBytes(int64(len(serve(b, h, target))))
+	b.ReportAllocs()
+	for b.Loop() {
+		serve(b, h, target)
+	}
+}
+
+// BenchmarkListShellMessages: a REST page of 40 commands each holding 2 x 256 KiB of
+// output, as served (projected), with the size the same page would have with the bodies
+// inline (computed here only, from the snapshots).
+func BenchmarkListShellMessages(b *testing.B) {
+	e := newEnv(b)
+	s := e.session()
+	var ids []string
+	for range 40 {
+		ids = append(ids, e.shell(s.ID, "go test ./...", shared.StatusFailed, fullOutput()).ID)
+	}
+	h := e.app.Handler()
+	target := "/api/v1/task-sessions/" + s.ID + "/messages?limit=40"
+	projected := append([]byte(nil), serve(b, h, target)...)
+
+	var page struct {
+		Messages []map[string]any `json:"messages"`
+	}
+	if err := json.Unmarshal(projected, &page); err != nil {
+		b.Fatal(err)
+	}
+	for i, m := range page.Messages {
+		var snap shared.ShellOutputSnapshot
+		if err := json.Unmarshal(serve(b, h, "/api/v1/task-sessions/"+s.ID+"/messages/"+ids[i]+"/shell-output"), &snap); err != nil {
+			b.Fatal(err)
+		}
+		shell := m["metadata"].(map[string]any)["normalized"].(map[string]any)["shell_exec"].(map[string]any)
+		shell["output"] = snap.Output
+	}
+	inline, err := json.Marshal(page)
+	if err != nil {
+		b.Fatal(err)
+	}
+
+	b.ReportAllocs()
+	for b.Loop() {
+		serve(b, h, target)
+	}
+	b.ReportMetric(float64(len(projected)), "projected-bytes")
+	b.ReportMetric(float64(len(inline)), "inline-bytes")
+}
