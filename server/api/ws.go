@@ -86,9 +86,12 @@ func (s *server) writeLoop(conn *websocket.Conn, client *hub.Client) {
 			}
 		case <-client.Done():
 			code, reason := websocket.CloseNormalClosure, ""
-			if errors.Is(client.Err(), hub.ErrSlow) {
+			switch cause := client.Err(); {
+			case errors.Is(cause, hub.ErrSlow):
 				// The client missed events; it must re-list after reconnecting (CONTRACT.md).
 				code, reason = websocket.ClosePolicyViolation, "too slow: reconnect and re-list"
+			case errors.Is(cause, hub.ErrShutdown):
+				code, reason = websocket.CloseGoingAway, cause.Error()
 			}
 			_ = conn.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(code, reason), time.Now().Add(writeWait))
 			return

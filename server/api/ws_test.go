@@ -290,3 +290,16 @@ func TestWSOriginAndToken(t *testing.T) {
 		t.Errorf("plain GET /ws: %d", resp.StatusCode)
 	}
 }
+
+func TestWSHubCloseSaysGoingAway(t *testing.T) {
+	e := newEnv(t)
+	w := mustDial(t, e.listen())
+	w.request(shared.ActionSubscribe, shared.SessionRef{SessionID: e.session().ID})
+	e.hub.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, _, err := w.c.Read(ctx)
+	if status := websocket.CloseStatus(err); status != websocket.StatusGoingAway {
+		t.Errorf("read after hub close: %v (status %v)", err, status)
+	}
+}

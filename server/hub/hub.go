@@ -25,6 +25,9 @@ var ErrSlow = errors.New("client too slow: outgoing queue full")
 // ErrClosed is the cause of a client that was closed by its owner.
 var ErrClosed = errors.New("client closed")
 
+// ErrShutdown is the cause of every client once the hub is closed.
+var ErrShutdown = errors.New("server shutting down")
+
 // Config configures a Hub. Zero values choose the defaults.
 type Config struct {
 	QueueSize int              // frames per client; DefaultQueueSize when 0
@@ -38,8 +41,10 @@ type Hub struct {
 	now       func() time.Time
 	log       *slog.Logger
 
-	mu   sync.RWMutex
-	subs map[string]map[*Client]struct{} // session id -> subscribers
+	mu      sync.RWMutex
+	subs    map[string]map[*Client]struct{} // session id -> subscribers
+	clients map[*Client]struct{}            // every open client
+	closed  bool
 }
 
 // New returns an empty hub.
@@ -53,7 +58,8 @@ func New(cfg Config) *Hub {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	return &Hub{queueSize: cfg.QueueSize, now: cfg.Now, log: cfg.Logger, subs: map[string]map[*Client]struct{}{}}
+	return &Hub{queueSize: cfg.QueueSize, now: cfg.Now, log: cfg.Logger, subs: map[string]map[*Client]struct{}{},
+		clients: map[*Client]struct{}{}}
 }
 
 // MessageAdded sends session.message.added to the message's session subscribers.
@@ -110,8 +116,38 @@ func (h *Hub) Encode(typ, action, id string, payload any) ([]byte, error) {
 }
 
 // Connect registers a new client with no subscriptions. Its owner must call Close.
+// After Close of the hub, the client returned is already done.
 func (h *Hub) Connect() *Client {
-	return &Client{hub: h, ready: make(chan struct{}, 1), done: make(chan struct{}), sessions: map[string]struct{}{}}
+	c := &Client{hub: h, ready: make(chan struct{}, 1), done: make(chan struct{}), sessions: map[string]struct{}{}}
+	h.mu.Lock()
+	closed := h.closed
+	if !closed {
+		h.clients[c] = struct{}{}
+	}
+	h.mu.Unlock()
+	if closed {
+		c.mu.Lock()
+		c.closeLocked(ErrShutdown)
+		c.mu.Unlock()
+	}
+	return c
+}
+
+// Close disconnects every client with ErrShutdown, so that their connections end with a
+// "going away" before the server stops. Publishing afterwards reaches no one.
+func (h *Hub) Close() {
+	h.mu.Lock()
+	h.closed = true
+	clients := make([]*Client, 0, len(h.clients))
+	for c := range h.clients {
+		clients = append(clients, c)
+	}
+	h.mu.Unlock()
+	for _, c := range clients {
+		c.mu.Lock()
+		c.closeLocked(ErrShutdown)
+		c.mu.Unlock()
+	}
 }
 
 func (h *Hub) subscribe(c *Client, sessionID string) {
@@ -128,6 +164,10 @@ func (h *Hub) subscribe(c *Client, sessionID string) {
 func (h *Hub) unsubscribe(c *Client, sessionIDs ...string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	h.unsubscribeLocked(c, sessionIDs)
+}
+
+func (h *Hub) unsubscribeLocked(c *Client, sessionIDs []string) {
 	for _, id := range sessionIDs {
 		delete(h.subs[id], c)
 		if len(h.subs[id]) == 0 {
@@ -186,7 +226,7 @@ func (c *Client) Ready() <-chan struct{} { return c.ready }
 // Done is closed when the client is closed or dropped; Err says why.
 func (c *Client) Done() <-chan struct{} { return c.done }
 
-// Err is ErrSlow or ErrClosed once Done is closed, else nil.
+// Err is ErrSlow, ErrClosed or ErrShutdown once Done is closed, else nil.
 func (c *Client) Err() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -248,7 +288,10 @@ func (c *Client) closeLocked(cause error) {
 	for id := range c.sessions {
 		ids = append(ids, id)
 	}
-	c.hub.unsubscribe(c, ids...)
+	c.hub.mu.Lock()
+	c.hub.unsubscribeLocked(c, ids)
+	delete(c.hub.clients, c)
+	c.hub.mu.Unlock()
 	c.queue = nil
 	close(c.done)
 }

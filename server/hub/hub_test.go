@@ -251,3 +251,24 @@ func TestPublishUnderConcurrency(t *testing.T) {
 	}
 	c.Close()
 }
+
+func TestCloseDisconnectsEveryClient(t *testing.T) {
+	h := newHub(8)
+	subscribed, idle := h.Connect(), h.Connect()
+	subscribed.Subscribe("s1")
+	h.Close()
+	for _, c := range []*Client{subscribed, idle, h.Connect()} {
+		select {
+		case <-c.Done():
+		default:
+			t.Fatal("client still open after the hub closed")
+		}
+		if !errors.Is(c.Err(), ErrShutdown) {
+			t.Errorf("cause %v, want ErrShutdown", c.Err())
+		}
+	}
+	if h.Subscribers("s1") != 0 {
+		t.Error("subscriptions survive Close")
+	}
+	h.MessageAdded(msg("s1", "m1", "x")) // reaches no one, blocks nothing
+}
