@@ -1,0 +1,4 @@
+// Package e2e drives the real Conch binary ($CONCH_BIN) in headless Chromium: real
+// sessions with the built-in shell agent, real commands, and the browser's own network
+// events to count output snapshot requests.
+package e2e

@@ -1,0 +1,304 @@
+package e2e
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/network"
+	"github.com/chromedp/chromedp"
+
+	"conch/app/client"
+	"conch/shared"
+)
+
+// deadline bounds every wait; nothing here waits on a fixed sleep except the dwell that
+// proves no request follows.
+const deadline = 60 * time.Second
+
+// server is one running `conch serve` on a port of its own.
+type server struct {
+	URL  string
+	API  *client.Client
+	cmd  *exec.Cmd
+	done chan error
+}
+
+// startServer runs $CONCH_BIN serve on 127.0.0.1:0 with a fresh database and waits for
+// its "listening on" line.
+func startServer(t *testing.T) *server {
+	t.Helper()
+	bin := os.Getenv("CONCH_BIN")
+	if bin == "" {
+		t.Skip("CONCH_BIN is not set: browser end-to-end tests need the built server (make test sets it)")
+	}
+	if _, err := os.Stat(bin); err != nil {
+		t.Fatalf("CONCH_BIN: %v", err)
+	}
+	dir := t.TempDir()
+	cmd := exec.Command(bin, "serve", "--addr", "127.0.0.1:0", "--db", filepath.Join(dir, "conch.db"))
+	cmd.Dir = dir
+	cmd.Stderr = &logWriter{t: t, prefix: "server: "}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // agents and commands die with it
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	s := &server{cmd: cmd, done: make(chan error, 1)}
+	addr := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			if u, ok := strings.CutPrefix(sc.Text(), "listening on "); ok {
+				addr <- u
+			}
+		}
+	}()
+	go func() { s.done <- cmd.Wait() }()
+	t.Cleanup(s.stop)
+	select {
+	case s.URL = <-addr:
+	case err := <-s.done:
+		t.Fatalf("server exited before listening: %v", err)
+	case <-time.After(deadline):
+		t.Fatal("server did not print its address")
+	}
+	s.API = client.New(s.URL)
+	return s
+}
+
+// stop ends the server and everything it started.
+func (s *server) stop() {
+	if s.cmd.ProcessState != nil {
+		return
+	}
+	_ = syscall.Kill(-s.cmd.Process.Pid, syscall.SIGTERM)
+	select {
+	case <-s.done:
+	case <-time.After(15 * time.Second):
+		_ = syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL)
+		<-s.done
+	}
+	s.cmd.ProcessState = &os.ProcessState{} // stopped: a second call does nothing
+}
+
+type logWriter struct {
+	t      *testing.T
+	prefix string
+	mu     sync.Mutex
+}
+
+func (w *logWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, line := range strings.Split(strings.TrimRight(string(p), "\n"), "\n") {
+		if strings.Contains(line, "level=ERROR") || strings.Contains(line, "level=WARN") {
+			w.t.Log(w.prefix + line)
+		}
+	}
+	return len(p), nil
+}
+
+// session creates a task and a shell session in a fresh directory.
+func (s *server) session(t *testing.T, title string) shared.Session {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), deadline)
+	defer cancel()
+	task, err := s.API.CreateTask(ctx, title, "created by the browser tests")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sess, err := s.API.StartSession(ctx, task.ID, "shell", t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sess.State != shared.SessionReady {
+		t.Fatalf("session %s is %s (%s), want ready", sess.ID, sess.State, sess.Error)
+	}
+	return sess
+}
+
+// run sends one shell command and waits, through the WebSocket, until its message
+// satisfies done (nil: a terminal status).
+func (s *server) run(t *testing.T, sid, command string, done func(shared.Message) bool) shared.Message {
+	t.Helper()
+	if done == nil {
+		done = func(m shared.Message) bool { return m.Metadata.Status.IsTerminal() }
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), deadline)
+	defer cancel()
+	conn, err := s.API.Dial(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if err := conn.Subscribe(ctx, sid); err != nil {
+		t.Fatal(err)
+	}
+	user, err := s.API.SendMessage(ctx, sid, command, fmt.Sprint(time.Now().UnixNano()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		select {
+		case env, ok := <-conn.Notifications():
+			if !ok {
+				t.Fatalf("websocket closed while waiting for %q: %v", command, conn.Err())
+			}
+			if env.Action != shared.ActionMessageAdded && env.Action != shared.ActionMessageUpdated {
+				continue
+			}
+			m, err := decode(env)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if sh := shared.ShellOf(m); sh != nil && m.CreatedAt.After(user.CreatedAt.Add(-time.Nanosecond)) &&
+				sh.Command == command && done(m) {
+				return m
+			}
+		case <-ctx.Done():
+			t.Fatalf("command %q did not finish: %v", command, ctx.Err())
+		}
+	}
+}
+
+// browser is one headless Chromium with a fresh profile, and the count of output
+// snapshot requests it has sent, per message id.
+type browser struct {
+	ctx context.Context
+
+	mu       sync.Mutex
+	requests map[string]int
+}
+
+func newBrowser(t *testing.T) *browser {
+	t.Helper()
+	exe := os.Getenv("CHROMIUM")
+	if exe == "" {
+		exe = "/usr/bin/chromium"
+	}
+	if _, err := os.Stat(exe); err != nil {
+		t.Skipf("no Chromium at %s (set CHROMIUM): %v", exe, err)
+	}
+	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(),
+		chromedp.ExecPath(exe),
+		chromedp.Flag("headless", true),
+		chromedp.NoSandbox,
+		chromedp.DisableGPU,
+		chromedp.Flag("disable-quic", true),
+		chromedp.NoFirstRun,
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.UserDataDir(t.TempDir()),
+		chromedp.WindowSize(1280, 900),
+	)
+	ctx, cancel := chromedp.NewContext(alloc)
+	t.Cleanup(func() { cancel(); cancelAlloc() })
+	b := &browser{ctx: ctx, requests: map[string]int{}}
+	if err := chromedp.Listen(ctx, func(ev any) {
+		if e, ok := ev.(*network.EventRequestWillBeSent); ok && strings.HasSuffix(e.Request.URL, "/shell-output") {
+			parts := strings.Split(e.Request.URL, "/")
+			b.mu.Lock()
+			b.requests[parts[len(parts)-2]]++
+			b.mu.Unlock()
+		}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// snapshots returns how many output snapshots of message id the page has requested.
+func (b *browser) snapshots(id string) int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.requests[id]
+}
+
+func (b *browser) do(t *testing.T, steps ...chromedp.Action[chromedp.Void]) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(b.ctx, deadline)
+	defer cancel()
+	if err := chromedp.Do(ctx, steps...); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func eval[T any](t *testing.T, b *browser, js string) T {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(b.ctx, deadline)
+	defer cancel()
+	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](js))
+	if err != nil {
+		t.Fatalf("%s: %v", js, err)
+	}
+	return v
+}
+
+// waitFor polls a JavaScript predicate until it is true.
+func (b *browser) waitFor(t *testing.T, what, js string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(b.ctx, deadline)
+	defer cancel()
+	if _, err := chromedp.Run(ctx, chromedp.Poll[chromedp.Void](js, chromedp.WithPollingTimeout(deadline), chromedp.WithPollingInterval(50*time.Millisecond))); err != nil {
+		t.Fatalf("waiting for %s: %v\npage text:\n%s", what, err, eval[string](t, b, `document.body ? document.body.innerText : ""`))
+	}
+}
+
+// open loads a page and waits until the WASM app runs it (prerendered buttons do
+// nothing before that).
+func (b *browser) open(t *testing.T, url string) {
+	t.Helper()
+	b.do(t, chromedp.Navigate(url))
+	b.waitApp(t)
+}
+
+func (b *browser) waitApp(t *testing.T) {
+	t.Helper()
+	b.waitFor(t, "the WASM app", `!document.getElementById("app-wasm-loader") && typeof goappNav === "function"`)
+}
+
+// row is the CSS selector of a message's row.
+func row(id string) string { return fmt.Sprintf(`[data-message-id=%q]`, id) }
+
+func (b *browser) text(t *testing.T, sel string) string {
+	t.Helper()
+	return eval[string](t, b, fmt.Sprintf(`(document.querySelector(%q) || {innerText: ""}).innerText`, sel))
+}
+
+// screenshot saves a full-page PNG under artifacts/ at the module root.
+func (b *browser) screenshot(t *testing.T, name string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(b.ctx, deadline)
+	defer cancel()
+	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(90))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join("..", "..", "artifacts")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, name), png, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func decode(env shared.Envelope) (shared.Message, error) {
+	var m shared.Message
+	err := json.Unmarshal(env.Payload, &m)
+	return m, err
+}

@@ -1,0 +1,263 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"conch/shared"
+)
+
+// dwell is how long a test watches for requests that must not happen.
+const dwell = 3 * time.Second
+
+// longCommand wraps over several lines at any width, prints to both streams and exits 7.
+const longCommand = `echo "first line of output"; echo "a line on standard error" >&2; ` +
+	`: this part of the command is deliberately long so that the row has to wrap it over several lines instead of cutting it off at the edge; ` +
+	`exit 7`
+
+func TestNoOutputNoDisclosure(t *testing.T) {
+	s := startServer(t)
+	sess := s.session(t, "no output")
+	m := s.run(t, sess.ID, "true", nil)
+	if sh := shared.ShellOf(m); sh.Output.HasOutput {
+		t.Fatalf("summary of `true` has output: %+v", sh.Output)
+	}
+
+	b := newBrowser(t)
+	b.open(t, s.URL+"/sessions/"+sess.ID)
+	b.waitFor(t, "the command row", fmt.Sprintf(`!!document.querySelector(%q)`, row(m.ID)+" .status-text"))
+	if n := eval[int](t, b, fmt.Sprintf(`document.querySelectorAll(%q).length`, row(m.ID)+" button")); n != 0 {
+		t.Fatalf("a command without output shows %d buttons", n)
+	}
+	if got := b.text(t, row(m.ID)+" .status-text"); got != "Command succeeded" {
+		t.Fatalf("status %q, want Command succeeded", got)
+	}
+	if n := b.snapshots(m.ID); n != 0 {
+		t.Fatalf("%d snapshot requests for a command without output", n)
+	}
+}
+
+func TestCompletedOutputFetchedOnceOnOpen(t *testing.T) {
+	s := startServer(t)
+	sess := s.session(t, "exit 7")
+	m := s.run(t, sess.ID, longCommand, nil)
+	if st := m.Metadata.Status; st != shared.StatusFailed {
+		t.Fatalf("status %s, want failed", st)
+	}
+
+	b := newBrowser(t)
+	b.open(t, s.URL+"/sessions/"+sess.ID)
+	button := row(m.ID) + " button.disclosure-toggle"
+	b.waitFor(t, "the disclosure", fmt.Sprintf(`!!document.querySelector(%q)`, button))
+
+	// The whole command is shown, wrapped over several lines, never cut.
+	if got := b.text(t, row(m.ID)+" .cmd-text"); got != longCommand {
+		t.Fatalf("command shown as %q", got)
+	}
+	lines := eval[float64](t, b, fmt.Sprintf(`(() => { const e = document.querySelector(%q);
+		return e.getBoundingClientRect().height / parseFloat(getComputedStyle(e).lineHeight); })()`, row(m.ID)+" .cmd-text"))
+	if lines < 2 {
+		t.Fatalf("the long command takes %.1f lines, want it wrapped over several", lines)
+	}
+	if got := b.text(t, row(m.ID)+" .status-text"); got != "Command failed" {
+		t.Fatalf("status %q, want Command failed", got)
+	}
+	if eval[string](t, b, fmt.Sprintf(`document.querySelector(%q).getAttribute("aria-label")`, button)) != "Show command output" {
+		t.Fatal("the collapsed disclosure is not named Show command output")
+	}
+	if label := b.text(t, button); !strings.HasPrefix(label, "Output · ") || !strings.HasSuffix(label, " B") {
+		t.Fatalf("label %q", label)
+	}
+	if n := b.snapshots(m.ID); n != 0 {
+		t.Fatalf("%d snapshot requests before the click", n)
+	}
+
+	b.do(t, chromedp.Click(chromedp.CSS(button)))
+	out := "#output-" + m.ID
+	b.waitFor(t, "the transcript", fmt.Sprintf(`(document.querySelector(%q) || {innerText: ""}).innerText.includes("Exit code 7")`, out))
+	transcript := b.text(t, out)
+	for _, want := range []string{"first line of output", "a line on standard error", "Exit code 7"} {
+		if !strings.Contains(transcript, want) {
+			t.Errorf("transcript lacks %q:\n%s", want, transcript)
+		}
+	}
+	if got := b.text(t, out+" pre.stderr"); !strings.Contains(got, "a line on standard error") {
+		t.Errorf("stderr is not in its own block: %q", got)
+	}
+	if eval[string](t, b, fmt.Sprintf(`document.querySelector(%q).getAttribute("aria-label")`, button)) != "Hide command output" {
+		t.Fatal("the open disclosure is not named Hide command output")
+	}
+	if n := b.snapshots(m.ID); n != 1 {
+		t.Fatalf("%d snapshot requests after the click, want 1", n)
+	}
+	time.Sleep(dwell) // a finished command must not be polled
+	if n := b.snapshots(m.ID); n != 1 {
+		t.Fatalf("%d snapshot requests after a dwell, want still 1", n)
+	}
+	b.screenshot(t, "desktop.png")
+
+	// Closing removes the transcript; nothing is fetched until it is opened again.
+	b.do(t, chromedp.Click(chromedp.CSS(button)))
+	b.waitFor(t, "the transcript to go", fmt.Sprintf(`!document.querySelector(%q)`, out))
+	if n := b.snapshots(m.ID); n != 1 {
+		t.Fatalf("%d snapshot requests after closing, want 1", n)
+	}
+}
+
+func TestRunningOutputPollsUntilFinished(t *testing.T) {
+	s := startServer(t)
+	sess := s.session(t, "running")
+	b := newBrowser(t)
+	b.open(t, s.URL+"/sessions/"+sess.ID)
+	b.waitFor(t, "the live connection", `(document.querySelector(".live") || {innerText: ""}).innerText === "Live"`)
+
+	const command = `for i in 1 2 3; do echo $i; sleep 1; done`
+	ctx, cancel := context.WithTimeout(context.Background(), deadline)
+	defer cancel()
+	if _, err := s.API.SendMessage(ctx, sess.ID, command, "running-1"); err != nil {
+		t.Fatal(err)
+	}
+	// The row arrives over the WebSocket; its disclosure appears once the summary has output.
+	button := `.cmd-running button.disclosure-toggle`
+	b.waitFor(t, "a running command with output", fmt.Sprintf(`!!document.querySelector(%q)`, button))
+	id := eval[string](t, b, `document.querySelector(".cmd-running").dataset.messageId`)
+	b.do(t, chromedp.Click(chromedp.CSS(button)))
+
+	out := "#output-" + id
+	b.waitFor(t, "the final transcript", fmt.Sprintf(`(document.querySelector(%q) || {innerText: ""}).innerText.includes("Exit code 0")`, out))
+	if got := b.text(t, out+" pre.stdout"); got != "1\n2\n3\n" && got != "1\n2\n3" {
+		t.Fatalf("final stdout %q", got)
+	}
+	if got := b.text(t, row(id)+" .status-text"); got != "Command succeeded" {
+		t.Fatalf("status %q, want Command succeeded", got)
+	}
+	n := b.snapshots(id)
+	if n < 2 {
+		t.Fatalf("%d snapshot requests for a command open while running, want it refreshed", n)
+	}
+	time.Sleep(dwell) // finished: polling must have stopped
+	if after := b.snapshots(id); after != n {
+		t.Fatalf("%d snapshot requests after finishing, then %d after a dwell: still polling", n, after)
+	}
+}
+
+func TestUnknownExitIsNeutral(t *testing.T) {
+	s := startServer(t)
+	sess := s.session(t, "unknown exit")
+	killed := s.run(t, sess.ID, `echo before the signal; kill -KILL $$`, nil)
+	if sh := shared.ShellOf(killed); sh.Output.ExitCode != nil {
+		t.Fatalf("a command killed by a signal has exit code %d", *sh.Output.ExitCode)
+	}
+
+	b := newBrowser(t)
+	b.open(t, s.URL+"/sessions/"+sess.ID)
+	button := row(killed.ID) + " button.disclosure-toggle"
+	b.waitFor(t, "the disclosure", fmt.Sprintf(`!!document.querySelector(%q)`, button))
+	if n := eval[int](t, b, fmt.Sprintf(`document.querySelectorAll(%q).length`, row(killed.ID)+" .icon-neutral")); n != 1 {
+		t.Fatalf("a command killed by a signal has no neutral icon")
+	}
+	b.do(t, chromedp.Click(chromedp.CSS(button)))
+	out := "#output-" + killed.ID
+	b.waitFor(t, "the transcript", fmt.Sprintf(`(document.querySelector(%q) || {innerText: ""}).innerText.includes("Exit code unavailable")`, out))
+	if got := b.text(t, out); !strings.Contains(got, "before the signal") {
+		t.Fatalf("transcript %q", got)
+	}
+
+	// A cancelled command keeps its output and is neutral too.
+	ctx, cancel := context.WithTimeout(context.Background(), deadline)
+	defer cancel()
+	const long = `echo started; sleep 30`
+	if _, err := s.API.SendMessage(ctx, sess.ID, long, "cancel-1"); err != nil {
+		t.Fatal(err)
+	}
+	b.waitFor(t, "the running command", `!!document.querySelector(".cmd-running")`)
+	id := eval[string](t, b, `document.querySelector(".cmd-running").dataset.messageId`)
+	if err := s.API.Cancel(ctx, sess.ID); err != nil {
+		t.Fatal(err)
+	}
+	b.waitFor(t, "the cancelled command", fmt.Sprintf(`!!document.querySelector(%q)`, row(id)+".cmd-neutral"))
+	if got := b.text(t, row(id)+" .status-text"); got != "Command cancelled" {
+		t.Fatalf("status %q, want Command cancelled", got)
+	}
+}
+
+func TestMobileStaysWithinWidth(t *testing.T) {
+	s := startServer(t)
+	sess := s.session(t, "mobile")
+	long := `printf '%s\n' "$(printf 'unbroken-output-%.0s' $(seq 1 200))"; ` + longCommand
+	m := s.run(t, sess.ID, long, nil)
+
+	b := newBrowser(t)
+	b.do(t, chromedp.EmulateViewport(393, 851, chromedp.EmulateScale(2.75), chromedp.EmulateMobile))
+	b.open(t, s.URL+"/sessions/"+sess.ID)
+	button := row(m.ID) + " button.disclosure-toggle"
+	b.waitFor(t, "the disclosure", fmt.Sprintf(`!!document.querySelector(%q)`, button))
+	b.do(t, chromedp.Click(chromedp.CSS(button)))
+	out := "#output-" + m.ID
+	b.waitFor(t, "the transcript", fmt.Sprintf(`(document.querySelector(%q) || {innerText: ""}).innerText.includes("Exit code 7")`, out))
+
+	for _, sel := range []string{row(m.ID) + " .cmd-text", button, out, out + " pre.stdout", row(m.ID)} {
+		right := eval[float64](t, b, fmt.Sprintf(`document.querySelector(%q).getBoundingClientRect().right`, sel))
+		if right > 393 {
+			t.Errorf("%s ends at %.0f px, past the 393 px viewport", sel, right)
+		}
+	}
+	if w := eval[int](t, b, `document.documentElement.scrollWidth`); w > 393 {
+		t.Errorf("the page is %d px wide: it scrolls sideways", w)
+	}
+	b.screenshot(t, "mobile.png")
+}
+
+func TestReloadShowsSameConversation(t *testing.T) {
+	s := startServer(t)
+	sess := s.session(t, "reload")
+	s.run(t, sess.ID, "echo one", nil)
+	s.run(t, sess.ID, "true", nil)
+	s.run(t, sess.ID, "echo three; exit 3", nil)
+
+	b := newBrowser(t)
+	b.open(t, s.URL+"/sessions/"+sess.ID)
+	conversation := `Array.from(document.querySelectorAll(".messages > *")).map(e => e.innerText).join("\n---\n")`
+	b.waitFor(t, "three commands", `document.querySelectorAll(".messages .cmd .status-text").length === 3`)
+	before := eval[string](t, b, conversation)
+
+	b.do(t, chromedp.Reload())
+	b.waitApp(t)
+	b.waitFor(t, "three commands again", `document.querySelectorAll(".messages .cmd .status-text").length === 3`)
+	if after := eval[string](t, b, conversation); after != before {
+		t.Fatalf("after a reload:\n%s\nbefore:\n%s", after, before)
+	}
+	for _, want := range []string{"echo one", "echo three; exit 3", "Command failed"} {
+		if !strings.Contains(before, want) {
+			t.Errorf("conversation lacks %q:\n%s", want, before)
+		}
+	}
+}
+
+func TestOfflineShellFromServiceWorker(t *testing.T) {
+	s := startServer(t)
+	sess := s.session(t, "offline")
+	b := newBrowser(t)
+	url := s.URL + "/sessions/" + sess.ID
+	b.open(t, url)
+	// The worker caches the shell while installing; wait until it controls the page
+	// and holds the shell and the WASM.
+	b.waitFor(t, "the service worker", `navigator.serviceWorker.controller !== null`)
+	b.waitFor(t, "the cached shell", `(async () => !!(await caches.match("/")) && !!(await caches.match("/web/app.wasm")))()`)
+
+	s.stop()
+	b.do(t, chromedp.Reload())
+	b.waitApp(t)
+	b.waitFor(t, "the offline notice", `(document.querySelector(".notice.offline") || {innerText: ""}).innerText.includes("offline")`)
+	if !strings.Contains(eval[string](t, b, `location.pathname`), sess.ID) {
+		t.Fatal("the deep link was not kept")
+	}
+	if n := eval[int](t, b, `document.querySelectorAll(".session-page").length`); n != 1 {
+		t.Fatal("the offline shell did not render the session route")
+	}
+}
