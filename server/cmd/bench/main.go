@@ -14,6 +14,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -31,6 +32,7 @@ type bench struct {
 	burstBytes int
 	growth     []int
 	browser    bool
+	web        string // the folder holding app.wasm and its compressed copies
 	tmp        string
 	r          report
 	notes      []string // problems met while measuring, listed at the end
@@ -57,6 +59,8 @@ func run(ctx context.Context, args []string) error {
 	burstMB := fs.Int("burst-mb", 50, "output of the fast command, MB")
 	growth := fs.String("growth", "1000,10000,100000", "session sizes of the growth benchmark")
 	fs.BoolVar(&b.browser, "browser", true, "run the headless Chromium benchmark")
+	only := fs.String("only", "", "run only these benchmarks (comma-separated: payload,snapshot,growth,live,browser)")
+	fs.StringVar(&b.web, "web", "web", "the folder holding app.wasm, app.wasm.gz and app.wasm.br")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -86,13 +90,16 @@ func run(ctx context.Context, args []string) error {
 		name string
 		fn   func(context.Context) error
 	}{
-		{"Payload", b.payload},
-		{"Snapshot endpoint", b.snapshot},
-		{"Growth", b.growthBench},
-		{"Live output", b.live},
-		{"Browser", b.browserBench},
+		{"payload", b.payload},
+		{"snapshot", b.snapshot},
+		{"growth", b.growthBench},
+		{"live", b.live},
+		{"browser", b.browserBench},
 	}
 	for _, s := range sections {
+		if *only != "" && !slices.Contains(strings.Split(*only, ","), s.name) {
+			continue
+		}
 		t := time.Now()
 		progress("== %s", s.name)
 		if err := s.fn(ctx); err != nil {

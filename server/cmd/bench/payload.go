@@ -18,6 +18,9 @@ var payloadSizes = []int{0, 1 << 10, 64 << 10, 256 << 10}
 
 const payloadMessages = 200
 
+// uiPageSize is how many messages the session page lists first (app/ui/session.go).
+const uiPageSize = 100
+
 // seedDB creates a database in its own directory (the server keeps its data beside it),
 // lets fill write sessions into it through the store, and returns its path.
 func (b *bench) seedDB(ctx context.Context, name string, fill func(st *store.Store, taskID string) error) (string, error) {
@@ -70,9 +73,11 @@ func (b *bench) payload(ctx context.Context) error {
 		"messages). *Projected* is what Conch sends; *inline* is the same JSON with each command's output "+
 		"bodies in place of its summary, computed here from the snapshots (an inline mode that exists only "+
 		"in this benchmark). The REST list and the WebSocket `message.list` ask for all %d messages "+
-		"(`limit=%d`). The first page load is the HTML of `/sessions/{id}` plus that list. Byte counts are "+
-		"exact and deterministic, so there is one run.", payloadMessages, payloadMessages/2, payloadMessages/2,
-		payloadMessages, payloadMessages)
+		"(`limit=%d`). The first page load is what opening `/sessions/{id}` fetches besides the cached app: "+
+		"the HTML document and the WebSocket `message.list` of the newest %d messages. Byte counts are exact and "+
+		"deterministic, so there is one run. Every shell message's command text (29 bytes) appears three times, "+
+		"as the ACP runtime stores it: `content`, `metadata.title` and `shell_exec.command`.", payloadMessages,
+		payloadMessages/2, payloadMessages/2, payloadMessages, payloadMessages, uiPageSize)
 	var rows [][]string
 	for i, s := range sessions {
 		row, err := b.payloadRow(ctx, srv, payloadSizes[i], s)
@@ -112,6 +117,7 @@ func (b *bench) payloadRow(ctx context.Context, srv *conch, size int, s seeded) 
 	if err := json.Unmarshal(list, &page); err != nil {
 		return nil, err
 	}
+	grow := map[string]int{} // message id -> bytes its output adds inline
 	var shellBytes, extra int
 	for _, raw := range page.Messages {
 		var m shared.Message
@@ -125,12 +131,11 @@ func (b *bench) payloadRow(ctx context.Context, srv *conch, size int, s seeded) 
 		if err != nil {
 			return nil, err
 		}
-		grow, err := inlineGrowth(raw, snap.Output)
-		if err != nil {
+		if grow[m.ID], err = inlineGrowth(raw, snap.Output); err != nil {
 			return nil, err
 		}
 		shellBytes += len(raw)
-		extra += grow
+		extra += grow[m.ID]
 	}
 	ws, err := srv.dialWS(ctx)
 	if err != nil {
@@ -141,17 +146,37 @@ func (b *bench) payloadRow(ctx context.Context, srv *conch, size int, s seeded) 
 	if err != nil {
 		return nil, err
 	}
+	// The session page asks for the newest uiPageSize messages over the WebSocket.
+	firstList, err := ws.request(ctx, shared.ActionMessageList, shared.ListRequest{SessionID: s.SessionID,
+		Limit: uiPageSize, Sort: shared.SortDesc})
+	if err != nil {
+		return nil, err
+	}
+	var first struct {
+		Payload struct {
+			Messages []struct {
+				ID string `json:"id"`
+			} `json:"messages"`
+		} `json:"payload"`
+	}
+	if err := json.Unmarshal(firstList, &first); err != nil {
+		return nil, err
+	}
+	firstExtra := 0
+	for _, m := range first.Payload.Messages {
+		firstExtra += grow[m.ID]
+	}
 	html, err := srv.get(ctx, "/sessions/"+url.PathEscape(s.SessionID))
 	if err != nil {
 		return nil, err
 	}
 	n := float64(payloadMessages / 2)
-	first := len(html) + len(list)
+	firstLoad := len(html) + len(firstList)
 	return []string{bytesIEC(float64(size)), bytesIEC(float64(len(list))), bytesIEC(float64(len(list) + extra)),
 		fmt.Sprintf("x%.1f", float64(len(list)+extra)/float64(len(list))),
 		fmt.Sprintf("%.0f B", float64(shellBytes)/n), bytesIEC(float64(shellBytes+extra) / n),
 		bytesIEC(float64(len(frame))), bytesIEC(float64(len(frame) + extra)),
-		bytesIEC(float64(first)), bytesIEC(float64(first + extra))}, nil
+		bytesIEC(float64(firstLoad)), bytesIEC(float64(firstLoad + firstExtra))}, nil
 }
 
 // snapshot fetches the whole output of a shell command.
@@ -164,39 +189,59 @@ func (c *conch) snapshot(ctx context.Context, sessionID, messageID string) (shar
 	return snap, err
 }
 
-// inlineGrowth is how many bytes longer a projected message's JSON would be with the
-// output bodies it summarises (the first stdout_bytes/stderr_bytes of full) in place of
-// its summary. Messages that are not shell commands do not grow.
-func inlineGrowth(raw []byte, full shared.ShellOutput) (int, error) {
+// inlined returns a projected message's JSON with its output summary replaced by the
+// output bodies it summarises (the first stdout_bytes/stderr_bytes of full): the message
+// as it would travel if output were not fetched on demand. Messages that are not shell
+// commands come back unchanged. Keys come back sorted, which changes no byte count.
+func inlined(raw []byte, full shared.ShellOutput) ([]byte, error) {
 	var m struct {
 		Metadata *struct {
 			Normalized *struct {
 				ShellExec *struct {
-					Output json.RawMessage `json:"output"`
+					Output shared.ShellOutputSummary `json:"output"`
 				} `json:"shell_exec"`
 			} `json:"normalized"`
 		} `json:"metadata"`
 	}
 	if err := json.Unmarshal(raw, &m); err != nil {
-		return 0, err
+		return nil, err
 	}
 	if m.Metadata == nil || m.Metadata.Normalized == nil || m.Metadata.Normalized.ShellExec == nil {
-		return 0, nil
+		return raw, nil
 	}
-	summary := m.Metadata.Normalized.ShellExec.Output
-	var sum shared.ShellOutputSummary
-	if err := json.Unmarshal(summary, &sum); err != nil {
-		return 0, err
-	}
+	sum := m.Metadata.Normalized.ShellExec.Output
 	out := full
 	out.Stdout = full.Stdout[:min(sum.StdoutBytes, len(full.Stdout))]
 	out.Stderr = full.Stderr[:min(sum.StderrBytes, len(full.Stderr))]
 	out.ExitCode, out.Truncated, out.Signal = sum.ExitCode, sum.Truncated, sum.Signal
 	body, err := json.Marshal(out)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
-	return len(body) - len(summary), nil
+	return replaceAt(raw, body, "metadata", "normalized", "shell_exec", "output")
+}
+
+// replaceAt returns the JSON object raw with the value at path replaced by value.
+func replaceAt(raw, value []byte, path ...string) ([]byte, error) {
+	if len(path) == 0 {
+		return value, nil
+	}
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &obj); err != nil {
+		return nil, err
+	}
+	inner, err := replaceAt(obj[path[0]], value, path[1:]...)
+	if err != nil {
+		return nil, err
+	}
+	obj[path[0]] = inner
+	return json.Marshal(obj)
+}
+
+// inlineGrowth is how many bytes longer raw is with its output inline (see inlined).
+func inlineGrowth(raw []byte, full shared.ShellOutput) (int, error) {
+	in, err := inlined(raw, full)
+	return len(in) - len(raw), err
 }
 
 // notificationRow runs one command printing size bytes in four parts and measures the

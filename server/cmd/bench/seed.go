@@ -10,10 +10,12 @@ import (
 )
 
 // seedSpec describes one seeded session: Messages messages alternating between a finished
-// shell command whose stdout is StdoutBytes long and an agent text message.
+// shell command whose stdout is StdoutBytes long and an agent text message, or only shell
+// commands with AllShell.
 type seedSpec struct {
 	Messages    int
 	StdoutBytes int
+	AllShell    bool
 }
 
 // seeded is what the benchmarks need to know about a seeded session.
@@ -39,7 +41,7 @@ func seedSession(ctx context.Context, st *store.Store, taskID string, spec seedS
 	for i := range spec.Messages {
 		nm := store.NewMessage{SessionID: sess.ID, AuthorType: shared.AuthorAgent, Type: shared.TypeMessage,
 			Content: fmt.Sprintf("Message %d: the command finished; here is what it printed, in short.", i)}
-		if i%2 == 0 {
+		if i%2 == 0 || spec.AllShell {
 			cmd := fmt.Sprintf("go test ./... -run TestCase%d", i)
 			nm.Type, nm.Content = shared.TypeToolExecute, cmd
 			nm.Metadata = &shared.Metadata{ToolCallID: fmt.Sprintf("call_%d", i), Title: cmd,

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"path/filepath"
 	"testing"
 
@@ -56,5 +57,46 @@ func TestOutputText(t *testing.T) {
 		if got := outputText(n); len(got) != n {
 			t.Errorf("outputText(%d) has %d bytes", n, len(got))
 		}
+	}
+}
+
+func TestInlined(t *testing.T) {
+	zero := 0
+	m := shared.Message{ID: "m1", Type: shared.TypeToolExecute, Metadata: &shared.Metadata{
+		Normalized: &shared.Normalized{Kind: shared.NormalizedShellExec, ShellExec: &shared.ShellExec{Command: "ls",
+			Output: shared.ShellOutput{Stdout: "abc", ExitCode: &zero}.Summarize()}}}}
+	raw, err := json.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The summary counts 3 bytes of a longer final output: only those 3 travel inline.
+	got, err := inlined(raw, shared.ShellOutput{Stdout: "abcdef", ExitCode: &zero})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back struct {
+		Metadata struct {
+			Normalized struct {
+				ShellExec struct {
+					Command string             `json:"command"`
+					Output  shared.ShellOutput `json:"output"`
+				} `json:"shell_exec"`
+			} `json:"normalized"`
+		} `json:"metadata"`
+	}
+	if err := json.Unmarshal(got, &back); err != nil {
+		t.Fatal(err)
+	}
+	se := back.Metadata.Normalized.ShellExec
+	if se.Command != "ls" || se.Output.Stdout != "abc" || se.Output.ExitCode == nil || *se.Output.ExitCode != 0 {
+		t.Fatalf("inlined: %s", got)
+	}
+	grow, err := inlineGrowth(raw, shared.ShellOutput{Stdout: "abc", ExitCode: &zero})
+	if want := len(`{"stdout":"abc","exit_code":0}`) - len(`{"has_output":true,"stdout_bytes":3,"stderr_bytes":0,"truncated":false,"exit_code":0}`); err != nil || grow != want {
+		t.Fatalf("growth %d, want %d (%v)", grow, want, err)
+	}
+	text, _ := json.Marshal(shared.Message{ID: "m2", Type: shared.TypeMessage, Content: "hi"})
+	if same, err := inlined(text, shared.ShellOutput{Stdout: "x"}); err != nil || string(same) != string(text) {
+		t.Fatalf("a text message changed: %s", same)
 	}
 }
