@@ -1,0 +1,216 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"conch/shared"
+
+	"github.com/coder/websocket"
+)
+
+// TestMain lets the test binary play `conch agent shell`, the built-in agent the server
+// starts as a child process of its own executable.
+func TestMain(m *testing.M) {
+	if len(os.Args) == 3 && os.Args[1] == "agent" {
+		if err := run(context.Background(), os.Args[1:], os.Stdin, os.Stdout, os.Stderr); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// startServer runs `conch serve` in process on 127.0.0.1:0 and returns its base URL.
+func startServer(t *testing.T, dbPath string) (string, func()) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	pr, pw := io.Pipe()
+	done := make(chan error, 1)
+	var logs bytes.Buffer
+	go func() {
+		done <- run(ctx, []string{"serve", "--addr", "127.0.0.1:0", "--db", dbPath}, nil, pw, &logs)
+		pw.Close()
+	}()
+	line, err := bufio.NewReader(pr).ReadString('\n')
+	if err != nil {
+		cancel()
+		t.Fatalf("server did not start: %v (%v)", err, <-done)
+	}
+	go io.Copy(io.Discard, pr)
+	base := strings.TrimSpace(strings.TrimPrefix(line, "listening on "))
+	stop := func() {
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("serve: %v", err)
+			}
+		case <-time.After(30 * time.Second):
+			t.Error("server did not stop within 30 s")
+		}
+	}
+	return base, stop
+}
+
+func call(t *testing.T, method, url string, body any, want int, out any) {
+	t.Helper()
+	var r io.Reader
+	if body != nil {
+		b, _ := json.Marshal(body)
+		r = bytes.NewReader(b)
+	}
+	req, _ := http.NewRequest(method, url, r)
+	req.Header.Set("Content-Type", "application/json")
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	raw, _ := io.ReadAll(res.Body)
+	if res.StatusCode != want {
+		t.Fatalf("%s %s: %d %s, want %d", method, url, res.StatusCode, raw, want)
+	}
+	if out != nil {
+		if err := json.Unmarshal(raw, out); err != nil {
+			t.Fatalf("%s %s: %v in %s", method, url, err, raw)
+		}
+	}
+}
+
+// The whole server on a free port with a temporary database, driven over HTTP and the
+// WebSocket: a real shell command through the built-in agent, live summaries without the
+// body, the body from the snapshot endpoint, and the same conversation after a restart.
+func TestServeEndToEnd(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "conch.db")
+	base, stop := startServer(t, db)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+
+	var health map[string]string
+	call(t, "GET", base+"/healthz", nil, 200, &health)
+	if health["status"] != "ok" {
+		t.Fatalf("healthz %v", health)
+	}
+	var task shared.Task
+	call(t, "POST", base+"/api/v1/tasks", map[string]string{"title": "e2e"}, 201, &task)
+	var sess shared.Session
+	call(t, "POST", base+"/api/v1/tasks/"+task.ID+"/sessions", map[string]string{"agent": "shell"}, 201, &sess)
+	if sess.State != shared.SessionReady {
+		t.Fatalf("session %+v, want ready", sess)
+	}
+
+	ws, _, err := websocket.Dial(ctx, strings.Replace(base, "http", "ws", 1)+"/ws", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ws.CloseNow()
+	ws.SetReadLimit(1 << 20)
+	send := func(id, action string, payload any) {
+		p, _ := json.Marshal(payload)
+		b, _ := json.Marshal(shared.Envelope{ID: id, Type: shared.EnvelopeRequest, Action: action, Payload: p, Timestamp: time.Now()})
+		if err := ws.Write(ctx, websocket.MessageText, b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	read := func() (shared.Envelope, []byte) {
+		_, b, err := ws.Read(ctx)
+		if err != nil {
+			t.Fatalf("ws read: %v", err)
+		}
+		var env shared.Envelope
+		if err := json.Unmarshal(b, &env); err != nil {
+			t.Fatal(err)
+		}
+		return env, b
+	}
+	send("1", shared.ActionSubscribe, shared.SessionRef{SessionID: sess.ID})
+	if env, raw := read(); env.Type != shared.EnvelopeResponse || env.ID != "1" {
+		t.Fatalf("subscribe answer %s", raw)
+	}
+
+	const marker = "E2E-MARKER-4711"
+	cmd := fmt.Sprintf("for i in $(seq 1 2000); do echo %s-$i; done; echo oops >&2; exit 3", marker)
+	var user shared.Message
+	call(t, "POST", base+"/api/v1/task-sessions/"+sess.ID+"/messages",
+		map[string]string{"content": cmd, "client_message_id": "m-1"}, 202, &user)
+
+	// Follow notifications until the command is terminal; none may carry the body.
+	var final shared.Message
+	for final.ID == "" {
+		env, raw := read()
+		if bytes.Contains(raw, []byte(marker+"-1999")) {
+			t.Fatalf("a live frame carries output: %.300s", raw)
+		}
+		if env.Action != shared.ActionMessageAdded && env.Action != shared.ActionMessageUpdated {
+			continue
+		}
+		var m shared.Message
+		if err := json.Unmarshal(env.Payload, &m); err != nil {
+			t.Fatal(err)
+		}
+		if se := shared.ShellOf(m); se != nil && m.Metadata.Status.IsTerminal() {
+			final = m
+		}
+	}
+	se := shared.ShellOf(final)
+	if final.Metadata.Status != shared.StatusFailed || se.Output.ExitCode == nil || *se.Output.ExitCode != 3 ||
+		se.Command != cmd || !se.Output.HasOutput || se.Output.StderrBytes != len("oops\n") {
+		t.Fatalf("final command %+v %+v", final.Metadata, se)
+	}
+
+	var snap shared.ShellOutputSnapshot
+	call(t, "GET", base+"/api/v1/task-sessions/"+sess.ID+"/messages/"+final.ID+"/shell-output", nil, 200, &snap)
+	if !strings.HasPrefix(snap.Output.Stdout, marker+"-1\n") || !strings.HasSuffix(snap.Output.Stdout, marker+"-2000\n") ||
+		len(snap.Output.Stdout) != se.Output.StdoutBytes || snap.Output.Stderr != "oops\n" {
+		t.Fatalf("snapshot: %d bytes stdout, stderr %q", len(snap.Output.Stdout), snap.Output.Stderr)
+	}
+
+	// The turn ends with the agent's short text message, after the command.
+	var page shared.MessagePage
+	for {
+		call(t, "GET", base+"/api/v1/task-sessions/"+sess.ID+"/messages", nil, 200, &page)
+		if n := len(page.Messages); n >= 3 && page.Messages[n-1].Type == shared.TypeMessage &&
+			page.Messages[n-1].AuthorType == shared.AuthorAgent {
+			break
+		}
+		if _, _, err := ws.Read(ctx); err != nil { // wait for the next event, not a timer
+			t.Fatalf("turn did not end: %v", err)
+		}
+	}
+	listed, _ := json.Marshal(page)
+	if bytes.Contains(listed, []byte(marker+"-1999")) {
+		t.Fatal("the list carries output")
+	}
+	ws.Close(websocket.StatusNormalClosure, "")
+	stop()
+
+	// The same database after a restart shows the same conversation.
+	base, stop = startServer(t, db)
+	defer stop()
+	var again shared.MessagePage
+	call(t, "GET", base+"/api/v1/task-sessions/"+sess.ID+"/messages", nil, 200, &again)
+	relisted, _ := json.Marshal(again)
+	if string(relisted) != string(listed) {
+		t.Fatalf("after restart:\n%s\nbefore:\n%s", relisted, listed)
+	}
+}
+
+func TestServeRefusesOpenAddressWithoutToken(t *testing.T) {
+	err := run(context.Background(), []string{"serve", "--addr", "0.0.0.0:0", "--db", filepath.Join(t.TempDir(), "x.db")},
+		nil, io.Discard, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), "--token") {
+		t.Fatalf("err = %v, want a refusal naming --token", err)
+	}
+}
