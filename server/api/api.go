@@ -13,6 +13,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"net/http"
+	"runtime/debug"
 	"time"
 
 	"conch/server/hub"
@@ -85,7 +86,7 @@ func New(cfg Config) *fiber.App {
 		ErrorHandler:          s.errorHandler,
 		ReadTimeout:           time.Minute,
 	})
-	app.Use(recover.New(), s.guardHost)
+	app.Use(recover.New(recover.Config{EnableStackTrace: true, StackTraceHandler: s.logPanic}), s.guardHost)
 
 	app.Get("/healthz", s.handleHealth)
 
@@ -191,6 +192,10 @@ func (s *server) fail(c *fiber.Ctx, err error) error {
 		s.log.Error("request failed", "method", c.Method(), "path", c.Path(), "err", err)
 	}
 	return c.Status(status).JSON(shared.ErrorBody{Error: msg})
+}
+
+func (s *server) logPanic(c *fiber.Ctx, r any) {
+	s.log.Error("panic", "method", c.Method(), "path", c.Path(), "panic", r, "stack", string(debug.Stack()))
 }
 
 // errorHandler catches what handlers return unanswered and what Fiber itself rejects

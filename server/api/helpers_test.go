@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/fstest"
 	"time"
@@ -46,9 +47,13 @@ type fakeRuntime struct {
 	prompts   []string // "session: content"
 	cancels   []string
 	promptErr error
+	panics    atomic.Bool // Agents and Prompt panic, as a bug would
 }
 
 func (f *fakeRuntime) Agents() []shared.Agent {
+	if f.panics.Load() {
+		panic("runtime bug")
+	}
 	return []shared.Agent{{Name: "shell", Description: "runs each prompt as a shell command"}}
 }
 
@@ -64,6 +69,9 @@ func (f *fakeRuntime) StartSession(ctx context.Context, taskID, agent, cwd strin
 }
 
 func (f *fakeRuntime) Prompt(sessionID, content string) error {
+	if f.panics.Load() {
+		panic("runtime bug")
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.prompts = append(f.prompts, sessionID+": "+content)
@@ -95,7 +103,7 @@ type env struct {
 	store *store.Store
 	hub   *hub.Hub
 	rt    *fakeRuntime
-	logs  *bytes.Buffer
+	logs  *lockedWriter
 }
 
 type option func(*Config)
@@ -108,8 +116,8 @@ func newEnv(t testing.TB, opts ...option) *env {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	logs := &bytes.Buffer{}
-	logger := slog.New(slog.NewTextHandler(&lockedWriter{w: logs}, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	logs := &lockedWriter{}
+	logger := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	h := hub.New(hub.Config{Now: clk.Now, Logger: logger})
 	rt := &fakeRuntime{store: st}
 	cfg := Config{Store: st, Hub: h, Runtime: rt, UI: placeholderUI, Web: testWeb, Logger: logger}
@@ -119,15 +127,22 @@ func newEnv(t testing.TB, opts ...option) *env {
 	return &env{t: t, app: New(cfg), store: st, hub: h, rt: rt, logs: logs}
 }
 
+// lockedWriter collects the server's log; handlers write while tests read.
 type lockedWriter struct {
-	mu sync.Mutex
-	w  io.Writer
+	mu  sync.Mutex
+	buf bytes.Buffer
 }
 
 func (l *lockedWriter) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.w.Write(p)
+	return l.buf.Write(p)
+}
+
+func (l *lockedWriter) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.String()
 }
 
 // do sends one request through fiber's in-memory transport, from a loopback host.

@@ -362,3 +362,16 @@ func TestOversizedBodyIs400(t *testing.T) {
 		t.Errorf("oversized body stored a message: %s", got)
 	}
 }
+
+func TestPanicIsA500AndLogged(t *testing.T) {
+	e := newEnv(t)
+	e.rt.panics.Store(true)
+	if got := e.expect(http.StatusInternalServerError, "GET", "/api/v1/agents", "", nil); got != `{"error":"request failed"}` {
+		t.Errorf("body %s", got)
+	}
+	if logs := e.logs.String(); !strings.Contains(logs, "runtime bug") || !strings.Contains(logs, "stack=") {
+		t.Errorf("panic not logged with its stack:\n%s", logs)
+	}
+	e.rt.panics.Store(false)
+	e.expect(http.StatusOK, "GET", "/api/v1/agents", "", nil)
+}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"runtime/debug"
 	"strconv"
 	"time"
 
@@ -32,10 +33,17 @@ func (s *server) handleWS(conn *websocket.Conn) {
 		defer close(writerDone)
 		s.writeLoop(conn, client)
 	}()
+	defer func() {
+		// A panic is recovered here rather than by contrib/websocket, whose handler would
+		// write to the connection the writer goroutine owns.
+		if r := recover(); r != nil {
+			s.log.Error("ws: panic", "panic", r, "stack", string(debug.Stack()))
+		}
+		cancel()
+		client.Close()
+		<-writerDone
+	}()
 	s.readLoop(ctx, conn, client)
-	cancel()
-	client.Close()
-	<-writerDone
 }
 
 func (s *server) readLoop(ctx context.Context, conn *websocket.Conn, client *hub.Client) {

@@ -303,3 +303,24 @@ func TestWSHubCloseSaysGoingAway(t *testing.T) {
 		t.Errorf("read after hub close: %v (status %v)", err, status)
 	}
 }
+
+func TestWSPanicEndsOnlyThatConnection(t *testing.T) {
+	e := newEnv(t)
+	s := e.session()
+	addr := e.listen()
+	w := mustDial(t, addr)
+	e.rt.panics.Store(true)
+	w.send(`{"id":"1","type":"request","action":"message.add","payload":{"session_id":"` + s.ID + `","content":"ls"}}`)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, _, err := w.c.Read(ctx); err == nil {
+		t.Error("connection still open after a panic")
+	}
+	e.rt.panics.Store(false)
+	if env := mustDial(t, addr).request(shared.ActionSubscribe, shared.SessionRef{SessionID: s.ID}); env.Type != shared.EnvelopeResponse {
+		t.Errorf("after a panic: %+v", env)
+	}
+	if !strings.Contains(e.logs.String(), "ws: panic") {
+		t.Errorf("panic not logged:\n%s", e.logs)
+	}
+}
