@@ -38,7 +38,7 @@ func TestMain(m *testing.M) {
 	}
 }
 
-const waitLimit = 20 * time.Second
+const waitLimit = 60 * time.Second
 
 // fakeClock is the runtime's clock in tests: time moves only when the test says so.
 type fakeClock struct {
@@ -301,13 +301,15 @@ func pipeLauncher(run func(ctx context.Context, in io.Reader, out io.Writer) err
 // scriptAgent is an ACP agent whose turns are test functions chosen by the prompt text.
 type scriptAgent struct {
 	conn    *sdk.AgentSideConnection
+	ready   chan struct{} // closed once conn is set
 	scripts map[string]func(ctx context.Context, a *scriptAgent, sid sdk.SessionId) error
 }
 
 func scripted(scripts map[string]func(ctx context.Context, a *scriptAgent, sid sdk.SessionId) error) Launcher {
 	return pipeLauncher(func(ctx context.Context, in io.Reader, out io.Writer) error {
-		a := &scriptAgent{scripts: scripts}
+		a := &scriptAgent{scripts: scripts, ready: make(chan struct{})}
 		a.conn = sdk.NewAgentSideConnection(a, out, in)
+		close(a.ready)
 		a.conn.SetLogger(slog.New(slog.DiscardHandler))
 		select {
 		case <-a.conn.Done():
@@ -348,6 +350,7 @@ func (a *scriptAgent) SetSessionMode(context.Context, sdk.SetSessionModeRequest)
 }
 
 func (a *scriptAgent) Prompt(ctx context.Context, p sdk.PromptRequest) (sdk.PromptResponse, error) {
+	<-a.ready
 	name := p.Prompt[0].Text.Text
 	script, ok := a.scripts[name]
 	if !ok {

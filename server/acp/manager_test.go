@@ -186,7 +186,7 @@ func assertEventsMatchStore(t *testing.T, env *testEnv, sessionID string) {
 // Over 1,024 notifications in one burst and a line over 10 MiB leave the session working;
 // a running command's output growth is coalesced.
 func TestScriptedFloodAndOversizedLine(t *testing.T) {
-	const n = 3000
+	const n = 1500 // two updates each: 3,000 notifications in one burst
 	env := newEnv(t, scripted(map[string]script{
 		"flood": func(ctx context.Context, a *scriptAgent, sid sdk.SessionId) error {
 			if err := a.raw(ctx, sid, `{"sessionUpdate":"tool_call","toolCallId":"f","title":"yes","kind":"execute","status":"in_progress"}`); err != nil {

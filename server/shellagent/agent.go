@@ -7,6 +7,8 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
+	"os"
 	"strings"
 	"sync"
 	"time"
@@ -23,8 +25,11 @@ const cleanupTimeout = 10 * time.Second
 
 // Run serves one client over in/out until the client goes away or ctx ends.
 func Run(ctx context.Context, in io.Reader, out io.Writer) error {
-	a := &agent{cwd: map[sdk.SessionId]string{}}
+	a := &agent{cwd: map[sdk.SessionId]string{}, ready: make(chan struct{})}
 	a.conn = sdk.NewAgentSideConnection(a, out, in)
+	close(a.ready)
+	// stderr is the agent's log, and its tail becomes the session's error: keep it for problems.
+	a.conn.SetLogger(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
 	select {
 	case <-a.conn.Done():
 	case <-ctx.Done():
@@ -34,7 +39,8 @@ func Run(ctx context.Context, in io.Reader, out io.Writer) error {
 }
 
 type agent struct {
-	conn *sdk.AgentSideConnection
+	conn  *sdk.AgentSideConnection
+	ready chan struct{} // closed once conn is set: the SDK may call us before that
 
 	mu    sync.Mutex
 	cwd   map[sdk.SessionId]string
@@ -93,6 +99,7 @@ func (a *agent) Prompt(ctx context.Context, p sdk.PromptRequest) (sdk.PromptResp
 		}
 	}
 	command := strings.TrimSpace(text.String())
+	<-a.ready
 	a.mu.Lock()
 	cwd, ok := a.cwd[p.SessionId]
 	a.calls++
@@ -180,4 +187,3 @@ func (a *agent) say(ctx context.Context, sid sdk.SessionId, text string, stop sd
 }
 
 var _ sdk.Agent = (*agent)(nil)
-

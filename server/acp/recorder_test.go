@@ -1,0 +1,93 @@
+package acp
+
+import (
+	"context"
+	"log/slog"
+	"testing"
+	"time"
+
+	sdk "github.com/coder/acp-go-sdk"
+
+	"conch/shared"
+)
+
+// Output growth of a stored message is written at most once per interval (latest state
+// wins); a change of state is written at once. Time is the fake clock's.
+func TestRecorderCoalesces(t *testing.T) {
+	env := newEnv(t, scripted(nil), false, Profile{Name: "scripted"})
+	sess := env.start(t, "scripted")
+	r := newRecorder(sess.ID, sess.Cwd, env.st, env.ev, clock{env.clock.Now, env.clock.After}, 250*time.Millisecond,
+		slog.New(slog.DiscardHandler), func(string) *terminal { return nil })
+	defer r.close()
+	updated := func() int { _, n := env.ev.counts(); return n }
+
+	r.update(sdk.StartToolCall("c", "yes", sdk.WithStartKind(sdk.ToolKindExecute), sdk.WithStartStatus(sdk.ToolCallStatusInProgress)))
+	waitFor(t, env.ev, "the message to be added", func() bool { a, _ := env.ev.counts(); return a == 1 })
+	for i := 0; i < 10; i++ {
+		r.update(sdk.UpdateToolCall("c", func(u *sdk.SessionToolCallUpdate) {
+			u.Meta = map[string]any{"terminal_output_delta": map[string]any{"data": "y\n"}}
+		}))
+	}
+	waitFor(t, env.ev, "the writer to defer the output", func() bool { return env.clock.pending() > 0 })
+	env.clock.Advance(249 * time.Millisecond)
+	if n := updated(); n != 0 {
+		t.Fatalf("%d updates before the interval passed", n)
+	}
+	env.clock.Advance(time.Millisecond)
+	waitFor(t, env.ev, "one coalesced update", func() bool { return updated() == 1 })
+	env.ev.mu.Lock()
+	if se := shared.ShellOf(env.ev.updated[0]); se.Output.StdoutBytes != 20 {
+		t.Errorf("coalesced update has %d bytes of output, want 20", se.Output.StdoutBytes)
+	}
+	env.ev.mu.Unlock()
+
+	// An exit is written at once, without the clock moving.
+	r.update(sdk.UpdateToolCall("c", sdk.WithUpdateStatus(sdk.ToolCallStatusCompleted), func(u *sdk.SessionToolCallUpdate) {
+		u.Meta = map[string]any{"terminal_exit": map[string]any{"exit_code": 0}}
+	}))
+	waitFor(t, env.ev, "the final state", func() bool { return updated() == 2 })
+	env.ev.mu.Lock()
+	final := env.ev.updated[1]
+	env.ev.mu.Unlock()
+	if se := shared.ShellOf(final); final.Metadata.Status != shared.StatusCompleted || se.Output.ExitCode == nil || *se.Output.ExitCode != 0 {
+		t.Errorf("final event %+v", final.Metadata)
+	}
+	if n := updated(); n != 2 {
+		t.Errorf("%d updates", n)
+	}
+}
+
+// A released terminal's id is gone for the agent, but the tool call that showed it keeps
+// the output.
+func TestOutputAfterRelease(t *testing.T) {
+	var afterRelease error
+	env := newEnv(t, scripted(map[string]script{
+		"release": func(ctx context.Context, a *scriptAgent, sid sdk.SessionId) error {
+			term, err := a.conn.CreateTerminal(ctx, sdk.CreateTerminalRequest{SessionId: sid, Command: "printf", Args: []string{"kept"}})
+			if err != nil {
+				return err
+			}
+			ref := []sdk.ToolCallContent{sdk.ToolTerminalRef(term.TerminalId)}
+			if err := a.send(ctx, sid, sdk.StartToolCall("r", "printf kept", sdk.WithStartKind(sdk.ToolKindExecute), sdk.WithStartContent(ref))); err != nil {
+				return err
+			}
+			if _, err := a.conn.WaitForTerminalExit(ctx, sdk.WaitForTerminalExitRequest{SessionId: sid, TerminalId: term.TerminalId}); err != nil {
+				return err
+			}
+			if _, err := a.conn.ReleaseTerminal(ctx, sdk.ReleaseTerminalRequest{SessionId: sid, TerminalId: term.TerminalId}); err != nil {
+				return err
+			}
+			_, afterRelease = a.conn.TerminalOutput(ctx, sdk.TerminalOutputRequest{SessionId: sid, TerminalId: term.TerminalId})
+			return a.send(ctx, sid, sdk.UpdateToolCall("r", sdk.WithUpdateStatus(sdk.ToolCallStatusCompleted)))
+		},
+	}), false, Profile{Name: "scripted"})
+	sess := env.start(t, "scripted")
+	env.prompt(t, sess.ID, "release")
+	if afterRelease == nil {
+		t.Error("terminal/output answered for a released terminal")
+	}
+	m, out := env.tool(t, sess.ID, "r")
+	if m.Metadata.Status != shared.StatusCompleted || out.Stdout != "kept" || out.ExitCode == nil || *out.ExitCode != 0 {
+		t.Errorf("%s %+v", m.Metadata.Status, out)
+	}
+}
