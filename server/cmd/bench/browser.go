@@ -130,6 +130,17 @@ func (b *bench) openSession(browserCtx context.Context, origin string, s seeded,
 	defer cancel()
 	ctx, cancelTimeout := context.WithTimeout(tab, 90*time.Second)
 	defer cancelTimeout()
+	// What the page logs explains a page that never shows its messages (a WASM panic, say).
+	logged := &tailBuffer{max: 2 << 10}
+	console := chromedp.Console(ctx)
+	go func() {
+		for m, err := range console {
+			if err != nil {
+				return
+			}
+			fmt.Fprintln(logged, m.String())
+		}
+	}()
 	var r pageLoad
 	err := chromedp.Do(ctx,
 		chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
@@ -145,7 +156,7 @@ func (b *bench) openSession(browserCtx context.Context, origin string, s seeded,
 	times, err := chromedp.Run(ctx, chromedp.Poll[[]float64](`window.__bench && window.__bench.page > 0 && [window.__bench.first, window.__bench.page]`,
 		chromedp.WithPollingTimeout(60*time.Second)))
 	if err != nil {
-		return r, fmt.Errorf("waiting for %d messages: %w", want, err)
+		return r, fmt.Errorf("waiting for %d messages: %w; the page logged:\n%s", want, err, logged)
 	}
 	if len(times) != 2 {
 		return r, errors.New("no timings from the page")

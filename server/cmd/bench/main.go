@@ -59,7 +59,7 @@ func run(ctx context.Context, args []string) error {
 	burstMB := fs.Int("burst-mb", 50, "output of the fast command, MB")
 	growth := fs.String("growth", "1000,10000,100000", "session sizes of the growth benchmark")
 	fs.BoolVar(&b.browser, "browser", true, "run the headless Chromium benchmark")
-	only := fs.String("only", "", "run only these benchmarks (comma-separated: payload,snapshot,growth,live,browser)")
+	only := fs.String("only", "", "run only these benchmarks (comma-separated: payload,snapshot,growth,parts,live,browser,gobench)")
 	fs.StringVar(&b.web, "web", "web", "the folder holding app.wasm, app.wasm.gz and app.wasm.br")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -93,8 +93,10 @@ func run(ctx context.Context, args []string) error {
 		{"payload", b.payload},
 		{"snapshot", b.snapshot},
 		{"growth", b.growthBench},
+		{"parts", b.parts},
 		{"live", b.live},
 		{"browser", b.browserBench},
+		{"gobench", b.goBench},
 	}
 	for _, s := range sections {
 		if *only != "" && !slices.Contains(strings.Split(*only, ","), s.name) {

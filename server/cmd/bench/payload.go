@@ -87,7 +87,7 @@ func (b *bench) payload(ctx context.Context) error {
 		rows = append(rows, row)
 	}
 	b.r.table([]string{"stdout", "REST list", "inline", "inline / projected", "per shell message (projected)",
-		"per shell message (inline)", "WS message.list", "WS inline", "first page load", "first page load inline"}, rows)
+		"per shell message (inline)", "per shell message inline / projected", "WS message.list", "WS inline", "first page load", "first page load inline"}, rows)
 
 	b.r.p("Notifications of one running command, sent to one subscribed WebSocket client: the built-in shell " +
 		"agent runs a command printing its output in four parts 0.3 s apart. *Inline* counts each notification " +
@@ -175,6 +175,7 @@ func (b *bench) payloadRow(ctx context.Context, srv *conch, size int, s seeded) 
 	return []string{bytesIEC(float64(size)), bytesIEC(float64(len(list))), bytesIEC(float64(len(list) + extra)),
 		fmt.Sprintf("x%.1f", float64(len(list)+extra)/float64(len(list))),
 		fmt.Sprintf("%.0f B", float64(shellBytes)/n), bytesIEC(float64(shellBytes+extra) / n),
+		fmt.Sprintf("x%.0f", float64(shellBytes+extra)/float64(shellBytes)),
 		bytesIEC(float64(len(frame))), bytesIEC(float64(len(frame) + extra)),
 		bytesIEC(float64(firstLoad)), bytesIEC(float64(firstLoad + firstExtra))}, nil
 }

@@ -29,10 +29,11 @@ func (d dist) format(unit func(float64) string) string {
 		return "-"
 	}
 	s := d.sorted()
-	if len(s) == 1 || s[0] == s[len(s)-1] {
+	lo, hi := unit(s[0]), unit(s[len(s)-1])
+	if lo == hi {
 		return unit(d.median())
 	}
-	return fmt.Sprintf("%s (%s-%s)", unit(d.median()), unit(s[0]), unit(s[len(s)-1]))
+	return fmt.Sprintf("%s (%s-%s)", unit(d.median()), lo, hi)
 }
 
 // ratio prints the medians' ratio a/b as "x1.23".

@@ -1,0 +1,222 @@
+package main
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"testing"
+
+	"conch/server/store"
+	"conch/shared"
+
+	jsonv2 "github.com/go-json-experiment/json"
+)
+
+// parts times the pieces of the two hot read paths in this process with testing.Benchmark:
+// where a snapshot's and a list page's time goes, and what the alternatives would cost.
+func (b *bench) parts(ctx context.Context) error {
+	var shell, text seeded
+	path, err := b.seedDB(ctx, "parts", func(st *store.Store, taskID string) error {
+		var err error
+		if shell, err = seedSession(ctx, st, taskID, seedSpec{Messages: 100, StdoutBytes: 256 << 10, AllShell: true}); err != nil {
+			return err
+		}
+		text, err = seedSession(ctx, st, taskID, seedSpec{Messages: 1000, StdoutBytes: 100})
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	st, err := store.Open(path, nil)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	plain, err := sql.Open("sqlite3", "file:"+path+"?mode=ro")
+	if err != nil {
+		return err
+	}
+	defer plain.Close()
+	// One connection, so that the mmap pragma applies to every read.
+	mapped, err := sql.Open("sqlite3", "file:"+path+"?mode=ro")
+	if err != nil {
+		return err
+	}
+	defer mapped.Close()
+	mapped.SetMaxOpenConns(1)
+	if _, err := mapped.Exec("PRAGMA mmap_size = 1073741824"); err != nil {
+		return err
+	}
+	snap, err := st.GetShellOutput(ctx, shell.SessionID, shell.ShellIDs[0])
+	if err != nil {
+		return err
+	}
+	listQ := store.ListQuery{Limit: 100, Sort: shared.SortDesc}
+	page, err := st.ListMessages(ctx, text.SessionID, listQ)
+	if err != nil {
+		return err
+	}
+	readStdout := func(db *sql.DB) func(i int) error {
+		return func(i int) error {
+			var out string
+			return db.QueryRowContext(ctx, "SELECT stdout FROM shell_outputs WHERE message_id = ?",
+				shell.ShellIDs[i%len(shell.ShellIDs)]).Scan(&out)
+		}
+	}
+	cases := []struct {
+		path, step, how string
+		fn              func(i int) error
+	}{
+		{"snapshot 256 KiB", "read", "store.GetShellOutput (GORM, as served)", func(i int) error {
+			_, err := st.GetShellOutput(ctx, shell.SessionID, shell.ShellIDs[i%len(shell.ShellIDs)])
+			return err
+		}},
+		{"snapshot 256 KiB", "read", "database/sql, stdout column only", readStdout(plain)},
+		{"snapshot 256 KiB", "read", "database/sql, stdout column only, mmap_size 1 GiB", readStdout(mapped)},
+		{"snapshot 256 KiB", "encode", "encoding/json (as served)", func(int) error { _, err := json.Marshal(snap); return err }},
+		{"snapshot 256 KiB", "encode", "go-json-experiment/json (v2)", func(int) error { _, err := jsonv2.Marshal(snap); return err }},
+		{"snapshot 256 KiB", "encode", "hand-written appender (escape table), buffer sized once",
+			func(int) error {
+				appendSnapshot(make([]byte, 0, len(snap.Output.Stdout)+len(snap.Output.Stderr)+512), snap)
+				return nil
+			}},
+		{"list page of 100", "read", "store.ListMessages (GORM + metadata decode, as served)", func(int) error {
+			_, err := st.ListMessages(ctx, text.SessionID, listQ)
+			return err
+		}},
+		{"list page of 100", "read", "database/sql, the same rows scanned, no decode", func(int) error {
+			return scanPage(ctx, plain, text.SessionID)
+		}},
+		{"list page of 100", "encode", "encoding/json (as served)", func(int) error { _, err := json.Marshal(page); return err }},
+		{"list page of 100", "encode", "go-json-experiment/json (v2)", func(int) error { _, err := jsonv2.Marshal(page); return err }},
+	}
+	b.r.h(2, "Where the time goes")
+	b.r.p("The steps of the two hot read paths timed in the benchmark process with `testing.Benchmark` (about 1 s "+
+		"each, %d times), on a seeded database: the snapshot of a command with 256 KiB of stdout, and the newest "+
+		"page of 100 messages (50 shell commands) of a 1,000-message session. Alternatives are timed on the same "+
+		"data; *as served* is what Conch does today.", b.runs)
+	var rows [][]string
+	for _, c := range cases {
+		var ns, allocs dist
+		for range b.runs {
+			var failed error
+			res := testing.Benchmark(func(tb *testing.B) {
+				tb.ReportAllocs()
+				for i := 0; tb.Loop(); i++ {
+					if err := c.fn(i); err != nil {
+						failed = err
+						tb.SkipNow()
+					}
+				}
+			})
+			if failed != nil {
+				return fmt.Errorf("%s, %s: %w", c.path, c.how, failed)
+			}
+			ns = append(ns, float64(res.NsPerOp()))
+			allocs = append(allocs, float64(res.AllocsPerOp()))
+		}
+		rows = append(rows, []string{c.path, c.step, c.how, ns.format(func(v float64) string { return micros(v / 1000) }),
+			allocs.format(count)})
+	}
+	b.r.table([]string{"path", "step", "how", "time per operation", "allocations"}, rows)
+	return nil
+}
+
+// scanPage reads the columns of a newest page with database/sql, as a floor for the store.
+func scanPage(ctx context.Context, db *sql.DB, sessionID string) error {
+	rows, err := db.QueryContext(ctx, "SELECT id, session_id, task_id, author_type, type, content, metadata, status, "+
+		"client_message_id, created_at, updated_at FROM messages WHERE session_id = ? ORDER BY created_at DESC, id DESC LIMIT 101", sessionID)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id, sid, tid, author, typ, content, status string
+		var md []byte
+		var clientID *string
+		var created, updated int64
+		if err := rows.Scan(&id, &sid, &tid, &author, &typ, &content, &md, &status, &clientID, &created, &updated); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
+}
+
+// appendSnapshot is a hand-written encoder of the snapshot's JSON, to show what a
+// reflection-free encoding of the two bodies costs. Its output equals encoding/json's.
+func appendSnapshot(dst []byte, s shared.ShellOutputSnapshot) []byte {
+	dst = append(dst, `{"message_id":`...)
+	dst = appendString(dst, s.MessageID)
+	dst = append(dst, `,"status":`...)
+	dst = appendString(dst, string(s.Status))
+	dst = append(dst, `,"updated_at":"`...)
+	dst = s.UpdatedAt.AppendFormat(dst, "2006-01-02T15:04:05.999999999Z07:00")
+	dst = append(dst, `","output":{`...)
+	o, sep := s.Output, ""
+	field := func(name string) {
+		dst = append(dst, sep+`"`+name+`":`...)
+		sep = ","
+	}
+	if o.Stdout != "" {
+		field("stdout")
+		dst = appendString(dst, o.Stdout)
+	}
+	if o.Stderr != "" {
+		field("stderr")
+		dst = appendString(dst, o.Stderr)
+	}
+	if o.ExitCode != nil {
+		field("exit_code")
+		dst = strconv.AppendInt(dst, int64(*o.ExitCode), 10)
+	}
+	if o.Signal != "" {
+		field("signal")
+		dst = appendString(dst, o.Signal)
+	}
+	if o.Truncated {
+		field("truncated")
+		dst = append(dst, "true"...)
+	}
+	return append(dst, "}}"...)
+}
+
+// jsonEscape marks the bytes encoding/json escapes in a string; the others are copied in runs.
+var jsonEscape = func() (t [256]bool) {
+	for c := range 0x20 {
+		t[c] = true
+	}
+	t['"'], t['\\'], t['<'], t['>'], t['&'] = true, true, true, true, true
+	return t
+}()
+
+// appendString appends s as a JSON string the way encoding/json writes valid UTF-8 without
+// U+2028/U+2029 (which stored output may hold; this sketch does not handle them).
+func appendString(dst []byte, s string) []byte {
+	const hex = "0123456789abcdef"
+	dst = append(dst, '"')
+	start := 0
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !jsonEscape[c] {
+			continue
+		}
+		dst = append(dst, s[start:i]...)
+		switch c {
+		case '\n':
+			dst = append(dst, '\\', 'n')
+		case '\r':
+			dst = append(dst, '\\', 'r')
+		case '\t':
+			dst = append(dst, '\\', 't')
+		case '"', '\\':
+			dst = append(dst, '\\', c)
+		default:
+			dst = append(dst, '\\', 'u', '0', '0', hex[c>>4], hex[c&15])
+		}
+		start = i + 1
+	}
+	dst = append(dst, s[start:]...)
+	return append(dst, '"')
+}
