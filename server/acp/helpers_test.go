@@ -156,7 +156,7 @@ func (e *events) states(id string) []shared.SessionState {
 
 // waitFor waits until cond holds, checking after every event and at least every 50ms
 // (some conditions depend on processes, not events), with a deadline.
-func waitFor(t *testing.T, e *events, what string, cond func() bool) {
+func waitFor(t testing.TB, e *events, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.NewTimer(waitLimit)
 	defer deadline.Stop()
@@ -173,6 +173,7 @@ func waitFor(t *testing.T, e *events, what string, cond func() bool) {
 }
 
 type testEnv struct {
+	dir   string // the data dir, holding conch.db
 	st    *store.Store
 	ev    *events
 	clock *fakeClock
@@ -182,14 +183,14 @@ type testEnv struct {
 
 // newEnv builds a Manager on a real store in t.TempDir. realClock leaves the runtime on
 // the wall clock (tests of real processes whose output must show up while they run).
-func newEnv(t *testing.T, launch Launcher, realClock bool, profiles ...Profile) *testEnv {
+func newEnv(t testing.TB, launch Launcher, realClock bool, profiles ...Profile) *testEnv {
 	t.Helper()
 	dir := t.TempDir()
 	st, err := store.Open(filepath.Join(dir, "conch.db"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	env := &testEnv{st: st, ev: newEvents(), clock: newFakeClock()}
+	env := &testEnv{dir: dir, st: st, ev: newEvents(), clock: newFakeClock()}
 	cfg := Config{Store: st, Events: env.ev, Profiles: append([]Profile{BuiltinShell()}, profiles...), DataDir: dir,
 		Launch: launch, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), StartTimeout: waitLimit}
 	if !realClock {
@@ -210,7 +211,7 @@ func newEnv(t *testing.T, launch Launcher, realClock bool, profiles ...Profile) 
 	return env
 }
 
-func (env *testEnv) start(t *testing.T, agent string) shared.Session {
+func (env *testEnv) start(t testing.TB, agent string) shared.Session {
 	t.Helper()
 	sess, err := env.m.StartSession(context.Background(), env.task.ID, agent, "")
 	if err != nil {
@@ -223,13 +224,13 @@ func (env *testEnv) start(t *testing.T, agent string) shared.Session {
 }
 
 // prompt stores the user message as the API does, queues the turn and waits for its end.
-func (env *testEnv) prompt(t *testing.T, sessionID, content string) {
+func (env *testEnv) prompt(t testing.TB, sessionID, content string) {
 	t.Helper()
 	env.promptAsync(t, sessionID, content)
 	env.waitIdle(t, sessionID)
 }
 
-func (env *testEnv) promptAsync(t *testing.T, sessionID, content string) {
+func (env *testEnv) promptAsync(t testing.TB, sessionID, content string) {
 	t.Helper()
 	if _, _, err := env.st.AddUserMessage(context.Background(), sessionID, content, ""); err != nil {
 		t.Fatal(err)
@@ -242,7 +243,7 @@ func (env *testEnv) promptAsync(t *testing.T, sessionID, content string) {
 }
 
 // waitIdle waits until the session is ready (or ended) again.
-func (env *testEnv) waitIdle(t *testing.T, sessionID string) {
+func (env *testEnv) waitIdle(t testing.TB, sessionID string) {
 	t.Helper()
 	waitFor(t, env.ev, "the turn to end", func() bool {
 		s := env.ev.states(sessionID)
@@ -250,7 +251,7 @@ func (env *testEnv) waitIdle(t *testing.T, sessionID string) {
 	})
 }
 
-func (env *testEnv) messages(t *testing.T, sessionID string) []shared.Message {
+func (env *testEnv) messages(t testing.TB, sessionID string) []shared.Message {
 	t.Helper()
 	page, err := env.st.ListMessages(context.Background(), sessionID, store.ListQuery{Limit: shared.MaxPageLimit})
 	if err != nil {
@@ -260,7 +261,7 @@ func (env *testEnv) messages(t *testing.T, sessionID string) []shared.Message {
 }
 
 // tool finds the stored message of a tool call and its full output.
-func (env *testEnv) tool(t *testing.T, sessionID, toolCallID string) (shared.Message, shared.ShellOutput) {
+func (env *testEnv) tool(t testing.TB, sessionID, toolCallID string) (shared.Message, shared.ShellOutput) {
 	t.Helper()
 	for _, m := range env.messages(t, sessionID) {
 		if m.Metadata != nil && m.Metadata.ToolCallID == toolCallID {

@@ -16,7 +16,7 @@ import (
 var shellInProcess = pipeLauncher(shellagent.Run)
 
 // shellProcess runs the built-in shell agent as a real process: this test binary.
-func shellProcess(t *testing.T) Launcher {
+func shellProcess(t testing.TB) Launcher {
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
@@ -29,7 +29,7 @@ func shellProcess(t *testing.T) Launcher {
 }
 
 // lastShell is the newest tool_execute message of the session with its full output.
-func lastShell(t *testing.T, env *testEnv, sessionID string) (shared.Message, shared.ShellOutput) {
+func lastShell(t testing.TB, env *testEnv, sessionID string) (shared.Message, shared.ShellOutput) {
 	t.Helper()
 	msgs := env.messages(t, sessionID)
 	for i := len(msgs) - 1; i >= 0; i-- {
@@ -149,7 +149,7 @@ func TestManagerCloseKillsEverything(t *testing.T) {
 
 // stdoutSoFar is the stored stdout of the session's shell command, trimmed; "" while
 // there is none.
-func stdoutSoFar(t *testing.T, env *testEnv, sessionID string) string {
+func stdoutSoFar(t testing.TB, env *testEnv, sessionID string) string {
 	for _, m := range env.messages(t, sessionID) {
 		if m.Type == shared.TypeToolExecute {
 			snap, err := env.st.GetShellOutput(context.Background(), sessionID, m.ID)
