@@ -124,7 +124,7 @@ func newEnv(t testing.TB, opts ...option) *env {
 	for _, o := range opts {
 		o(&cfg)
 	}
-	return &env{t: t, app: New(cfg), store: st, hub: h, rt: rt, logs: logs}
+	return &env{t: t, app: New(cfg), store: st, hub: cfg.Hub, rt: rt, logs: logs}
 }
 
 // lockedWriter collects the server's log; handlers write while tests read.

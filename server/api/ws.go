@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"net"
 	"net/http"
 	"runtime/debug"
 	"strconv"
@@ -76,7 +77,7 @@ func (s *server) writeLoop(conn *websocket.Conn, client *hub.Client) {
 	ping := time.NewTicker(pingPeriod)
 	defer ping.Stop()
 	// Closing the network connection also ends the read loop, whichever side quit first.
-	defer conn.Close()
+	defer closeNetwork(conn)
 	for {
 		select {
 		case <-client.Ready():
@@ -105,6 +106,17 @@ func (s *server) writeLoop(conn *websocket.Conn, client *hub.Client) {
 			return
 		}
 	}
+}
+
+// closeNetwork closes the TCP connection itself. fasthttp's hijacked connection ignores
+// Close until the handler returns, which would leave the read loop blocked until its
+// deadline.
+func closeNetwork(conn *websocket.Conn) {
+	nc := conn.NetConn()
+	if h, ok := nc.(interface{ UnsafeConn() net.Conn }); ok {
+		nc = h.UnsafeConn()
+	}
+	_ = nc.Close()
 }
 
 // wsListRequest is shared.ListRequest with an optional limit, so that an explicit 0 is

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"conch/server/hub"
 	"conch/shared"
 
 	"github.com/coder/websocket"
@@ -322,5 +323,49 @@ func TestWSPanicEndsOnlyThatConnection(t *testing.T) {
 	}
 	if !strings.Contains(e.logs.String(), "ws: panic") {
 		t.Errorf("panic not logged:\n%s", e.logs)
+	}
+}
+
+// TestWSSlowClientIsDropped stops reading until the server's writes block and the
+// client's queue overflows; the client then gets what was sent and a policy close.
+func TestWSSlowClientIsDropped(t *testing.T) {
+	// A short queue: the drop comes a few frames after the server's writes block, long
+	// before their write deadline could end the connection another way.
+	e := newEnv(t, func(c *Config) { c.Hub = hub.New(hub.Config{QueueSize: 8, Logger: c.Logger}) })
+	s := e.session()
+	addr := e.listen()
+	slow, fast := mustDial(t, addr), mustDial(t, addr)
+	slow.request(shared.ActionSubscribe, shared.SessionRef{SessionID: s.ID})
+	fast.request(shared.ActionSubscribe, shared.SessionRef{SessionID: s.ID})
+
+	big := e.text(s.ID, strings.Repeat("x", 64<<10))
+	const bound = 100_000 // frames; far beyond any socket buffer
+	sent := 0
+	for ; e.hub.Subscribers(s.ID) == 2; sent++ {
+		if sent == bound {
+			t.Fatal("slow client never dropped")
+		}
+		e.hub.MessageAdded(big)
+		fast.next() // the fast client keeps up
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	received := 0
+	for {
+		_, _, err := slow.c.Read(ctx)
+		if err != nil {
+			if websocket.CloseStatus(err) != websocket.StatusPolicyViolation {
+				t.Fatalf("after %d frames: %v, want a policy-violation close", received, err)
+			}
+			break
+		}
+		received++
+	}
+	t.Logf("sent %d frames of 64 KiB, the slow client received %d before the close", sent, received)
+	if received >= sent {
+		t.Errorf("slow client received %d of %d frames: nothing was dropped", received, sent)
+	}
+	if env := fast.request(shared.ActionSubscribe, shared.SessionRef{SessionID: s.ID}); env.Type != shared.EnvelopeResponse {
+		t.Errorf("fast client after the drop: %+v", env)
 	}
 }
