@@ -167,15 +167,14 @@ func (m *Manager) StartSession(ctx context.Context, taskID, agent, cwd string) (
 
 	proc, err := m.cfg.Launch(p, cwd)
 	if err != nil {
-		m.wg.Done()
-		m.forget(sess.ID)
-		return m.setFailed(sess.ID, err.Error())
+		defer m.wg.Done()
+		return s.abandon(err)
 	}
 	go func() {
 		defer m.wg.Done()
 		s.serve(proc)
 	}()
-	return s.start(ctx)
+	return s.start()
 }
 
 func (m *Manager) setFailed(id, errText string) (shared.Session, error) {

@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"strings"
 	"sync"
 	"syscall"
 )
@@ -39,7 +40,7 @@ func ExecLauncher(executable string) Launcher {
 		}
 		cmd := exec.Command(command, p.Args...)
 		cmd.Dir = cwd
-		cmd.Env = os.Environ()
+		cmd.Env = childEnv()
 		for k, v := range p.Env {
 			cmd.Env = append(cmd.Env, k+"="+v)
 		}
@@ -108,4 +109,17 @@ func ExecLauncher(executable string) Launcher {
 			Kill: func() { _ = syscall.Kill(-pid, syscall.SIGKILL) },
 		}, nil
 	}
+}
+
+// childEnv is the server's environment for agents and their commands, less the server's
+// own secret: an agent has no business with the API token.
+func childEnv() []string {
+	env := os.Environ()
+	out := env[:0:0]
+	for _, kv := range env {
+		if !strings.HasPrefix(kv, "CONCH_TOKEN=") {
+			out = append(out, kv)
+		}
+	}
+	return out
 }

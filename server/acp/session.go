@@ -29,12 +29,13 @@ type session struct {
 	rec     *recorder
 	log     *slog.Logger
 
-	proc    *Process
-	conn    *sdk.ClientSideConnection
-	guarded chan struct{} // closed when the agent's stdout is fully read
-	acpID   sdk.SessionId
-	started chan struct{} // closed when initialize + session/new are over, either way
-	done    chan struct{} // closed when the session has ended
+	proc      *Process
+	conn      *sdk.ClientSideConnection
+	connected chan struct{} // closed once conn is set
+	guarded   chan struct{} // closed when the agent's stdout is fully read
+	acpID     sdk.SessionId
+	started   chan struct{} // closed when initialize + session/new are over, either way
+	done      chan struct{} // closed when the session has ended
 
 	stateMu sync.Mutex
 	state   shared.SessionState
@@ -52,8 +53,8 @@ type session struct {
 
 func newSession(m *Manager, sess shared.Session, p Profile) *session {
 	s := &session{m: m, id: sess.ID, cwd: sess.Cwd, profile: p, state: sess.State,
-		log:     m.log.With("session", sess.ID, "agent", p.Name),
-		guarded: make(chan struct{}), started: make(chan struct{}), done: make(chan struct{}),
+		log:       m.log.With("session", sess.ID, "agent", p.Name),
+		connected: make(chan struct{}), guarded: make(chan struct{}), started: make(chan struct{}), done: make(chan struct{}),
 		terms: map[string]*terminal{}}
 	s.rec = newRecorder(sess.ID, sess.Cwd, m.cfg.Store, m.cfg.Events, m.clock, m.cfg.FlushInterval, s.log, s.terminal)
 	return s
@@ -66,13 +67,17 @@ func (s *session) serve(proc *Process) {
 	pr, pw := io.Pipe()
 	s.conn = sdk.NewClientSideConnection(s, proc.Stdin, pr)
 	s.conn.SetLogger(s.log)
+	stopped := s.reason != "" // stopped (Manager.Close) before the process existed
 	s.mu.Unlock()
+	if stopped {
+		proc.Kill()
+	}
 	go func() {
 		guard(proc.Stdout, pw, func(n sdk.SessionNotification) { s.rec.update(n.Update) }, s.log)
 		proc.Stdout.Close()
 		close(s.guarded)
 	}()
-	close(s.started) // start may use conn now; work waits for it separately
+	close(s.connected)
 	select {
 	case <-proc.Exited:
 	case <-s.conn.Done():
@@ -83,9 +88,22 @@ func (s *session) serve(proc *Process) {
 	s.end()
 }
 
-// start runs initialize and session/new, bounded by StartTimeout.
-func (s *session) start(_ context.Context) (shared.Session, error) {
-	<-s.started
+// abandon records a session whose agent could not be started.
+func (s *session) abandon(err error) (shared.Session, error) {
+	s.mu.Lock()
+	s.ended = true
+	s.mu.Unlock()
+	s.rec.close()
+	s.m.forget(s.id)
+	close(s.started)
+	close(s.done)
+	return s.setState(shared.SessionFailed, err.Error())
+}
+
+// start runs initialize and session/new, bounded by StartTimeout. Turns wait for it.
+func (s *session) start() (shared.Session, error) {
+	defer close(s.started)
+	<-s.connected
 	// Not the request's context: the agent must not die because a browser went away.
 	ctx, cancel := context.WithTimeout(context.Background(), s.m.cfg.StartTimeout)
 	defer cancel()

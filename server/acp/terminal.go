@@ -157,7 +157,7 @@ func startTerminal(id, command string, args []string, env []string, cwd string, 
 	}
 	cmd := exec.Command(command, args...)
 	cmd.Dir = cwd
-	cmd.Env = append(os.Environ(), env...)
+	cmd.Env = append(childEnv(), env...)
 	cmd.Stdout, cmd.Stderr = outW, errW
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	err = cmd.Start()

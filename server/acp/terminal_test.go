@@ -266,3 +266,10 @@ func TestTailBuffer(t *testing.T) {
 		t.Errorf("tail = %q, cut=%v", got, cut)
 	}
 }
+
+func TestTerminalHidesToken(t *testing.T) {
+	t.Setenv("CONCH_TOKEN", "secret")
+	if o := run(t, `printf '%s' "${CONCH_TOKEN-unset}"`, nil).shellOutput(); o.Stdout != "unset" {
+		t.Errorf("a command saw CONCH_TOKEN=%q", o.Stdout)
+	}
+}
