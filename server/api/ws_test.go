@@ -369,3 +369,21 @@ func TestWSSlowClientIsDropped(t *testing.T) {
 		t.Errorf("fast client after the drop: %+v", env)
 	}
 }
+
+func TestWSBinaryAndOversizedFrames(t *testing.T) {
+	e := newEnv(t, func(c *Config) { c.BodyLimit = 4096 })
+	w := mustDial(t, e.listen())
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := w.c.Write(ctx, websocket.MessageBinary, []byte(`{"action":"message.list"}`)); err != nil {
+		t.Fatal(err)
+	}
+	if p := errorOf(t, w.read()); p.Code != "bad_request" || p.Message != "only text frames are accepted" {
+		t.Errorf("binary frame: %+v", p)
+	}
+	w.send(`{"action":"message.add","payload":{"content":"` + strings.Repeat("x", 5000) + `"}}`)
+	_, _, err := w.c.Read(ctx)
+	if status := websocket.CloseStatus(err); status != websocket.StatusMessageTooBig {
+		t.Errorf("oversized frame: %v (status %v)", err, status)
+	}
+}
