@@ -57,3 +57,11 @@ func TestWebFiles(t *testing.T) {
 		}
 	}
 }
+
+func TestWasmHead(t *testing.T) {
+	e := newEnv(t)
+	resp, body := e.do("HEAD", "/web/app.wasm", "", "Accept-Encoding", "br")
+	if resp.StatusCode != http.StatusOK || body != "" || resp.Header.Get("Content-Length") != "2" || resp.Header.Get("Content-Encoding") != "br" {
+		t.Errorf("HEAD: %d %q %v", resp.StatusCode, body, resp.Header)
+	}
+}

@@ -23,6 +23,11 @@ const (
 	pingPeriod = pongWait * 9 / 10
 )
 
+// The /ws protocol beyond CONTRACT.md: error payload codes are bad_request, not_found,
+// conflict, unknown_action and internal; requests may omit "type". The server closes with
+// 1008 when the client fell too far behind (reconnect and re-list), 1001 when it shuts
+// down and 1009 for a frame over the body limit.
+
 // handleWS serves one /ws connection. The read loop runs here; one writer goroutine owns
 // every write (responses and notifications alike, through the hub client's queue) and the
 // pings. contrib/websocket pools the Conn once this returns, so it waits for the writer.
