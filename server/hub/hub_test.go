@@ -272,3 +272,22 @@ func TestCloseDisconnectsEveryClient(t *testing.T) {
 	}
 	h.MessageAdded(msg("s1", "m1", "x")) // reaches no one, blocks nothing
 }
+
+// BenchmarkPublish200Subscribers: one message.updated fanned out to 200 clients of a
+// session (encoded once), each drained by its writer.
+func BenchmarkPublish200Subscribers(b *testing.B) {
+	h := newHub(DefaultQueueSize)
+	clients := make([]*Client, 200)
+	for i := range clients {
+		clients[i] = h.Connect()
+		clients[i].Subscribe("s1")
+	}
+	m := msg("s1", "m1", "a command finished")
+	b.ReportAllocs()
+	for b.Loop() {
+		h.MessageUpdated(m)
+		for _, c := range clients {
+			c.Take()
+		}
+	}
+}
