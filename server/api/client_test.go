@@ -1,0 +1,98 @@
+package api
+
+import (
+	"context"
+	"net/http"
+	"testing"
+	"time"
+
+	"conch/app/client"
+	"conch/shared"
+)
+
+// TestTypedClientAgainstServer drives the UI's own client (app/client) against the real
+// routes, so the two halves of the wire cannot drift apart.
+func TestTypedClientAgainstServer(t *testing.T) {
+	e := newEnv(t)
+	c := client.New("http://" + e.listen())
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+
+	agents, err := c.Agents(ctx)
+	if err != nil || len(agents) != 1 || agents[0].Name != "shell" {
+		t.Fatalf("agents %v, %v", agents, err)
+	}
+	task, err := c.CreateTask(ctx, "client task", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sess, err := c.StartSession(ctx, task.ID, "shell", "")
+	if err != nil || sess.State != shared.SessionReady {
+		t.Fatalf("session %+v, %v", sess, err)
+	}
+	if _, err := c.StartSession(ctx, task.ID, "nope", ""); client.StatusOf(err) != http.StatusBadRequest {
+		t.Errorf("unknown agent: %v", err)
+	}
+	if got, err := c.GetSession(ctx, sess.ID); err != nil || got.ID != sess.ID {
+		t.Errorf("get session %+v, %v", got, err)
+	}
+
+	ws, err := c.Dial(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ws.Close()
+	if err := ws.Subscribe(ctx, sess.ID); err != nil {
+		t.Fatal(err)
+	}
+	sent, err := c.SendMessage(ctx, sess.ID, "echo hi", "cm-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case env := <-ws.Notifications():
+		if env.Action != shared.ActionMessageAdded {
+			t.Errorf("notification %s", env.Action)
+		}
+	case <-ctx.Done():
+		t.Fatal("no added notification")
+	}
+	added, err := ws.Add(ctx, shared.AddRequest{SessionID: sess.ID, Content: "echo hi", ClientMessageID: "cm-1"})
+	if err != nil || added.ID != sent.ID {
+		t.Errorf("repeated add over ws: %+v, %v", added, err)
+	}
+	sh := e.shell(sess.ID, "echo hi", shared.StatusCompleted, &shared.ShellOutput{Stdout: "hi\n", ExitCode: intp(0)})
+
+	restPage, err := c.ListMessages(ctx, sess.ID, client.ListQuery{Limit: 10})
+	if err != nil || len(restPage.Messages) != 2 {
+		t.Fatalf("REST page %+v, %v", restPage, err)
+	}
+	wsPage, err := ws.List(ctx, shared.ListRequest{SessionID: sess.ID, Limit: 10})
+	if err != nil || len(wsPage.Messages) != 2 || wsPage.Cursor != restPage.Cursor {
+		t.Errorf("WS page %+v, %v", wsPage, err)
+	}
+	if _, err := c.ListMessages(ctx, sess.ID, client.ListQuery{Sort: "sideways"}); client.StatusOf(err) != http.StatusBadRequest {
+		t.Errorf("bad sort: %v", err)
+	}
+	if _, err := ws.List(ctx, shared.ListRequest{SessionID: "nope"}); err == nil {
+		t.Error("WS list of an unknown session succeeded")
+	}
+
+	snap, err := c.ShellOutput(ctx, sess.ID, sh.ID)
+	if err != nil || snap.Output.Stdout != "hi\n" {
+		t.Errorf("snapshot %+v, %v", snap, err)
+	}
+	if _, err := c.ShellOutput(ctx, sess.ID, sent.ID); client.StatusOf(err) != http.StatusNotFound {
+		t.Errorf("snapshot of a user message: %v", err)
+	}
+	if err := c.Cancel(ctx, sess.ID); err != nil {
+		t.Errorf("cancel: %v", err)
+	}
+	tasks, err := c.ListTasks(ctx)
+	if err != nil || len(tasks) != 1 || len(tasks[0].Sessions) != 1 {
+		t.Errorf("tasks %+v, %v", tasks, err)
+	}
+	if err := ws.Unsubscribe(ctx, sess.ID); err != nil {
+		t.Errorf("unsubscribe: %v", err)
+	}
+}
