@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 )
 
 // Process is a running agent as the runtime sees it: its stdio and how to end it.
@@ -44,7 +45,9 @@ func ExecLauncher(executable string) Launcher {
 		for k, v := range p.Env {
 			cmd.Env = append(cmd.Env, k+"="+v)
 		}
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		// Own group, so kill reaches its children; Pdeathsig, so a crashed server leaves no
+		// orphan behind (graceful stops kill the whole group).
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 		stdin, err := cmd.StdinPipe()
 		if err != nil {
 			return nil, err
@@ -74,7 +77,9 @@ func ExecLauncher(executable string) Launcher {
 			tail    = tailBuffer{max: stderrTail}
 			exitErr error
 		)
+		stderrDone := make(chan struct{})
 		go func() {
+			defer close(stderrDone)
 			buf := make([]byte, 4096)
 			for {
 				n, err := errR.Read(buf)
@@ -90,6 +95,14 @@ func ExecLauncher(executable string) Launcher {
 		exited := make(chan struct{})
 		go func() {
 			err := cmd.Wait()
+			// The last words on stderr belong in the session's error: wait for them, but
+			// not for a child that keeps stderr open.
+			grace := time.NewTimer(drainGrace)
+			select {
+			case <-stderrDone:
+			case <-grace.C:
+			}
+			grace.Stop()
 			mu.Lock()
 			exitErr = err
 			mu.Unlock()

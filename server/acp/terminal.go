@@ -159,7 +159,9 @@ func startTerminal(id, command string, args []string, env []string, cwd string, 
 	cmd.Dir = cwd
 	cmd.Env = append(childEnv(), env...)
 	cmd.Stdout, cmd.Stderr = outW, errW
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// Own group, so kill reaches its children; Pdeathsig, so a crashed server leaves no
+	// orphan behind (graceful stops kill the whole group).
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	err = cmd.Start()
 	outW.Close()
 	errW.Close()

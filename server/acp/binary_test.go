@@ -1,0 +1,235 @@
+package acp
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"conch/app/client"
+	"conch/shared"
+)
+
+// These tests run the real binary (`make test` sets CONCH_BIN): conch serve with the
+// built-in shell agent, watched over HTTP and the WebSocket as a browser would.
+
+type server struct {
+	cmd    *exec.Cmd
+	base   string
+	stderr *bytes.Buffer
+}
+
+func startServer(t *testing.T, db string) *server {
+	t.Helper()
+	bin := os.Getenv("CONCH_BIN")
+	if bin == "" {
+		t.Skip("CONCH_BIN is not set (make test sets it to bin/conch)")
+	}
+	cmd := exec.Command(bin, "serve", "--addr", "127.0.0.1:0", "--db", db)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &server{cmd: cmd, stderr: &bytes.Buffer{}}
+	cmd.Stderr = srv.stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.stop(t, syscall.SIGKILL) })
+	addr := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			if a, ok := strings.CutPrefix(sc.Text(), "listening on "); ok {
+				addr <- a
+			}
+		}
+	}()
+	select {
+	case srv.base = <-addr:
+	case <-time.After(waitLimit):
+		t.Fatalf("the server did not start: %s", srv.stderr)
+	}
+	return srv
+}
+
+func (s *server) stop(t *testing.T, sig syscall.Signal) {
+	if s.cmd.ProcessState != nil {
+		return
+	}
+	_ = s.cmd.Process.Signal(sig)
+	_ = s.cmd.Wait()
+}
+
+func startShell(t *testing.T, c *client.Client) shared.Session {
+	t.Helper()
+	ctx := context.Background()
+	task, err := c.CreateTask(ctx, "binary test", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sess, err := c.StartSession(ctx, task.ID, ShellAgent, "")
+	if err != nil || sess.State != shared.SessionReady {
+		t.Fatalf("session %+v: %v", sess, err)
+	}
+	return sess
+}
+
+// A command printing 500 KB over about 2.5 s shows up live: added, several updated with
+// growing stdout_bytes and never a body, a final state; the snapshot holds the tail.
+func TestBinaryLiveOutput(t *testing.T) {
+	srv := startServer(t, filepath.Join(t.TempDir(), "conch.db"))
+	c := client.New(srv.base)
+	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+	defer cancel()
+	sess := startShell(t, c)
+	conn, err := c.Dial(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if err := conn.Subscribe(ctx, sess.ID); err != nil {
+		t.Fatal(err)
+	}
+	cmd := `for i in $(seq 1 25); do head -c 20000 /dev/zero | tr '\0' a; echo; sleep 0.1; done`
+	if _, err := c.SendMessage(ctx, sess.ID, cmd, ""); err != nil {
+		t.Fatal(err)
+	}
+	var (
+		toolID string
+		sizes  []int
+		final  shared.Message
+	)
+	for final.ID == "" {
+		var env shared.Envelope
+		select {
+		case env = <-conn.Notifications():
+		case <-ctx.Done():
+			t.Fatalf("no final state; sizes so far %v", sizes)
+		}
+		if env.Action != shared.ActionMessageAdded && env.Action != shared.ActionMessageUpdated {
+			continue
+		}
+		if bytes.Contains(env.Payload, []byte(`"stdout":`)) || bytes.Contains(env.Payload, []byte(`"stderr":`)) {
+			t.Fatalf("a notification carries a body: %.200s", env.Payload)
+		}
+		var m shared.Message
+		if err := json.Unmarshal(env.Payload, &m); err != nil {
+			t.Fatal(err)
+		}
+		se := shared.ShellOf(m)
+		if se == nil {
+			continue
+		}
+		if toolID == "" {
+			if env.Action != shared.ActionMessageAdded {
+				t.Fatalf("first event of the command is %s", env.Action)
+			}
+			toolID = m.ID
+		}
+		sizes = append(sizes, se.Output.StdoutBytes)
+		if m.Metadata.Status.IsTerminal() {
+			final = m
+		}
+	}
+	growing := 0
+	for i := 1; i < len(sizes); i++ {
+		if sizes[i] < sizes[i-1] {
+			t.Errorf("stdout_bytes went back: %v", sizes)
+		}
+		if sizes[i] > sizes[i-1] {
+			growing++
+		}
+	}
+	if growing < 3 {
+		t.Errorf("stdout_bytes grew %d times: %v", growing, sizes)
+	}
+	se := shared.ShellOf(final)
+	if final.Metadata.Status != shared.StatusCompleted || se.Output.ExitCode == nil || *se.Output.ExitCode != 0 ||
+		se.Output.StdoutBytes != shared.OutputLimit || !se.Output.Truncated {
+		t.Errorf("final %s %+v", final.Metadata.Status, se.Output)
+	}
+	snap, err := c.ShellOutput(ctx, sess.ID, toolID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, _ := shared.Bound(strings.Repeat(strings.Repeat("a", 20000)+"\n", 25))
+	if snap.Output.Stdout != want || !snap.Output.Truncated {
+		t.Errorf("snapshot: %d bytes, truncated=%v", len(snap.Output.Stdout), snap.Output.Truncated)
+	}
+	srv.stop(t, syscall.SIGTERM)
+}
+
+// A server killed while a command runs leaves no process behind, and the restarted
+// server shows the command cancelled with its output and the session closed.
+func TestBinaryRestartWhileRunning(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "conch.db")
+	srv := startServer(t, db)
+	c := client.New(srv.base)
+	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+	defer cancel()
+	sess := startShell(t, c)
+	if _, err := c.SendMessage(ctx, sess.ID, "echo $$; exec sleep 300", ""); err != nil {
+		t.Fatal(err)
+	}
+	var pid int
+	for pid == 0 {
+		page, err := c.ListMessages(ctx, sess.ID, client.ListQuery{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range page.Messages {
+			if se := shared.ShellOf(m); se != nil && se.Output.StdoutBytes > 0 {
+				snap, err := c.ShellOutput(ctx, sess.ID, m.ID)
+				if err != nil {
+					t.Fatal(err)
+				}
+				pid, _ = strconv.Atoi(strings.TrimSpace(snap.Output.Stdout))
+			}
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatal("the command's output never showed")
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	srv.stop(t, syscall.SIGKILL)
+	waitGone(t, pid)
+
+	srv = startServer(t, db)
+	c = client.New(srv.base)
+	got, err := c.GetSession(ctx, sess.ID)
+	if err != nil || got.State != shared.SessionClosed {
+		t.Errorf("session after restart: %+v %v", got, err)
+	}
+	page, err := c.ListMessages(ctx, sess.ID, client.ListQuery{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var found bool
+	for _, m := range page.Messages {
+		if shared.ShellOf(m) == nil {
+			continue
+		}
+		found = true
+		snap, err := c.ShellOutput(ctx, sess.ID, m.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m.Metadata.Status != shared.StatusCancelled || strings.TrimSpace(snap.Output.Stdout) != strconv.Itoa(pid) {
+			t.Errorf("after restart: %s, output %+v", m.Metadata.Status, snap.Output)
+		}
+	}
+	if !found {
+		t.Error("the command is gone after restart")
+	}
+	srv.stop(t, syscall.SIGTERM)
+}
