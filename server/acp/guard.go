@@ -7,6 +7,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"sync"
 
 	sdk "github.com/coder/acp-go-sdk"
 )
@@ -34,8 +35,11 @@ type lineHead struct {
 }
 
 // guard copies src to dst line by line until src ends, calling onUpdate for each
-// session/update notification instead of copying it. It closes dst when done.
-func guard(src io.Reader, dst *io.PipeWriter, onUpdate func(sdk.SessionNotification), log *slog.Logger) {
+// session/update notification instead of copying it. A message too long for the SDK
+// is not passed on: a response becomes an error response (so the caller does not wait
+// forever), a request from the agent is answered with an error through reply, and
+// anything else is dropped. guard closes dst when done.
+func guard(src io.Reader, dst *io.PipeWriter, onUpdate func(sdk.SessionNotification), reply func([]byte), log *slog.Logger) {
 	r := bufio.NewReaderSize(src, 64<<10)
 	var err error
 	for err == nil {
@@ -61,14 +65,41 @@ func guard(src io.Reader, dst *io.PipeWriter, onUpdate func(sdk.SessionNotificat
 			continue
 		}
 		if len(line) > sdkLineLimit {
-			log.Error("agent sent a message over the SDK's line limit; skipped", "method", head.Method, "bytes", len(line))
-			continue
+			log.Error("agent sent a message over the SDK's line limit", "method", head.Method, "bytes", len(line))
+			switch {
+			case head.ID == nil:
+				continue
+			case head.Method == "":
+				line = errorLine(head.ID, "the agent's answer is over the 10 MiB line limit")
+			default:
+				reply(append(errorLine(head.ID, "request over the 10 MiB line limit"), '\n'))
+				continue
+			}
 		}
 		if _, werr := dst.Write(append(line, '\n')); werr != nil {
 			break
 		}
 	}
 	dst.Close()
+}
+
+// errorLine is a JSON-RPC error response (internal error) to the request id.
+func errorLine(id json.RawMessage, msg string) []byte {
+	b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id,
+		"error": map[string]any{"code": -32603, "message": msg}})
+	return b
+}
+
+// lockedWriter serialises whole writes: the SDK and guard both write lines to the agent.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }
 
 var errLineTooLong = errors.New("line too long")

@@ -20,16 +20,20 @@ func TestGuard(t *testing.T) {
 		`{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"hi"}}}}`,
 		`{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"tool_call_update","toolCallId":"c","rawOutput":{"stdout":"` + big + `"}}}}`,
 		`{"jsonrpc":"2.0","id":7,"method":"terminal/create","params":{"sessionId":"s","command":"ls"}}`,
-		`{"jsonrpc":"2.0","id":2,"result":{"x":"` + big + `"}}`, // unroutable: dropped, not fatal
+		`{"jsonrpc":"2.0","id":2,"result":{"x":"` + big + `"}}`,                                        // becomes an error response
+		`{"jsonrpc":"2.0","id":"r9","method":"fs/write_text_file","params":{"content":"` + big + `"}}`, // answered with an error
+		`{"jsonrpc":"2.0","method":"_x/huge","params":{"content":"` + big + `"}}`,                      // dropped
 		`{"jsonrpc":"2.0","method":"session/update","params":"not an object"}`,
 		`not json at all`,
 		`{"jsonrpc":"2.0","id":3,"result":{}}`,
 	}, "\n")
 	pr, pw := io.Pipe()
 	var updates []sdk.SessionNotification
+	var replies []string
 	done := make(chan struct{})
 	go func() {
-		guard(strings.NewReader(input), pw, func(n sdk.SessionNotification) { updates = append(updates, n) }, slog.New(slog.DiscardHandler))
+		guard(strings.NewReader(input), pw, func(n sdk.SessionNotification) { updates = append(updates, n) },
+			func(line []byte) { replies = append(replies, string(line)) }, slog.New(slog.DiscardHandler))
 		close(done)
 	}()
 	var forwarded []string
@@ -41,11 +45,15 @@ func TestGuard(t *testing.T) {
 	want := []string{
 		`{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":1}}`,
 		`{"jsonrpc":"2.0","id":7,"method":"terminal/create","params":{"sessionId":"s","command":"ls"}}`,
+		`{"error":{"code":-32603,"message":"the agent's answer is over the 10 MiB line limit"},"id":2,"jsonrpc":"2.0"}`,
 		`not json at all`,
 		`{"jsonrpc":"2.0","id":3,"result":{}}`,
 	}
 	if strings.Join(forwarded, "\n") != strings.Join(want, "\n") {
 		t.Errorf("forwarded:\n%s\nwant:\n%s", strings.Join(forwarded, "\n"), strings.Join(want, "\n"))
+	}
+	if len(replies) != 1 || replies[0] != `{"error":{"code":-32603,"message":"request over the 10 MiB line limit"},"id":"r9","jsonrpc":"2.0"}`+"\n" {
+		t.Errorf("replies = %q", replies)
 	}
 	if len(updates) != 2 || updates[0].Update.AgentMessageChunk == nil || updates[1].Update.ToolCallUpdate == nil {
 		t.Fatalf("updates = %+v", updates)

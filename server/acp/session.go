@@ -65,7 +65,8 @@ func (s *session) serve(proc *Process) {
 	s.mu.Lock()
 	s.proc = proc
 	pr, pw := io.Pipe()
-	s.conn = sdk.NewClientSideConnection(s, proc.Stdin, pr)
+	stdin := &lockedWriter{w: proc.Stdin}
+	s.conn = sdk.NewClientSideConnection(s, stdin, pr)
 	s.conn.SetLogger(s.log)
 	stopped := s.reason != "" // stopped (Manager.Close) before the process existed
 	s.mu.Unlock()
@@ -73,7 +74,8 @@ func (s *session) serve(proc *Process) {
 		proc.Kill()
 	}
 	go func() {
-		guard(proc.Stdout, pw, func(n sdk.SessionNotification) { s.rec.update(n.Update) }, s.log)
+		reply := func(line []byte) { _, _ = stdin.Write(line) }
+		guard(proc.Stdout, pw, func(n sdk.SessionNotification) { s.rec.update(n.Update) }, reply, s.log)
 		proc.Stdout.Close()
 		close(s.guarded)
 	}()
