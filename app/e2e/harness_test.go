@@ -258,8 +258,8 @@ func (b *browser) waitFor(t *testing.T, what, js string) {
 	}
 }
 
-// open loads a page and waits until the WASM app runs it (prerendered buttons do
-// nothing before that).
+// open loads a session page and waits until the WASM app runs it (prerendered buttons
+// do nothing before that; the live indicator exists only once the app runs).
 func (b *browser) open(t *testing.T, url string) {
 	t.Helper()
 	b.do(t, chromedp.Navigate(url))
@@ -268,7 +268,7 @@ func (b *browser) open(t *testing.T, url string) {
 
 func (b *browser) waitApp(t *testing.T) {
 	t.Helper()
-	b.waitFor(t, "the WASM app", `!document.getElementById("app-wasm-loader") && typeof goappNav === "function"`)
+	b.waitFor(t, "the WASM app", `!document.getElementById("app-wasm-loader") && !!document.querySelector(".live")`)
 }
 
 // row is the CSS selector of a message's row.
@@ -284,7 +284,7 @@ func (b *browser) screenshot(t *testing.T, name string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(b.ctx, deadline)
 	defer cancel()
-	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(90))
+	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -53,7 +53,7 @@ func Handler() *app.Handler {
 		RawHeaders:            []string{updateScript},
 		Version:               version(),
 		WasmContentLength:     wasmSize(),
-		ServiceWorkerTemplate: serviceWorker,
+		ServiceWorkerTemplate: serviceWorker(),
 		Resources:             embedded{http.StripPrefix("/web", http.FileServerFS(web.FS))},
 	}
 }
@@ -137,9 +137,10 @@ async function navigate(request) {
   }
 }`
 
-var serviceWorker = func() string {
+// serviceWorker is built by the server only: go-app's worker template is not in the WASM build.
+func serviceWorker() string {
 	if !strings.Contains(app.DefaultAppWorkerJS, workerFetch) {
 		panic("ui: go-app's service worker changed; update conchFetch")
 	}
 	return strings.Replace(app.DefaultAppWorkerJS, workerFetch, conchFetch, 1)
-}()
+}
