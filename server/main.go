@@ -117,6 +117,8 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	case <-ctx.Done():
 	}
 	log.Info("shutting down")
+	// fasthttp's shutdown neither waits for nor closes WebSockets: close them first (1001).
+	events.Close()
 	if err := server.ShutdownWithTimeout(10 * time.Second); err != nil {
 		log.Warn("shutdown", "err", err)
 	}
