@@ -101,8 +101,20 @@ func TestCompletedOutputFetchedOnceOnOpen(t *testing.T) {
 	}
 	b.screenshot(t, "desktop.png")
 
-	// Closing removes the transcript; nothing is fetched until it is opened again.
-	b.do(t, chromedp.Click(chromedp.CSS(button)))
+	// Closing by keyboard: Tab reaches the disclosure with a visible focus ring, Enter
+	// closes it and removes the transcript; nothing more is fetched.
+	b.do(t, chromedp.Evaluate[chromedp.Void](`document.activeElement.blur(); window.scrollTo(0, 0)`))
+	focused := fmt.Sprintf(`document.activeElement === document.querySelector(%q)`, button)
+	for i := 0; i < 10 && !eval[bool](t, b, focused); i++ {
+		b.do(t, chromedp.KeyEvent("\t"))
+	}
+	if !eval[bool](t, b, focused) {
+		t.Fatal("Tab does not reach the disclosure button")
+	}
+	if ring := eval[string](t, b, `getComputedStyle(document.activeElement).outlineStyle`); ring == "none" {
+		t.Fatal("the focused disclosure button has no visible focus ring")
+	}
+	b.do(t, chromedp.KeyEvent("\r"))
 	b.waitFor(t, "the transcript to go", fmt.Sprintf(`!document.querySelector(%q)`, out))
 	if n := b.snapshots(m.ID); n != 1 {
 		t.Fatalf("%d snapshot requests after closing, want 1", n)
