@@ -81,11 +81,12 @@ type toolCall struct {
 	TerminalID string // a client terminal shown in the content: its output wins
 	Shell      bool   // a shell command (kind execute, or shell output was seen)
 
-	rank     int
-	stdout   tailBuffer
-	stderr   tailBuffer
-	exitCode *int
-	signal   string
+	rank      int
+	metaTotal int // bytes of output received through _meta, of which stdout keeps the tail
+	stdout    tailBuffer
+	stderr    tailBuffer
+	exitCode  *int
+	signal    string
 }
 
 func newToolCall(id string) *toolCall {
@@ -214,8 +215,10 @@ func (tc *toolCall) applyRawOutput(raw any) {
 }
 
 // applyMeta reads the _meta terminal extensions (Claude Code and Codex adapters):
-// terminal_info {cwd}, terminal_output {data} (the whole output so far),
-// terminal_output_delta {data} (more output) and terminal_exit {exit_code, signal}.
+// terminal_info {cwd}, terminal_output {data}, terminal_output_delta {data} (more output)
+// and terminal_exit {exit_code, signal}. terminal_output is a snapshot of the whole output
+// for Claude Code but a chunk for Codex (ACP-NOTES.md), so it is told apart by content:
+// data that starts with everything received so far is a snapshot.
 func (tc *toolCall) applyMeta(meta map[string]any) {
 	if info, ok := meta["terminal_info"].(map[string]any); ok {
 		tc.Shell = true
@@ -225,17 +228,12 @@ func (tc *toolCall) applyMeta(meta map[string]any) {
 	}
 	if o, ok := meta["terminal_output"].(map[string]any); ok {
 		if data, ok := o["data"].(string); ok {
-			tc.Shell = true
-			tc.replace(rankMeta, data, "")
+			tc.metaOutput(data, tc.isSnapshot(data))
 		}
 	}
 	if o, ok := meta["terminal_output_delta"].(map[string]any); ok {
 		if data, ok := o["data"].(string); ok {
-			tc.Shell = true
-			if tc.rank < rankMeta {
-				tc.replace(rankMeta, "", "")
-			}
-			tc.stdout.write([]byte(data))
+			tc.metaOutput(data, false)
 		}
 	}
 	if e, ok := meta["terminal_exit"].(map[string]any); ok {
@@ -247,6 +245,27 @@ func (tc *toolCall) applyMeta(meta map[string]any) {
 			tc.signal = s
 		}
 	}
+}
+
+// isSnapshot reports whether data repeats all terminal output received so far (of which
+// only the tail is kept) and goes on from there.
+func (tc *toolCall) isSnapshot(data string) bool {
+	if tc.rank != rankMeta || tc.metaTotal == 0 || len(data) < tc.metaTotal {
+		return false
+	}
+	kept, _ := tc.stdout.tail()
+	return data[tc.metaTotal-len(kept):tc.metaTotal] == string(kept)
+}
+
+// metaOutput replaces (snapshot) or extends the output reported through _meta.
+func (tc *toolCall) metaOutput(data string, snapshot bool) {
+	tc.Shell = true
+	if snapshot || tc.rank < rankMeta {
+		tc.replace(rankMeta, "", "")
+		tc.metaTotal = 0
+	}
+	tc.stdout.write([]byte(data))
+	tc.metaTotal += len(data)
 }
 
 // replace sets both bodies from a source, unless a stronger source already gave them.

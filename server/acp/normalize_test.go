@@ -87,6 +87,28 @@ func TestNormalize(t *testing.T) {
 			out: shared.ShellOutput{Stdout: "running\n", ExitCode: code(101)}, // meta output outranks rawOutput
 		},
 		{
+			name: "Codex: terminal_output chunks append",
+			updates: []string{
+				`{"sessionUpdate":"tool_call","toolCallId":"c","title":"t","kind":"execute","status":"in_progress"}`,
+				`{"sessionUpdate":"tool_call_update","toolCallId":"c","_meta":{"terminal_output":{"terminal_id":"x","data":"one\n"}}}`,
+				`{"sessionUpdate":"tool_call_update","toolCallId":"c","_meta":{"terminal_output":{"terminal_id":"x","data":"two\n"}}}`,
+				`{"sessionUpdate":"tool_call_update","toolCallId":"c","_meta":{"terminal_output":{"terminal_id":"x","data":"three\n"}}}`,
+			},
+			typ: shared.TypeToolExecute, status: shared.StatusRunning, command: "t", workDir: "/session",
+			out: shared.ShellOutput{Stdout: "one\ntwo\nthree\n"},
+		},
+		{
+			name: "growing and repeated terminal_output snapshots replace",
+			updates: []string{
+				`{"sessionUpdate":"tool_call","toolCallId":"c","title":"t","kind":"execute","status":"in_progress"}`,
+				`{"sessionUpdate":"tool_call_update","toolCallId":"c","_meta":{"terminal_output":{"terminal_id":"x","data":"one\n"}}}`,
+				`{"sessionUpdate":"tool_call_update","toolCallId":"c","_meta":{"terminal_output":{"terminal_id":"x","data":"one\ntwo\n"}}}`,
+				`{"sessionUpdate":"tool_call_update","toolCallId":"c","_meta":{"terminal_output":{"terminal_id":"x","data":"one\ntwo\n"}}}`,
+			},
+			typ: shared.TypeToolExecute, status: shared.StatusRunning, command: "t", workDir: "/session",
+			out: shared.ShellOutput{Stdout: "one\ntwo\n"},
+		},
+		{
 			name: "rawOutput stdout/stderr alone",
 			updates: []string{`{"sessionUpdate":"tool_call","toolCallId":"c","title":"t","kind":"execute","status":"completed",
 				"rawOutput":{"stdout":"o","stderr":"e","exit_code":0}}`},
@@ -228,5 +250,20 @@ func TestApplyReportsMajorChanges(t *testing.T) {
 	}
 	if !call.apply(toolUpdate{Meta: map[string]any{"terminal_exit": map[string]any{"exit_code": float64(1)}}}) {
 		t.Error("an exit is a major change")
+	}
+}
+
+// A snapshot is recognised after the kept output was cut to its tail, too.
+func TestNormalizeSnapshotPastTheBound(t *testing.T) {
+	call := newToolCall("c")
+	snap := func(s string) toolUpdate {
+		return toolUpdate{Meta: map[string]any{"terminal_output": map[string]any{"data": s}}}
+	}
+	first := strings.Repeat("a", shared.OutputLimit+100)
+	call.apply(snap(first))
+	call.apply(snap(first + "tail"))
+	want, _ := shared.Bound(first + "tail")
+	if out := call.output(); out.Stdout != want || !out.Truncated {
+		t.Errorf("stdout ends %q, %d bytes", out.Stdout[len(out.Stdout)-6:], len(out.Stdout))
 	}
 }
