@@ -176,8 +176,26 @@ func (tc *toolCall) applyContent(content []sdk.ToolCallContent) {
 		}
 	}
 	if hasText {
-		tc.replace(rankText, text.String(), "")
+		tc.replace(rankText, unfence(text.String()), "")
 	}
+}
+
+// unfence removes a Markdown code fence around a whole text block (```console ... ```),
+// which some adapters wrap command output in.
+func unfence(s string) string {
+	body, ok := strings.CutPrefix(s, "```")
+	if !ok {
+		return s
+	}
+	nl := strings.IndexByte(body, '\n')
+	if nl < 0 || strings.ContainsAny(body[:nl], " `") {
+		return s
+	}
+	body, ok = strings.CutSuffix(strings.TrimRight(body[nl+1:], "\n"), "```")
+	if !ok {
+		return s
+	}
+	return body
 }
 
 // applyRawOutput reads the rawOutput shapes of the known adapters: {stdout, stderr,

@@ -267,3 +267,21 @@ func TestNormalizeSnapshotPastTheBound(t *testing.T) {
 		t.Errorf("stdout ends %q, %d bytes", out.Stdout[len(out.Stdout)-6:], len(out.Stdout))
 	}
 }
+
+func TestUnfence(t *testing.T) {
+	for in, want := range map[string]string{
+		"```console\nok\n```":    "ok\n",
+		"```\nok\n```\n":         "ok\n",
+		"```sh\na\n\nb\n```":     "a\n\nb\n",
+		"```\n```":               "",
+		"plain":                  "plain",
+		"```not closed\nx":       "```not closed\nx",
+		"```a b\nx\n```":         "```a b\nx\n```", // an info string with a space is text, not a fence
+		"```inline```":           "```inline```",
+		"x\n```console\nok\n```": "x\n```console\nok\n```",
+	} {
+		if got := unfence(in); got != want {
+			t.Errorf("unfence(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

@@ -161,3 +161,14 @@ func stdoutSoFar(t testing.TB, env *testEnv, sessionID string) string {
 	}
 	return ""
 }
+
+// An empty prompt runs nothing and says so.
+func TestShellAgentEmptyPrompt(t *testing.T) {
+	env := newEnv(t, shellInProcess, false)
+	sess := env.start(t, ShellAgent)
+	env.prompt(t, sess.ID, "  \n")
+	msgs := env.messages(t, sess.ID)
+	if len(msgs) != 2 || msgs[1].Type != shared.TypeMessage || !strings.HasPrefix(msgs[1].Content, "Nothing to run") {
+		t.Errorf("messages %+v", msgs)
+	}
+}
