@@ -158,7 +158,7 @@ func (m *Manager) StartSession(ctx context.Context, taskID, agent, cwd string) (
 	m.mu.Lock()
 	if m.closing {
 		m.mu.Unlock()
-		return m.setFailed(sess.ID, "the server is stopping")
+		return m.closeUnstarted(sess.ID)
 	}
 	s := newSession(m, sess, p)
 	m.sessions[sess.ID] = s
@@ -177,8 +177,9 @@ func (m *Manager) StartSession(ctx context.Context, taskID, agent, cwd string) (
 	return s.start()
 }
 
-func (m *Manager) setFailed(id, errText string) (shared.Session, error) {
-	sess, err := m.cfg.Store.SetSessionState(context.Background(), id, shared.SessionFailed, errText)
+// closeUnstarted records a session created while the server was stopping: it never ran.
+func (m *Manager) closeUnstarted(id string) (shared.Session, error) {
+	sess, err := m.cfg.Store.SetSessionState(context.Background(), id, shared.SessionClosed, "")
 	if err != nil {
 		return shared.Session{}, err
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"strings"
 	"testing"
 
@@ -328,5 +329,37 @@ func TestStartSessionLaunchFails(t *testing.T) {
 	}
 	if got := statesOf(env.ev.states(sess.ID)); strings.Join(got, ",") != "starting,failed" {
 		t.Errorf("states %v", got)
+	}
+}
+
+// Close while an agent has not answered initialize ends the start at once: nothing hangs.
+func TestCloseDuringStart(t *testing.T) {
+	silent := pipeLauncher(func(ctx context.Context, in io.Reader, out io.Writer) error {
+		<-ctx.Done() // never answers
+		return ctx.Err()
+	})
+	env := newEnv(t, silent, false, Profile{Name: "silent"})
+	type result struct {
+		sess shared.Session
+		err  error
+	}
+	started := make(chan result, 1)
+	go func() {
+		s, err := env.m.StartSession(context.Background(), env.task.ID, "silent", "")
+		started <- result{s, err}
+	}()
+	var id string
+	waitFor(t, env.ev, "the session to be created", func() bool {
+		env.ev.mu.Lock()
+		defer env.ev.mu.Unlock()
+		if len(env.ev.sessions) > 0 {
+			id = env.ev.sessions[0].ID
+		}
+		return id != ""
+	})
+	env.m.Close()
+	r := <-started
+	if r.err != nil || r.sess.ID != id || r.sess.State != shared.SessionClosed {
+		t.Errorf("StartSession = %+v, %v", r.sess, r.err)
 	}
 }
