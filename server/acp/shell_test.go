@@ -172,3 +172,22 @@ func TestShellAgentEmptyPrompt(t *testing.T) {
 		t.Errorf("messages %+v", msgs)
 	}
 }
+
+// Sessions run side by side, each in its own directory, each with its own messages.
+func TestShellSessionsInParallel(t *testing.T) {
+	env := newEnv(t, shellInProcess, false)
+	sessions := make([]shared.Session, 3)
+	for i := range sessions {
+		sessions[i] = env.start(t, ShellAgent)
+	}
+	for i, s := range sessions {
+		env.promptAsync(t, s.ID, "sleep 0.2; pwd; echo "+strconv.Itoa(i))
+	}
+	for i, s := range sessions {
+		env.waitIdle(t, s.ID)
+		m, out := lastShell(t, env, s.ID)
+		if m.Metadata.Status != shared.StatusCompleted || out.Stdout != s.Cwd+"\n"+strconv.Itoa(i)+"\n" {
+			t.Errorf("session %d: %s %q", i, m.Metadata.Status, out.Stdout)
+		}
+	}
+}

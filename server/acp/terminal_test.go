@@ -273,3 +273,35 @@ func TestTerminalHidesToken(t *testing.T) {
 		t.Errorf("a command saw CONCH_TOKEN=%q", o.Stdout)
 	}
 }
+
+func TestTerminalBadRequests(t *testing.T) {
+	neg := -1
+	for _, tc := range []struct {
+		command string
+		args    []string
+		cwd     string
+		limit   *int
+	}{
+		{"", nil, t.TempDir(), nil},
+		{"/no/such/program", nil, t.TempDir(), nil},
+		{"true", nil, "/no/such/dir", nil},
+		{"true", nil, t.TempDir(), &neg},
+	} {
+		if term, err := startTerminal("t", tc.command, tc.args, nil, tc.cwd, tc.limit, func(bool) {}); err == nil {
+			term.kill()
+			t.Errorf("startTerminal(%q in %s, limit %v) succeeded", tc.command, tc.cwd, tc.limit)
+		}
+	}
+}
+
+// A command line without args runs through sh -c, as agents often send one.
+func TestTerminalCommandLine(t *testing.T) {
+	term, err := startTerminal("t", "echo one && echo two", nil, nil, t.TempDir(), nil, func(bool) {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wait(t, term)
+	if o := term.shellOutput(); o.Stdout != "one\ntwo\n" {
+		t.Errorf("stdout %q", o.Stdout)
+	}
+}
