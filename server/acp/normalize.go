@@ -92,8 +92,8 @@ type toolCall struct {
 func newToolCall(id string) *toolCall {
 	return &toolCall{
 		ID: id, Status: shared.StatusPending,
-		stdout: tailBuffer{max: shared.OutputLimit + 4},
-		stderr: tailBuffer{max: shared.OutputLimit + 4},
+		stdout: tailBuffer{max: keepLimit},
+		stderr: tailBuffer{max: keepLimit},
 	}
 }
 

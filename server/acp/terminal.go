@@ -22,6 +22,10 @@ import (
 // connection on a line over 10 MiB; JSON escaping can grow text six-fold).
 const combinedLimit = 1 << 20
 
+// keepLimit is how many raw bytes of a stream are kept: the bound plus room to move the
+// cut forward to a character start (see tailText).
+const keepLimit = shared.OutputLimit + utf8.UTFMax
+
 // drainGrace is how long an exited command's pipes may stay open (a background child
 // holding them) before the exit is reported anyway.
 const drainGrace = 200 * time.Millisecond
@@ -140,8 +144,8 @@ func startTerminal(id, command string, args []string, env []string, cwd string, 
 	}
 	t := &terminal{
 		id: id, cwd: cwd, limit: limit, changed: changed,
-		stdout:   tailBuffer{max: shared.OutputLimit + utf8.UTFMax},
-		stderr:   tailBuffer{max: shared.OutputLimit + utf8.UTFMax},
+		stdout:   tailBuffer{max: keepLimit},
+		stderr:   tailBuffer{max: keepLimit},
 		combined: tailBuffer{max: limit + utf8.UTFMax},
 		done:     make(chan struct{}),
 	}
