@@ -60,6 +60,10 @@ func (b *bench) growthBench(ctx context.Context) error {
 				base[j] = f
 			}
 			page := []string{"newest", "middle"}[j]
+			if j == 0 && i == len(grown)-1 {
+				b.goals.growthNewestRatio = ratio(f.p50, base[0].p50)
+				b.goals.growthSizes = [2]int{b.growth[0], b.growth[i]}
+			}
 			rows = append(rows, []string{fmt.Sprint(b.growth[i]), page, f.p50.format(micros), ratio(f.p50, base[j].p50),
 				f.p99.format(micros), ratio(f.p99, base[j].p99), f.rps.format(count)})
 		}

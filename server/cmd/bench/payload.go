@@ -171,6 +171,11 @@ func (b *bench) payloadRow(ctx context.Context, srv *conch, size int, s seeded) 
 		return nil, err
 	}
 	n := float64(payloadMessages / 2)
+	b.goals.listBytesPerShell = append(b.goals.listBytesPerShell, float64(shellBytes)/n)
+	if size == shared.OutputLimit {
+		b.goals.inlineRatio256List = float64(len(list)+extra) / float64(len(list))
+		b.goals.inlineRatio256Shell = float64(shellBytes+extra) / float64(shellBytes)
+	}
 	firstLoad := len(html) + len(firstList)
 	return []string{bytesIEC(float64(size)), bytesIEC(float64(len(list))), bytesIEC(float64(len(list) + extra)),
 		fmt.Sprintf("x%.1f", float64(len(list)+extra)/float64(len(list))),

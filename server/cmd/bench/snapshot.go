@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"conch/server/store"
+	"conch/shared"
 )
 
 var snapshotConns = []int{1, 16, 64}
@@ -57,6 +58,9 @@ func (b *bench) snapshot(ctx context.Context) error {
 				return err
 			}
 			rows = append(rows, loadRow("snapshot, stdout "+bytesIEC(float64(sizes[i])), conns, f, base))
+			if conns == 16 && sizes[i] == shared.OutputLimit {
+				b.goals.snapshot256At16 = f.rps
+			}
 		}
 	}
 	b.r.table([]string{"request", "connections", "requests/s", "vs baseline", "p50", "p99", "answer",
