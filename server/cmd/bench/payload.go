@@ -118,7 +118,7 @@ func (b *bench) payloadRow(ctx context.Context, srv *conch, size int, s seeded) 
 		return nil, err
 	}
 	grow := map[string]int{} // message id -> bytes its output adds inline
-	var shellBytes, extra int
+	var shellBytes, extra, shells int
 	for _, raw := range page.Messages {
 		var m shared.Message
 		if err := json.Unmarshal(raw, &m); err != nil {
@@ -136,6 +136,7 @@ func (b *bench) payloadRow(ctx context.Context, srv *conch, size int, s seeded) 
 		}
 		shellBytes += len(raw)
 		extra += grow[m.ID]
+		shells++
 	}
 	ws, err := srv.dialWS(ctx)
 	if err != nil {
@@ -170,7 +171,7 @@ func (b *bench) payloadRow(ctx context.Context, srv *conch, size int, s seeded) 
 	if err != nil {
 		return nil, err
 	}
-	n := float64(payloadMessages / 2)
+	n := float64(max(shells, 1))
 	b.goals.listBytesPerShell = append(b.goals.listBytesPerShell, float64(shellBytes)/n)
 	if size == shared.OutputLimit {
 		b.goals.inlineRatio256List = float64(len(list)+extra) / float64(len(list))

@@ -1,0 +1,72 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"conch/server/store"
+	"conch/shared"
+)
+
+// TestHarnessAgainstRealServer runs the payload measurement against the real binary
+// (CONCH_BIN, as make test sets it) on a small seeded session.
+func TestHarnessAgainstRealServer(t *testing.T) {
+	bin := os.Getenv("CONCH_BIN")
+	if bin == "" {
+		t.Skip("CONCH_BIN is not set (make test sets it)")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	b := &bench{conchBin: bin, tmp: t.TempDir()}
+	var s seeded
+	db, err := b.seedDB(ctx, "e2e", func(st *store.Store, taskID string) error {
+		var err error
+		s, err = seedSession(ctx, st, taskID, seedSpec{Messages: 6, StdoutBytes: 4096})
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := startConch(ctx, bin, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.stop()
+
+	snap, err := srv.snapshot(ctx, s.SessionID, s.ShellIDs[0])
+	if err != nil || len(snap.Output.Stdout) != 4096 {
+		t.Fatalf("snapshot: %v, %d bytes", err, len(snap.Output.Stdout))
+	}
+	ws, err := srv.dialWS(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ws.close()
+	frame, err := ws.request(ctx, shared.ActionMessageList, shared.ListRequest{SessionID: s.SessionID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var env struct {
+		Payload shared.MessagePage `json:"payload"`
+	}
+	if err := json.Unmarshal(frame, &env); err != nil || env.Payload.Total != 6 {
+		t.Fatalf("message.list: %v, %+v", err, env.Payload)
+	}
+	if strings.Contains(string(frame), snap.Output.Stdout[:64]) {
+		t.Fatal("a body travelled in message.list")
+	}
+	row, err := b.payloadRow(ctx, srv, 4096, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(row) != 11 || !strings.HasPrefix(row[3], "x") {
+		t.Fatalf("payload row %q", row)
+	}
+	if len(b.goals.listBytesPerShell) != 1 || b.goals.listBytesPerShell[0] <= 0 {
+		t.Fatalf("targets not recorded: %+v", b.goals)
+	}
+}
