@@ -183,7 +183,7 @@ type browser struct {
 	requests map[string]int
 }
 
-func newBrowser(t *testing.T) *browser {
+func newBrowser(t *testing.T, extra ...chromedp.ExecAllocatorOption) *browser {
 	t.Helper()
 	exe := os.Getenv("CHROMIUM")
 	if exe == "" {
@@ -192,7 +192,7 @@ func newBrowser(t *testing.T) *browser {
 	if _, err := os.Stat(exe); err != nil {
 		t.Skipf("no Chromium at %s (set CHROMIUM): %v", exe, err)
 	}
-	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(),
+	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(), append([]chromedp.ExecAllocatorOption{
 		chromedp.ExecPath(exe),
 		chromedp.Flag("headless", true),
 		chromedp.NoSandbox,
@@ -204,7 +204,7 @@ func newBrowser(t *testing.T) *browser {
 		chromedp.Flag("disable-sync", true),
 		chromedp.UserDataDir(t.TempDir()),
 		chromedp.WindowSize(1280, 900),
-	)
+	}, extra...)...)
 	ctx, cancel := chromedp.NewContext(alloc)
 	t.Cleanup(func() { cancel(); cancelAlloc() })
 	b := &browser{ctx: ctx, requests: map[string]int{}}
@@ -226,6 +226,17 @@ func (b *browser) snapshots(id string) int {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.requests[id]
+}
+
+// total returns how many output snapshots the page has requested in all.
+func (b *browser) total() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	n := 0
+	for _, c := range b.requests {
+		n += c
+	}
+	return n
 }
 
 func (b *browser) do(t *testing.T, steps ...chromedp.Action[chromedp.Void]) {

@@ -1,0 +1,99 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/page"
+	"github.com/chromedp/chromedp"
+
+	"conch/app/client"
+	"conch/shared"
+)
+
+// TestMeasure prints the UI figures of the closing note. It seeds thousands of messages,
+// so it runs only when asked: CONCH_UI_MEASURE=1 (with CONCH_BIN set).
+func TestMeasure(t *testing.T) {
+	if os.Getenv("CONCH_UI_MEASURE") == "" {
+		t.Skip("set CONCH_UI_MEASURE=1 to measure first render and memory")
+	}
+	s := startServer(t)
+
+	small := s.session(t, "200 messages")
+	seed(t, s, small.ID, 67, func(i int) string { return fmt.Sprintf("echo message %d", i) })
+	for _, run := range []string{"cold", "warm (service worker cache)"} {
+		b := newBrowser(t)
+		instrument(t, b)
+		if run != "cold" {
+			b.open(t, s.URL+"/sessions/"+small.ID)
+			b.waitFor(t, "the cached shell", `(async () => !!(await caches.match("/web/app.wasm")))()`)
+		}
+		b.do(t, chromedp.Navigate(s.URL+"/sessions/"+small.ID))
+		b.waitFor(t, "the first message", `window.__t.message`)
+		t.Logf("%s load of a session of 201 messages, ms after navigation start: app.wasm received %.0f, app running %.0f, first message %.0f",
+			run, eval[float64](t, b, `performance.getEntriesByType("resource").find(e => e.name.endsWith("/web/app.wasm")).responseEnd`),
+			eval[float64](t, b, `window.__t.app`), eval[float64](t, b, `window.__t.message`))
+	}
+
+	big := s.session(t, "1000 x 256 KiB")
+	seed(t, s, big.ID, 1000, func(int) string { return `head -c 262144 /dev/zero | tr '\0' x` })
+	b := newBrowser(t, chromedp.Flag("enable-precise-memory-info", true), chromedp.Flag("js-flags", "--expose-gc"))
+	instrument(t, b)
+	b.open(t, s.URL+"/sessions/"+big.ID)
+	b.waitFor(t, "the first page", `window.__t.message`)
+	start := time.Now()
+	for pages := 1; eval[bool](t, b, `!!document.querySelector("button.older")`); pages++ {
+		n := eval[int](t, b, `document.querySelectorAll(".messages > *").length`)
+		b.do(t, chromedp.Evaluate[chromedp.Void](`document.querySelector("button.older").click()`))
+		b.waitFor(t, "an older page", fmt.Sprintf(`document.querySelectorAll(".messages > *").length > %d`, n))
+		t.Logf("page %d: %d messages after %v", pages, n, time.Since(start).Round(time.Millisecond))
+	}
+	rows := eval[int](t, b, `document.querySelectorAll(".messages .cmd").length`)
+	msgs := eval[int](t, b, `document.querySelectorAll(".messages > *").length`)
+	t.Logf("loaded %d messages (%d command rows) by paging in %v", msgs, rows, time.Since(start).Round(time.Millisecond))
+	b.do(t, chromedp.Evaluate[chromedp.Void](`gc()`))
+	heap := eval[float64](t, b, `performance.memory.usedJSHeapSize`)
+	wasm := eval[float64](t, b, `window.__goWasm.exports.mem.buffer.byteLength`)
+	open := eval[int](t, b, `document.querySelectorAll(".transcript").length`)
+	t.Logf("all collapsed (%d open): JS heap used %.1f MB, WASM linear memory %.1f MB, %d snapshot requests",
+		open, heap/1e6, wasm/1e6, b.total())
+}
+
+// seed sends n commands and waits until the last one has finished.
+func seed(t *testing.T, s *server, sid string, n int, command func(i int) string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
+	defer cancel()
+	for i := range n - 1 {
+		if _, err := s.API.SendMessage(ctx, sid, command(i), fmt.Sprintf("seed-%s-%d", sid, i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.run(t, sid, command(n-1)+" # last", nil)
+	p, err := s.API.ListMessages(ctx, sid, client.ListQuery{Limit: 1, Sort: shared.SortDesc})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("seeded %d commands: %d messages", n, p.Total)
+}
+
+// instrument records, in every page the browser loads, when the app started running and
+// when the first message appeared, and keeps the Go instance to read its linear memory.
+func instrument(t *testing.T, b *browser) {
+	t.Helper()
+	b.do(t, chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+		_, err := cdp.Call(ctx, tg, page.AddScriptToEvaluateOnNewDocument, page.AddScriptToEvaluateOnNewDocumentParams{Source: `
+			window.__t = {};
+			const orig = WebAssembly.instantiateStreaming;
+			WebAssembly.instantiateStreaming = async (...a) => { const r = await orig(...a); window.__goWasm = r.instance; return r; };
+			new MutationObserver(() => {
+				if (!__t.app && document.querySelector(".live")) __t.app = performance.now();
+				if (!__t.message && document.querySelector(".messages > *")) __t.message = performance.now();
+			}).observe(document, {childList: true, subtree: true, characterData: true});`})
+		return err
+	}))
+}
