@@ -21,10 +21,18 @@ import (
 // message notifications): Conch as it would be without on-demand output, for the browser
 // benchmark only. The UI decodes the bodies into nothing, but receives and parses them.
 type inlineProxy struct {
-	srv   *conch
-	rp    *httputil.ReverseProxy
-	mu    sync.Mutex
-	cache map[string]shared.ShellOutput // message id -> output
+	srv      *conch
+	rp       *httputil.ReverseProxy
+	mu       sync.Mutex
+	cache    map[string]shared.ShellOutput // message id -> output
+	maxFrame int                           // the largest WebSocket frame relayed to a browser
+}
+
+// largestFrame is the size of the largest WebSocket frame relayed so far.
+func (p *inlineProxy) largestFrame() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.maxFrame
 }
 
 func newInlineProxy(srv *conch) (*inlineProxy, error) {
@@ -94,6 +102,9 @@ func (p *inlineProxy) relayWS(w http.ResponseWriter, r *http.Request) {
 		if data, err = p.inlineFrame(ctx, data); err != nil {
 			return
 		}
+		p.mu.Lock()
+		p.maxFrame = max(p.maxFrame, len(data))
+		p.mu.Unlock()
 		if err := in.Write(ctx, typ, data); err != nil {
 			return
 		}

@@ -38,7 +38,7 @@ func (d dist) format(unit func(float64) string) string {
 
 // ratio prints the medians' ratio a/b as "x1.23".
 func ratio(a, b dist) string {
-	if b.median() == 0 {
+	if len(a) == 0 || b.median() == 0 {
 		return "-"
 	}
 	return fmt.Sprintf("x%.2f", a.median()/b.median())
