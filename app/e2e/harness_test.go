@@ -1,3 +1,5 @@
+//go:build !js
+
 package e2e
 
 import (
@@ -287,7 +289,9 @@ func row(id string) string { return fmt.Sprintf(`[data-message-id=%q]`, id) }
 
 func (b *browser) text(t *testing.T, sel string) string {
 	t.Helper()
-	return eval[string](t, b, fmt.Sprintf(`(document.querySelector(%q) || {innerText: ""}).innerText`, sel))
+	// textContent, not innerText: rows use content-visibility: auto, and the text of a
+	// row not laid out yet would read as empty.
+	return eval[string](t, b, fmt.Sprintf(`(document.querySelector(%q) || {textContent: ""}).textContent`, sel))
 }
 
 // screenshot saves a full-page PNG under artifacts/ at the module root.

@@ -1,3 +1,5 @@
+//go:build !js
+
 package e2e
 
 import (
@@ -47,14 +49,25 @@ func TestMeasure(t *testing.T) {
 	b.waitFor(t, "the first page", `window.__t.message`)
 	start := time.Now()
 	for pages := 1; eval[bool](t, b, `!!document.querySelector("button.older")`); pages++ {
-		n := eval[int](t, b, `document.querySelectorAll(".messages > *").length`)
+		n := eval[int](t, b, `document.querySelectorAll(".messages .msg").length`)
 		b.do(t, chromedp.Evaluate[chromedp.Void](`document.querySelector("button.older").click()`))
-		b.waitFor(t, "an older page", fmt.Sprintf(`document.querySelectorAll(".messages > *").length > %d`, n))
+		b.waitFor(t, "an older page", fmt.Sprintf(`document.querySelectorAll(".messages .msg").length > %d`, n))
 		t.Logf("page %d: %d messages after %v", pages, n, time.Since(start).Round(time.Millisecond))
 	}
 	rows := eval[int](t, b, `document.querySelectorAll(".messages .cmd").length`)
-	msgs := eval[int](t, b, `document.querySelectorAll(".messages > *").length`)
+	msgs := eval[int](t, b, `document.querySelectorAll(".messages .msg").length`)
 	t.Logf("loaded %d messages (%d command rows) by paging in %v", msgs, rows, time.Since(start).Round(time.Millisecond))
+
+	// A live command in a long session: from the prompt to its finished row on screen.
+	sent := time.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), deadline)
+	defer cancel()
+	if _, err := s.API.SendMessage(ctx, big.ID, "echo live", "live-1"); err != nil {
+		t.Fatal(err)
+	}
+	b.waitFor(t, "the live command", `[...document.querySelectorAll(".cmd-succeeded .cmd-text")].some(e => e.textContent === "echo live")`)
+	t.Logf("a live command in a session of %d messages: finished row on screen %v after the prompt", msgs, time.Since(sent).Round(time.Millisecond))
+
 	b.do(t, chromedp.Evaluate[chromedp.Void](`gc()`))
 	heap := eval[float64](t, b, `performance.memory.usedJSHeapSize`)
 	wasm := eval[float64](t, b, `window.__goWasm.exports.mem.buffer.byteLength`)
@@ -92,7 +105,7 @@ func instrument(t *testing.T, b *browser) {
 			WebAssembly.instantiateStreaming = async (...a) => { const r = await orig(...a); window.__goWasm = r.instance; return r; };
 			new MutationObserver(() => {
 				if (!__t.app && document.querySelector(".live")) __t.app = performance.now();
-				if (!__t.message && document.querySelector(".messages > *")) __t.message = performance.now();
+				if (!__t.message && document.querySelector(".messages .msg")) __t.message = performance.now();
 			}).observe(document, {childList: true, subtree: true, characterData: true});`})
 		return err
 	}))

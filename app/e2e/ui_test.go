@@ -1,3 +1,5 @@
+//go:build !js
+
 package e2e
 
 import (
@@ -234,7 +236,7 @@ func TestReloadShowsSameConversation(t *testing.T) {
 
 	b := newBrowser(t)
 	b.open(t, s.URL+"/sessions/"+sess.ID)
-	conversation := `Array.from(document.querySelectorAll(".messages > *")).map(e => e.innerText).join("\n---\n")`
+	conversation := `Array.from(document.querySelectorAll(".messages .msg")).map(e => e.textContent).join("\n---\n")`
 	b.waitFor(t, "three commands", `document.querySelectorAll(".messages .cmd .status-text").length === 3`)
 	before := eval[string](t, b, conversation)
 

@@ -79,7 +79,7 @@ func (p *SessionPage) OnDismount() {
 // follow keeps the page in sync: a WebSocket subscription, and after each reconnect a
 // re-list so that nothing missed is lost and nothing is doubled (the timeline merges by id).
 func (p *SessionPage) follow(ctx app.Context, c context.Context, id string) {
-	p.refreshSession(ctx, c, id)
+	go p.refreshSession(ctx, c, id) // meanwhile, the messages
 	loaded, failures := false, 0
 	for c.Err() == nil {
 		synced, err := p.connect(ctx, c, id, loaded)
@@ -250,7 +250,7 @@ func (p *SessionPage) loadOlder(ctx app.Context, _ app.Event) {
 				}
 				return
 			}
-			p.tl.merge(page.Messages...)
+			p.tl.addOlder(page.Messages)
 			p.hasOlder = page.HasMore
 		})
 	})
@@ -341,11 +341,11 @@ func (p *SessionPage) Render() app.UI {
 			app.If(!p.loaded && !p.offline, func() app.UI {
 				return app.P().Class("empty").Text("Loading messages…")
 			}),
-			app.If(p.loaded && len(p.tl.msgs) == 0, func() app.UI {
+			app.If(p.loaded && p.tl.len() == 0, func() app.UI {
 				return app.P().Class("empty").Text("No messages yet. Type a shell command below.")
 			}),
 			app.Div().Class("messages").Role("log").Aria("label", "Conversation").Body(
-				app.Range(p.tl.msgs).Slice(func(i int) app.UI { return p.renderMessage(p.tl.msgs[i]) }),
+				&Chunk{SessionID: p.id, Chunks: p.tl.views()},
 			),
 		),
 		app.Form().Class("prompt").OnSubmit(p.send).Body(
@@ -363,10 +363,35 @@ func (p *SessionPage) Render() app.UI {
 	)
 }
 
-func (p *SessionPage) renderMessage(m shared.Message) app.UI {
+// Chunk renders the newest chunk of messages after the older ones, which it nests in
+// its first child: loading older messages fills that slot and moves nothing.
+type Chunk struct {
+	app.Compo
+
+	SessionID string
+	Chunks    []ChunkView // this chunk, then the older ones
+}
+
+// Render draws the older chunks, then this one's messages.
+func (c *Chunk) Render() app.UI {
+	if len(c.Chunks) == 0 {
+		return app.Div().Class("chunk")
+	}
+	msgs := c.Chunks[0].Msgs
+	var older app.UI = app.Div().Class("chunk")
+	if len(c.Chunks) > 1 {
+		older = &Chunk{SessionID: c.SessionID, Chunks: c.Chunks[1:]}
+	}
+	return app.Div().Class("chunk").Body(
+		older,
+		app.Range(msgs).Slice(func(i int) app.UI { return renderMessage(c.SessionID, msgs[i]) }),
+	)
+}
+
+func renderMessage(sessionID string, m shared.Message) app.UI {
 	switch {
 	case shared.ShellOf(m) != nil:
-		return &CommandRow{SessionID: p.id, Msg: m}
+		return &CommandRow{SessionID: sessionID, Msg: m}
 	case m.Type == shared.TypeThinking:
 		return app.Details().Class("msg", "thinking").Body(
 			app.Summary().Text("Thinking"),

@@ -17,7 +17,7 @@ func msgAt(id string, created, updated int, content string) shared.Message {
 
 func ids(t *timeline) string {
 	var b []string
-	for _, m := range t.msgs {
+	for _, m := range t.all() {
 		b = append(b, m.ID+"="+m.Content)
 	}
 	return strings.Join(b, " ")
@@ -77,11 +77,7 @@ func TestTimelineMerge(t *testing.T) {
 			if got := ids(&tl); got != tt.want {
 				t.Fatalf("timeline %q, want %q", got, tt.want)
 			}
-			for i, m := range tl.msgs {
-				if tl.at[m.ID] != i {
-					t.Fatalf("index of %s is %d, want %d", m.ID, tl.at[m.ID], i)
-				}
-			}
+			checkIndex(t, &tl)
 		})
 	}
 }
@@ -95,4 +91,57 @@ func TestTimelineEnds(t *testing.T) {
 	if tl.first() != "a" || tl.last() != "b" {
 		t.Fatalf("ends %q %q, want a b", tl.first(), tl.last())
 	}
+}
+
+func checkIndex(t *testing.T, tl *timeline) {
+	t.Helper()
+	n := 0
+	for ci, c := range tl.chunks {
+		for _, m := range c.msgs {
+			if tl.at[m.ID] != ci {
+				t.Fatalf("%s indexed in chunk %d, found in %d", m.ID, tl.at[m.ID], ci)
+			}
+			n++
+		}
+	}
+	if n != len(tl.at) {
+		t.Fatalf("%d messages, %d indexed", n, len(tl.at))
+	}
+}
+
+func TestTimelineOlderChunks(t *testing.T) {
+	var tl timeline
+	tl.merge(msgAt("e", 5, 5, "5"), msgAt("f", 6, 6, "6"))
+	v0 := tl.views()
+	tl.addOlder([]shared.Message{msgAt("d", 4, 4, "4"), msgAt("c", 3, 3, "3"), msgAt("e", 5, 5, "dup")})
+	tl.addOlder([]shared.Message{msgAt("a", 1, 1, "1"), msgAt("b", 2, 2, "2")})
+	tl.addOlder(nil) // an empty page adds no chunk
+	if got := ids(&tl); got != "a=1 b=2 c=3 d=4 e=5 f=6" {
+		t.Fatalf("timeline %q", got)
+	}
+	if len(tl.chunks) != 3 || tl.first() != "a" || tl.last() != "f" {
+		t.Fatalf("%d chunks, first %q, last %q", len(tl.chunks), tl.first(), tl.last())
+	}
+	checkIndex(t, &tl)
+
+	// A live message joins the newest chunk; an update stays in its own chunk and
+	// changes only that chunk's version.
+	v1 := tl.views()
+	tl.merge(msgAt("g", 7, 7, "7"), msgAt("c", 3, 9, "3'"))
+	v2 := tl.views()
+	if got := ids(&tl); got != "a=1 b=2 c=3' d=4 e=5 f=6 g=7" {
+		t.Fatalf("timeline %q", got)
+	}
+	if v2[0].Version == v1[0].Version || v2[1].Version == v1[1].Version || v2[2].Version != v1[2].Version {
+		t.Fatalf("versions %+v -> %+v: only chunks 0 and 1 changed", v1, v2)
+	}
+	if v0[0].Version != v1[0].Version {
+		t.Fatal("loading older messages changed the newest chunk")
+	}
+	// A message older than every chunk, arriving late, goes to the oldest.
+	tl.merge(msgAt("0", 0, 0, "0"))
+	if tl.at["0"] != 2 || tl.first() != "0" {
+		t.Fatalf("late old message in chunk %d", tl.at["0"])
+	}
+	checkIndex(t, &tl)
 }
