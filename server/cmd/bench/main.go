@@ -115,7 +115,8 @@ func run(ctx context.Context, args []string) error {
 		progress("   %s took %s", s.name, time.Since(t).Round(time.Second))
 	}
 	b.r.h(2, "Run")
-	b.r.p("The whole run took %s.", time.Since(started).Round(time.Second))
+	b.r.p("The whole run took %s; the load average at the end was %s. Other work on the machine during the run "+
+		"shows as spread and moves every timing; byte counts do not move.", time.Since(started).Round(time.Second), loadAverage())
 	b.goals.render(&b.head)
 	if err := os.WriteFile(*out, []byte(b.head.String()+b.r.String()), 0o644); err != nil {
 		return err
@@ -155,7 +156,16 @@ func (b *bench) header(args []string) {
 		{"Kernel", strings.TrimSpace(string(kernel))},
 		{"Go (bin/conch)", goVersion},
 		{"Commit", rev},
+		{"Load average at the start (1, 5, 15 min)", loadAverage()},
 	})
+}
+
+func loadAverage() string {
+	raw, _ := os.ReadFile("/proc/loadavg")
+	if f := strings.Fields(string(raw)); len(f) >= 3 {
+		return strings.Join(f[:3], ", ")
+	}
+	return "unknown"
 }
 
 func cpuModel() string {
