@@ -39,6 +39,12 @@ type server struct {
 // its "listening on" line.
 func startServer(t *testing.T) *server {
 	t.Helper()
+	return startServerAt(t, "127.0.0.1:0", filepath.Join(t.TempDir(), "conch.db"))
+}
+
+// startServerAt runs the server on addr with the database db (a restart reuses both).
+func startServerAt(t *testing.T, addr, db string) *server {
+	t.Helper()
 	bin := os.Getenv("CONCH_BIN")
 	if bin == "" {
 		t.Skip("CONCH_BIN is not set: browser end-to-end tests need the built server (make test sets it)")
@@ -46,9 +52,8 @@ func startServer(t *testing.T) *server {
 	if _, err := os.Stat(bin); err != nil {
 		t.Fatalf("CONCH_BIN: %v", err)
 	}
-	dir := t.TempDir()
-	cmd := exec.Command(bin, "serve", "--addr", "127.0.0.1:0", "--db", filepath.Join(dir, "conch.db"))
-	cmd.Dir = dir
+	cmd := exec.Command(bin, "serve", "--addr", addr, "--db", db)
+	cmd.Dir = t.TempDir()
 	cmd.Stderr = &logWriter{t: t, prefix: "server: "}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // agents and commands die with it
 	out, err := cmd.StdoutPipe()
@@ -59,19 +64,19 @@ func startServer(t *testing.T) *server {
 		t.Fatal(err)
 	}
 	s := &server{cmd: cmd, done: make(chan error, 1)}
-	addr := make(chan string, 1)
+	listening := make(chan string, 1)
 	go func() {
 		sc := bufio.NewScanner(out)
 		for sc.Scan() {
 			if u, ok := strings.CutPrefix(sc.Text(), "listening on "); ok {
-				addr <- u
+				listening <- u
 			}
 		}
 	}()
 	go func() { s.done <- cmd.Wait() }()
 	t.Cleanup(s.stop)
 	select {
-	case s.URL = <-addr:
+	case s.URL = <-listening:
 	case err := <-s.done:
 		t.Fatalf("server exited before listening: %v", err)
 	case <-time.After(deadline):

@@ -5,6 +5,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -273,5 +274,67 @@ func TestOfflineShellFromServiceWorker(t *testing.T) {
 	}
 	if n := eval[int](t, b, `document.querySelectorAll(".session-page").length`); n != 1 {
 		t.Fatal("the offline shell did not render the session route")
+	}
+}
+
+func TestCreateTaskThenPromptFromTheBrowser(t *testing.T) {
+	s := startServer(t)
+	b := newBrowser(t)
+	b.do(t, chromedp.Navigate(s.URL+"/"))
+	b.waitFor(t, "the agents", `!!document.querySelector("#task-agent option[value=shell]") && !document.querySelector(".new-task button[disabled]")`)
+	b.do(t,
+		chromedp.SendKeys(chromedp.CSS("#task-title"), "Typed in the browser"),
+		chromedp.SendKeys(chromedp.CSS("#task-desc"), "from the form"),
+		chromedp.Click(chromedp.CSS(`.new-task button[type=submit]`)),
+	)
+	b.waitFor(t, "the new session page", `location.pathname.startsWith("/sessions/") && !!document.querySelector(".live")`)
+	b.waitFor(t, "the live connection", `(document.querySelector(".live") || {innerText: ""}).innerText === "Live"`)
+
+	b.do(t,
+		chromedp.SendKeys(chromedp.CSS("#prompt-input"), "echo typed; exit 4"),
+		chromedp.KeyEvent("\r"),
+	)
+	b.waitFor(t, "the command to finish", `[...document.querySelectorAll(".cmd-failed .cmd-text")].some(e => e.textContent === "echo typed; exit 4")`)
+	if got := eval[string](t, b, `document.querySelector("#prompt-input").value`); got != "" {
+		t.Fatalf("the prompt box still holds %q", got)
+	}
+	if n := eval[int](t, b, `[...document.querySelectorAll(".msg.user")].filter(e => e.textContent === "echo typed; exit 4").length`); n != 1 {
+		t.Fatalf("the prompt is shown %d times, want once", n)
+	}
+
+	// The task list shows the task with its session.
+	b.do(t, chromedp.Click(chromedp.CSS("a.back")))
+	b.waitFor(t, "the task list", `[...document.querySelectorAll(".task h3")].some(e => e.textContent === "Typed in the browser")`)
+	if n := eval[int](t, b, `document.querySelectorAll(".task .sessions a[href^='/sessions/']").length`); n != 1 {
+		t.Fatalf("%d session links, want 1", n)
+	}
+}
+
+func TestReconnectRelistsWithoutDoubles(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "conch.db")
+	s := startServerAt(t, "127.0.0.1:0", db)
+	sess := s.session(t, "reconnect")
+	s.run(t, sess.ID, "echo before the restart", nil)
+
+	b := newBrowser(t)
+	b.open(t, s.URL+"/sessions/"+sess.ID)
+	live := `(document.querySelector(".live") || {innerText: ""}).innerText === "Live"`
+	b.waitFor(t, "the live connection", live)
+	b.waitFor(t, "the conversation", `document.querySelectorAll(".messages .msg").length === 3`)
+
+	s.stop()
+	b.waitFor(t, "the lost connection", `(document.querySelector(".live") || {innerText: ""}).innerText === "Reconnecting…"`)
+	b.waitFor(t, "the offline notice", `!!document.querySelector(".notice.offline")`)
+
+	// The same address and database: the page reconnects by itself, re-lists, and shows
+	// each message once, with the session state the restart left (closed).
+	startServerAt(t, strings.TrimPrefix(s.URL, "http://"), db)
+	b.waitFor(t, "the new connection", live)
+	b.waitFor(t, "the closed session", `(document.querySelector(".bar .badge") || {textContent: ""}).textContent === "closed"`)
+	if n := eval[int](t, b, `document.querySelectorAll(".messages .msg").length`); n != 3 {
+		t.Fatalf("%d messages after the reconnect, want the same 3", n)
+	}
+	if eval[bool](t, b, `!!document.querySelector(".notice.offline")`) {
+		t.Fatal("the offline notice stayed after the reconnect")
 	}
 }

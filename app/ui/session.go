@@ -260,15 +260,8 @@ func (p *SessionPage) onInput(ctx app.Context, _ app.Event) {
 	p.draft = ctx.JSSrc().Get("value").String()
 }
 
-// onKey sends on Enter; Shift+Enter adds a line.
-func (p *SessionPage) onKey(ctx app.Context, e app.Event) {
-	if e.Get("key").String() == "Enter" && !e.Get("shiftKey").Bool() && !e.Get("isComposing").Bool() {
-		p.send(ctx, e)
-	}
-}
-
-func (p *SessionPage) send(ctx app.Context, e app.Event) {
-	e.PreventDefault()
+// send posts the prompt box (Enter submits it: see formScript).
+func (p *SessionPage) send(ctx app.Context, _ app.Event) {
 	content := strings.TrimSpace(p.draft)
 	if content == "" || p.sending || p.ctx == nil {
 		return
@@ -287,6 +280,9 @@ func (p *SessionPage) send(ctx app.Context, e app.Event) {
 				return
 			}
 			p.draft = ""
+			if box := app.Window().GetElementByID("prompt-input"); box.Truthy() {
+				box.Set("value", "") // the box's text is its value, which rendering does not reset
+			}
 			p.show(ctx, []shared.Message{m})
 			ctx.Defer(scrollToEnd)
 		})
@@ -351,7 +347,7 @@ func (p *SessionPage) Render() app.UI {
 		app.Form().Class("prompt").OnSubmit(p.send).Body(
 			app.Label().For("prompt-input").Class("sr-only").Text("Prompt"),
 			app.Textarea().ID("prompt-input").Rows(2).Placeholder("A shell command, or a prompt for the agent").
-				Text(p.draft).OnInput(p.onInput).OnKeyDown(p.onKey),
+				Text(p.draft).OnInput(p.onInput),
 			app.Div().Class("prompt-actions").Body(
 				app.If(state == shared.SessionRunning, func() app.UI {
 					return app.Button().Type("button").Class("secondary").OnClick(p.cancelTurn).Text("Cancel turn")

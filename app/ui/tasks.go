@@ -56,10 +56,12 @@ func bind(dst *string) app.EventHandler {
 }
 
 // create makes a task and starts a session on it, then opens the session.
-func (p *TasksPage) create(ctx app.Context, e app.Event) {
-	e.PreventDefault()
+func (p *TasksPage) create(ctx app.Context, _ app.Event) {
 	title := strings.TrimSpace(p.title)
-	if title == "" || p.busy {
+	if p.busy {
+		return
+	}
+	if title == "" {
 		p.err = "A task needs a title."
 		return
 	}

@@ -50,7 +50,7 @@ func Handler() *app.Handler {
 		LoadingLabel:          "Loading Conch… {progress}%",
 		Styles:                []string{"/web/app.css"},
 		CacheableResources:    []string{"/web/icon.svg"},
-		RawHeaders:            []string{updateScript},
+		RawHeaders:            []string{updateScript, formScript},
 		Version:               version(),
 		WasmContentLength:     wasmSize(),
 		ServiceWorkerTemplate: serviceWorker(),
@@ -101,6 +101,19 @@ if ("serviceWorker" in navigator) {
     if (hadController && typeof goappOnUpdate === "function") goappOnUpdate();
   });
 }
+</script>`
+
+// formScript does synchronously what go-app's event handlers cannot: they run after the
+// browser's default action. Forms are handled in Go, so their default submission (a page
+// load) is prevented; Enter in the prompt box submits it instead of adding a line.
+const formScript = `<script>
+document.addEventListener("submit", (e) => e.preventDefault(), true);
+document.addEventListener("keydown", (e) => {
+  if (e.target.id === "prompt-input" && e.key === "Enter" && !e.shiftKey && !e.isComposing) {
+    e.preventDefault();
+    e.target.form.requestSubmit();
+  }
+}, true);
 </script>`
 
 // go-app's worker answers cache-first and caches only "/", so a deep link such as
