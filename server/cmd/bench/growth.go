@@ -87,10 +87,12 @@ func (b *bench) growthBench(ctx context.Context) error {
 			f    loadFigures
 		}{{"empty outputs (baseline)", base}, {"256 KiB outputs", f}} {
 			rows = append(rows, []string{r.name, fmt.Sprint(conns), r.f.p50.format(micros), ratio(r.f.p50, base.p50),
-				r.f.p99.format(micros), r.f.rps.format(count), ratio(r.f.rps, base.rps), bytesIEC(r.f.bytes.median())})
+				r.f.p99.format(micros), r.f.rps.format(count), ratio(r.f.rps, base.rps), bytesIEC(r.f.bytes.median()),
+				r.f.cpuPerRequest().format(micros)})
 		}
 	}
-	b.r.table([]string{"session", "connections", "p50", "p50 vs baseline", "p99", "requests/s", "vs baseline", "answer"}, rows)
+	b.r.table([]string{"session", "connections", "p50", "p50 vs baseline", "p99", "requests/s", "vs baseline", "answer",
+		"server CPU / request"}, rows)
 
 	return b.explain(db, grown[len(grown)-1])
 }

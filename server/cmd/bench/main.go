@@ -55,7 +55,7 @@ func run(ctx context.Context, args []string) error {
 	fs.StringVar(&b.loadgenBin, "loadgen", "bin/loadgen", "the load generator binary")
 	out := fs.String("out", "docs/BENCHMARKS.md", "where to write the report")
 	fs.IntVar(&b.runs, "runs", 3, "repetitions of each timed run")
-	fs.DurationVar(&b.dur, "d", 2*time.Second, "length of each load run")
+	fs.DurationVar(&b.dur, "d", 1500*time.Millisecond, "length of each load run")
 	fs.DurationVar(&b.trickle, "trickle", 60*time.Second, "length of the line-every-10ms command")
 	burstMB := fs.Int("burst-mb", 50, "output of the fast command, MB")
 	growth := fs.String("growth", "1000,10000,100000", "session sizes of the growth benchmark")
