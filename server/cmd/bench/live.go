@@ -2,10 +2,16 @@ package main
 
 import (
 	"context"
+	"encoding/json"
+	"flag"
 	"fmt"
+	"io"
+	"os"
+	"strings"
 	"time"
 
 	"conch/server/store"
+	"conch/shared"
 )
 
 var liveClients = []int{1, 10, 100}
@@ -22,7 +28,10 @@ func (b *bench) live(ctx context.Context) error {
 		return err
 	}
 	defer srv.stop()
-	ticks := int(b.trickle / (10 * time.Millisecond))
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
 	scenarios := []struct {
 		name, command string
 		runs          int
@@ -31,10 +40,10 @@ func (b *bench) live(ctx context.Context) error {
 		{fmt.Sprintf("%d MB as fast as possible", b.burstBytes/1000/1000),
 			fmt.Sprintf("yes 'conch bench: one line of output from a command that writes as fast as it can' | head -c %d", b.burstBytes),
 			b.runs, 3 * time.Minute},
-		// timeout ends the loop after the given time; the trailing true makes the command succeed.
+		// This program itself writes the lines, on a ticker: a shell loop of `sleep 0.01`
+		// drifts to one line per 15-20 ms on a busy machine (a fork per line).
 		{fmt.Sprintf("1 line per 10 ms for %s", b.trickle),
-			fmt.Sprintf("timeout %d sh -c 'i=0; while [ $i -lt %d ]; do i=$((i+1)); echo \"line $i\"; sleep 0.01; done'; true",
-				int(b.trickle.Seconds()), ticks),
+			fmt.Sprintf("%s emit -every 10ms -for %s", shellQuote(self), b.trickle),
 			1, b.trickle + time.Minute},
 	}
 
@@ -43,13 +52,14 @@ func (b *bench) live(ctx context.Context) error {
 		"WebSocket clients from its `session.message.added` to the notification that carries its terminal status. "+
 		"Notifications are counted at the first client; *per second* is the median (min-max) over one-second "+
 		"windows. *Server CPU* is the server process's user+system time during the command (the command itself "+
-		"runs in a child process and is not counted). *Written to storage* is the server's `write_bytes` in "+
+		"runs in a child process and is not counted). *Stdout kept* is the final summary's `stdout_bytes` (the "+
+		"stored tail, at most 256 KiB). *Written to storage* is the server's `write_bytes` in "+
 		"`/proc/PID/io` (page-cache pages dirtied: SQLite's WAL and database file). The fast command ran "+
 		"%d times per client count, the slow one once.", b.runs)
 	var rows [][]string
 	for _, sc := range scenarios {
 		for _, n := range liveClients {
-			var secs, notes, perSec, size, cpu, written, rss, total dist
+			var secs, notes, perSec, size, cpu, written, rss, total, kept dist
 			for range sc.runs {
 				progress("   %s, %d clients", sc.name, n)
 				w, err := b.watchCommand(ctx, srv, n, sc.command, sc.limit)
@@ -57,6 +67,13 @@ func (b *bench) live(ctx context.Context) error {
 					return fmt.Errorf("%s with %d clients: %w", sc.name, n, err)
 				}
 				frames := w.clients[0].frames
+				var last shared.Message
+				if err := json.Unmarshal(frames[len(frames)-1].payload, &last); err != nil {
+					return err
+				}
+				if se := shared.ShellOf(last); se != nil {
+					kept = append(kept, float64(se.Output.StdoutBytes))
+				}
 				secs = append(secs, w.seconds)
 				notes = append(notes, float64(len(frames)))
 				perSec = append(perSec, perSecond(frames)...)
@@ -76,11 +93,11 @@ func (b *bench) live(ctx context.Context) error {
 			}
 			rows = append(rows, []string{sc.name, fmt.Sprint(n), secs.format(seconds), notes.format(count),
 				perSec.format(count), size.format(count), total.format(bytesIEC), cpu.format(seconds),
-				written.format(bytesIEC), rss.format(bytesIEC)})
+				kept.format(bytesIEC), written.format(bytesIEC), rss.format(bytesIEC)})
 		}
 	}
 	b.r.table([]string{"command", "clients", "duration", "notifications", "per second", "bytes per notification",
-		"sent to all clients", "server CPU", "written to storage", "server RSS (max)"}, rows)
+		"sent to all clients", "server CPU", "stdout kept", "written to storage", "server RSS (max)"}, rows)
 	return nil
 }
 
@@ -101,4 +118,35 @@ func perSecond(frames []frame) dist {
 		}
 	}
 	return counts
+}
+
+// shellQuote quotes s for sh.
+func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
+
+// emit is `bench emit`: the command of the slow live benchmark. It writes one numbered line
+// every interval, on a ticker so that the rate does not drift, for the given time.
+func emit(ctx context.Context, args []string, w io.Writer) error {
+	fs := flag.NewFlagSet("emit", flag.ContinueOnError)
+	every := fs.Duration("every", 10*time.Millisecond, "time between lines")
+	total := fs.Duration("for", time.Minute, "how long to write")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *every <= 0 {
+		return fmt.Errorf("-every must be positive")
+	}
+	ctx, cancel := context.WithTimeout(ctx, *total)
+	defer cancel()
+	t := time.NewTicker(*every)
+	defer t.Stop()
+	for i := 1; ; i++ {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+			if _, err := fmt.Fprintf(w, "line %d of the slow command\n", i); err != nil {
+				return err
+			}
+		}
+	}
 }

@@ -49,6 +49,9 @@ func main() {
 }
 
 func run(ctx context.Context, args []string) error {
+	if len(args) > 0 && args[0] == "emit" {
+		return emit(ctx, args[1:], os.Stdout)
+	}
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	b := &bench{}
 	fs.StringVar(&b.conchBin, "conch", "bin/conch", "the conch binary to measure")
