@@ -36,9 +36,11 @@ func TestMeasure(t *testing.T) {
 		}
 		b.do(t, chromedp.Navigate(s.URL+"/sessions/"+small.ID))
 		b.waitFor(t, "the first message", `window.__t.message`)
-		t.Logf("%s load of a session of 201 messages, ms after navigation start: app.wasm received %.0f, app running %.0f, first message %.0f",
+		t.Logf("%s load of a session of 201 messages, ms after navigation start: app.wasm received %.0f, app running %.0f, "+
+			"WebSocket open %.0f, frames received (ms:bytes) %v, first message %.0f",
 			run, eval[float64](t, b, `performance.getEntriesByType("resource").find(e => e.name.endsWith("/web/app.wasm")).responseEnd`),
-			eval[float64](t, b, `window.__t.app`), eval[float64](t, b, `window.__t.message`))
+			eval[float64](t, b, `__t.app`), eval[float64](t, b, `__t.wsOpen`), eval[[]string](t, b, `__t.wsMsgs`),
+			eval[float64](t, b, `__t.message`))
 	}
 
 	big := s.session(t, "1000 x 256 KiB")
@@ -101,6 +103,18 @@ func instrument(t *testing.T, b *browser) {
 	b.do(t, chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
 		_, err := cdp.Call(ctx, tg, page.AddScriptToEvaluateOnNewDocument, page.AddScriptToEvaluateOnNewDocumentParams{Source: `
 			window.__t = {};
+			const WS = window.WebSocket;
+			window.WebSocket = function (...a) {
+				const ws = new WS(...a);
+				__t.wsNew = __t.wsNew || performance.now();
+				ws.addEventListener("open", () => { __t.wsOpen = __t.wsOpen || performance.now(); });
+				ws.addEventListener("message", (e) => {
+					__t.wsMsgs = __t.wsMsgs || [];
+					if (__t.wsMsgs.length < 3) __t.wsMsgs.push(Math.round(performance.now()) + ":" + e.data.length);
+				});
+				return ws;
+			};
+			window.WebSocket.prototype = WS.prototype;
 			const orig = WebAssembly.instantiateStreaming;
 			WebAssembly.instantiateStreaming = async (...a) => { const r = await orig(...a); window.__goWasm = r.instance; return r; };
 			new MutationObserver(() => {

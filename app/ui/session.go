@@ -19,6 +19,9 @@ import (
 // pageSize is how many messages the first load and each "load older" bring.
 const pageSize = 100
 
+// firstPaint is how many of the newest messages the first load renders before the rest.
+const firstPaint = 20
+
 // Live states of a session page's WebSocket.
 const (
 	liveConnecting   = "Connecting…"
@@ -151,6 +154,12 @@ func (p *SessionPage) connect(ctx app.Context, c context.Context, id string, loa
 		}
 		p.refreshSession(ctx, c, id)
 	}
+	// The first load shows the newest messages at once and the rest of the page a frame
+	// later, as an older chunk: the end of the chat, where the reader starts, paints sooner.
+	var rest []shared.Message
+	if first := latest.Messages; !loaded && len(first) > firstPaint {
+		latest.Messages, rest = first[:firstPaint], first[firstPaint:]
+	}
 	msgs = append(msgs, latest.Messages...)
 	ctx.Dispatch(func(ctx app.Context) {
 		p.show(ctx, msgs)
@@ -160,6 +169,9 @@ func (p *SessionPage) connect(ctx app.Context, c context.Context, id string, loa
 		}
 		p.live, p.offline, p.err = liveOn, false, ""
 	})
+	if len(rest) > 0 {
+		ctx.Dispatch(func(ctx app.Context) { p.tl.addOlder(rest) })
+	}
 
 	for env := range conn.Notifications() {
 		p.notify(ctx, id, env)
