@@ -90,10 +90,11 @@ func run(ctx context.Context, args []string) error {
 
 	started := time.Now()
 	b.header(args)
-	sections := []struct {
+	type section struct {
 		name string
 		fn   func(context.Context) error
-	}{
+	}
+	sections := []section{
 		{"payload", b.payload},
 		{"snapshot", b.snapshot},
 		{"growth", b.growthBench},
@@ -102,8 +103,17 @@ func run(ctx context.Context, args []string) error {
 		{"browser", b.browserBench},
 		{"gobench", b.goBench},
 	}
+	var chosen []string
+	if *only != "" {
+		chosen = strings.Split(*only, ",")
+	}
+	for _, name := range chosen {
+		if !slices.ContainsFunc(sections, func(s section) bool { return s.name == name }) {
+			return fmt.Errorf("-only: no benchmark is called %q", name)
+		}
+	}
 	for _, s := range sections {
-		if *only != "" && !slices.Contains(strings.Split(*only, ","), s.name) {
+		if chosen != nil && !slices.Contains(chosen, s.name) {
 			continue
 		}
 		t := time.Now()

@@ -1,6 +1,9 @@
 package main
 
 import (
+	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -71,3 +74,20 @@ func TestPerSecond(t *testing.T) {
 
 func timeAt(s int64) time.Time   { return time.Unix(s, 0) }
 func msDur(ms int) time.Duration { return time.Duration(ms) * time.Millisecond }
+
+func TestRunRejectsBadFlags(t *testing.T) {
+	self := os.Args[0] // any existing file stands in for the binaries here
+	for _, args := range [][]string{
+		{"-conch", self, "-loadgen", self, "-only", "nope"},
+		{"-conch", self, "-loadgen", self, "-growth", "1000,x"},
+		{"-conch", filepath.Join(t.TempDir(), "missing"), "-loadgen", self},
+	} {
+		out := filepath.Join(t.TempDir(), "out.md")
+		if err := run(context.Background(), append(args, "-out", out)); err == nil {
+			t.Errorf("run(%q) = nil error", args)
+		}
+		if _, err := os.Stat(out); err == nil {
+			t.Errorf("run(%q) wrote a report", args)
+		}
+	}
+}
