@@ -3,10 +3,16 @@ package ui
 import (
 	"encoding/json"
 	"io"
+	"io/fs"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
+
+	"conch/app/client"
+	"conch/web"
 )
 
 func get(t *testing.T, h http.Handler, path string) (*http.Response, string) {
@@ -23,11 +29,24 @@ func TestHandler(t *testing.T) {
 	h := Handler()
 
 	t.Run("deep links prerender without calling the API", func(t *testing.T) {
+		var calls atomic.Int32
+		apiSrv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			calls.Add(1)
+			w.WriteHeader(http.StatusTeapot)
+		}))
+		defer apiSrv.Close()
+		saved := api
+		api = client.New(apiSrv.URL)
+		defer func() { api = saved }()
+
 		for _, path := range []string{"/", "/sessions/0192-abc"} {
 			res, body := get(t, h, path)
 			if res.StatusCode != 200 || !strings.Contains(body, `<div class="page`) {
 				t.Fatalf("GET %s: %d\n%s", path, res.StatusCode, body)
 			}
+		}
+		if n := calls.Load(); n != 0 {
+			t.Fatalf("prerendering called the API %d times", n)
 		}
 		_, body := get(t, h, "/sessions/0192-abc")
 		if !strings.Contains(body, "Loading messages…") || !strings.Contains(body, "controllerchange") {
@@ -78,5 +97,20 @@ func TestHandler(t *testing.T) {
 
 	if h.Version == "" {
 		t.Error("Version is empty: every restart would look like an update")
+	}
+	if info, err := fs.Stat(web.FS, "app.wasm"); err == nil && h.WasmContentLength != strconv.FormatInt(info.Size(), 10) {
+		t.Errorf("WasmContentLength %q, app.wasm is %d bytes", h.WasmContentLength, info.Size())
+	}
+}
+
+func TestNotices(t *testing.T) {
+	if html := render(t, &Notices{}); strings.Contains(html, "notice") && strings.Contains(html, "<p") {
+		t.Fatalf("notices shown with nothing to say:\n%s", html)
+	}
+	if html := render(t, &Notices{Offline: true}); !strings.Contains(html, "You are offline") {
+		t.Fatalf("no offline notice:\n%s", html)
+	}
+	if html := render(t, &Notices{update: true}); !strings.Contains(html, "A new version of Conch is available") || !strings.Contains(html, ">Reload</button>") {
+		t.Fatalf("no update notice:\n%s", html)
 	}
 }
