@@ -226,6 +226,13 @@ func TestMobileStaysWithinWidth(t *testing.T) {
 		t.Errorf("the page is %d px wide: it scrolls sideways", w)
 	}
 	b.screenshot(t, "mobile.png")
+
+	// The narrowest phones: still no sideways scroll.
+	b.do(t, chromedp.EmulateViewport(360, 740, chromedp.EmulateScale(3), chromedp.EmulateMobile))
+	b.waitFor(t, "the 360 px layout", `window.innerWidth === 360`)
+	if w := eval[int](t, b, `document.documentElement.scrollWidth`); w > 360 {
+		t.Errorf("at 360 px the page is %d px wide", w)
+	}
 }
 
 func TestReloadShowsSameConversation(t *testing.T) {
