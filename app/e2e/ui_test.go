@@ -363,3 +363,11 @@ func TestReconnectRelistsWithoutDoubles(t *testing.T) {
 		t.Fatal("the offline notice stayed after the reconnect")
 	}
 }
+
+func TestUnknownSession(t *testing.T) {
+	s := startServer(t)
+	b := newBrowser(t)
+	b.do(t, chromedp.Navigate(s.URL+"/sessions/no-such-session"))
+	b.waitFor(t, "the not-found message", `[...document.querySelectorAll(".alert")].some(e => e.textContent === "This session does not exist.")`)
+	b.waitFor(t, "the WebSocket loop to stop", `!document.querySelector(".live")`)
+}

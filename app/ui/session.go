@@ -89,6 +89,11 @@ func (p *SessionPage) follow(ctx app.Context, c context.Context, id string) {
 		if c.Err() != nil {
 			return
 		}
+		var e *client.Error
+		if errors.As(err, &e) && e.Code == "not_found" {
+			ctx.Dispatch(func(app.Context) { p.live, p.err = "", "This session does not exist." })
+			return // retrying cannot help
+		}
 		if synced {
 			loaded, failures = true, 0
 		}
