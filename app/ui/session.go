@@ -358,7 +358,10 @@ func (p *SessionPage) Render() app.UI {
 				return app.P().Class("empty").Text("No messages yet. Type a shell command below.")
 			}),
 			app.Div().Class("messages").Role("log").Aria("label", "Conversation").Body(
-				&Chunk{SessionID: p.id, Chunks: p.tl.views()},
+				&Chunk{SessionID: p.id, Chunks: views(p.tl.older)},
+				app.Range(p.tl.newer).Slice(func(i int) app.UI {
+					return &Chunk{SessionID: p.id, Chunks: views(p.tl.newer[i : i+1])}
+				}),
 			),
 		),
 		app.Form().Class("prompt").OnSubmit(p.send).Body(
