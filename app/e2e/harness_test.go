@@ -141,10 +141,16 @@ func (s *server) session(t *testing.T, title string) shared.Session {
 // satisfies done (nil: a terminal status).
 func (s *server) run(t *testing.T, sid, command string, done func(shared.Message) bool) shared.Message {
 	t.Helper()
+	return s.runWithin(t, deadline, sid, command, done)
+}
+
+// runWithin is run with its own time limit (for a command queued behind many others).
+func (s *server) runWithin(t *testing.T, limit time.Duration, sid, command string, done func(shared.Message) bool) shared.Message {
+	t.Helper()
 	if done == nil {
 		done = func(m shared.Message) bool { return m.Metadata.Status.IsTerminal() }
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), deadline)
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
 	defer cancel()
 	conn, err := s.API.Dial(ctx)
 	if err != nil {

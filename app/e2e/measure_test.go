@@ -88,7 +88,7 @@ func seed(t *testing.T, s *server, sid string, n int, command func(i int) string
 			t.Fatal(err)
 		}
 	}
-	s.run(t, sid, command(n-1)+" # last", nil)
+	s.runWithin(t, 20*time.Minute, sid, command(n-1)+" # last", nil)
 	p, err := s.API.ListMessages(ctx, sid, client.ListQuery{Limit: 1, Sort: shared.SortDesc})
 	if err != nil {
 		t.Fatal(err)

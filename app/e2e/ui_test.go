@@ -371,3 +371,43 @@ func TestUnknownSession(t *testing.T) {
 	b.waitFor(t, "the not-found message", `[...document.querySelectorAll(".alert")].some(e => e.textContent === "This session does not exist.")`)
 	b.waitFor(t, "the WebSocket loop to stop", `!document.querySelector(".live")`)
 }
+
+// A session watched live past one chunk (100 messages): every message once, in order,
+// and the same conversation after a reload.
+func TestLongLiveSessionInOrder(t *testing.T) {
+	s := startServer(t)
+	sess := s.session(t, "long live session")
+	b := newBrowser(t)
+	b.open(t, s.URL+"/sessions/"+sess.ID)
+	b.waitFor(t, "the live connection", `(document.querySelector(".live") || {innerText: ""}).innerText === "Live"`)
+
+	const n = 40 // three messages each: prompt, command, agent text
+	ctx, cancel := context.WithTimeout(context.Background(), deadline)
+	defer cancel()
+	var want []string
+	for i := range n {
+		cmd := fmt.Sprintf("echo %d", i)
+		want = append(want, cmd)
+		if _, err := s.API.SendMessage(ctx, sess.ID, cmd, fmt.Sprintf("live-%d", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b.waitFor(t, "every command finished", fmt.Sprintf(`document.querySelectorAll(".cmd-succeeded").length === %d`, n))
+	commands := `[...document.querySelectorAll(".messages .cmd-text")].map(e => e.textContent).join("|")`
+	if got := eval[string](t, b, commands); got != strings.Join(want, "|") {
+		t.Fatalf("commands on screen:\n%s\nwant:\n%s", got, strings.Join(want, "|"))
+	}
+	conversation := `[...document.querySelectorAll(".messages .msg")].map(e => e.dataset.messageId || e.textContent).join("\n")`
+	b.waitFor(t, "every message", fmt.Sprintf(`document.querySelectorAll(".messages .msg").length === %d`, 3*n))
+	live := eval[string](t, b, conversation)
+
+	b.do(t, chromedp.Reload())
+	b.waitApp(t)
+	// A reload shows the newest page; the rest is one "load older" away.
+	b.waitFor(t, "the newest page", `document.querySelectorAll(".messages .msg").length === 100 && !!document.querySelector("button.older")`)
+	b.do(t, chromedp.Click(chromedp.CSS("button.older")))
+	b.waitFor(t, "the reloaded conversation", fmt.Sprintf(`document.querySelectorAll(".messages .msg").length === %d`, 3*n))
+	if got := eval[string](t, b, conversation); got != live {
+		t.Fatalf("after a reload:\n%s\nlive:\n%s", got, live)
+	}
+}
