@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"path/filepath"
 	"testing"
-	"time"
 
 	"conch/server/store"
 	"conch/shared"
@@ -99,24 +98,5 @@ func TestInlined(t *testing.T) {
 	text, _ := json.Marshal(shared.Message{ID: "m2", Type: shared.TypeMessage, Content: "hi"})
 	if same, err := inlined(text, shared.ShellOutput{Stdout: "x"}); err != nil || string(same) != string(text) {
 		t.Fatalf("a text message changed: %s", same)
-	}
-}
-
-func TestAppendSnapshotMatchesEncodingJSON(t *testing.T) {
-	one := 1
-	for _, out := range []shared.ShellOutput{
-		{},
-		{Stdout: outputText(5000) + "<a href=\"x\">&</a>\t\r\x01\\", Stderr: "boom\n", ExitCode: &one, Signal: "SIGKILL", Truncated: true},
-		{Stderr: "é日本🙂"},
-	} {
-		snap := shared.ShellOutputSnapshot{MessageID: "m", Status: shared.StatusFailed,
-			UpdatedAt: time.Date(2026, 12, 2, 14, 0, 0, 123456789, time.UTC), Output: out}
-		want, err := json.Marshal(snap)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got := appendSnapshot(nil, snap); string(got) != string(want) {
-			t.Errorf("appendSnapshot\n got %s\nwant %s", got, want)
-		}
 	}
 }
