@@ -72,6 +72,16 @@ func (p *SessionPage) OnNav(ctx app.Context) {
 	go p.follow(ctx, p.ctx, id)
 }
 
+// apply runs f on the UI goroutine unless c, the work of an earlier session shown by
+// this page, has been cancelled meanwhile: late answers never land in another session.
+func (p *SessionPage) apply(ctx app.Context, c context.Context, f func(app.Context)) {
+	ctx.Dispatch(func(ctx app.Context) {
+		if c.Err() == nil {
+			f(ctx)
+		}
+	})
+}
+
 // OnDismount stops the page's requests and WebSocket.
 func (p *SessionPage) OnDismount() {
 	if p.cancel != nil {
@@ -91,14 +101,14 @@ func (p *SessionPage) follow(ctx app.Context, c context.Context, id string) {
 		}
 		var e *client.Error
 		if errors.As(err, &e) && e.Code == "not_found" {
-			ctx.Dispatch(func(app.Context) { p.live, p.err = "", "This session does not exist." })
+			p.apply(ctx, c, func(app.Context) { p.live, p.err = "", "This session does not exist." })
 			return // retrying cannot help
 		}
 		if synced {
 			loaded, failures = true, 0
 		}
 		failures++
-		ctx.Dispatch(func(ctx app.Context) {
+		p.apply(ctx, c, func(ctx app.Context) {
 			p.live = liveReconnecting
 			p.offline = errors.Is(err, client.ErrUnreachable)
 			if !p.offline {
@@ -118,7 +128,7 @@ func (p *SessionPage) refreshSession(ctx app.Context, c context.Context, id stri
 	if c.Err() != nil {
 		return
 	}
-	ctx.Dispatch(func(ctx app.Context) {
+	p.apply(ctx, c, func(ctx app.Context) {
 		switch {
 		case err == nil:
 			p.session = &s
@@ -166,7 +176,7 @@ func (p *SessionPage) connect(ctx app.Context, c context.Context, id string, loa
 		latest.Messages, rest = first[:firstPaint], first[firstPaint:]
 	}
 	msgs = append(msgs, latest.Messages...)
-	ctx.Dispatch(func(ctx app.Context) {
+	p.apply(ctx, c, func(ctx app.Context) {
 		p.show(ctx, msgs)
 		if !p.loaded {
 			p.loaded, p.hasOlder = true, latest.HasMore
@@ -175,11 +185,11 @@ func (p *SessionPage) connect(ctx app.Context, c context.Context, id string, loa
 		p.live, p.offline, p.err = liveOn, false, ""
 	})
 	if len(rest) > 0 {
-		ctx.Dispatch(func(ctx app.Context) { p.tl.addOlder(rest) })
+		p.apply(ctx, c, func(ctx app.Context) { p.tl.addOlder(rest) })
 	}
 
 	for env := range conn.Notifications() {
-		p.notify(ctx, id, env)
+		p.notify(ctx, c, id, env)
 	}
 	return true, conn.Err()
 }
@@ -187,7 +197,7 @@ func (p *SessionPage) connect(ctx app.Context, c context.Context, id string, loa
 // catchUp lists every message newer than the newest one shown, page by page.
 func (p *SessionPage) catchUp(ctx app.Context, c context.Context, conn *client.Conn, id string) ([]shared.Message, error) {
 	lastCh := make(chan string, 1)
-	ctx.Dispatch(func(app.Context) { lastCh <- p.tl.last() })
+	p.apply(ctx, c, func(app.Context) { lastCh <- p.tl.last() })
 	var after string
 	select {
 	case after = <-lastCh:
@@ -209,20 +219,20 @@ func (p *SessionPage) catchUp(ctx app.Context, c context.Context, conn *client.C
 	return msgs, nil
 }
 
-func (p *SessionPage) notify(ctx app.Context, id string, env shared.Envelope) {
+func (p *SessionPage) notify(ctx app.Context, c context.Context, id string, env shared.Envelope) {
 	switch env.Action {
 	case shared.ActionMessageAdded, shared.ActionMessageUpdated:
 		var m shared.Message
 		if json.Unmarshal(env.Payload, &m) != nil || m.SessionID != id {
 			return
 		}
-		ctx.Dispatch(func(ctx app.Context) { p.show(ctx, []shared.Message{m}) })
+		p.apply(ctx, c, func(ctx app.Context) { p.show(ctx, []shared.Message{m}) })
 	case shared.ActionSessionUpdated:
 		var s shared.Session
 		if json.Unmarshal(env.Payload, &s) != nil || s.ID != id {
 			return
 		}
-		ctx.Dispatch(func(app.Context) { p.session = &s })
+		p.apply(ctx, c, func(app.Context) { p.session = &s })
 	}
 }
 
@@ -258,7 +268,7 @@ func (p *SessionPage) loadOlder(ctx app.Context, _ app.Event) {
 	c, id, first := p.ctx, p.id, p.tl.first()
 	ctx.Async(func() {
 		page, err := api.ListMessages(c, id, client.ListQuery{Before: first, Limit: pageSize, Sort: shared.SortDesc})
-		ctx.Dispatch(func(ctx app.Context) {
+		p.apply(ctx, c, func(ctx app.Context) {
 			p.older = false
 			if err != nil {
 				p.offline = errors.Is(err, client.ErrUnreachable)
@@ -287,7 +297,7 @@ func (p *SessionPage) send(ctx app.Context, _ app.Event) {
 	c, id, cmid := p.ctx, p.id, newClientMessageID()
 	ctx.Async(func() {
 		m, err := api.SendMessage(c, id, content, cmid)
-		ctx.Dispatch(func(ctx app.Context) {
+		p.apply(ctx, c, func(ctx app.Context) {
 			p.sending = false
 			if err != nil {
 				p.offline = errors.Is(err, client.ErrUnreachable)
@@ -310,7 +320,7 @@ func (p *SessionPage) cancelTurn(ctx app.Context, _ app.Event) {
 	c, id := p.ctx, p.id
 	ctx.Async(func() {
 		if err := api.Cancel(c, id); err != nil && c.Err() == nil {
-			ctx.Dispatch(func(app.Context) { p.err = "Cancel failed: " + err.Error() })
+			p.apply(ctx, c, func(app.Context) { p.err = "Cancel failed: " + err.Error() })
 		}
 	})
 }
