@@ -42,7 +42,8 @@ type Config struct {
 	Now   func() time.Time
 	After func(time.Duration) <-chan time.Time
 	// FlushInterval is the longest a running command's new output waits to be stored;
-	// default 250ms.
+	// default 500ms. Each flush rewrites the whole bounded output (up to 512 KiB), so the
+	// interval bounds the write rate; the UI polls an open output once a second.
 	FlushInterval time.Duration
 	// StartTimeout bounds initialize + session/new; default 30s.
 	StartTimeout time.Duration
@@ -83,7 +84,7 @@ func NewManager(cfg Config) (*Manager, error) {
 		cfg.After = time.After
 	}
 	if cfg.FlushInterval <= 0 {
-		cfg.FlushInterval = 250 * time.Millisecond
+		cfg.FlushInterval = 500 * time.Millisecond
 	}
 	if cfg.StartTimeout <= 0 {
 		cfg.StartTimeout = 30 * time.Second

@@ -63,6 +63,8 @@ type server struct {
 	token string
 	log   *slog.Logger
 	limit int
+
+	snapshots *snapshotCache
 }
 
 // New returns the Fiber app serving everything.
@@ -77,7 +79,7 @@ func New(cfg Config) *fiber.App {
 		cfg.UI = http.NotFoundHandler()
 	}
 	s := &server{store: cfg.Store, hub: cfg.Hub, rt: cfg.Runtime, web: newAssets(cfg.Web),
-		token: cfg.Token, log: cfg.Logger, limit: cfg.BodyLimit}
+		token: cfg.Token, log: cfg.Logger, limit: cfg.BodyLimit, snapshots: newSnapshotCache(snapshotCacheBytes)}
 
 	app := fiber.New(fiber.Config{
 		Immutable:             true, // params and headers outlive fasthttp's buffer reuse

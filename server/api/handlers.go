@@ -186,15 +186,6 @@ func (s *server) handleCancel(c *fiber.Ctx) error {
 	return c.Status(http.StatusAccepted).JSON(sess)
 }
 
-func (s *server) handleShellOutput(c *fiber.Ctx) error {
-	snap, err := s.store.GetShellOutput(c.UserContext(), c.Params("session_id"), c.Params("message_id"))
-	if err != nil {
-		// One text for absent, cross-session and non-shell alike (CONTRACT.md).
-		return s.fail(c, about("message", err))
-	}
-	return c.JSON(snap)
-}
-
 // decodeBody decodes one strict JSON object (see the package comment) into v.
 func decodeBody(body []byte, v any) error {
 	if !utf8.Valid(body) {

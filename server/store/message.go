@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"conch/shared"
 
@@ -278,6 +279,22 @@ func (s *Store) CancelActiveToolCalls(ctx context.Context, sessionID string) ([]
 		}
 	}
 	return out, nil
+}
+
+// GetShellOutputStamp answers as GetShellOutput does, but with only the output's
+// updated_at, without reading the body: enough to validate a cached snapshot.
+func (s *Store) GetShellOutputStamp(ctx context.Context, sessionID, messageID string) (time.Time, error) {
+	var stamps []int64
+	err := s.db.WithContext(ctx).Model(&messageRow{}).
+		Where("id = ? AND session_id = ? AND type = ?", messageID, sessionID, string(shared.TypeToolExecute)).
+		Limit(1).Pluck("updated_at", &stamps).Error
+	if err != nil {
+		return time.Time{}, fmt.Errorf("get shell output stamp: %w", err)
+	}
+	if len(stamps) == 0 {
+		return time.Time{}, fmt.Errorf("get shell output stamp: %w", ErrNotFound)
+	}
+	return fromNanos(stamps[0]), nil
 }
 
 // GetShellOutput returns the full stored output of a shell command of the session. An

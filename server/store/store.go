@@ -34,6 +34,9 @@ var (
 // walSizeLimit caps the WAL file left after a checkpoint (bytes).
 const walSizeLimit = 64 << 20
 
+// mmapSize is how much of the database file reads may map instead of copying.
+const mmapSize = 256 << 20
+
 const driverName = "conch_sqlite3"
 
 var registerDriver sync.Once
@@ -55,9 +58,10 @@ func Open(path string, now func() time.Time) (*Store, error) {
 		}
 	}
 	registerDriver.Do(func() {
-		// journal_size_limit has no DSN parameter: set it on every new connection.
+		// journal_size_limit has no DSN parameter; memory-mapped reads halve the cost of
+		// reading a 256 KiB output body (measured in docs/BENCHMARKS.md).
 		sql.Register(driverName, &sqlite3.SQLiteDriver{ConnectHook: func(c *sqlite3.SQLiteConn) error {
-			_, err := c.Exec(fmt.Sprintf("PRAGMA journal_size_limit = %d", walSizeLimit), nil)
+			_, err := c.Exec(fmt.Sprintf("PRAGMA journal_size_limit = %d; PRAGMA mmap_size = %d", walSizeLimit, mmapSize), nil)
 			return err
 		}})
 	})

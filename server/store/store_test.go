@@ -216,6 +216,9 @@ func TestShellOutputScoping(t *testing.T) {
 		*snap.Output.ExitCode != 0 || snap.Status != shared.StatusCompleted || snap.MessageID != cmd.ID {
 		t.Fatalf("snapshot %+v", snap)
 	}
+	if stamp, err := s.GetShellOutputStamp(ctx, a.ID, cmd.ID); err != nil || !stamp.Equal(snap.UpdatedAt) {
+		t.Fatalf("stamp %v, want %v (%v)", stamp, snap.UpdatedAt, err)
+	}
 	empty, err := s.GetShellOutput(ctx, a.ID, running.ID)
 	if err != nil || empty.Output != (shared.ShellOutput{}) || empty.Status != shared.StatusRunning {
 		t.Fatalf("empty running snapshot %+v, %v", empty, err)
@@ -227,6 +230,9 @@ func TestShellOutputScoping(t *testing.T) {
 	} {
 		if _, err := s.GetShellOutput(ctx, c[0], c[1]); !errors.Is(err, ErrNotFound) {
 			t.Errorf("%s: err = %v, want ErrNotFound", name, err)
+		}
+		if _, err := s.GetShellOutputStamp(ctx, c[0], c[1]); !errors.Is(err, ErrNotFound) {
+			t.Errorf("%s: stamp err = %v, want ErrNotFound", name, err)
 		}
 	}
 }

@@ -1,0 +1,106 @@
+package api
+
+import (
+	"container/list"
+	"encoding/json"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+)
+
+// snapshotCacheBytes bounds the encoded snapshots kept in memory: about 100 commands at
+// the 256 KiB bound of both streams.
+const snapshotCacheBytes = 64 << 20
+
+// handleShellOutput answers the output snapshot (CONTRACT.md, "The output snapshot").
+// A cheap scoped lookup of the output's version comes first: it answers 404 without
+// reading a body, 304 to a client that already holds this version, and otherwise picks
+// the encoded snapshot from the cache when the body has not changed since it was read.
+func (s *server) handleShellOutput(c *fiber.Ctx) error {
+	ctx, sessionID, messageID := c.UserContext(), c.Params("session_id"), c.Params("message_id")
+	stamp, err := s.store.GetShellOutputStamp(ctx, sessionID, messageID)
+	if err != nil {
+		// One text for absent, cross-session and non-shell alike (CONTRACT.md).
+		return s.fail(c, about("message", err))
+	}
+	c.Set(fiber.HeaderCacheControl, "no-cache")
+	if etag := snapshotETag(messageID, stamp); c.Get(fiber.HeaderIfNoneMatch) == etag {
+		c.Set(fiber.HeaderETag, etag)
+		return c.SendStatus(fiber.StatusNotModified)
+	}
+	body := s.snapshots.get(messageID, stamp)
+	if body == nil {
+		snap, err := s.store.GetShellOutput(ctx, sessionID, messageID)
+		if err != nil {
+			return s.fail(c, about("message", err))
+		}
+		if body, err = json.Marshal(snap); err != nil {
+			return s.fail(c, err)
+		}
+		stamp = snap.UpdatedAt // the body read may be newer than the lookup
+		s.snapshots.put(messageID, stamp, body)
+	}
+	c.Set(fiber.HeaderETag, snapshotETag(messageID, stamp))
+	c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSON)
+	return c.Send(body)
+}
+
+func snapshotETag(messageID string, stamp time.Time) string {
+	return `"` + messageID + "." + strconv.FormatInt(stamp.UnixNano(), 36) + `"`
+}
+
+// snapshotCache keeps encoded snapshots by message id, each valid for one updated_at,
+// least recently used first out once the bytes bound is reached.
+type snapshotCache struct {
+	mu    sync.Mutex
+	max   int
+	size  int
+	order *list.List // of *cachedSnapshot, most recent at the front
+	byID  map[string]*list.Element
+}
+
+type cachedSnapshot struct {
+	id    string
+	stamp time.Time
+	body  []byte
+}
+
+func newSnapshotCache(max int) *snapshotCache {
+	return &snapshotCache{max: max, order: list.New(), byID: map[string]*list.Element{}}
+}
+
+// get returns the encoded snapshot of id at stamp, or nil.
+func (c *snapshotCache) get(id string, stamp time.Time) []byte {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.byID[id]
+	if !ok || !e.Value.(*cachedSnapshot).stamp.Equal(stamp) {
+		return nil
+	}
+	c.order.MoveToFront(e)
+	return e.Value.(*cachedSnapshot).body
+}
+
+func (c *snapshotCache) put(id string, stamp time.Time, body []byte) {
+	if len(body) > c.max {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e, ok := c.byID[id]; ok {
+		c.remove(e)
+	}
+	c.byID[id] = c.order.PushFront(&cachedSnapshot{id: id, stamp: stamp, body: body})
+	c.size += len(body)
+	for c.size > c.max {
+		c.remove(c.order.Back())
+	}
+}
+
+func (c *snapshotCache) remove(e *list.Element) {
+	v := c.order.Remove(e).(*cachedSnapshot)
+	delete(c.byID, v.id)
+	c.size -= len(v.body)
+}
