@@ -1,0 +1,70 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"conch/shared"
+)
+
+// seedPage stores 50 shell commands with stdout of the given size and 50 text messages.
+func seedPage(b *testing.B, stdout int) (*Store, string, []shared.Message) {
+	s, _ := open(&testing.T{}, time.Millisecond)
+	b.Cleanup(func() { s.Close() })
+	ctx := context.Background()
+	task, _ := s.CreateTask(ctx, "bench", "")
+	sess, _ := s.CreateSession(ctx, task.ID, "shell", "/tmp")
+	var msgs []shared.Message
+	for i := 0; i < 50; i++ {
+		out := &shared.ShellOutput{Stdout: strings.Repeat("x", stdout), ExitCode: new(int)}
+		m, err := s.CreateMessage(ctx, NewMessage{SessionID: sess.ID, AuthorType: shared.AuthorAgent,
+			Type: shared.TypeToolExecute, Content: "go test ./...", Metadata: shellMeta(shared.StatusCompleted), Output: out})
+		if err != nil {
+			b.Fatal(err)
+		}
+		t, _ := s.CreateMessage(ctx, NewMessage{SessionID: sess.ID, AuthorType: shared.AuthorAgent,
+			Type: shared.TypeMessage, Content: "done"})
+		msgs = append(msgs, m, t)
+	}
+	return s, sess.ID, msgs
+}
+
+// The newest page of 100 costs the same whatever the commands' output size: lists
+// never read bodies.
+func BenchmarkListMessages(b *testing.B) {
+	for _, size := range []int{0, shared.OutputLimit} {
+		b.Run(fmt.Sprintf("stdout=%d", size), func(b *testing.B) {
+			s, sessionID, _ := seedPage(b, size)
+			ctx := context.Background()
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := s.ListMessages(ctx, sessionID, ListQuery{Limit: 100, Sort: shared.SortDesc}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// The projection of one stored row: a shell command whose output is 256 KiB (the row
+// holds only its summary) and a plain text message.
+func BenchmarkProject(b *testing.B) {
+	s, sessionID, msgs := seedPage(b, shared.OutputLimit)
+	for name, id := range map[string]string{"shell-256KiB": msgs[0].ID, "text": msgs[1].ID} {
+		var row messageRow
+		if err := s.db.Take(&row, "id = ? AND session_id = ?", id, sessionID).Error; err != nil {
+			b.Fatal(err)
+		}
+		b.Run(name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := row.message(); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
