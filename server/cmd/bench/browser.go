@@ -10,8 +10,6 @@ import (
 	"path/filepath"
 	"time"
 
-	"conch/server/store"
-
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/heapprofiler"
 	"github.com/chromedp/cdproto/page"
@@ -58,20 +56,7 @@ func (b *bench) browserBench(ctx context.Context) error {
 		b.r.p("The headless Chromium part was skipped (`-browser=false`).")
 		return nil
 	}
-	sessions := make([]seeded, len(browserSessions))
-	db, err := b.seedDB(ctx, "browser", func(st *store.Store, taskID string) error {
-		for i, spec := range browserSessions {
-			var err error
-			if sessions[i], err = seedSession(ctx, st, taskID, spec); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		return err
-	}
-	srv, err := startConch(ctx, b.conchBin, db)
+	srv, sessions, err := b.serveSeeded(ctx, "browser", browserSessions...)
 	if err != nil {
 		return err
 	}

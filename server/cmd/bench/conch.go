@@ -23,6 +23,7 @@ import (
 // conch is a running `conch serve` on 127.0.0.1 with its own database.
 type conch struct {
 	URL    string // http://127.0.0.1:PORT
+	DB     string // the database file it serves
 	PID    int
 	cmd    *exec.Cmd
 	stderr *tailBuffer
@@ -38,7 +39,7 @@ func startConch(ctx context.Context, bin, db string) (*conch, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &conch{cmd: cmd, stderr: &tailBuffer{max: 8 << 10}}
+	c := &conch{DB: db, cmd: cmd, stderr: &tailBuffer{max: 8 << 10}}
 	cmd.Stderr = c.stderr
 	if err := cmd.Start(); err != nil {
 		return nil, err

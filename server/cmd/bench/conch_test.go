@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"conch/server/store"
 	"conch/shared"
 )
 
@@ -22,20 +21,12 @@ func TestHarnessAgainstRealServer(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	b := &bench{conchBin: bin, tmp: t.TempDir()}
-	var s seeded
-	db, err := b.seedDB(ctx, "e2e", func(st *store.Store, taskID string) error {
-		var err error
-		s, err = seedSession(ctx, st, taskID, seedSpec{Messages: 6, StdoutBytes: 4096})
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv, err := startConch(ctx, bin, db)
+	srv, sessions, err := b.serveSeeded(ctx, "e2e", seedSpec{Messages: 6, StdoutBytes: 4096})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer srv.stop()
+	s := sessions[0]
 
 	snap, err := srv.snapshot(ctx, s.SessionID, s.ShellIDs[0])
 	if err != nil || len(snap.Output.Stdout) != 4096 {

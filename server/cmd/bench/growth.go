@@ -6,36 +6,23 @@ import (
 	"fmt"
 	"strings"
 
-	"conch/server/store"
-
 	_ "github.com/mattn/go-sqlite3" // the driver the store links: read-only access for EXPLAIN QUERY PLAN
 )
 
 // growthBench measures list latency as sessions grow, and whether output size leaks into
 // list latency.
 func (b *bench) growthBench(ctx context.Context) error {
-	grown := make([]seeded, len(b.growth))
-	var heavy, empty seeded
-	db, err := b.seedDB(ctx, "growth", func(st *store.Store, taskID string) error {
-		var err error
-		for i, n := range b.growth {
-			if grown[i], err = seedSession(ctx, st, taskID, seedSpec{Messages: n, StdoutBytes: 100}); err != nil {
-				return err
-			}
-		}
-		if heavy, err = seedSession(ctx, st, taskID, seedSpec{Messages: 80, StdoutBytes: 256 << 10}); err != nil {
-			return err
-		}
-		empty, err = seedSession(ctx, st, taskID, seedSpec{Messages: 80})
-		return err
-	})
+	specs := make([]seedSpec, 0, len(b.growth)+2)
+	for _, n := range b.growth {
+		specs = append(specs, seedSpec{Messages: n, StdoutBytes: 100})
+	}
+	// Then the same 80 messages with 256 KiB outputs and with empty ones.
+	specs = append(specs, seedSpec{Messages: 80, StdoutBytes: 256 << 10}, seedSpec{Messages: 80})
+	srv, sessions, err := b.serveSeeded(ctx, "growth", specs...)
 	if err != nil {
 		return err
 	}
-	srv, err := startConch(ctx, b.conchBin, db)
-	if err != nil {
-		return err
-	}
+	grown, heavy, empty := sessions[:len(b.growth)], sessions[len(b.growth)], sessions[len(b.growth)+1]
 	defer srv.stop()
 	if _, err := b.load(ctx, srv, 4, srv.URL+"/healthz"); err != nil { // warm up
 		return err
@@ -94,7 +81,7 @@ func (b *bench) growthBench(ctx context.Context) error {
 	b.r.table([]string{"session", "connections", "p50", "p50 vs baseline", "p99", "requests/s", "vs baseline", "answer",
 		"server CPU / request"}, rows)
 
-	return b.explain(db, grown[len(grown)-1])
+	return b.explain(srv.DB, grown[len(grown)-1])
 }
 
 // planQueries mirror the statements server/store issues for a list page and a snapshot

@@ -10,7 +10,6 @@ import (
 	"strings"
 	"time"
 
-	"conch/server/store"
 	"conch/shared"
 )
 
@@ -19,11 +18,7 @@ var liveClients = []int{1, 10, 100}
 // live runs real commands through the built-in shell agent while 1, 10 and 100 WebSocket
 // clients watch, and measures what the server sends and writes.
 func (b *bench) live(ctx context.Context) error {
-	db, err := b.seedDB(ctx, "live", func(*store.Store, string) error { return nil })
-	if err != nil {
-		return err
-	}
-	srv, err := startConch(ctx, b.conchBin, db)
+	srv, _, err := b.serveSeeded(ctx, "live")
 	if err != nil {
 		return err
 	}

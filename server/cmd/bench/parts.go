@@ -23,18 +23,12 @@ func (b *bench) parts(ctx context.Context) error {
 	if err := flag.Set("test.benchtime", "300ms"); err != nil {
 		return err
 	}
-	var shell, text seeded
-	path, err := b.seedDB(ctx, "parts", func(st *store.Store, taskID string) error {
-		var err error
-		if shell, err = seedSession(ctx, st, taskID, seedSpec{Messages: 100, StdoutBytes: 256 << 10, AllShell: true}); err != nil {
-			return err
-		}
-		text, err = seedSession(ctx, st, taskID, seedSpec{Messages: 1000, StdoutBytes: 100})
-		return err
-	})
+	path, sessions, err := b.seedDB(ctx, "parts",
+		seedSpec{Messages: 100, StdoutBytes: 256 << 10, AllShell: true}, seedSpec{Messages: 1000, StdoutBytes: 100})
 	if err != nil {
 		return err
 	}
+	shell, text := sessions[0], sessions[1]
 	st, err := store.Open(path, nil)
 	if err != nil {
 		return err

@@ -22,47 +22,52 @@ const payloadMessages = 200
 const uiPageSize = 100
 
 // seedDB creates a database in its own directory (the server keeps its data beside it),
-// lets fill write sessions into it through the store, and returns its path.
-func (b *bench) seedDB(ctx context.Context, name string, fill func(st *store.Store, taskID string) error) (string, error) {
+// writes one session per spec into it through the store, and returns its path and the
+// sessions, in the order of specs.
+func (b *bench) seedDB(ctx context.Context, name string, specs ...seedSpec) (string, []seeded, error) {
 	dir := filepath.Join(b.tmp, name)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", err
+		return "", nil, err
 	}
 	path := filepath.Join(dir, "conch.db")
 	st, err := store.Open(path, nil)
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
 	defer st.Close()
 	task, err := st.CreateTask(ctx, "bench "+name, "seeded by server/cmd/bench")
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
 	t := time.Now()
-	if err := fill(st, task.ID); err != nil {
-		return "", err
+	sessions := make([]seeded, len(specs))
+	for i, spec := range specs {
+		if sessions[i], err = seedSession(ctx, st, task.ID, spec); err != nil {
+			return "", nil, err
+		}
 	}
 	progress("   seeded %s in %s", name, time.Since(t).Round(time.Millisecond))
-	return path, nil
+	return path, sessions, nil
+}
+
+// serveSeeded seeds a database as seedDB does and starts bin/conch on it.
+func (b *bench) serveSeeded(ctx context.Context, name string, specs ...seedSpec) (*conch, []seeded, error) {
+	db, sessions, err := b.seedDB(ctx, name, specs...)
+	if err != nil {
+		return nil, nil, err
+	}
+	srv, err := startConch(ctx, b.conchBin, db)
+	return srv, sessions, err
 }
 
 // payload measures what a session of 200 messages (half shell commands) costs a browser,
 // projected as served against the same messages with their output bodies inline.
 func (b *bench) payload(ctx context.Context) error {
-	sessions := make([]seeded, len(payloadSizes))
-	db, err := b.seedDB(ctx, "payload", func(st *store.Store, taskID string) error {
-		for i, size := range payloadSizes {
-			var err error
-			if sessions[i], err = seedSession(ctx, st, taskID, seedSpec{Messages: payloadMessages, StdoutBytes: size}); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		return err
+	specs := make([]seedSpec, len(payloadSizes))
+	for i, size := range payloadSizes {
+		specs[i] = seedSpec{Messages: payloadMessages, StdoutBytes: size}
 	}
-	srv, err := startConch(ctx, b.conchBin, db)
+	srv, sessions, err := b.serveSeeded(ctx, "payload", specs...)
 	if err != nil {
 		return err
 	}

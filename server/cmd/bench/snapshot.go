@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	"conch/server/store"
 	"conch/shared"
 )
 
@@ -14,20 +13,11 @@ var snapshotConns = []int{1, 16, 64}
 // store access, tiny answer) at the same concurrency as the baseline.
 func (b *bench) snapshot(ctx context.Context) error {
 	sizes := []int{1 << 10, 256 << 10}
-	sessions := make([]seeded, len(sizes))
-	db, err := b.seedDB(ctx, "snapshot", func(st *store.Store, taskID string) error {
-		for i, size := range sizes {
-			var err error
-			if sessions[i], err = seedSession(ctx, st, taskID, seedSpec{Messages: 200, StdoutBytes: size}); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		return err
+	specs := make([]seedSpec, len(sizes))
+	for i, size := range sizes {
+		specs[i] = seedSpec{Messages: 200, StdoutBytes: size}
 	}
-	srv, err := startConch(ctx, b.conchBin, db)
+	srv, sessions, err := b.serveSeeded(ctx, "snapshot", specs...)
 	if err != nil {
 		return err
 	}
