@@ -305,12 +305,14 @@ func (b *browser) text(t *testing.T, sel string) string {
 	return eval[string](t, b, fmt.Sprintf(`(document.querySelector(%q) || {textContent: ""}).textContent`, sel))
 }
 
-// screenshot saves a full-page PNG under artifacts/ at the module root.
+// screenshot saves what the viewport shows as a PNG under artifacts/ at the module root.
+// Not a full-page capture: rows use content-visibility: auto, and Chromium's full-page
+// capture paints them blank.
 func (b *browser) screenshot(t *testing.T, name string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(b.ctx, deadline)
 	defer cancel()
-	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+	png, err := chromedp.Run(ctx, chromedp.CaptureScreenshot())
 	if err != nil {
 		t.Fatal(err)
 	}
