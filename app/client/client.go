@@ -46,13 +46,23 @@ func StatusOf(err error) int {
 
 // Client talks to one Conch server. The zero value is not usable: call New.
 type Client struct {
-	base string // scheme://host[:port], or "" for the page's own origin in the browser
+	base  string // scheme://host[:port], or "" for the page's own origin in the browser
+	token string // sent as a Bearer token; in the browser the sign-in cookie does this
 }
 
 // New returns a client of the server at base (e.g. "http://127.0.0.1:8080"). In the
 // browser, base "" means the origin the page came from.
 func New(base string) *Client {
 	return &Client{base: strings.TrimRight(base, "/")}
+}
+
+// WithToken returns a client that sends token (the server's --token) on every request
+// and WebSocket dial, for scripts and tests. A page in the browser needs none: it signs
+// in once and the cookie goes with every request.
+func (c *Client) WithToken(token string) *Client {
+	cc := *c
+	cc.token = token
+	return &cc
 }
 
 // ListQuery selects a page of messages; zero fields take the server's defaults.

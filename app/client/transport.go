@@ -7,6 +7,8 @@ import (
 	"context"
 	"io"
 	"net/http"
+
+	"github.com/coder/websocket"
 )
 
 func (c *Client) roundTrip(ctx context.Context, method, url string, body []byte) (int, []byte, error) {
@@ -16,6 +18,9 @@ func (c *Client) roundTrip(ctx context.Context, method, url string, body []byte)
 	}
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
+	}
+	if c.token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.token)
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
@@ -27,3 +32,10 @@ func (c *Client) roundTrip(ctx context.Context, method, url string, body []byte)
 }
 
 func (c *Client) wsBase() string { return c.base }
+
+func (c *Client) dialOptions() *websocket.DialOptions {
+	if c.token == "" {
+		return nil
+	}
+	return &websocket.DialOptions{HTTPHeader: http.Header{"Authorization": {"Bearer " + c.token}}}
+}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"syscall/js"
+
+	"github.com/coder/websocket"
 )
 
 // roundTrip calls the browser's fetch. Cancelling ctx aborts the request through its own
@@ -15,12 +17,15 @@ func (c *Client) roundTrip(ctx context.Context, method, url string, body []byte)
 	opts.Set("method", method)
 	opts.Set("signal", abort.Get("signal"))
 	opts.Set("cache", "no-store")
+	headers := js.Global().Get("Object").New()
 	if body != nil {
-		headers := js.Global().Get("Object").New()
 		headers.Set("Content-Type", "application/json")
-		opts.Set("headers", headers)
 		opts.Set("body", string(body))
 	}
+	if c.token != "" {
+		headers.Set("Authorization", "Bearer "+c.token)
+	}
+	opts.Set("headers", headers)
 	resp, err := await(ctx, abort, js.Global().Call("fetch", url, opts))
 	if err != nil {
 		return 0, nil, err
@@ -62,6 +67,9 @@ func await(ctx context.Context, abort, promise js.Value) (js.Value, error) {
 		return js.Value{}, ctx.Err()
 	}
 }
+
+// dialOptions has no headers: browsers cannot set them on a WebSocket; the cookie signs in.
+func (c *Client) dialOptions() *websocket.DialOptions { return nil }
 
 // wsBase is the WebSocket origin: the client's base, or the page's own origin.
 func (c *Client) wsBase() string {

@@ -35,7 +35,7 @@ type Conn struct {
 // Dial opens the WebSocket. The connection lives until Close or a failure, not until ctx ends.
 func (c *Client) Dial(ctx context.Context) (*Conn, error) {
 	u := strings.Replace(c.wsBase(), "http", "ws", 1) + "/ws"
-	ws, _, err := websocket.Dial(ctx, u, nil)
+	ws, _, err := websocket.Dial(ctx, u, c.dialOptions())
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()

@@ -96,3 +96,35 @@ func TestTypedClientAgainstServer(t *testing.T) {
 		t.Errorf("unsubscribe: %v", err)
 	}
 }
+
+// A script with the server's token gets in over REST and the WebSocket; without it, 401.
+func TestTypedClientWithToken(t *testing.T) {
+	e := newEnv(t, withToken)
+	base := "http://" + e.listen()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+
+	if _, err := client.New(base).Agents(ctx); client.StatusOf(err) != http.StatusUnauthorized {
+		t.Fatalf("without the token: %v", err)
+	}
+	if _, err := client.New(base).Dial(ctx); err == nil {
+		t.Fatal("WebSocket without the token was accepted")
+	}
+	c := client.New(base).WithToken(token)
+	task, err := c.CreateTask(ctx, "scripted", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ws, err := c.Dial(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ws.Close()
+	sess := e.session()
+	if err := ws.Subscribe(ctx, sess.ID); err != nil {
+		t.Fatalf("subscribe with the token: %v", err)
+	}
+	if task.Title != "scripted" {
+		t.Fatalf("task %+v", task)
+	}
+}
