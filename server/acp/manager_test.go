@@ -363,3 +363,34 @@ func TestCloseDuringStart(t *testing.T) {
 		t.Errorf("StartSession = %+v, %v", r.sess, r.err)
 	}
 }
+
+// An agent that talks on and on fills several messages of bounded size; nothing is lost.
+func TestLongAgentTextSplits(t *testing.T) {
+	chunk := strings.Repeat("words ", 10_000) // 60,000 bytes
+	env := newEnv(t, scripted(map[string]script{
+		"talk": func(ctx context.Context, a *scriptAgent, sid sdk.SessionId) error {
+			for range 10 {
+				if err := a.send(ctx, sid, sdk.UpdateAgentMessageText(chunk)); err != nil {
+					return err
+				}
+			}
+			return nil
+		},
+	}), false, Profile{Name: "scripted"})
+	sess := env.start(t, "scripted")
+	env.prompt(t, sess.ID, "talk")
+	var all strings.Builder
+	var texts int
+	for _, m := range env.messages(t, sess.ID) {
+		if m.Type == shared.TypeMessage && m.AuthorType == shared.AuthorAgent {
+			texts++
+			if len(m.Content) > shared.OutputLimit+len(chunk) {
+				t.Errorf("a text message of %d bytes", len(m.Content))
+			}
+			all.WriteString(m.Content)
+		}
+	}
+	if texts < 2 || all.String() != strings.Repeat(chunk, 10) {
+		t.Fatalf("%d text messages holding %d bytes, want several holding %d", texts, all.Len(), 10*len(chunk))
+	}
+}

@@ -106,11 +106,14 @@ func (r *recorder) permission(tc sdk.ToolCallUpdate) {
 	r.applyTool(string(tc.ToolCallId), fromPermission(&tc))
 }
 
+// appendText adds to the open text segment. A segment holds at most about
+// shared.OutputLimit bytes; past that the text goes on in a new message, so no single
+// message, and no rewrite of one, grows without bound.
 func (r *recorder) appendText(cur **item, kind itemKind, text string) {
 	if text == "" {
 		return
 	}
-	if *cur == nil {
+	if *cur == nil || (*cur).text.Len() >= shared.OutputLimit {
 		*cur = &item{kind: kind}
 	}
 	(*cur).text.WriteString(text)
