@@ -45,31 +45,12 @@ func ExecLauncher(executable string) Launcher {
 		for k, v := range p.Env {
 			cmd.Env = append(cmd.Env, k+"="+v)
 		}
-		// Own group, so kill reaches its children; Pdeathsig, so a crashed server leaves no
-		// orphan behind (graceful stops kill the whole group).
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 		stdin, err := cmd.StdinPipe()
 		if err != nil {
 			return nil, err
 		}
-		// Our own pipes, not StdoutPipe: Wait must not close stdout before every line is read.
-		outR, outW, err := os.Pipe()
+		outR, errR, err := startGroup(cmd)
 		if err != nil {
-			return nil, err
-		}
-		errR, errW, err := os.Pipe()
-		if err != nil {
-			outR.Close()
-			outW.Close()
-			return nil, err
-		}
-		cmd.Stdout, cmd.Stderr = outW, errW
-		err = cmd.Start()
-		outW.Close()
-		errW.Close()
-		if err != nil {
-			outR.Close()
-			errR.Close()
 			return nil, fmt.Errorf("start %s: %w", command, err)
 		}
 		var (
@@ -135,4 +116,32 @@ func childEnv() []string {
 		}
 	}
 	return out
+}
+
+// startGroup starts cmd in its own process group, so that a kill reaches its children,
+// with Pdeathsig, so that a crashed server leaves no orphan behind (graceful stops kill
+// the whole group). It returns the read ends of stdout and stderr: our own pipes, not
+// StdoutPipe, because Wait must not close them before everything has been read.
+func startGroup(cmd *exec.Cmd) (stdout, stderr *os.File, err error) {
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		return nil, nil, err
+	}
+	errR, errW, err := os.Pipe()
+	if err != nil {
+		outR.Close()
+		outW.Close()
+		return nil, nil, err
+	}
+	cmd.Stdout, cmd.Stderr = outW, errW
+	err = cmd.Start()
+	outW.Close()
+	errW.Close()
+	if err != nil {
+		outR.Close()
+		errR.Close()
+		return nil, nil, err
+	}
+	return outR, errR, nil
 }

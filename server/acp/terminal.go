@@ -149,29 +149,11 @@ func startTerminal(id, command string, args []string, env []string, cwd string, 
 		combined: tailBuffer{max: limit + utf8.UTFMax},
 		done:     make(chan struct{}),
 	}
-	outR, outW, err := os.Pipe()
-	if err != nil {
-		return nil, err
-	}
-	errR, errW, err := os.Pipe()
-	if err != nil {
-		outR.Close()
-		outW.Close()
-		return nil, err
-	}
 	cmd := exec.Command(command, args...)
 	cmd.Dir = cwd
 	cmd.Env = append(childEnv(), env...)
-	cmd.Stdout, cmd.Stderr = outW, errW
-	// Own group, so kill reaches its children; Pdeathsig, so a crashed server leaves no
-	// orphan behind (graceful stops kill the whole group).
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	err = cmd.Start()
-	outW.Close()
-	errW.Close()
+	outR, errR, err := startGroup(cmd)
 	if err != nil {
-		outR.Close()
-		errR.Close()
 		return nil, err
 	}
 	t.process = cmd.Process
