@@ -227,25 +227,27 @@ func (s *Store) UpdateMessage(ctx context.Context, id string, u Update) (shared.
 			prev = se.Output
 		}
 		md, out := settle(md, u.Output, prev)
-		cols := map[string]any{"updated_at": s.stamp()}
+		// The row is changed in memory as in the database, so the message returned is
+		// built without reading the row back.
+		row.UpdatedAt = s.stamp()
+		cols := map[string]any{"updated_at": row.UpdatedAt}
 		if u.Content != nil {
-			cols["content"] = *u.Content
+			row.Content = *u.Content
+			cols["content"] = row.Content
 		}
 		if md != nil {
 			raw, err := encodeMetadata(md)
 			if err != nil {
 				return err
 			}
-			cols["metadata"], cols["status"] = raw, string(md.Status)
+			row.Metadata, row.Status = raw, string(md.Status)
+			cols["metadata"], cols["status"] = row.Metadata, row.Status
 		}
-		if err := tx.Model(&row).Updates(cols).Error; err != nil {
-			return err
-		}
-		if err := putOutput(tx, id, out); err != nil {
+		if err := tx.Model(&messageRow{}).Where("id = ?", id).Updates(cols).Error; err != nil {
 			return err
 		}
 		changed = true
-		return tx.Take(&row, "id = ?", id).Error
+		return putOutput(tx, id, out)
 	})
 	if err != nil {
 		return shared.Message{}, false, fmt.Errorf("update message: %w", err)
@@ -281,13 +283,21 @@ func (s *Store) CancelActiveToolCalls(ctx context.Context, sessionID string) ([]
 	return out, nil
 }
 
+// shellMessage scopes a query of "messages AS m" to one shell command of one session: an
+// absent message, one of another session and one that is not a shell command all fall
+// outside alike.
+func shellMessage(sessionID, messageID string) func(*gorm.DB) *gorm.DB {
+	return func(db *gorm.DB) *gorm.DB {
+		return db.Where("m.id = ? AND m.session_id = ? AND m.type = ?", messageID, sessionID, string(shared.TypeToolExecute))
+	}
+}
+
 // GetShellOutputStamp answers as GetShellOutput does, but with only the output's
 // updated_at, without reading the body: enough to validate a cached snapshot.
 func (s *Store) GetShellOutputStamp(ctx context.Context, sessionID, messageID string) (time.Time, error) {
 	var stamps []int64
-	err := s.db.WithContext(ctx).Model(&messageRow{}).
-		Where("id = ? AND session_id = ? AND type = ?", messageID, sessionID, string(shared.TypeToolExecute)).
-		Limit(1).Pluck("updated_at", &stamps).Error
+	err := s.db.WithContext(ctx).Table("messages AS m").Scopes(shellMessage(sessionID, messageID)).
+		Limit(1).Pluck("m.updated_at", &stamps).Error
 	if err != nil {
 		return time.Time{}, fmt.Errorf("get shell output stamp: %w", err)
 	}
@@ -315,7 +325,7 @@ func (s *Store) GetShellOutput(ctx context.Context, sessionID, messageID string)
 	res := s.db.WithContext(ctx).Table("messages AS m").
 		Select("m.id, m.status, m.updated_at, o.stdout, o.stderr, o.exit_code, o.signal, o.truncated").
 		Joins("LEFT JOIN shell_outputs AS o ON o.message_id = m.id").
-		Where("m.id = ? AND m.session_id = ? AND m.type = ?", messageID, sessionID, string(shared.TypeToolExecute)).
+		Scopes(shellMessage(sessionID, messageID)).
 		Limit(1).Scan(&r)
 	if res.Error != nil {
 		return shared.ShellOutputSnapshot{}, fmt.Errorf("get shell output: %w", res.Error)
