@@ -8,6 +8,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"net"
 	"os"
@@ -66,13 +67,13 @@ func defaultDB() string {
 }
 
 func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	addr := fs.String("addr", env("CONCH_ADDR", "127.0.0.1:8080"), "listen address (env CONCH_ADDR)")
-	dbPath := fs.String("db", env("CONCH_DB", defaultDB()), "SQLite database file (env CONCH_DB)")
-	agents := fs.String("agents", env("CONCH_AGENTS", ""), "JSON file of extra agent profiles (env CONCH_AGENTS)")
-	token := fs.String("token", env("CONCH_TOKEN", ""), "bearer token required by every API and WebSocket request (env CONCH_TOKEN)")
-	if err := fs.Parse(args); err != nil {
+	flags := flag.NewFlagSet("serve", flag.ContinueOnError)
+	flags.SetOutput(stderr)
+	addr := flags.String("addr", env("CONCH_ADDR", "127.0.0.1:8080"), "listen address (env CONCH_ADDR)")
+	dbPath := flags.String("db", env("CONCH_DB", defaultDB()), "SQLite database file (env CONCH_DB)")
+	agents := flags.String("agents", env("CONCH_AGENTS", ""), "JSON file of extra agent profiles (env CONCH_AGENTS)")
+	token := flags.String("token", env("CONCH_TOKEN", ""), "bearer token required by every API and WebSocket request (env CONCH_TOKEN)")
+	if err := flags.Parse(args); err != nil {
 		return err
 	}
 	log := slog.New(slog.NewTextHandler(stderr, nil))
@@ -100,7 +101,8 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	defer runtime.Close()
 
 	ui.Routes()
-	server := api.New(api.Config{Store: st, Hub: events, Runtime: runtime, UI: ui.Handler(),
+	wasm, _ := fs.ReadFile(web.FS, "app.wasm") // absent before the UI is built: the server still serves the API
+	server := api.New(api.Config{Store: st, Hub: events, Runtime: runtime, UI: ui.Handler(wasm),
 		Web: web.FS, Token: *token, Logger: log})
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {

@@ -6,20 +6,17 @@ package ui
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"io/fs"
-	"net/http"
 	"strconv"
 	"strings"
 
 	"github.com/maxence-charriere/go-app/v10/pkg/app"
 
 	"conch/app/client"
-	"conch/web"
 )
 
 // Version identifies the build; set with -ldflags "-X conch/app/ui.Version=...". When it
-// is empty the embedded app.wasm's hash is used, so a restart alone never looks like an
-// update to installed clients.
+// is empty the hash of the app.wasm being served is used, so a restart alone never looks
+// like an update to installed clients.
 var Version string
 
 // api is the client of the server the page came from.
@@ -31,9 +28,11 @@ func Routes() {
 	app.RouteWithRegexp("^/sessions/[^/]+$", func() app.Composer { return &SessionPage{} })
 }
 
-// Handler returns the go-app handler that serves the pages, the PWA files and /web/
-// from the embedded web.FS.
-func Handler() *app.Handler {
+// Handler returns the go-app handler that serves the pages and the PWA files (manifest,
+// worker, wasm_exec.js). The files under /web/ are the server's to serve: wasm is the
+// app.wasm it serves there (nil when the UI is not built), of which the handler needs the
+// size and, without a Version, the hash.
+func Handler(wasm []byte) *app.Handler {
 	return &app.Handler{
 		Name:        "Conch",
 		ShortName:   "Conch",
@@ -51,44 +50,31 @@ func Handler() *app.Handler {
 		Styles:                []string{"/web/app.css"},
 		CacheableResources:    []string{"/web/icon.svg"},
 		RawHeaders:            []string{updateScript, formScript},
-		Version:               version(),
-		WasmContentLength:     wasmSize(),
+		Version:               version(wasm),
+		WasmContentLength:     strconv.Itoa(len(wasm)), // raw: the loader's progress, also when it travels compressed
 		ServiceWorkerTemplate: serviceWorker(),
-		Resources:             embedded{http.StripPrefix("/web", http.FileServerFS(web.FS))},
+		Resources:             sameOrigin{},
 	}
 }
 
-// embedded resolves /web/ paths to themselves and serves them from web.FS, so the
-// handler works wherever the binary runs (app.LocalDir would read the working directory).
-type embedded struct{ http.Handler }
+// sameOrigin resolves /web/ paths to themselves. It is not an http.Handler, so go-app
+// serves no files of its own: the server serves /web/ (app.LocalDir, the default, would
+// read the working directory).
+type sameOrigin struct{}
 
-func (embedded) Resolve(location string) string {
+func (sameOrigin) Resolve(location string) string {
 	if location == "" {
 		return "/"
 	}
 	return location
 }
 
-func version() string {
+func version(wasm []byte) string {
 	if Version != "" {
 		return Version
 	}
-	b, err := fs.ReadFile(web.FS, "app.wasm")
-	if err != nil {
-		return "dev"
-	}
-	sum := sha256.Sum256(b)
+	sum := sha256.Sum256(wasm)
 	return hex.EncodeToString(sum[:8])
-}
-
-// wasmSize is the raw size of app.wasm: the loader's progress is computed from it even
-// when the file travels compressed.
-func wasmSize() string {
-	info, err := fs.Stat(web.FS, "app.wasm")
-	if err != nil {
-		return ""
-	}
-	return strconv.FormatInt(info.Size(), 10)
 }
 
 // updateScript makes the update notice reliable: go-app's own "updatefound" listener is
