@@ -86,8 +86,9 @@ func (a *agent) SetSessionConfigOption(context.Context, sdk.SetSessionConfigOpti
 	return sdk.SetSessionConfigOptionResponse{}, sdk.NewMethodNotFound(sdk.AgentMethodSessionSetConfigOption)
 }
 
+// SetSessionMode is refused: the shell agent offers no modes (its sessions list none).
 func (a *agent) SetSessionMode(context.Context, sdk.SetSessionModeRequest) (sdk.SetSessionModeResponse, error) {
-	return sdk.SetSessionModeResponse{}, nil
+	return sdk.SetSessionModeResponse{}, sdk.NewMethodNotFound(sdk.AgentMethodSessionSetMode)
 }
 
 // Prompt runs the prompt's text as `sh -c TEXT` and reports it as one execute tool call.

@@ -1,7 +1,11 @@
 package shellagent
 
 import (
+	"bufio"
+	"context"
 	"encoding/json"
+	"fmt"
+	"io"
 	"testing"
 	"time"
 
@@ -30,5 +34,31 @@ func TestOutcome(t *testing.T) {
 		if status != tc.status || string(got) != tc.raw || summary != tc.summary {
 			t.Errorf("outcome(%+v) = %s %s %q, want %s %s %q", tc.exit, status, got, summary, tc.status, tc.raw, tc.summary)
 		}
+	}
+}
+
+// The shell agent offers no modes, so setting one is refused as ACP says, not accepted
+// and ignored.
+func TestSetSessionModeRefused(t *testing.T) {
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go Run(ctx, inR, outW)
+	req := fmt.Sprintf(`{"jsonrpc":"2.0","id":1,"method":%q,"params":{"sessionId":"s","modeId":"code"}}`+"\n", sdk.AgentMethodSessionSetMode)
+	go inW.Write([]byte(req))
+	line, err := bufio.NewReader(outR).ReadBytes('\n')
+	if err != nil {
+		t.Fatal(err)
+	}
+	var resp struct {
+		ID    int               `json:"id"`
+		Error *sdk.RequestError `json:"error"`
+	}
+	if err := json.Unmarshal(line, &resp); err != nil {
+		t.Fatalf("%v: %s", err, line)
+	}
+	if resp.ID != 1 || resp.Error == nil || resp.Error.Code != -32601 {
+		t.Fatalf("answer %s, want a method-not-found error for request 1", line)
 	}
 }
