@@ -10,9 +10,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
 
 	"conch/shared"
+	"conch/shared/poll"
 )
 
 // dwell is how long a test watches for requests that must not happen.
@@ -375,9 +377,30 @@ func TestReconnectRelistsWithoutDoubles(t *testing.T) {
 func TestUnknownSession(t *testing.T) {
 	s := startServer(t)
 	b := newBrowser(t)
+	dials := make(chan string, 16)
+	if err := chromedp.Listen(b.ctx, func(ev any) {
+		if e, ok := ev.(*network.EventWebSocketCreated); ok {
+			dials <- e.URL
+		}
+	}); err != nil {
+		t.Fatal(err)
+	}
 	b.do(t, chromedp.Navigate(s.URL+"/sessions/no-such-session"))
 	b.waitFor(t, "the not-found message", `[...document.querySelectorAll(".alert")].some(e => e.textContent === "This session does not exist.")`)
-	b.waitFor(t, "the WebSocket loop to stop", `!document.querySelector(".live")`)
+	select {
+	case <-dials:
+	case <-time.After(deadline):
+		t.Fatal("the page never dialled the WebSocket")
+	}
+	// A loop that went on would dial again after its first backoff; watch twice as long.
+	select {
+	case url := <-dials:
+		t.Fatalf("the page dialled %s again after learning the session does not exist", url)
+	case <-time.After(2 * poll.Backoff(1)):
+	}
+	if n := eval[int](t, b, `document.querySelectorAll(".live").length`); n != 0 {
+		t.Fatalf("the live indicator is still shown (%d)", n)
+	}
 }
 
 // A session watched live past one chunk (100 messages): every message once, in order,
