@@ -12,7 +12,7 @@ import (
 
 // seedPage stores 50 shell commands with stdout of the given size and 50 text messages.
 func seedPage(b *testing.B, stdout int) (*Store, string, []shared.Message) {
-	s, _ := open(&testing.T{}, time.Millisecond)
+	s, _ := open(b, time.Millisecond)
 	b.Cleanup(func() { s.Close() })
 	ctx := context.Background()
 	task, _ := s.CreateTask(ctx, "bench", "")
@@ -62,6 +62,46 @@ func BenchmarkProject(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
 				if _, err := row.message(); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// The store's two hot reads against the floor of plain database/sql reads of the same
+// rows on the same connection pool: what GORM, the scoped join and the metadata decode
+// add. (make bench reports the encode side.)
+func BenchmarkFloor(b *testing.B) {
+	s, sessionID, msgs := seedPage(b, shared.OutputLimit)
+	ctx := context.Background()
+	db, err := s.db.DB()
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, c := range []struct {
+		name string
+		fn   func() error
+	}{
+		{"snapshot/store", func() error { _, err := s.GetShellOutput(ctx, sessionID, msgs[0].ID); return err }},
+		{"snapshot/sql-stdout-column", func() error {
+			var out string
+			return db.QueryRowContext(ctx, "SELECT stdout FROM shell_outputs WHERE message_id = ?", msgs[0].ID).Scan(&out)
+		}},
+		{"page/store", func() error {
+			_, err := s.ListMessages(ctx, sessionID, ListQuery{Limit: 100, Sort: shared.SortDesc})
+			return err
+		}},
+		{"page/rows-scanned-no-decode", func() error {
+			_, err := scanMessages(s.db.Model(&messageRow{}).Where("session_id = ?", sessionID).
+				Order("created_at DESC, id DESC").Select(messageColumns).Limit(101))
+			return err
+		}},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if err := c.fn(); err != nil {
 					b.Fatal(err)
 				}
 			}

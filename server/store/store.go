@@ -74,6 +74,9 @@ func Open(path string, now func() time.Time) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
+	if err := recordStatements(db); err != nil {
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
 	s := &Store{db: db, now: now}
 	if err := s.migrate(); err != nil {
 		s.Close()

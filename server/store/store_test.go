@@ -27,7 +27,7 @@ func (c *clock) Now() time.Time {
 	return c.t
 }
 
-func open(t *testing.T, step time.Duration) (*Store, string) {
+func open(t testing.TB, step time.Duration) (*Store, string) {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "conch.db")
 	c := &clock{t: time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC), step: step}

@@ -2,11 +2,11 @@ package main
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"strings"
 
-	_ "github.com/mattn/go-sqlite3" // the driver the store links: read-only access for EXPLAIN QUERY PLAN
+	"conch/server/store"
+	"conch/shared"
 )
 
 // growthBench measures list latency as sessions grow, and whether output size leaks into
@@ -81,61 +81,39 @@ func (b *bench) growthBench(ctx context.Context) error {
 	b.r.table([]string{"session", "connections", "p50", "p50 vs baseline", "p99", "requests/s", "vs baseline", "answer",
 		"server CPU / request"}, rows)
 
-	return b.explain(srv.DB, grown[len(grown)-1])
+	return b.explain(ctx, srv.DB, grown[len(grown)-1])
 }
 
-// planQueries mirror the statements server/store issues for a list page and a snapshot
-// (GORM builds them; these are the same clauses), so that their plans can be shown.
-func planQueries(s seeded) []struct {
-	name, sql string
-	args      []any
-} {
-	return []struct {
-		name, sql string
-		args      []any
-	}{
-		{"session lookup", "SELECT * FROM task_sessions WHERE id = ? LIMIT 1", []any{s.SessionID}},
-		{"cursor lookup", "SELECT id, created_at FROM messages WHERE id = ? AND session_id = ? LIMIT 1",
-			[]any{s.MiddleID, s.SessionID}},
-		{"newest page", "SELECT * FROM messages WHERE session_id = ? ORDER BY created_at DESC, id DESC LIMIT 101",
-			[]any{s.SessionID}},
-		{"page before a cursor", "SELECT * FROM messages WHERE session_id = ? AND (created_at, id) < (?, ?) " +
-			"ORDER BY created_at DESC, id DESC LIMIT 101", []any{s.SessionID, 1, s.MiddleID}},
-		{"snapshot", "SELECT m.id, m.status, m.updated_at, o.stdout, o.stderr, o.exit_code, o.signal, o.truncated " +
-			"FROM messages AS m LEFT JOIN shell_outputs AS o ON o.message_id = m.id " +
-			"WHERE m.id = ? AND m.session_id = ? AND m.type = ? LIMIT 1", []any{s.MiddleID, s.SessionID, "tool_execute"}},
-	}
-}
-
-// explain prints SQLite's plan for each statement on the seeded database.
-func (b *bench) explain(path string, s seeded) error {
-	db, err := sql.Open("sqlite3", "file:"+path+"?mode=ro")
+// explain prints SQLite's plan for each statement the store runs for a list page, a page
+// from a cursor and a snapshot, on the seeded database (through store.Explain, so the
+// plans are of the statements really served).
+func (b *bench) explain(ctx context.Context, path string, s seeded) error {
+	st, err := store.Open(path, nil)
 	if err != nil {
 		return err
 	}
-	defer db.Close()
-	b.r.p("`EXPLAIN QUERY PLAN` of the statements behind a list page and a snapshot, on the seeded database "+
-		"(%d messages in all). `SEARCH ... USING INDEX` means a keyset walk of an index, never a scan of the session.",
-		sum(b.growth)+160)
-	var out strings.Builder
-	for _, q := range planQueries(s) {
-		rows, err := db.Query("EXPLAIN QUERY PLAN "+q.sql, q.args...)
-		if err != nil {
-			return fmt.Errorf("explain %s: %w", q.name, err)
-		}
-		fmt.Fprintf(&out, "-- %s\n%s\n", q.name, q.sql)
-		for rows.Next() {
-			var id, parent, unused int
-			var detail string
-			if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
-				rows.Close()
-				return err
-			}
-			fmt.Fprintf(&out, "   %s\n", detail)
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
+	defer st.Close()
+	plans, err := st.Explain(ctx, func(ctx context.Context) error {
+		if _, err := st.ListMessages(ctx, s.SessionID, store.ListQuery{Limit: 100, Sort: shared.SortDesc}); err != nil {
 			return err
+		}
+		if _, err := st.ListMessages(ctx, s.SessionID, store.ListQuery{Limit: 100, Before: s.MiddleID, Sort: shared.SortDesc}); err != nil {
+			return err
+		}
+		_, err := st.GetShellOutput(ctx, s.SessionID, s.ShellIDs[len(s.ShellIDs)/2])
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	b.r.p("`EXPLAIN QUERY PLAN` of the statements the store runs for a newest page, a page before a cursor and a "+
+		"snapshot, on the seeded database (%d messages in all). `SEARCH ... USING INDEX` means a keyset walk of an "+
+		"index, never a scan of the session.", sum(b.growth)+160)
+	var out strings.Builder
+	for _, p := range plans {
+		fmt.Fprintf(&out, "%s\n", p.SQL)
+		for _, step := range p.Steps {
+			fmt.Fprintf(&out, "   %s\n", step)
 		}
 	}
 	b.r.code(out.String())

@@ -1,0 +1,86 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+
+	"gorm.io/gorm"
+)
+
+// Plan is SQLite's query plan of one statement the store ran.
+type Plan struct {
+	SQL   string   // the statement, with its arguments inlined
+	Steps []string // EXPLAIN QUERY PLAN's detail column, in order
+}
+
+// Explain runs fn, then returns the query plan of each SELECT the store ran for it, in
+// order. fn must call the store with the context it is given: statements are recorded
+// through it. The plans are those of the statements the store really runs, so they cannot
+// drift from the code (for benchmarks, and for tests that pin the use of an index).
+func (s *Store) Explain(ctx context.Context, fn func(context.Context) error) ([]Plan, error) {
+	rec := &statements{}
+	if err := fn(context.WithValue(ctx, statementsKey{}, rec)); err != nil {
+		return nil, fmt.Errorf("explain: %w", err)
+	}
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	var plans []Plan
+	for _, st := range rec.list {
+		if !strings.HasPrefix(strings.ToUpper(strings.TrimSpace(st.sql)), "SELECT") {
+			continue
+		}
+		p := Plan{SQL: s.db.Dialector.Explain(st.sql, st.vars...)}
+		rows, err := s.db.WithContext(ctx).Raw("EXPLAIN QUERY PLAN "+st.sql, st.vars...).Rows()
+		if err != nil {
+			return nil, fmt.Errorf("explain %s: %w", p.SQL, err)
+		}
+		for rows.Next() {
+			var id, parent, unused int
+			var detail string
+			if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
+				rows.Close()
+				return nil, err
+			}
+			p.Steps = append(p.Steps, detail)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return nil, err
+		}
+		plans = append(plans, p)
+	}
+	return plans, nil
+}
+
+type statementsKey struct{}
+
+// statements collects what the store ran under a context made by Explain.
+type statements struct {
+	mu   sync.Mutex
+	list []statement
+}
+
+type statement struct {
+	sql  string
+	vars []any
+}
+
+// recordStatements registers the callback behind Explain: after each query, when the
+// context asks for it, the statement and its arguments are kept.
+func recordStatements(db *gorm.DB) error {
+	record := func(tx *gorm.DB) {
+		rec, ok := tx.Statement.Context.Value(statementsKey{}).(*statements)
+		if !ok || tx.Statement.SQL.Len() == 0 {
+			return
+		}
+		rec.mu.Lock()
+		defer rec.mu.Unlock()
+		rec.list = append(rec.list, statement{tx.Statement.SQL.String(), append([]any(nil), tx.Statement.Vars...)})
+	}
+	if err := db.Callback().Query().After("gorm:query").Register("conch:explain", record); err != nil {
+		return err
+	}
+	return db.Callback().Row().After("gorm:row").Register("conch:explain", record)
+}
