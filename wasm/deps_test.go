@@ -1,0 +1,103 @@
+//go:build !js
+
+package main
+
+import (
+	"cmp"
+	"os/exec"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// What each build may pull in besides the standard library, by package path prefix. A new
+// edge fails TestDependencies with the importer named: add it here only on purpose (every
+// package in the browser build adds to app.wasm; shared stays standard library only, so
+// it builds anywhere and carries no server code).
+var allowed = map[string]struct {
+	goos     string
+	packages []string
+	prefixes []string
+}{
+	"./wasm": {
+		goos:     "js",
+		packages: []string{"conch/wasm", "conch/app/ui", "conch/app/client", "conch/shared", "conch/shared/poll"},
+		prefixes: []string{"github.com/maxence-charriere/go-app/v10/", "github.com/coder/websocket", "github.com/google/uuid"},
+	},
+	"./shared/...": {
+		packages: []string{"conch/shared", "conch/shared/poll"},
+	},
+}
+
+// Only these packages may import a module of this list directly (STYLE.md's layering).
+var owners = map[string]string{
+	"gorm.io/":                      "conch/server/store",
+	"github.com/mattn/go-sqlite3":   "conch/server/store",
+	"database/sql":                  "conch/server/store",
+	"github.com/gofiber/":           "conch/server/api",
+	"github.com/valyala/fasthttp":   "conch/server/api",
+	"github.com/coder/acp-go-sdk":   "conch/server/acp conch/server/shellagent",
+	"github.com/maxence-charriere/": "conch/app/ui conch/wasm conch/server",
+}
+
+type pkg struct {
+	path     string
+	standard bool
+	imports  []string
+}
+
+// list runs `go list -deps` (the habit pkgsite uses) for pattern and GOOS.
+func list(t *testing.T, goos string, deps bool, pattern string) []pkg {
+	t.Helper()
+	args := []string{"list", "-f", "{{.ImportPath}}|{{.Standard}}|{{join .Imports \" \"}}"}
+	if deps {
+		args = append(args, "-deps")
+	}
+	cmd := exec.Command("go", append(args, pattern)...)
+	cmd.Dir = ".."
+	if goos == "js" {
+		cmd.Env = append(cmd.Environ(), "GOOS=js", "GOARCH=wasm")
+	}
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list %s: %v", pattern, err)
+	}
+	var pkgs []pkg
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		f := strings.SplitN(line, "|", 3)
+		pkgs = append(pkgs, pkg{path: f[0], standard: f[1] == "true", imports: strings.Fields(f[2])})
+	}
+	return pkgs
+}
+
+func TestDependencies(t *testing.T) {
+	for pattern, rule := range allowed {
+		pkgs := list(t, rule.goos, true, pattern)
+		for _, p := range pkgs {
+			if p.standard || slices.Contains(rule.packages, p.path) ||
+				slices.ContainsFunc(rule.prefixes, func(pre string) bool { return strings.HasPrefix(p.path, pre) }) {
+				continue
+			}
+			var by []string
+			for _, q := range pkgs {
+				if slices.Contains(q.imports, p.path) {
+					by = append(by, q.path)
+				}
+			}
+			t.Errorf("%s (GOOS=%s) now depends on %s, imported by %s: if that is meant, add it to allowed in wasm/deps_test.go",
+				pattern, cmp.Or(rule.goos, "linux"), p.path, strings.Join(by, ", "))
+		}
+	}
+}
+
+func TestLayers(t *testing.T) {
+	for _, p := range list(t, "", false, "./...") {
+		for _, imp := range p.imports {
+			for mod, owner := range owners {
+				if strings.HasPrefix(imp, mod) && !slices.Contains(strings.Fields(owner), p.path) {
+					t.Errorf("%s imports %s: only %s may (STYLE.md); go through it instead", p.path, imp, owner)
+				}
+			}
+		}
+	}
+}
