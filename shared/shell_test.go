@@ -90,7 +90,7 @@ func TestBoundEdges(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, cut := Bound(tt.in)
+			got, cut := Bound(tt.in, OutputLimit)
 			if cut != tt.wantCut || len(got) > OutputLimit || !utf8.ValidString(got) {
 				t.Fatalf("Bound: len %d cut %v valid %v", len(got), cut, utf8.ValidString(got))
 			}
@@ -107,7 +107,7 @@ func FuzzBound(f *testing.F) {
 		f.Add(seed)
 	}
 	f.Fuzz(func(t *testing.T, in string) {
-		got, cut := Bound(in)
+		got, cut := Bound(in, OutputLimit)
 		clean := strings.ToValidUTF8(in, "\uFFFD")
 		if !utf8.ValidString(got) {
 			t.Fatal("not valid UTF-8")
