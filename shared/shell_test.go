@@ -67,6 +67,29 @@ func TestBoundedSanitizesInvalidUTF8(t *testing.T) {
 	}
 }
 
+// The contract states the bound in bytes, so this test does too: a change of OutputLimit
+// by a single byte fails here, where the tests written relative to the constant would pass.
+func TestBoundedKeeps262144Bytes(t *testing.T) {
+	for _, tt := range []struct {
+		in, kept  int
+		truncated bool
+	}{
+		{262143, 262143, false},
+		{262144, 262144, false},
+		{262145, 262144, true},
+		{262146, 262144, true},
+	} {
+		// A distinct first byte shows whether the head was kept or the tail.
+		in := "b" + strings.Repeat("a", tt.in-1)
+		got := ShellOutput{Stdout: in, Stderr: in}.Bounded()
+		if len(got.Stdout) != tt.kept || len(got.Stderr) != tt.kept || got.Truncated != tt.truncated ||
+			got.Stdout != in[tt.in-tt.kept:] {
+			t.Errorf("%d bytes: kept %d and %d bytes, truncated=%v; want the last %d, truncated=%v",
+				tt.in, len(got.Stdout), len(got.Stderr), got.Truncated, tt.kept, tt.truncated)
+		}
+	}
+}
+
 func TestBoundEdges(t *testing.T) {
 	a := func(n int) string { return strings.Repeat("a", n) }
 	tests := []struct {
