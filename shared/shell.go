@@ -61,28 +61,23 @@ func (o ShellOutput) Summarize() ShellOutputSummary {
 // setting Truncated when either was cut.
 func (o ShellOutput) Bounded() ShellOutput {
 	var cutOut, cutErr bool
-	o.Stdout, cutOut = Bound(o.Stdout)
-	o.Stderr, cutErr = Bound(o.Stderr)
+	o.Stdout, cutOut = Bound(o.Stdout, OutputLimit)
+	o.Stderr, cutErr = Bound(o.Stderr, OutputLimit)
 	o.Truncated = o.Truncated || cutOut || cutErr
 	return o
 }
 
 // Bound makes s valid UTF-8 (each run of invalid bytes becomes U+FFFD) and keeps at most
-// OutputLimit bytes of its tail. The cut moves forward to the next character start, so no
+// limit bytes of its tail. The cut moves forward to the next character start, so no
 // character is split and the result may be a little shorter than the limit.
-func Bound(s string) (string, bool) {
+func Bound(s string, limit int) (string, bool) {
 	s = strings.ToValidUTF8(s, string(utf8.RuneError))
-	if len(s) <= OutputLimit {
+	if len(s) <= limit {
 		return s, false
 	}
-	cut := len(s) - OutputLimit
+	cut := len(s) - limit
 	for cut < len(s) && !utf8.RuneStart(s[cut]) {
 		cut++
 	}
 	return s[cut:], true
-}
-
-// ExitStatusFailed reports whether a known exit code says the command failed.
-func (o ShellOutput) ExitStatusFailed() bool {
-	return o.ExitCode != nil && *o.ExitCode != 0
 }

@@ -67,6 +67,29 @@ func TestBoundedSanitizesInvalidUTF8(t *testing.T) {
 	}
 }
 
+// The contract states the bound in bytes, so this test does too: a change of OutputLimit
+// by a single byte fails here, where the tests written relative to the constant would pass.
+func TestBoundedKeeps262144Bytes(t *testing.T) {
+	for _, tt := range []struct {
+		in, kept  int
+		truncated bool
+	}{
+		{262143, 262143, false},
+		{262144, 262144, false},
+		{262145, 262144, true},
+		{262146, 262144, true},
+	} {
+		// A distinct first byte shows whether the head was kept or the tail.
+		in := "b" + strings.Repeat("a", tt.in-1)
+		got := ShellOutput{Stdout: in, Stderr: in}.Bounded()
+		if len(got.Stdout) != tt.kept || len(got.Stderr) != tt.kept || got.Truncated != tt.truncated ||
+			got.Stdout != in[tt.in-tt.kept:] {
+			t.Errorf("%d bytes: kept %d and %d bytes, truncated=%v; want the last %d, truncated=%v",
+				tt.in, len(got.Stdout), len(got.Stderr), got.Truncated, tt.kept, tt.truncated)
+		}
+	}
+}
+
 func TestBoundEdges(t *testing.T) {
 	a := func(n int) string { return strings.Repeat("a", n) }
 	tests := []struct {
@@ -90,7 +113,7 @@ func TestBoundEdges(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, cut := Bound(tt.in)
+			got, cut := Bound(tt.in, OutputLimit)
 			if cut != tt.wantCut || len(got) > OutputLimit || !utf8.ValidString(got) {
 				t.Fatalf("Bound: len %d cut %v valid %v", len(got), cut, utf8.ValidString(got))
 			}
@@ -107,7 +130,7 @@ func FuzzBound(f *testing.F) {
 		f.Add(seed)
 	}
 	f.Fuzz(func(t *testing.T, in string) {
-		got, cut := Bound(in)
+		got, cut := Bound(in, OutputLimit)
 		clean := strings.ToValidUTF8(in, "\uFFFD")
 		if !utf8.ValidString(got) {
 			t.Fatal("not valid UTF-8")

@@ -161,7 +161,7 @@ func TestBinaryLiveOutput(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want, _ := shared.Bound(strings.Repeat(strings.Repeat("a", 20000)+"\n", 25))
+	want, _ := shared.Bound(strings.Repeat(strings.Repeat("a", 20000)+"\n", 25), shared.OutputLimit)
 	if snap.Output.Stdout != want || !snap.Output.Truncated {
 		t.Errorf("snapshot: %d bytes, truncated=%v", len(snap.Output.Stdout), snap.Output.Truncated)
 	}

@@ -83,18 +83,13 @@ type toolCall struct {
 
 	rank      int
 	metaTotal int // bytes of output received through _meta, of which stdout keeps the tail
-	stdout    tailBuffer
-	stderr    tailBuffer
-	exitCode  *int
-	signal    string
+	streams
+	exitCode *int
+	signal   string
 }
 
 func newToolCall(id string) *toolCall {
-	return &toolCall{
-		ID: id, Status: shared.StatusPending,
-		stdout: tailBuffer{max: keepLimit},
-		stderr: tailBuffer{max: keepLimit},
-	}
+	return &toolCall{ID: id, Status: shared.StatusPending, streams: newStreams()}
 }
 
 // apply merges one update. It reports whether something other than the output bodies
@@ -292,28 +287,23 @@ func (tc *toolCall) replace(rank int, stdout, stderr string) {
 		return
 	}
 	tc.rank = rank
-	tc.stdout = tailBuffer{max: tc.stdout.max}
-	tc.stderr = tailBuffer{max: tc.stderr.max}
+	tc.streams = newStreams()
 	tc.stdout.write([]byte(stdout))
 	tc.stderr.write([]byte(stderr))
 }
 
-// output is the stored output from the agent's own reports (not a client terminal).
+// output is the output from the agent's own reports (not a client terminal).
 func (tc *toolCall) output() shared.ShellOutput {
-	rawOut, cutOut := tc.stdout.tail()
-	rawErr, cutErr := tc.stderr.tail()
-	var o shared.ShellOutput
-	var truncOut, truncErr bool
-	o.Stdout, truncOut = tailText(rawOut, cutOut, false, shared.OutputLimit)
-	o.Stderr, truncErr = tailText(rawErr, cutErr, false, shared.OutputLimit)
-	o.Truncated = truncOut || truncErr
+	o := tc.capture(false)
 	o.ExitCode, o.Signal = tc.exitCode, tc.signal
 	return o
 }
 
-// render is the message to store. term is the output of the client terminal the tool
-// call shows, if any: it is the real stream, so it wins over what the agent reports,
-// except for an exit the agent knows and the terminal does not yet.
+// render is the message to store, made of the facts known so far: the store bounds the
+// output, sets the summary from it and fails the status on a non-zero exit. term is the
+// output of the client terminal the tool call shows, if any: it is the real stream, so it
+// wins over what the agent reports, except for an exit the agent knows and the terminal
+// does not yet.
 func (tc *toolCall) render(sessionCwd string, term *shared.ShellOutput) (shared.MessageType, string, *shared.Metadata, *shared.ShellOutput) {
 	md := &shared.Metadata{ToolCallID: tc.ID, Title: tc.Title, Status: tc.Status, Kind: tc.Kind}
 	content := tc.Title
@@ -328,9 +318,6 @@ func (tc *toolCall) render(sessionCwd string, term *shared.ShellOutput) (shared.
 		}
 		out = t
 	}
-	if out.ExitStatusFailed() {
-		md.Status = shared.StatusFailed
-	}
 	cmd := tc.Command
 	if cmd == "" {
 		cmd = tc.Title
@@ -343,7 +330,7 @@ func (tc *toolCall) render(sessionCwd string, term *shared.ShellOutput) (shared.
 		dir = sessionCwd
 	}
 	md.Normalized = &shared.Normalized{Kind: shared.NormalizedShellExec,
-		ShellExec: &shared.ShellExec{Command: cmd, WorkDir: dir, Output: out.Bounded().Summarize()}}
+		ShellExec: &shared.ShellExec{Command: cmd, WorkDir: dir}}
 	return shared.TypeToolExecute, content, md, &out
 }
 

@@ -9,6 +9,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"conch/shared"
 )
 
 // Process is a running agent as the runtime sees it: its stdio and how to end it.
@@ -97,7 +99,7 @@ func ExecLauncher(executable string) Launcher {
 				mu.Lock()
 				defer mu.Unlock()
 				raw, cut := tail.tail()
-				s, _ := tailText(raw, cut, false, stderrTail)
+				s, _ := shared.Bound(tailText(raw, cut, false), stderrTail)
 				return s
 			},
 			Kill: func() { _ = syscall.Kill(-pid, syscall.SIGKILL) },

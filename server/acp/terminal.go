@@ -22,8 +22,8 @@ import (
 // connection on a line over 10 MiB; JSON escaping can grow text six-fold).
 const combinedLimit = 1 << 20
 
-// keepLimit is how many raw bytes of a stream are kept: the bound plus room to move the
-// cut forward to a character start (see tailText).
+// keepLimit is how many raw bytes of a stream are kept: the store's bound plus room for it
+// to move its cut forward to a character start.
 const keepLimit = shared.OutputLimit + utf8.UTFMax
 
 // drainGrace is how long an exited command's pipes may stay open (a background child
@@ -69,12 +69,33 @@ func (b *tailBuffer) tail() ([]byte, bool) {
 	return b.buf, b.dropped
 }
 
-// tailText turns the tail of a byte stream into valid UTF-8 text of at most limit bytes,
-// cut forward to a character start. cut says bytes were lost before raw, so leading
-// continuation bytes are the rest of a cut character and are dropped rather than shown
-// as U+FFFD. While the stream may still grow (partial), an incomplete character at the
-// end is held back until its remaining bytes arrive.
-func tailText(raw []byte, cut, partial bool, limit int) (string, bool) {
+// streams are the kept tails of a command's stdout and stderr.
+type streams struct {
+	stdout, stderr tailBuffer
+}
+
+func newStreams() streams {
+	return streams{stdout: tailBuffer{max: keepLimit}, stderr: tailBuffer{max: keepLimit}}
+}
+
+// capture is the one builder of a command's output as handed to the store, which bounds
+// and summarises it: here the kept bytes are only copied out with whole characters at
+// both ends (see tailText), and Truncated says bytes were lost before them. partial: the
+// command may still print.
+func (s *streams) capture(partial bool) shared.ShellOutput {
+	rawOut, cutOut := s.stdout.tail()
+	rawErr, cutErr := s.stderr.tail()
+	return shared.ShellOutput{Stdout: tailText(rawOut, cutOut, partial), Stderr: tailText(rawErr, cutErr, partial),
+		Truncated: cutOut || cutErr}
+}
+
+// tailText turns the kept tail of a byte stream into text that neither starts nor ends
+// inside a character. cut says bytes were lost before raw, so leading continuation bytes
+// are the rest of a cut character and are dropped rather than shown as U+FFFD. While the
+// stream may still grow (partial), an incomplete character at the end is held back until
+// its remaining bytes arrive. Invalid bytes stay: each reader applies shared.Bound with
+// its own limit, which replaces them.
+func tailText(raw []byte, cut, partial bool) string {
 	if cut {
 		for i := 0; i < utf8.UTFMax-1 && len(raw) > 0 && !utf8.RuneStart(raw[0]); i++ {
 			raw = raw[1:]
@@ -90,15 +111,7 @@ func tailText(raw []byte, cut, partial bool, limit int) (string, bool) {
 			}
 		}
 	}
-	s := strings.ToValidUTF8(string(raw), string(utf8.RuneError))
-	if len(s) > limit {
-		at := len(s) - limit
-		for at < len(s) && !utf8.RuneStart(s[at]) {
-			at++
-		}
-		return s[at:], true
-	}
-	return s, cut
+	return string(raw)
 }
 
 // exitStatus is how a command ended: an exit code, or the POSIX name of the signal.
@@ -115,9 +128,8 @@ type terminal struct {
 	process *os.Process
 	changed func(exited bool) // called (without locks held) when output grew or the command exited
 
-	mu       sync.Mutex
-	stdout   tailBuffer
-	stderr   tailBuffer
+	mu sync.Mutex
+	streams
 	combined tailBuffer
 	exited   bool
 	status   exitStatus
@@ -144,8 +156,7 @@ func startTerminal(id, command string, args []string, env []string, cwd string, 
 	}
 	t := &terminal{
 		id: id, cwd: cwd, limit: limit, changed: changed,
-		stdout:   tailBuffer{max: keepLimit},
-		stderr:   tailBuffer{max: keepLimit},
+		streams:  newStreams(),
 		combined: tailBuffer{max: limit + utf8.UTFMax},
 		done:     make(chan struct{}),
 	}
@@ -230,7 +241,8 @@ func (t *terminal) output() (text string, truncated bool, status *exitStatus) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	raw, cut := t.combined.tail()
-	text, truncated = tailText(raw, cut, !t.exited, t.limit)
+	text, truncated = shared.Bound(tailText(raw, cut, !t.exited), t.limit)
+	truncated = truncated || cut
 	if t.exited {
 		s := t.status
 		status = &s
@@ -242,13 +254,7 @@ func (t *terminal) output() (text string, truncated bool, status *exitStatus) {
 func (t *terminal) shellOutput() shared.ShellOutput {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	rawOut, cutOut := t.stdout.tail()
-	rawErr, cutErr := t.stderr.tail()
-	var o shared.ShellOutput
-	var truncOut, truncErr bool
-	o.Stdout, truncOut = tailText(rawOut, cutOut, !t.exited, shared.OutputLimit)
-	o.Stderr, truncErr = tailText(rawErr, cutErr, !t.exited, shared.OutputLimit)
-	o.Truncated = truncOut || truncErr
+	o := t.capture(!t.exited)
 	if t.exited {
 		o.ExitCode, o.Signal = t.status.Code, t.status.Signal
 	}

@@ -57,7 +57,10 @@ func (r messageRow) message() (shared.Message, error) {
 	return m, nil
 }
 
-// NewMessage is a message to store. Output is the full output of a tool_execute message.
+// NewMessage is a message to store. Output is the output of a tool_execute message as
+// captured, before any bound: the store applies the output rules (the bound, the summary,
+// a failed status on a known non-zero exit), so a writer hands over facts only and a
+// summary in Metadata is replaced.
 type NewMessage struct {
 	SessionID  string
 	AuthorType shared.AuthorType
@@ -67,16 +70,19 @@ type NewMessage struct {
 	Output     *shared.ShellOutput
 }
 
-// Update changes a stored message; nil fields stay as they are.
+// Update changes a stored message; nil fields stay as they are. Output is taken as in
+// NewMessage.
 type Update struct {
 	Content  *string
 	Metadata *shared.Metadata
 	Output   *shared.ShellOutput
 }
 
-// settle applies the output rules to metadata about to be stored: the summary comes from
-// the bounded output, and a known non-zero exit code makes the status failed whatever the
-// agent said. It works on a copy; the caller's values are never changed.
+// settle applies the output rules to metadata about to be stored. Every write passes
+// here, so the rules run once and no writer can store other results: the output is
+// bounded, the summary comes from it (or stays prev when there is no new output), and a
+// known non-zero exit code makes the status failed whatever the agent said. It works on
+// a copy; the caller's values are never changed.
 func settle(md *shared.Metadata, out *shared.ShellOutput, prev shared.ShellOutputSummary) (*shared.Metadata, *shared.ShellOutput) {
 	if md == nil {
 		return nil, nil
@@ -92,9 +98,9 @@ func settle(md *shared.Metadata, out *shared.ShellOutput, prev shared.ShellOutpu
 		b := out.Bounded()
 		out = &b
 		se.Output = b.Summarize()
-		if b.ExitStatusFailed() {
-			c.Status = shared.StatusFailed
-		}
+	}
+	if code := se.Output.ExitCode; code != nil && *code != 0 {
+		c.Status = shared.StatusFailed
 	}
 	n.ShellExec = &se
 	c.Normalized = &n
@@ -219,14 +225,16 @@ func (s *Store) UpdateMessage(ctx context.Context, id string, u Update) (shared.
 		if md == nil {
 			md = cur.Metadata
 		}
-		if shared.ToolStatus(row.Status).IsTerminal() && md != nil && !md.Status.IsTerminal() {
-			return nil
-		}
 		var prev shared.ShellOutputSummary
 		if se := shared.ShellOf(cur); se != nil {
 			prev = se.Output
 		}
+		// Settled first: a status the exit code makes failed is terminal, so an update
+		// that also carries more output is not taken for a late one.
 		md, out := settle(md, u.Output, prev)
+		if shared.ToolStatus(row.Status).IsTerminal() && md != nil && !md.Status.IsTerminal() {
+			return nil
+		}
 		// The row is changed in memory as in the database, so the message returned is
 		// built without reading the row back.
 		row.UpdatedAt = s.stamp()

@@ -280,6 +280,88 @@ func TestUpdateKeepsFinalState(t *testing.T) {
 	}
 }
 
+// The store owns the output rules, on both write paths: what a writer hands over is
+// bounded, the summary is built from what is kept (a summary handed over is not taken),
+// and a known non-zero exit fails the command. The bound is written as the contract
+// states it, in bytes, so a change of shared.OutputLimit fails here.
+func TestWritesApplyOutputRules(t *testing.T) {
+	s, _ := open(t, time.Millisecond)
+	sess := newSession(t, s)
+	ctx := context.Background()
+	one, zero := 1, 0
+	for _, tt := range []struct {
+		name       string
+		out        shared.ShellOutput
+		wantStdout string
+		wantStatus shared.ToolStatus
+		wantSum    string
+	}{
+		{"262,144 bytes kept whole", shared.ShellOutput{Stdout: "b" + strings.Repeat("a", 262143)},
+			"b" + strings.Repeat("a", 262143), shared.StatusCompleted,
+			`{"has_output":true,"stdout_bytes":262144,"stderr_bytes":0,"truncated":false}`},
+		{"262,145 bytes: the last 262,144 kept", shared.ShellOutput{Stdout: "b" + strings.Repeat("a", 262144)},
+			strings.Repeat("a", 262144), shared.StatusCompleted,
+			`{"has_output":true,"stdout_bytes":262144,"stderr_bytes":0,"truncated":true}`},
+		{"invalid UTF-8 counted as stored", shared.ShellOutput{Stdout: "ok\xff", ExitCode: &zero},
+			"ok\uFFFD", shared.StatusCompleted,
+			`{"has_output":true,"stdout_bytes":5,"stderr_bytes":0,"truncated":false,"exit_code":0}`},
+		{"a non-zero exit fails a completed command", shared.ShellOutput{Stderr: "no", ExitCode: &one},
+			"", shared.StatusFailed,
+			`{"has_output":true,"stdout_bytes":0,"stderr_bytes":2,"truncated":false,"exit_code":1}`},
+	} {
+		for _, write := range []string{"create", "update"} {
+			md := shellMeta(shared.StatusCompleted)
+			md.Normalized.ShellExec.Output = shared.ShellOutputSummary{HasOutput: true, StdoutBytes: 1}
+			nm := NewMessage{SessionID: sess.ID, AuthorType: shared.AuthorAgent, Type: shared.TypeToolExecute, Metadata: md}
+			var m shared.Message
+			var err error
+			if write == "create" {
+				nm.Output = &tt.out
+				m, err = s.CreateMessage(ctx, nm)
+			} else {
+				nm.Metadata = shellMeta(shared.StatusRunning)
+				if m, err = s.CreateMessage(ctx, nm); err == nil {
+					m, _, err = s.UpdateMessage(ctx, m.ID, Update{Metadata: md, Output: &tt.out})
+				}
+			}
+			if err != nil {
+				t.Fatalf("%s, %s: %v", tt.name, write, err)
+			}
+			sum, _ := json.Marshal(shared.ShellOf(m).Output)
+			snap, err := s.GetShellOutput(ctx, sess.ID, m.ID)
+			if err != nil || m.Metadata.Status != tt.wantStatus || string(sum) != tt.wantSum ||
+				snap.Output.Stdout != tt.wantStdout || snap.Status != tt.wantStatus {
+				t.Errorf("%s, %s: status %s, summary %s, stored %d bytes (%v); want %s, %s, %d bytes",
+					tt.name, write, m.Metadata.Status, sum, len(snap.Output.Stdout), err, tt.wantStatus, tt.wantSum, len(tt.wantStdout))
+			}
+		}
+	}
+}
+
+// A command failed by its exit code is finished: more of its output is still stored,
+// and neither a "running" nor a "completed" from the agent revives or clears the failure.
+func TestExitFailureIsFinal(t *testing.T) {
+	s, _ := open(t, time.Millisecond)
+	sess := newSession(t, s)
+	ctx := context.Background()
+	one := 1
+	m, err := s.CreateMessage(ctx, NewMessage{SessionID: sess.ID, AuthorType: shared.AuthorAgent,
+		Type: shared.TypeToolExecute, Metadata: shellMeta(shared.StatusRunning),
+		Output: &shared.ShellOutput{Stdout: "1\n", ExitCode: &one}})
+	if err != nil || m.Metadata.Status != shared.StatusFailed {
+		t.Fatalf("created %+v, %v", m.Metadata, err)
+	}
+	more, changed, err := s.UpdateMessage(ctx, m.ID, Update{Metadata: shellMeta(shared.StatusRunning),
+		Output: &shared.ShellOutput{Stdout: "1\n2\n", ExitCode: &one}})
+	if err != nil || !changed || more.Metadata.Status != shared.StatusFailed || shared.ShellOf(more).Output.StdoutBytes != 4 {
+		t.Fatalf("more output: changed=%v status %s %+v, %v", changed, more.Metadata.Status, shared.ShellOf(more).Output, err)
+	}
+	done, _, err := s.UpdateMessage(ctx, m.ID, Update{Metadata: shellMeta(shared.StatusCompleted)})
+	if err != nil || done.Metadata.Status != shared.StatusFailed {
+		t.Fatalf("completed without output: status %s, %v", done.Metadata.Status, err)
+	}
+}
+
 // A message as returned by a write (what is published live) and as listed after a
 // reopen (what a reload shows) encode to the same JSON, and neither carries a body.
 func TestLiveAndReloadedIdentical(t *testing.T) {
