@@ -15,8 +15,8 @@ type Plan struct {
 	Steps []string // EXPLAIN QUERY PLAN's detail column, in order
 }
 
-// Explain runs fn, then returns the query plan of each SELECT the store ran for it, in
-// order. fn must call the store with the context it is given: statements are recorded
+// Explain runs fn, then returns the query plan of each SELECT and UPDATE the store ran
+// for it, in order. fn must call the store with the context it is given: statements are recorded
 // through it. The plans are those of the statements the store really runs, so they cannot
 // drift from the code (for benchmarks, and for tests that pin the use of an index).
 func (s *Store) Explain(ctx context.Context, fn func(context.Context) error) ([]Plan, error) {
@@ -28,7 +28,7 @@ func (s *Store) Explain(ctx context.Context, fn func(context.Context) error) ([]
 	defer rec.mu.Unlock()
 	var plans []Plan
 	for _, st := range rec.list {
-		if !strings.HasPrefix(strings.ToUpper(strings.TrimSpace(st.sql)), "SELECT") {
+		if verb, _, _ := strings.Cut(strings.TrimSpace(st.sql), " "); !strings.EqualFold(verb, "SELECT") && !strings.EqualFold(verb, "UPDATE") {
 			continue
 		}
 		p := Plan{SQL: s.db.Dialector.Explain(st.sql, st.vars...)}
@@ -80,6 +80,9 @@ func recordStatements(db *gorm.DB) error {
 		rec.list = append(rec.list, statement{tx.Statement.SQL.String(), append([]any(nil), tx.Statement.Vars...)})
 	}
 	if err := db.Callback().Query().After("gorm:query").Register("conch:explain", record); err != nil {
+		return err
+	}
+	if err := db.Callback().Update().After("gorm:update").Register("conch:explain", record); err != nil {
 		return err
 	}
 	return db.Callback().Row().After("gorm:row").Register("conch:explain", record)

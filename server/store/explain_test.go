@@ -55,3 +55,53 @@ func TestExplainHotReads(t *testing.T) {
 		t.Errorf("a list page does not walk idx_messages_session_order: %v", plans[1].Steps)
 	}
 }
+
+// Start-up recovery searches partial indexes of what is unfinished and live, so its cost
+// follows the live work, not the size of the database (a scan would also map every page
+// of the file into the process). Reverting a query to a bound parameter (status IN ?)
+// makes SQLite scan again and fails this test.
+func TestRecoveryUsesIndexes(t *testing.T) {
+	s, _ := open(t, 0)
+	ctx := context.Background()
+	sess := newSession(t, s)
+	addText(t, s, sess.ID, 3)
+	for _, st := range []shared.ToolStatus{shared.StatusRunning, shared.StatusCompleted} {
+		if _, err := s.CreateMessage(ctx, NewMessage{SessionID: sess.ID, AuthorType: shared.AuthorAgent,
+			Type: shared.TypeToolExecute, Content: "ls", Metadata: shellMeta(st)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	plans, err := s.Explain(ctx, s.RecoverAfterRestart)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var all []string
+	for _, p := range plans {
+		all = append(all, p.SQL+"\n  "+strings.Join(p.Steps, "\n  "))
+		for _, step := range p.Steps {
+			if strings.HasPrefix(step, "SCAN") {
+				t.Errorf("recovery scans a table:\n%s\n  %s", p.SQL, step)
+			}
+		}
+	}
+	// The distinct sessions, the cancelled call's row, its update, the sessions' update.
+	if len(plans) < 4 {
+		t.Fatalf("%d plans, want the recovery's queries and updates:\n%s", len(plans), strings.Join(all, "\n"))
+	}
+}
+
+// The partial indexes' conditions are literals: they must name exactly the unfinished
+// tool statuses and the live session states.
+func TestPartialIndexConditions(t *testing.T) {
+	for _, st := range []shared.ToolStatus{shared.StatusPending, shared.StatusRunning, shared.StatusCompleted, shared.StatusFailed, shared.StatusCancelled} {
+		if got := strings.Contains(unfinished, "'"+string(st)+"'"); got == st.IsTerminal() {
+			t.Errorf("%s in %q: %v, want %v", st, unfinished, got, !st.IsTerminal())
+		}
+	}
+	for _, st := range []shared.SessionState{shared.SessionStarting, shared.SessionReady, shared.SessionRunning, shared.SessionFailed, shared.SessionClosed} {
+		isLive := st != shared.SessionFailed && st != shared.SessionClosed
+		if got := strings.Contains(live, "'"+string(st)+"'"); got != isLive {
+			t.Errorf("%s in %q: %v, want %v", st, live, got, isLive)
+		}
+	}
+}

@@ -13,8 +13,6 @@ import (
 	"gorm.io/gorm/clause"
 )
 
-var activeStatuses = []string{string(shared.StatusPending), string(shared.StatusRunning)}
-
 type messageRow struct {
 	ID              string
 	SessionID       string
@@ -268,7 +266,7 @@ func (s *Store) UpdateMessage(ctx context.Context, id string, u Update) (shared.
 // output, and returns the changed messages.
 func (s *Store) CancelActiveToolCalls(ctx context.Context, sessionID string) ([]shared.Message, error) {
 	var rows []messageRow
-	if err := s.db.WithContext(ctx).Where("session_id = ? AND status IN ?", sessionID, activeStatuses).
+	if err := s.db.WithContext(ctx).Where("session_id = ? AND "+unfinished, sessionID).
 		Order("created_at, id").Find(&rows).Error; err != nil {
 		return nil, fmt.Errorf("cancel tool calls: %w", err)
 	}

@@ -146,7 +146,7 @@ func (s *Store) RecoverAfterRestart(ctx context.Context) error {
 	db := s.db.WithContext(ctx)
 	var active []string
 	if err := db.Model(&messageRow{}).Distinct("session_id").
-		Where("status IN ?", activeStatuses).Pluck("session_id", &active).Error; err != nil {
+		Where(unfinished).Pluck("session_id", &active).Error; err != nil {
 		return fmt.Errorf("recover: %w", err)
 	}
 	for _, id := range active {
@@ -155,7 +155,7 @@ func (s *Store) RecoverAfterRestart(ctx context.Context) error {
 		}
 	}
 	err := db.Model(&sessionRow{}).
-		Where("state IN ?", []string{string(shared.SessionStarting), string(shared.SessionReady), string(shared.SessionRunning)}).
+		Where(live).
 		Updates(map[string]any{"state": string(shared.SessionClosed),
 			"error": "the server stopped while this session was live", "updated_at": s.stamp()}).Error
 	if err != nil {

@@ -85,6 +85,14 @@ func Open(path string, now func() time.Time) (*Store, error) {
 	return s, nil
 }
 
+// The conditions of the partial indexes, written as literals: SQLite uses a partial index
+// only for a query whose WHERE repeats its condition, and a bound parameter (status IN ?)
+// never does, so the queries use these same strings.
+const (
+	unfinished = "status IN ('pending', 'running')"
+	live       = "state IN ('starting', 'ready', 'running')"
+)
+
 // schema is applied on every start; each statement is idempotent.
 var schema = []string{
 	`CREATE TABLE IF NOT EXISTS tasks (
@@ -121,9 +129,11 @@ var schema = []string{
 	`CREATE INDEX IF NOT EXISTS idx_messages_session_order ON messages (session_id, created_at, id)`,
 	`CREATE UNIQUE INDEX IF NOT EXISTS idx_messages_client_id ON messages (session_id, client_message_id)
 		WHERE client_message_id IS NOT NULL`,
-	// Recovery and cancellation look for tool calls that are not finished.
-	`CREATE INDEX IF NOT EXISTS idx_messages_active ON messages (session_id, status)
-		WHERE status IN ('pending', 'running')`,
+	// Recovery and cancellation look for tool calls that are not finished: a partial index
+	// holds only those, led by status so that recovery searches it rather than scanning.
+	`DROP INDEX IF EXISTS idx_messages_active`,
+	`CREATE INDEX IF NOT EXISTS idx_messages_unfinished ON messages (status, session_id) WHERE ` + unfinished,
+	`CREATE INDEX IF NOT EXISTS idx_sessions_live ON task_sessions (state) WHERE ` + live,
 	`CREATE TABLE IF NOT EXISTS shell_outputs (
 		message_id TEXT PRIMARY KEY REFERENCES messages(id) ON DELETE CASCADE,
 		stdout TEXT NOT NULL DEFAULT '',
