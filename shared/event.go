@@ -54,9 +54,3 @@ type AddRequest struct {
 	Content         string `json:"content"`
 	ClientMessageID string `json:"client_message_id,omitempty"`
 }
-
-// ErrorPayload is the payload of an error envelope.
-type ErrorPayload struct {
-	Code    string `json:"code"`
-	Message string `json:"message"`
-}

@@ -143,7 +143,8 @@ type Agent struct {
 	Description string `json:"description"`
 }
 
-// ErrorBody is every error answer of the HTTP API.
+// ErrorBody is every error answer of the HTTP API: an Error's message and code.
 type ErrorBody struct {
 	Error string `json:"error"`
+	Code  string `json:"code,omitempty"`
 }

@@ -99,8 +99,7 @@ func (p *SessionPage) follow(ctx app.Context, c context.Context, id string) {
 		if c.Err() != nil {
 			return
 		}
-		var e *client.Error
-		if errors.As(err, &e) && e.Code == "not_found" {
+		if shared.ErrorCode(err) == shared.CodeNotFound {
 			p.apply(ctx, c, func(app.Context) { p.live, p.err = "", "This session does not exist." })
 			return // retrying cannot help
 		}
@@ -132,7 +131,7 @@ func (p *SessionPage) refreshSession(ctx app.Context, c context.Context, id stri
 		switch {
 		case err == nil:
 			p.session = &s
-		case client.StatusOf(err) == 404:
+		case shared.ErrorCode(err) == shared.CodeNotFound:
 			p.err = "This session does not exist."
 		case errors.Is(err, client.ErrUnreachable):
 			p.offline = true

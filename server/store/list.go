@@ -25,9 +25,9 @@ type ListQuery struct {
 func (q ListQuery) normalize() (ListQuery, error) {
 	switch {
 	case q.Before != "" && q.After != "":
-		return q, fmt.Errorf("%w: give before or after, not both", ErrInvalid)
+		return q, shared.Errorf(shared.CodeInvalid, "give before or after, not both")
 	case q.Limit < 0:
-		return q, fmt.Errorf("%w: limit must be positive", ErrInvalid)
+		return q, shared.Errorf(shared.CodeInvalid, "limit must be positive")
 	case q.Limit == 0:
 		q.Limit = shared.DefaultPageLimit
 	case q.Limit > shared.MaxPageLimit:
@@ -38,14 +38,14 @@ func (q ListQuery) normalize() (ListQuery, error) {
 		q.Sort = shared.SortAsc
 	case shared.SortAsc, shared.SortDesc:
 	default:
-		return q, fmt.Errorf("%w: sort must be asc or desc", ErrInvalid)
+		return q, shared.Errorf(shared.CodeInvalid, "sort must be asc or desc")
 	}
 	return q, nil
 }
 
 // ListMessages returns one page of a session's messages, projected (no output bodies are
-// read). A cursor that is not a message of this session is ErrInvalid; an unknown session
-// is ErrNotFound.
+// read). A cursor that is not a message of this session is invalid; an unknown session
+// is not found.
 func (s *Store) ListMessages(ctx context.Context, sessionID string, q ListQuery) (shared.MessagePage, error) {
 	q, err := q.normalize()
 	if err != nil {
@@ -63,7 +63,7 @@ func (s *Store) ListMessages(ctx context.Context, sessionID string, q ListQuery)
 		var c messageRow
 		err := db.Select("id, created_at").Take(&c, "id = ? AND session_id = ?", cursor, sessionID).Error
 		if errors.Is(err, gorm.ErrRecordNotFound) {
-			return shared.MessagePage{}, fmt.Errorf("%w: cursor is not a message of this session", ErrInvalid)
+			return shared.MessagePage{}, shared.Errorf(shared.CodeInvalid, "cursor is not a message of this session")
 		} else if err != nil {
 			return shared.MessagePage{}, fmt.Errorf("list messages: %w", err)
 		}

@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -136,18 +135,25 @@ func TestListErrors(t *testing.T) {
 		name    string
 		session string
 		q       ListQuery
-		want    error
+		want    shared.Error
 	}{
-		{"cursor from another session", b.ID, ListQuery{Before: ma.ID}, ErrInvalid},
-		{"unknown cursor", a.ID, ListQuery{After: "nope"}, ErrInvalid},
-		{"both cursors", a.ID, ListQuery{Before: ma.ID, After: ma.ID}, ErrInvalid},
-		{"bad sort", a.ID, ListQuery{Sort: "up"}, ErrInvalid},
-		{"negative limit", a.ID, ListQuery{Limit: -1}, ErrInvalid},
-		{"unknown session", "nope", ListQuery{}, ErrNotFound},
+		{"cursor from another session", b.ID, ListQuery{Before: ma.ID},
+			shared.Error{Code: shared.CodeInvalid, Message: "cursor is not a message of this session"}},
+		{"unknown cursor", a.ID, ListQuery{After: "nope"},
+			shared.Error{Code: shared.CodeInvalid, Message: "cursor is not a message of this session"}},
+		{"both cursors", a.ID, ListQuery{Before: ma.ID, After: ma.ID},
+			shared.Error{Code: shared.CodeInvalid, Message: "give before or after, not both"}},
+		{"bad sort", a.ID, ListQuery{Sort: "up"},
+			shared.Error{Code: shared.CodeInvalid, Message: "sort must be asc or desc"}},
+		{"negative limit", a.ID, ListQuery{Limit: -1},
+			shared.Error{Code: shared.CodeInvalid, Message: "limit must be positive"}},
+		{"unknown session", "nope", ListQuery{},
+			shared.Error{Code: shared.CodeNotFound, Message: "session not found"}},
 	}
 	for _, tt := range tests {
-		if _, err := s.ListMessages(ctx, tt.session, tt.q); !errors.Is(err, tt.want) {
-			t.Errorf("%s: err = %v, want %v", tt.name, err, tt.want)
+		_, err := s.ListMessages(ctx, tt.session, tt.q)
+		if got := (shared.Error{Code: shared.ErrorCode(err), Message: shared.ErrorMessage(err)}); got != tt.want {
+			t.Errorf("%s: %+v (%v), want %+v", tt.name, got, err, tt.want)
 		}
 	}
 }
@@ -172,13 +178,13 @@ func TestAddUserMessageIdempotent(t *testing.T) {
 	if _, _, err := s.AddUserMessage(ctx, sess.ID, "x", ""); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := s.AddUserMessage(ctx, "nope", "x", ""); !errors.Is(err, ErrNotFound) {
+	if _, _, err := s.AddUserMessage(ctx, "nope", "x", ""); shared.ErrorCode(err) != shared.CodeNotFound {
 		t.Fatalf("unknown session: %v", err)
 	}
 	if _, err := s.SetSessionState(ctx, sess.ID, shared.SessionFailed, "agent crashed"); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := s.AddUserMessage(ctx, sess.ID, "x", "c-2"); !errors.Is(err, ErrConflict) {
+	if _, _, err := s.AddUserMessage(ctx, sess.ID, "x", "c-2"); shared.ErrorMessage(err) != "session is failed" || shared.ErrorCode(err) != shared.CodeConflict {
 		t.Fatalf("failed session: %v", err)
 	}
 	// The first message of a repeated id still answers, also after the session failed.
@@ -228,11 +234,11 @@ func TestShellOutputScoping(t *testing.T) {
 		"cross-session": {b.ID, cmd.ID},
 		"not a shell":   {a.ID, text.ID},
 	} {
-		if _, err := s.GetShellOutput(ctx, c[0], c[1]); !errors.Is(err, ErrNotFound) {
-			t.Errorf("%s: err = %v, want ErrNotFound", name, err)
+		if _, err := s.GetShellOutput(ctx, c[0], c[1]); shared.ErrorMessage(err) != "message not found" {
+			t.Errorf("%s: err = %v, want message not found", name, err)
 		}
-		if _, err := s.GetShellOutputStamp(ctx, c[0], c[1]); !errors.Is(err, ErrNotFound) {
-			t.Errorf("%s: stamp err = %v, want ErrNotFound", name, err)
+		if _, err := s.GetShellOutputStamp(ctx, c[0], c[1]); shared.ErrorMessage(err) != "message not found" {
+			t.Errorf("%s: stamp err = %v, want message not found", name, err)
 		}
 	}
 }
@@ -275,7 +281,7 @@ func TestUpdateKeepsFinalState(t *testing.T) {
 	if err != nil || shared.ShellOf(kept).Output.StdoutBytes != 6 || kept.Metadata.Title != "renamed" {
 		t.Fatalf("summary lost: %+v %v", shared.ShellOf(kept), err)
 	}
-	if _, _, err := s.UpdateMessage(ctx, "nope", Update{}); !errors.Is(err, ErrNotFound) {
+	if _, _, err := s.UpdateMessage(ctx, "nope", Update{}); shared.ErrorCode(err) != shared.CodeNotFound {
 		t.Fatalf("unknown id: %v", err)
 	}
 }
@@ -371,10 +377,10 @@ func TestRecoverAfterRestart(t *testing.T) {
 func TestTasksAndSessions(t *testing.T) {
 	s, _ := open(t, time.Millisecond)
 	ctx := context.Background()
-	if _, err := s.CreateTask(ctx, "  ", ""); !errors.Is(err, ErrInvalid) {
+	if _, err := s.CreateTask(ctx, "  ", ""); shared.ErrorCode(err) != shared.CodeInvalid || shared.ErrorMessage(err) != "title is required" {
 		t.Fatalf("blank title: %v", err)
 	}
-	if _, err := s.CreateSession(ctx, "nope", "shell", "/"); !errors.Is(err, ErrNotFound) {
+	if _, err := s.CreateSession(ctx, "nope", "shell", "/"); shared.ErrorMessage(err) != "task not found" {
 		t.Fatalf("session of unknown task: %v", err)
 	}
 	sess := newSession(t, s)
@@ -382,7 +388,7 @@ func TestTasksAndSessions(t *testing.T) {
 	if err != nil || len(tasks) != 1 || len(tasks[0].Sessions) != 1 || tasks[0].Sessions[0].ID != sess.ID {
 		t.Fatalf("tasks %+v %v", tasks, err)
 	}
-	if _, err := s.GetSession(ctx, "nope"); !errors.Is(err, ErrNotFound) {
+	if _, err := s.GetSession(ctx, "nope"); shared.ErrorCode(err) != shared.CodeNotFound || shared.ErrorMessage(err) != "session not found" {
 		t.Fatal(err)
 	}
 }
