@@ -39,15 +39,6 @@ type SessionRef struct {
 	SessionID string `json:"session_id"`
 }
 
-// ListRequest is the payload of message.list.
-type ListRequest struct {
-	SessionID string `json:"session_id"`
-	Limit     int    `json:"limit,omitempty"`
-	Before    string `json:"before,omitempty"`
-	After     string `json:"after,omitempty"`
-	Sort      string `json:"sort,omitempty"`
-}
-
 // AddRequest is the payload of message.add and the body of POST .../messages.
 type AddRequest struct {
 	SessionID       string `json:"session_id,omitempty"`

@@ -91,18 +91,6 @@ type MessagePage struct {
 	Cursor   string    `json:"cursor"`
 }
 
-// Sort orders of a message list.
-const (
-	SortAsc  = "asc"
-	SortDesc = "desc"
-)
-
-// Page bounds of a message list.
-const (
-	DefaultPageLimit = 100
-	MaxPageLimit     = 500
-)
-
 // Task is a piece of work; sessions run agents on it.
 type Task struct {
 	ID          string    `json:"id"`

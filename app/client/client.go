@@ -14,7 +14,6 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
-	"strconv"
 	"strings"
 
 	"conch/shared"
@@ -43,30 +42,6 @@ func (c *Client) WithToken(token string) *Client {
 	cc := *c
 	cc.token = token
 	return &cc
-}
-
-// ListQuery selects a page of messages; zero fields take the server's defaults.
-type ListQuery struct {
-	Limit         int
-	Before, After string
-	Sort          string
-}
-
-func (q ListQuery) values() url.Values {
-	v := url.Values{}
-	if q.Limit != 0 {
-		v.Set("limit", strconv.Itoa(q.Limit))
-	}
-	if q.Before != "" {
-		v.Set("before", q.Before)
-	}
-	if q.After != "" {
-		v.Set("after", q.After)
-	}
-	if q.Sort != "" {
-		v.Set("sort", q.Sort)
-	}
-	return v
 }
 
 // Agents lists the agent profiles a session can run.
@@ -108,11 +83,11 @@ func (c *Client) GetSession(ctx context.Context, id string) (shared.Session, err
 	return s, c.call(ctx, "GET", "/api/v1/task-sessions/"+url.PathEscape(id), nil, &s)
 }
 
-// ListMessages returns a page of a session's messages (summaries only).
-func (c *Client) ListMessages(ctx context.Context, sessionID string, q ListQuery) (shared.MessagePage, error) {
+// ListMessages returns a page of q.SessionID's messages (summaries only), as Conn.List does.
+func (c *Client) ListMessages(ctx context.Context, q shared.ListRequest) (shared.MessagePage, error) {
 	var p shared.MessagePage
-	path := "/api/v1/task-sessions/" + url.PathEscape(sessionID) + "/messages"
-	if v := q.values(); len(v) > 0 {
+	path := "/api/v1/task-sessions/" + url.PathEscape(q.SessionID) + "/messages"
+	if v := q.Query(); len(v) > 0 {
 		path += "?" + v.Encode()
 	}
 	return p, c.call(ctx, "GET", path, nil, &p)

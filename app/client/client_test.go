@@ -39,7 +39,7 @@ func TestErrorsAndPaths(t *testing.T) {
 	if err != nil || snap.Output.Stdout != "hi" {
 		t.Fatalf("ShellOutput = %+v, %v", snap, err)
 	}
-	if _, err := c.ListMessages(ctx, "s1", ListQuery{Limit: 5, Before: "m9", Sort: shared.SortDesc}); err != nil {
+	if _, err := c.ListMessages(ctx, shared.ListRequest{SessionID: "s1", Limit: new(5), Before: "m9", Sort: shared.SortDesc}); err != nil {
 		t.Fatal(err)
 	}
 	if gotQuery != "before=m9&limit=5&sort=desc" {

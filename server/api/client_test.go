@@ -62,15 +62,15 @@ func TestTypedClientAgainstServer(t *testing.T) {
 	}
 	sh := e.shell(sess.ID, "echo hi", shared.StatusCompleted, &shared.ShellOutput{Stdout: "hi\n", ExitCode: intp(0)})
 
-	restPage, err := c.ListMessages(ctx, sess.ID, client.ListQuery{Limit: 10})
+	restPage, err := c.ListMessages(ctx, shared.ListRequest{SessionID: sess.ID, Limit: new(10)})
 	if err != nil || len(restPage.Messages) != 2 {
 		t.Fatalf("REST page %+v, %v", restPage, err)
 	}
-	wsPage, err := ws.List(ctx, shared.ListRequest{SessionID: sess.ID, Limit: 10})
+	wsPage, err := ws.List(ctx, shared.ListRequest{SessionID: sess.ID, Limit: new(10)})
 	if err != nil || len(wsPage.Messages) != 2 || wsPage.Cursor != restPage.Cursor {
 		t.Errorf("WS page %+v, %v", wsPage, err)
 	}
-	if _, err := c.ListMessages(ctx, sess.ID, client.ListQuery{Sort: "sideways"}); shared.ErrorCode(err) != shared.CodeInvalid {
+	if _, err := c.ListMessages(ctx, shared.ListRequest{SessionID: sess.ID, Sort: "sideways"}); shared.ErrorCode(err) != shared.CodeInvalid {
 		t.Errorf("bad sort: %v", err)
 	}
 	if _, err := ws.List(ctx, shared.ListRequest{SessionID: "nope"}); shared.ErrorCode(err) != shared.CodeNotFound {

@@ -8,12 +8,11 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"reflect"
-	"strconv"
 	"strings"
 	"unicode/utf8"
 
-	"conch/server/store"
 	"conch/shared"
 
 	"github.com/gofiber/fiber/v2"
@@ -101,38 +100,19 @@ func (s *server) handleGetSession(c *fiber.Ctx) error {
 }
 
 func (s *server) handleListMessages(c *fiber.Ctx) error {
-	var limit *int
-	if raw := c.Query("limit"); raw != "" || c.Context().QueryArgs().Has("limit") {
-		n, err := strconv.Atoi(raw)
-		if err != nil {
-			return s.fail(c, shared.Errorf(shared.CodeInvalid, "limit must be a positive integer"))
-		}
-		limit = &n
+	query := url.Values{}
+	for k, v := range c.Queries() {
+		query.Set(k, v)
 	}
-	page, err := s.listMessages(c.UserContext(), c.Params("session_id"), limit, c.Query("before"), c.Query("after"), c.Query("sort"))
+	q, err := shared.ParseListQuery(c.Params("session_id"), query)
+	if err != nil {
+		return s.fail(c, err)
+	}
+	page, err := s.store.ListMessages(c.UserContext(), q)
 	if err != nil {
 		return s.fail(c, err)
 	}
 	return c.JSON(page)
-}
-
-// listMessages is message.list over REST and WebSocket alike. A given limit must be
-// positive; above shared.MaxPageLimit it is capped.
-func (s *server) listMessages(ctx context.Context, sessionID string, limit *int, before, after, sort string) (shared.MessagePage, error) {
-	q := store.ListQuery{Limit: shared.DefaultPageLimit, Before: before, After: after, Sort: sort}
-	switch {
-	case limit != nil && *limit <= 0:
-		return shared.MessagePage{}, shared.Errorf(shared.CodeInvalid, "limit must be a positive integer")
-	case limit != nil:
-		q.Limit = min(*limit, shared.MaxPageLimit)
-	}
-	switch {
-	case before != "" && after != "":
-		return shared.MessagePage{}, shared.Errorf(shared.CodeInvalid, "give before or after, not both")
-	case sort != "" && sort != shared.SortAsc && sort != shared.SortDesc:
-		return shared.MessagePage{}, shared.Errorf(shared.CodeInvalid, "sort must be asc or desc")
-	}
-	return s.store.ListMessages(ctx, sessionID, q)
 }
 
 func (s *server) handleAddMessage(c *fiber.Ctx) error {

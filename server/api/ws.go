@@ -125,16 +125,6 @@ func closeNetwork(conn *websocket.Conn) {
 	_ = nc.Close()
 }
 
-// wsListRequest is shared.ListRequest with an optional limit, so that an explicit 0 is
-// refused like limit=0 over REST.
-type wsListRequest struct {
-	SessionID string `json:"session_id"`
-	Limit     *int   `json:"limit"`
-	Before    string `json:"before"`
-	After     string `json:"after"`
-	Sort      string `json:"sort"`
-}
-
 // dispatch answers one request frame with a response or an error envelope.
 func (s *server) dispatch(ctx context.Context, client *hub.Client, data []byte) []byte {
 	var req shared.Envelope
@@ -158,9 +148,9 @@ func (s *server) dispatch(ctx context.Context, client *hub.Client, data []byte) 
 			result = ref
 		}
 	case shared.ActionMessageList:
-		var p wsListRequest
+		var p shared.ListRequest
 		if err = decodePayload(req.Payload, &p, &p.SessionID); err == nil {
-			result, err = s.listMessages(ctx, p.SessionID, p.Limit, p.Before, p.After, p.Sort)
+			result, err = s.store.ListMessages(ctx, p)
 		}
 	case shared.ActionMessageAdd:
 		var p shared.AddRequest

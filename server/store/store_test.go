@@ -87,25 +87,26 @@ func TestPagination(t *testing.T) {
 		msgs := addText(t, s, sess.ID, 7) // contents a..g in creation order
 		ctx := context.Background()
 		tests := []struct {
-			q        ListQuery
+			q        shared.ListRequest
 			want     string
 			hasMore  bool
 			wantLast string
 		}{
-			{ListQuery{}, "abcdefg", false, "g"},
-			{ListQuery{Limit: 3}, "abc", true, "c"},
-			{ListQuery{Limit: 3, Sort: "desc"}, "gfe", true, "e"},
-			{ListQuery{Limit: 3, After: msgs[2].ID}, "def", true, "f"},
-			{ListQuery{Limit: 3, After: msgs[4].ID}, "fg", false, "g"},
-			{ListQuery{Limit: 3, Before: msgs[4].ID, Sort: "desc"}, "dcb", true, "b"},
-			{ListQuery{Limit: 3, Before: msgs[2].ID, Sort: "desc"}, "ba", false, "a"},
-			{ListQuery{Limit: 2, Before: msgs[4].ID}, "cd", true, "d"},
-			{ListQuery{Limit: 2, After: msgs[1].ID, Sort: "desc"}, "dc", true, "c"},
-			{ListQuery{After: msgs[6].ID}, "", false, ""},
-			{ListQuery{Limit: 900}, "abcdefg", false, "g"},
+			{shared.ListRequest{}, "abcdefg", false, "g"},
+			{shared.ListRequest{Limit: new(3)}, "abc", true, "c"},
+			{shared.ListRequest{Limit: new(3), Sort: "desc"}, "gfe", true, "e"},
+			{shared.ListRequest{Limit: new(3), After: msgs[2].ID}, "def", true, "f"},
+			{shared.ListRequest{Limit: new(3), After: msgs[4].ID}, "fg", false, "g"},
+			{shared.ListRequest{Limit: new(3), Before: msgs[4].ID, Sort: "desc"}, "dcb", true, "b"},
+			{shared.ListRequest{Limit: new(3), Before: msgs[2].ID, Sort: "desc"}, "ba", false, "a"},
+			{shared.ListRequest{Limit: new(2), Before: msgs[4].ID}, "cd", true, "d"},
+			{shared.ListRequest{Limit: new(2), After: msgs[1].ID, Sort: "desc"}, "dc", true, "c"},
+			{shared.ListRequest{After: msgs[6].ID}, "", false, ""},
+			{shared.ListRequest{Limit: new(900)}, "abcdefg", false, "g"},
 		}
 		for _, tt := range tests {
-			page, err := s.ListMessages(ctx, sess.ID, tt.q)
+			tt.q.SessionID = sess.ID
+			page, err := s.ListMessages(ctx, tt.q)
 			if err != nil {
 				t.Fatalf("step %v %+v: %v", step, tt.q, err)
 			}
@@ -132,26 +133,25 @@ func TestListErrors(t *testing.T) {
 	addText(t, s, b.ID, 1)
 	ctx := context.Background()
 	tests := []struct {
-		name    string
-		session string
-		q       ListQuery
-		want    shared.Error
+		name string
+		q    shared.ListRequest
+		want shared.Error
 	}{
-		{"cursor from another session", b.ID, ListQuery{Before: ma.ID},
+		{"cursor from another session", shared.ListRequest{SessionID: b.ID, Before: ma.ID},
 			shared.Error{Code: shared.CodeInvalid, Message: "cursor is not a message of this session"}},
-		{"unknown cursor", a.ID, ListQuery{After: "nope"},
+		{"unknown cursor", shared.ListRequest{SessionID: a.ID, After: "nope"},
 			shared.Error{Code: shared.CodeInvalid, Message: "cursor is not a message of this session"}},
-		{"both cursors", a.ID, ListQuery{Before: ma.ID, After: ma.ID},
+		{"both cursors", shared.ListRequest{SessionID: a.ID, Before: ma.ID, After: ma.ID},
 			shared.Error{Code: shared.CodeInvalid, Message: "give before or after, not both"}},
-		{"bad sort", a.ID, ListQuery{Sort: "up"},
+		{"bad sort", shared.ListRequest{SessionID: a.ID, Sort: "up"},
 			shared.Error{Code: shared.CodeInvalid, Message: "sort must be asc or desc"}},
-		{"negative limit", a.ID, ListQuery{Limit: -1},
-			shared.Error{Code: shared.CodeInvalid, Message: "limit must be positive"}},
-		{"unknown session", "nope", ListQuery{},
+		{"negative limit", shared.ListRequest{SessionID: a.ID, Limit: new(-1)},
+			shared.Error{Code: shared.CodeInvalid, Message: "limit must be a positive integer"}},
+		{"unknown session", shared.ListRequest{SessionID: "nope"},
 			shared.Error{Code: shared.CodeNotFound, Message: "session not found"}},
 	}
 	for _, tt := range tests {
-		_, err := s.ListMessages(ctx, tt.session, tt.q)
+		_, err := s.ListMessages(ctx, tt.q)
 		if got := (shared.Error{Code: shared.ErrorCode(err), Message: shared.ErrorMessage(err)}); got != tt.want {
 			t.Errorf("%s: %+v (%v), want %+v", tt.name, got, err, tt.want)
 		}
@@ -191,7 +191,7 @@ func TestAddUserMessageIdempotent(t *testing.T) {
 	if m, created, err := s.AddUserMessage(ctx, sess.ID, "ls", "c-1"); err != nil || created || m.ID != first.ID {
 		t.Fatalf("repeat after failure: %v %v", created, err)
 	}
-	page, err := s.ListMessages(ctx, sess.ID, ListQuery{})
+	page, err := s.ListMessages(ctx, shared.ListRequest{SessionID: sess.ID})
 	if err != nil || len(page.Messages) != 2 || page.Total != 2 {
 		t.Fatalf("stored %d messages (total %d), want 2: %v", len(page.Messages), page.Total, err)
 	}
@@ -306,7 +306,7 @@ func TestLiveAndReloadedIdentical(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s2.Close()
-	page, err := s2.ListMessages(ctx, sess.ID, ListQuery{})
+	page, err := s2.ListMessages(ctx, shared.ListRequest{SessionID: sess.ID})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -339,7 +339,7 @@ func TestListReadsNoBodies(t *testing.T) {
 	if err := s.db.Exec("DROP TABLE shell_outputs").Error; err != nil {
 		t.Fatal(err)
 	}
-	page, err := s.ListMessages(ctx, sess.ID, ListQuery{})
+	page, err := s.ListMessages(ctx, shared.ListRequest{SessionID: sess.ID})
 	if err != nil || len(page.Messages) != 1 || shared.ShellOf(page.Messages[0]).Output.StdoutBytes != 1000 {
 		t.Fatalf("list without bodies: %v %+v", err, page)
 	}
