@@ -39,24 +39,9 @@ type SessionRef struct {
 	SessionID string `json:"session_id"`
 }
 
-// ListRequest is the payload of message.list.
-type ListRequest struct {
-	SessionID string `json:"session_id"`
-	Limit     int    `json:"limit,omitempty"`
-	Before    string `json:"before,omitempty"`
-	After     string `json:"after,omitempty"`
-	Sort      string `json:"sort,omitempty"`
-}
-
 // AddRequest is the payload of message.add and the body of POST .../messages.
 type AddRequest struct {
 	SessionID       string `json:"session_id,omitempty"`
 	Content         string `json:"content"`
 	ClientMessageID string `json:"client_message_id,omitempty"`
-}
-
-// ErrorPayload is the payload of an error envelope.
-type ErrorPayload struct {
-	Code    string `json:"code"`
-	Message string `json:"message"`
 }

@@ -91,18 +91,6 @@ type MessagePage struct {
 	Cursor   string    `json:"cursor"`
 }
 
-// Sort orders of a message list.
-const (
-	SortAsc  = "asc"
-	SortDesc = "desc"
-)
-
-// Page bounds of a message list.
-const (
-	DefaultPageLimit = 100
-	MaxPageLimit     = 500
-)
-
 // Task is a piece of work; sessions run agents on it.
 type Task struct {
 	ID          string    `json:"id"`
@@ -143,7 +131,8 @@ type Agent struct {
 	Description string `json:"description"`
 }
 
-// ErrorBody is every error answer of the HTTP API.
+// ErrorBody is every error answer of the HTTP API: an Error's message and code.
 type ErrorBody struct {
 	Error string `json:"error"`
+	Code  string `json:"code,omitempty"`
 }

@@ -2,6 +2,9 @@
 // The same API builds for the browser, where requests go through the browser's fetch
 // with one AbortController each (transport_js.go), and for the host, where they go
 // through net/http (transport.go): the UI, the tests and scripts share it.
+//
+// A failure the server reports, over REST or the WebSocket alike, wraps its *shared.Error:
+// compare shared.ErrorCode(err) with shared.CodeNotFound and the other codes.
 package client
 
 import (
@@ -11,7 +14,6 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
-	"strconv"
 	"strings"
 
 	"conch/shared"
@@ -20,29 +22,6 @@ import (
 // ErrUnreachable wraps every failure to reach the server (offline, server down, connection
 // reset): the UI says it is offline rather than showing an error.
 var ErrUnreachable = errors.New("server unreachable")
-
-// Error is an answer of the server that reports a failure.
-type Error struct {
-	Status  int    // HTTP status; 0 for a WebSocket error envelope
-	Code    string // WebSocket error code
-	Message string
-}
-
-func (e *Error) Error() string {
-	if e.Status != 0 {
-		return fmt.Sprintf("%d: %s", e.Status, e.Message)
-	}
-	return fmt.Sprintf("%s: %s", e.Code, e.Message)
-}
-
-// StatusOf returns the HTTP status of an *Error in err's chain, or 0.
-func StatusOf(err error) int {
-	var e *Error
-	if errors.As(err, &e) {
-		return e.Status
-	}
-	return 0
-}
 
 // Client talks to one Conch server. The zero value is not usable: call New.
 type Client struct {
@@ -63,30 +42,6 @@ func (c *Client) WithToken(token string) *Client {
 	cc := *c
 	cc.token = token
 	return &cc
-}
-
-// ListQuery selects a page of messages; zero fields take the server's defaults.
-type ListQuery struct {
-	Limit         int
-	Before, After string
-	Sort          string
-}
-
-func (q ListQuery) values() url.Values {
-	v := url.Values{}
-	if q.Limit != 0 {
-		v.Set("limit", strconv.Itoa(q.Limit))
-	}
-	if q.Before != "" {
-		v.Set("before", q.Before)
-	}
-	if q.After != "" {
-		v.Set("after", q.After)
-	}
-	if q.Sort != "" {
-		v.Set("sort", q.Sort)
-	}
-	return v
 }
 
 // Agents lists the agent profiles a session can run.
@@ -128,11 +83,11 @@ func (c *Client) GetSession(ctx context.Context, id string) (shared.Session, err
 	return s, c.call(ctx, "GET", "/api/v1/task-sessions/"+url.PathEscape(id), nil, &s)
 }
 
-// ListMessages returns a page of a session's messages (summaries only).
-func (c *Client) ListMessages(ctx context.Context, sessionID string, q ListQuery) (shared.MessagePage, error) {
+// ListMessages returns a page of q.SessionID's messages (summaries only), as Conn.List does.
+func (c *Client) ListMessages(ctx context.Context, q shared.ListRequest) (shared.MessagePage, error) {
 	var p shared.MessagePage
-	path := "/api/v1/task-sessions/" + url.PathEscape(sessionID) + "/messages"
-	if v := q.values(); len(v) > 0 {
+	path := "/api/v1/task-sessions/" + url.PathEscape(q.SessionID) + "/messages"
+	if v := q.Query(); len(v) > 0 {
 		path += "?" + v.Encode()
 	}
 	return p, c.call(ctx, "GET", path, nil, &p)
@@ -179,7 +134,7 @@ func (c *Client) call(ctx context.Context, method, path string, in, out any) err
 		if json.Unmarshal(resp, &e) != nil || e.Error == "" {
 			e.Error = strings.TrimSpace(string(resp))
 		}
-		return fmt.Errorf("%s %s: %w", method, path, &Error{Status: status, Message: e.Error})
+		return fmt.Errorf("%s %s: %d: %w", method, path, status, &shared.Error{Code: e.Code, Message: e.Error})
 	}
 	if out == nil {
 		return nil

@@ -28,7 +28,7 @@ func TestErrorsAndPaths(t *testing.T) {
 			json.NewEncoder(w).Encode(shared.MessagePage{Messages: []shared.Message{}, Total: 0})
 		default:
 			w.WriteHeader(http.StatusNotFound)
-			w.Write([]byte(`{"error":"message not found"}`))
+			w.Write([]byte(`{"error":"message not found","code":"not_found"}`))
 		}
 	}))
 	defer srv.Close()
@@ -39,15 +39,15 @@ func TestErrorsAndPaths(t *testing.T) {
 	if err != nil || snap.Output.Stdout != "hi" {
 		t.Fatalf("ShellOutput = %+v, %v", snap, err)
 	}
-	if _, err := c.ListMessages(ctx, "s1", ListQuery{Limit: 5, Before: "m9", Sort: shared.SortDesc}); err != nil {
+	if _, err := c.ListMessages(ctx, shared.ListRequest{SessionID: "s1", Limit: new(5), Before: "m9", Sort: shared.SortDesc}); err != nil {
 		t.Fatal(err)
 	}
 	if gotQuery != "before=m9&limit=5&sort=desc" {
 		t.Fatalf("query %q", gotQuery)
 	}
 	_, err = c.ShellOutput(ctx, "s1", "other")
-	var e *Error
-	if !errors.As(err, &e) || e.Status != 404 || e.Message != "message not found" || StatusOf(err) != 404 {
+	if shared.ErrorCode(err) != shared.CodeNotFound || shared.ErrorMessage(err) != "message not found" ||
+		err.Error() != "GET /api/v1/task-sessions/s1/messages/other/shell-output: 404: message not found" {
 		t.Fatalf("404 answer gave %v", err)
 	}
 	if gotPath != "/api/v1/task-sessions/s1/messages/other/shell-output" {
@@ -118,8 +118,7 @@ func TestWebSocketMatchesResponsesAndQueuesNotifications(t *testing.T) {
 		t.Fatal("no notification")
 	}
 	_, err = conn.List(ctx, shared.ListRequest{SessionID: "s1", Before: "x"})
-	var e *Error
-	if !errors.As(err, &e) || e.Code != "invalid" || e.Message != "bad cursor" {
+	if shared.ErrorCode(err) != shared.CodeInvalid || shared.ErrorMessage(err) != "bad cursor" {
 		t.Fatalf("error envelope gave %v", err)
 	}
 

@@ -123,9 +123,9 @@ func (c *Conn) request(ctx context.Context, action string, in, out any) error {
 	select {
 	case env := <-reply:
 		if env.Type == shared.EnvelopeError {
-			var e shared.ErrorPayload
+			var e shared.Error
 			_ = json.Unmarshal(env.Payload, &e)
-			return fmt.Errorf("%s: %w", action, &Error{Code: e.Code, Message: e.Message})
+			return fmt.Errorf("%s: %w", action, &e)
 		}
 		if out == nil {
 			return nil

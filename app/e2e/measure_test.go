@@ -13,7 +13,6 @@ import (
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 
-	"conch/app/client"
 	"conch/shared"
 )
 
@@ -89,7 +88,7 @@ func seed(t *testing.T, s *server, sid string, n int, command func(i int) string
 		}
 	}
 	s.runWithin(t, 20*time.Minute, sid, command(n-1)+" # last", nil)
-	p, err := s.API.ListMessages(ctx, sid, client.ListQuery{Limit: 1, Sort: shared.SortDesc})
+	p, err := s.API.ListMessages(ctx, shared.ListRequest{SessionID: sid, Limit: new(1), Sort: shared.SortDesc})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -99,8 +99,7 @@ func (p *SessionPage) follow(ctx app.Context, c context.Context, id string) {
 		if c.Err() != nil {
 			return
 		}
-		var e *client.Error
-		if errors.As(err, &e) && e.Code == "not_found" {
+		if shared.ErrorCode(err) == shared.CodeNotFound {
 			p.apply(ctx, c, func(app.Context) { p.live, p.err = "", "This session does not exist." })
 			return // retrying cannot help
 		}
@@ -132,7 +131,7 @@ func (p *SessionPage) refreshSession(ctx app.Context, c context.Context, id stri
 		switch {
 		case err == nil:
 			p.session = &s
-		case client.StatusOf(err) == 404:
+		case shared.ErrorCode(err) == shared.CodeNotFound:
 			p.err = "This session does not exist."
 		case errors.Is(err, client.ErrUnreachable):
 			p.offline = true
@@ -159,7 +158,7 @@ func (p *SessionPage) connect(ctx app.Context, c context.Context, id string, loa
 	// Subscribed first, listed second: whatever happens in between arrives twice, and
 	// merging by id keeps one copy.
 	var msgs []shared.Message
-	latest, err := conn.List(c, shared.ListRequest{SessionID: id, Limit: pageSize, Sort: shared.SortDesc})
+	latest, err := conn.List(c, shared.ListRequest{SessionID: id, Limit: new(pageSize), Sort: shared.SortDesc})
 	if err != nil {
 		return false, err
 	}
@@ -206,7 +205,7 @@ func (p *SessionPage) catchUp(ctx app.Context, c context.Context, conn *client.C
 	}
 	var msgs []shared.Message
 	for after != "" {
-		page, err := conn.List(c, shared.ListRequest{SessionID: id, After: after, Limit: shared.MaxPageLimit})
+		page, err := conn.List(c, shared.ListRequest{SessionID: id, After: after, Limit: new(shared.MaxPageLimit)})
 		if err != nil {
 			return nil, err
 		}
@@ -267,7 +266,7 @@ func (p *SessionPage) loadOlder(ctx app.Context, _ app.Event) {
 	p.older = true
 	c, id, first := p.ctx, p.id, p.tl.first()
 	ctx.Async(func() {
-		page, err := api.ListMessages(c, id, client.ListQuery{Before: first, Limit: pageSize, Sort: shared.SortDesc})
+		page, err := api.ListMessages(c, shared.ListRequest{SessionID: id, Before: first, Limit: new(pageSize), Sort: shared.SortDesc})
 		p.apply(ctx, c, func(ctx app.Context) {
 			p.older = false
 			if err != nil {

@@ -182,7 +182,7 @@ func TestBinaryRestartWhileRunning(t *testing.T) {
 	}
 	var pid int
 	for pid == 0 {
-		page, err := c.ListMessages(ctx, sess.ID, client.ListQuery{})
+		page, err := c.ListMessages(ctx, shared.ListRequest{SessionID: sess.ID})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -210,7 +210,7 @@ func TestBinaryRestartWhileRunning(t *testing.T) {
 	if err != nil || got.State != shared.SessionClosed {
 		t.Errorf("session after restart: %+v %v", got, err)
 	}
-	page, err := c.ListMessages(ctx, sess.ID, client.ListQuery{})
+	page, err := c.ListMessages(ctx, shared.ListRequest{SessionID: sess.ID})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -253,7 +253,7 @@ func (env *testEnv) waitIdle(t testing.TB, sessionID string) {
 
 func (env *testEnv) messages(t testing.TB, sessionID string) []shared.Message {
 	t.Helper()
-	page, err := env.st.ListMessages(context.Background(), sessionID, store.ListQuery{Limit: shared.MaxPageLimit})
+	page, err := env.st.ListMessages(context.Background(), shared.ListRequest{SessionID: sessionID, Limit: new(shared.MaxPageLimit)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -125,19 +125,19 @@ func (m *Manager) profile(name string) (Profile, bool) {
 
 // StartSession creates a session of the task, starts the agent and waits (bounded) for
 // initialize and session/new. It returns the session ready, or failed with its error. An
-// unknown agent or a relative or missing cwd wraps store.ErrInvalid; an unknown task is
-// store.ErrNotFound. An empty cwd gets a fresh directory under DataDir/sessions.
+// unknown agent or a relative or missing cwd is shared.CodeInvalid; an unknown task is
+// shared.CodeNotFound. An empty cwd gets a fresh directory under DataDir/sessions.
 func (m *Manager) StartSession(ctx context.Context, taskID, agent, cwd string) (shared.Session, error) {
 	p, ok := m.profile(agent)
 	if !ok {
-		return shared.Session{}, fmt.Errorf("%w: unknown agent %q", store.ErrInvalid, agent)
+		return shared.Session{}, shared.Errorf(shared.CodeInvalid, "unknown agent %q", agent)
 	}
 	if cwd != "" {
 		if !filepath.IsAbs(cwd) {
-			return shared.Session{}, fmt.Errorf("%w: cwd must be an absolute path", store.ErrInvalid)
+			return shared.Session{}, shared.Errorf(shared.CodeInvalid, "cwd must be an absolute path")
 		}
 		if fi, err := os.Stat(cwd); err != nil || !fi.IsDir() {
-			return shared.Session{}, fmt.Errorf("%w: cwd %s is not a directory", store.ErrInvalid, cwd)
+			return shared.Session{}, shared.Errorf(shared.CodeInvalid, "cwd %s is not a directory", cwd)
 		}
 		cwd = filepath.Clean(cwd)
 	}
@@ -205,11 +205,11 @@ func (m *Manager) live(id string) (*session, error) {
 	if err != nil {
 		return nil, err
 	}
-	return nil, fmt.Errorf("%w: session is %s", store.ErrConflict, sess.State)
+	return nil, shared.Errorf(shared.CodeConflict, "session is %s", sess.State)
 }
 
 // Prompt queues one turn; turns of a session run in order, in the background. A session
-// without a live agent (failed, closed) wraps store.ErrConflict.
+// without a live agent (failed, closed) is shared.CodeConflict.
 func (m *Manager) Prompt(sessionID, content string) error {
 	s, err := m.live(sessionID)
 	if err != nil {

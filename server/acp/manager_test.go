@@ -3,14 +3,12 @@ package acp
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"io"
 	"strings"
 	"testing"
 
 	sdk "github.com/coder/acp-go-sdk"
 
-	"conch/server/store"
 	"conch/shared"
 )
 
@@ -287,22 +285,23 @@ func TestStartSessionErrors(t *testing.T) {
 	ctx := context.Background()
 	for _, tc := range []struct {
 		task, agent, cwd string
-		want             error
+		want             shared.Error
 	}{
-		{env.task.ID, "nope", "", store.ErrInvalid},
-		{env.task.ID, "scripted", "relative/dir", store.ErrInvalid},
-		{env.task.ID, "scripted", "/no/such/dir", store.ErrInvalid},
-		{"no-such-task", "scripted", "", store.ErrNotFound},
+		{env.task.ID, "nope", "", shared.Error{Code: shared.CodeInvalid, Message: `unknown agent "nope"`}},
+		{env.task.ID, "scripted", "relative/dir", shared.Error{Code: shared.CodeInvalid, Message: "cwd must be an absolute path"}},
+		{env.task.ID, "scripted", "/no/such/dir", shared.Error{Code: shared.CodeInvalid, Message: "cwd /no/such/dir is not a directory"}},
+		{"no-such-task", "scripted", "", shared.Error{Code: shared.CodeNotFound, Message: "task not found"}},
 	} {
-		if _, err := env.m.StartSession(ctx, tc.task, tc.agent, tc.cwd); !errors.Is(err, tc.want) {
-			t.Errorf("StartSession(%q, %q, %q) = %v, want %v", tc.task, tc.agent, tc.cwd, err, tc.want)
+		_, err := env.m.StartSession(ctx, tc.task, tc.agent, tc.cwd)
+		if got := (shared.Error{Code: shared.ErrorCode(err), Message: shared.ErrorMessage(err)}); got != tc.want {
+			t.Errorf("StartSession(%q, %q, %q) = %+v (%v), want %+v", tc.task, tc.agent, tc.cwd, got, err, tc.want)
 		}
 	}
 	tasks, err := env.st.ListTasks(ctx)
 	if err != nil || len(tasks) != 1 || len(tasks[0].Sessions) != 0 {
 		t.Errorf("bad input created sessions: %+v %v", tasks, err)
 	}
-	if err := env.m.Prompt("no-such-session", "x"); !errors.Is(err, store.ErrNotFound) {
+	if err := env.m.Prompt("no-such-session", "x"); shared.ErrorCode(err) != shared.CodeNotFound {
 		t.Errorf("Prompt on an unknown session: %v", err)
 	}
 	// A given cwd is used as is.
@@ -324,7 +323,7 @@ func TestStartSessionLaunchFails(t *testing.T) {
 	if sess.State != shared.SessionFailed || !strings.Contains(sess.Error, "/no/such/conch") {
 		t.Errorf("session %s: %q", sess.State, sess.Error)
 	}
-	if err := env.m.Prompt(sess.ID, "ls"); !errors.Is(err, store.ErrConflict) {
+	if err := env.m.Prompt(sess.ID, "ls"); shared.ErrorCode(err) != shared.CodeConflict {
 		t.Errorf("Prompt on a failed session: %v", err)
 	}
 	if got := statesOf(env.ev.states(sess.ID)); strings.Join(got, ",") != "starting,failed" {

@@ -242,7 +242,7 @@ func (s *session) enqueue(content string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.ended {
-		return fmt.Errorf("%w: the session has ended", store.ErrConflict)
+		return shared.Errorf(shared.CodeConflict, "the session has ended")
 	}
 	s.queue = append(s.queue, content)
 	if !s.working {
@@ -303,7 +303,7 @@ func (s *session) cancel() error {
 	select {
 	case <-s.started:
 	default:
-		return fmt.Errorf("%w: the session is still starting", store.ErrConflict)
+		return shared.Errorf(shared.CodeConflict, "the session is still starting")
 	}
 	return s.conn.Cancel(context.Background(), sdk.CancelNotification{SessionId: s.acpID})
 }

@@ -118,82 +118,40 @@ func New(cfg Config) *fiber.App {
 	return app
 }
 
-// inputError is a bad request; its text is shown to the client.
-type inputError string
-
-func (e inputError) Error() string { return string(e) }
-
-// statusError is an answer decided before any store call (no route, unauthorized, ...).
-type statusError struct {
-	status int
-	msg    string
-}
-
-func (e statusError) Error() string { return e.msg }
-
 var (
-	errNoRoute      = statusError{http.StatusNotFound, "no such route"}
-	errUnauthorized = statusError{http.StatusUnauthorized, "missing or wrong token"}
-	errCrossOrigin  = statusError{http.StatusForbidden, "cross-origin request refused"}
-	errForeignHost  = statusError{http.StatusForbidden, "host not allowed without a token"}
+	errNoRoute      = shared.Errorf(shared.CodeNotFound, "no such route")
+	errUnauthorized = shared.Errorf(shared.CodeUnauthorized, "missing or wrong token")
+	errCrossOrigin  = shared.Errorf(shared.CodeForbidden, "cross-origin request refused")
+	errForeignHost  = shared.Errorf(shared.CodeForbidden, "host not allowed without a token")
 )
 
-// resourceError names what a store ErrNotFound was about, for the answer's text.
-type resourceError struct {
-	noun string
-	err  error
+// statusOf is the one table from error codes to HTTP statuses. A WebSocket error carries
+// the code itself; code and message come from report for both.
+var statusOf = map[string]int{
+	shared.CodeInvalid:       http.StatusBadRequest,
+	shared.CodeTooLarge:      http.StatusBadRequest, // CONTRACT.md: like any other bad body
+	shared.CodeUnauthorized:  http.StatusUnauthorized,
+	shared.CodeForbidden:     http.StatusForbidden,
+	shared.CodeNotFound:      http.StatusNotFound,
+	shared.CodeUnknownAction: http.StatusNotFound,
+	shared.CodeConflict:      http.StatusConflict,
+	shared.CodeInternal:      http.StatusInternalServerError,
 }
 
-func (e resourceError) Error() string { return e.err.Error() }
-func (e resourceError) Unwrap() error { return e.err }
-
-func about(noun string, err error) error {
-	if err == nil {
-		return nil
+// report is what a client is told of err, over REST and WebSocket alike: its code and
+// its message, with no internal context. An internal failure's details go to the log.
+func (s *server) report(err error, attrs ...any) shared.Error {
+	e := shared.Error{Code: shared.ErrorCode(err), Message: shared.ErrorMessage(err)}
+	if e.Code == shared.CodeInternal {
+		s.log.Error("request failed", append(attrs, "err", err)...)
 	}
-	return resourceError{noun, err}
+	return e
 }
 
-// classify is the one table from errors to statuses and client-facing text. Anything it
-// does not know is a 500 whose details stay in the log.
-func classify(err error) (int, string) {
-	var (
-		in  inputError
-		st  statusError
-		res resourceError
-		fe  *fiber.Error
-	)
-	switch {
-	case errors.As(err, &in):
-		return http.StatusBadRequest, in.Error()
-	case errors.As(err, &st):
-		return st.status, st.msg
-	case errors.Is(err, store.ErrNotFound):
-		if errors.As(err, &res) {
-			return http.StatusNotFound, res.noun + " not found"
-		}
-		return http.StatusNotFound, "not found"
-	case errors.Is(err, store.ErrInvalid):
-		return http.StatusBadRequest, err.Error()
-	case errors.Is(err, store.ErrConflict):
-		return http.StatusConflict, err.Error()
-	case errors.As(err, &fe) && fe.Code == http.StatusRequestEntityTooLarge:
-		// The contract answers oversized bodies like any other bad body.
-		return http.StatusBadRequest, "request body too large"
-	case errors.As(err, &fe) && fe.Code < http.StatusInternalServerError:
-		return fe.Code, fe.Message
-	default:
-		return http.StatusInternalServerError, "request failed"
-	}
-}
-
-// fail answers err as {"error": "..."}.
+// fail answers err as {"error": "...", "code": "..."}.
 func (s *server) fail(c *fiber.Ctx, err error) error {
-	status, msg := classify(err)
-	if status >= http.StatusInternalServerError {
-		s.log.Error("request failed", "method", c.Method(), "path", c.Path(), "err", err)
-	}
-	return c.Status(status).JSON(shared.ErrorBody{Error: msg})
+	e := s.report(err, "method", c.Method(), "path", c.Path())
+	return c.Status(statusOf[e.Code]).JSON(shared.ErrorBody{Error: e.Message, Code: e.Code})
 }
 
 func (s *server) logPanic(c *fiber.Ctx, r any) {
@@ -201,7 +159,16 @@ func (s *server) logPanic(c *fiber.Ctx, r any) {
 }
 
 // errorHandler catches what handlers return unanswered and what Fiber itself rejects
-// (an oversized body, a panic turned error by the recover middleware).
+// (an oversized body, a malformed request, a panic turned error by the recover
+// middleware). Fiber's refusals get a code like any other error.
 func (s *server) errorHandler(c *fiber.Ctx, err error) error {
+	var fe *fiber.Error
+	switch {
+	case !errors.As(err, &fe) || fe.Code >= http.StatusInternalServerError:
+	case fe.Code == http.StatusRequestEntityTooLarge:
+		err = shared.Errorf(shared.CodeTooLarge, "request body too large")
+	default:
+		err = shared.Errorf(shared.CodeInvalid, "%s", fe.Message)
+	}
 	return s.fail(c, err)
 }

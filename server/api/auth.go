@@ -11,6 +11,8 @@ import (
 	"strings"
 	"time"
 
+	"conch/shared"
+
 	"github.com/gofiber/contrib/websocket"
 	"github.com/gofiber/fiber/v2"
 )
@@ -92,7 +94,7 @@ func (s *server) sameOriginWrites(c *fiber.Ctx) error {
 // checkUpgrade admits only same-origin WebSocket upgrades.
 func (s *server) checkUpgrade(c *fiber.Ctx) error {
 	if !websocket.IsWebSocketUpgrade(c) {
-		return s.fail(c, fiber.ErrUpgradeRequired)
+		return s.fail(c, shared.Errorf(shared.CodeInvalid, "websocket upgrade required"))
 	}
 	if !sameOrigin(c) {
 		return s.fail(c, errCrossOrigin)

@@ -21,7 +21,7 @@ func TestAPIRequiresTheToken(t *testing.T) {
 		"prefix only":  {"Authorization", "Bearer " + token[:5]},
 	} {
 		resp, body := e.do("GET", "/api/v1/tasks", "", header...)
-		if resp.StatusCode != http.StatusUnauthorized || body != `{"error":"missing or wrong token"}` {
+		if resp.StatusCode != http.StatusUnauthorized || body != `{"error":"missing or wrong token","code":"unauthorized"}` {
 			t.Errorf("%s: %d %s", name, resp.StatusCode, body)
 		}
 		if resp.Header.Get("WWW-Authenticate") == "" {
@@ -114,7 +114,7 @@ func TestWithoutTokenOnlyLoopbackHostsAndSameOriginWrites(t *testing.T) {
 		e.expect(http.StatusOK, "GET", "/api/v1/tasks", "", nil, "Host", host)
 	}
 	for _, host := range []string{"evil.example", "evil.example:8080", "10.0.0.1:8080", "127.0.0.1.evil.example"} {
-		if body := e.expect(http.StatusForbidden, "GET", "/api/v1/tasks", "", nil, "Host", host); body != `{"error":"host not allowed without a token"}` {
+		if body := e.expect(http.StatusForbidden, "GET", "/api/v1/tasks", "", nil, "Host", host); body != `{"error":"host not allowed without a token","code":"forbidden"}` {
 			t.Errorf("host %s: %s", host, body)
 		}
 	}
@@ -122,7 +122,7 @@ func TestWithoutTokenOnlyLoopbackHostsAndSameOriginWrites(t *testing.T) {
 	e.expect(http.StatusCreated, "POST", "/api/v1/tasks", `{"title":"same origin"}`, nil, "Origin", "http://127.0.0.1:8080")
 	e.expect(http.StatusCreated, "POST", "/api/v1/tasks", `{"title":"script"}`, nil)
 	for _, origin := range []string{"http://evil.example", "http://127.0.0.1:9999", "null"} {
-		if body := e.expect(http.StatusForbidden, "POST", "/api/v1/tasks", `{"title":"csrf"}`, nil, "Origin", origin); body != `{"error":"cross-origin request refused"}` {
+		if body := e.expect(http.StatusForbidden, "POST", "/api/v1/tasks", `{"title":"csrf"}`, nil, "Origin", origin); body != `{"error":"cross-origin request refused","code":"forbidden"}` {
 			t.Errorf("origin %s: %s", origin, body)
 		}
 	}

@@ -2,7 +2,6 @@ package api
 
 import (
 	"context"
-	"net/http"
 	"testing"
 	"time"
 
@@ -30,7 +29,7 @@ func TestTypedClientAgainstServer(t *testing.T) {
 	if err != nil || sess.State != shared.SessionReady {
 		t.Fatalf("session %+v, %v", sess, err)
 	}
-	if _, err := c.StartSession(ctx, task.ID, "nope", ""); client.StatusOf(err) != http.StatusBadRequest {
+	if _, err := c.StartSession(ctx, task.ID, "nope", ""); shared.ErrorCode(err) != shared.CodeInvalid {
 		t.Errorf("unknown agent: %v", err)
 	}
 	if got, err := c.GetSession(ctx, sess.ID); err != nil || got.ID != sess.ID {
@@ -63,26 +62,26 @@ func TestTypedClientAgainstServer(t *testing.T) {
 	}
 	sh := e.shell(sess.ID, "echo hi", shared.StatusCompleted, &shared.ShellOutput{Stdout: "hi\n", ExitCode: intp(0)})
 
-	restPage, err := c.ListMessages(ctx, sess.ID, client.ListQuery{Limit: 10})
+	restPage, err := c.ListMessages(ctx, shared.ListRequest{SessionID: sess.ID, Limit: new(10)})
 	if err != nil || len(restPage.Messages) != 2 {
 		t.Fatalf("REST page %+v, %v", restPage, err)
 	}
-	wsPage, err := ws.List(ctx, shared.ListRequest{SessionID: sess.ID, Limit: 10})
+	wsPage, err := ws.List(ctx, shared.ListRequest{SessionID: sess.ID, Limit: new(10)})
 	if err != nil || len(wsPage.Messages) != 2 || wsPage.Cursor != restPage.Cursor {
 		t.Errorf("WS page %+v, %v", wsPage, err)
 	}
-	if _, err := c.ListMessages(ctx, sess.ID, client.ListQuery{Sort: "sideways"}); client.StatusOf(err) != http.StatusBadRequest {
+	if _, err := c.ListMessages(ctx, shared.ListRequest{SessionID: sess.ID, Sort: "sideways"}); shared.ErrorCode(err) != shared.CodeInvalid {
 		t.Errorf("bad sort: %v", err)
 	}
-	if _, err := ws.List(ctx, shared.ListRequest{SessionID: "nope"}); err == nil {
-		t.Error("WS list of an unknown session succeeded")
+	if _, err := ws.List(ctx, shared.ListRequest{SessionID: "nope"}); shared.ErrorCode(err) != shared.CodeNotFound {
+		t.Errorf("WS list of an unknown session: %v", err)
 	}
 
 	snap, err := c.ShellOutput(ctx, sess.ID, sh.ID)
 	if err != nil || snap.Output.Stdout != "hi\n" {
 		t.Errorf("snapshot %+v, %v", snap, err)
 	}
-	if _, err := c.ShellOutput(ctx, sess.ID, sent.ID); client.StatusOf(err) != http.StatusNotFound {
+	if _, err := c.ShellOutput(ctx, sess.ID, sent.ID); shared.ErrorCode(err) != shared.CodeNotFound {
 		t.Errorf("snapshot of a user message: %v", err)
 	}
 	if err := c.Cancel(ctx, sess.ID); err != nil {
@@ -104,7 +103,7 @@ func TestTypedClientWithToken(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 
-	if _, err := client.New(base).Agents(ctx); client.StatusOf(err) != http.StatusUnauthorized {
+	if _, err := client.New(base).Agents(ctx); shared.ErrorCode(err) != shared.CodeUnauthorized {
 		t.Fatalf("without the token: %v", err)
 	}
 	if _, err := client.New(base).Dial(ctx); err == nil {

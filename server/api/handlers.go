@@ -8,12 +8,11 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"reflect"
-	"strconv"
 	"strings"
 	"unicode/utf8"
 
-	"conch/server/store"
 	"conch/shared"
 
 	"github.com/gofiber/fiber/v2"
@@ -56,9 +55,6 @@ func (s *server) handleCreateTask(c *fiber.Ctx) error {
 	if err := decodeBody(c.Body(), &req); err != nil {
 		return s.fail(c, err)
 	}
-	if strings.TrimSpace(req.Title) == "" {
-		return s.fail(c, inputError("title is required"))
-	}
 	task, err := s.store.CreateTask(c.UserContext(), req.Title, req.Description)
 	if err != nil {
 		return s.fail(c, err)
@@ -69,7 +65,7 @@ func (s *server) handleCreateTask(c *fiber.Ctx) error {
 func (s *server) handleGetTask(c *fiber.Ctx) error {
 	task, err := s.store.GetTask(c.UserContext(), c.Params("task_id"))
 	if err != nil {
-		return s.fail(c, about("task", err))
+		return s.fail(c, err)
 	}
 	return c.JSON(task)
 }
@@ -85,12 +81,12 @@ func (s *server) handleCreateSession(c *fiber.Ctx) error {
 		return s.fail(c, err)
 	}
 	if strings.TrimSpace(req.Agent) == "" {
-		return s.fail(c, inputError("agent is required"))
+		return s.fail(c, shared.Errorf(shared.CodeInvalid, "agent is required"))
 	}
 	// A session that failed to start is still created: 201 with state failed and its error.
 	sess, err := s.rt.StartSession(c.UserContext(), c.Params("task_id"), req.Agent, req.Cwd)
 	if err != nil {
-		return s.fail(c, about("task", err))
+		return s.fail(c, err)
 	}
 	return c.Status(http.StatusCreated).JSON(sess)
 }
@@ -98,45 +94,25 @@ func (s *server) handleCreateSession(c *fiber.Ctx) error {
 func (s *server) handleGetSession(c *fiber.Ctx) error {
 	sess, err := s.store.GetSession(c.UserContext(), c.Params("session_id"))
 	if err != nil {
-		return s.fail(c, about("session", err))
+		return s.fail(c, err)
 	}
 	return c.JSON(sess)
 }
 
 func (s *server) handleListMessages(c *fiber.Ctx) error {
-	var limit *int
-	if raw := c.Query("limit"); raw != "" || c.Context().QueryArgs().Has("limit") {
-		n, err := strconv.Atoi(raw)
-		if err != nil {
-			return s.fail(c, inputError("limit must be a positive integer"))
-		}
-		limit = &n
+	query := url.Values{}
+	for k, v := range c.Queries() {
+		query.Set(k, v)
 	}
-	page, err := s.listMessages(c.UserContext(), c.Params("session_id"), limit, c.Query("before"), c.Query("after"), c.Query("sort"))
+	q, err := shared.ParseListQuery(c.Params("session_id"), query)
+	if err != nil {
+		return s.fail(c, err)
+	}
+	page, err := s.store.ListMessages(c.UserContext(), q)
 	if err != nil {
 		return s.fail(c, err)
 	}
 	return c.JSON(page)
-}
-
-// listMessages is message.list over REST and WebSocket alike. A given limit must be
-// positive; above shared.MaxPageLimit it is capped.
-func (s *server) listMessages(ctx context.Context, sessionID string, limit *int, before, after, sort string) (shared.MessagePage, error) {
-	q := store.ListQuery{Limit: shared.DefaultPageLimit, Before: before, After: after, Sort: sort}
-	switch {
-	case limit != nil && *limit <= 0:
-		return shared.MessagePage{}, inputError("limit must be a positive integer")
-	case limit != nil:
-		q.Limit = min(*limit, shared.MaxPageLimit)
-	}
-	switch {
-	case before != "" && after != "":
-		return shared.MessagePage{}, inputError("give before or after, not both")
-	case sort != "" && sort != shared.SortAsc && sort != shared.SortDesc:
-		return shared.MessagePage{}, inputError("sort must be asc or desc")
-	}
-	page, err := s.store.ListMessages(ctx, sessionID, q)
-	return page, about("session", err)
 }
 
 func (s *server) handleAddMessage(c *fiber.Ctx) error {
@@ -146,7 +122,7 @@ func (s *server) handleAddMessage(c *fiber.Ctx) error {
 	}
 	sessionID := c.Params("session_id")
 	if req.SessionID != "" && req.SessionID != sessionID {
-		return s.fail(c, inputError("session_id does not match the path"))
+		return s.fail(c, shared.Errorf(shared.CodeInvalid, "session_id does not match the path"))
 	}
 	msg, err := s.addMessage(c.UserContext(), sessionID, req)
 	if err != nil {
@@ -160,15 +136,15 @@ func (s *server) handleAddMessage(c *fiber.Ctx) error {
 // message and starts nothing.
 func (s *server) addMessage(ctx context.Context, sessionID string, req shared.AddRequest) (shared.Message, error) {
 	if strings.TrimSpace(req.Content) == "" {
-		return shared.Message{}, inputError("content is required")
+		return shared.Message{}, shared.Errorf(shared.CodeInvalid, "content is required")
 	}
 	msg, created, err := s.store.AddUserMessage(ctx, sessionID, req.Content, req.ClientMessageID)
 	if err != nil || !created {
-		return msg, about("session", err)
+		return msg, err
 	}
 	s.hub.MessageAdded(msg)
 	if err := s.rt.Prompt(sessionID, req.Content); err != nil {
-		return shared.Message{}, fmt.Errorf("prompt stored as %s but not queued: %w", msg.ID, about("session", err))
+		return shared.Message{}, fmt.Errorf("prompt stored as %s but not queued: %w", msg.ID, err)
 	}
 	return msg, nil
 }
@@ -177,10 +153,10 @@ func (s *server) handleCancel(c *fiber.Ctx) error {
 	sessionID := c.Params("session_id")
 	sess, err := s.store.GetSession(c.UserContext(), sessionID)
 	if err != nil {
-		return s.fail(c, about("session", err))
+		return s.fail(c, err)
 	}
 	if err := s.rt.Cancel(sessionID); err != nil {
-		return s.fail(c, about("session", err))
+		return s.fail(c, err)
 	}
 	// The turn ends asynchronously (ACP session/cancel is a notification).
 	return c.Status(http.StatusAccepted).JSON(sess)
@@ -189,15 +165,15 @@ func (s *server) handleCancel(c *fiber.Ctx) error {
 // decodeBody decodes one strict JSON object (see the package comment) into v.
 func decodeBody(body []byte, v any) error {
 	if !utf8.Valid(body) {
-		return inputError("request body is not valid UTF-8")
+		return shared.Errorf(shared.CodeInvalid, "request body is not valid UTF-8")
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
-		return inputError(describeJSONError(err))
+		return shared.Errorf(shared.CodeInvalid, "%s", describeJSONError(err))
 	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return inputError("request body must hold exactly one JSON object")
+		return shared.Errorf(shared.CodeInvalid, "request body must hold exactly one JSON object")
 	}
 	return nil
 }

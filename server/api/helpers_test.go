@@ -59,7 +59,7 @@ func (f *fakeRuntime) Agents() []shared.Agent {
 
 func (f *fakeRuntime) StartSession(ctx context.Context, taskID, agent, cwd string) (shared.Session, error) {
 	if agent != "shell" {
-		return shared.Session{}, fmt.Errorf("unknown agent %q: %w", agent, store.ErrInvalid)
+		return shared.Session{}, shared.Errorf(shared.CodeInvalid, "unknown agent %q", agent)
 	}
 	sess, err := f.store.CreateSession(ctx, taskID, agent, cwd)
 	if err != nil {

@@ -40,13 +40,13 @@ func TestShellOutputSnapshot(t *testing.T) {
 		"no session":    "/api/v1/task-sessions/nope/messages/" + done.ID + "/shell-output",
 	}
 	for name, target := range notFound {
-		if body := e.expect(http.StatusNotFound, "GET", target, "", nil); body != `{"error":"message not found"}` {
+		if body := e.expect(http.StatusNotFound, "GET", target, "", nil); body != `{"error":"message not found","code":"not_found"}` {
 			t.Errorf("%s: body %s", name, body)
 		}
 	}
 
 	e.store.Close()
-	if body := e.expect(http.StatusInternalServerError, "GET", base+done.ID+"/shell-output", "", nil); body != `{"error":"request failed"}` {
+	if body := e.expect(http.StatusInternalServerError, "GET", base+done.ID+"/shell-output", "", nil); body != `{"error":"request failed","code":"internal"}` {
 		t.Errorf("store failure body %s", body)
 	}
 	if !strings.Contains(e.logs.String(), "database is closed") {
@@ -69,8 +69,8 @@ func TestListMessagesRejectsBadQueries(t *testing.T) {
 		"limit=1.5":                     "limit must be a positive integer",
 		"sort=up":                       "sort must be asc or desc",
 		"before=" + m1.ID + "&after=x":  "give before or after, not both",
-		"before=" + other.ID:            "invalid: cursor is not a message of this session",
-		"after=no-such-message&limit=2": "invalid: cursor is not a message of this session",
+		"before=" + other.ID:            "cursor is not a message of this session",
+		"after=no-such-message&limit=2": "cursor is not a message of this session",
 	} {
 		var body shared.ErrorBody
 		e.expect(http.StatusBadRequest, "GET", list+"?"+query, "", &body)
@@ -78,7 +78,7 @@ func TestListMessagesRejectsBadQueries(t *testing.T) {
 			t.Errorf("?%s: error %q, want %q", query, body.Error, want)
 		}
 	}
-	if body := e.expect(http.StatusNotFound, "GET", "/api/v1/task-sessions/nope/messages", "", nil); body != `{"error":"session not found"}` {
+	if body := e.expect(http.StatusNotFound, "GET", "/api/v1/task-sessions/nope/messages", "", nil); body != `{"error":"session not found","code":"not_found"}` {
 		t.Errorf("unknown session body %s", body)
 	}
 }
@@ -190,14 +190,14 @@ func TestCreateAndGetErrors(t *testing.T) {
 		status               int
 		want                 string
 	}{
-		{"POST", "/api/v1/tasks/nope/sessions", `{"agent":"shell"}`, 404, `{"error":"task not found"}`},
-		{"POST", "/api/v1/tasks/" + s.TaskID + "/sessions", `{"agent":"gemini"}`, 400, `{"error":"unknown agent \"gemini\": invalid"}`},
-		{"GET", "/api/v1/tasks/nope", "", 404, `{"error":"task not found"}`},
-		{"GET", "/api/v1/task-sessions/nope", "", 404, `{"error":"session not found"}`},
-		{"POST", "/api/v1/task-sessions/nope/messages", `{"content":"ls"}`, 404, `{"error":"session not found"}`},
-		{"POST", "/api/v1/task-sessions/nope/cancel", "", 404, `{"error":"session not found"}`},
-		{"GET", "/api/v1/no-such-route", "", 404, `{"error":"no such route"}`},
-		{"DELETE", "/api/v1/tasks", "", 404, `{"error":"no such route"}`},
+		{"POST", "/api/v1/tasks/nope/sessions", `{"agent":"shell"}`, 404, `{"error":"task not found","code":"not_found"}`},
+		{"POST", "/api/v1/tasks/" + s.TaskID + "/sessions", `{"agent":"gemini"}`, 400, `{"error":"unknown agent \"gemini\"","code":"invalid"}`},
+		{"GET", "/api/v1/tasks/nope", "", 404, `{"error":"task not found","code":"not_found"}`},
+		{"GET", "/api/v1/task-sessions/nope", "", 404, `{"error":"session not found","code":"not_found"}`},
+		{"POST", "/api/v1/task-sessions/nope/messages", `{"content":"ls"}`, 404, `{"error":"session not found","code":"not_found"}`},
+		{"POST", "/api/v1/task-sessions/nope/cancel", "", 404, `{"error":"session not found","code":"not_found"}`},
+		{"GET", "/api/v1/no-such-route", "", 404, `{"error":"no such route","code":"not_found"}`},
+		{"DELETE", "/api/v1/tasks", "", 404, `{"error":"no such route","code":"not_found"}`},
 	} {
 		if got := e.expect(c.status, c.method, c.target, c.body, nil); got != c.want {
 			t.Errorf("%s %s: %s, want %s", c.method, c.target, got, c.want)
@@ -351,7 +351,7 @@ func TestOversizedBodyIs400(t *testing.T) {
 		}
 		raw, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
-		if resp.StatusCode != http.StatusBadRequest || string(raw) != `{"error":"request body too large"}` {
+		if resp.StatusCode != http.StatusBadRequest || string(raw) != `{"error":"request body too large","code":"too_large"}` {
 			t.Errorf("%s: %d %s", target, resp.StatusCode, raw)
 		}
 	}
@@ -366,7 +366,7 @@ func TestOversizedBodyIs400(t *testing.T) {
 func TestPanicIsA500AndLogged(t *testing.T) {
 	e := newEnv(t)
 	e.rt.panics.Store(true)
-	if got := e.expect(http.StatusInternalServerError, "GET", "/api/v1/agents", "", nil); got != `{"error":"request failed"}` {
+	if got := e.expect(http.StatusInternalServerError, "GET", "/api/v1/agents", "", nil); got != `{"error":"request failed","code":"internal"}` {
 		t.Errorf("body %s", got)
 	}
 	if logs := e.logs.String(); !strings.Contains(logs, "runtime bug") || !strings.Contains(logs, "stack=") {

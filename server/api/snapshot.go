@@ -23,7 +23,7 @@ func (s *server) handleShellOutput(c *fiber.Ctx) error {
 	stamp, err := s.store.GetShellOutputStamp(ctx, sessionID, messageID)
 	if err != nil {
 		// One text for absent, cross-session and non-shell alike (CONTRACT.md).
-		return s.fail(c, about("message", err))
+		return s.fail(c, err)
 	}
 	c.Set(fiber.HeaderCacheControl, "no-cache")
 	if etag := snapshotETag(messageID, stamp); c.Get(fiber.HeaderIfNoneMatch) == etag {
@@ -34,7 +34,7 @@ func (s *server) handleShellOutput(c *fiber.Ctx) error {
 	if body == nil {
 		snap, err := s.store.GetShellOutput(ctx, sessionID, messageID)
 		if err != nil {
-			return s.fail(c, about("message", err))
+			return s.fail(c, err)
 		}
 		if body, err = json.Marshal(snap); err != nil {
 			return s.fail(c, err)

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"sync"
 
+	"conch/shared"
+
 	"github.com/gofiber/fiber/v2"
 )
 
@@ -107,7 +109,7 @@ func (s *server) handleAsset(c *fiber.Ctx) error {
 	return c.Send(f.data)
 }
 
-var errNoFile = statusError{fiber.StatusNotFound, "file not found"}
+var errNoFile = shared.Errorf(shared.CodeNotFound, "file not found")
 
 // accepts reports whether an Accept-Encoding header admits coding (q > 0).
 func accepts(header, coding string) bool {

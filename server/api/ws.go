@@ -5,10 +5,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net"
-	"net/http"
 	"runtime/debug"
-	"strconv"
 	"time"
 
 	"conch/server/hub"
@@ -23,10 +22,12 @@ const (
 	pingPeriod = pongWait * 9 / 10
 )
 
-// The /ws protocol beyond CONTRACT.md: error payload codes are bad_request, not_found,
-// conflict, unknown_action and internal; requests may omit "type". The server closes with
-// 1008 when the client fell too far behind (reconnect and re-list), 1001 when it shuts
-// down and 1009 for a frame over the body limit.
+// The /ws protocol beyond CONTRACT.md: an error payload's code is one of shared's codes,
+// the same a REST answer to the same failure carries (invalid, not_found, conflict,
+// unknown_action, internal, ...; invalid was called bad_request before); requests may
+// omit "type". The server closes with 1008 when the client fell too far behind
+// (reconnect and re-list), 1001 when it shuts down and 1009 for a frame over the body
+// limit.
 
 // handleWS serves one /ws connection. The read loop runs here; one writer goroutine owns
 // every write (responses and notifications alike, through the hub client's queue) and the
@@ -68,7 +69,7 @@ func (s *server) readLoop(ctx context.Context, conn *websocket.Conn, client *hub
 		_ = extend("")
 		var reply []byte
 		if kind != websocket.TextMessage {
-			reply = s.wsError(shared.Envelope{}, "bad_request", "only text frames are accepted")
+			reply = s.wsError(shared.Envelope{}, shared.Errorf(shared.CodeInvalid, "only text frames are accepted"))
 		} else {
 			reply = s.dispatch(ctx, client, data)
 		}
@@ -124,24 +125,14 @@ func closeNetwork(conn *websocket.Conn) {
 	_ = nc.Close()
 }
 
-// wsListRequest is shared.ListRequest with an optional limit, so that an explicit 0 is
-// refused like limit=0 over REST.
-type wsListRequest struct {
-	SessionID string `json:"session_id"`
-	Limit     *int   `json:"limit"`
-	Before    string `json:"before"`
-	After     string `json:"after"`
-	Sort      string `json:"sort"`
-}
-
 // dispatch answers one request frame with a response or an error envelope.
 func (s *server) dispatch(ctx context.Context, client *hub.Client, data []byte) []byte {
 	var req shared.Envelope
 	if err := decodeBody(data, &req); err != nil {
-		return s.wsError(req, "bad_request", "bad envelope: "+err.Error())
+		return s.wsError(req, shared.Errorf(shared.CodeInvalid, "bad envelope: %s", shared.ErrorMessage(err)))
 	}
 	if req.Type != "" && req.Type != shared.EnvelopeRequest {
-		return s.wsError(req, "bad_request", `type must be "request"`)
+		return s.wsError(req, shared.Errorf(shared.CodeInvalid, `type must be "request"`))
 	}
 	var (
 		result any
@@ -157,9 +148,9 @@ func (s *server) dispatch(ctx context.Context, client *hub.Client, data []byte) 
 			result = ref
 		}
 	case shared.ActionMessageList:
-		var p wsListRequest
+		var p shared.ListRequest
 		if err = decodePayload(req.Payload, &p, &p.SessionID); err == nil {
-			result, err = s.listMessages(ctx, p.SessionID, p.Limit, p.Before, p.After, p.Sort)
+			result, err = s.store.ListMessages(ctx, p)
 		}
 	case shared.ActionMessageAdd:
 		var p shared.AddRequest
@@ -167,19 +158,14 @@ func (s *server) dispatch(ctx context.Context, client *hub.Client, data []byte) 
 			result, err = s.addMessage(ctx, p.SessionID, p)
 		}
 	default:
-		return s.wsError(req, "unknown_action", "unknown action "+strconv.Quote(req.Action))
+		err = shared.Errorf(shared.CodeUnknownAction, "unknown action %q", req.Action)
 	}
 	if err != nil {
-		status, msg := classify(err)
-		if status >= http.StatusInternalServerError {
-			s.log.Error("ws request failed", "action", req.Action, "err", err)
-		}
-		return s.wsError(req, wsCode(status), msg)
+		return s.wsError(req, err)
 	}
 	frame, err := s.hub.Encode(shared.EnvelopeResponse, req.Action, req.ID, result)
 	if err != nil {
-		s.log.Error("ws: encode response", "action", req.Action, "err", err)
-		return s.wsError(req, "internal", "request failed")
+		return s.wsError(req, fmt.Errorf("encode response: %w", err))
 	}
 	return frame
 }
@@ -190,7 +176,7 @@ func (s *server) wsSubscribe(ctx context.Context, client *hub.Client, payload js
 		return nil, err
 	}
 	if _, err := s.store.GetSession(ctx, ref.SessionID); err != nil {
-		return nil, about("session", err)
+		return nil, err
 	}
 	client.Subscribe(ref.SessionID)
 	return ref, nil
@@ -200,31 +186,19 @@ func (s *server) wsSubscribe(ctx context.Context, client *hub.Client, payload js
 // sessionID points into v at that field.
 func decodePayload(raw json.RawMessage, v any, sessionID *string) error {
 	if len(bytes.TrimSpace(raw)) == 0 {
-		return inputError("payload is required")
+		return shared.Errorf(shared.CodeInvalid, "payload is required")
 	}
 	if err := decodeBody(raw, v); err != nil {
 		return err
 	}
 	if *sessionID == "" {
-		return inputError("session_id is required")
+		return shared.Errorf(shared.CodeInvalid, "session_id is required")
 	}
 	return nil
 }
 
-func wsCode(status int) string {
-	switch status {
-	case http.StatusBadRequest:
-		return "bad_request"
-	case http.StatusNotFound:
-		return "not_found"
-	case http.StatusConflict:
-		return "conflict"
-	default:
-		return "internal"
-	}
-}
-
-func (s *server) wsError(req shared.Envelope, code, message string) []byte {
-	frame, _ := s.hub.Encode(shared.EnvelopeError, req.Action, req.ID, shared.ErrorPayload{Code: code, Message: message}) // two strings always encode
+// wsError answers a failed request with the code and message a REST answer would carry.
+func (s *server) wsError(req shared.Envelope, err error) []byte {
+	frame, _ := s.hub.Encode(shared.EnvelopeError, req.Action, req.ID, s.report(err, "action", req.Action)) // two strings always encode
 	return frame
 }

@@ -113,12 +113,12 @@ func (w *wsClient) reply(id string) shared.Envelope {
 	}
 }
 
-func errorOf(t *testing.T, env shared.Envelope) shared.ErrorPayload {
+func errorOf(t *testing.T, env shared.Envelope) shared.Error {
 	t.Helper()
 	if env.Type != shared.EnvelopeError {
 		t.Fatalf("want an error envelope, got %s %s", env.Type, env.Payload)
 	}
-	var p shared.ErrorPayload
+	var p shared.Error
 	if err := json.Unmarshal(env.Payload, &p); err != nil {
 		t.Fatal(err)
 	}
@@ -180,17 +180,17 @@ func TestWSErrors(t *testing.T) {
 		code    string
 		message string
 	}{
-		{"unknown action", "session.delete", shared.SessionRef{SessionID: s.ID}, "unknown_action", `unknown action "session.delete"`},
-		{"unknown session", shared.ActionSubscribe, shared.SessionRef{SessionID: "nope"}, "not_found", "session not found"},
-		{"no session id", shared.ActionSubscribe, map[string]string{}, "bad_request", "session_id is required"},
-		{"null payload", shared.ActionMessageList, nil, "bad_request", "session_id is required"},
-		{"payload type", shared.ActionMessageList, map[string]any{"session_id": s.ID, "limit": "ten"}, "bad_request", `field "limit" must be an integer`},
-		{"unknown field", shared.ActionMessageList, map[string]any{"session_id": s.ID, "page": 2}, "bad_request", `unknown field "page"`},
-		{"zero limit", shared.ActionMessageList, map[string]any{"session_id": s.ID, "limit": 0}, "bad_request", "limit must be a positive integer"},
-		{"both cursors", shared.ActionMessageList, map[string]any{"session_id": s.ID, "before": "a", "after": "b"}, "bad_request", "give before or after, not both"},
-		{"list unknown session", shared.ActionMessageList, map[string]any{"session_id": "nope"}, "not_found", "session not found"},
-		{"empty content", shared.ActionMessageAdd, shared.AddRequest{SessionID: s.ID}, "bad_request", "content is required"},
-		{"closed session", shared.ActionMessageAdd, shared.AddRequest{SessionID: failed.ID, Content: "ls"}, "conflict", "add user message: conflict: session is closed"},
+		{"unknown action", "session.delete", shared.SessionRef{SessionID: s.ID}, shared.CodeUnknownAction, `unknown action "session.delete"`},
+		{"unknown session", shared.ActionSubscribe, shared.SessionRef{SessionID: "nope"}, shared.CodeNotFound, "session not found"},
+		{"no session id", shared.ActionSubscribe, map[string]string{}, shared.CodeInvalid, "session_id is required"},
+		{"null payload", shared.ActionMessageList, nil, shared.CodeInvalid, "session_id is required"},
+		{"payload type", shared.ActionMessageList, map[string]any{"session_id": s.ID, "limit": "ten"}, shared.CodeInvalid, `field "limit" must be an integer`},
+		{"unknown field", shared.ActionMessageList, map[string]any{"session_id": s.ID, "page": 2}, shared.CodeInvalid, `unknown field "page"`},
+		{"zero limit", shared.ActionMessageList, map[string]any{"session_id": s.ID, "limit": 0}, shared.CodeInvalid, "limit must be a positive integer"},
+		{"both cursors", shared.ActionMessageList, map[string]any{"session_id": s.ID, "before": "a", "after": "b"}, shared.CodeInvalid, "give before or after, not both"},
+		{"list unknown session", shared.ActionMessageList, map[string]any{"session_id": "nope"}, shared.CodeNotFound, "session not found"},
+		{"empty content", shared.ActionMessageAdd, shared.AddRequest{SessionID: s.ID}, shared.CodeInvalid, "content is required"},
+		{"closed session", shared.ActionMessageAdd, shared.AddRequest{SessionID: failed.ID, Content: "ls"}, shared.CodeConflict, "session is closed"},
 	} {
 		env := w.request(c.action, c.payload)
 		p := errorOf(t, env)
@@ -208,7 +208,7 @@ func TestWSErrors(t *testing.T) {
 	} {
 		w.send(c.frame)
 		p := errorOf(t, w.read())
-		if p.Code != "bad_request" || p.Message != c.message {
+		if p.Code != shared.CodeInvalid || p.Message != c.message {
 			t.Errorf("frame %q: %+v", c.frame, p)
 		}
 	}
@@ -283,11 +283,11 @@ func TestWSOriginAndToken(t *testing.T) {
 			t.Errorf("%s: %v", name, err)
 			continue
 		}
-		if env := w.request(shared.ActionSubscribe, shared.SessionRef{SessionID: "nope"}); errorOf(t, env).Code != "not_found" {
+		if env := w.request(shared.ActionSubscribe, shared.SessionRef{SessionID: "nope"}); errorOf(t, env).Code != shared.CodeNotFound {
 			t.Errorf("%s: %+v", name, env)
 		}
 	}
-	if resp, _ := e.do("GET", "/ws", "", "Authorization", "Bearer "+token); resp.StatusCode != http.StatusUpgradeRequired {
+	if resp, _ := e.do("GET", "/ws", "", "Authorization", "Bearer "+token); resp.StatusCode != http.StatusBadRequest {
 		t.Errorf("plain GET /ws: %d", resp.StatusCode)
 	}
 }
@@ -378,7 +378,7 @@ func TestWSBinaryAndOversizedFrames(t *testing.T) {
 	if err := w.c.Write(ctx, websocket.MessageBinary, []byte(`{"action":"message.list"}`)); err != nil {
 		t.Fatal(err)
 	}
-	if p := errorOf(t, w.read()); p.Code != "bad_request" || p.Message != "only text frames are accepted" {
+	if p := errorOf(t, w.read()); p.Code != shared.CodeInvalid || p.Message != "only text frames are accepted" {
 		t.Errorf("binary frame: %+v", p)
 	}
 	w.send(`{"action":"message.add","payload":{"content":"` + strings.Repeat("x", 5000) + `"}}`)

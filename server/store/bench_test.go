@@ -41,7 +41,7 @@ func BenchmarkListMessages(b *testing.B) {
 			ctx := context.Background()
 			b.ReportAllocs()
 			for b.Loop() {
-				if _, err := s.ListMessages(ctx, sessionID, ListQuery{Limit: 100, Sort: shared.SortDesc}); err != nil {
+				if _, err := s.ListMessages(ctx, shared.ListRequest{SessionID: sessionID, Limit: new(100), Sort: shared.SortDesc}); err != nil {
 					b.Fatal(err)
 				}
 			}

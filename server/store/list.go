@@ -11,46 +11,15 @@ import (
 	"gorm.io/gorm"
 )
 
-// ListQuery selects a page of a session's messages. Pages are keyset ranges on
-// (created_at, id): Before takes the messages just older than that message, After the
-// ones just newer; without either, Sort asc starts at the oldest and desc at the newest.
-// The page is returned in Sort order.
-type ListQuery struct {
-	Limit  int
-	Before string
-	After  string
-	Sort   string
-}
-
-func (q ListQuery) normalize() (ListQuery, error) {
-	switch {
-	case q.Before != "" && q.After != "":
-		return q, fmt.Errorf("%w: give before or after, not both", ErrInvalid)
-	case q.Limit < 0:
-		return q, fmt.Errorf("%w: limit must be positive", ErrInvalid)
-	case q.Limit == 0:
-		q.Limit = shared.DefaultPageLimit
-	case q.Limit > shared.MaxPageLimit:
-		q.Limit = shared.MaxPageLimit
-	}
-	switch q.Sort {
-	case "":
-		q.Sort = shared.SortAsc
-	case shared.SortAsc, shared.SortDesc:
-	default:
-		return q, fmt.Errorf("%w: sort must be asc or desc", ErrInvalid)
-	}
-	return q, nil
-}
-
-// ListMessages returns one page of a session's messages, projected (no output bodies are
-// read). A cursor that is not a message of this session is ErrInvalid; an unknown session
-// is ErrNotFound.
-func (s *Store) ListMessages(ctx context.Context, sessionID string, q ListQuery) (shared.MessagePage, error) {
-	q, err := q.normalize()
+// ListMessages returns one page of a session's messages in q.Sort order, projected (no
+// output bodies are read). A cursor that is not a message of this session is invalid; an
+// unknown session is not found.
+func (s *Store) ListMessages(ctx context.Context, q shared.ListRequest) (shared.MessagePage, error) {
+	q, err := q.Normalize()
 	if err != nil {
 		return shared.MessagePage{}, err
 	}
+	limit, sessionID := *q.Limit, q.SessionID
 	db := s.db.WithContext(ctx)
 	sess, err := getSession(db, sessionID)
 	if err != nil {
@@ -63,7 +32,7 @@ func (s *Store) ListMessages(ctx context.Context, sessionID string, q ListQuery)
 		var c messageRow
 		err := db.Select("id, created_at").Take(&c, "id = ? AND session_id = ?", cursor, sessionID).Error
 		if errors.Is(err, gorm.ErrRecordNotFound) {
-			return shared.MessagePage{}, fmt.Errorf("%w: cursor is not a message of this session", ErrInvalid)
+			return shared.MessagePage{}, shared.Errorf(shared.CodeInvalid, "cursor is not a message of this session")
 		} else if err != nil {
 			return shared.MessagePage{}, fmt.Errorf("list messages: %w", err)
 		}
@@ -78,12 +47,12 @@ func (s *Store) ListMessages(ctx context.Context, sessionID string, q ListQuery)
 	} else {
 		tx = tx.Order("created_at ASC, id ASC")
 	}
-	rows, err := scanMessages(tx.Select(messageColumns).Limit(q.Limit + 1))
+	rows, err := scanMessages(tx.Select(messageColumns).Limit(limit + 1))
 	if err != nil {
 		return shared.MessagePage{}, fmt.Errorf("list messages: %w", err)
 	}
-	page := shared.MessagePage{Total: sess.MessageCount, HasMore: len(rows) > q.Limit, Messages: []shared.Message{}}
-	rows = rows[:min(len(rows), q.Limit)]
+	page := shared.MessagePage{Total: sess.MessageCount, HasMore: len(rows) > limit, Messages: []shared.Message{}}
+	rows = rows[:min(len(rows), limit)]
 	if newerFirst != (q.Sort == shared.SortDesc) {
 		slices.Reverse(rows)
 	}

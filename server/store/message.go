@@ -164,7 +164,7 @@ func putOutput(tx *gorm.DB, messageID string, out *shared.ShellOutput) error {
 
 // AddUserMessage stores a user prompt. A repeated clientMessageID in the same session
 // returns the first message with created == false. Failed and closed sessions take no
-// new prompts (ErrConflict).
+// new prompts (a conflict).
 func (s *Store) AddUserMessage(ctx context.Context, sessionID, content, clientMessageID string) (shared.Message, bool, error) {
 	var (
 		row     messageRow
@@ -189,7 +189,7 @@ func (s *Store) AddUserMessage(ctx context.Context, sessionID, content, clientMe
 			md = &shared.Metadata{ClientMessageID: clientMessageID}
 		}
 		if st := shared.SessionState(sess.State); st == shared.SessionFailed || st == shared.SessionClosed {
-			return fmt.Errorf("%w: session is %s", ErrConflict, st)
+			return shared.Errorf(shared.CodeConflict, "session is %s", st)
 		}
 		row, err = s.insertMessage(tx, sess, shared.AuthorUser, shared.TypeMessage, content, md, clientID)
 		created = err == nil
@@ -213,7 +213,7 @@ func (s *Store) UpdateMessage(ctx context.Context, id string, u Update) (shared.
 	)
 	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		if err := tx.Take(&row, "id = ?", id).Error; err != nil {
-			return notFound(err, "get message")
+			return notFound(err, "message")
 		}
 		cur, err := row.message()
 		if err != nil {
@@ -308,14 +308,14 @@ func (s *Store) GetShellOutputStamp(ctx context.Context, sessionID, messageID st
 		return time.Time{}, fmt.Errorf("get shell output stamp: %w", err)
 	}
 	if len(stamps) == 0 {
-		return time.Time{}, fmt.Errorf("get shell output stamp: %w", ErrNotFound)
+		return time.Time{}, missing("message")
 	}
 	return fromNanos(stamps[0]), nil
 }
 
 // GetShellOutput returns the full stored output of a shell command of the session. An
 // absent message, one of another session and one that is not a shell command are all
-// ErrNotFound, so the answer tells nothing about other sessions.
+// "message not found", so the answer tells nothing about other sessions.
 func (s *Store) GetShellOutput(ctx context.Context, sessionID, messageID string) (shared.ShellOutputSnapshot, error) {
 	// Columns of the outer join are NULL when no output is stored yet.
 	var r struct {
@@ -337,7 +337,7 @@ func (s *Store) GetShellOutput(ctx context.Context, sessionID, messageID string)
 		return shared.ShellOutputSnapshot{}, fmt.Errorf("get shell output: %w", res.Error)
 	}
 	if res.RowsAffected == 0 {
-		return shared.ShellOutputSnapshot{}, fmt.Errorf("get shell output: %w", ErrNotFound)
+		return shared.ShellOutputSnapshot{}, missing("message")
 	}
 	return shared.ShellOutputSnapshot{MessageID: r.ID, Status: shared.ToolStatus(r.Status),
 		UpdatedAt: fromNanos(r.UpdatedAt), Output: shared.ShellOutput{Stdout: deref(r.Stdout), Stderr: deref(r.Stderr),

@@ -48,7 +48,7 @@ func (r sessionRow) session() shared.Session {
 // CreateTask stores a new task.
 func (s *Store) CreateTask(ctx context.Context, title, description string) (shared.Task, error) {
 	if strings.TrimSpace(title) == "" {
-		return shared.Task{}, fmt.Errorf("%w: title is required", ErrInvalid)
+		return shared.Task{}, shared.Errorf(shared.CodeInvalid, "title is required")
 	}
 	now := s.stamp()
 	row := taskRow{ID: newID(), Title: title, Description: description, CreatedAt: now, UpdatedAt: now}
@@ -62,7 +62,7 @@ func (s *Store) CreateTask(ctx context.Context, title, description string) (shar
 func (s *Store) GetTask(ctx context.Context, id string) (shared.Task, error) {
 	var row taskRow
 	if err := s.db.WithContext(ctx).Take(&row, "id = ?", id).Error; err != nil {
-		return shared.Task{}, notFound(err, "get task")
+		return shared.Task{}, notFound(err, "task")
 	}
 	return row.task(), nil
 }
@@ -100,7 +100,7 @@ func (s *Store) CreateSession(ctx context.Context, taskID, agent, cwd string) (s
 			return err
 		}
 		if n == 0 {
-			return fmt.Errorf("task %q: %w", taskID, ErrNotFound)
+			return missing("task")
 		}
 		return tx.Create(&row).Error
 	})
@@ -122,7 +122,7 @@ func (s *Store) GetSession(ctx context.Context, id string) (shared.Session, erro
 func getSession(db *gorm.DB, id string) (sessionRow, error) {
 	var row sessionRow
 	if err := db.Take(&row, "id = ?", id).Error; err != nil {
-		return sessionRow{}, notFound(err, "get session")
+		return sessionRow{}, notFound(err, "session")
 	}
 	return row, nil
 }
@@ -135,7 +135,7 @@ func (s *Store) SetSessionState(ctx context.Context, id string, state shared.Ses
 		return shared.Session{}, fmt.Errorf("set session state: %w", res.Error)
 	}
 	if res.RowsAffected == 0 {
-		return shared.Session{}, fmt.Errorf("set session state: %w", ErrNotFound)
+		return shared.Session{}, missing("session")
 	}
 	return s.GetSession(ctx, id)
 }

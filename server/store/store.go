@@ -17,18 +17,13 @@ import (
 	"sync"
 	"time"
 
+	"conch/shared"
+
 	"github.com/google/uuid"
 	sqlite3 "github.com/mattn/go-sqlite3"
 	"gorm.io/driver/sqlite"
 	"gorm.io/gorm"
 	"gorm.io/gorm/logger"
-)
-
-// Errors callers map to statuses (one table in server/api).
-var (
-	ErrNotFound = errors.New("not found")
-	ErrInvalid  = errors.New("invalid")
-	ErrConflict = errors.New("conflict")
 )
 
 // walSizeLimit caps the WAL file left after a checkpoint (bytes).
@@ -173,10 +168,17 @@ func newID() string { return uuid.Must(uuid.NewV7()).String() }
 
 func fromNanos(n int64) time.Time { return time.Unix(0, n).UTC() }
 
-// notFound turns GORM's missing-row error into ErrNotFound with context.
-func notFound(err error, what string) error {
+// missing is the error clients see for a task, session or message that is not there:
+// "task not found", "session not found", "message not found" (CONTRACT.md).
+func missing(noun string) error {
+	return shared.Errorf(shared.CodeNotFound, "%s not found", noun)
+}
+
+// notFound turns GORM's missing-row error into missing(noun); any other error keeps its
+// cause, for the log.
+func notFound(err error, noun string) error {
 	if errors.Is(err, gorm.ErrRecordNotFound) {
-		return fmt.Errorf("%s: %w", what, ErrNotFound)
+		return missing(noun)
 	}
-	return fmt.Errorf("%s: %w", what, err)
+	return fmt.Errorf("get %s: %w", noun, err)
 }

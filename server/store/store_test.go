@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -88,25 +87,26 @@ func TestPagination(t *testing.T) {
 		msgs := addText(t, s, sess.ID, 7) // contents a..g in creation order
 		ctx := context.Background()
 		tests := []struct {
-			q        ListQuery
+			q        shared.ListRequest
 			want     string
 			hasMore  bool
 			wantLast string
 		}{
-			{ListQuery{}, "abcdefg", false, "g"},
-			{ListQuery{Limit: 3}, "abc", true, "c"},
-			{ListQuery{Limit: 3, Sort: "desc"}, "gfe", true, "e"},
-			{ListQuery{Limit: 3, After: msgs[2].ID}, "def", true, "f"},
-			{ListQuery{Limit: 3, After: msgs[4].ID}, "fg", false, "g"},
-			{ListQuery{Limit: 3, Before: msgs[4].ID, Sort: "desc"}, "dcb", true, "b"},
-			{ListQuery{Limit: 3, Before: msgs[2].ID, Sort: "desc"}, "ba", false, "a"},
-			{ListQuery{Limit: 2, Before: msgs[4].ID}, "cd", true, "d"},
-			{ListQuery{Limit: 2, After: msgs[1].ID, Sort: "desc"}, "dc", true, "c"},
-			{ListQuery{After: msgs[6].ID}, "", false, ""},
-			{ListQuery{Limit: 900}, "abcdefg", false, "g"},
+			{shared.ListRequest{}, "abcdefg", false, "g"},
+			{shared.ListRequest{Limit: new(3)}, "abc", true, "c"},
+			{shared.ListRequest{Limit: new(3), Sort: "desc"}, "gfe", true, "e"},
+			{shared.ListRequest{Limit: new(3), After: msgs[2].ID}, "def", true, "f"},
+			{shared.ListRequest{Limit: new(3), After: msgs[4].ID}, "fg", false, "g"},
+			{shared.ListRequest{Limit: new(3), Before: msgs[4].ID, Sort: "desc"}, "dcb", true, "b"},
+			{shared.ListRequest{Limit: new(3), Before: msgs[2].ID, Sort: "desc"}, "ba", false, "a"},
+			{shared.ListRequest{Limit: new(2), Before: msgs[4].ID}, "cd", true, "d"},
+			{shared.ListRequest{Limit: new(2), After: msgs[1].ID, Sort: "desc"}, "dc", true, "c"},
+			{shared.ListRequest{After: msgs[6].ID}, "", false, ""},
+			{shared.ListRequest{Limit: new(900)}, "abcdefg", false, "g"},
 		}
 		for _, tt := range tests {
-			page, err := s.ListMessages(ctx, sess.ID, tt.q)
+			tt.q.SessionID = sess.ID
+			page, err := s.ListMessages(ctx, tt.q)
 			if err != nil {
 				t.Fatalf("step %v %+v: %v", step, tt.q, err)
 			}
@@ -133,21 +133,27 @@ func TestListErrors(t *testing.T) {
 	addText(t, s, b.ID, 1)
 	ctx := context.Background()
 	tests := []struct {
-		name    string
-		session string
-		q       ListQuery
-		want    error
+		name string
+		q    shared.ListRequest
+		want shared.Error
 	}{
-		{"cursor from another session", b.ID, ListQuery{Before: ma.ID}, ErrInvalid},
-		{"unknown cursor", a.ID, ListQuery{After: "nope"}, ErrInvalid},
-		{"both cursors", a.ID, ListQuery{Before: ma.ID, After: ma.ID}, ErrInvalid},
-		{"bad sort", a.ID, ListQuery{Sort: "up"}, ErrInvalid},
-		{"negative limit", a.ID, ListQuery{Limit: -1}, ErrInvalid},
-		{"unknown session", "nope", ListQuery{}, ErrNotFound},
+		{"cursor from another session", shared.ListRequest{SessionID: b.ID, Before: ma.ID},
+			shared.Error{Code: shared.CodeInvalid, Message: "cursor is not a message of this session"}},
+		{"unknown cursor", shared.ListRequest{SessionID: a.ID, After: "nope"},
+			shared.Error{Code: shared.CodeInvalid, Message: "cursor is not a message of this session"}},
+		{"both cursors", shared.ListRequest{SessionID: a.ID, Before: ma.ID, After: ma.ID},
+			shared.Error{Code: shared.CodeInvalid, Message: "give before or after, not both"}},
+		{"bad sort", shared.ListRequest{SessionID: a.ID, Sort: "up"},
+			shared.Error{Code: shared.CodeInvalid, Message: "sort must be asc or desc"}},
+		{"negative limit", shared.ListRequest{SessionID: a.ID, Limit: new(-1)},
+			shared.Error{Code: shared.CodeInvalid, Message: "limit must be a positive integer"}},
+		{"unknown session", shared.ListRequest{SessionID: "nope"},
+			shared.Error{Code: shared.CodeNotFound, Message: "session not found"}},
 	}
 	for _, tt := range tests {
-		if _, err := s.ListMessages(ctx, tt.session, tt.q); !errors.Is(err, tt.want) {
-			t.Errorf("%s: err = %v, want %v", tt.name, err, tt.want)
+		_, err := s.ListMessages(ctx, tt.q)
+		if got := (shared.Error{Code: shared.ErrorCode(err), Message: shared.ErrorMessage(err)}); got != tt.want {
+			t.Errorf("%s: %+v (%v), want %+v", tt.name, got, err, tt.want)
 		}
 	}
 }
@@ -172,20 +178,20 @@ func TestAddUserMessageIdempotent(t *testing.T) {
 	if _, _, err := s.AddUserMessage(ctx, sess.ID, "x", ""); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := s.AddUserMessage(ctx, "nope", "x", ""); !errors.Is(err, ErrNotFound) {
+	if _, _, err := s.AddUserMessage(ctx, "nope", "x", ""); shared.ErrorCode(err) != shared.CodeNotFound {
 		t.Fatalf("unknown session: %v", err)
 	}
 	if _, err := s.SetSessionState(ctx, sess.ID, shared.SessionFailed, "agent crashed"); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := s.AddUserMessage(ctx, sess.ID, "x", "c-2"); !errors.Is(err, ErrConflict) {
+	if _, _, err := s.AddUserMessage(ctx, sess.ID, "x", "c-2"); shared.ErrorMessage(err) != "session is failed" || shared.ErrorCode(err) != shared.CodeConflict {
 		t.Fatalf("failed session: %v", err)
 	}
 	// The first message of a repeated id still answers, also after the session failed.
 	if m, created, err := s.AddUserMessage(ctx, sess.ID, "ls", "c-1"); err != nil || created || m.ID != first.ID {
 		t.Fatalf("repeat after failure: %v %v", created, err)
 	}
-	page, err := s.ListMessages(ctx, sess.ID, ListQuery{})
+	page, err := s.ListMessages(ctx, shared.ListRequest{SessionID: sess.ID})
 	if err != nil || len(page.Messages) != 2 || page.Total != 2 {
 		t.Fatalf("stored %d messages (total %d), want 2: %v", len(page.Messages), page.Total, err)
 	}
@@ -228,11 +234,11 @@ func TestShellOutputScoping(t *testing.T) {
 		"cross-session": {b.ID, cmd.ID},
 		"not a shell":   {a.ID, text.ID},
 	} {
-		if _, err := s.GetShellOutput(ctx, c[0], c[1]); !errors.Is(err, ErrNotFound) {
-			t.Errorf("%s: err = %v, want ErrNotFound", name, err)
+		if _, err := s.GetShellOutput(ctx, c[0], c[1]); shared.ErrorMessage(err) != "message not found" {
+			t.Errorf("%s: err = %v, want message not found", name, err)
 		}
-		if _, err := s.GetShellOutputStamp(ctx, c[0], c[1]); !errors.Is(err, ErrNotFound) {
-			t.Errorf("%s: stamp err = %v, want ErrNotFound", name, err)
+		if _, err := s.GetShellOutputStamp(ctx, c[0], c[1]); shared.ErrorMessage(err) != "message not found" {
+			t.Errorf("%s: stamp err = %v, want message not found", name, err)
 		}
 	}
 }
@@ -275,7 +281,7 @@ func TestUpdateKeepsFinalState(t *testing.T) {
 	if err != nil || shared.ShellOf(kept).Output.StdoutBytes != 6 || kept.Metadata.Title != "renamed" {
 		t.Fatalf("summary lost: %+v %v", shared.ShellOf(kept), err)
 	}
-	if _, _, err := s.UpdateMessage(ctx, "nope", Update{}); !errors.Is(err, ErrNotFound) {
+	if _, _, err := s.UpdateMessage(ctx, "nope", Update{}); shared.ErrorCode(err) != shared.CodeNotFound {
 		t.Fatalf("unknown id: %v", err)
 	}
 }
@@ -382,7 +388,7 @@ func TestLiveAndReloadedIdentical(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s2.Close()
-	page, err := s2.ListMessages(ctx, sess.ID, ListQuery{})
+	page, err := s2.ListMessages(ctx, shared.ListRequest{SessionID: sess.ID})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -415,7 +421,7 @@ func TestListReadsNoBodies(t *testing.T) {
 	if err := s.db.Exec("DROP TABLE shell_outputs").Error; err != nil {
 		t.Fatal(err)
 	}
-	page, err := s.ListMessages(ctx, sess.ID, ListQuery{})
+	page, err := s.ListMessages(ctx, shared.ListRequest{SessionID: sess.ID})
 	if err != nil || len(page.Messages) != 1 || shared.ShellOf(page.Messages[0]).Output.StdoutBytes != 1000 {
 		t.Fatalf("list without bodies: %v %+v", err, page)
 	}
@@ -453,10 +459,10 @@ func TestRecoverAfterRestart(t *testing.T) {
 func TestTasksAndSessions(t *testing.T) {
 	s, _ := open(t, time.Millisecond)
 	ctx := context.Background()
-	if _, err := s.CreateTask(ctx, "  ", ""); !errors.Is(err, ErrInvalid) {
+	if _, err := s.CreateTask(ctx, "  ", ""); shared.ErrorCode(err) != shared.CodeInvalid || shared.ErrorMessage(err) != "title is required" {
 		t.Fatalf("blank title: %v", err)
 	}
-	if _, err := s.CreateSession(ctx, "nope", "shell", "/"); !errors.Is(err, ErrNotFound) {
+	if _, err := s.CreateSession(ctx, "nope", "shell", "/"); shared.ErrorMessage(err) != "task not found" {
 		t.Fatalf("session of unknown task: %v", err)
 	}
 	sess := newSession(t, s)
@@ -464,7 +470,7 @@ func TestTasksAndSessions(t *testing.T) {
 	if err != nil || len(tasks) != 1 || len(tasks[0].Sessions) != 1 || tasks[0].Sessions[0].ID != sess.ID {
 		t.Fatalf("tasks %+v %v", tasks, err)
 	}
-	if _, err := s.GetSession(ctx, "nope"); !errors.Is(err, ErrNotFound) {
+	if _, err := s.GetSession(ctx, "nope"); shared.ErrorCode(err) != shared.CodeNotFound || shared.ErrorMessage(err) != "session not found" {
 		t.Fatal(err)
 	}
 }

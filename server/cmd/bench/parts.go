@@ -37,8 +37,8 @@ func (b *bench) parts(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	listQ := store.ListQuery{Limit: 100, Sort: shared.SortDesc}
-	page, err := st.ListMessages(ctx, text.SessionID, listQ)
+	listQ := shared.ListRequest{SessionID: text.SessionID, Limit: new(100), Sort: shared.SortDesc}
+	page, err := st.ListMessages(ctx, listQ)
 	if err != nil {
 		return err
 	}
@@ -53,7 +53,7 @@ func (b *bench) parts(ctx context.Context) error {
 		{"snapshot 256 KiB", "encode", "encoding/json (as served)", func(int) error { _, err := json.Marshal(snap); return err }},
 		{"snapshot 256 KiB", "encode", "go-json-experiment/json (v2)", func(int) error { _, err := jsonv2.Marshal(snap); return err }},
 		{"list page of 100", "read", "store.ListMessages (hand scan + metadata decode, as served)", func(int) error {
-			_, err := st.ListMessages(ctx, text.SessionID, listQ)
+			_, err := st.ListMessages(ctx, listQ)
 			return err
 		}},
 		{"list page of 100", "encode", "encoding/json (as served)", func(int) error { _, err := json.Marshal(page); return err }},

@@ -148,13 +148,13 @@ func (b *bench) payloadRow(ctx context.Context, srv *conch, size int, s seeded) 
 		return nil, err
 	}
 	defer ws.close()
-	frame, err := ws.request(ctx, shared.ActionMessageList, shared.ListRequest{SessionID: s.SessionID, Limit: payloadMessages})
+	frame, err := ws.request(ctx, shared.ActionMessageList, shared.ListRequest{SessionID: s.SessionID, Limit: new(payloadMessages)})
 	if err != nil {
 		return nil, err
 	}
 	// The session page asks for the newest uiPageSize messages over the WebSocket.
 	firstList, err := ws.request(ctx, shared.ActionMessageList, shared.ListRequest{SessionID: s.SessionID,
-		Limit: uiPageSize, Sort: shared.SortDesc})
+		Limit: new(uiPageSize), Sort: shared.SortDesc})
 	if err != nil {
 		return nil, err
 	}

@@ -28,7 +28,7 @@ func TestSeedSession(t *testing.T) {
 	if len(s.ShellIDs) != 5 || s.MiddleID == "" {
 		t.Fatalf("seeded %+v", s)
 	}
-	page, err := st.ListMessages(ctx, s.SessionID, store.ListQuery{})
+	page, err := st.ListMessages(ctx, shared.ListRequest{SessionID: s.SessionID})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,7 +46,7 @@ func TestSeedSession(t *testing.T) {
 	if err := st.RecoverAfterRestart(ctx); err != nil {
 		t.Fatal(err)
 	}
-	again, err := st.ListMessages(ctx, s.SessionID, store.ListQuery{})
+	again, err := st.ListMessages(ctx, shared.ListRequest{SessionID: s.SessionID})
 	if err != nil || again.Messages[8].UpdatedAt != page.Messages[8].UpdatedAt {
 		t.Fatal("recovery changed a seeded message")
 	}
