@@ -89,7 +89,7 @@ func BenchmarkFloor(b *testing.B) {
 			return db.QueryRowContext(ctx, "SELECT stdout FROM shell_outputs WHERE message_id = ?", msgs[0].ID).Scan(&out)
 		}},
 		{"page/store", func() error {
-			_, err := s.ListMessages(ctx, sessionID, ListQuery{Limit: 100, Sort: shared.SortDesc})
+			_, err := s.ListMessages(ctx, shared.ListRequest{SessionID: sessionID, Limit: new(100), Sort: shared.SortDesc})
 			return err
 		}},
 		{"page/rows-scanned-no-decode", func() error {

@@ -23,10 +23,10 @@ func TestExplainHotReads(t *testing.T) {
 		ids = append(ids, m.ID)
 	}
 	plans, err := s.Explain(ctx, func(ctx context.Context) error {
-		if _, err := s.ListMessages(ctx, sess.ID, ListQuery{Sort: shared.SortDesc}); err != nil {
+		if _, err := s.ListMessages(ctx, shared.ListRequest{SessionID: sess.ID, Sort: shared.SortDesc}); err != nil {
 			return err
 		}
-		if _, err := s.ListMessages(ctx, sess.ID, ListQuery{Before: ids[1], Sort: shared.SortDesc}); err != nil {
+		if _, err := s.ListMessages(ctx, shared.ListRequest{SessionID: sess.ID, Before: ids[1], Sort: shared.SortDesc}); err != nil {
 			return err
 		}
 		_, err := s.GetShellOutput(ctx, sess.ID, ids[0])

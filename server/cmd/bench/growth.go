@@ -94,10 +94,10 @@ func (b *bench) explain(ctx context.Context, path string, s seeded) error {
 	}
 	defer st.Close()
 	plans, err := st.Explain(ctx, func(ctx context.Context) error {
-		if _, err := st.ListMessages(ctx, s.SessionID, store.ListQuery{Limit: 100, Sort: shared.SortDesc}); err != nil {
+		if _, err := st.ListMessages(ctx, shared.ListRequest{SessionID: s.SessionID, Limit: new(100), Sort: shared.SortDesc}); err != nil {
 			return err
 		}
-		if _, err := st.ListMessages(ctx, s.SessionID, store.ListQuery{Limit: 100, Before: s.MiddleID, Sort: shared.SortDesc}); err != nil {
+		if _, err := st.ListMessages(ctx, shared.ListRequest{SessionID: s.SessionID, Limit: new(100), Before: s.MiddleID, Sort: shared.SortDesc}); err != nil {
 			return err
 		}
 		_, err := st.GetShellOutput(ctx, s.SessionID, s.ShellIDs[len(s.ShellIDs)/2])
