@@ -13,6 +13,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"net/url"
 	"strings"
 
@@ -22,6 +23,9 @@ import (
 // ErrUnreachable wraps every failure to reach the server (offline, server down, connection
 // reset): the UI says it is offline rather than showing an error.
 var ErrUnreachable = errors.New("server unreachable")
+
+// errNotModified is a 304 answer to a conditional request: the version held is current.
+var errNotModified = errors.New("not modified")
 
 // Client talks to one Conch server. The zero value is not usable: call New.
 type Client struct {
@@ -108,13 +112,36 @@ func (c *Client) Cancel(ctx context.Context, sessionID string) error {
 
 // ShellOutput fetches the whole stored output of one shell command.
 func (c *Client) ShellOutput(ctx context.Context, sessionID, messageID string) (shared.ShellOutputSnapshot, error) {
-	var s shared.ShellOutputSnapshot
+	s, _, _, err := c.ShellOutputIfChanged(ctx, sessionID, messageID, "")
+	return s, err
+}
+
+// ShellOutputIfChanged fetches the output of one shell command unless it is still the
+// version etag (an ETag this method returned): then the server answers 304 with no body,
+// and notModified is true with a zero snapshot. With etag "" it always fetches.
+func (c *Client) ShellOutputIfChanged(ctx context.Context, sessionID, messageID, etag string) (snap shared.ShellOutputSnapshot, version string, notModified bool, err error) {
 	path := "/api/v1/task-sessions/" + url.PathEscape(sessionID) + "/messages/" + url.PathEscape(messageID) + "/shell-output"
-	return s, c.call(ctx, "GET", path, nil, &s)
+	version = etag
+	err = c.callIfNoneMatch(ctx, "GET", path, &version, nil, &snap)
+	if errors.Is(err, errNotModified) {
+		return snap, etag, true, nil
+	}
+	return snap, version, false, err
 }
 
 // call sends in as JSON (when not nil) and decodes a 2xx answer into out (when not nil).
 func (c *Client) call(ctx context.Context, method, path string, in, out any) error {
+	return c.callIfNoneMatch(ctx, method, path, nil, in, out)
+}
+
+// callIfNoneMatch is call made conditional by etag, when not nil: it sends If-None-Match:
+// *etag (unless "") and sets *etag to the answer's ETag. A 304 answer to an If-None-Match
+// returns errNotModified and decodes nothing.
+func (c *Client) callIfNoneMatch(ctx context.Context, method, path string, etag *string, in, out any) error {
+	var held string
+	if etag != nil {
+		held = *etag
+	}
 	var body []byte
 	if in != nil {
 		var err error
@@ -122,12 +149,18 @@ func (c *Client) call(ctx context.Context, method, path string, in, out any) err
 			return fmt.Errorf("%s %s: %w", method, path, err)
 		}
 	}
-	status, resp, err := c.roundTrip(ctx, method, c.base+path, body)
+	status, tag, resp, err := c.roundTrip(ctx, method, c.base+path, held, body)
 	if err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
 		return fmt.Errorf("%s %s: %w: %v", method, path, ErrUnreachable, err)
+	}
+	if etag != nil {
+		*etag = tag
+	}
+	if status == http.StatusNotModified && held != "" {
+		return errNotModified
 	}
 	if status < 200 || status > 299 {
 		var e shared.ErrorBody

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -138,5 +139,51 @@ func TestWebSocketMatchesResponsesAndQueuesNotifications(t *testing.T) {
 	}
 	if err := conn.Subscribe(ctx, "s1"); !errors.Is(err, ErrUnreachable) {
 		t.Fatalf("a request on a closed connection gave %v", err)
+	}
+}
+
+// The poll sends the version it holds; only a version still current answers 304 with no
+// body, and a 304 the client did not ask for is an error, not "unchanged".
+func TestShellOutputIfChanged(t *testing.T) {
+	const current = `"v2"`
+	var sent string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		sent = r.Header.Get("If-None-Match")
+		w.Header().Set("ETag", current)
+		if sent == current || r.URL.Path == "/api/v1/task-sessions/s1/messages/always304/shell-output" {
+			w.WriteHeader(http.StatusNotModified)
+			return
+		}
+		json.NewEncoder(w).Encode(shared.ShellOutputSnapshot{MessageID: "m1", Status: shared.StatusRunning,
+			Output: shared.ShellOutput{Stdout: "two"}})
+	}))
+	defer srv.Close()
+	c := New(srv.URL)
+
+	tests := []struct {
+		name, message, held     string
+		wantStdout, wantVersion string
+		wantUnchanged           bool
+		wantErr                 bool
+	}{
+		{name: "nothing held: the whole snapshot", message: "m1", wantStdout: "two", wantVersion: current},
+		{name: "an older version: the whole snapshot", message: "m1", held: `"v1"`, wantStdout: "two", wantVersion: current},
+		{name: "the current version: unchanged", message: "m1", held: current, wantVersion: current, wantUnchanged: true},
+		{name: "a 304 not asked for is an error", message: "always304", wantErr: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			snap, version, unchanged, err := c.ShellOutputIfChanged(context.Background(), "s1", tt.message, tt.held)
+			if sent != tt.held {
+				t.Errorf("If-None-Match %q, want %q", sent, tt.held)
+			}
+			if (err != nil) != tt.wantErr || (err != nil && !strings.Contains(err.Error(), "304")) {
+				t.Fatalf("error %v, want one: %v (naming the 304)", err, tt.wantErr)
+			}
+			if err == nil && (snap.Output.Stdout != tt.wantStdout || version != tt.wantVersion || unchanged != tt.wantUnchanged) {
+				t.Fatalf("stdout %q, version %q, unchanged %v; want %q, %q, %v",
+					snap.Output.Stdout, version, unchanged, tt.wantStdout, tt.wantVersion, tt.wantUnchanged)
+			}
+		})
 	}
 }

@@ -11,24 +11,27 @@ import (
 	"github.com/coder/websocket"
 )
 
-func (c *Client) roundTrip(ctx context.Context, method, url string, body []byte) (int, []byte, error) {
+func (c *Client) roundTrip(ctx context.Context, method, url, ifNoneMatch string, body []byte) (status int, etag string, resp []byte, err error) {
 	req, err := http.NewRequestWithContext(ctx, method, url, bytes.NewReader(body))
 	if err != nil {
-		return 0, nil, err
+		return 0, "", nil, err
 	}
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
+	if ifNoneMatch != "" {
+		req.Header.Set("If-None-Match", ifNoneMatch)
+	}
 	if c.token != "" {
 		req.Header.Set("Authorization", "Bearer "+c.token)
 	}
-	resp, err := http.DefaultClient.Do(req)
+	r, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return 0, nil, err
+		return 0, "", nil, err
 	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	return resp.StatusCode, b, err
+	defer r.Body.Close()
+	resp, err = io.ReadAll(r.Body)
+	return r.StatusCode, r.Header.Get("ETag"), resp, err
 }
 
 func (c *Client) wsBase() string { return c.base }

@@ -11,30 +11,39 @@ import (
 // roundTrip calls the browser's fetch. Cancelling ctx aborts the request through its own
 // AbortController, also while the body is being read (net/http in WASM cannot do that,
 // and would add megabytes to app.wasm).
-func (c *Client) roundTrip(ctx context.Context, method, url string, body []byte) (int, []byte, error) {
+func (c *Client) roundTrip(ctx context.Context, method, url, ifNoneMatch string, body []byte) (status int, etag string, resp []byte, err error) {
 	abort := js.Global().Get("AbortController").New()
 	opts := js.Global().Get("Object").New()
 	opts.Set("method", method)
 	opts.Set("signal", abort.Get("signal"))
+	// A caller that holds a version revalidates it with If-None-Match, and a 304 reaches
+	// it as a 304: nothing to decode or draw. The HTTP cache would keep a second copy of
+	// every body, and hand the whole cached body back as a 200 after its own revalidation.
 	opts.Set("cache", "no-store")
 	headers := js.Global().Get("Object").New()
 	if body != nil {
 		headers.Set("Content-Type", "application/json")
 		opts.Set("body", string(body))
 	}
+	if ifNoneMatch != "" {
+		headers.Set("If-None-Match", ifNoneMatch)
+	}
 	if c.token != "" {
 		headers.Set("Authorization", "Bearer "+c.token)
 	}
 	opts.Set("headers", headers)
-	resp, err := await(ctx, abort, js.Global().Call("fetch", url, opts))
+	r, err := await(ctx, abort, js.Global().Call("fetch", url, opts))
 	if err != nil {
-		return 0, nil, err
+		return 0, "", nil, err
 	}
-	text, err := await(ctx, abort, resp.Call("text"))
+	if tag := r.Get("headers").Call("get", "ETag"); tag.Type() == js.TypeString {
+		etag = tag.String()
+	}
+	text, err := await(ctx, abort, r.Call("text"))
 	if err != nil {
-		return 0, nil, err
+		return 0, "", nil, err
 	}
-	return resp.Get("status").Int(), []byte(text.String()), nil
+	return r.Get("status").Int(), etag, []byte(text.String()), nil
 }
 
 // await waits for a promise, aborting the request when ctx ends first.

@@ -187,13 +187,44 @@ func (s *server) runWithin(t *testing.T, limit time.Duration, sid, command strin
 	}
 }
 
-// browser is one headless Chromium with a fresh profile, and the count of output
-// snapshot requests it has sent, per message id.
+// openRunning runs command in a new session until it is running and its summary counts
+// stdoutBytes of output, opens the session in a new browser, opens the command's output
+// disclosure and waits for the first snapshot to load.
+func (s *server) openRunning(t *testing.T, command string, stdoutBytes int) (*browser, shared.Message) {
+	t.Helper()
+	sess := s.session(t, "running command")
+	m := s.run(t, sess.ID, command, func(m shared.Message) bool {
+		return m.Metadata.Status == shared.StatusRunning && shared.ShellOf(m).Output.StdoutBytes >= stdoutBytes
+	})
+	b := newBrowser(t)
+	b.open(t, s.URL+"/sessions/"+sess.ID)
+	button := row(m.ID) + " button.disclosure-toggle"
+	b.waitFor(t, "the disclosure", fmt.Sprintf(`!!document.querySelector(%q)`, button))
+	b.do(t, chromedp.Click(chromedp.CSS(button)))
+	b.waitLoads(t, m.ID, 1)
+	return b, m
+}
+
+// browser is one headless Chromium with a fresh profile, and the output snapshot
+// requests it has sent, as its network saw them.
 type browser struct {
 	ctx context.Context
 
 	mu       sync.Mutex
-	requests map[string]int
+	requests map[string]int                      // sent, per message id
+	pending  map[network.RequestID]*snapshotLoad // sent, not finished yet
+	loads    []snapshotLoad                      // finished, in order
+	loaded   chan struct{}                       // signalled on each finished load
+}
+
+// snapshotLoad is one output snapshot request that finished loading.
+type snapshotLoad struct {
+	message     string
+	ifNoneMatch string // the version the page said it held
+	status      int64
+	etag        string
+	bytes       float64 // received in all: headers and body, as on the wire
+	bodyBytes   int64   // of those, the body's
 }
 
 func newBrowser(t *testing.T, extra ...chromedp.ExecAllocatorOption) *browser {
@@ -221,18 +252,88 @@ func newBrowser(t *testing.T, extra ...chromedp.ExecAllocatorOption) *browser {
 	}, extra...)...)
 	ctx, cancel := chromedp.NewContext(alloc)
 	t.Cleanup(func() { cancel(); cancelAlloc() })
-	b := &browser{ctx: ctx, requests: map[string]int{}}
-	if err := chromedp.Listen(ctx, func(ev any) {
-		if e, ok := ev.(*network.EventRequestWillBeSent); ok && strings.HasSuffix(e.Request.URL, "/shell-output") {
-			parts := strings.Split(e.Request.URL, "/")
-			b.mu.Lock()
-			b.requests[parts[len(parts)-2]]++
-			b.mu.Unlock()
-		}
-	}); err != nil {
+	b := &browser{ctx: ctx, requests: map[string]int{}, pending: map[network.RequestID]*snapshotLoad{},
+		loaded: make(chan struct{}, 1)}
+	if err := chromedp.Listen(ctx, b.observe); err != nil {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// observe follows the output snapshot requests through the browser's network events.
+func (b *browser) observe(ev any) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	switch e := ev.(type) {
+	case *network.EventRequestWillBeSent:
+		if !strings.HasSuffix(e.Request.URL, "/shell-output") {
+			return
+		}
+		parts := strings.Split(e.Request.URL, "/")
+		id := parts[len(parts)-2]
+		b.requests[id]++
+		b.pending[e.RequestID] = &snapshotLoad{message: id, ifNoneMatch: header(e.Request.Headers, "If-None-Match")}
+	case *network.EventResponseReceived:
+		if l := b.pending[e.RequestID]; l != nil {
+			l.status, l.etag = e.Response.Status, header(e.Response.Headers, "ETag")
+		}
+	case *network.EventDataReceived: // a piece of the body
+		if l := b.pending[e.RequestID]; l != nil {
+			l.bodyBytes += e.EncodedDataLength
+		}
+	case *network.EventLoadingFinished:
+		if l := b.pending[e.RequestID]; l != nil {
+			l.bytes = e.EncodedDataLength
+			b.loads = append(b.loads, *l)
+			delete(b.pending, e.RequestID)
+			select {
+			case b.loaded <- struct{}{}:
+			default: // a signal is already waiting
+			}
+		}
+	case *network.EventLoadingFailed: // aborted
+		delete(b.pending, e.RequestID)
+	}
+}
+
+// header returns the value of the header name, whatever its case on the wire.
+func header(h network.Headers, name string) string {
+	for k, v := range h {
+		if strings.EqualFold(k, name) {
+			s, _ := v.(string)
+			return s
+		}
+	}
+	return ""
+}
+
+// finished returns the snapshot requests of message id that finished loading, in order.
+func (b *browser) finished(id string) []snapshotLoad {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var out []snapshotLoad
+	for _, l := range b.loads {
+		if l.message == id {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// waitLoads waits until n snapshot requests of message id have finished loading.
+func (b *browser) waitLoads(t *testing.T, id string, n int) []snapshotLoad {
+	t.Helper()
+	timeout := time.After(deadline)
+	for {
+		if got := b.finished(id); len(got) >= n {
+			return got
+		}
+		select {
+		case <-b.loaded:
+		case <-timeout:
+			t.Fatalf("%d of %d snapshot requests finished loading within %v", len(b.finished(id)), n, deadline)
+		}
+	}
 }
 
 // snapshots returns how many output snapshots of message id the page has requested.

@@ -77,6 +77,30 @@ func TestMeasure(t *testing.T) {
 		open, heap/1e6, wasm/1e6, b.total())
 }
 
+// TestMeasureOpenDisclosure prints the bytes that a disclosure left open for 30 s on a
+// running command with 100 KiB of unchanged output downloads, from the browser's network
+// events. Run it against two builds (CONCH_BIN) to compare them: CONCH_UI_MEASURE=1.
+func TestMeasureOpenDisclosure(t *testing.T) {
+	if os.Getenv("CONCH_UI_MEASURE") == "" {
+		t.Skip("set CONCH_UI_MEASURE=1 to measure an open disclosure's downloads")
+	}
+	const size, open = 100 << 10, 30 * time.Second
+	s := startServer(t)
+	b, m := s.openRunning(t, fmt.Sprintf(`head -c %d /dev/zero | tr '\0' x; sleep %d`, size, 3*open/time.Second), size)
+	time.Sleep(open) // the measure is what an open disclosure costs over this time
+	var bytes float64
+	var body int64
+	statuses := map[int64]int{}
+	loads := b.finished(m.ID)
+	for _, l := range loads {
+		bytes += l.bytes
+		body += l.bodyBytes
+		statuses[l.status]++
+	}
+	t.Logf("disclosure open %v on a running command with %d B of unchanged output: %d requests (by status %v), "+
+		"%.0f bytes received, %d of them bodies", open, size, len(loads), statuses, bytes, body)
+}
+
 // seed sends n commands and waits until the last one has finished.
 func seed(t *testing.T, s *server, sid string, n int, command func(i int) string) {
 	t.Helper()

@@ -181,6 +181,37 @@ func TestRunningOutputPollsUntilFinished(t *testing.T) {
 	}
 }
 
+// While a running command's output stays the same, every poll names the version the page
+// holds and is answered 304 with no body, and nothing on screen changes.
+func TestUnchangedPollsCarryNoBody(t *testing.T) {
+	s := startServer(t)
+	b, m := s.openRunning(t, `echo start; sleep 60`, len("start\n"))
+	b.waitFor(t, "the transcript", fmt.Sprintf(`(document.querySelector(%q) || {textContent: ""}).textContent === "start\n"`,
+		"#output-"+m.ID+" pre.stdout"))
+	b.do(t, chromedp.Evaluate[chromedp.Void](fmt.Sprintf(`window.__changes = 0;
+		new MutationObserver((ms) => { window.__changes += ms.length; }).observe(document.querySelector(%q),
+			{subtree: true, childList: true, characterData: true, attributes: true});`, row(m.ID))))
+	watched := len(b.finished(m.ID))
+	loads := b.waitLoads(t, m.ID, watched+5)
+
+	first := loads[0]
+	if first.status != 200 || first.ifNoneMatch != "" || first.etag == "" || first.bodyBytes == 0 {
+		t.Fatalf("first snapshot request: %+v, want an unconditional 200 with an ETag and a body", first)
+	}
+	for i, l := range loads {
+		t.Logf("request %d: status %d, If-None-Match %s, %.0f bytes received, %d of them body", i+1, l.status, l.ifNoneMatch, l.bytes, l.bodyBytes)
+		if i > 0 && (l.status != 304 || l.ifNoneMatch != first.etag || l.bodyBytes != 0) {
+			t.Errorf("poll %d: %+v, want 304 to If-None-Match %s with no body", i+1, l, first.etag)
+		}
+	}
+	if n := eval[int](t, b, `window.__changes`); n != 0 {
+		t.Errorf("the row changed %d times during %d unchanged polls", n, len(loads)-watched)
+	}
+	if eval[int](t, b, fmt.Sprintf(`document.querySelectorAll(%q).length`, row(m.ID)+".cmd-running")) != 1 {
+		t.Error("the command is no longer shown running: its output may have changed")
+	}
+}
+
 func TestUnknownExitIsNeutral(t *testing.T) {
 	s := startServer(t)
 	sess := s.session(t, "unknown exit")

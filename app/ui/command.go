@@ -76,7 +76,7 @@ func (c *CommandRow) retry(ctx app.Context, _ app.Event) {
 }
 
 // run performs the machine's commands. Answers and timers come back on the UI goroutine
-// through Dispatch, which does nothing once the row is gone.
+// through dispatch, which does nothing once the row is gone.
 func (c *CommandRow) run(ctx app.Context, cmds []poll.Command) {
 	if c.ctx == nil || c.ctx.Err() != nil {
 		return // prerendering, or dismounted
@@ -87,17 +87,20 @@ func (c *CommandRow) run(ctx app.Context, cmds []poll.Command) {
 		case poll.Fetch:
 			reqCtx, cancel := context.WithCancel(c.ctx)
 			c.requests[seq] = cancel
-			sid, mid := c.SessionID, c.Msg.ID
+			sid, mid, etag := c.SessionID, c.Msg.ID, cmd.ETag
 			ctx.Async(func() {
-				snap, err := api.ShellOutput(reqCtx, sid, mid)
-				ctx.Dispatch(func(ctx app.Context) {
+				snap, version, unchanged, err := api.ShellOutputIfChanged(reqCtx, sid, mid, etag)
+				c.dispatch(ctx, func(ctx app.Context) {
 					cancel()
 					delete(c.requests, seq)
-					if err != nil {
+					switch {
+					case err != nil:
 						c.run(ctx, c.m.Failed(seq))
-						return
+					case unchanged:
+						c.run(ctx, c.m.Unchanged(seq))
+					default:
+						c.run(ctx, c.m.Loaded(seq, snap, version))
 					}
-					c.run(ctx, c.m.Loaded(seq, snap))
 				})
 			})
 		case poll.Abort:
@@ -109,10 +112,23 @@ func (c *CommandRow) run(ctx app.Context, cmds []poll.Command) {
 			// Timers are not cancelled: the machine ignores old ones, and Dispatch does
 			// nothing after dismount.
 			time.AfterFunc(cmd.Delay, func() {
-				ctx.Dispatch(func(ctx app.Context) { c.run(ctx, c.m.Timer(seq)) })
+				c.dispatch(ctx, func(ctx app.Context) { c.run(ctx, c.m.Timer(seq)) })
 			})
 		}
 	}
+}
+
+// dispatch runs f on the UI goroutine, and renders again only when the machine's View
+// changed: a poll that finds the output unchanged, or a timer that sends the next
+// request, draws nothing. (Dispatch alone would render the row and every component above it.)
+func (c *CommandRow) dispatch(ctx app.Context, f func(app.Context)) {
+	ctx.Dispatch(func(ctx app.Context) {
+		before := c.m.View()
+		f(ctx)
+		if c.m.View() == before {
+			ctx.PreventUpdate()
+		}
+	})
 }
 
 // Render draws the row; the transcript exists only while the disclosure is open.

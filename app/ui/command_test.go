@@ -158,7 +158,7 @@ func TestCommandRowOpen(t *testing.T) {
 			status: running,
 			drive: func(m *poll.Machine) {
 				m.Open()
-				m.Loaded(1, snapshot(running, shared.ShellOutput{}))
+				m.Loaded(1, snapshot(running, shared.ShellOutput{}), "")
 			},
 			want:    []string{"No command output yet."},
 			notWant: []string{"Loading", "Exit code"},
@@ -168,7 +168,7 @@ func TestCommandRowOpen(t *testing.T) {
 			status: shared.StatusCompleted,
 			drive: func(m *poll.Machine) {
 				m.Open()
-				m.Loaded(1, snapshot(shared.StatusCompleted, shared.ShellOutput{ExitCode: intp(0)}))
+				m.Loaded(1, snapshot(shared.StatusCompleted, shared.ShellOutput{ExitCode: intp(0)}), "")
 			},
 			want: []string{"No command output.", "Exit code 0"},
 		},
@@ -177,7 +177,7 @@ func TestCommandRowOpen(t *testing.T) {
 			status: shared.StatusFailed,
 			drive: func(m *poll.Machine) {
 				m.Open()
-				m.Loaded(1, snapshot(shared.StatusFailed, shared.ShellOutput{Stdout: "out line\n", Stderr: "err line\n", Truncated: true, ExitCode: intp(7)}))
+				m.Loaded(1, snapshot(shared.StatusFailed, shared.ShellOutput{Stdout: "out line\n", Stderr: "err line\n", Truncated: true, ExitCode: intp(7)}), "")
 			},
 			want: []string{`<pre class="stdout">out line`, `class="stderr"`, "err line",
 				"Output truncated", "Exit code 7"},
@@ -188,7 +188,7 @@ func TestCommandRowOpen(t *testing.T) {
 			status: shared.StatusCancelled,
 			drive: func(m *poll.Machine) {
 				m.Open()
-				m.Loaded(1, snapshot(shared.StatusCancelled, shared.ShellOutput{Stdout: "1\n"}))
+				m.Loaded(1, snapshot(shared.StatusCancelled, shared.ShellOutput{Stdout: "1\n"}), "")
 			},
 			want: []string{"Exit code unavailable"},
 		},
@@ -197,7 +197,7 @@ func TestCommandRowOpen(t *testing.T) {
 			status: running,
 			drive: func(m *poll.Machine) {
 				m.Open()
-				m.Loaded(1, snapshot(running, shared.ShellOutput{Stdout: "partial"}))
+				m.Loaded(1, snapshot(running, shared.ShellOutput{Stdout: "partial"}), "")
 				m.Timer(2)
 				m.Failed(3)
 			},
@@ -208,7 +208,7 @@ func TestCommandRowOpen(t *testing.T) {
 			status: shared.StatusCompleted,
 			drive: func(m *poll.Machine) {
 				m.Open()
-				m.Loaded(1, snapshot(shared.StatusCompleted, shared.ShellOutput{Stdout: "gone"}))
+				m.Loaded(1, snapshot(shared.StatusCompleted, shared.ShellOutput{Stdout: "gone"}), "")
 				m.Close()
 			},
 			want:    []string{"Show command output"},
@@ -249,7 +249,7 @@ func TestCommandRowNeverReadsBodyFromMetadata(t *testing.T) {
 		func(m *poll.Machine) { m.Open() },
 		func(m *poll.Machine) {
 			m.Open()
-			m.Loaded(1, snapshot(shared.StatusCompleted, shared.ShellOutput{Stdout: "from-snapshot", ExitCode: intp(0)}))
+			m.Loaded(1, snapshot(shared.StatusCompleted, shared.ShellOutput{Stdout: "from-snapshot", ExitCode: intp(0)}), "")
 		},
 	} {
 		html := render(t, row(msg, drive))

@@ -5,6 +5,9 @@
 // It is pure: events go in through the methods of Machine, commands come out as values,
 // and the caller performs them (a request, an abort, a timer). Requests and timers carry
 // sequence numbers, so a stale response or an old timer is recognised and ignored.
+//
+// Polls are conditional: a request carries the version (ETag) of the snapshot on screen,
+// and an answer that it still holds (HTTP 304, no body) changes nothing on screen.
 package poll
 
 import (
@@ -32,7 +35,8 @@ func Backoff(n int) time.Duration {
 type Kind int
 
 const (
-	// Fetch: request the snapshot; report the answer with Seq.
+	// Fetch: request the snapshot, unless it is still the version ETag (when not "");
+	// report the answer with Seq.
 	Fetch Kind = iota + 1
 	// Abort: cancel the request Seq; its answer, if any, will be ignored anyway.
 	Abort
@@ -45,6 +49,7 @@ type Command struct {
 	Kind  Kind
 	Seq   uint64
 	Delay time.Duration
+	ETag  string // Fetch: the version of the snapshot on screen, "" when there is none
 }
 
 // Machine is one disclosure's polling state. The zero value is closed and idle.
@@ -58,6 +63,7 @@ type Machine struct {
 	stopped   bool              // a terminal snapshot arrived: nothing more to fetch
 	failures  int               // consecutive failed requests
 	snapshot  *shared.ShellOutputSnapshot
+	etag      string // the version of snapshot; set and dropped with it
 }
 
 // New returns a closed machine that knows the message's projected status.
@@ -83,18 +89,34 @@ func (m *Machine) Close() []Command {
 		return nil
 	}
 	cmds := m.abort()
-	m.open, m.timer, m.snapshot = false, 0, nil
+	m.open, m.timer, m.snapshot, m.etag = false, 0, nil, ""
 	return cmds
 }
 
-// Loaded reports a successful answer to request seq.
-func (m *Machine) Loaded(seq uint64, s shared.ShellOutputSnapshot) []Command {
-	if !m.open || seq == 0 || seq != m.inflight {
-		return nil // stale: an aborted or superseded request
+// Loaded reports a successful answer to request seq: the snapshot s, version etag.
+func (m *Machine) Loaded(seq uint64, s shared.ShellOutputSnapshot, etag string) []Command {
+	if !m.settle(seq) {
+		return nil
 	}
-	m.inflight, m.failures = 0, 0
-	m.snapshot = &s
-	if m.final || s.Status.IsTerminal() {
+	m.snapshot, m.etag = &s, etag
+	return m.succeeded(s.Status.IsTerminal())
+}
+
+// Unchanged reports that request seq found the snapshot on screen still current (its
+// ETag still holds: HTTP 304). The View stays as it was, unless it showed a failure.
+func (m *Machine) Unchanged(seq uint64) []Command {
+	if !m.settle(seq) {
+		return nil
+	}
+	// Only a request sent while a snapshot is on screen carries an ETag, and that
+	// snapshot is not terminal: a terminal one stops polling.
+	return m.succeeded(false)
+}
+
+// succeeded follows a good answer: stop after the final or a terminal snapshot, or poll on.
+func (m *Machine) succeeded(terminal bool) []Command {
+	m.failures = 0
+	if m.final || terminal {
 		m.stopped, m.final = true, false
 		return nil
 	}
@@ -105,10 +127,9 @@ func (m *Machine) Loaded(seq uint64, s shared.ShellOutputSnapshot) []Command {
 // snapshot is kept. While the command is not terminal the request is retried with
 // backoff; once it is, the caller offers Retry instead of polling a finished command.
 func (m *Machine) Failed(seq uint64) []Command {
-	if !m.open || seq == 0 || seq != m.inflight {
+	if !m.settle(seq) {
 		return nil
 	}
-	m.inflight = 0
 	m.failures++
 	if m.projected.IsTerminal() {
 		return nil
@@ -149,10 +170,20 @@ func (m *Machine) StatusChanged(s shared.ToolStatus) []Command {
 	return append(cmds, m.fetch()...)
 }
 
+// settle ends the request seq; false when seq is stale (aborted or superseded), whose
+// answer must not replace a newer one.
+func (m *Machine) settle(seq uint64) bool {
+	if !m.open || seq == 0 || seq != m.inflight {
+		return false
+	}
+	m.inflight = 0
+	return true
+}
+
 func (m *Machine) fetch() []Command {
 	m.seq++
 	m.inflight = m.seq
-	return []Command{{Kind: Fetch, Seq: m.seq}}
+	return []Command{{Kind: Fetch, Seq: m.seq, ETag: m.etag}}
 }
 
 func (m *Machine) abort() []Command {
@@ -170,7 +201,7 @@ func (m *Machine) schedule(d time.Duration) []Command {
 	return []Command{{Kind: Schedule, Seq: m.seq, Delay: d}}
 }
 
-// View is what the disclosure shows.
+// View is what the disclosure shows. Views compare with ==: equal Views draw the same.
 type View struct {
 	Open     bool
 	Loading  bool                        // open, a request in flight, nothing shown yet

@@ -32,7 +32,11 @@ func (c *clock) apply(cmds []Command) string {
 			}
 			c.inflight[cmd.Seq] = true
 			c.fetches = append(c.fetches, c.now)
-			out = append(out, fmt.Sprintf("fetch#%d", cmd.Seq))
+			f := fmt.Sprintf("fetch#%d", cmd.Seq)
+			if cmd.ETag != "" {
+				f += "≠" + cmd.ETag
+			}
+			out = append(out, f)
 		case Abort:
 			if !c.inflight[cmd.Seq] {
 				c.t.Fatalf("at %v: abort #%d, which is not in flight", c.now, cmd.Seq)
@@ -79,10 +83,14 @@ func snap(st shared.ToolStatus, out string) shared.ShellOutputSnapshot {
 	return shared.ShellOutputSnapshot{MessageID: "m1", Status: st, Output: shared.ShellOutput{Stdout: out}}
 }
 
-// step is one event; want is the commands it must produce, written compactly.
+// etag is the version of the snapshot that answered request seq.
+func etag(seq uint64) string { return fmt.Sprint("e", seq) }
+
+// step is one event; want is the commands it must produce, written compactly:
+// fetch#N (fetch#N≠eK: sent with If-None-Match: eK), abort#N, sched#N@delay.
 type step struct {
-	ev   string // open, close, ok, fail, wait, status, retry
-	seq  uint64 // ok / fail: the request answered
+	ev   string // open, close, ok, same, fail, wait, status, retry
+	seq  uint64 // ok / same / fail: the request answered
 	st   shared.ToolStatus
 	out  string // ok: the snapshot's stdout
 	d    time.Duration
@@ -96,6 +104,9 @@ func closeIt(want string) step {
 func ok(seq uint64, st shared.ToolStatus, out, want string) step {
 	return step{ev: "ok", seq: seq, st: st, out: out, want: want}
 }
+
+// same answers request seq with 304: the snapshot on screen is still current.
+func same(seq uint64, want string) step { return step{ev: "same", seq: seq, want: want} }
 func fail(seq uint64, want string) step { return step{ev: "fail", seq: seq, want: want} }
 func wait(d time.Duration, want string) step {
 	return step{ev: "wait", d: d, want: want}
@@ -155,9 +166,9 @@ func TestMachine(t *testing.T) {
 				wait(3*s, ""), // a slow answer: nothing else is sent meanwhile
 				ok(1, running, "1", "sched#2@1s"),
 				wait(999*time.Millisecond, ""),
-				wait(time.Millisecond, "fetch#3"),
+				wait(time.Millisecond, "fetch#3≠e1"),
 				ok(3, running, "1 2", "sched#4@1s"),
-				wait(s, "fetch#5"),
+				wait(s, "fetch#5≠e3"),
 			},
 			fetches: []time.Duration{0, 4 * s, 5 * s}, open: true, out: "1 2", polling: true,
 		},
@@ -167,7 +178,7 @@ func TestMachine(t *testing.T) {
 			steps: []step{
 				open("fetch#1"),
 				ok(1, pending, "", "sched#2@1s"),
-				wait(s, "fetch#3"),
+				wait(s, "fetch#3≠e1"),
 			},
 			fetches: []time.Duration{0, s}, open: true, out: "", polling: true,
 		},
@@ -188,15 +199,15 @@ func TestMachine(t *testing.T) {
 			steps: []step{
 				open("fetch#1"),
 				ok(1, running, "good", "sched#2@1s"),
-				wait(s, "fetch#3"),
+				wait(s, "fetch#3≠e1"),
 				fail(3, "sched#4@1s"),
-				wait(s, "fetch#5"),
+				wait(s, "fetch#5≠e1"),
 				fail(5, "sched#6@2s"),
-				wait(2*s, "fetch#7"),
+				wait(2*s, "fetch#7≠e1"),
 				fail(7, "sched#8@4s"),
-				wait(4*s, "fetch#9"),
+				wait(4*s, "fetch#9≠e1"),
 				fail(9, "sched#10@5s"),
-				wait(5*s, "fetch#11"),
+				wait(5*s, "fetch#11≠e1"),
 				fail(11, "sched#12@5s"),
 			},
 			fetches: []time.Duration{0, 1 * s, 2 * s, 4 * s, 8 * s, 13 * s},
@@ -212,11 +223,83 @@ func TestMachine(t *testing.T) {
 				fail(3, "sched#4@2s"),
 				wait(2*s, "fetch#5"),
 				ok(5, running, "back", "sched#6@1s"),
-				wait(s, "fetch#7"),
+				wait(s, "fetch#7≠e5"),
 				fail(7, "sched#8@1s"),
 			},
 			fetches: []time.Duration{0, 1 * s, 3 * s, 4 * s},
 			open:    true, out: "back", failed: true, polling: true,
+		},
+		{
+			name:      "an unchanged output (304) keeps the snapshot and polls on with the same version",
+			projected: running,
+			steps: []step{
+				open("fetch#1"),
+				ok(1, running, "start", "sched#2@1s"),
+				wait(s, "fetch#3≠e1"),
+				same(3, "sched#4@1s"),
+				wait(s, "fetch#5≠e1"),
+				same(5, "sched#6@1s"),
+				wait(s, "fetch#7≠e1"),
+				ok(7, running, "start more", "sched#8@1s"),
+				wait(s, "fetch#9≠e7"),
+			},
+			fetches: []time.Duration{0, 1 * s, 2 * s, 3 * s, 4 * s}, open: true, out: "start more", polling: true,
+		},
+		{
+			name:      "an unchanged answer after failures clears the failure and resets the delay",
+			projected: running,
+			steps: []step{
+				open("fetch#1"),
+				ok(1, running, "x", "sched#2@1s"),
+				wait(s, "fetch#3≠e1"),
+				fail(3, "sched#4@1s"),
+				wait(s, "fetch#5≠e1"),
+				fail(5, "sched#6@2s"),
+				wait(2*s, "fetch#7≠e1"),
+				same(7, "sched#8@1s"),
+				wait(s, "fetch#9≠e1"),
+			},
+			fetches: []time.Duration{0, 1 * s, 2 * s, 4 * s, 5 * s}, open: true, out: "x", polling: true,
+		},
+		{
+			name:      "a final fetch answered unchanged stops polling with the snapshot on screen",
+			projected: running,
+			steps: []step{
+				open("fetch#1"),
+				ok(1, running, "x", "sched#2@1s"),
+				status(completed, "fetch#3≠e1"),
+				same(3, ""),
+				wait(10*s, ""),
+			},
+			fetches: []time.Duration{0, 0}, open: true, out: "x",
+		},
+		{
+			name:      "a stale unchanged answer is ignored",
+			projected: running,
+			steps: []step{
+				open("fetch#1"),
+				ok(1, running, "old", "sched#2@1s"),
+				wait(s, "fetch#3≠e1"),
+				status(completed, "abort#3 fetch#4≠e1"),
+				same(3, ""),
+				ok(4, completed, "new", ""),
+				same(4, ""),
+				wait(10*s, ""),
+			},
+			fetches: []time.Duration{0, 1 * s, 1 * s}, open: true, out: "new",
+		},
+		{
+			name:      "reopening forgets the version with the snapshot: the first request is unconditional",
+			projected: running,
+			steps: []step{
+				open("fetch#1"),
+				ok(1, running, "a", "sched#2@1s"),
+				closeIt(""),
+				open("fetch#3"),
+				ok(3, running, "b", "sched#4@1s"),
+				wait(s, "fetch#5≠e3"),
+			},
+			fetches: []time.Duration{0, 0, 1 * s}, open: true, out: "b", polling: true,
 		},
 		{
 			name:      "terminal transition while a request is in flight: abort, one final fetch, stop",
@@ -237,7 +320,7 @@ func TestMachine(t *testing.T) {
 				open("fetch#1"),
 				ok(1, running, "partial", "sched#2@1s"),
 				wait(500*time.Millisecond, ""),
-				status(failed, "fetch#3"),
+				status(failed, "fetch#3≠e1"),
 				ok(3, failed, "final", ""),
 				wait(10*s, ""),
 			},
@@ -375,7 +458,10 @@ func TestMachine(t *testing.T) {
 					got = c.apply(m.Close())
 				case "ok":
 					delete(c.inflight, st.seq)
-					got = c.apply(m.Loaded(st.seq, snap(st.st, st.out)))
+					got = c.apply(m.Loaded(st.seq, snap(st.st, st.out), etag(st.seq)))
+				case "same":
+					delete(c.inflight, st.seq)
+					got = c.apply(m.Unchanged(st.seq))
 				case "fail":
 					delete(c.inflight, st.seq)
 					got = c.apply(m.Failed(st.seq))
@@ -417,9 +503,28 @@ func TestLoadingView(t *testing.T) {
 	if v := m.View(); !v.Loading || v.Failed || v.Snapshot != nil {
 		t.Fatalf("first request in flight: view %+v, want loading", v)
 	}
-	m.Loaded(1, snap(shared.StatusRunning, "x"))
+	m.Loaded(1, snap(shared.StatusRunning, "x"), etag(1))
 	if v := m.View(); v.Loading {
 		t.Fatalf("after a snapshot: view %+v, want not loading", v)
+	}
+}
+
+// An unchanged answer must not change what is drawn: the UI skips the render when the
+// View is equal, and the snapshot on screen is the very same value.
+func TestUnchangedKeepsTheView(t *testing.T) {
+	m := New(shared.StatusRunning)
+	m.Open()
+	m.Loaded(1, snap(shared.StatusRunning, "x"), etag(1))
+	cmds := m.Timer(2)
+	if len(cmds) != 1 || cmds[0] != (Command{Kind: Fetch, Seq: 3, ETag: etag(1)}) {
+		t.Fatalf("timer: %+v, want a fetch conditional on %s", cmds, etag(1))
+	}
+	before := m.View()
+	if cmds := m.Unchanged(3); len(cmds) != 1 || cmds[0].Kind != Schedule {
+		t.Fatalf("unchanged: %+v, want the next poll scheduled", cmds)
+	}
+	if after := m.View(); after != before || !after.Polling || after.Snapshot.Output.Stdout != "x" {
+		t.Fatalf("view %+v after an unchanged answer, want %+v", after, before)
 	}
 }
 
