@@ -397,6 +397,12 @@ func (b *browser) waitApp(t *testing.T) {
 	b.waitFor(t, "the WASM app", `!document.getElementById("app-wasm-loader") && !!document.querySelector(".live")`)
 }
 
+// waitLive waits until the live indicator says state ("Live", "Reconnecting…").
+func (b *browser) waitLive(t *testing.T, state string) {
+	t.Helper()
+	b.waitFor(t, "the live indicator to say "+state, fmt.Sprintf(`(document.querySelector(".live") || {innerText: ""}).innerText === %q`, state))
+}
+
 // row is the CSS selector of a message's row.
 func row(id string) string { return fmt.Sprintf(`[data-message-id=%q]`, id) }
 

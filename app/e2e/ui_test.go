@@ -131,7 +131,7 @@ func TestRunningOutputPollsUntilFinished(t *testing.T) {
 	sess := s.session(t, "running")
 	b := newBrowser(t)
 	b.open(t, s.URL+"/sessions/"+sess.ID)
-	b.waitFor(t, "the live connection", `(document.querySelector(".live") || {innerText: ""}).innerText === "Live"`)
+	b.waitLive(t, "Live")
 
 	const command = `for i in 1 2 3; do echo $i; sleep 1; done`
 	ctx, cancel := context.WithTimeout(context.Background(), deadline)
@@ -354,7 +354,7 @@ func TestCreateTaskThenPromptFromTheBrowser(t *testing.T) {
 		chromedp.Click(chromedp.CSS(`.new-task button[type=submit]`)),
 	)
 	b.waitFor(t, "the new session page", `location.pathname.startsWith("/sessions/") && !!document.querySelector(".live")`)
-	b.waitFor(t, "the live connection", `(document.querySelector(".live") || {innerText: ""}).innerText === "Live"`)
+	b.waitLive(t, "Live")
 
 	b.do(t,
 		chromedp.SendKeys(chromedp.CSS("#prompt-input"), "echo typed; exit 4"),
@@ -384,18 +384,17 @@ func TestReconnectRelistsWithoutDoubles(t *testing.T) {
 
 	b := newBrowser(t)
 	b.open(t, s.URL+"/sessions/"+sess.ID)
-	live := `(document.querySelector(".live") || {innerText: ""}).innerText === "Live"`
-	b.waitFor(t, "the live connection", live)
+	b.waitLive(t, "Live")
 	b.waitFor(t, "the conversation", `document.querySelectorAll(".messages .msg").length === 3`)
 
 	s.stop()
-	b.waitFor(t, "the lost connection", `(document.querySelector(".live") || {innerText: ""}).innerText === "Reconnecting…"`)
+	b.waitLive(t, "Reconnecting…")
 	b.waitFor(t, "the offline notice", `!!document.querySelector(".notice.offline")`)
 
 	// The same address and database: the page reconnects by itself, re-lists, and shows
 	// each message once, with the session state the restart left (closed).
 	startServerAt(t, strings.TrimPrefix(s.URL, "http://"), db)
-	b.waitFor(t, "the new connection", live)
+	b.waitLive(t, "Live")
 	b.waitFor(t, "the closed session", `(document.querySelector(".bar .badge") || {textContent: ""}).textContent === "closed"`)
 	if n := eval[int](t, b, `document.querySelectorAll(".messages .msg").length`); n != 3 {
 		t.Fatalf("%d messages after the reconnect, want the same 3", n)
@@ -441,7 +440,7 @@ func TestLongLiveSessionInOrder(t *testing.T) {
 	sess := s.session(t, "long live session")
 	b := newBrowser(t)
 	b.open(t, s.URL+"/sessions/"+sess.ID)
-	b.waitFor(t, "the live connection", `(document.querySelector(".live") || {innerText: ""}).innerText === "Live"`)
+	b.waitLive(t, "Live")
 
 	const n = 40 // three messages each: prompt, command, agent text
 	ctx, cancel := context.WithTimeout(context.Background(), deadline)

@@ -37,6 +37,21 @@ func row(msg shared.Message, drive func(m *poll.Machine)) *CommandRow {
 	return c
 }
 
+// checkHTML reports each of want missing from html and each of notWant found in it.
+func checkHTML(t *testing.T, html string, want, notWant []string) {
+	t.Helper()
+	for _, w := range want {
+		if !strings.Contains(html, w) {
+			t.Errorf("missing %q in\n%s", w, html)
+		}
+	}
+	for _, w := range notWant {
+		if strings.Contains(html, w) {
+			t.Errorf("unexpected %q in\n%s", w, html)
+		}
+	}
+}
+
 func render(t *testing.T, c app.Composer) string {
 	t.Helper()
 	e := app.NewTestEngine()
@@ -104,16 +119,7 @@ func TestCommandRowCollapsed(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			html := render(t, row(shellMsg(tt.status, tt.sum), nil))
-			for _, w := range tt.want {
-				if !strings.Contains(html, w) {
-					t.Errorf("missing %q in\n%s", w, html)
-				}
-			}
-			for _, w := range tt.notWant {
-				if strings.Contains(html, w) {
-					t.Errorf("unexpected %q in\n%s", w, html)
-				}
-			}
+			checkHTML(t, html, tt.want, tt.notWant)
 		})
 	}
 }
@@ -219,16 +225,7 @@ func TestCommandRowOpen(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			sum := shared.ShellOutputSummary{HasOutput: true, StdoutBytes: 9}
 			html := render(t, row(shellMsg(tt.status, sum), tt.drive))
-			for _, w := range tt.want {
-				if !strings.Contains(html, w) {
-					t.Errorf("missing %q in\n%s", w, html)
-				}
-			}
-			for _, w := range tt.notWant {
-				if strings.Contains(html, w) {
-					t.Errorf("unexpected %q in\n%s", w, html)
-				}
-			}
+			checkHTML(t, html, tt.want, tt.notWant)
 		})
 	}
 }

@@ -1,7 +1,6 @@
 package ui
 
 import (
-	"strings"
 	"testing"
 
 	"github.com/maxence-charriere/go-app/v10/pkg/app"
@@ -55,16 +54,7 @@ func TestRenderMessage(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			html := app.HTMLString(renderMessage("s1", tt.msg))
-			for _, w := range tt.want {
-				if !strings.Contains(html, w) {
-					t.Errorf("missing %q in\n%s", w, html)
-				}
-			}
-			for _, w := range tt.not {
-				if strings.Contains(html, w) {
-					t.Errorf("unexpected %q in\n%s", w, html)
-				}
-			}
+			checkHTML(t, html, tt.want, tt.not)
 		})
 	}
 }
