@@ -14,9 +14,11 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"syscall"
 	"time"
 
+	"conch/app/cli"
 	"conch/app/ui"
 	"conch/server/acp"
 	"conch/server/api"
@@ -28,13 +30,18 @@ import (
 
 const usage = `usage:
   conch serve [--addr 127.0.0.1:8080] [--db PATH] [--agents FILE] [--token TOKEN]
-  conch agent shell      the built-in shell agent, spoken to over stdio (ACP)
-`
+  conch agent shell                the built-in shell agent, spoken to over stdio (ACP)
+` + cli.Usage
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr); err != nil {
+	err := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+	var status cli.ExitStatus
+	switch {
+	case errors.As(err, &status):
+		os.Exit(int(status)) // the command's own status; it said what happened
+	case err != nil:
 		fmt.Fprintln(os.Stderr, "conch:", err)
 		os.Exit(1)
 	}
@@ -46,6 +53,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return serve(ctx, args[1:], stdout, stderr)
 	case len(args) == 2 && args[0] == "agent" && args[1] == "shell":
 		return shellagent.Run(ctx, stdin, stdout)
+	case len(args) >= 1 && slices.Contains(cli.Commands, args[0]):
+		return cli.Run(ctx, args, stdout, stderr)
 	default:
 		fmt.Fprint(stderr, usage)
 		return errors.New("unknown command")
@@ -82,6 +91,11 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	profiles, err := acp.LoadProfiles(*agents)
 	if err != nil {
+		return err
+	}
+	// Sessions get working directories beside the database; agents run in them from other
+	// directories than ours, so the path must not be relative.
+	if *dbPath, err = filepath.Abs(*dbPath); err != nil {
 		return err
 	}
 	st, err := store.Open(*dbPath, nil)

@@ -97,6 +97,12 @@ func (c *Client) ListMessages(ctx context.Context, q shared.ListRequest) (shared
 	return p, c.call(ctx, "GET", path, nil, &p)
 }
 
+// GetMessage returns one message (its summary, never an output body) by id alone.
+func (c *Client) GetMessage(ctx context.Context, id string) (shared.Message, error) {
+	var m shared.Message
+	return m, c.call(ctx, "GET", "/api/v1/messages/"+url.PathEscape(id), nil, &m)
+}
+
 // SendMessage posts a prompt; the agent's turn runs in the background. A repeated
 // clientMessageID returns the first message and starts nothing.
 func (c *Client) SendMessage(ctx context.Context, sessionID, content, clientMessageID string) (shared.Message, error) {

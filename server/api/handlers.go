@@ -99,6 +99,14 @@ func (s *server) handleGetSession(c *fiber.Ctx) error {
 	return c.JSON(sess)
 }
 
+func (s *server) handleGetMessage(c *fiber.Ctx) error {
+	msg, err := s.store.GetMessage(c.UserContext(), c.Params("message_id"))
+	if err != nil {
+		return s.fail(c, err)
+	}
+	return c.JSON(msg)
+}
+
 func (s *server) handleListMessages(c *fiber.Ctx) error {
 	query := url.Values{}
 	for k, v := range c.Queries() {

@@ -375,3 +375,22 @@ func TestPanicIsA500AndLogged(t *testing.T) {
 	e.rt.panics.Store(false)
 	e.expect(http.StatusOK, "GET", "/api/v1/agents", "", nil)
 }
+
+// A script holding only a message id learns its session (and the summary, never a body)
+// from GET /api/v1/messages/{id}; an unknown id is the snapshot's 404.
+func TestGetMessageByID(t *testing.T) {
+	e := newEnv(t)
+	sess := e.session()
+	m := e.shell(sess.ID, "make", shared.StatusCompleted, &shared.ShellOutput{Stdout: "secret body\n", ExitCode: intp(0)})
+	var got shared.Message
+	body := e.expect(http.StatusOK, "GET", "/api/v1/messages/"+m.ID, "", &got)
+	if got.ID != m.ID || got.SessionID != sess.ID || shared.ShellOf(got) == nil || shared.ShellOf(got).Output.StdoutBytes != 12 {
+		t.Errorf("message %s", body)
+	}
+	if strings.Contains(body, "secret body") {
+		t.Errorf("the answer carries the output body: %s", body)
+	}
+	if body := e.expect(http.StatusNotFound, "GET", "/api/v1/messages/nope", "", nil); body != `{"error":"message not found","code":"not_found"}` {
+		t.Errorf("unknown id: %s", body)
+	}
+}

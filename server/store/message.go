@@ -262,6 +262,19 @@ func (s *Store) UpdateMessage(ctx context.Context, id string, u Update) (shared.
 	return m, changed, err
 }
 
+// GetMessage returns one message, projected, whatever its session: scripts that hold
+// only a message id (conch output) learn its session from it.
+func (s *Store) GetMessage(ctx context.Context, id string) (shared.Message, error) {
+	rows, err := scanMessages(s.db.WithContext(ctx).Model(&messageRow{}).Select(messageColumns).Where("id = ?", id).Limit(1))
+	if err != nil {
+		return shared.Message{}, fmt.Errorf("get message: %w", err)
+	}
+	if len(rows) == 0 {
+		return shared.Message{}, missing("message")
+	}
+	return rows[0].message()
+}
+
 // CancelActiveToolCalls marks the session's unfinished tool calls cancelled, keeping their
 // output, and returns the changed messages.
 func (s *Store) CancelActiveToolCalls(ctx context.Context, sessionID string) ([]shared.Message, error) {

@@ -1,0 +1,451 @@
+// Package cli is the conch command line for scripts and terminals: conch tasks, run,
+// output and tail. It speaks only the public HTTP API and WebSocket, through app/client,
+// so it works against any Conch server and imports no server package.
+//
+// A command's own output goes to stdout and stderr as the command wrote it; everything
+// else (command rows, statuses, the agent's words) goes to stderr, so that
+// `conch run -- make test | grep FAIL` sees only what make printed.
+package cli
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strings"
+	"text/tabwriter"
+
+	"golang.org/x/sys/unix"
+
+	"conch/app/client"
+	"conch/shared"
+)
+
+// Commands are the subcommands Run serves.
+var Commands = []string{"tasks", "run", "output", "tail"}
+
+// Usage describes them.
+const Usage = `  conch tasks                      tasks with their sessions and states
+  conch run [--agent A] [--task T] [--cwd D] -- COMMAND...
+                                   send one prompt (for the shell agent, a command) to a new
+                                   session and print it live; exits with the command's status
+  conch output [--stream S] MESSAGE_ID
+                                   a command's stored output, exact bytes (S: stdout or stderr)
+  conch tail SESSION_ID            follow a session live until interrupted
+  Each takes --server URL (env CONCH_SERVER, default http://127.0.0.1:8080)
+  and --token TOKEN (env CONCH_TOKEN).
+`
+
+// ExitStatus is the status conch run ends with when the command did not succeed.
+type ExitStatus int
+
+func (e ExitStatus) Error() string { return fmt.Sprintf("exit status %d", int(e)) }
+
+// Run runs the subcommand args[0]. A command that ran and failed is an ExitStatus.
+func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 || !slices.Contains(Commands, args[0]) {
+		return fmt.Errorf("unknown command; usage:\n%s", Usage)
+	}
+	flags := flag.NewFlagSet(args[0], flag.ContinueOnError)
+	flags.SetOutput(stderr)
+	server := flags.String("server", cmp.Or(os.Getenv("CONCH_SERVER"), "http://127.0.0.1:8080"), "the Conch server (env CONCH_SERVER)")
+	token := flags.String("token", os.Getenv("CONCH_TOKEN"), "the server's token (env CONCH_TOKEN)")
+	agent := flags.String("agent", "shell", "run: the agent profile")
+	task := flags.String("task", "", "run: the task to add the session to (default: a new task)")
+	cwd := flags.String("cwd", "", "run: the session's working directory (default: chosen by the server)")
+	stream := flags.String("stream", "", "output: only stdout or stderr")
+	if err := flags.Parse(args[1:]); err != nil {
+		return err
+	}
+	api := client.New(*server).WithToken(*token)
+	p := &printer{api: api, stdout: stdout, stderr: stderr, seen: map[string]*seen{}}
+	rest := flags.Args()
+	switch args[0] {
+	case "tasks":
+		return tasks(ctx, api, stdout)
+	case "run":
+		if len(rest) == 0 {
+			return errors.New("run: give the command after --")
+		}
+		return p.run(ctx, *agent, *task, *cwd, prompt(rest))
+	case "output":
+		if len(rest) != 1 || (*stream != "" && *stream != "stdout" && *stream != "stderr") {
+			return errors.New("usage: conch output [--stream stdout|stderr] MESSAGE_ID")
+		}
+		return output(ctx, api, rest[0], *stream, stdout, stderr)
+	default: // tail
+		if len(rest) != 1 {
+			return errors.New("usage: conch tail SESSION_ID")
+		}
+		return p.tail(ctx, rest[0])
+	}
+}
+
+// prompt joins a command's words: one word is taken as written (a whole shell line such
+// as 'ls | wc -l'), several are quoted where the shell would split or expand them.
+func prompt(words []string) string {
+	if len(words) == 1 {
+		return words[0]
+	}
+	quoted := make([]string, len(words))
+	for i, w := range words {
+		quoted[i] = w
+		if w == "" || strings.ContainsAny(w, " \t\n'\"\\$`;&|<>()*?[]{}#~!") {
+			quoted[i] = "'" + strings.ReplaceAll(w, "'", `'\''`) + "'"
+		}
+	}
+	return strings.Join(quoted, " ")
+}
+
+func tasks(ctx context.Context, api *client.Client, stdout io.Writer) error {
+	list, err := api.ListTasks(ctx)
+	if err != nil {
+		return err
+	}
+	w := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "TASK\tTITLE\tSESSION\tAGENT\tSTATE")
+	for _, t := range list {
+		if len(t.Sessions) == 0 {
+			fmt.Fprintf(w, "%s\t%s\t-\t-\t-\n", t.ID, oneLine(t.Title))
+		}
+		for i, s := range t.Sessions {
+			id, title := t.ID, oneLine(t.Title)
+			if i > 0 {
+				id, title = "", ""
+			}
+			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", id, title, s.ID, s.Agent, s.State)
+		}
+	}
+	return w.Flush()
+}
+
+// output writes the stored bytes of a command: stdout to stdout, stderr to stderr.
+func output(ctx context.Context, api *client.Client, messageID, stream string, stdout, stderr io.Writer) error {
+	m, err := api.GetMessage(ctx, messageID)
+	if err != nil {
+		return err
+	}
+	snap, err := api.ShellOutput(ctx, m.SessionID, m.ID)
+	if err != nil {
+		return err
+	}
+	if stream != "stderr" {
+		if _, err := io.WriteString(stdout, snap.Output.Stdout); err != nil {
+			return err
+		}
+	}
+	if stream != "stdout" {
+		_, err = io.WriteString(stderr, snap.Output.Stderr)
+	}
+	return err
+}
+
+// seen is what the printer has shown of one message.
+type seen struct {
+	msg            shared.Message
+	content        int    // bytes of the content shown (agent text grows)
+	stdout, stderr string // the kept output last shown
+	etag           string
+	ended          bool // a command's final line is shown
+}
+
+// printer shows a session's messages as they arrive.
+type printer struct {
+	api            *client.Client
+	stdout, stderr io.Writer
+	seen           map[string]*seen
+	quiet          bool   // run: the person's own prompt is not echoed
+	agent          string // run: the agent of the session
+	last           *seen  // the newest command of the turn
+	midline        bool   // agent text was shown without its line's end
+}
+
+// say prints one line of chatter to stderr.
+func (p *printer) say(format string, args ...any) {
+	p.endLine()
+	fmt.Fprintf(p.stderr, format+"\n", args...)
+}
+
+// endLine ends agent text that was left mid-line.
+func (p *printer) endLine() {
+	if p.midline {
+		fmt.Fprintln(p.stderr)
+		p.midline = false
+	}
+}
+
+func (p *printer) run(ctx context.Context, agent, taskID, cwd, text string) error {
+	// Work that was started is finished or cancelled, not abandoned with the caller's ctx.
+	bg := context.WithoutCancel(ctx)
+	if taskID == "" {
+		t, err := p.api.CreateTask(bg, oneLine(text), "conch run")
+		if err != nil {
+			return err
+		}
+		taskID = t.ID
+	}
+	sess, err := p.api.StartSession(bg, taskID, agent, cwd)
+	if err != nil {
+		return err
+	}
+	if sess.State == shared.SessionFailed {
+		return fmt.Errorf("the %s agent did not start: %s", agent, sess.Error)
+	}
+	p.say("session %s (conch tail %s)", sess.ID, sess.ID)
+	conn, err := p.api.Dial(bg)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	if err := conn.Subscribe(bg, sess.ID); err != nil {
+		return err
+	}
+	p.quiet, p.agent = true, agent
+	if _, err := conn.Add(bg, shared.AddRequest{SessionID: sess.ID, Content: text}); err != nil {
+		return err
+	}
+	running, cancelled := false, false
+	for {
+		select {
+		case <-ctx.Done():
+			if !cancelled {
+				cancelled = true
+				p.say("cancelling the turn (interrupt again to leave it running)")
+				if err := p.api.Cancel(bg, sess.ID); err != nil {
+					return err
+				}
+			}
+			ctx = bg // a second interrupt ends the process through its default handler
+		case env, ok := <-conn.Notifications():
+			if !ok {
+				return fmt.Errorf("the connection ended: %w", conn.Err())
+			}
+			if env.Action != shared.ActionSessionUpdated {
+				p.notification(bg, env)
+				continue
+			}
+			var s shared.Session
+			if err := decode(env, &s); err != nil {
+				return err
+			}
+			if s.State == shared.SessionRunning {
+				running = true
+			} else if running || s.State == shared.SessionFailed || s.State == shared.SessionClosed {
+				p.endLine()
+				return p.outcome(s)
+			}
+		}
+	}
+}
+
+// outcome is the exit status of a finished turn: that of its last command, else whether
+// the session is still usable.
+func (p *printer) outcome(s shared.Session) error {
+	if s.State == shared.SessionFailed {
+		p.say("the session failed: %s", s.Error)
+		return ExitStatus(1)
+	}
+	if p.last == nil && p.agent == "shell" {
+		p.say("no command ran")
+		return ExitStatus(127) // as a shell says of a command it could not run
+	}
+	if p.last == nil {
+		return nil
+	}
+	se := shared.ShellOf(p.last.msg)
+	switch {
+	case se.Output.ExitCode != nil && *se.Output.ExitCode == 0:
+		return nil
+	case se.Output.ExitCode != nil:
+		return ExitStatus(*se.Output.ExitCode)
+	case se.Output.Signal != "" && unix.SignalNum(se.Output.Signal) != 0:
+		return ExitStatus(128 + int(unix.SignalNum(se.Output.Signal))) // as a shell reports it
+	case p.last.msg.Metadata.Status == shared.StatusCancelled:
+		return ExitStatus(130)
+	case p.last.msg.Metadata.Status == shared.StatusCompleted:
+		return nil
+	default:
+		return ExitStatus(1)
+	}
+}
+
+func (p *printer) tail(ctx context.Context, sessionID string) error {
+	conn, err := p.api.Dial(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	// Subscribed first, so nothing falls between the history and the live updates; a
+	// message in both is shown once (by id).
+	if err := conn.Subscribe(ctx, sessionID); err != nil {
+		return err
+	}
+	for req := (shared.ListRequest{SessionID: sessionID, Limit: new(shared.MaxPageLimit)}); ; {
+		page, err := p.api.ListMessages(ctx, req)
+		if err != nil {
+			return err
+		}
+		for _, m := range page.Messages {
+			p.show(ctx, m, false)
+		}
+		if !page.HasMore {
+			break
+		}
+		req.After = page.Cursor
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case env, ok := <-conn.Notifications():
+			if !ok {
+				return fmt.Errorf("the connection ended: %w", conn.Err())
+			}
+			if env.Action == shared.ActionSessionUpdated {
+				var s shared.Session
+				if err := decode(env, &s); err == nil && s.State != shared.SessionRunning {
+					p.say("· session %s", s.State)
+				}
+				continue
+			}
+			p.notification(ctx, env)
+		}
+	}
+}
+
+func (p *printer) notification(ctx context.Context, env shared.Envelope) {
+	var m shared.Message
+	if err := decode(env, &m); err != nil {
+		p.say("conch: %v", err)
+		return
+	}
+	p.show(ctx, m, true)
+}
+
+// show prints what is new about m. live says it arrived as it happened: a running
+// command's output is followed then, while history shows only how to fetch it.
+func (p *printer) show(ctx context.Context, m shared.Message, live bool) {
+	s := p.seen[m.ID]
+	first := s == nil
+	if first {
+		s = &seen{}
+		p.seen[m.ID] = s
+	}
+	s.msg = m
+	if p.quiet && m.AuthorType == shared.AuthorUser {
+		return
+	}
+	se := shared.ShellOf(m)
+	switch {
+	case se != nil:
+		if first {
+			p.say("$ %s", se.Command)
+			p.last = s
+		}
+		if s.ended {
+			return
+		}
+		terminal := m.Metadata.Status.IsTerminal()
+		if se.Output.HasOutput && (live || !terminal) {
+			p.follow(ctx, s)
+		}
+		if terminal {
+			s.ended = true
+			p.say("%s", ending(m.Metadata.Status, se.Output, live, m.ID))
+		}
+	case m.Type == shared.TypeMessage && m.AuthorType != shared.AuthorUser && live:
+		// Agent text grows while it is written: show each new part as it comes.
+		if len(m.Content) > s.content {
+			fmt.Fprint(p.stderr, m.Content[s.content:])
+			s.content = len(m.Content)
+			p.midline = !strings.HasSuffix(m.Content, "\n")
+		}
+	case (m.Type == shared.TypeMessage || m.Type == shared.TypeError) && first:
+		prefix := map[shared.MessageType]string{shared.TypeError: "error: "}[m.Type]
+		if m.AuthorType == shared.AuthorUser {
+			prefix = "› "
+		}
+		p.say("%s%s", prefix, strings.TrimRight(m.Content, "\n"))
+	case m.Metadata != nil && m.Type == shared.TypeToolCall:
+		if first || m.Metadata.Status.IsTerminal() && !s.ended {
+			s.ended = m.Metadata.Status.IsTerminal()
+			p.say("• %s (%s)", m.Content, m.Metadata.Status)
+		}
+	}
+}
+
+// follow prints what a command wrote since it was last shown. The server keeps the last
+// 256 KiB of each stream, so when more arrived than that between two looks, the cut is said.
+func (p *printer) follow(ctx context.Context, s *seen) {
+	snap, etag, unchanged, err := p.api.ShellOutputIfChanged(ctx, s.msg.SessionID, s.msg.ID, s.etag)
+	if err != nil {
+		p.say("conch: reading the output: %v", err)
+		return
+	}
+	if unchanged {
+		return
+	}
+	s.etag = etag
+	for _, st := range []struct {
+		shown *string
+		now   string
+		w     io.Writer
+	}{{&s.stdout, snap.Output.Stdout, p.stdout}, {&s.stderr, snap.Output.Stderr, p.stderr}} {
+		news, cut := after(*st.shown, st.now)
+		if cut {
+			p.say("[… output not kept by the server …]")
+		}
+		io.WriteString(st.w, news)
+		*st.shown = st.now
+	}
+}
+
+// after returns what now holds beyond shown: now is the kept tail of a stream of which
+// shown was an earlier kept tail. cut says some bytes in between are no longer kept.
+func after(shown, now string) (string, bool) {
+	if strings.HasPrefix(now, shown) {
+		return now[len(shown):], false
+	}
+	// The kept tail moved: find where the end of what was shown sits in it.
+	mark := shown[max(0, len(shown)-4096):]
+	if i := strings.LastIndex(now, mark); i >= 0 {
+		return now[i+len(mark):], false
+	}
+	return now, shown != ""
+}
+
+// ending is a command's last line.
+func ending(status shared.ToolStatus, o shared.ShellOutputSummary, live bool, id string) string {
+	var line string
+	switch {
+	case o.ExitCode != nil && *o.ExitCode == 0:
+		line = "✓ exit 0"
+	case o.ExitCode != nil:
+		line = fmt.Sprintf("✗ exit %d", *o.ExitCode)
+	case o.Signal != "":
+		line = "✗ killed by " + o.Signal
+	default:
+		line = "· " + string(status)
+	}
+	if o.HasOutput && !live {
+		line += fmt.Sprintf(" (output %d B: conch output %s)", o.StdoutBytes+o.StderrBytes, id)
+	}
+	return line
+}
+
+func decode(env shared.Envelope, v any) error {
+	if err := json.Unmarshal(env.Payload, v); err != nil {
+		return fmt.Errorf("%s: %w", env.Action, err)
+	}
+	return nil
+}
+
+func oneLine(s string) string {
+	s, _, _ = strings.Cut(strings.TrimSpace(s), "\n")
+	return s
+}

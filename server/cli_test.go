@@ -1,0 +1,144 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"conch/app/cli"
+)
+
+// conch runs the CLI in process against server and returns its streams and error.
+func conch(t *testing.T, server string, args ...string) (stdout, stderr string, err error) {
+	t.Helper()
+	var out, errs bytes.Buffer
+	args = append([]string{args[0], "--server", server}, args[1:]...)
+	err = run(context.Background(), args, nil, &out, &errs)
+	return out.String(), errs.String(), err
+}
+
+// The CLI against a real server, its shell agent and real commands: run prints the
+// command's own streams apart from the chatter and ends with the command's status; output
+// gives the stored bytes back exactly; tasks lists what run created.
+func TestCLI(t *testing.T) {
+	// A relative --db: sessions' directories beside it must still work for the agent.
+	t.Chdir(t.TempDir())
+	base, stop := startServer(t, "conch.db")
+	defer stop()
+
+	stdout, stderr, err := conch(t, base, "run", "--", "sh", "-c", `printf 'out\n'; printf 'err\n' >&2; exit 3`)
+	if !errors.Is(err, cli.ExitStatus(3)) {
+		t.Fatalf("run ended with %v, want exit status 3\nstderr:\n%s", err, stderr)
+	}
+	if stdout != "out\n" {
+		t.Errorf("stdout %q, want only the command's stdout", stdout)
+	}
+	for _, want := range []string{`$ sh -c 'printf '\''out\n'\''; printf '\''err\n'\'' >&2; exit 3'`, "err\n", "✗ exit 3"} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, stderr)
+		}
+	}
+	session := regexp.MustCompile(`session (\S+)`).FindStringSubmatch(stderr)
+	if session == nil {
+		t.Fatalf("run did not name its session:\n%s", stderr)
+	}
+
+	// A whole shell line as one word, with bytes that are not text.
+	stdout, stderr, err = conch(t, base, "run", "--", `printf 'a\tb\n'; printf 'x%.0s' $(seq 3)`)
+	if err != nil || stdout != "a\tb\nxxx" {
+		t.Fatalf("run: %v, stdout %q\n%s", err, stdout, stderr)
+	}
+
+	tasks, _, err := conch(t, base, "tasks")
+	if err != nil || !strings.Contains(tasks, session[1]) || !strings.Contains(tasks, "shell") {
+		t.Fatalf("tasks: %v\n%s", err, tasks)
+	}
+
+	// conch output needs the message id: the history shown by tail names it.
+	_, history, err := tailOnce(t, base, session[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := regexp.MustCompile(`conch output (\S+)\)`).FindStringSubmatch(history)
+	if id == nil {
+		t.Fatalf("tail's history does not say how to fetch the output:\n%s", history)
+	}
+	for _, c := range []struct {
+		args           []string
+		stdout, stderr string
+	}{
+		{[]string{"output", id[1]}, "out\n", "err\n"},
+		{[]string{"output", "--stream", "stdout", id[1]}, "out\n", ""},
+		{[]string{"output", "--stream", "stderr", id[1]}, "", "err\n"},
+	} {
+		out, errs, err := conch(t, base, c.args...)
+		if err != nil || out != c.stdout || errs != c.stderr {
+			t.Errorf("%v: %v, stdout %q, stderr %q; want %q, %q", c.args, err, out, errs, c.stdout, c.stderr)
+		}
+	}
+	if _, _, err := conch(t, base, "output", "no-such-message"); err == nil || !strings.Contains(err.Error(), "message not found") {
+		t.Errorf("output of an unknown id: %v", err)
+	}
+	if _, _, err := conch(t, base, "output", "--stream", "both", id[1]); err == nil {
+		t.Error("output took an unknown stream")
+	}
+
+	// The binary itself exits with the command's status.
+	if bin := os.Getenv("CONCH_BIN"); bin != "" {
+		err := exec.Command(bin, "run", "--server", base, "--", "exit 7").Run()
+		var exit *exec.ExitError
+		if !errors.As(err, &exit) || exit.ExitCode() != 7 {
+			t.Errorf("bin/conch run -- 'exit 7' ended with %v, want exit status 7", err)
+		}
+	}
+}
+
+// tailOnce runs tail until it has shown the session's history, then stops it.
+func tailOnce(t *testing.T, server, sessionID string) (string, string, error) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	var out, errs syncBuffer
+	done := make(chan error, 1)
+	go func() { done <- run(ctx, []string{"tail", "--server", server, sessionID}, nil, &out, &errs) }()
+	waitFor(t, func() bool { return strings.Contains(errs.String(), "✗ exit 3") })
+	cancel()
+	err := <-done
+	return out.String(), errs.String(), err
+}
+
+// syncBuffer is a bytes.Buffer safe to read while another goroutine writes it.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// waitFor polls cond until it holds, failing after 30 s.
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not met within 30 s")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
