@@ -81,3 +81,16 @@ func Bound(s string, limit int) (string, bool) {
 	}
 	return s[cut:], true
 }
+
+// ShellJoin writes words as one sh command line, quoting a word only where the shell
+// would split or expand it, so that the line reads as a person would type it.
+func ShellJoin(words ...string) string {
+	quoted := make([]string, len(words))
+	for i, w := range words {
+		quoted[i] = w
+		if w == "" || strings.ContainsAny(w, " \t\n'\"\\$`;&|<>()*?[]{}#~!") {
+			quoted[i] = "'" + strings.ReplaceAll(w, "'", `'\''`) + "'"
+		}
+	}
+	return strings.Join(quoted, " ")
+}

@@ -92,14 +92,7 @@ func prompt(words []string) string {
 	if len(words) == 1 {
 		return words[0]
 	}
-	quoted := make([]string, len(words))
-	for i, w := range words {
-		quoted[i] = w
-		if w == "" || strings.ContainsAny(w, " \t\n'\"\\$`;&|<>()*?[]{}#~!") {
-			quoted[i] = "'" + strings.ReplaceAll(w, "'", `'\''`) + "'"
-		}
-	}
-	return strings.Join(quoted, " ")
+	return shared.ShellJoin(words...)
 }
 
 func tasks(ctx context.Context, api *client.Client, stdout io.Writer) error {

@@ -348,10 +348,10 @@ func commandOf(raw any) (cmd, dir string) {
 		args := make([]string, 0, len(c))
 		for _, a := range c {
 			if s, ok := a.(string); ok {
-				args = append(args, shellQuote(s))
+				args = append(args, s)
 			}
 		}
-		cmd = strings.Join(args, " ")
+		cmd = shared.ShellJoin(args...)
 	}
 	for _, k := range []string{"cwd", "workdir", "work_dir", "working_directory"} {
 		if d, ok := m[k].(string); ok && d != "" {
@@ -359,14 +359,6 @@ func commandOf(raw any) (cmd, dir string) {
 		}
 	}
 	return cmd, ""
-}
-
-// shellQuote quotes an argument only when the shell would split or expand it.
-func shellQuote(s string) string {
-	if s != "" && !strings.ContainsAny(s, " \t\n'\"\\$`;&|<>()*?[]{}#~!") {
-		return s
-	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 // intOf accepts a JSON number (float64 or json.Number) that is a whole number.

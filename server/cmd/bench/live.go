@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strings"
 	"time"
 
 	"conch/shared"
@@ -38,7 +37,7 @@ func (b *bench) live(ctx context.Context) error {
 		// This program itself writes the lines, on a ticker: a shell loop of `sleep 0.01`
 		// drifts to one line per 15-20 ms on a busy machine (a fork per line).
 		{fmt.Sprintf("1 line per 10 ms for %s", b.trickle),
-			fmt.Sprintf("%s emit -every 10ms -for %s", shellQuote(self), b.trickle),
+			fmt.Sprintf("%s emit -every 10ms -for %s", shared.ShellJoin(self), b.trickle),
 			1, b.trickle + time.Minute},
 	}
 
@@ -114,9 +113,6 @@ func perSecond(frames []frame) dist {
 	}
 	return counts
 }
-
-// shellQuote quotes s for sh.
-func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
 
 // emit is `bench emit`: the command of the slow live benchmark. It writes one numbered line
 // every interval, on a ticker so that the rate does not drift, for the given time.

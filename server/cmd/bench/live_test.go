@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"os/exec"
 	"strings"
 	"testing"
 )
@@ -25,14 +24,5 @@ func TestEmitWritesNumberedLinesUntilTheEnd(t *testing.T) {
 	}
 	if err := emit(context.Background(), []string{"-every", "0s"}, &out); err == nil {
 		t.Fatal("a zero interval was accepted")
-	}
-}
-
-func TestShellQuote(t *testing.T) {
-	for _, s := range []string{"/tmp/bench", "/tmp/it's here/bench", "a b"} {
-		out, err := exec.Command("sh", "-c", "printf %s "+shellQuote(s)).Output()
-		if err != nil || string(out) != s {
-			t.Fatalf("sh read %q back as %q (%v)", s, out, err)
-		}
 	}
 }
