@@ -9,6 +9,7 @@ package api
 
 import (
 	"context"
+	_ "embed"
 	"errors"
 	"io/fs"
 	"log/slog"
@@ -25,6 +26,13 @@ import (
 	"github.com/gofiber/fiber/v2/middleware/adaptor"
 	"github.com/gofiber/fiber/v2/middleware/recover"
 )
+
+// OpenAPI is the OpenAPI 3.1 description of every route, served at /api/v1/openapi.json.
+// The API tests validate every request and answer they make against it, so it cannot
+// drift from what the server does.
+//
+//go:embed openapi.json
+var OpenAPI []byte
 
 // DefaultBodyLimit bounds request bodies and WebSocket frames when Config.BodyLimit is 0.
 const DefaultBodyLimit = 1 << 20
@@ -105,6 +113,10 @@ func New(cfg Config) *fiber.App {
 	v1.Post("/task-sessions/:session_id/cancel", s.handleCancel)
 	v1.Get("/task-sessions/:session_id/messages/:message_id/shell-output", s.handleShellOutput)
 	v1.Get("/messages/:message_id", s.handleGetMessage)
+	v1.Get("/openapi.json", func(c *fiber.Ctx) error {
+		c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSON)
+		return c.Send(OpenAPI)
+	})
 	api.All("/*", func(c *fiber.Ctx) error { return s.fail(c, errNoRoute) })
 
 	app.Get("/ws", s.requireToken, s.checkUpgrade, websocket.New(s.handleWS, websocket.Config{

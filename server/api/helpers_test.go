@@ -164,6 +164,7 @@ func (e *env) do(method, target, body string, header ...string) (*http.Response,
 		}
 		req.Header.Set(header[i], header[i+1])
 	}
+	sent := req.Header.Clone()
 	resp, err := e.app.Test(req, -1)
 	if err != nil {
 		e.t.Fatalf("%s %s: %v", method, target, err)
@@ -173,6 +174,7 @@ func (e *env) do(method, target, body string, header ...string) (*http.Response,
 	if err != nil {
 		e.t.Fatal(err)
 	}
+	checkOpenAPI(e.t, method, target, body, sent, resp, string(raw))
 	return resp, string(raw)
 }
 
