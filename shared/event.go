@@ -2,6 +2,7 @@ package shared
 
 import (
 	"encoding/json"
+	"fmt"
 	"time"
 )
 
@@ -12,6 +13,14 @@ type Envelope struct {
 	Action    string          `json:"action"`
 	Payload   json.RawMessage `json:"payload,omitempty"`
 	Timestamp time.Time       `json:"timestamp"`
+}
+
+// Decode decodes the payload into v.
+func (e Envelope) Decode(v any) error {
+	if err := json.Unmarshal(e.Payload, v); err != nil {
+		return fmt.Errorf("the payload of %s: %w", e.Action, err)
+	}
+	return nil
 }
 
 // Envelope types.

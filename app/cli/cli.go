@@ -10,7 +10,6 @@ package cli
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -223,7 +222,7 @@ func (p *printer) run(ctx context.Context, agent, taskID, cwd, text string) erro
 				continue
 			}
 			var s shared.Session
-			if err := decode(env, &s); err != nil {
+			if err := env.Decode(&s); err != nil {
 				return err
 			}
 			if s.State == shared.SessionRunning {
@@ -301,7 +300,7 @@ func (p *printer) tail(ctx context.Context, sessionID string) error {
 			}
 			if env.Action == shared.ActionSessionUpdated {
 				var s shared.Session
-				if err := decode(env, &s); err == nil && s.State != shared.SessionRunning {
+				if err := env.Decode(&s); err == nil && s.State != shared.SessionRunning {
 					p.say("· session %s", s.State)
 				}
 				continue
@@ -313,7 +312,7 @@ func (p *printer) tail(ctx context.Context, sessionID string) error {
 
 func (p *printer) notification(ctx context.Context, env shared.Envelope) {
 	var m shared.Message
-	if err := decode(env, &m); err != nil {
+	if err := env.Decode(&m); err != nil {
 		p.say("conch: %v", err)
 		return
 	}
@@ -429,13 +428,6 @@ func ending(status shared.ToolStatus, o shared.ShellOutputSummary, live bool, id
 		line += fmt.Sprintf(" (output %d B: conch output %s)", o.StdoutBytes+o.StderrBytes, id)
 	}
 	return line
-}
-
-func decode(env shared.Envelope, v any) error {
-	if err := json.Unmarshal(env.Payload, v); err != nil {
-		return fmt.Errorf("%s: %w", env.Action, err)
-	}
-	return nil
 }
 
 func oneLine(s string) string {

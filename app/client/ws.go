@@ -124,16 +124,13 @@ func (c *Conn) request(ctx context.Context, action string, in, out any) error {
 	case env := <-reply:
 		if env.Type == shared.EnvelopeError {
 			var e shared.Error
-			_ = json.Unmarshal(env.Payload, &e)
+			_ = env.Decode(&e)
 			return fmt.Errorf("%s: %w", action, &e)
 		}
 		if out == nil {
 			return nil
 		}
-		if err := json.Unmarshal(env.Payload, out); err != nil {
-			return fmt.Errorf("%s: decoding the answer: %w", action, err)
-		}
-		return nil
+		return env.Decode(out)
 	case <-c.done:
 		return c.Err()
 	case <-ctx.Done():

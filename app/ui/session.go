@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"strings"
 	"time"
@@ -222,13 +221,13 @@ func (p *SessionPage) notify(ctx app.Context, c context.Context, id string, env 
 	switch env.Action {
 	case shared.ActionMessageAdded, shared.ActionMessageUpdated:
 		var m shared.Message
-		if json.Unmarshal(env.Payload, &m) != nil || m.SessionID != id {
+		if env.Decode(&m) != nil || m.SessionID != id {
 			return
 		}
 		p.apply(ctx, c, func(ctx app.Context) { p.show(ctx, []shared.Message{m}) })
 	case shared.ActionSessionUpdated:
 		var s shared.Session
-		if json.Unmarshal(env.Payload, &s) != nil || s.ID != id {
+		if env.Decode(&s) != nil || s.ID != id {
 			return
 		}
 		p.apply(ctx, c, func(app.Context) { p.session = &s })

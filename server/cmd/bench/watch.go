@@ -110,7 +110,7 @@ func (c *wsClient) follow(ctx context.Context) clientLog {
 			continue
 		}
 		var m shared.Message
-		if err := json.Unmarshal(env.Payload, &m); err != nil {
+		if err := env.Decode(&m); err != nil {
 			log.err = err
 			return log
 		}
