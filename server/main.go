@@ -35,7 +35,12 @@ const usage = `usage:
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
+	// The first signal asks for a clean end (a server's shutdown, conch run's cancel); the
+	// default behaviour comes back for the next, so a second one always ends the process.
+	go func() {
+		<-ctx.Done()
+		stop()
+	}()
 	err := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 	var status cli.ExitStatus
 	switch {
