@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
@@ -13,6 +14,8 @@ import (
 	"time"
 
 	"conch/app/cli"
+	"conch/app/client"
+	"conch/shared"
 )
 
 // conch runs the CLI in process against server and returns its streams and error.
@@ -33,14 +36,14 @@ func TestCLI(t *testing.T) {
 	base, stop := startServer(t, "conch.db")
 	defer stop()
 
-	stdout, stderr, err := conch(t, base, "run", "--", "sh", "-c", `printf 'out\n'; printf 'err\n' >&2; exit 3`)
-	if !errors.Is(err, cli.ExitStatus(3)) {
-		t.Fatalf("run ended with %v, want exit status 3\nstderr:\n%s", err, stderr)
+	stdout, stderr, err := conch(t, base, "run", "--", "sh", "-c", "echo out; echo err >&2; exit 7")
+	if !errors.Is(err, cli.ExitStatus(7)) {
+		t.Fatalf("run ended with %v, want exit status 7\nstderr:\n%s", err, stderr)
 	}
 	if stdout != "out\n" {
 		t.Errorf("stdout %q, want only the command's stdout", stdout)
 	}
-	for _, want := range []string{`$ sh -c 'printf '\''out\n'\''; printf '\''err\n'\'' >&2; exit 3'`, "err\n", "✗ exit 3"} {
+	for _, want := range []string{`$ sh -c 'echo out; echo err >&2; exit 7'`, "err\n", "✗ exit 7"} {
 		if !strings.Contains(stderr, want) {
 			t.Errorf("stderr lacks %q:\n%s", want, stderr)
 		}
@@ -90,6 +93,29 @@ func TestCLI(t *testing.T) {
 		t.Error("output took an unknown stream")
 	}
 
+	// The exact bytes of an output at the bound: 262,144 bytes, lines of all sorts of text.
+	const big = `for i in $(seq 1 4096); do printf 'línea %05d · 0123456789abcdef 0123456789 ✓ [\t] %040d\n' $i $i; done | head -c 262144`
+	want, err := exec.Command("sh", "-c", big).Output()
+	if err != nil || len(want) != 262144 {
+		t.Fatalf("the reference output: %d bytes, %v", len(want), err)
+	}
+	if stdout, stderr, err = conch(t, base, "run", "--", big); err != nil || stdout != string(want) {
+		t.Fatalf("run streamed %d bytes (%v), want the %d the command wrote\n%s", len(stdout), err, len(want), stderr)
+	}
+	bigID := regexp.MustCompile(`session (\S+)`).FindStringSubmatch(stderr)[1]
+	page, err := client.New(base).ListMessages(context.Background(), shared.ListRequest{SessionID: bigID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range page.Messages {
+		if shared.ShellOf(m) == nil {
+			continue
+		}
+		if out, _, err := conch(t, base, "output", "--stream", "stdout", m.ID); err != nil || out != string(want) {
+			t.Fatalf("output gave %d bytes (%v), want the %d stored", len(out), err, len(want))
+		}
+	}
+
 	// The binary itself exits with the command's status.
 	if bin := os.Getenv("CONCH_BIN"); bin != "" {
 		err := exec.Command(bin, "run", "--server", base, "--", "exit 7").Run()
@@ -107,7 +133,7 @@ func tailOnce(t *testing.T, server, sessionID string) (string, string, error) {
 	var out, errs syncBuffer
 	done := make(chan error, 1)
 	go func() { done <- run(ctx, []string{"tail", "--server", server, sessionID}, nil, &out, &errs) }()
-	waitFor(t, func() bool { return strings.Contains(errs.String(), "✗ exit 3") })
+	waitFor(t, func() bool { return strings.Contains(errs.String(), "✗ exit 7") })
 	cancel()
 	err := <-done
 	return out.String(), errs.String(), err
@@ -140,5 +166,61 @@ func waitFor(t *testing.T, cond func() bool) {
 			t.Fatal("condition not met within 30 s")
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// tail shows what another client does in the session, as it happens.
+func TestCLITailSeesOtherClients(t *testing.T) {
+	base, stop := startServer(t, filepath.Join(t.TempDir(), "conch.db"))
+	defer stop()
+	ctx := context.Background()
+	api := client.New(base)
+	task, err := api.CreateTask(ctx, "tail", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sess, err := api.StartSession(ctx, task.ID, "shell", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tctx, cancel := context.WithCancel(ctx)
+	var out, errs syncBuffer
+	done := make(chan error, 1)
+	go func() { done <- run(tctx, []string{"tail", "--server", base, sess.ID}, nil, &out, &errs) }()
+	waitFor(t, func() bool { return strings.Contains(errs.String(), "following live") })
+	if _, err := api.SendMessage(ctx, sess.ID, "echo from another client", ""); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, func() bool {
+		return strings.Contains(errs.String(), "✓ exit 0") && strings.Contains(out.String(), "from another client\n")
+	})
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("tail ended with %v", err)
+	}
+	if !strings.Contains(errs.String(), "› echo from another client") || !strings.Contains(errs.String(), "$ echo from another client") {
+		t.Errorf("tail did not show the prompt and the command:\n%s", errs.String())
+	}
+}
+
+// A wrong token is said plainly, and the process ends non-zero.
+func TestCLIWrongToken(t *testing.T) {
+	base, stop := startServer(t, filepath.Join(t.TempDir(), "conch.db"), "--token", "the-right-token-of-32-characters")
+	defer stop()
+	for _, args := range [][]string{{"tasks"}, {"run", "--", "true"}, {"tail", "some-session"}, {"output", "some-message"}} {
+		_, _, err := conch(t, base, append([]string{args[0], "--token", "wrong"}, args[1:]...)...)
+		if err == nil || !strings.Contains(err.Error(), "missing or wrong token") {
+			t.Errorf("%v with a wrong token: %v", args, err)
+		}
+	}
+	if _, _, err := conch(t, base, "tasks", "--token", "the-right-token-of-32-characters"); err != nil {
+		t.Errorf("tasks with the right token: %v", err)
+	}
+	if bin := os.Getenv("CONCH_BIN"); bin != "" {
+		out, err := exec.Command(bin, "tasks", "--server", base, "--token", "wrong").CombinedOutput()
+		var exit *exec.ExitError
+		if !errors.As(err, &exit) || exit.ExitCode() != 1 || !strings.Contains(string(out), "missing or wrong token") {
+			t.Errorf("bin/conch tasks with a wrong token: %v\n%s", err, out)
+		}
 	}
 }

@@ -33,14 +33,15 @@ func TestMain(m *testing.M) {
 }
 
 // startServer runs `conch serve` in process on 127.0.0.1:0 and returns its base URL.
-func startServer(t *testing.T, dbPath string) (string, func()) {
+// flags go to serve as given.
+func startServer(t *testing.T, dbPath string, flags ...string) (string, func()) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	pr, pw := io.Pipe()
 	done := make(chan error, 1)
 	var logs bytes.Buffer
 	go func() {
-		done <- run(ctx, []string{"serve", "--addr", "127.0.0.1:0", "--db", dbPath}, nil, pw, &logs)
+		done <- run(ctx, append([]string{"serve", "--addr", "127.0.0.1:0", "--db", dbPath}, flags...), nil, pw, &logs)
 		pw.Close()
 	}()
 	line, err := bufio.NewReader(pr).ReadString('\n')

@@ -290,6 +290,7 @@ func (p *printer) tail(ctx context.Context, sessionID string) error {
 		}
 		req.After = page.Cursor
 	}
+	p.say("· following live; interrupt to stop")
 	for {
 		select {
 		case <-ctx.Done():

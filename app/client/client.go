@@ -135,6 +135,18 @@ func (c *Client) ShellOutputIfChanged(ctx context.Context, sessionID, messageID,
 	return snap, version, false, err
 }
 
+// answerError is the error a non-2xx answer reports, nil for a 2xx one.
+func answerError(status int, body []byte) *shared.Error {
+	if status >= 200 && status <= 299 {
+		return nil
+	}
+	var e shared.ErrorBody
+	if json.Unmarshal(body, &e) != nil || e.Error == "" {
+		e.Error = strings.TrimSpace(string(body))
+	}
+	return &shared.Error{Code: e.Code, Message: e.Error}
+}
+
 // call sends in as JSON (when not nil) and decodes a 2xx answer into out (when not nil).
 func (c *Client) call(ctx context.Context, method, path string, in, out any) error {
 	return c.callIfNoneMatch(ctx, method, path, nil, in, out)
@@ -168,12 +180,8 @@ func (c *Client) callIfNoneMatch(ctx context.Context, method, path string, etag 
 	if status == http.StatusNotModified && held != "" {
 		return errNotModified
 	}
-	if status < 200 || status > 299 {
-		var e shared.ErrorBody
-		if json.Unmarshal(resp, &e) != nil || e.Error == "" {
-			e.Error = strings.TrimSpace(string(resp))
-		}
-		return fmt.Errorf("%s %s: %d: %w", method, path, status, &shared.Error{Code: e.Code, Message: e.Error})
+	if e := answerError(status, resp); e != nil {
+		return fmt.Errorf("%s %s: %d: %w", method, path, status, e)
 	}
 	if out == nil {
 		return nil

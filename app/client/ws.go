@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"strconv"
 	"strings"
 	"sync"
@@ -35,10 +36,17 @@ type Conn struct {
 // Dial opens the WebSocket. The connection lives until Close or a failure, not until ctx ends.
 func (c *Client) Dial(ctx context.Context) (*Conn, error) {
 	u := strings.Replace(c.wsBase(), "http", "ws", 1) + "/ws"
-	ws, _, err := websocket.Dial(ctx, u, c.dialOptions())
+	ws, resp, err := websocket.Dial(ctx, u, c.dialOptions())
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
+		}
+		if resp != nil && resp.Body != nil {
+			// The server answered, but refused (a wrong token, say): its error, not "unreachable".
+			body, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+			if e := answerError(resp.StatusCode, body); e != nil {
+				return nil, fmt.Errorf("dial %s: %w", u, e)
+			}
 		}
 		return nil, fmt.Errorf("dial %s: %w: %v", u, ErrUnreachable, err)
 	}
