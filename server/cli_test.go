@@ -139,6 +139,20 @@ func tailOnce(t *testing.T, server, sessionID string) (string, string, error) {
 	return out.String(), errs.String(), err
 }
 
+// shellSession starts the shell agent on a new task.
+func shellSession(t *testing.T, api *client.Client) shared.Session {
+	t.Helper()
+	task, err := api.CreateTask(context.Background(), t.Name(), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sess, err := api.StartSession(context.Background(), task.ID, "shell", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sess
+}
+
 // syncBuffer is a bytes.Buffer safe to read while another goroutine writes it.
 type syncBuffer struct {
 	mu  sync.Mutex
@@ -175,14 +189,7 @@ func TestCLITailSeesOtherClients(t *testing.T) {
 	defer stop()
 	ctx := context.Background()
 	api := client.New(base)
-	task, err := api.CreateTask(ctx, "tail", "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	sess, err := api.StartSession(ctx, task.ID, "shell", "")
-	if err != nil {
-		t.Fatal(err)
-	}
+	sess := shellSession(t, api)
 	tctx, cancel := context.WithCancel(ctx)
 	var out, errs syncBuffer
 	done := make(chan error, 1)

@@ -31,6 +31,8 @@ import (
 const usage = `usage:
   conch serve [--addr 127.0.0.1:8080] [--db PATH] [--agents FILE] [--token TOKEN]
   conch agent shell                the built-in shell agent, spoken to over stdio (ACP)
+  conch prune [--db PATH] --older-than 720h
+                                   delete the tasks idle for that long, with all they hold
 ` + cli.Usage
 
 func main() {
@@ -58,6 +60,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return serve(ctx, args[1:], stdout, stderr)
 	case len(args) == 2 && args[0] == "agent" && args[1] == "shell":
 		return shellagent.Run(ctx, stdin, stdout)
+	case len(args) >= 1 && args[0] == "prune":
+		return prune(ctx, args[1:], stdout, stderr)
 	case len(args) >= 1 && slices.Contains(cli.Commands, args[0]):
 		return cli.Run(ctx, args, stdout, stderr)
 	default:
@@ -143,6 +147,32 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err := server.ShutdownWithTimeout(10 * time.Second); err != nil {
 		log.Warn("shutdown", "err", err)
 	}
+	return nil
+}
+
+// prune deletes, straight from the database, the tasks whose last activity is older than
+// --older-than; tasks with a live session are kept.
+func prune(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	flags := flag.NewFlagSet("prune", flag.ContinueOnError)
+	flags.SetOutput(stderr)
+	dbPath := flags.String("db", env("CONCH_DB", defaultDB()), "SQLite database file (env CONCH_DB)")
+	age := flags.Duration("older-than", 0, "delete tasks idle for longer than this, e.g. 720h (required)")
+	if err := flags.Parse(args); err != nil {
+		return err
+	}
+	if *age <= 0 {
+		return errors.New("prune: give --older-than, a positive duration such as 720h")
+	}
+	st, err := store.Open(*dbPath, nil)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	n, err := st.PruneTasks(ctx, time.Now().Add(-*age))
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "deleted %d tasks idle for more than %s\n", n, *age)
 	return nil
 }
 

@@ -41,6 +41,9 @@ const (
 	ActionMessageUpdated = "session.message.updated"
 	// ActionSessionUpdated is an extension: the session's state changed (payload: Session).
 	ActionSessionUpdated = "session.updated"
+	// ActionSessionDeleted is an extension: the session was deleted with its task (payload:
+	// SessionRef); its subscriptions end.
+	ActionSessionDeleted = "session.deleted"
 )
 
 // SessionRef is the payload of subscribe and unsubscribe, both ways.

@@ -227,6 +227,17 @@ func (m *Manager) Cancel(sessionID string) error {
 	return s.cancel()
 }
 
+// Stop ends one session's agent as Close does, and returns once it is gone; a session
+// without a live agent is left as it is.
+func (m *Manager) Stop(sessionID, reason string) {
+	m.mu.Lock()
+	s := m.sessions[sessionID]
+	m.mu.Unlock()
+	if s != nil {
+		s.stop(reason)
+	}
+}
+
 // Close ends every session: agents and their terminals' process groups are killed,
 // open tool calls end cancelled with their output, and the sessions are closed.
 func (m *Manager) Close() {

@@ -46,6 +46,8 @@ type Runtime interface {
 	Prompt(sessionID, content string) error
 	// Cancel sends ACP session/cancel for the running turn.
 	Cancel(sessionID string) error
+	// Stop ends the session's agent and its commands, and returns once they are gone.
+	Stop(sessionID, reason string)
 }
 
 // Config wires the API to the rest of the server.
@@ -106,6 +108,7 @@ func New(cfg Config) *fiber.App {
 	v1.Get("/tasks", s.handleListTasks)
 	v1.Post("/tasks", s.handleCreateTask)
 	v1.Get("/tasks/:task_id", s.handleGetTask)
+	v1.Delete("/tasks/:task_id", s.handleDeleteTask)
 	v1.Post("/tasks/:task_id/sessions", s.handleCreateSession)
 	v1.Get("/task-sessions/:session_id", s.handleGetSession)
 	v1.Get("/task-sessions/:session_id/messages", s.handleListMessages)

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/url"
 	"reflect"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -68,6 +69,31 @@ func (s *server) handleGetTask(c *fiber.Ctx) error {
 		return s.fail(c, err)
 	}
 	return c.JSON(task)
+}
+
+// handleDeleteTask stops the task's agents, then removes the task with everything it holds
+// in one transaction, and tells the sessions' subscribers.
+func (s *server) handleDeleteTask(c *fiber.Ctx) error {
+	ctx, id := c.UserContext(), c.Params("task_id")
+	live, err := s.store.TaskSessions(ctx, id)
+	if err != nil {
+		return s.fail(c, err)
+	}
+	const reason = "its task was deleted"
+	for _, sid := range live { // first, so that no agent writes into what is being deleted
+		s.rt.Stop(sid, reason)
+	}
+	deleted, err := s.store.DeleteTask(ctx, id)
+	if err != nil {
+		return s.fail(c, err)
+	}
+	for _, sid := range deleted {
+		if !slices.Contains(live, sid) { // started in between
+			s.rt.Stop(sid, reason)
+		}
+		s.hub.SessionDeleted(sid)
+	}
+	return c.SendStatus(http.StatusNoContent)
 }
 
 type createSessionRequest struct {

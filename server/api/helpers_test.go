@@ -46,6 +46,7 @@ type fakeRuntime struct {
 	mu        sync.Mutex
 	prompts   []string // "session: content"
 	cancels   []string
+	stops     []string
 	promptErr error
 	panics    atomic.Bool // Agents and Prompt panic, as a bug would
 }
@@ -83,6 +84,12 @@ func (f *fakeRuntime) Cancel(sessionID string) error {
 	defer f.mu.Unlock()
 	f.cancels = append(f.cancels, sessionID)
 	return nil
+}
+
+func (f *fakeRuntime) Stop(sessionID, reason string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.stops = append(f.stops, sessionID)
 }
 
 func (f *fakeRuntime) recorded() (prompts, cancels []string) {

@@ -394,3 +394,39 @@ func TestGetMessageByID(t *testing.T) {
 		t.Errorf("unknown id: %s", body)
 	}
 }
+
+// DELETE /api/v1/tasks/{id}: the task's agents are stopped, everything it holds goes, its
+// sessions' subscribers are told, and nothing else changes.
+func TestDeleteTask(t *testing.T) {
+	e := newEnv(t)
+	s1 := e.session()
+	m := e.shell(s1.ID, "make", shared.StatusCompleted, &shared.ShellOutput{Stdout: "out"})
+	s2 := e.session()
+	kept := e.text(s2.ID, "kept")
+	sub := e.hub.Connect()
+	defer sub.Close()
+	sub.Subscribe(s1.ID)
+
+	e.expect(http.StatusNoContent, "DELETE", "/api/v1/tasks/"+s1.TaskID, "", nil)
+	e.rt.mu.Lock()
+	stops := append([]string(nil), e.rt.stops...)
+	e.rt.mu.Unlock()
+	if len(stops) != 1 || stops[0] != s1.ID {
+		t.Errorf("stopped %v, want the task's session %s", stops, s1.ID)
+	}
+	for _, target := range []string{"/api/v1/tasks/" + s1.TaskID, "/api/v1/task-sessions/" + s1.ID,
+		"/api/v1/messages/" + m.ID, "/api/v1/task-sessions/" + s1.ID + "/messages/" + m.ID + "/shell-output"} {
+		e.expect(http.StatusNotFound, "GET", target, "", nil)
+	}
+	frames := sub.Take()
+	if len(frames) != 1 || !strings.Contains(string(frames[0]), `"action":"session.deleted"`) || !strings.Contains(string(frames[0]), s1.ID) {
+		t.Errorf("the subscriber got %q, want one session.deleted", frames)
+	}
+	e.expect(http.StatusOK, "GET", "/api/v1/messages/"+kept.ID, "", nil)
+	if body := e.expect(http.StatusNotFound, "DELETE", "/api/v1/tasks/"+s1.TaskID, "", nil); body != `{"error":"task not found","code":"not_found"}` {
+		t.Errorf("deleting twice: %s", body)
+	}
+	// A browser page of another origin cannot delete.
+	e.expect(http.StatusForbidden, "DELETE", "/api/v1/tasks/"+s2.TaskID, "", nil, "Origin", "https://evil.example")
+	e.expect(http.StatusOK, "GET", "/api/v1/tasks/"+s2.TaskID, "", nil)
+}

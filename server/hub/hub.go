@@ -79,6 +79,14 @@ func (h *Hub) SessionUpdated(s shared.Session) {
 	h.publish(s.ID, shared.ActionSessionUpdated, "", s)
 }
 
+// SessionDeleted sends session.deleted (an extension) to the session's subscribers and
+// ends their subscriptions: nothing more will come of that session.
+func (h *Hub) SessionDeleted(sessionID string) {
+	for _, c := range h.publish(sessionID, shared.ActionSessionDeleted, "", shared.SessionRef{SessionID: sessionID}) {
+		c.Unsubscribe(sessionID)
+	}
+}
+
 // Subscribers reports how many clients are subscribed to a session.
 func (h *Hub) Subscribers(sessionID string) int {
 	h.mu.RLock()
@@ -86,12 +94,13 @@ func (h *Hub) Subscribers(sessionID string) int {
 	return len(h.subs[sessionID])
 }
 
-// publish encodes the notification once and offers it to every subscriber.
-func (h *Hub) publish(sessionID, action, coalesceKey string, payload any) {
+// publish encodes the notification once and offers it to every subscriber, which it
+// returns.
+func (h *Hub) publish(sessionID, action, coalesceKey string, payload any) []*Client {
 	frame, err := h.Encode(shared.EnvelopeNotification, action, "", payload)
 	if err != nil {
 		h.log.Error("hub: encode notification", "action", action, "session_id", sessionID, "err", err)
-		return
+		return nil
 	}
 	h.mu.RLock()
 	targets := make([]*Client, 0, len(h.subs[sessionID]))
@@ -104,6 +113,7 @@ func (h *Hub) publish(sessionID, action, coalesceKey string, payload any) {
 	for _, c := range targets {
 		c.offer(coalesceKey, frame)
 	}
+	return targets
 }
 
 // Encode builds one envelope frame stamped with the hub's clock.

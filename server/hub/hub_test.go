@@ -93,6 +93,30 @@ func TestUnsubscribeStopsDelivery(t *testing.T) {
 	}
 }
 
+// A deleted session's subscribers are told once, and then hear nothing more of it.
+func TestSessionDeletedTellsAndUnsubscribes(t *testing.T) {
+	h := newHub(8)
+	c, other := h.Connect(), h.Connect()
+	defer c.Close()
+	defer other.Close()
+	c.Subscribe("s1")
+	c.Subscribe("s2")
+	other.Subscribe("s2")
+	h.SessionDeleted("s1")
+	h.MessageAdded(msg("s1", "m1", "after the delete"))
+	h.MessageAdded(msg("s2", "m2", "kept"))
+	got := drain(t, c)
+	if len(got) != 2 || got[0].Action != shared.ActionSessionDeleted || got[1].ID != "m2" {
+		t.Errorf("got %+v, want session.deleted then only m2", got)
+	}
+	if n := h.Subscribers("s1"); n != 0 {
+		t.Errorf("s1 has %d subscribers after its delete", n)
+	}
+	if got := drain(t, other); len(got) != 1 || got[0].ID != "m2" {
+		t.Errorf("a subscriber of another session got %+v", got)
+	}
+}
+
 func TestPendingUpdatesCoalesceLatestWins(t *testing.T) {
 	h := newHub(8)
 	slow := h.Connect()

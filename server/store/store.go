@@ -56,7 +56,10 @@ func Open(path string, now func() time.Time) (*Store, error) {
 		// journal_size_limit has no DSN parameter; memory-mapped reads halve the cost of
 		// reading a 256 KiB output body (measured in docs/BENCHMARKS.md).
 		sql.Register(driverName, &sqlite3.SQLiteDriver{ConnectHook: func(c *sqlite3.SQLiteConn) error {
-			_, err := c.Exec(fmt.Sprintf("PRAGMA journal_size_limit = %d; PRAGMA mmap_size = %d", walSizeLimit, mmapSize), nil)
+			// auto_vacuum takes effect on a file without tables (a new database), whichever
+			// connection creates them; an older file is converted once by Open.
+			_, err := c.Exec(fmt.Sprintf("PRAGMA journal_size_limit = %d; PRAGMA mmap_size = %d; PRAGMA auto_vacuum = INCREMENTAL",
+				walSizeLimit, mmapSize), nil)
 			return err
 		}})
 	})
@@ -74,6 +77,10 @@ func Open(path string, now func() time.Time) (*Store, error) {
 	}
 	s := &Store{db: db, now: now}
 	if err := s.migrate(); err != nil {
+		s.Close()
+		return nil, err
+	}
+	if err := s.incrementalVacuum(); err != nil {
 		s.Close()
 		return nil, err
 	}
@@ -143,6 +150,22 @@ func (s *Store) migrate() error {
 		if err := s.db.Exec(stmt).Error; err != nil {
 			return fmt.Errorf("create schema: %w", err)
 		}
+	}
+	return nil
+}
+
+// incrementalVacuum makes sure the file gives deleted tasks' pages back (DeleteTask):
+// a database made before Conch could delete is rewritten once with VACUUM.
+func (s *Store) incrementalVacuum() error {
+	var mode int
+	if err := s.db.Raw("PRAGMA auto_vacuum").Scan(&mode).Error; err != nil {
+		return fmt.Errorf("read auto_vacuum: %w", err)
+	}
+	if mode == 2 { // INCREMENTAL
+		return nil
+	}
+	if err := s.db.Exec("VACUUM").Error; err != nil {
+		return fmt.Errorf("convert the database to incremental vacuum: %w", err)
 	}
 	return nil
 }

@@ -1,0 +1,93 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"conch/app/client"
+	"conch/shared"
+)
+
+// Deleting a task with a running command, on the real server with its shell agent: the
+// command's process is gone, the task with everything it held is gone, and a live
+// subscriber is told.
+func TestDeleteTaskStopsItsWork(t *testing.T) {
+	base, stop := startServer(t, filepath.Join(t.TempDir(), "conch.db"))
+	defer stop()
+	ctx := context.Background()
+	api := client.New(base)
+	sess := shellSession(t, api)
+	conn, err := api.Dial(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if err := conn.Subscribe(ctx, sess.ID); err != nil {
+		t.Fatal(err)
+	}
+	pidFile := filepath.Join(t.TempDir(), "pid")
+	if _, err := api.SendMessage(ctx, sess.ID, "echo $$ > "+pidFile+"; exec sleep 300", ""); err != nil {
+		t.Fatal(err)
+	}
+	var pid int
+	waitFor(t, func() bool {
+		b, err := os.ReadFile(pidFile)
+		if err != nil || !bytes.HasSuffix(b, []byte("\n")) {
+			return false
+		}
+		pid, err = strconv.Atoi(strings.TrimSpace(string(b)))
+		return err == nil
+	})
+
+	call(t, "DELETE", base+"/api/v1/tasks/"+sess.TaskID, nil, 204, nil)
+	if err := syscall.Kill(pid, 0); err == nil {
+		t.Errorf("the command (pid %d) outlived its deleted task", pid)
+	}
+	call(t, "GET", base+"/api/v1/tasks/"+sess.TaskID, nil, 404, nil)
+	call(t, "GET", base+"/api/v1/task-sessions/"+sess.ID, nil, 404, nil)
+	deadline := time.After(30 * time.Second)
+	for {
+		select {
+		case env := <-conn.Notifications():
+			if env.Action == shared.ActionSessionDeleted {
+				return
+			}
+		case <-deadline:
+			t.Fatal("the subscriber was not told the session was deleted")
+		}
+	}
+}
+
+// conch prune deletes only what has been idle for longer than asked.
+func TestPrune(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "conch.db")
+	base, stop := startServer(t, db)
+	api := client.New(base)
+	ctx := context.Background()
+	task, err := api.CreateTask(ctx, "idle", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop() // its sessions are closed; nothing is live
+	var out, errs bytes.Buffer
+	if err := run(ctx, []string{"prune", "--db", db, "--older-than", "1h"}, nil, &out, &errs); err != nil || out.String() != "deleted 0 tasks idle for more than 1h0m0s\n" {
+		t.Fatalf("prune --older-than 1h: %v, %q", err, out.String())
+	}
+	out.Reset()
+	if err := run(ctx, []string{"prune", "--db", db, "--older-than", "1ns"}, nil, &out, &errs); err != nil || out.String() != "deleted 1 tasks idle for more than 1ns\n" {
+		t.Fatalf("prune --older-than 1ns: %v, %q", err, out.String())
+	}
+	if err := run(ctx, []string{"prune", "--db", db}, nil, &out, &errs); err == nil || !strings.Contains(err.Error(), "--older-than") {
+		t.Errorf("prune without an age: %v", err)
+	}
+	base, stop = startServer(t, db)
+	defer stop()
+	call(t, "GET", base+"/api/v1/tasks/"+task.ID, nil, 404, nil)
+}

@@ -1,0 +1,197 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"conch/shared"
+)
+
+// seedTask stores a task with two sessions, each with a text message and a command of
+// stdout bytes of output.
+func seedTask(t testing.TB, s *Store, stdout int) (shared.Task, []shared.Message) {
+	t.Helper()
+	ctx := context.Background()
+	task, err := s.CreateTask(ctx, "to delete", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var msgs []shared.Message
+	for range 2 {
+		sess, err := s.CreateSession(ctx, task.ID, "shell", "/tmp")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, nm := range []NewMessage{
+			{SessionID: sess.ID, AuthorType: shared.AuthorAgent, Type: shared.TypeMessage, Content: "hello"},
+			{SessionID: sess.ID, AuthorType: shared.AuthorAgent, Type: shared.TypeToolExecute, Content: "ls",
+				Metadata: shellMeta(shared.StatusCompleted), Output: &shared.ShellOutput{Stdout: strings.Repeat("x", stdout)}},
+		} {
+			m, err := s.CreateMessage(ctx, nm)
+			if err != nil {
+				t.Fatal(err)
+			}
+			msgs = append(msgs, m)
+		}
+	}
+	return task, msgs
+}
+
+func TestDeleteTask(t *testing.T) {
+	s, _ := open(t, time.Millisecond)
+	ctx := context.Background()
+	task, msgs := seedTask(t, s, 100)
+	other, otherMsgs := seedTask(t, s, 100)
+
+	sessions, err := s.DeleteTask(ctx, task.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(sessions) != 2 || sessions[0] != msgs[0].SessionID && sessions[1] != msgs[0].SessionID {
+		t.Errorf("deleted sessions %v, want the task's two", sessions)
+	}
+	if _, err := s.GetTask(ctx, task.ID); shared.ErrorCode(err) != shared.CodeNotFound {
+		t.Errorf("the task is still there: %v", err)
+	}
+	for _, m := range msgs {
+		if _, err := s.GetMessage(ctx, m.ID); shared.ErrorCode(err) != shared.CodeNotFound {
+			t.Errorf("message %s is still there: %v", m.ID, err)
+		}
+		if _, err := s.GetSession(ctx, m.SessionID); shared.ErrorCode(err) != shared.CodeNotFound {
+			t.Errorf("session %s is still there: %v", m.SessionID, err)
+		}
+	}
+	var bodies int64
+	if err := s.db.Table("shell_outputs").Count(&bodies).Error; err != nil || bodies != 2 {
+		t.Errorf("%d stored outputs left (%v), want the other task's 2", bodies, err)
+	}
+	if _, err := s.GetShellOutput(ctx, otherMsgs[1].SessionID, otherMsgs[1].ID); err != nil {
+		t.Errorf("the other task's output: %v", err)
+	}
+	if _, err := s.GetTask(ctx, other.ID); err != nil {
+		t.Errorf("the other task: %v", err)
+	}
+	if _, err := s.DeleteTask(ctx, task.ID); shared.ErrorCode(err) != shared.CodeNotFound || shared.ErrorMessage(err) != "task not found" {
+		t.Errorf("deleting twice: %v", err)
+	}
+}
+
+// fileSize is the database's size once the WAL is written back into it.
+func fileSize(t *testing.T, s *Store, path string) int64 {
+	t.Helper()
+	if err := s.db.Exec("PRAGMA wal_checkpoint(TRUNCATE)").Error; err != nil {
+		t.Fatal(err)
+	}
+	info, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return info.Size()
+}
+
+// Under a steady create/delete load the file stops growing: deleted pages go back to the
+// file system instead of waiting on a free list forever.
+func TestDeleteGivesSpaceBack(t *testing.T) {
+	s, path := open(t, time.Millisecond)
+	ctx := context.Background()
+	empty := fileSize(t, s, path)
+	var sizes []int64
+	for range 8 {
+		task, _ := seedTask(t, s, shared.OutputLimit)
+		sizes = append(sizes, fileSize(t, s, path))
+		if _, err := s.DeleteTask(ctx, task.ID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	after := fileSize(t, s, path)
+	t.Logf("empty %d B, with one task %v B, after the deletes %d B", empty, sizes, after)
+	if sizes[0] < empty+2*shared.OutputLimit {
+		t.Fatalf("a task of 2 x 256 KiB took only %d B: the test measures nothing", sizes[0]-empty)
+	}
+	if after > empty+64<<10 {
+		t.Errorf("after deleting everything the file is %d B, %d B more than empty", after, after-empty)
+	}
+	if last := sizes[len(sizes)-1]; last > sizes[0]+64<<10 {
+		t.Errorf("the file grew from %d to %d B over the same create/delete load", sizes[0], last)
+	}
+}
+
+// A file made before deletion existed (auto_vacuum NONE) is converted once at Open.
+func TestOpenConvertsToIncrementalVacuum(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "old.db")
+	old, err := sql.Open("sqlite3", "file:"+path) // the plain driver: no pragmas of ours
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, stmt := range []string{"PRAGMA auto_vacuum = NONE", "CREATE TABLE keep (x TEXT)", "INSERT INTO keep VALUES ('kept')"} {
+		if _, err := old.Exec(stmt); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var mode int
+	if err := old.QueryRow("PRAGMA auto_vacuum").Scan(&mode); err != nil || mode != 0 {
+		t.Fatalf("the old file's auto_vacuum is %d (%v), want 0", mode, err)
+	}
+	old.Close()
+	s, err := Open(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	var kept string
+	if err := s.db.Raw("PRAGMA auto_vacuum").Scan(&mode).Error; err != nil || mode != 2 {
+		t.Errorf("auto_vacuum %d after Open (%v), want 2 (incremental)", mode, err)
+	}
+	if err := s.db.Raw("SELECT x FROM keep").Scan(&kept).Error; err != nil || kept != "kept" {
+		t.Errorf("the old data: %q, %v", kept, err)
+	}
+}
+
+func TestPruneTasks(t *testing.T) {
+	c := &clock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), step: time.Millisecond}
+	s, err := Open(filepath.Join(t.TempDir(), "conch.db"), c.Now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ctx := context.Background()
+	old, oldMsgs := seedTask(t, s, 10)
+	oldLive, liveMsgs := seedTask(t, s, 10)
+	oldButTalked, talked := seedTask(t, s, 10)
+	// Sessions start live; all of these ended, as after a restart, but one.
+	for _, m := range append(append(oldMsgs, liveMsgs...), talked...) {
+		state := shared.SessionClosed
+		if m.SessionID == liveMsgs[0].SessionID {
+			state = shared.SessionReady
+		}
+		if _, err := s.SetSessionState(ctx, m.SessionID, state, ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cutoff := c.Now().Add(time.Hour)
+	c.mu.Lock()
+	c.t = c.t.Add(2 * time.Hour) // what follows is newer than the cutoff
+	c.mu.Unlock()
+	if _, _, err := s.UpdateMessage(ctx, talked[0].ID, Update{Content: new("a late word")}); err != nil {
+		t.Fatal(err)
+	}
+	recent, _ := seedTask(t, s, 10)
+
+	n, err := s.PruneTasks(ctx, cutoff)
+	if err != nil || n != 1 {
+		t.Fatalf("pruned %d (%v), want only the old idle task", n, err)
+	}
+	if _, err := s.GetTask(ctx, old.ID); shared.ErrorCode(err) != shared.CodeNotFound {
+		t.Errorf("the old task is still there: %v", err)
+	}
+	for name, id := range map[string]string{"with a live session": oldLive.ID, "with a recent message": oldButTalked.ID, "recent": recent.ID} {
+		if _, err := s.GetTask(ctx, id); err != nil {
+			t.Errorf("the task %s was pruned: %v", name, err)
+		}
+	}
+}
