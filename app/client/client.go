@@ -71,6 +71,12 @@ func (c *Client) CreateTask(ctx context.Context, title, description string) (sha
 	return t, c.call(ctx, "POST", "/api/v1/tasks", in, &t)
 }
 
+// DeleteTask deletes a task with its sessions, messages and stored outputs; its running
+// agents are stopped first.
+func (c *Client) DeleteTask(ctx context.Context, id string) error {
+	return c.call(ctx, "DELETE", "/api/v1/tasks/"+url.PathEscape(id), nil, nil)
+}
+
 // StartSession starts an agent on a task; cwd "" lets the server choose.
 func (c *Client) StartSession(ctx context.Context, taskID, agent, cwd string) (shared.Session, error) {
 	var s shared.Session

@@ -16,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
 
@@ -416,6 +418,37 @@ func (b *browser) text(t *testing.T, sel string) string {
 // screenshot saves what the viewport shows as a PNG under artifacts/ at the module root.
 // Not a full-page capture: rows use content-visibility: auto, and Chromium's full-page
 // capture paints them blank.
+// screenshots captures the page as a person would see it at 1280 × 900 and at 393 × 851,
+// in light and in dark: name-desktop-light.png and so on, in artifacts/.
+func (b *browser) screenshots(t *testing.T, name string) {
+	t.Helper()
+	for _, size := range []struct {
+		name string
+		view chromedp.Action[chromedp.Void]
+	}{
+		{"desktop", chromedp.EmulateViewport(1280, 900)},
+		{"mobile", chromedp.EmulateViewport(393, 851, chromedp.EmulateScale(2.75), chromedp.EmulateMobile)},
+	} {
+		for _, scheme := range []string{"light", "dark"} {
+			b.do(t, size.view, emulateScheme(scheme))
+			b.screenshot(t, fmt.Sprintf("%s-%s-%s.png", name, size.name, scheme))
+		}
+	}
+	b.do(t, chromedp.EmulateViewport(1280, 900), emulateScheme(""))
+}
+
+// emulateScheme makes the page see prefers-color-scheme: scheme ("" ends the emulation).
+func emulateScheme(scheme string) chromedp.Action[chromedp.Void] {
+	return chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+		var features []*emulation.MediaFeature
+		if scheme != "" {
+			features = []*emulation.MediaFeature{{Name: "prefers-color-scheme", Value: scheme}}
+		}
+		_, err := cdp.Call(ctx, tg, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{Features: features})
+		return err
+	})
+}
+
 func (b *browser) screenshot(t *testing.T, name string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(b.ctx, deadline)

@@ -231,6 +231,11 @@ func (p *SessionPage) notify(ctx app.Context, c context.Context, id string, env 
 			return
 		}
 		p.apply(ctx, c, func(app.Context) { p.session = &s })
+	case shared.ActionSessionDeleted:
+		p.apply(ctx, c, func(app.Context) {
+			p.live, p.err = "", "This session was deleted with its task."
+			p.cancel() // nothing more will come of it: stop following
+		})
 	}
 }
 

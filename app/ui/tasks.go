@@ -3,6 +3,7 @@ package ui
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 
 	"github.com/maxence-charriere/go-app/v10/pkg/app"
@@ -21,6 +22,7 @@ type TasksPage struct {
 	offline bool
 	err     string
 	busy    bool
+	confirm string // the task whose deletion awaits a second click
 
 	title, description, agent, cwd string
 }
@@ -138,7 +140,35 @@ func (p *TasksPage) Render() app.UI {
 	)
 }
 
+// askDelete shows the confirmation of a task's deletion, or hides it (id "").
+func (p *TasksPage) askDelete(id string) app.EventHandler {
+	return func(ctx app.Context, _ app.Event) { p.confirm = id }
+}
+
+// remove deletes a task for good, with what its agents did, and drops it from the list.
+func (p *TasksPage) remove(id string) app.EventHandler {
+	return func(ctx app.Context, _ app.Event) {
+		if p.busy {
+			return
+		}
+		p.busy, p.err = true, ""
+		ctx.Async(func() {
+			err := api.DeleteTask(context.Background(), id)
+			ctx.Dispatch(func(ctx app.Context) {
+				p.busy, p.confirm = false, ""
+				if err != nil && shared.ErrorCode(err) != shared.CodeNotFound {
+					p.offline = errors.Is(err, client.ErrUnreachable)
+					p.err = "Could not delete: " + err.Error()
+					return
+				}
+				p.tasks = slices.DeleteFunc(p.tasks, func(t shared.Task) bool { return t.ID == id })
+			})
+		})
+	}
+}
+
 func (p *TasksPage) renderTask(t shared.Task) app.UI {
+	confirming := p.confirm == t.ID
 	return app.Li().Class("task").Body(
 		app.H3().Text(t.Title),
 		app.If(t.Description != "", func() app.UI { return app.P().Class("desc").Text(t.Description) }),
@@ -151,8 +181,20 @@ func (p *TasksPage) renderTask(t shared.Task) app.UI {
 				)
 			}),
 		),
-		app.Button().Type("button").Class("secondary").Disabled(p.busy || p.agent == "").OnClick(p.startOn(t.ID)).
-			Text("Start a "+p.agent+" session"),
+		app.Div().Class("actions").Body(
+			app.Button().Type("button").Class("secondary").Disabled(p.busy || p.agent == "").OnClick(p.startOn(t.ID)).
+				Text("Start a "+p.agent+" session"),
+			app.If(!confirming, func() app.UI {
+				return app.Button().Type("button").Class("secondary", "danger").Disabled(p.busy).OnClick(p.askDelete(t.ID)).
+					Aria("label", "Delete task "+t.Title).Text("Delete")
+			}).Else(func() app.UI {
+				return app.Span().Class("confirm").Role("group").Aria("label", "Confirm deletion").Body(
+					app.Span().Text("Delete this task, its sessions and their output for good?"),
+					app.Button().Type("button").Class("danger").Disabled(p.busy).OnClick(p.remove(t.ID)).Text("Delete for good"),
+					app.Button().Type("button").Class("secondary").Disabled(p.busy).OnClick(p.askDelete("")).Text("Keep it"),
+				)
+			}),
+		),
 	)
 }
 
