@@ -112,14 +112,10 @@ func (s *server) requirePageToken(c *fiber.Ctx) error {
 	}
 	if handoff := c.Query("token"); handoff != "" {
 		if !s.validToken(handoff) {
-			return s.loginPage(c, http.StatusUnauthorized, "That token is not valid.", c.Path())
+			return s.loginPage(c, http.StatusUnauthorized, "That token is not valid.", localPath(string(c.Request().Header.RequestURI()), "token"))
 		}
 		s.setCookie(c)
-		u := url.URL{Path: c.Path()}
-		q := c.Request().URI().QueryArgs()
-		q.Del("token")
-		u.RawQuery = string(q.QueryString())
-		return c.Redirect(u.String(), http.StatusSeeOther)
+		return c.Redirect(localPath(string(c.Request().Header.RequestURI()), "token"), http.StatusSeeOther)
 	}
 	if s.authorized(c) {
 		return c.Next()
@@ -127,7 +123,7 @@ func (s *server) requirePageToken(c *fiber.Ctx) error {
 	if c.Method() != fiber.MethodGet && c.Method() != fiber.MethodHead {
 		return s.fail(c, errUnauthorized)
 	}
-	return c.Redirect("/login?next="+url.QueryEscape(string(c.Request().URI().RequestURI())), http.StatusSeeOther)
+	return c.Redirect("/login?next="+url.QueryEscape(string(c.Request().Header.RequestURI())), http.StatusSeeOther)
 }
 
 func (s *server) setCookie(c *fiber.Ctx) {
@@ -136,13 +132,35 @@ func (s *server) setCookie(c *fiber.Ctx) {
 		MaxAge: int(cookieMaxAge / time.Second)})
 }
 
-// localPath keeps a redirect target on this server: an absolute path, not "//host".
-func localPath(next string) string {
-	if !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") || strings.HasPrefix(next, "/\\") {
+// localPath turns a redirect target from the request into a path on this server. It is
+// parsed and rebuilt, never passed through: anything naming a scheme or a host, holding
+// control characters or backslashes (which browsers drop or read as "/" on the way to
+// "//host"), or not starting with "/" becomes "/"; repeated slashes collapse, so the
+// result never starts with "//"; the path keeps its escapes, encoded once; the query is
+// re-encoded without the keys in drop; a fragment is dropped.
+func localPath(target string, drop ...string) string {
+	u, err := url.Parse(target)
+	if err != nil || u.Scheme != "" || u.Host != "" || u.User != nil || u.Opaque != "" ||
+		!strings.HasPrefix(u.Path, "/") || strings.ContainsFunc(u.Path, unsafeInPath) {
 		return "/"
 	}
-	return next
+	out := url.URL{Path: path.Clean(u.Path)}
+	if strings.HasSuffix(u.Path, "/") && out.Path != "/" {
+		out.Path += "/"
+	}
+	if out.Path == u.Path {
+		out.RawPath = u.RawPath // kept only while it still encodes Path (url.URL checks)
+	}
+	if q, err := url.ParseQuery(u.RawQuery); err == nil {
+		for _, k := range drop {
+			q.Del(k)
+		}
+		out.RawQuery = q.Encode()
+	}
+	return out.String()
 }
+
+func unsafeInPath(r rune) bool { return r < 0x20 || r == 0x7f || r == '\\' }
 
 func (s *server) handleLoginForm(c *fiber.Ctx) error {
 	return s.loginPage(c, http.StatusOK, "", c.Query("next"))

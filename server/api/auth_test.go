@@ -73,7 +73,7 @@ func TestLoginForm(t *testing.T) {
 	form := "application/x-www-form-urlencoded"
 
 	body := e.expect(http.StatusOK, "GET", "/login?next=/sessions/x%22%3E", "", nil)
-	if !strings.Contains(body, `<input type="hidden" name="next" value="/sessions/x&#34;&gt;">`) {
+	if !strings.Contains(body, `<input type="hidden" name="next" value="/sessions/x%22%3E">`) {
 		t.Errorf("login form does not carry next escaped:\n%s", body)
 	}
 
@@ -83,7 +83,7 @@ func TestLoginForm(t *testing.T) {
 	}
 	checkCookie(t, resp)
 
-	for _, next := range []string{"//evil.example/x", "https://evil.example", "/\\evil.example"} {
+	for _, next := range []string{"//evil.example/x", "https://evil.example", "/\\evil.example", "/\t/evil.example", "/\r\nSet-Cookie: x=1"} {
 		resp, _ := e.do("POST", "/login", "token="+token+"&next="+url.QueryEscape(next), "Content-Type", form)
 		if resp.Header.Get("Location") != "/" {
 			t.Errorf("next %q redirected to %q", next, resp.Header.Get("Location"))
@@ -93,6 +93,61 @@ func TestLoginForm(t *testing.T) {
 	resp, body = e.do("POST", "/login", "token=wrong&next=%2F", "Content-Type", form)
 	if resp.StatusCode != http.StatusUnauthorized || !strings.Contains(body, "That token is not valid.") || resp.Header.Get("Set-Cookie") != "" {
 		t.Errorf("wrong token: %d %s", resp.StatusCode, body)
+	}
+}
+
+// TestRedirectsStayOnThisSite: a sign-in's next and the ?token= hand-off are parsed and
+// rebuilt into a same-origin path, whatever they were given.
+func TestRedirectsStayOnThisSite(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"/sessions/x?a=1", "/sessions/x?a=1"},
+		{"/sessions/a%20b", "/sessions/a%20b"}, // escaped once, not twice
+		{"/sessions/a%2Fb", "/sessions/a%2Fb"}, // an escaped slash stays escaped
+		{"/sessions/%25zz", "/sessions/%25zz"}, // an escaped percent stays escaped
+		{"/tasks/?b=2&a=1", "/tasks/?a=1&b=2"}, // the query is rebuilt
+		{"/x?token=T&a=1", "/x?a=1"},           // dropped key
+		{"/x?token=T", "/x"},
+		{"/x#frag", "/x"},
+		{"/a/../b", "/b"},
+		{"//evil.example/x", "/"},
+		{"///evil.example/x", "/evil.example/x"}, // a path, collapsed: never "//" again
+		{"/%2F/evil.example", "/evil.example"},
+		{"/%2f%2fevil.example", "/evil.example"},
+		{"https://evil.example", "/"},
+		{"javascript:alert(1)", "/"},
+		{"/\\evil.example", "/"},
+		{"/%5Cevil.example", "/"},
+		{"/%09/evil.example/x", "/"}, // tab, dropped by browsers: "//evil.example/x"
+		{"/\t/evil.example/x", "/"},
+		{"/%0D%0ASet-Cookie:%20x=1", "/"}, // header splitting
+		{"/\r\nSet-Cookie: x=1", "/"},
+		{"/%250D%250ASet-Cookie:x=1", "/%250D%250ASet-Cookie:x=1"}, // doubly encoded: stays text
+		{"/ok?q=%0D%0Ax", "/ok?q=%0D%0Ax"},                         // the query is encoded, never raw
+		{"sessions/x", "/"},
+		{"", "/"},
+		{"http:/evil.example", "/"},
+		{"/x\x00", "/"},
+	} {
+		if got := localPath(tc.in, "token"); got != tc.want {
+			t.Errorf("localPath(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}
+
+// TestHandOffRedirectsStayOnThisSite sends hostile request targets with a valid ?token=.
+func TestHandOffRedirectsStayOnThisSite(t *testing.T) {
+	e := newEnv(t, withToken)
+	for target, want := range map[string]string{
+		"//evil.example/x?token=" + token:                "/",
+		"/sessions/a%20b?token=" + token:                 "/sessions/a%20b",
+		"/sessions/a%2Fb?x=%2F&token=" + token:           "/sessions/a%2Fb?x=%2F",
+		"/%09/evil.example/x?token=" + token:             "/",
+		"/x?next=%0D%0ASet-Cookie:%20y=1&token=" + token: "/x?next=%0D%0ASet-Cookie%3A+y%3D1",
+	} {
+		resp, _ := e.do("GET", target, "")
+		if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != want {
+			t.Errorf("%s: %d to %q, want %q", target, resp.StatusCode, resp.Header.Get("Location"), want)
+		}
 	}
 }
 
