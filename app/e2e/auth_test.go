@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
 )
@@ -19,7 +20,7 @@ import (
 const e2eToken = "e2e-token-0123456789abcdef"
 
 // signInCookie is the one cookie Conch sets.
-const signInCookie = "conch_token"
+const signInCookie = "conch_session"
 
 func startServerWithToken(t *testing.T, flags ...string) *server {
 	t.Helper()
@@ -121,4 +122,84 @@ func browserCookies(t *testing.T, b *browser, urls ...string) []string {
 		return err
 	}))
 	return names
+}
+
+// TestSignInPage: the sign-in page wears the app's stylesheet in light and dark and fits
+// a 393 px phone; the right token opens the page asked for and leaves a cookie that is not
+// the token; a wrong one says so on the page, and a second try right after it is told to
+// wait. Screenshots: artifacts/signin-{light,dark,mobile,wrong}.png.
+func TestSignInPage(t *testing.T) {
+	s := startServerWithToken(t)
+	b := newBrowser(t)
+	b.do(t, chromedp.Navigate(s.URL+"/"))
+	if path := eval[string](t, b, `location.pathname + location.search`); path != "/login?next=%2F" {
+		t.Fatalf("a page without sign-in went to %s", path)
+	}
+	background := `getComputedStyle(document.body).backgroundColor`
+	card := `getComputedStyle(document.querySelector("form.new-task")).borderRadius`
+	if bg, radius := eval[string](t, b, background), eval[string](t, b, card); bg != "rgb(249, 250, 251)" || radius != "12px" {
+		t.Errorf("light: background %s, card radius %s: the app's stylesheet is not applied", bg, radius)
+	}
+	b.screenshot(t, "signin-light.png")
+	b.do(t, emulateMedia("dark"))
+	if bg := eval[string](t, b, background); bg != "rgb(17, 24, 39)" {
+		t.Errorf("dark: background %s", bg)
+	}
+	b.screenshot(t, "signin-dark.png")
+	b.do(t, emulateMedia(""), chromedp.EmulateViewport(393, 851, chromedp.EmulateScale(2.75), chromedp.EmulateMobile))
+	b.waitFor(t, "the 393 px layout", `window.innerWidth === 393`)
+	if w := eval[int](t, b, `document.documentElement.scrollWidth`); w > 393 {
+		t.Errorf("at 393 px the sign-in page is %d px wide", w)
+	}
+	b.screenshot(t, "signin-mobile.png")
+
+	signIn := func(tok string) {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(b.ctx, deadline)
+		defer cancel()
+		if _, err := chromedp.RunResponse(ctx, chromedp.SendKeys(chromedp.CSS("#token"), tok), chromedp.Submit(chromedp.CSS("form"))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	signIn(e2eToken)
+	b.waitFor(t, "the task list run by the WASM app", `location.pathname === "/" && !document.getElementById("app-wasm-loader") && !!document.querySelector(".tasks-page")`)
+	if got := browserCookies(t, b, s.URL); len(got) != 1 || got[0] != signInCookie {
+		t.Fatalf("cookies after sign-in: %v", got)
+	}
+	b.do(t, chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+		res, err := cdp.Call(ctx, tg, network.GetCookies, network.GetCookiesParams{URLs: []string{s.URL}})
+		if err == nil && strings.Contains(res.Cookies[0].Value, e2eToken) {
+			t.Errorf("the cookie %q holds the token", res.Cookies[0].Value)
+		}
+		return err
+	}))
+
+	wrong := newBrowser(t)
+	wrong.do(t, chromedp.Navigate(s.URL+"/login"))
+	b = wrong
+	signIn("not-the-token")
+	alert := `(document.querySelector("[role=alert]") || {textContent: ""}).textContent`
+	if got := eval[string](t, b, alert); got != "That token is not valid." {
+		t.Errorf("after a wrong token the page says %q", got)
+	}
+	b.screenshot(t, "signin-wrong.png")
+	signIn(e2eToken)
+	if got := eval[string](t, b, alert); !strings.HasPrefix(got, "Too many wrong tokens from your address: try again in") {
+		t.Errorf("right after a wrong token the page says %q", got)
+	}
+	if got := browserCookies(t, b, s.URL); len(got) != 0 {
+		t.Errorf("cookies after failed sign-ins: %v", got)
+	}
+}
+
+// emulateMedia makes the page see prefers-color-scheme: scheme ("" ends the emulation).
+func emulateMedia(scheme string) chromedp.Action[chromedp.Void] {
+	return chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+		var features []*emulation.MediaFeature
+		if scheme != "" {
+			features = []*emulation.MediaFeature{{Name: "prefers-color-scheme", Value: scheme}}
+		}
+		_, err := cdp.Call(ctx, tg, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{Features: features})
+		return err
+	})
 }
