@@ -131,6 +131,7 @@ func browserCookies(t *testing.T, b *browser, urls ...string) []string {
 func TestSignInPage(t *testing.T) {
 	s := startServerWithToken(t)
 	b := newBrowser(t)
+	console := listenConsole(t, b)
 	b.do(t, chromedp.Navigate(s.URL+"/"))
 	if path := eval[string](t, b, `location.pathname + location.search`); path != "/login?next=%2F" {
 		t.Fatalf("a page without sign-in went to %s", path)
@@ -173,6 +174,10 @@ func TestSignInPage(t *testing.T) {
 		}
 		return err
 	}))
+
+	if complaints := console.matching(cspComplaints...); len(complaints) > 0 {
+		t.Errorf("the console reports what the policy blocked:\n%s", strings.Join(complaints, "\n"))
+	}
 
 	wrong := newBrowser(t)
 	wrong.do(t, chromedp.Navigate(s.URL+"/login"))

@@ -110,7 +110,7 @@ func New(cfg Config) *fiber.App {
 		EnableTrustedProxyCheck: true,
 		TrustedProxies:          proxies,
 	})
-	app.Use(recover.New(recover.Config{EnableStackTrace: true, StackTraceHandler: s.logPanic}), s.guardHost)
+	app.Use(securityHeaders, recover.New(recover.Config{EnableStackTrace: true, StackTraceHandler: s.logPanic}), s.guardHost)
 
 	app.Get("/healthz", s.handleHealth)
 
@@ -186,6 +186,7 @@ func (s *server) logPanic(c *fiber.Ctx, r any) {
 // (an oversized body, a malformed request, a panic turned error by the recover
 // middleware). Fiber's refusals get a code like any other error.
 func (s *server) errorHandler(c *fiber.Ctx, err error) error {
+	setSecurityHeaders(c) // a request refused before any route ran has not got them yet
 	var fe *fiber.Error
 	switch {
 	case !errors.As(err, &fe) || fe.Code >= http.StatusInternalServerError:
