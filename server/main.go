@@ -11,10 +11,12 @@ import (
 	"io/fs"
 	"log/slog"
 	"net"
+	"net/netip"
 	"os"
 	"os/signal"
 	"path/filepath"
 	"slices"
+	"strings"
 	"syscall"
 	"time"
 
@@ -29,7 +31,7 @@ import (
 )
 
 const usage = `usage:
-  conch serve [--addr 127.0.0.1:8080] [--db PATH] [--agents FILE] [--token TOKEN]
+  conch serve [--addr 127.0.0.1:8080] [--db PATH] [--agents FILE] [--token TOKEN] [--trusted-proxy ADDR|CIDR]...
   conch agent shell                the built-in shell agent, spoken to over stdio (ACP)
   conch prune [--db PATH] --older-than 720h
                                    delete the tasks idle for that long, with all they hold
@@ -91,12 +93,27 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	dbPath := flags.String("db", env("CONCH_DB", defaultDB()), "SQLite database file (env CONCH_DB)")
 	agents := flags.String("agents", env("CONCH_AGENTS", ""), "JSON file of extra agent profiles (env CONCH_AGENTS)")
 	token := flags.String("token", env("CONCH_TOKEN", ""), "bearer token required by every API and WebSocket request (env CONCH_TOKEN)")
+	var proxies []string
+	flags.Func("trusted-proxy", "address or CIDR of a reverse proxy whose X-Forwarded-* headers count; repeatable (env CONCH_TRUSTED_PROXIES, comma-separated)",
+		func(p string) error { proxies = append(proxies, p); return nil })
 	if err := flags.Parse(args); err != nil {
 		return err
 	}
+	if proxies == nil {
+		proxies = strings.FieldsFunc(os.Getenv("CONCH_TRUSTED_PROXIES"), func(r rune) bool { return r == ',' || r == ' ' })
+	}
+	trusted, err := parseProxies(proxies)
+	if err != nil {
+		return err
+	}
 	log := slog.New(slog.NewTextHandler(stderr, nil))
-	if *token == "" && !isLoopback(*addr) {
-		return fmt.Errorf("--addr %s is not a loopback address: set --token (or CONCH_TOKEN) to serve on it", *addr)
+	if !isLoopback(*addr) {
+		if *token == "" {
+			return fmt.Errorf("--addr %s is not a loopback address: set --token (or CONCH_TOKEN) to serve on it", *addr)
+		}
+		if len(*token) < minOpenToken {
+			return fmt.Errorf("--addr %s is not a loopback address: --token (or CONCH_TOKEN) must be at least %d bytes, it has %d", *addr, minOpenToken, len(*token))
+		}
 	}
 	profiles, err := acp.LoadProfiles(*agents)
 	if err != nil {
@@ -126,7 +143,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	ui.Routes()
 	wasm, _ := fs.ReadFile(web.FS, "app.wasm") // absent before the UI is built: the server still serves the API
 	server := api.New(api.Config{Store: st, Hub: events, Runtime: runtime, UI: ui.Handler(wasm),
-		Web: web.FS, Token: *token, Logger: log})
+		Web: web.FS, Token: *token, TrustedProxies: trusted, Logger: log})
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
 		return err
@@ -174,6 +191,24 @@ func prune(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	fmt.Fprintf(stdout, "deleted %d tasks idle for more than %s\n", n, *age)
 	return nil
+}
+
+// minOpenToken is the shortest token a server reachable from other hosts accepts.
+const minOpenToken = 16
+
+// parseProxies reads --trusted-proxy values: addresses (one host each) or CIDR prefixes.
+func parseProxies(values []string) ([]netip.Prefix, error) {
+	var out []netip.Prefix
+	for _, v := range values {
+		if p, err := netip.ParsePrefix(v); err == nil {
+			out = append(out, p.Masked())
+		} else if a, err := netip.ParseAddr(v); err == nil {
+			out = append(out, netip.PrefixFrom(a.Unmap(), a.Unmap().BitLen()))
+		} else {
+			return nil, fmt.Errorf("--trusted-proxy %q is neither an address nor a CIDR prefix", v)
+		}
+	}
+	return out, nil
 }
 
 // isLoopback reports whether addr only listens on the loopback interface.

@@ -215,3 +215,26 @@ func TestServeRefusesOpenAddressWithoutToken(t *testing.T) {
 		t.Fatalf("err = %v, want a refusal naming --token", err)
 	}
 }
+
+// TestServeRefusesWeakTokenOrBadProxy: a server reachable from other hosts needs a token
+// of at least 16 bytes; a --trusted-proxy must be an address or a CIDR prefix.
+func TestServeRefusesWeakTokenOrBadProxy(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "x.db")
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--addr", "0.0.0.0:0", "--token", "fifteen-bytes!!"}, "--token (or CONCH_TOKEN) must be at least 16 bytes, it has 15"},
+		{[]string{"--addr", "[::]:0", "--token", "short"}, "must be at least 16 bytes"},
+		{[]string{"--trusted-proxy", "10.0.0.1", "--trusted-proxy", "proxy.example"}, `--trusted-proxy "proxy.example" is neither an address nor a CIDR prefix`},
+		{[]string{"--trusted-proxy", "10.0.0.0/33"}, `--trusted-proxy "10.0.0.0/33"`},
+	} {
+		err := run(context.Background(), append([]string{"serve", "--db", db}, tc.args...), nil, io.Discard, io.Discard)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: err = %v, want %q", tc.args, err, tc.want)
+		}
+	}
+	if _, err := os.Stat(db); !os.IsNotExist(err) {
+		t.Errorf("a refused start created the database: %v", err)
+	}
+}

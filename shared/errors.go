@@ -9,14 +9,15 @@ import (
 // "code"}), a WebSocket error payload and the Go client. server/api maps each to one
 // HTTP status.
 const (
-	CodeInvalid       = "invalid"        // the request is malformed or asks for something impossible
-	CodeTooLarge      = "too_large"      // the request body is over the server's limit
-	CodeUnauthorized  = "unauthorized"   // the token is missing or wrong
-	CodeForbidden     = "forbidden"      // refused whoever asks (cross-origin, foreign host)
-	CodeNotFound      = "not_found"      // no such task, session, message or route
-	CodeUnknownAction = "unknown_action" // a WebSocket action the server does not know
-	CodeConflict      = "conflict"       // the resource's state forbids it (a closed session)
-	CodeInternal      = "internal"       // the server failed; the details are in its log
+	CodeInvalid         = "invalid"           // the request is malformed or asks for something impossible
+	CodeTooLarge        = "too_large"         // the request body is over the server's limit
+	CodeUnauthorized    = "unauthorized"      // the token is missing or wrong
+	CodeForbidden       = "forbidden"         // refused whoever asks (cross-origin, foreign host)
+	CodeNotFound        = "not_found"         // no such task, session, message or route
+	CodeUnknownAction   = "unknown_action"    // a WebSocket action the server does not know
+	CodeConflict        = "conflict"          // the resource's state forbids it (a closed session)
+	CodeTooManyRequests = "too_many_requests" // wrong tokens came too fast from one address
+	CodeInternal        = "internal"          // the server failed; the details are in its log
 )
 
 // internalMessage is all a client learns of an internal failure (CONTRACT.md).

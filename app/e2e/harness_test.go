@@ -44,8 +44,9 @@ func startServer(t *testing.T) *server {
 	return startServerAt(t, "127.0.0.1:0", filepath.Join(t.TempDir(), "conch.db"))
 }
 
-// startServerAt runs the server on addr with the database db (a restart reuses both).
-func startServerAt(t *testing.T, addr, db string) *server {
+// startServerAt runs the server on addr with the database db (a restart reuses both) and
+// any further flags.
+func startServerAt(t *testing.T, addr, db string, flags ...string) *server {
 	t.Helper()
 	bin := os.Getenv("CONCH_BIN")
 	if bin == "" {
@@ -54,7 +55,7 @@ func startServerAt(t *testing.T, addr, db string) *server {
 	if _, err := os.Stat(bin); err != nil {
 		t.Fatalf("CONCH_BIN: %v", err)
 	}
-	cmd := exec.Command(bin, "serve", "--addr", addr, "--db", db)
+	cmd := exec.Command(bin, append([]string{"serve", "--addr", addr, "--db", db}, flags...)...)
 	cmd.Dir = t.TempDir()
 	cmd.Stderr = &logWriter{t: t, prefix: "server: "}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // agents and commands die with it

@@ -47,8 +47,12 @@ func TestHandler(t *testing.T) {
 			t.Fatalf("prerendering called the API %d times", n)
 		}
 		_, body := get(t, h, "/sessions/0192-abc")
-		if !strings.Contains(body, "Loading messages…") || !strings.Contains(body, "controllerchange") {
-			t.Fatalf("session page shell lacks its loading state or update hook:\n%s", body)
+		if !strings.Contains(body, "Loading messages…") || !strings.Contains(body, `<script src="/web/conch.js"></script>`) {
+			t.Fatalf("session page shell lacks its loading state or its script:\n%s", body)
+		}
+		// The Content-Security-Policy allows no inline script: every script is a file.
+		if n, files := strings.Count(body, "<script"), strings.Count(body, "<script defer src=")+strings.Count(body, "<script src="); n != files {
+			t.Fatalf("%d of %d scripts are inline:\n%s", n-files, n, body)
 		}
 	})
 
@@ -74,7 +78,7 @@ func TestHandler(t *testing.T) {
 
 	t.Run("the worker serves the cached shell for navigations and bypasses the API", func(t *testing.T) {
 		_, body := get(t, h, "/app-worker.js")
-		for _, want := range []string{`request.mode === "navigate"`, `caches.match("/")`, `"/api/"`, `"/web/icon.svg"`, `"/web/app.css"`} {
+		for _, want := range []string{`request.mode === "navigate"`, `caches.match("/")`, `"/api/"`, `"/web/icon.svg"`, `"/web/app.css"`, `"/web/conch.js"`} {
 			if !strings.Contains(body, want) {
 				t.Errorf("app-worker.js lacks %s", want)
 			}

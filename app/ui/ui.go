@@ -49,7 +49,7 @@ func Handler(wasm []byte) *app.Handler {
 		LoadingLabel:          "Loading Conch… {progress}%",
 		Styles:                []string{"/web/app.css"},
 		CacheableResources:    []string{"/web/icon.svg"},
-		RawHeaders:            []string{updateScript, formScript},
+		Scripts:               []string{"/web/conch.js"}, // the update hook and form keys; a file, so the CSP needs no inline script
 		Version:               version(wasm),
 		WasmContentLength:     strconv.Itoa(len(wasm)), // raw: the loader's progress, also when it travels compressed
 		ServiceWorkerTemplate: serviceWorker(),
@@ -76,31 +76,6 @@ func version(wasm []byte) string {
 	sum := sha256.Sum256(wasm)
 	return hex.EncodeToString(sum[:8])
 }
-
-// updateScript makes the update notice reliable: go-app's own "updatefound" listener is
-// attached late and can miss an update, while a controller change on a page that already
-// had a controller always means a new version has taken over.
-const updateScript = `<script>
-if ("serviceWorker" in navigator) {
-  const hadController = !!navigator.serviceWorker.controller;
-  navigator.serviceWorker.addEventListener("controllerchange", () => {
-    if (hadController && typeof goappOnUpdate === "function") goappOnUpdate();
-  });
-}
-</script>`
-
-// formScript does synchronously what go-app's event handlers cannot: they run after the
-// browser's default action. Forms are handled in Go, so their default submission (a page
-// load) is prevented; Enter in the prompt box submits it instead of adding a line.
-const formScript = `<script>
-document.addEventListener("submit", (e) => e.preventDefault(), true);
-document.addEventListener("keydown", (e) => {
-  if (e.target.id === "prompt-input" && e.key === "Enter" && !e.shiftKey && !e.isComposing) {
-    e.preventDefault();
-    e.target.form.requestSubmit();
-  }
-}, true);
-</script>`
 
 // go-app's worker answers cache-first and caches only "/", so a deep link such as
 // /sessions/ID would not open offline. Navigations go to the network and fall back to the

@@ -14,6 +14,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"runtime/debug"
 	"time"
 
@@ -58,11 +59,15 @@ type Config struct {
 	UI      http.Handler // go-app's handler, mounted last as the catch-all
 	Web     fs.FS        // served at /web/; app.wasm from its .br/.gz copies when accepted
 	// Token, when set, is required on every API and WebSocket request (Bearer header or the
-	// conch_token cookie); pages redirect to /login. When empty, only loopback Host names
+	// sign-in cookie); pages redirect to /login. When empty, only loopback Host names
 	// are served, so a web page cannot reach the API through DNS rebinding.
-	Token     string
-	Logger    *slog.Logger
-	BodyLimit int // bytes; DefaultBodyLimit when 0
+	Token string
+	// TrustedProxies are the peers whose X-Forwarded-For, -Proto and -Host count; from
+	// any other peer those headers are ignored.
+	TrustedProxies []netip.Prefix
+	Now            func() time.Time // time.Now when nil
+	Logger         *slog.Logger
+	BodyLimit      int // bytes; DefaultBodyLimit when 0
 }
 
 type server struct {
@@ -73,6 +78,11 @@ type server struct {
 	token string
 	log   *slog.Logger
 	limit int
+	now   func() time.Time
+
+	sessionKey []byte         // of the sign-in cookie's MAC, derived from token
+	proxies    []netip.Prefix // trusted
+	throttle   *throttle      // of token guesses
 
 	snapshots *snapshotCache
 }
@@ -88,8 +98,17 @@ func New(cfg Config) *fiber.App {
 	if cfg.UI == nil {
 		cfg.UI = http.NotFoundHandler()
 	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
 	s := &server{store: cfg.Store, hub: cfg.Hub, rt: cfg.Runtime, web: newAssets(cfg.Web),
-		token: cfg.Token, log: cfg.Logger, limit: cfg.BodyLimit, snapshots: newSnapshotCache(snapshotCacheBytes)}
+		token: cfg.Token, log: cfg.Logger, limit: cfg.BodyLimit, now: cfg.Now,
+		sessionKey: sessionKeyOf(cfg.Token), proxies: cfg.TrustedProxies, throttle: newThrottle(cfg.Now),
+		snapshots: newSnapshotCache(snapshotCacheBytes)}
+	proxies := make([]string, len(cfg.TrustedProxies))
+	for i, p := range cfg.TrustedProxies {
+		proxies[i] = p.String()
+	}
 
 	app := fiber.New(fiber.Config{
 		Immutable:             true, // params and headers outlive fasthttp's buffer reuse
@@ -97,8 +116,11 @@ func New(cfg Config) *fiber.App {
 		DisableStartupMessage: true,
 		ErrorHandler:          s.errorHandler,
 		ReadTimeout:           time.Minute,
+		// Protocol() and Hostname() read X-Forwarded-* only from these peers.
+		EnableTrustedProxyCheck: true,
+		TrustedProxies:          proxies,
 	})
-	app.Use(recover.New(recover.Config{EnableStackTrace: true, StackTraceHandler: s.logPanic}), s.guardHost)
+	app.Use(securityHeaders, recover.New(recover.Config{EnableStackTrace: true, StackTraceHandler: s.logPanic}), s.guardHost)
 
 	app.Get("/healthz", s.handleHealth)
 
@@ -129,6 +151,7 @@ func New(cfg Config) *fiber.App {
 	if s.token != "" {
 		app.Get("/login", s.handleLoginForm)
 		app.Post("/login", s.handleLogin)
+		app.Post("/logout", s.handleLogout)
 	}
 	app.Use(s.requirePageToken, adaptor.HTTPHandler(cfg.UI))
 	return app
@@ -144,14 +167,15 @@ var (
 // statusOf is the one table from error codes to HTTP statuses. A WebSocket error carries
 // the code itself; code and message come from report for both.
 var statusOf = map[string]int{
-	shared.CodeInvalid:       http.StatusBadRequest,
-	shared.CodeTooLarge:      http.StatusBadRequest, // CONTRACT.md: like any other bad body
-	shared.CodeUnauthorized:  http.StatusUnauthorized,
-	shared.CodeForbidden:     http.StatusForbidden,
-	shared.CodeNotFound:      http.StatusNotFound,
-	shared.CodeUnknownAction: http.StatusNotFound,
-	shared.CodeConflict:      http.StatusConflict,
-	shared.CodeInternal:      http.StatusInternalServerError,
+	shared.CodeInvalid:         http.StatusBadRequest,
+	shared.CodeTooLarge:        http.StatusBadRequest, // CONTRACT.md: like any other bad body
+	shared.CodeUnauthorized:    http.StatusUnauthorized,
+	shared.CodeForbidden:       http.StatusForbidden,
+	shared.CodeNotFound:        http.StatusNotFound,
+	shared.CodeUnknownAction:   http.StatusNotFound,
+	shared.CodeConflict:        http.StatusConflict,
+	shared.CodeTooManyRequests: http.StatusTooManyRequests,
+	shared.CodeInternal:        http.StatusInternalServerError,
 }
 
 // report is what a client is told of err, over REST and WebSocket alike: its code and
@@ -178,6 +202,7 @@ func (s *server) logPanic(c *fiber.Ctx, r any) {
 // (an oversized body, a malformed request, a panic turned error by the recover
 // middleware). Fiber's refusals get a code like any other error.
 func (s *server) errorHandler(c *fiber.Ctx, err error) error {
+	setSecurityHeaders(c) // a request refused before any route ran has not got them yet
 	var fe *fiber.Error
 	switch {
 	case !errors.As(err, &fe) || fe.Code >= http.StatusInternalServerError:

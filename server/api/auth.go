@@ -1,13 +1,17 @@
 package api
 
 import (
+	"crypto/hmac"
 	"crypto/sha256"
 	"crypto/subtle"
+	"encoding/base64"
 	"html/template"
 	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"path"
+	"strconv"
 	"strings"
 	"time"
 
@@ -17,11 +21,12 @@ import (
 	"github.com/gofiber/fiber/v2"
 )
 
-// cookieName carries the token for the PWA, which cannot set an Authorization header on
-// page loads and WebSocket upgrades.
-const cookieName = "conch_token"
+// cookieName is the sign-in cookie of the PWA, which cannot set an Authorization header on
+// page loads and WebSocket upgrades. It holds a session value, never the token.
+const cookieName = "conch_session"
 
-const cookieMaxAge = 90 * 24 * time.Hour
+// sessionLifetime is how long a sign-in lasts.
+const sessionLifetime = 30 * 24 * time.Hour
 
 // validToken compares in constant time; hashing first makes the time independent of length.
 func (s *server) validToken(candidate string) bool {
@@ -29,24 +34,116 @@ func (s *server) validToken(candidate string) bool {
 	return subtle.ConstantTimeCompare(want[:], got[:]) == 1
 }
 
-// authorized reports whether the request carries the token (header or cookie).
-func (s *server) authorized(c *fiber.Ctx) bool {
-	if s.token == "" {
-		return true
+// sessionValue is "<expiry in Unix seconds>.<MAC of it>", the MAC keyed by a key derived
+// from the token: a new token ends every sign-in, and the cookie tells nothing of the token.
+func (s *server) sessionValue(expires time.Time) string {
+	exp := strconv.FormatInt(expires.Unix(), 10)
+	return exp + "." + s.sessionMAC(exp)
+}
+
+func (s *server) sessionMAC(exp string) string {
+	mac := hmac.New(sha256.New, s.sessionKey)
+	mac.Write([]byte(exp))
+	return base64.RawURLEncoding.EncodeToString(mac.Sum(nil))
+}
+
+// validSession reports whether v is a session value of this token that has not expired.
+func (s *server) validSession(v string) bool {
+	exp, mac, ok := strings.Cut(v, ".")
+	if !ok {
+		return false
 	}
-	if bearer, ok := strings.CutPrefix(c.Get(fiber.HeaderAuthorization), "Bearer "); ok && s.validToken(bearer) {
-		return true
+	unix, err := strconv.ParseInt(exp, 10, 64)
+	return err == nil && s.now().Unix() < unix && hmac.Equal([]byte(mac), []byte(s.sessionMAC(exp)))
+}
+
+// sessionKeyOf derives the key of session MACs from the token.
+func sessionKeyOf(token string) []byte {
+	mac := hmac.New(sha256.New, []byte(token))
+	mac.Write([]byte("conch session cookie v1"))
+	return mac.Sum(nil)
+}
+
+// bearerToken reads an Authorization header of the Bearer scheme, in any letter case.
+func bearerToken(header string) (string, bool) {
+	scheme, token, ok := strings.Cut(strings.TrimSpace(header), " ")
+	if !ok || !strings.EqualFold(scheme, "bearer") {
+		return "", false
 	}
-	return s.validToken(c.Cookies(cookieName))
+	return strings.TrimSpace(token), true
+}
+
+// authenticate accepts a request that carries a valid session cookie or the token as a
+// bearer token. A wrong bearer token counts as a guess (checkToken).
+func (s *server) authenticate(c *fiber.Ctx) error {
+	if s.token == "" || s.validSession(c.Cookies(cookieName)) {
+		return nil
+	}
+	if bearer, ok := bearerToken(c.Get(fiber.HeaderAuthorization)); ok {
+		return s.checkToken(c, bearer, "bearer")
+	}
+	return errUnauthorized
+}
+
+// checkToken is where every token guess goes (bearer, sign-in form, ?token= link). While
+// the client's address must wait, nothing is checked; a wrong token adds to its wait and
+// is logged, without the token.
+func (s *server) checkToken(c *fiber.Ctx, candidate, via string) error {
+	addr := s.clientAddr(c)
+	if wait := s.throttle.wait(addr); wait > 0 {
+		secs := int((wait + time.Second - 1) / time.Second)
+		c.Set(fiber.HeaderRetryAfter, strconv.Itoa(secs))
+		return shared.Errorf(shared.CodeTooManyRequests, "Too many wrong tokens from your address: try again in %d s.", secs)
+	}
+	if s.validToken(candidate) {
+		s.throttle.succeeded(addr)
+		return nil
+	}
+	failures, wait := s.throttle.failed(addr)
+	s.log.Warn("wrong token", "client", addr.String(), "via", via, "failures", failures, "wait", wait)
+	return errUnauthorized
+}
+
+// clientAddr is the address a request comes from: its peer, or, when the peer is a
+// trusted proxy, the nearest address of X-Forwarded-For that is not a trusted proxy.
+func (s *server) clientAddr(c *fiber.Ctx) netip.Addr {
+	addr, _ := netip.AddrFromSlice(c.Context().RemoteIP())
+	addr = addr.Unmap()
+	if !s.trustedProxy(addr) {
+		return addr
+	}
+	hops := strings.Split(c.Get(fiber.HeaderXForwardedFor), ",")
+	for i := len(hops) - 1; i >= 0; i-- {
+		hop, err := netip.ParseAddr(strings.TrimSpace(hops[i]))
+		if err != nil {
+			return addr
+		}
+		if addr = hop.Unmap(); !s.trustedProxy(addr) {
+			return addr
+		}
+	}
+	return addr
+}
+
+func (s *server) trustedProxy(addr netip.Addr) bool {
+	for _, p := range s.proxies {
+		if p.Contains(addr) {
+			return true
+		}
+	}
+	return false
 }
 
 // requireToken guards the API and the WebSocket.
 func (s *server) requireToken(c *fiber.Ctx) error {
-	if s.authorized(c) {
+	err := s.authenticate(c)
+	if err == nil {
 		return c.Next()
 	}
-	c.Set(fiber.HeaderWWWAuthenticate, `Bearer realm="conch"`)
-	return s.fail(c, errUnauthorized)
+	if shared.ErrorCode(err) == shared.CodeUnauthorized {
+		c.Set(fiber.HeaderWWWAuthenticate, `Bearer realm="conch"`)
+	}
+	return s.fail(c, err)
 }
 
 // guardHost refuses non-loopback Host names when no token is set: the server then runs on
@@ -79,7 +176,7 @@ func sameOrigin(c *fiber.Ctx) bool {
 		return true
 	}
 	u, err := url.Parse(origin)
-	return err == nil && u.Host != "" && strings.EqualFold(u.Host, string(c.Request().Host()))
+	return err == nil && u.Host != "" && strings.EqualFold(u.Host, c.Hostname()) // X-Forwarded-Host only from a trusted proxy
 }
 
 // sameOriginWrites refuses cross-site writes: without a token, a page on another site
@@ -111,68 +208,115 @@ func (s *server) requirePageToken(c *fiber.Ctx) error {
 		return c.Next()
 	}
 	if handoff := c.Query("token"); handoff != "" {
-		if !s.validToken(handoff) {
-			return s.loginPage(c, http.StatusUnauthorized, "That token is not valid.", c.Path())
+		target := localPath(string(c.Request().Header.RequestURI()), "token")
+		if err := s.checkToken(c, handoff, "link"); err != nil {
+			return s.loginPage(c, err, target)
 		}
 		s.setCookie(c)
-		u := url.URL{Path: c.Path()}
-		q := c.Request().URI().QueryArgs()
-		q.Del("token")
-		u.RawQuery = string(q.QueryString())
-		return c.Redirect(u.String(), http.StatusSeeOther)
+		return c.Redirect(target, http.StatusSeeOther)
 	}
-	if s.authorized(c) {
+	err := s.authenticate(c)
+	if err == nil {
 		return c.Next()
 	}
 	if c.Method() != fiber.MethodGet && c.Method() != fiber.MethodHead {
-		return s.fail(c, errUnauthorized)
+		return s.fail(c, err)
 	}
-	return c.Redirect("/login?next="+url.QueryEscape(string(c.Request().URI().RequestURI())), http.StatusSeeOther)
+	return c.Redirect("/login?next="+url.QueryEscape(string(c.Request().Header.RequestURI())), http.StatusSeeOther)
 }
 
+// setCookie signs the browser in. Secure follows the request's scheme, which comes from
+// X-Forwarded-Proto only through a trusted proxy.
 func (s *server) setCookie(c *fiber.Ctx) {
-	c.Cookie(&fiber.Cookie{Name: cookieName, Value: s.token, Path: "/", HTTPOnly: true,
+	c.Cookie(&fiber.Cookie{Name: cookieName, Value: s.sessionValue(s.now().Add(sessionLifetime)), Path: "/", HTTPOnly: true,
 		SameSite: fiber.CookieSameSiteStrictMode, Secure: c.Protocol() == "https",
-		MaxAge: int(cookieMaxAge / time.Second)})
+		MaxAge: int(sessionLifetime / time.Second)})
 }
 
-// localPath keeps a redirect target on this server: an absolute path, not "//host".
-func localPath(next string) string {
-	if !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") || strings.HasPrefix(next, "/\\") {
+// localPath turns a redirect target from the request into a path on this server. It is
+// parsed and rebuilt, never passed through: anything naming a scheme or a host, holding
+// control characters or backslashes (which browsers drop or read as "/" on the way to
+// "//host"), or not starting with "/" becomes "/"; repeated slashes collapse, so the
+// result never starts with "//"; the path keeps its escapes, encoded once; the query is
+// re-encoded without the keys in drop; a fragment is dropped.
+func localPath(target string, drop ...string) string {
+	u, err := url.Parse(target)
+	if err != nil || u.Scheme != "" || u.Host != "" || u.User != nil || u.Opaque != "" ||
+		!strings.HasPrefix(u.Path, "/") || strings.ContainsFunc(u.Path, unsafeInPath) {
 		return "/"
 	}
-	return next
+	out := url.URL{Path: path.Clean(u.Path)}
+	if strings.HasSuffix(u.Path, "/") && out.Path != "/" {
+		out.Path += "/"
+	}
+	if out.Path == u.Path {
+		out.RawPath = u.RawPath // kept only while it still encodes Path (url.URL checks)
+	}
+	if q, err := url.ParseQuery(u.RawQuery); err == nil {
+		for _, k := range drop {
+			q.Del(k)
+		}
+		out.RawQuery = q.Encode()
+	}
+	return out.String()
 }
 
+func unsafeInPath(r rune) bool { return r < 0x20 || r == 0x7f || r == '\\' }
+
 func (s *server) handleLoginForm(c *fiber.Ctx) error {
-	return s.loginPage(c, http.StatusOK, "", c.Query("next"))
+	return s.loginPage(c, nil, c.Query("next"))
 }
 
 func (s *server) handleLogin(c *fiber.Ctx) error {
 	next := localPath(c.FormValue("next"))
-	if !s.validToken(c.FormValue("token")) {
-		return s.loginPage(c, http.StatusUnauthorized, "That token is not valid.", next)
+	if err := s.checkToken(c, c.FormValue("token"), "form"); err != nil {
+		return s.loginPage(c, err, next)
 	}
 	s.setCookie(c)
 	return c.Redirect(next, http.StatusSeeOther)
 }
 
+// handleLogout signs the browser out: the cookie is replaced by an expired empty one.
+// Only a same-origin form may do it.
+func (s *server) handleLogout(c *fiber.Ctx) error {
+	if !sameOrigin(c) {
+		return s.fail(c, errCrossOrigin)
+	}
+	c.Cookie(&fiber.Cookie{Name: cookieName, Path: "/", HTTPOnly: true,
+		SameSite: fiber.CookieSameSiteStrictMode, Secure: c.Protocol() == "https", Expires: time.Unix(0, 0)})
+	return c.Redirect("/login", http.StatusSeeOther)
+}
+
+// The sign-in page uses the app's stylesheet and its classes (the new-task card), so it
+// follows light and dark like the app; it has no inline style or script (CSP).
 var loginTemplate = template.Must(template.New("login").Parse(`<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
-<title>Conch · sign in</title>
-<style>body{font:16px system-ui,sans-serif;max-width:24rem;margin:4rem auto;padding:0 1rem}
-input,button{font:inherit;padding:.5rem;width:100%;box-sizing:border-box;margin:.25rem 0}.error{color:#b00020}</style>
-</head><body><h1>Conch</h1>
-{{if .Error}}<p class="error" role="alert">{{.Error}}</p>{{end}}
-<form method="post" action="/login">
-<label for="token">Access token</label>
-<input id="token" name="token" type="password" autocomplete="current-password" required autofocus>
+<meta name="theme-color" content="#111827">
+<title>Sign in · Conch</title>
+<link rel="icon" href="/web/icon.svg"><link rel="stylesheet" href="/web/app.css">
+</head><body><div class="page login-page">
+<header class="bar"><h1>Conch</h1></header>
+<main><form class="new-task" method="post" action="/login">
+<h2>Sign in</h2>
+{{if .Error}}<p class="alert" role="alert">{{.Error}}</p>{{end}}
+<div class="field"><label for="token">Access token</label>
+<input id="token" name="token" type="password" autocomplete="current-password" required autofocus></div>
+<p class="empty">The token this server was started with.</p>
 <input type="hidden" name="next" value="{{.Next}}">
 <button type="submit">Sign in</button>
-</form></body></html>
+</form></main></div></body></html>
 `))
 
-func (s *server) loginPage(c *fiber.Ctx, status int, problem, next string) error {
+// loginPage shows the form; err, when set, is why the last attempt failed.
+func (s *server) loginPage(c *fiber.Ctx, err error, next string) error {
+	status, problem := http.StatusOK, ""
+	if err != nil {
+		e := s.report(err)
+		status, problem = statusOf[e.Code], e.Message
+		if e.Code == shared.CodeUnauthorized {
+			problem = "That token is not valid."
+		}
+	}
 	c.Status(status).Type("html", "utf-8")
 	c.Set(fiber.HeaderCacheControl, "no-store")
 	return loginTemplate.Execute(c, struct{ Error, Next string }{problem, localPath(next)})

@@ -2,9 +2,12 @@ package api
 
 import (
 	"net/http"
+	"net/netip"
 	"net/url"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 const token = "s3cret-token"
@@ -18,6 +21,7 @@ func TestAPIRequiresTheToken(t *testing.T) {
 		"wrong bearer": {"Authorization", "Bearer nope"},
 		"not bearer":   {"Authorization", "Basic " + token},
 		"wrong cookie": {"Cookie", cookieName + "=nope"},
+		"token cookie": {"Cookie", cookieName + "=" + token}, // the cookie holds a session, never the token
 		"prefix only":  {"Authorization", "Bearer " + token[:5]},
 	} {
 		resp, body := e.do("GET", "/api/v1/tasks", "", header...)
@@ -27,11 +31,14 @@ func TestAPIRequiresTheToken(t *testing.T) {
 		if resp.Header.Get("WWW-Authenticate") == "" {
 			t.Errorf("%s: no WWW-Authenticate", name)
 		}
+		e.clock.advance(maxDelay) // past the throttle's wait
 	}
 	// A refused write stores nothing.
 	e.expect(http.StatusUnauthorized, "POST", "/api/v1/tasks", `{"title":"x"}`, nil)
-	e.expect(http.StatusOK, "GET", "/api/v1/tasks", "", nil, "Authorization", "Bearer "+token)
-	if got := e.expect(http.StatusOK, "GET", "/api/v1/tasks", "", nil, "Cookie", cookieName+"="+token); got != `{"tasks":[]}` {
+	for _, scheme := range []string{"Bearer ", "bearer ", "BEARER ", "bEaReR  "} {
+		e.expect(http.StatusOK, "GET", "/api/v1/tasks", "", nil, "Authorization", scheme+token)
+	}
+	if got := e.expect(http.StatusOK, "GET", "/api/v1/tasks", "", nil, "Cookie", e.signIn()); got != `{"tasks":[]}` {
 		t.Errorf("tasks %s", got)
 	}
 	// Open: health and static assets. Any Host is fine once a token guards the API.
@@ -39,6 +46,18 @@ func TestAPIRequiresTheToken(t *testing.T) {
 	e.expect(http.StatusOK, "GET", "/web/icon.svg", "", nil)
 	e.expect(http.StatusOK, "GET", "/app.js", "", nil)
 }
+
+// signIn signs in through the form and returns the cookie as a Cookie header value.
+func (e *env) signIn(header ...string) string {
+	e.t.Helper()
+	resp, _ := e.do("POST", "/login", "token="+url.QueryEscape(token), append([]string{"Content-Type", form}, header...)...)
+	if resp.StatusCode != http.StatusSeeOther || len(resp.Cookies()) != 1 {
+		e.t.Fatalf("sign-in: %d, cookies %v", resp.StatusCode, resp.Cookies())
+	}
+	return cookieName + "=" + resp.Cookies()[0].Value
+}
+
+const form = "application/x-www-form-urlencoded"
 
 func TestPagesRedirectToLoginAndAcceptHandOff(t *testing.T) {
 	e := newEnv(t, withToken)
@@ -59,8 +78,9 @@ func TestPagesRedirectToLoginAndAcceptHandOff(t *testing.T) {
 	if resp.StatusCode != http.StatusUnauthorized || !strings.Contains(body, "That token is not valid.") || resp.Header.Get("Set-Cookie") != "" {
 		t.Errorf("bad hand-off: %d %q", resp.StatusCode, body)
 	}
+	e.clock.advance(maxDelay)
 
-	if body := e.expect(http.StatusOK, "GET", "/sessions/abc", "", nil, "Cookie", cookieName+"="+token); body != "<!doctype html><title>Conch</title><main>page /sessions/abc</main>" {
+	if body := e.expect(http.StatusOK, "GET", "/sessions/abc", "", nil, "Cookie", e.signIn()); body != "<!doctype html><title>Conch</title><main>page /sessions/abc</main>" {
 		t.Errorf("page with cookie: %s", body)
 	}
 	if body := e.expect(http.StatusOK, "GET", "/", "", nil, "Authorization", "Bearer "+token); !strings.Contains(body, "page /") {
@@ -70,10 +90,9 @@ func TestPagesRedirectToLoginAndAcceptHandOff(t *testing.T) {
 
 func TestLoginForm(t *testing.T) {
 	e := newEnv(t, withToken)
-	form := "application/x-www-form-urlencoded"
 
 	body := e.expect(http.StatusOK, "GET", "/login?next=/sessions/x%22%3E", "", nil)
-	if !strings.Contains(body, `<input type="hidden" name="next" value="/sessions/x&#34;&gt;">`) {
+	if !strings.Contains(body, `<input type="hidden" name="next" value="/sessions/x%22%3E">`) {
 		t.Errorf("login form does not carry next escaped:\n%s", body)
 	}
 
@@ -83,7 +102,7 @@ func TestLoginForm(t *testing.T) {
 	}
 	checkCookie(t, resp)
 
-	for _, next := range []string{"//evil.example/x", "https://evil.example", "/\\evil.example"} {
+	for _, next := range []string{"//evil.example/x", "https://evil.example", "/\\evil.example", "/\t/evil.example", "/\r\nSet-Cookie: x=1"} {
 		resp, _ := e.do("POST", "/login", "token="+token+"&next="+url.QueryEscape(next), "Content-Type", form)
 		if resp.Header.Get("Location") != "/" {
 			t.Errorf("next %q redirected to %q", next, resp.Header.Get("Location"))
@@ -91,8 +110,201 @@ func TestLoginForm(t *testing.T) {
 	}
 
 	resp, body = e.do("POST", "/login", "token=wrong&next=%2F", "Content-Type", form)
-	if resp.StatusCode != http.StatusUnauthorized || !strings.Contains(body, "That token is not valid.") || resp.Header.Get("Set-Cookie") != "" {
+	if resp.StatusCode != http.StatusUnauthorized || !strings.Contains(body, `<p class="alert" role="alert">That token is not valid.</p>`) || resp.Header.Get("Set-Cookie") != "" {
 		t.Errorf("wrong token: %d %s", resp.StatusCode, body)
+	}
+}
+
+// TestSessionCookie: the cookie holds an expiring MAC, not the token; it works until it
+// expires, only for the token that made it; a forged or altered one is refused.
+func TestSessionCookie(t *testing.T) {
+	e := newEnv(t, withToken)
+	cookie := e.signIn()
+	value := strings.TrimPrefix(cookie, cookieName+"=")
+	if strings.Contains(value, token) {
+		t.Fatalf("the cookie %q holds the token", value)
+	}
+	exp, mac, _ := strings.Cut(value, ".")
+	if want := strconv.FormatInt(e.clock.Now().Add(sessionLifetime).Unix(), 10); exp != want {
+		t.Errorf("cookie expiry %s, want %s", exp, want)
+	}
+	later := strconv.FormatInt(e.clock.Now().Add(10*sessionLifetime).Unix(), 10)
+	other := newEnv(t, func(c *Config) { c.Token = token + "-other" })
+	for name, tc := range map[string]struct {
+		e      *env
+		cookie string
+		want   int
+	}{
+		"signed in":          {e, cookie, http.StatusOK},
+		"other token":        {other, cookie, http.StatusUnauthorized},
+		"expiry moved":       {e, cookieName + "=" + later + "." + mac, http.StatusUnauthorized},
+		"no MAC":             {e, cookieName + "=" + exp, http.StatusUnauthorized},
+		"MAC altered":        {e, cookieName + "=" + exp + "." + strings.ToUpper(mac), http.StatusUnauthorized},
+		"not a number":       {e, cookieName + "=x." + mac, http.StatusUnauthorized},
+		"the token, old way": {e, "conch_token=" + token, http.StatusUnauthorized},
+	} {
+		if resp, body := tc.e.do("GET", "/api/v1/tasks", "", "Cookie", tc.cookie); resp.StatusCode != tc.want {
+			t.Errorf("%s: %d %s", name, resp.StatusCode, body)
+		}
+	}
+	e.clock.advance(sessionLifetime - time.Second)
+	e.expect(http.StatusOK, "GET", "/api/v1/tasks", "", nil, "Cookie", cookie)
+	e.clock.advance(time.Second)
+	e.expect(http.StatusUnauthorized, "GET", "/api/v1/tasks", "", nil, "Cookie", cookie)
+	if resp, _ := e.do("GET", "/sessions/x", "", "Cookie", cookie); resp.StatusCode != http.StatusSeeOther {
+		t.Errorf("page with an expired cookie: %d", resp.StatusCode)
+	}
+}
+
+func TestLogoutClearsTheCookie(t *testing.T) {
+	e := newEnv(t, withToken)
+	cookie := e.signIn()
+	if resp, body := e.do("POST", "/logout", "", "Cookie", cookie, "Origin", "http://evil.example"); resp.StatusCode != http.StatusForbidden || resp.Header.Get("Set-Cookie") != "" {
+		t.Errorf("cross-site logout: %d %s %q", resp.StatusCode, body, resp.Header.Get("Set-Cookie"))
+	}
+	resp, _ := e.do("POST", "/logout", "", "Cookie", cookie, "Origin", "http://127.0.0.1:8080")
+	if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/login" {
+		t.Fatalf("logout: %d to %q", resp.StatusCode, resp.Header.Get("Location"))
+	}
+	cleared := resp.Cookies()
+	if len(cleared) != 1 || cleared[0].Name != cookieName || cleared[0].Value != "" || !cleared[0].Expires.Before(e.clock.Now()) ||
+		cleared[0].Path != "/" || !cleared[0].HttpOnly {
+		t.Errorf("logout cookie %+v", cleared)
+	}
+}
+
+// TestWrongTokensAreThrottled: each wrong token from one address doubles the time before
+// the next attempt counts (1, 2, 4 s ... on the fake clock); meanwhile even the right token
+// is refused with 429 and Retry-After; another address is not slowed; a success forgives;
+// the log names the address, never the token.
+func TestWrongTokensAreThrottled(t *testing.T) {
+	e := newEnv(t, withToken, func(c *Config) { c.TrustedProxies = []netip.Prefix{netip.MustParsePrefix("0.0.0.0/32")} })
+	from := func(client string) []string { return []string{"X-Forwarded-For", client} }
+	try := func(client, guess string, want int) *http.Response {
+		t.Helper()
+		resp, body := e.do("GET", "/api/v1/tasks", "", append(from(client), "Authorization", "Bearer "+guess)...)
+		if resp.StatusCode != want {
+			t.Fatalf("%s with %q: %d %s, want %d", client, guess, resp.StatusCode, body, want)
+		}
+		return resp
+	}
+	const guess = "guess-Zq8"
+	for _, wait := range []time.Duration{time.Second, 2 * time.Second, 4 * time.Second, 8 * time.Second} {
+		try("192.0.2.1", guess, http.StatusUnauthorized)
+		resp := try("192.0.2.1", token, http.StatusTooManyRequests)
+		if got := resp.Header.Get("Retry-After"); got != strconv.Itoa(int(wait/time.Second)) {
+			t.Errorf("Retry-After %q, want %v", got, wait)
+		}
+		try("192.0.2.2", token, http.StatusOK) // another address
+		e.clock.advance(wait - time.Millisecond)
+		try("192.0.2.1", token, http.StatusTooManyRequests)
+		e.clock.advance(time.Millisecond)
+	}
+	e.do("POST", "/login", "token=x", append(from("192.0.2.1"), "Content-Type", form)...)
+	_, body := e.do("POST", "/login", "token="+token, append(from("192.0.2.1"), "Content-Type", form)...)
+	if !strings.Contains(body, "Too many wrong tokens from your address: try again in 16 s.") {
+		t.Errorf("the sign-in page does not say why:\n%s", body)
+	}
+	e.clock.advance(16 * time.Second)
+	try("192.0.2.1", token, http.StatusOK)
+	try("192.0.2.1", guess, http.StatusUnauthorized) // forgiven: the wait starts again at 1 s
+	e.clock.advance(time.Second)
+	try("192.0.2.1", token, http.StatusOK)
+
+	// IPv6 addresses count by their /64.
+	try("2001:db8::1", guess, http.StatusUnauthorized)
+	try("2001:db8::2", token, http.StatusTooManyRequests)
+	try("2001:db8:0:1::1", token, http.StatusOK)
+
+	logs := e.logs.String()
+	if strings.Contains(logs, guess) || strings.Contains(logs, token) || strings.Contains(logs, "token=x") {
+		t.Errorf("the log holds a token:\n%s", logs)
+	}
+	if !strings.Contains(logs, `msg="wrong token" client=192.0.2.1 via=bearer failures=1 wait=1s`) ||
+		!strings.Contains(logs, `client=192.0.2.1 via=form failures=5 wait=16s`) {
+		t.Errorf("the log does not record the failures:\n%s", logs)
+	}
+}
+
+// TestForwardedHeadersOnlyFromTrustedProxies: X-Forwarded-For, -Proto and -Host change
+// nothing from a peer that is not a trusted proxy: not the address the throttle counts,
+// not the cookie's Secure flag, not the same-origin check.
+func TestForwardedHeadersOnlyFromTrustedProxies(t *testing.T) {
+	for _, trusted := range []bool{false, true} {
+		e := newEnv(t, withToken, func(c *Config) {
+			if trusted {
+				c.TrustedProxies = []netip.Prefix{netip.MustParsePrefix("0.0.0.0/32")}
+			}
+		})
+		resp, _ := e.do("POST", "/login", "token="+token, "Content-Type", form, "X-Forwarded-Proto", "https")
+		if secure := resp.Cookies()[0].Secure; secure != trusted {
+			t.Errorf("trusted %v: Secure %v", trusted, secure)
+		}
+		e.do("GET", "/api/v1/tasks", "", "Authorization", "Bearer nope", "X-Forwarded-For", "192.0.2.1")
+		resp, _ = e.do("GET", "/api/v1/tasks", "", "Authorization", "Bearer "+token, "X-Forwarded-For", "192.0.2.2")
+		if want := map[bool]int{false: http.StatusTooManyRequests, true: http.StatusOK}[trusted]; resp.StatusCode != want {
+			t.Errorf("trusted %v: another forwarded address got %d, want %d", trusted, resp.StatusCode, want)
+		}
+		e.clock.advance(maxDelay)
+		resp, _ = e.do("POST", "/api/v1/tasks", `{"title":"x"}`, "Cookie", e.signIn(), "Origin", "https://conch.example", "X-Forwarded-Host", "conch.example")
+		if want := map[bool]int{false: http.StatusForbidden, true: http.StatusCreated}[trusted]; resp.StatusCode != want {
+			t.Errorf("trusted %v: forwarded host's origin got %d, want %d", trusted, resp.StatusCode, want)
+		}
+	}
+}
+
+// TestRedirectsStayOnThisSite: a sign-in's next and the ?token= hand-off are parsed and
+// rebuilt into a same-origin path, whatever they were given.
+func TestRedirectsStayOnThisSite(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"/sessions/x?a=1", "/sessions/x?a=1"},
+		{"/sessions/a%20b", "/sessions/a%20b"}, // escaped once, not twice
+		{"/sessions/a%2Fb", "/sessions/a%2Fb"}, // an escaped slash stays escaped
+		{"/sessions/%25zz", "/sessions/%25zz"}, // an escaped percent stays escaped
+		{"/tasks/?b=2&a=1", "/tasks/?a=1&b=2"}, // the query is rebuilt
+		{"/x?token=T&a=1", "/x?a=1"},           // dropped key
+		{"/x?token=T", "/x"},
+		{"/x#frag", "/x"},
+		{"/a/../b", "/b"},
+		{"//evil.example/x", "/"},
+		{"///evil.example/x", "/evil.example/x"}, // a path, collapsed: never "//" again
+		{"/%2F/evil.example", "/evil.example"},
+		{"/%2f%2fevil.example", "/evil.example"},
+		{"https://evil.example", "/"},
+		{"javascript:alert(1)", "/"},
+		{"/\\evil.example", "/"},
+		{"/%5Cevil.example", "/"},
+		{"/%09/evil.example/x", "/"}, // tab, dropped by browsers: "//evil.example/x"
+		{"/\t/evil.example/x", "/"},
+		{"/%0D%0ASet-Cookie:%20x=1", "/"}, // header splitting
+		{"/\r\nSet-Cookie: x=1", "/"},
+		{"/%250D%250ASet-Cookie:x=1", "/%250D%250ASet-Cookie:x=1"}, // doubly encoded: stays text
+		{"/ok?q=%0D%0Ax", "/ok?q=%0D%0Ax"},                         // the query is encoded, never raw
+		{"sessions/x", "/"},
+		{"", "/"},
+		{"http:/evil.example", "/"},
+		{"/x\x00", "/"},
+	} {
+		if got := localPath(tc.in, "token"); got != tc.want {
+			t.Errorf("localPath(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}
+
+// TestHandOffRedirectsStayOnThisSite sends hostile request targets with a valid ?token=.
+func TestHandOffRedirectsStayOnThisSite(t *testing.T) {
+	e := newEnv(t, withToken)
+	for target, want := range map[string]string{
+		"//evil.example/x?token=" + token:                "/",
+		"/sessions/a%20b?token=" + token:                 "/sessions/a%20b",
+		"/sessions/a%2Fb?x=%2F&token=" + token:           "/sessions/a%2Fb?x=%2F",
+		"/%09/evil.example/x?token=" + token:             "/",
+		"/x?next=%0D%0ASet-Cookie:%20y=1&token=" + token: "/x?next=%0D%0ASet-Cookie%3A+y%3D1",
+	} {
+		resp, _ := e.do("GET", target, "")
+		if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != want {
+			t.Errorf("%s: %d to %q, want %q", target, resp.StatusCode, resp.Header.Get("Location"), want)
+		}
 	}
 }
 
@@ -103,7 +315,8 @@ func checkCookie(t *testing.T, resp *http.Response) {
 		t.Fatalf("cookies %v", cookies)
 	}
 	c := cookies[0]
-	if c.Name != cookieName || c.Value != token || !c.HttpOnly || c.SameSite != http.SameSiteStrictMode || c.Path != "/" || c.MaxAge <= 0 {
+	if c.Name != cookieName || c.Value == "" || strings.Contains(c.Value, token) || !c.HttpOnly || c.SameSite != http.SameSiteStrictMode ||
+		c.Path != "/" || c.MaxAge != int(sessionLifetime/time.Second) || c.Secure {
 		t.Errorf("cookie %+v", c)
 	}
 }

@@ -24,6 +24,7 @@ func TestEveryCodeHasOneStatus(t *testing.T) {
 		http.StatusForbidden:           {shared.CodeForbidden},
 		http.StatusNotFound:            {shared.CodeNotFound, shared.CodeUnknownAction},
 		http.StatusConflict:            {shared.CodeConflict},
+		http.StatusTooManyRequests:     {shared.CodeTooManyRequests},
 		http.StatusInternalServerError: {shared.CodeInternal},
 	}
 	rows := 0

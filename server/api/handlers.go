@@ -24,6 +24,11 @@ func (s *server) handleHealth(c *fiber.Ctx) error {
 		s.log.Error("health: store does not answer", "err", err)
 		return c.Status(http.StatusServiceUnavailable).JSON(shared.ErrorBody{Error: "store unavailable"})
 	}
+	// Writes that fail (a full disk) leave commands and sessions unrecorded until they
+	// succeed again: not healthy, and why.
+	if err := s.store.WriteHealth(); err != nil {
+		return c.Status(http.StatusServiceUnavailable).JSON(fiber.Map{"status": "unavailable", "error": err.Error()})
+	}
 	return c.JSON(fiber.Map{"status": "ok"})
 }
 

@@ -26,17 +26,26 @@ import (
 	"github.com/gofiber/fiber/v2"
 )
 
-// clock is a fake clock that moves 1 ms per reading, so creation order is total.
+// clock is a fake clock that moves by step at each reading and when told (advance). The
+// store's moves 1 ms per reading, so creation order is total; the server's (sign-in
+// expiry, the throttle's delays) moves only when told.
 type clock struct {
-	mu sync.Mutex
-	t  time.Time
+	mu   sync.Mutex
+	t    time.Time
+	step time.Duration
 }
 
 func (c *clock) Now() time.Time {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.t = c.t.Add(time.Millisecond)
+	c.t = c.t.Add(c.step)
 	return c.t
+}
+
+func (c *clock) advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
 }
 
 // fakeRuntime records what the API asks of the agent runtime.
@@ -111,13 +120,14 @@ type env struct {
 	hub   *hub.Hub
 	rt    *fakeRuntime
 	logs  *lockedWriter
+	clock *clock // the server's Now
 }
 
 type option func(*Config)
 
 func newEnv(t testing.TB, opts ...option) *env {
 	t.Helper()
-	clk := &clock{t: time.Date(2026, 12, 2, 15, 0, 0, 0, time.UTC)}
+	clk := &clock{t: time.Date(2026, 12, 2, 15, 0, 0, 0, time.UTC), step: time.Millisecond}
 	st, err := store.Open(filepath.Join(t.TempDir(), "conch.db"), clk.Now)
 	if err != nil {
 		t.Fatal(err)
@@ -127,11 +137,12 @@ func newEnv(t testing.TB, opts ...option) *env {
 	logger := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	h := hub.New(hub.Config{Now: clk.Now, Logger: logger})
 	rt := &fakeRuntime{store: st}
-	cfg := Config{Store: st, Hub: h, Runtime: rt, UI: placeholderUI, Web: testWeb, Logger: logger}
+	wall := &clock{t: time.Date(2026, 12, 2, 15, 0, 0, 0, time.UTC)}
+	cfg := Config{Store: st, Hub: h, Runtime: rt, UI: placeholderUI, Web: testWeb, Logger: logger, Now: wall.Now}
 	for _, o := range opts {
 		o(&cfg)
 	}
-	return &env{t: t, app: New(cfg), store: st, hub: cfg.Hub, rt: rt, logs: logs}
+	return &env{t: t, app: New(cfg), store: st, hub: cfg.Hub, rt: rt, logs: logs, clock: wall}
 }
 
 // lockedWriter collects the server's log; handlers write while tests read.

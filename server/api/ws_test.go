@@ -269,6 +269,7 @@ func TestWSOriginAndToken(t *testing.T) {
 		if _, resp, err := dial(t, addr, header); err == nil || resp == nil || resp.StatusCode != http.StatusUnauthorized {
 			t.Errorf("%s: err %v, resp %v", name, err, resp)
 		}
+		e.clock.advance(maxDelay) // past the throttle's wait
 	}
 	cross := http.Header{"Authorization": {"Bearer " + token}, "Origin": {"http://evil.example"}}
 	if _, resp, err := dial(t, addr, cross); err == nil || resp == nil || resp.StatusCode != http.StatusForbidden {
@@ -276,7 +277,7 @@ func TestWSOriginAndToken(t *testing.T) {
 	}
 	for name, header := range map[string]http.Header{
 		"bearer, no origin":   bearer,
-		"cookie, same origin": {"Cookie": {cookieName + "=" + token}, "Origin": {"http://" + addr}},
+		"cookie, same origin": {"Cookie": {e.signIn()}, "Origin": {"http://" + addr}},
 	} {
 		w, _, err := dial(t, addr, header)
 		if err != nil {

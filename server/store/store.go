@@ -38,8 +38,9 @@ var registerDriver sync.Once
 
 // Store is the SQLite-backed store. It is safe for concurrent use.
 type Store struct {
-	db  *gorm.DB
-	now func() time.Time
+	db     *gorm.DB
+	now    func() time.Time
+	health *writeHealth
 }
 
 // Open opens (and creates, on first start) the database at path. now == nil means time.Now.
@@ -58,8 +59,12 @@ func Open(path string, now func() time.Time) (*Store, error) {
 		sql.Register(driverName, &sqlite3.SQLiteDriver{ConnectHook: func(c *sqlite3.SQLiteConn) error {
 			// auto_vacuum takes effect on a file without tables (a new database), whichever
 			// connection creates them; an older file is converted once by Open.
-			_, err := c.Exec(fmt.Sprintf("PRAGMA journal_size_limit = %d; PRAGMA mmap_size = %d; PRAGMA auto_vacuum = INCREMENTAL",
-				walSizeLimit, mmapSize), nil)
+			pragmas := fmt.Sprintf("PRAGMA journal_size_limit = %d; PRAGMA mmap_size = %d; PRAGMA auto_vacuum = INCREMENTAL",
+				walSizeLimit, mmapSize)
+			if limit := pageLimitOf(c.GetFilename("main")); limit > 0 {
+				pragmas += fmt.Sprintf("; PRAGMA max_page_count = %d", limit) // LimitGrowth
+			}
+			_, err := c.Exec(pragmas, nil)
 			return err
 		}})
 	})
@@ -75,7 +80,10 @@ func Open(path string, now func() time.Time) (*Store, error) {
 	if err := recordStatements(db); err != nil {
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
-	s := &Store{db: db, now: now}
+	s := &Store{db: db, now: now, health: &writeHealth{now: now}}
+	if err := watchWrites(db, s.health); err != nil {
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
 	if err := s.migrate(); err != nil {
 		s.Close()
 		return nil, err

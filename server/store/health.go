@@ -1,0 +1,109 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	sqlite3 "github.com/mattn/go-sqlite3"
+	"gorm.io/gorm"
+)
+
+// writeHealth follows the outcome of the store's writes. A write that fails for a reason
+// of the database itself (full, read-only, I/O, locked, corrupt; not a constraint, which
+// is a refused request) makes the store failing until a write that changes a row succeeds
+// again. A full disk still takes writes that fit in free pages, so while it lasts the
+// state can turn healthy between two failing writes; the writers' retries turn it back.
+type writeHealth struct {
+	now func() time.Time
+
+	mu    sync.Mutex
+	err   error     // of the last write, nil when it succeeded
+	since time.Time // of the first failure in a row
+}
+
+// WriteHealth is nil while the store's writes succeed, and says since when and why they
+// fail otherwise.
+func (s *Store) WriteHealth() error {
+	h := s.health
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.err == nil {
+		return nil
+	}
+	return fmt.Errorf("store writes failing since %s: %w", h.since.UTC().Format(time.RFC3339), h.err)
+}
+
+func (h *writeHealth) note(tx *gorm.DB) {
+	var se sqlite3.Error
+	failed := errors.As(tx.Error, &se) && se.Code != sqlite3.ErrConstraint
+	if tx.Error != nil && !failed || tx.Error == nil && tx.RowsAffected == 0 {
+		return // a refused request or a write of nothing says nothing of the database
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	switch {
+	case !failed:
+		h.err = nil
+	case h.err == nil:
+		h.err, h.since = se, h.now()
+	default:
+		h.err = se
+	}
+}
+
+// watchWrites registers the callbacks behind WriteHealth: after each insert, update,
+// delete and statement executed.
+func watchWrites(db *gorm.DB, h *writeHealth) error {
+	cb := db.Callback()
+	for _, err := range []error{
+		cb.Create().After("gorm:create").Register("conch:health", h.note),
+		cb.Update().After("gorm:update").Register("conch:health", h.note),
+		cb.Delete().After("gorm:delete").Register("conch:health", h.note),
+		cb.Raw().After("gorm:raw").Register("conch:health", h.note),
+	} {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// pageLimits holds the caps LimitGrowth set, by database file; the connect hook applies them.
+var pageLimits sync.Map // file name -> int64 pages
+
+func pageLimitOf(file string) int64 {
+	limit, _ := pageLimits.Load(file)
+	n, _ := limit.(int64)
+	return n
+}
+
+// LimitGrowth caps the database file at its current size plus pages pages (SQLite's
+// PRAGMA max_page_count) on every connection, so writes that need more space fail as they
+// would on a full disk; pages < 0 lifts the cap. It is for fault tests: from its first
+// call on, every use of the store opens a fresh connection, so a change reaches all of
+// them at once.
+func (s *Store) LimitGrowth(ctx context.Context, pages int64) error {
+	var file string
+	var count int64
+	db := s.db.WithContext(ctx)
+	if err := db.Raw("SELECT file FROM pragma_database_list WHERE name = 'main'").Scan(&file).Error; err != nil {
+		return fmt.Errorf("limit growth: %w", err)
+	}
+	if err := db.Raw("PRAGMA page_count").Scan(&count).Error; err != nil {
+		return fmt.Errorf("limit growth: %w", err)
+	}
+	limit := int64(0)
+	if pages >= 0 {
+		limit = count + pages
+	}
+	pageLimits.Store(file, limit)
+	sqlDB, err := s.db.DB()
+	if err != nil {
+		return err
+	}
+	sqlDB.SetConnMaxLifetime(time.Nanosecond)
+	return nil
+}

@@ -1,0 +1,23 @@
+// Conch's own page script, loaded from a file (not inline) so the Content-Security-Policy
+// allows scripts from this origin only. It runs before go-app's deferred scripts.
+
+// The update notice made reliable: go-app's own "updatefound" listener is attached late
+// and can miss an update, while a controller change on a page that already had a
+// controller always means a new version has taken over.
+if ("serviceWorker" in navigator) {
+  const hadController = !!navigator.serviceWorker.controller;
+  navigator.serviceWorker.addEventListener("controllerchange", () => {
+    if (hadController && typeof goappOnUpdate === "function") goappOnUpdate();
+  });
+}
+
+// What go-app's event handlers cannot do, done synchronously: they run after the browser's
+// default action. Forms are handled in Go, so their default submission (a page load) is
+// prevented; Enter in the prompt box submits it instead of adding a line.
+document.addEventListener("submit", (e) => e.preventDefault(), true);
+document.addEventListener("keydown", (e) => {
+  if (e.target.id === "prompt-input" && e.key === "Enter" && !e.shiftKey && !e.isComposing) {
+    e.preventDefault();
+    e.target.form.requestSubmit();
+  }
+}, true);
