@@ -22,7 +22,7 @@ import (
 func (s *server) handleHealth(c *fiber.Ctx) error {
 	if err := s.store.Ping(c.UserContext()); err != nil {
 		s.log.Error("health: store does not answer", "err", err)
-		return c.Status(http.StatusServiceUnavailable).JSON(shared.ErrorBody{Error: "store unavailable"})
+		return c.Status(http.StatusServiceUnavailable).JSON(fiber.Map{"status": "unavailable", "error": "store unavailable"})
 	}
 	// Writes that fail (a full disk) leave commands and sessions unrecorded until they
 	// succeed again: not healthy, and why.

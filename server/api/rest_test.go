@@ -332,7 +332,7 @@ func TestCancel(t *testing.T) {
 func TestHealthzReportsAStoreThatDoesNotAnswer(t *testing.T) {
 	e := newEnv(t)
 	e.store.Close()
-	if got := e.expect(http.StatusServiceUnavailable, "GET", "/healthz", "", nil); got != `{"error":"store unavailable"}` {
+	if got := e.expect(http.StatusServiceUnavailable, "GET", "/healthz", "", nil); got != `{"error":"store unavailable","status":"unavailable"}` {
 		t.Errorf("healthz %s", got)
 	}
 }
