@@ -24,6 +24,7 @@ type CommandRow struct {
 	ctx      context.Context // cancelled on dismount: go-app's context is not
 	cancel   context.CancelFunc
 	requests map[uint64]context.CancelFunc
+	shown    rendered // the snapshot on screen as terminal lines
 }
 
 // CompoID keeps a row bound to its message when messages are inserted before it.
@@ -180,13 +181,13 @@ func (c *CommandRow) renderDisclosure(sum shared.ShellOutputSummary, view poll.V
 				app.Text(outputLabel(sum)),
 			),
 		app.If(view.Open, func() app.UI {
-			return app.Div().ID(bodyID).Class("transcript").Body(transcript(view, c.retry)...)
+			return app.Div().ID(bodyID).Class("transcript").Body(transcript(view, c.shown.lines(view.Snapshot), c.retry)...)
 		}),
 	)
 }
 
-// transcript renders an open disclosure from the poll view alone.
-func transcript(view poll.View, retry app.EventHandler) []app.UI {
+// transcript renders an open disclosure from the poll view and its snapshot's lines.
+func transcript(view poll.View, lines *rendered, retry app.EventHandler) []app.UI {
 	var out []app.UI
 	if view.Loading {
 		out = append(out, app.P().Class("out-note", "loading").Aria("live", "polite").Text("Loading command output…"))
@@ -201,10 +202,10 @@ func transcript(view poll.View, retry app.EventHandler) []app.UI {
 			out = append(out, app.P().Class("out-note").Text(empty))
 		}
 		if o.Stdout != "" {
-			out = append(out, app.Pre().Class("stdout").Text(o.Stdout))
+			out = append(out, streamView("stdout", "Standard output", lines.stdout))
 		}
 		if o.Stderr != "" {
-			out = append(out, app.Pre().Class("stderr").Aria("label", "Standard error").Text(o.Stderr))
+			out = append(out, streamView("stderr", "Standard error", lines.stderr))
 		}
 		if o.Truncated {
 			out = append(out, app.P().Class("out-note").Text("Output truncated"))

@@ -2,6 +2,7 @@ package ui
 
 import (
 	"encoding/json"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -45,6 +46,21 @@ func render(t *testing.T, c app.Composer) string {
 	}
 	e.ConsumeAll()
 	return app.HTMLString(c)
+}
+
+// checkHTML fails t for every string of want missing from html and of notWant in it.
+func checkHTML(t *testing.T, html string, want, notWant []string) {
+	t.Helper()
+	for _, w := range want {
+		if !strings.Contains(html, w) {
+			t.Errorf("missing %q in\n%s", w, html)
+		}
+	}
+	for _, w := range notWant {
+		if strings.Contains(html, w) {
+			t.Errorf("unexpected %q in\n%s", w, html)
+		}
+	}
 }
 
 func snapshot(status shared.ToolStatus, o shared.ShellOutput) shared.ShellOutputSnapshot {
@@ -104,16 +120,7 @@ func TestCommandRowCollapsed(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			html := render(t, row(shellMsg(tt.status, tt.sum), nil))
-			for _, w := range tt.want {
-				if !strings.Contains(html, w) {
-					t.Errorf("missing %q in\n%s", w, html)
-				}
-			}
-			for _, w := range tt.notWant {
-				if strings.Contains(html, w) {
-					t.Errorf("unexpected %q in\n%s", w, html)
-				}
-			}
+			checkHTML(t, html, tt.want, tt.notWant)
 		})
 	}
 }
@@ -179,7 +186,7 @@ func TestCommandRowOpen(t *testing.T) {
 				m.Open()
 				m.Loaded(1, snapshot(shared.StatusFailed, shared.ShellOutput{Stdout: "out line\n", Stderr: "err line\n", Truncated: true, ExitCode: intp(7)}), "")
 			},
-			want: []string{`<pre class="stdout">out line`, `class="stderr"`, "err line",
+			want: []string{`class="term stdout"`, `aria-label="Standard output"`, "out line", `class="term stderr"`, "err line",
 				"Output truncated", "Exit code 7"},
 			notWant: []string{"No command output"},
 		},
@@ -219,16 +226,40 @@ func TestCommandRowOpen(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			sum := shared.ShellOutputSummary{HasOutput: true, StdoutBytes: 9}
 			html := render(t, row(shellMsg(tt.status, sum), tt.drive))
-			for _, w := range tt.want {
-				if !strings.Contains(html, w) {
-					t.Errorf("missing %q in\n%s", w, html)
-				}
-			}
-			for _, w := range tt.notWant {
-				if strings.Contains(html, w) {
-					t.Errorf("unexpected %q in\n%s", w, html)
-				}
-			}
+			checkHTML(t, html, tt.want, tt.notWant)
+		})
+	}
+}
+
+// Terminal text is drawn as a terminal shows it, with classes for styles, and output that
+// looks like markup stays text.
+func TestCommandRowTerminalText(t *testing.T) {
+	tests := []struct {
+		name, stdout string
+		want         []string
+		notWant      []string
+	}{
+		{"colours as classes", "\x1b[31mred\x1b[0m plain\n",
+			[]string{`<span class="ln"><span class="t-f1">red</span>plain</span>`}, []string{"\x1b", "[31m", "style="}},
+		{"attributes and 256 colours", "\x1b[1;4;38;5;208mx\n",
+			[]string{`<span class="t-f208 t-bold t-ul">x</span>`}, nil},
+		{"inverse of the defaults", "\x1b[7mx\n", []string{`<span class="t-fi t-bi">x</span>`}, nil},
+		{"inverse of colours", "\x1b[7;31;42mx\n", []string{`<span class="t-f2 t-b1">x</span>`}, nil},
+		{"a progress bar shows its last state", "progress 33%\rprogress 66%\rprogress 99%\n",
+			[]string{`<span class="ln">progress 99%</span>`}, []string{"33%", "66%"}},
+		{"markup is text", "<script>alert(1)</script><img src=x onerror=alert(1)>\n",
+			[]string{"&lt;script&gt;alert(1)&lt;/script&gt;&lt;img src=x onerror=alert(1)&gt;"}, []string{"<script>", "<img"}},
+		{"lines counted", "a\nb\n\nc", []string{"4 lines", `<span class="ln"></span>`}, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			html := render(t, row(shellMsg(shared.StatusCompleted, shared.ShellOutputSummary{HasOutput: true, StdoutBytes: 9}), func(m *poll.Machine) {
+				m.Open()
+				m.Loaded(1, snapshot(shared.StatusCompleted, shared.ShellOutput{Stdout: tt.stdout, ExitCode: intp(0)}), "")
+			}))
+			// The host encoder indents nested elements; compare without that layout.
+			html = regexp.MustCompile(`\n\s*`).ReplaceAllString(html, "")
+			checkHTML(t, html, tt.want, tt.notWant)
 		})
 	}
 }

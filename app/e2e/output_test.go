@@ -1,0 +1,106 @@
+//go:build !js
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/emulation"
+	"github.com/chromedp/chromedp"
+)
+
+// colourCommand prints colours, attributes, a \r progress bar, an OSC title and text that
+// looks like markup to stdout, and a coloured warning to stderr.
+const colourCommand = `printf '\033[31mred\033[0m \033[1;4mbold\033[0m \033[38;5;208morange\033[0m \033[38;2;0;128;255mtrue\033[0m \033[7minverse\033[0m\n'; ` +
+	`printf 'progress 33%%\rprogress 66%%\rprogress 99%%\n'; ` +
+	`printf '\033]0;a title\007<script>window.pwned=1</script><img src=x onerror="window.pwned=1">\n'; ` +
+	`printf '\033[33mwarning\033[0m on stderr\n' >&2`
+
+func TestTerminalOutputRendered(t *testing.T) {
+	s := startServer(t)
+	sess := s.session(t, "colours")
+	m := s.run(t, sess.ID, colourCommand, nil)
+
+	b := newBrowser(t)
+	b.open(t, s.URL+"/sessions/"+sess.ID)
+	button := row(m.ID) + " button.disclosure-toggle"
+	b.waitFor(t, "the disclosure", fmt.Sprintf(`!!document.querySelector(%q)`, button))
+	b.do(t, chromedp.Click(chromedp.CSS(button)))
+	out := "#output-" + m.ID
+	b.waitFor(t, "the transcript", fmt.Sprintf(`!!document.querySelector(%q)`, out+" pre.stderr"))
+
+	text := b.text(t, out)
+	for _, junk := range []string{"\x1b", "[31m", "[0m", "a title", "33%", "66%"} {
+		if strings.Contains(text, junk) {
+			t.Errorf("the transcript shows %q:\n%q", junk, text)
+		}
+	}
+	lines := eval[[]string](t, b, fmt.Sprintf(`[...document.querySelectorAll(%q)].map(e => e.textContent)`, out+" pre.stdout .ln"))
+	want := []string{"red bold orange true inverse", "progress 99%", `<script>window.pwned=1</script><img src=x onerror="window.pwned=1">`}
+	if strings.Join(lines, "\n") != strings.Join(want, "\n") {
+		t.Errorf("stdout lines %q, want %q", lines, want)
+	}
+	if eval[bool](t, b, `window.pwned === 1 || !!document.querySelector("#output-`+m.ID+` img, #output-`+m.ID+` script")`) {
+		t.Error("output became markup")
+	}
+
+	// Styles are classes the stylesheets draw: red is not the default colour, and so on.
+	style := func(sel, prop string) string {
+		return eval[string](t, b, fmt.Sprintf(`getComputedStyle(document.querySelector(%q))[%q]`, sel, prop))
+	}
+	spans := map[string]string{"red": "t-f1", "bold": "t-bold", "orange": "t-f208", "true": "t-f33", "inverse": "t-bi"}
+	for word, class := range spans {
+		sel := fmt.Sprintf(`%s pre.stdout span.%s`, out, class)
+		if got := b.text(t, sel); got != word {
+			t.Errorf("span.%s holds %q, want %q", class, got, word)
+		}
+	}
+	if base, red := style(out+" pre.stdout", "color"), style(out+" pre.stdout .t-f1", "color"); base == red {
+		t.Errorf("red is drawn in the default colour %s", base)
+	}
+	if got := style(out+" pre.stdout .t-f208", "color"); got != "rgb(255, 135, 0)" {
+		t.Errorf("palette entry 208 drawn as %s", got)
+	}
+	if w := style(out+" pre.stdout .t-bold", "fontWeight"); w != "700" {
+		t.Errorf("bold drawn with weight %s", w)
+	}
+	if got := b.text(t, out+" pre.stderr .t-f3"); got != "warning" {
+		t.Errorf("stderr's yellow span holds %q", got)
+	}
+	if n := eval[int](t, b, fmt.Sprintf(`document.querySelectorAll(%q).length`, out+" [style]")); n != 0 {
+		t.Errorf("%d elements of the transcript carry inline styles", n)
+	}
+	b.screenshots(t, "terminal-output", out)
+}
+
+// screenshots saves what a person sees around sel at 1280×900 and 393×851, in light and
+// dark: name-desktop-light.png and so on.
+func (b *browser) screenshots(t *testing.T, name, sel string) {
+	t.Helper()
+	for _, size := range []struct {
+		name          string
+		width, height int64
+		scale         float64
+		mobile        bool
+	}{{"desktop", 1280, 900, 1, false}, {"mobile", 393, 851, 2.75, true}} {
+		opts := []chromedp.EmulateViewportOption{chromedp.EmulateScale(size.scale)}
+		if size.mobile {
+			opts = append(opts, chromedp.EmulateMobile)
+		}
+		b.do(t, chromedp.EmulateViewport(size.width, size.height, opts...))
+		for _, scheme := range []string{"light", "dark"} {
+			b.do(t, chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+				_, err := cdp.Call(ctx, tg, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{
+					Features: []*emulation.MediaFeature{{Name: "prefers-color-scheme", Value: scheme}}})
+				return err
+			}))
+			b.do(t, chromedp.Evaluate[chromedp.Void](fmt.Sprintf(`document.querySelector(%q).scrollIntoView({block: "center"})`, sel)))
+			b.waitFor(t, scheme+" colours", fmt.Sprintf(`matchMedia("(prefers-color-scheme: %s)").matches`, scheme))
+			b.screenshot(t, fmt.Sprintf("%s-%s-%s.png", name, size.name, scheme))
+		}
+	}
+}
