@@ -22,7 +22,7 @@ func TestShellOutputSnapshot(t *testing.T) {
 
 	// A known non-zero exit makes the stored status failed whatever the agent said.
 	got := e.expect(http.StatusOK, "GET", base+done.ID+"/shell-output", "", nil)
-	want := fmt.Sprintf(`{"message_id":%q,"status":"failed","updated_at":%q,"output":{"stdout":"héllo\n","stderr":"warn\n","exit_code":2}}`,
+	want := fmt.Sprintf(`{"message_id":%q,"status":"failed","updated_at":%q,"output":{"stdout":"héllo\n","stderr":"warn\n","exit_code":2,"stdout_total_bytes":7,"stderr_total_bytes":5}}`,
 		done.ID, done.UpdatedAt.Format("2006-01-02T15:04:05.999999999Z07:00"))
 	if got != want {
 		t.Errorf("populated snapshot\n got %s\nwant %s", got, want)
@@ -150,7 +150,7 @@ func TestWireShapes(t *testing.T) {
 		`{"id":%q,"session_id":%q,"task_id":%q,"author_type":"agent","type":"tool_execute","content":"go test ./...",`+
 		`"metadata":{"tool_call_id":"call-go test ./...","title":"go test ./...","status":"completed","kind":"execute",`+
 		`"normalized":{"kind":"shell_exec","shell_exec":{"command":"go test ./...","work_dir":"/repo",`+
-		`"output":{"has_output":true,"stdout_bytes":3,"stderr_bytes":0,"truncated":false,"exit_code":0}}}},"created_at":%q,"updated_at":%q}`+
+		`"output":{"has_output":true,"stdout_bytes":3,"stderr_bytes":0,"truncated":false,"exit_code":0,"stdout_total_bytes":3,"stderr_total_bytes":0}}}},"created_at":%q,"updated_at":%q}`+
 		`],"total":2,"has_more":false,"cursor":%q}`,
 		um.ID, sess.ID, task.ID, ts(um.CreatedAt), ts(um.UpdatedAt),
 		sh.ID, sess.ID, task.ID, ts(sh.CreatedAt), ts(sh.UpdatedAt), sh.ID)
