@@ -5,12 +5,15 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/chromedp"
+
+	"conch/shared"
 )
 
 // colourCommand prints colours, attributes, a \r progress bar, an OSC title and text that
@@ -93,14 +96,78 @@ func (b *browser) screenshots(t *testing.T, name, sel string) {
 		}
 		b.do(t, chromedp.EmulateViewport(size.width, size.height, opts...))
 		for _, scheme := range []string{"light", "dark"} {
-			b.do(t, chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
-				_, err := cdp.Call(ctx, tg, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{
-					Features: []*emulation.MediaFeature{{Name: "prefers-color-scheme", Value: scheme}}})
-				return err
-			}))
+			send(t, b, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{
+				Features: []*emulation.MediaFeature{{Name: "prefers-color-scheme", Value: scheme}}})
 			b.do(t, chromedp.Evaluate[chromedp.Void](fmt.Sprintf(`document.querySelector(%q).scrollIntoView({block: "center"})`, sel)))
 			b.waitFor(t, scheme+" colours", fmt.Sprintf(`matchMedia("(prefers-color-scheme: %s)").matches`, scheme))
 			b.screenshot(t, fmt.Sprintf("%s-%s-%s.png", name, size.name, scheme))
 		}
 	}
+}
+
+// A command row says how long the command ran (counting while it runs), how much of its
+// output is kept of how much it produced, and the signal that ended it; the start and
+// finish times show on focus.
+func TestRowFacts(t *testing.T) {
+	s := startServer(t)
+	sess := s.session(t, "facts")
+	big := s.run(t, sess.ID, `head -c 400000 /dev/zero | tr '\0' a; sleep 0.3`, nil)
+	killed := s.run(t, sess.ID, `echo before the signal; kill -KILL $$`, nil)
+	sum := shared.ShellOf(big).Output
+	if sum.StdoutTotalBytes != 400000 || sum.StdoutBytes != shared.OutputLimit || sum.StartedAt == nil || sum.FinishedAt == nil {
+		t.Fatalf("summary %+v", sum)
+	}
+
+	b := newBrowser(t)
+	b.open(t, s.URL+"/sessions/"+sess.ID)
+	meta := row(big.ID) + " .cmd-meta"
+	b.waitFor(t, "the facts", fmt.Sprintf(`!!document.querySelector(%q)`, meta+" .timing"))
+	ran := sum.FinishedAt.Sub(*sum.StartedAt)
+	if got, want := b.text(t, meta+" .timing"), "ran "+strconv.FormatFloat(ran.Seconds(), 'f', 1, 64)+" s"; !strings.HasPrefix(got, want) {
+		t.Errorf("timing %q, want it to start with %q", got, want)
+	}
+	if got := b.text(t, meta+" .kept"); got != "showing the last 256 KB of 391 KB" {
+		t.Errorf("kept %q", got)
+	}
+	if eval[bool](t, b, fmt.Sprintf(`getComputedStyle(document.querySelector(%q)).display !== "none"`, meta+" .times")) {
+		t.Error("the times show before focus")
+	}
+	send(t, b, emulation.SetFocusEmulationEnabled, emulation.SetFocusEmulationEnabledParams{Enabled: true}) // :focus in a background tab
+	b.do(t, chromedp.Focus(chromedp.CSS(meta+" .timing")))
+	b.waitFor(t, "the times on focus", fmt.Sprintf(`getComputedStyle(document.querySelector(%q)).display === "inline"`, meta+" .times"))
+	if got := b.text(t, meta+" .times"); !strings.Contains(got, "Started ") || !strings.Contains(got, "finished ") {
+		t.Errorf("times %q", got)
+	}
+	b.screenshots(t, "row-facts", meta)
+	if got := b.text(t, row(killed.ID)+" .status-text"); got != "Command ended by SIGKILL" {
+		t.Errorf("killed: status %q", got)
+	}
+
+	// While a command runs, its time counts up on screen.
+	ctx, cancel := context.WithTimeout(context.Background(), deadline)
+	defer cancel()
+	if _, err := s.API.SendMessage(ctx, sess.ID, "sleep 30", "facts-sleep"); err != nil {
+		t.Fatal(err)
+	}
+	b.waitFor(t, "the running time", `!!document.querySelector(".cmd-running .timing")`)
+	b.waitFor(t, "the running time to count", `/^running [2-9] s/.test(document.querySelector(".cmd-running .timing").textContent)`)
+	id := eval[string](t, b, `document.querySelector(".cmd-running").dataset.messageId`)
+	if err := s.API.Cancel(ctx, sess.ID); err != nil {
+		t.Fatal(err)
+	}
+	b.waitFor(t, "the cancelled command", fmt.Sprintf(`!!document.querySelector(%q)`, row(id)+".cmd-neutral"))
+	// Cancelling kills the command's process group: the row names the signal.
+	b.waitFor(t, "the signal", fmt.Sprintf(`(document.querySelector(%q) || {}).textContent === "ended by SIGKILL"`, row(id)+" .signal"))
+	if got := b.text(t, row(id)+" .timing"); !strings.HasPrefix(got, "ran ") {
+		t.Errorf("cancelled command's timing %q", got)
+	}
+}
+
+// send sends one DevTools command whose answer is not needed.
+func send[P, R any](t *testing.T, b *browser, cmd cdp.Command[P, R], params P) {
+	t.Helper()
+	b.do(t, chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+		_, err := cdp.Call(ctx, tg, cmd, params)
+		return err
+	}))
 }
