@@ -104,6 +104,7 @@ func New(cfg Config) *fiber.App {
 	v1.Post("/task-sessions/:session_id/messages", s.handleAddMessage)
 	v1.Post("/task-sessions/:session_id/cancel", s.handleCancel)
 	v1.Get("/task-sessions/:session_id/messages/:message_id/shell-output", s.handleShellOutput)
+	v1.Get("/task-sessions/:session_id/messages/:message_id/shell-output/raw", s.handleShellOutputRaw)
 	api.All("/*", func(c *fiber.Ctx) error { return s.fail(c, errNoRoute) })
 
 	app.Get("/ws", s.requireToken, s.checkUpgrade, websocket.New(s.handleWS, websocket.Config{

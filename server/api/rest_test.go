@@ -45,7 +45,32 @@ func TestShellOutputSnapshot(t *testing.T) {
 		}
 	}
 
+	// One stream as a file to save, byte for byte; the same not-found answers.
+	for stream, want := range map[string]string{"stdout": "héllo\n", "stderr": "warn\n"} {
+		res, body := e.do("GET", base+done.ID+"/shell-output/raw?stream="+stream, "")
+		if res.StatusCode != http.StatusOK || body != want || res.Header.Get("Content-Type") != "text/plain; charset=utf-8" ||
+			res.Header.Get("Content-Disposition") != `attachment; filename="`+done.ID+"-"+stream+`.txt"` {
+			t.Errorf("raw %s: %d %q %q %q", stream, res.StatusCode, res.Header.Get("Content-Type"), res.Header.Get("Content-Disposition"), body)
+		}
+	}
+	if body := e.expect(http.StatusOK, "GET", base+running.ID+"/shell-output/raw?stream=stdout", "", nil); body != "" {
+		t.Errorf("raw of a command without output: %q", body)
+	}
+	for name, target := range notFound {
+		if body := e.expect(http.StatusNotFound, "GET", target+"/raw?stream=stdout", "", nil); body != `{"error":"message not found","code":"not_found"}` {
+			t.Errorf("raw, %s: body %s", name, body)
+		}
+	}
+	for _, q := range []string{"", "?stream=", "?stream=both", "?stream=STDOUT", "?stream=stdout%00"} {
+		if body := e.expect(http.StatusBadRequest, "GET", base+done.ID+"/shell-output/raw"+q, "", nil); body != `{"error":"stream must be stdout or stderr","code":"invalid"}` {
+			t.Errorf("raw%s: body %s", q, body)
+		}
+	}
+
 	e.store.Close()
+	if body := e.expect(http.StatusInternalServerError, "GET", base+done.ID+"/shell-output/raw?stream=stdout", "", nil); body != `{"error":"request failed","code":"internal"}` {
+		t.Errorf("raw: store failure body %s", body)
+	}
 	if body := e.expect(http.StatusInternalServerError, "GET", base+done.ID+"/shell-output", "", nil); body != `{"error":"request failed","code":"internal"}` {
 		t.Errorf("store failure body %s", body)
 	}
