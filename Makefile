@@ -37,9 +37,9 @@ test-go:
 	CONCH_BIN=$(CURDIR)/bin/conch $(GO) test -race -timeout $(TEST_TIMEOUT) $$($(GO) list ./... | grep -v '^conch/app/e2e$$')
 	CONCH_BIN=$(CURDIR)/bin/conch $(GO) test -timeout $(TEST_TIMEOUT) ./app/e2e
 
-## test-wasm: the pure shared packages compiled for js/wasm and run under Node.
+## test-wasm: the pure packages (shared, the terminal renderer) compiled for js/wasm and run under Node.
 test-wasm:
-	PATH="$(WASM_PATH):$$PATH" GOOS=js GOARCH=wasm $(GO) test ./shared/...
+	PATH="$(WASM_PATH):$$PATH" GOOS=js GOARCH=wasm $(GO) test ./shared/... ./app/term
 
 fmt:
 	gofmt -w $$(git ls-files '*.go')

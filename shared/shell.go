@@ -24,17 +24,27 @@ type ShellOutput struct {
 	ExitCode  *int   `json:"exit_code,omitempty"` // nil when no source stated it
 	Signal    string `json:"signal,omitempty"`    // POSIX name when a signal ended the command
 	Truncated bool   `json:"truncated,omitempty"`
+	// The bytes the command wrote to each stream, kept or not (at least the kept bytes
+	// once Bounded), and when it started and finished, when known.
+	StdoutTotalBytes int64      `json:"stdout_total_bytes,omitempty"`
+	StderrTotalBytes int64      `json:"stderr_total_bytes,omitempty"`
+	StartedAt        *time.Time `json:"started_at,omitempty"`
+	FinishedAt       *time.Time `json:"finished_at,omitempty"`
 }
 
 // ShellOutputSummary is the body-free projection of a ShellOutput. It has no body field
 // on purpose: a browser-facing message cannot carry output.
 type ShellOutputSummary struct {
-	HasOutput   bool   `json:"has_output"`
-	StdoutBytes int    `json:"stdout_bytes"`
-	StderrBytes int    `json:"stderr_bytes"`
-	Truncated   bool   `json:"truncated"`
-	ExitCode    *int   `json:"exit_code,omitempty"`
-	Signal      string `json:"signal,omitempty"`
+	HasOutput        bool       `json:"has_output"`
+	StdoutBytes      int        `json:"stdout_bytes"`
+	StderrBytes      int        `json:"stderr_bytes"`
+	Truncated        bool       `json:"truncated"`
+	ExitCode         *int       `json:"exit_code,omitempty"`
+	Signal           string     `json:"signal,omitempty"`
+	StdoutTotalBytes int64      `json:"stdout_total_bytes"` // produced, >= StdoutBytes
+	StderrTotalBytes int64      `json:"stderr_total_bytes"`
+	StartedAt        *time.Time `json:"started_at,omitempty"`
+	FinishedAt       *time.Time `json:"finished_at,omitempty"`
 }
 
 // ShellOutputSnapshot is the answer of the shell-output endpoint.
@@ -48,23 +58,35 @@ type ShellOutputSnapshot struct {
 // Summarize projects an output to its summary. Byte counts are UTF-8 bytes retained.
 func (o ShellOutput) Summarize() ShellOutputSummary {
 	return ShellOutputSummary{
-		HasOutput:   o.Stdout != "" || o.Stderr != "",
-		StdoutBytes: len(o.Stdout),
-		StderrBytes: len(o.Stderr),
-		Truncated:   o.Truncated,
-		ExitCode:    o.ExitCode,
-		Signal:      o.Signal,
+		HasOutput:        o.Stdout != "" || o.Stderr != "",
+		StdoutBytes:      len(o.Stdout),
+		StderrBytes:      len(o.Stderr),
+		Truncated:        o.Truncated,
+		ExitCode:         o.ExitCode,
+		Signal:           o.Signal,
+		StdoutTotalBytes: max(o.StdoutTotalBytes, int64(len(o.Stdout))),
+		StderrTotalBytes: max(o.StderrTotalBytes, int64(len(o.Stderr))),
+		StartedAt:        o.StartedAt,
+		FinishedAt:       o.FinishedAt,
 	}
 }
 
-// Bounded returns o with both bodies made valid UTF-8 and cut to OutputLimit,
-// setting Truncated when either was cut.
+// Bounded returns o with both bodies made valid UTF-8 and cut to OutputLimit, setting
+// Truncated when either was cut, and each total made at least the bytes given and the
+// bytes kept (a source that counts nothing, or U+FFFD replacing a shorter invalid byte,
+// must not show less produced than kept).
 func (o ShellOutput) Bounded() ShellOutput {
 	var cutOut, cutErr bool
-	o.Stdout, cutOut = Bound(o.Stdout, OutputLimit)
-	o.Stderr, cutErr = Bound(o.Stderr, OutputLimit)
+	o.Stdout, o.StdoutTotalBytes, cutOut = boundStream(o.Stdout, o.StdoutTotalBytes)
+	o.Stderr, o.StderrTotalBytes, cutErr = boundStream(o.Stderr, o.StderrTotalBytes)
 	o.Truncated = o.Truncated || cutOut || cutErr
 	return o
+}
+
+func boundStream(s string, total int64) (string, int64, bool) {
+	total = max(total, int64(len(s)))
+	kept, cut := Bound(s, OutputLimit)
+	return kept, max(total, int64(len(kept))), cut
 }
 
 // Bound makes s valid UTF-8 (each run of invalid bytes becomes U+FFFD) and keeps at most

@@ -5,32 +5,41 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 	"unicode/utf8"
 )
 
 func intp(i int) *int { return &i }
 
 func TestSummarize(t *testing.T) {
+	started := time.Date(2026, 12, 3, 8, 0, 0, 5e8, time.UTC)
+	finished := started.Add(12300 * time.Millisecond)
 	tests := []struct {
 		name string
 		in   ShellOutput
 		want string
 	}{
 		{"stdout only", ShellOutput{Stdout: "hello\n"},
-			`{"has_output":true,"stdout_bytes":6,"stderr_bytes":0,"truncated":false}`},
+			`{"has_output":true,"stdout_bytes":6,"stderr_bytes":0,"truncated":false,"stdout_total_bytes":6,"stderr_total_bytes":0}`},
 		{"stderr only", ShellOutput{Stderr: "boom\n", ExitCode: intp(2)},
-			`{"has_output":true,"stdout_bytes":0,"stderr_bytes":5,"truncated":false,"exit_code":2}`},
+			`{"has_output":true,"stdout_bytes":0,"stderr_bytes":5,"truncated":false,"exit_code":2,"stdout_total_bytes":0,"stderr_total_bytes":5}`},
 		{"both", ShellOutput{Stdout: "a", Stderr: "bc", Truncated: true},
-			`{"has_output":true,"stdout_bytes":1,"stderr_bytes":2,"truncated":true}`},
+			`{"has_output":true,"stdout_bytes":1,"stderr_bytes":2,"truncated":true,"stdout_total_bytes":1,"stderr_total_bytes":2}`},
 		{"empty running", ShellOutput{},
-			`{"has_output":false,"stdout_bytes":0,"stderr_bytes":0,"truncated":false}`},
+			`{"has_output":false,"stdout_bytes":0,"stderr_bytes":0,"truncated":false,"stdout_total_bytes":0,"stderr_total_bytes":0}`},
 		{"exit 0 is known", ShellOutput{ExitCode: intp(0)},
-			`{"has_output":false,"stdout_bytes":0,"stderr_bytes":0,"truncated":false,"exit_code":0}`},
+			`{"has_output":false,"stdout_bytes":0,"stderr_bytes":0,"truncated":false,"exit_code":0,"stdout_total_bytes":0,"stderr_total_bytes":0}`},
 		{"signal", ShellOutput{Stdout: "x", Signal: "SIGKILL"},
-			`{"has_output":true,"stdout_bytes":1,"stderr_bytes":0,"truncated":false,"signal":"SIGKILL"}`},
+			`{"has_output":true,"stdout_bytes":1,"stderr_bytes":0,"truncated":false,"signal":"SIGKILL","stdout_total_bytes":1,"stderr_total_bytes":0}`},
+		{"totals, times", ShellOutput{Stdout: "tail", StdoutTotalBytes: 50 << 20, StderrTotalBytes: 3,
+			StartedAt: &started, FinishedAt: &finished},
+			`{"has_output":true,"stdout_bytes":4,"stderr_bytes":0,"truncated":false,"stdout_total_bytes":52428800,"stderr_total_bytes":3,` +
+				`"started_at":"2026-12-03T08:00:00.5Z","finished_at":"2026-12-03T08:00:12.8Z"}`},
+		{"a total short of the kept bytes is raised", ShellOutput{Stdout: "abc", StdoutTotalBytes: 1},
+			`{"has_output":true,"stdout_bytes":3,"stderr_bytes":0,"truncated":false,"stdout_total_bytes":3,"stderr_total_bytes":0}`},
 		// UTF-8 bytes, not characters: "héllo" is 6 bytes, "日本" 6, "🙂" 4.
 		{"multibyte", ShellOutput{Stdout: "héllo", Stderr: "日本🙂"},
-			`{"has_output":true,"stdout_bytes":6,"stderr_bytes":10,"truncated":false}`},
+			`{"has_output":true,"stdout_bytes":6,"stderr_bytes":10,"truncated":false,"stdout_total_bytes":6,"stderr_total_bytes":10}`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -54,10 +63,14 @@ func TestSummarize(t *testing.T) {
 }
 
 func TestBoundedSanitizesInvalidUTF8(t *testing.T) {
-	in := ShellOutput{Stdout: "ok\xff\xfe!", Stderr: "\xc3"}
+	in := ShellOutput{Stdout: "ok\xff\xfe!", Stderr: "\xc3", StdoutTotalBytes: 5, StderrTotalBytes: 1}
 	got := in.Bounded()
 	if got.Stdout != "ok\uFFFD!" || got.Stderr != "\uFFFD" || got.Truncated {
 		t.Fatalf("Bounded() = %+v", got)
+	}
+	// The one invalid byte became three: produced is never shown as less than kept.
+	if got.StdoutTotalBytes != 6 || got.StderrTotalBytes != 3 {
+		t.Fatalf("totals %d, %d after Bounded, want 6, 3", got.StdoutTotalBytes, got.StderrTotalBytes)
 	}
 	if s := got.Summarize(); s.StdoutBytes != len("ok\uFFFD!") {
 		t.Fatalf("summary counts %d bytes, body has %d", s.StdoutBytes, len(got.Stdout))

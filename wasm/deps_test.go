@@ -21,7 +21,7 @@ var allowed = map[string]struct {
 }{
 	"./wasm": {
 		goos:     "js",
-		packages: []string{"conch/wasm", "conch/app/ui", "conch/app/client", "conch/shared", "conch/shared/poll"},
+		packages: []string{"conch/wasm", "conch/app/ui", "conch/app/term", "conch/app/client", "conch/shared", "conch/shared/poll"},
 		prefixes: []string{"github.com/maxence-charriere/go-app/v10/", "github.com/coder/websocket", "github.com/google/uuid"},
 	},
 	"./shared/...": {

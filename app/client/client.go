@@ -132,9 +132,8 @@ func (c *Client) ShellOutput(ctx context.Context, sessionID, messageID string) (
 // version etag (an ETag this method returned): then the server answers 304 with no body,
 // and notModified is true with a zero snapshot. With etag "" it always fetches.
 func (c *Client) ShellOutputIfChanged(ctx context.Context, sessionID, messageID, etag string) (snap shared.ShellOutputSnapshot, version string, notModified bool, err error) {
-	path := "/api/v1/task-sessions/" + url.PathEscape(sessionID) + "/messages/" + url.PathEscape(messageID) + "/shell-output"
 	version = etag
-	err = c.callIfNoneMatch(ctx, "GET", path, &version, nil, &snap)
+	err = c.callIfNoneMatch(ctx, "GET", shellOutputPath(sessionID, messageID), &version, nil, &snap)
 	if errors.Is(err, errNotModified) {
 		return snap, etag, true, nil
 	}
@@ -153,7 +152,29 @@ func answerError(status int, body []byte) *shared.Error {
 	return &shared.Error{Code: e.Code, Message: e.Error}
 }
 
-// call sends in as JSON (when not nil) and decodes a 2xx answer into out (when not nil).
+// ShellOutputRawURL is where one stream ("stdout" or "stderr") of a command's stored
+// output is downloaded as a text file, byte for byte (a link target in the browser).
+func (c *Client) ShellOutputRawURL(sessionID, messageID, stream string) string {
+	return c.base + rawPath(sessionID, messageID, stream)
+}
+
+// ShellOutputRaw downloads one stream of a command's stored output, byte for byte.
+func (c *Client) ShellOutputRaw(ctx context.Context, sessionID, messageID, stream string) (string, error) {
+	var body []byte
+	err := c.call(ctx, "GET", rawPath(sessionID, messageID, stream), nil, &body)
+	return string(body), err
+}
+
+func shellOutputPath(sessionID, messageID string) string {
+	return "/api/v1/task-sessions/" + url.PathEscape(sessionID) + "/messages/" + url.PathEscape(messageID) + "/shell-output"
+}
+
+func rawPath(sessionID, messageID, stream string) string {
+	return shellOutputPath(sessionID, messageID) + "/raw?stream=" + url.QueryEscape(stream)
+}
+
+// call sends in as JSON (when not nil) and decodes a 2xx answer into out (when not nil;
+// a *[]byte takes the body as it is).
 func (c *Client) call(ctx context.Context, method, path string, in, out any) error {
 	return c.callIfNoneMatch(ctx, method, path, nil, in, out)
 }
@@ -190,6 +211,10 @@ func (c *Client) callIfNoneMatch(ctx context.Context, method, path string, etag 
 		return fmt.Errorf("%s %s: %d: %w", method, path, status, e)
 	}
 	if out == nil {
+		return nil
+	}
+	if raw, ok := out.(*[]byte); ok {
+		*raw = resp
 		return nil
 	}
 	if err := json.NewDecoder(bytes.NewReader(resp)).Decode(out); err != nil {

@@ -11,7 +11,6 @@ import (
 	"testing"
 
 	"github.com/chromedp/cdproto/cdp"
-	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
 )
@@ -142,12 +141,13 @@ func TestSignInPage(t *testing.T) {
 		t.Errorf("light: background %s, card radius %s: the app's stylesheet is not applied", bg, radius)
 	}
 	b.screenshot(t, "signin-light.png")
-	b.do(t, emulateMedia("dark"))
+	b.scheme(t, "dark")
 	if bg := eval[string](t, b, background); bg != "rgb(17, 24, 39)" {
 		t.Errorf("dark: background %s", bg)
 	}
 	b.screenshot(t, "signin-dark.png")
-	b.do(t, emulateMedia(""), chromedp.EmulateViewport(393, 851, chromedp.EmulateScale(2.75), chromedp.EmulateMobile))
+	b.scheme(t, "")
+	b.do(t, chromedp.EmulateViewport(393, 851, chromedp.EmulateScale(2.75), chromedp.EmulateMobile))
 	b.waitFor(t, "the 393 px layout", `window.innerWidth === 393`)
 	if w := eval[int](t, b, `document.documentElement.scrollWidth`); w > 393 {
 		t.Errorf("at 393 px the sign-in page is %d px wide", w)
@@ -195,16 +195,4 @@ func TestSignInPage(t *testing.T) {
 	if got := browserCookies(t, b, s.URL); len(got) != 0 {
 		t.Errorf("cookies after failed sign-ins: %v", got)
 	}
-}
-
-// emulateMedia makes the page see prefers-color-scheme: scheme ("" ends the emulation).
-func emulateMedia(scheme string) chromedp.Action[chromedp.Void] {
-	return chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
-		var features []*emulation.MediaFeature
-		if scheme != "" {
-			features = []*emulation.MediaFeature{{Name: "prefers-color-scheme", Value: scheme}}
-		}
-		_, err := cdp.Call(ctx, tg, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{Features: features})
-		return err
-	})
 }

@@ -29,7 +29,7 @@ func TestDeleteTaskFromTheBrowser(t *testing.T) {
 	if n := eval[int](t, b, `document.querySelectorAll(".tasks .task").length`); n != 2 {
 		t.Fatalf("%d tasks after the first click, want both still there", n)
 	}
-	b.screenshots(t, "delete-confirm")
+	b.screenshots(t, "delete-confirm", ".confirm")
 	b.do(t, chromedp.Click(chromedp.CSS(`.confirm button.danger`)))
 	b.waitFor(t, "the task to go", `document.querySelectorAll(".tasks .task").length === 1`)
 	if got := b.text(t, ".tasks .task h3"); got != "a task to keep" {

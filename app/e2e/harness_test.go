@@ -419,35 +419,54 @@ func (b *browser) text(t *testing.T, sel string) string {
 // screenshot saves what the viewport shows as a PNG under artifacts/ at the module root.
 // Not a full-page capture: rows use content-visibility: auto, and Chromium's full-page
 // capture paints them blank.
-// screenshots captures the page as a person would see it at 1280 × 900 and at 393 × 851,
-// in light and in dark: name-desktop-light.png and so on, in artifacts/.
-func (b *browser) screenshots(t *testing.T, name string) {
+// screenshots saves what a person sees at 1280×900 and 393×851, in light and dark, as
+// name-desktop-light.png and so on; sel, when not "", is scrolled into the middle first.
+// The page is left at 1280×900 in the system's scheme.
+func (b *browser) screenshots(t *testing.T, name, sel string) {
 	t.Helper()
 	for _, size := range []struct {
-		name string
-		view chromedp.Action[chromedp.Void]
-	}{
-		{"desktop", chromedp.EmulateViewport(1280, 900)},
-		{"mobile", chromedp.EmulateViewport(393, 851, chromedp.EmulateScale(2.75), chromedp.EmulateMobile)},
-	} {
+		name          string
+		width, height int64
+		scale         float64
+		mobile        bool
+	}{{"desktop", 1280, 900, 1, false}, {"mobile", 393, 851, 2.75, true}} {
+		opts := []chromedp.EmulateViewportOption{chromedp.EmulateScale(size.scale)}
+		if size.mobile {
+			opts = append(opts, chromedp.EmulateMobile)
+		}
+		b.do(t, chromedp.EmulateViewport(size.width, size.height, opts...))
 		for _, scheme := range []string{"light", "dark"} {
-			b.do(t, size.view, emulateScheme(scheme))
+			b.scheme(t, scheme)
+			if sel != "" {
+				b.do(t, chromedp.Evaluate[chromedp.Void](fmt.Sprintf(`document.querySelector(%q).scrollIntoView({block: "center"})`, sel)))
+			}
 			b.screenshot(t, fmt.Sprintf("%s-%s-%s.png", name, size.name, scheme))
 		}
 	}
-	b.do(t, chromedp.EmulateViewport(1280, 900), emulateScheme(""))
+	b.do(t, chromedp.EmulateViewport(1280, 900))
+	b.scheme(t, "")
 }
 
-// emulateScheme makes the page see prefers-color-scheme: scheme ("" ends the emulation).
-func emulateScheme(scheme string) chromedp.Action[chromedp.Void] {
-	return chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
-		var features []*emulation.MediaFeature
-		if scheme != "" {
-			features = []*emulation.MediaFeature{{Name: "prefers-color-scheme", Value: scheme}}
-		}
-		_, err := cdp.Call(ctx, tg, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{Features: features})
+// scheme makes the page see prefers-color-scheme: scheme ("" ends the emulation).
+func (b *browser) scheme(t *testing.T, scheme string) {
+	t.Helper()
+	var features []*emulation.MediaFeature
+	if scheme != "" {
+		features = []*emulation.MediaFeature{{Name: "prefers-color-scheme", Value: scheme}}
+	}
+	send(t, b, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{Features: features})
+	if scheme != "" {
+		b.waitFor(t, scheme+" colours", fmt.Sprintf(`matchMedia("(prefers-color-scheme: %s)").matches`, scheme))
+	}
+}
+
+// send sends one DevTools command whose answer is not needed.
+func send[P, R any](t *testing.T, b *browser, cmd cdp.Command[P, R], params P) {
+	t.Helper()
+	b.do(t, chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+		_, err := cdp.Call(ctx, tg, cmd, params)
 		return err
-	})
+	}))
 }
 
 func (b *browser) screenshot(t *testing.T, name string) {

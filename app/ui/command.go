@@ -3,6 +3,7 @@ package ui
 import (
 	"context"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/maxence-charriere/go-app/v10/pkg/app"
@@ -24,7 +25,12 @@ type CommandRow struct {
 	ctx      context.Context // cancelled on dismount: go-app's context is not
 	cancel   context.CancelFunc
 	requests map[uint64]context.CancelFunc
+	shown    rendered // the snapshot on screen as terminal lines
+	ticking  bool     // a redraw of the running time is scheduled
 }
+
+// now is the UI's clock; tests set it.
+var now = time.Now
 
 // CompoID keeps a row bound to its message when messages are inserted before it.
 func (c *CommandRow) CompoID() string { return c.Msg.ID }
@@ -48,11 +54,28 @@ func (c *CommandRow) OnMount(ctx app.Context) {
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	c.requests = map[uint64]context.CancelFunc{}
 	c.machine()
+	c.tick(ctx)
 }
 
 // OnUpdate follows the projected status: turning terminal triggers the one final fetch.
 func (c *CommandRow) OnUpdate(ctx app.Context) {
 	c.run(ctx, c.machine().StatusChanged(c.status()))
+	c.tick(ctx)
+}
+
+// tick redraws the row every second while the command runs, for its running time.
+func (c *CommandRow) tick(ctx app.Context) {
+	sh := shared.ShellOf(c.Msg)
+	if c.ticking || c.ctx == nil || c.ctx.Err() != nil || sh == nil || sh.Output.StartedAt == nil || c.status().IsTerminal() {
+		return
+	}
+	c.ticking = true
+	time.AfterFunc(time.Second, func() {
+		ctx.Dispatch(func(ctx app.Context) {
+			c.ticking = false
+			c.tick(ctx)
+		})
+	})
 }
 
 // OnDismount aborts everything in flight; no final fetch.
@@ -155,6 +178,11 @@ func (c *CommandRow) Render() app.UI {
 				return app.Span().Class("cwd").Title("Working directory").Text(sh.WorkDir)
 			}),
 			app.Span().Class("status-text").Text(text),
+			app.If(sh.Output.StartedAt != nil, func() app.UI { return timing(sh.Output, c.status().IsTerminal()) }),
+			app.If(keptLabel(sh.Output) != "", func() app.UI { return app.Span().Class("kept").Text(keptLabel(sh.Output)) }),
+			app.If(sh.Output.Signal != "" && !strings.Contains(text, sh.Output.Signal), func() app.UI {
+				return app.Span().Class("signal").Text("ended by " + sh.Output.Signal)
+			}),
 		),
 		app.If(sh.Output.HasOutput || view.Open, func() app.UI {
 			return c.renderDisclosure(sh.Output, view, bodyID)
@@ -180,13 +208,13 @@ func (c *CommandRow) renderDisclosure(sum shared.ShellOutputSummary, view poll.V
 				app.Text(outputLabel(sum)),
 			),
 		app.If(view.Open, func() app.UI {
-			return app.Div().ID(bodyID).Class("transcript").Body(transcript(view, c.retry)...)
+			return app.Div().ID(bodyID).Class("transcript").Body(transcript(view, c.shown.lines(view.Snapshot), c.retry)...)
 		}),
 	)
 }
 
-// transcript renders an open disclosure from the poll view alone.
-func transcript(view poll.View, retry app.EventHandler) []app.UI {
+// transcript renders an open disclosure from the poll view and its snapshot's lines.
+func transcript(view poll.View, lines *rendered, retry app.EventHandler) []app.UI {
 	var out []app.UI
 	if view.Loading {
 		out = append(out, app.P().Class("out-note", "loading").Aria("live", "polite").Text("Loading command output…"))
@@ -201,10 +229,10 @@ func transcript(view poll.View, retry app.EventHandler) []app.UI {
 			out = append(out, app.P().Class("out-note").Text(empty))
 		}
 		if o.Stdout != "" {
-			out = append(out, app.Pre().Class("stdout").Text(o.Stdout))
+			out = append(out, streamView("stdout", "Standard output", lines.stdout))
 		}
 		if o.Stderr != "" {
-			out = append(out, app.Pre().Class("stderr").Aria("label", "Standard error").Text(o.Stderr))
+			out = append(out, streamView("stderr", "Standard error", lines.stderr))
 		}
 		if o.Truncated {
 			out = append(out, app.P().Class("out-note").Text("Output truncated"))
@@ -220,6 +248,24 @@ func transcript(view poll.View, retry app.EventHandler) []app.UI {
 		))
 	}
 	return out
+}
+
+// timing shows how long the command ran (or has been running), and on hover or focus
+// when it started and finished.
+func timing(o shared.ShellOutputSummary, terminal bool) app.UI {
+	times := "Started " + clockLabel(*o.StartedAt)
+	label := "running " + elapsedLabel(now().Sub(*o.StartedAt))
+	switch {
+	case o.FinishedAt != nil:
+		times += " · finished " + clockLabel(*o.FinishedAt)
+		label = "ran " + durationLabel(o.FinishedAt.Sub(*o.StartedAt))
+	case terminal:
+		return app.Span().Class("timing").Title(times).Text("started " + clockLabel(*o.StartedAt))
+	}
+	return app.Span().Class("timing").TabIndex(0).Title(times).Body(
+		app.Text(label),
+		app.Span().Class("times").Text(" ("+times+")"),
+	)
 }
 
 func statusIcon(o Outcome, text string) app.UI {

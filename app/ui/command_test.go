@@ -2,8 +2,10 @@ package ui
 
 import (
 	"encoding/json"
+	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/maxence-charriere/go-app/v10/pkg/app"
 
@@ -37,7 +39,21 @@ func row(msg shared.Message, drive func(m *poll.Machine)) *CommandRow {
 	return c
 }
 
-// checkHTML reports each of want missing from html and each of notWant found in it.
+func render(t *testing.T, c app.Composer) string {
+	t.Helper()
+	e := app.NewTestEngine()
+	if err := e.Load(c); err != nil {
+		t.Fatal(err)
+	}
+	e.ConsumeAll()
+	return app.HTMLString(c)
+}
+
+// compact removes the layout the host encoder gives nested elements (a new line and
+// indentation before each), so that wants can name elements with their text.
+func compact(html string) string { return regexp.MustCompile(`\n\s*`).ReplaceAllString(html, "") }
+
+// checkHTML fails t for every string of want missing from html and of notWant in it.
 func checkHTML(t *testing.T, html string, want, notWant []string) {
 	t.Helper()
 	for _, w := range want {
@@ -52,21 +68,20 @@ func checkHTML(t *testing.T, html string, want, notWant []string) {
 	}
 }
 
-func render(t *testing.T, c app.Composer) string {
-	t.Helper()
-	e := app.NewTestEngine()
-	if err := e.Load(c); err != nil {
-		t.Fatal(err)
-	}
-	e.ConsumeAll()
-	return app.HTMLString(c)
-}
-
 func snapshot(status shared.ToolStatus, o shared.ShellOutput) shared.ShellOutputSnapshot {
 	return shared.ShellOutputSnapshot{MessageID: "m1", Status: status, Output: o}
 }
 
+// A collapsed row shows the command, its status and the facts of its summary: how long
+// it ran, how much was kept of how much, the signal, the times on hover or focus.
 func TestCommandRowCollapsed(t *testing.T) {
+	start := time.Date(2026, 12, 3, 8, 0, 0, 0, time.UTC)
+	end := start.Add(12300 * time.Millisecond)
+	defer func(old func() time.Time) { now = old }(now)
+	now = func() time.Time { return start.Add(4500 * time.Millisecond) }
+	sig := func(s string) shared.ShellOutputSummary {
+		return shared.ShellOutputSummary{Signal: s, StartedAt: &start}
+	}
 	tests := []struct {
 		name    string
 		status  shared.ToolStatus
@@ -115,11 +130,26 @@ func TestCommandRowCollapsed(t *testing.T) {
 			sum:    shared.ShellOutputSummary{HasOutput: true, StdoutBytes: 1},
 			want:   []string{"icon-neutral", "Command cancelled"},
 		},
+		{"finished", shared.StatusCompleted, shared.ShellOutputSummary{ExitCode: intp(0), StartedAt: &start, FinishedAt: &end},
+			[]string{`class="timing"`, `tabindex="0"`, ">ran 12.3 s<", "Started " + clockLabel(start) + " · finished " + clockLabel(end)},
+			[]string{"showing the last", "ended by"}},
+		{"running: the time so far", shared.StatusRunning, shared.ShellOutputSummary{StartedAt: &start},
+			[]string{">running 4 s<"}, []string{"ran "}},
+		{"no times: nothing said", shared.StatusCompleted, shared.ShellOutputSummary{ExitCode: intp(0)},
+			nil, []string{"timing", "running "}},
+		{"cancelled before the process ended", shared.StatusCancelled, shared.ShellOutputSummary{StartedAt: &start},
+			[]string{">started " + clockLabel(start) + "<"}, []string{"running "}},
+		{"more produced than kept", shared.StatusCompleted, shared.ShellOutputSummary{HasOutput: true, StdoutBytes: 200 << 10, StderrBytes: 56 << 10,
+			StdoutTotalBytes: 47 << 20, StderrTotalBytes: 1 << 20, Truncated: true},
+			[]string{">showing the last 256 KB of 48 MB<"}, nil},
+		{"all kept", shared.StatusCompleted, shared.ShellOutputSummary{HasOutput: true, StdoutBytes: 10, StdoutTotalBytes: 10},
+			nil, []string{"showing the last"}},
+		{"killed while cancelled", shared.StatusCancelled, sig("SIGKILL"), []string{"Command cancelled", ">ended by SIGKILL<"}, nil},
+		{"the status already names the signal", shared.StatusCompleted, sig("SIGTERM"), []string{"Command ended by SIGTERM"}, []string{">ended by SIGTERM<"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			html := render(t, row(shellMsg(tt.status, tt.sum), nil))
-			checkHTML(t, html, tt.want, tt.notWant)
+			checkHTML(t, compact(render(t, row(shellMsg(tt.status, tt.sum), nil))), tt.want, tt.notWant)
 		})
 	}
 }
@@ -185,7 +215,7 @@ func TestCommandRowOpen(t *testing.T) {
 				m.Open()
 				m.Loaded(1, snapshot(shared.StatusFailed, shared.ShellOutput{Stdout: "out line\n", Stderr: "err line\n", Truncated: true, ExitCode: intp(7)}), "")
 			},
-			want: []string{`<pre class="stdout">out line`, `class="stderr"`, "err line",
+			want: []string{`class="term stdout"`, `aria-label="Standard output"`, "out line", `class="term stderr"`, "err line",
 				"Output truncated", "Exit code 7"},
 			notWant: []string{"No command output"},
 		},
@@ -230,6 +260,38 @@ func TestCommandRowOpen(t *testing.T) {
 	}
 }
 
+// Terminal text is drawn as a terminal shows it, with classes for styles, and output that
+// looks like markup stays text.
+func TestCommandRowTerminalText(t *testing.T) {
+	tests := []struct {
+		name, stdout string
+		want         []string
+		notWant      []string
+	}{
+		{"colours as classes", "\x1b[31mred\x1b[0m plain\n",
+			[]string{`<span class="ln"><span class="t-f1">red</span>plain</span>`}, []string{"\x1b", "[31m", "style="}},
+		{"attributes and 256 colours", "\x1b[1;4;38;5;208mx\n",
+			[]string{`<span class="t-f208 t-bold t-ul">x</span>`}, nil},
+		{"inverse of the defaults", "\x1b[7mx\n", []string{`<span class="t-fi t-bi">x</span>`}, nil},
+		{"inverse of colours", "\x1b[7;31;42mx\n", []string{`<span class="t-f2 t-b1">x</span>`}, nil},
+		{"a progress bar shows its last state", "progress 33%\rprogress 66%\rprogress 99%\n",
+			[]string{`<span class="ln">progress 99%</span>`}, []string{"33%", "66%"}},
+		{"markup is text", "<script>alert(1)</script><img src=x onerror=alert(1)>\n",
+			[]string{"&lt;script&gt;alert(1)&lt;/script&gt;&lt;img src=x onerror=alert(1)&gt;"}, []string{"<script>", "<img"}},
+		{"lines counted", "a\nb\n\nc", []string{"4 lines", `<span class="ln"></span>`}, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			html := render(t, row(shellMsg(shared.StatusCompleted, shared.ShellOutputSummary{HasOutput: true, StdoutBytes: 9}), func(m *poll.Machine) {
+				m.Open()
+				m.Loaded(1, snapshot(shared.StatusCompleted, shared.ShellOutput{Stdout: tt.stdout, ExitCode: intp(0)}), "")
+			}))
+			html = compact(html)
+			checkHTML(t, html, tt.want, tt.notWant)
+		})
+	}
+}
+
 // A server that wrongly sent bodies in metadata must still not get them on screen: the
 // wire type has no body field, and the transcript comes from the snapshot only.
 func TestCommandRowNeverReadsBodyFromMetadata(t *testing.T) {
@@ -256,10 +318,26 @@ func TestCommandRowNeverReadsBodyFromMetadata(t *testing.T) {
 	}
 }
 
+func TestDurationLabel(t *testing.T) {
+	for d, want := range map[time.Duration]string{
+		-time.Second: "0.0 s", 400 * time.Millisecond: "0.4 s", 12300 * time.Millisecond: "12.3 s", 9960 * time.Millisecond: "10 s",
+		42 * time.Second: "42 s", 59960 * time.Millisecond: "1 min 0 s", 185 * time.Second: "3 min 5 s", 2*time.Hour + 61*time.Second: "2 h 1 min",
+	} {
+		if got := durationLabel(d); got != want {
+			t.Errorf("durationLabel(%v) = %q, want %q", d, got, want)
+		}
+	}
+	for d, want := range map[time.Duration]string{4500 * time.Millisecond: "4 s", 59 * time.Second: "59 s", 61 * time.Second: "1 min 1 s"} {
+		if got := elapsedLabel(d); got != want {
+			t.Errorf("elapsedLabel(%v) = %q, want %q", d, got, want)
+		}
+	}
+}
+
 func TestSizeLabel(t *testing.T) {
 	for n, want := range map[int]string{
 		0: "0 B", 812: "812 B", 1023: "1023 B", 1024: "1 KB", 4300: "4.2 KB", 10 * 1024: "10 KB",
-		262144: "256 KB", 2 * 262144: "512 KB", 1 << 20: "1 MB",
+		262144: "256 KB", 2 * 262144: "512 KB", 1 << 20: "1 MB", 48 << 20: "48 MB", 3 << 29: "1.5 GB",
 	} {
 		if got := sizeLabel(n); got != want {
 			t.Errorf("sizeLabel(%d) = %q, want %q", n, got, want)

@@ -47,7 +47,7 @@ func Handler(wasm []byte) *app.Handler {
 		BackgroundColor:       "#111827",
 		ThemeColor:            "#111827",
 		LoadingLabel:          "Loading Conch… {progress}%",
-		Styles:                []string{"/web/app.css"},
+		Styles:                []string{"/web/app.css", "/web/term.css"},
 		CacheableResources:    []string{"/web/icon.svg"},
 		Scripts:               []string{"/web/conch.js"}, // the update hook and form keys; a file, so the CSP needs no inline script
 		Version:               version(wasm),

@@ -35,10 +35,12 @@ const drainGrace = 200 * time.Millisecond
 type tailBuffer struct {
 	max     int
 	buf     []byte
-	dropped bool // bytes were discarded from the front
+	dropped bool  // bytes were discarded from the front
+	total   int64 // bytes written, kept or not
 }
 
 func (b *tailBuffer) write(p []byte) {
+	b.total += int64(len(p))
 	if len(p) >= b.max {
 		b.dropped = b.dropped || len(b.buf) > 0 || len(p) > b.max
 		if cap(b.buf) < b.max {
@@ -86,7 +88,7 @@ func (s *streams) capture(partial bool) shared.ShellOutput {
 	rawOut, cutOut := s.stdout.tail()
 	rawErr, cutErr := s.stderr.tail()
 	return shared.ShellOutput{Stdout: tailText(rawOut, cutOut, partial), Stderr: tailText(rawErr, cutErr, partial),
-		Truncated: cutOut || cutErr}
+		Truncated: cutOut || cutErr, StdoutTotalBytes: s.stdout.total, StderrTotalBytes: s.stderr.total}
 }
 
 // tailText turns the kept tail of a byte stream into text that neither starts nor ends
@@ -127,19 +129,22 @@ type terminal struct {
 	limit   int // outputByteLimit for terminal/output
 	process *os.Process
 	changed func(exited bool) // called (without locks held) when output grew or the command exited
+	now     func() time.Time
+	started time.Time
 
 	mu sync.Mutex
 	streams
 	combined tailBuffer
 	exited   bool
 	status   exitStatus
+	finished time.Time     // when the process ended (its pipes may drain a little longer)
 	done     chan struct{} // closed once exited (and the pipes drained, or drainGrace passed)
 }
 
 // startTerminal runs the command in its own process group with env added to ours.
 // A command without args that is not a program on PATH is run by sh -c, since agents
 // often send a whole command line as the command.
-func startTerminal(id, command string, args []string, env []string, cwd string, outputLimit *int, changed func(exited bool)) (*terminal, error) {
+func startTerminal(id, command string, args []string, env []string, cwd string, outputLimit *int, now func() time.Time, changed func(exited bool)) (*terminal, error) {
 	if command == "" {
 		return nil, errors.New("empty command")
 	}
@@ -155,7 +160,7 @@ func startTerminal(id, command string, args []string, env []string, cwd string, 
 		limit = min(*outputLimit, combinedLimit)
 	}
 	t := &terminal{
-		id: id, cwd: cwd, limit: limit, changed: changed,
+		id: id, cwd: cwd, limit: limit, changed: changed, now: now,
 		streams:  newStreams(),
 		combined: tailBuffer{max: limit + utf8.UTFMax},
 		done:     make(chan struct{}),
@@ -167,7 +172,7 @@ func startTerminal(id, command string, args []string, env []string, cwd string, 
 	if err != nil {
 		return nil, err
 	}
-	t.process = cmd.Process
+	t.process, t.started = cmd.Process, now()
 	var readers sync.WaitGroup
 	readers.Add(2)
 	go t.read(outR, &t.stdout, &readers)
@@ -197,6 +202,7 @@ func (t *terminal) read(r *os.File, into *tailBuffer, wg *sync.WaitGroup) {
 
 func (t *terminal) wait(cmd *exec.Cmd, readers *sync.WaitGroup) {
 	_ = cmd.Wait() // the status is read from ProcessState below
+	finished := t.now()
 	drained := make(chan struct{})
 	go func() { readers.Wait(); close(drained) }()
 	grace := time.NewTimer(drainGrace)
@@ -207,7 +213,7 @@ func (t *terminal) wait(cmd *exec.Cmd, readers *sync.WaitGroup) {
 	grace.Stop()
 	status := statusOf(cmd.ProcessState)
 	t.mu.Lock()
-	t.exited, t.status = true, status
+	t.exited, t.status, t.finished = true, status, finished
 	t.mu.Unlock()
 	close(t.done)
 	t.changed(true)
@@ -255,8 +261,11 @@ func (t *terminal) shellOutput() shared.ShellOutput {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	o := t.capture(!t.exited)
+	started := t.started
+	o.StartedAt = &started
 	if t.exited {
-		o.ExitCode, o.Signal = t.status.Code, t.status.Signal
+		finished := t.finished
+		o.ExitCode, o.Signal, o.FinishedAt = t.status.Code, t.status.Signal, &finished
 	}
 	return o
 }

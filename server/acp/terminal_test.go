@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -23,7 +24,7 @@ func run(t *testing.T, script string, limit *int) *terminal {
 
 func start(t *testing.T, script string, limit *int) *terminal {
 	t.Helper()
-	term, err := startTerminal("t1", "sh", []string{"-c", script}, []string{"CONCH_TEST=yes"}, t.TempDir(), limit, func(bool) {})
+	term, err := startTerminal("t1", "sh", []string{"-c", script}, []string{"CONCH_TEST=yes"}, t.TempDir(), limit, time.Now, func(bool) {})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -281,7 +282,7 @@ func TestTerminalBadRequests(t *testing.T) {
 		{"true", nil, "/no/such/dir", nil},
 		{"true", nil, t.TempDir(), &neg},
 	} {
-		if term, err := startTerminal("t", tc.command, tc.args, nil, tc.cwd, tc.limit, func(bool) {}); err == nil {
+		if term, err := startTerminal("t", tc.command, tc.args, nil, tc.cwd, tc.limit, time.Now, func(bool) {}); err == nil {
 			term.kill()
 			t.Errorf("startTerminal(%q in %s, limit %v) succeeded", tc.command, tc.cwd, tc.limit)
 		}
@@ -290,12 +291,45 @@ func TestTerminalBadRequests(t *testing.T) {
 
 // A command line without args runs through sh -c, as agents often send one.
 func TestTerminalCommandLine(t *testing.T) {
-	term, err := startTerminal("t", "echo one && echo two", nil, nil, t.TempDir(), nil, func(bool) {})
+	term, err := startTerminal("t", "echo one && echo two", nil, nil, t.TempDir(), nil, time.Now, func(bool) {})
 	if err != nil {
 		t.Fatal(err)
 	}
 	wait(t, term)
 	if o := term.shellOutput(); o.Stdout != "one\ntwo\n" {
 		t.Errorf("stdout %q", o.Stdout)
+	}
+}
+
+// The runtime hands over what a command produced in all, not only the kept tail, and
+// when it started and ended, read from the injected clock.
+func TestTerminalCountsAndTimes(t *testing.T) {
+	t0 := time.Date(2026, 12, 3, 8, 0, 0, 0, time.UTC)
+	var mu sync.Mutex
+	ticks := 0
+	now := func() time.Time {
+		mu.Lock()
+		defer mu.Unlock()
+		ticks++
+		return t0.Add(time.Duration(ticks) * time.Second)
+	}
+	// 400 KiB to stdout (past the kept tail), 5 bytes to stderr.
+	term, err := startTerminal("t1", "sh", []string{"-c", "head -c 409600 /dev/zero | tr '\\0' x; printf 'warn\\n' >&2"}, nil, t.TempDir(), nil, now, func(bool) {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(term.kill)
+	running := term.shellOutput()
+	if running.StartedAt == nil || !running.StartedAt.Equal(t0.Add(time.Second)) || running.FinishedAt != nil {
+		t.Errorf("while running: started %v, finished %v", running.StartedAt, running.FinishedAt)
+	}
+	wait(t, term)
+	o := term.shellOutput()
+	if o.StdoutTotalBytes != 409600 || o.StderrTotalBytes != 5 || len(o.Stdout) > keepLimit || !o.Truncated {
+		t.Errorf("totals %d/%d with %d bytes kept (truncated %v), want 409600/5 with at most %d",
+			o.StdoutTotalBytes, o.StderrTotalBytes, len(o.Stdout), o.Truncated, keepLimit)
+	}
+	if o.StartedAt == nil || o.FinishedAt == nil || !o.StartedAt.Equal(t0.Add(time.Second)) || !o.FinishedAt.Equal(t0.Add(2*time.Second)) {
+		t.Errorf("started %v, finished %v; want the clock's first and second readings", o.StartedAt, o.FinishedAt)
 	}
 }

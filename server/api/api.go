@@ -142,6 +142,7 @@ func New(cfg Config) *fiber.App {
 		c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSON)
 		return c.Send(OpenAPI)
 	})
+	v1.Get("/task-sessions/:session_id/messages/:message_id/shell-output/raw", s.handleShellOutputRaw)
 	api.All("/*", func(c *fiber.Ctx) error { return s.fail(c, errNoRoute) })
 
 	app.Get("/ws", s.requireToken, s.checkUpgrade, websocket.New(s.handleWS, websocket.Config{

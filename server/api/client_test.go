@@ -84,6 +84,12 @@ func TestTypedClientAgainstServer(t *testing.T) {
 	if _, err := c.ShellOutput(ctx, sess.ID, sent.ID); shared.ErrorCode(err) != shared.CodeNotFound {
 		t.Errorf("snapshot of a user message: %v", err)
 	}
+	if raw, err := c.ShellOutputRaw(ctx, sess.ID, sh.ID, "stdout"); err != nil || raw != "hi\n" {
+		t.Errorf("raw stdout %q, %v", raw, err)
+	}
+	if _, err := c.ShellOutputRaw(ctx, sess.ID, sh.ID, "both"); shared.ErrorCode(err) != shared.CodeInvalid {
+		t.Errorf("raw of a bad stream: %v", err)
+	}
 	if err := c.Cancel(ctx, sess.ID); err != nil {
 		t.Errorf("cancel: %v", err)
 	}

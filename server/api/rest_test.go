@@ -22,7 +22,7 @@ func TestShellOutputSnapshot(t *testing.T) {
 
 	// A known non-zero exit makes the stored status failed whatever the agent said.
 	got := e.expect(http.StatusOK, "GET", base+done.ID+"/shell-output", "", nil)
-	want := fmt.Sprintf(`{"message_id":%q,"status":"failed","updated_at":%q,"output":{"stdout":"héllo\n","stderr":"warn\n","exit_code":2}}`,
+	want := fmt.Sprintf(`{"message_id":%q,"status":"failed","updated_at":%q,"output":{"stdout":"héllo\n","stderr":"warn\n","exit_code":2,"stdout_total_bytes":7,"stderr_total_bytes":5}}`,
 		done.ID, done.UpdatedAt.Format("2006-01-02T15:04:05.999999999Z07:00"))
 	if got != want {
 		t.Errorf("populated snapshot\n got %s\nwant %s", got, want)
@@ -45,7 +45,32 @@ func TestShellOutputSnapshot(t *testing.T) {
 		}
 	}
 
+	// One stream as a file to save, byte for byte; the same not-found answers.
+	for stream, want := range map[string]string{"stdout": "héllo\n", "stderr": "warn\n"} {
+		res, body := e.do("GET", base+done.ID+"/shell-output/raw?stream="+stream, "")
+		if res.StatusCode != http.StatusOK || body != want || res.Header.Get("Content-Type") != "text/plain; charset=utf-8" ||
+			res.Header.Get("Content-Disposition") != `attachment; filename="`+done.ID+"-"+stream+`.txt"` {
+			t.Errorf("raw %s: %d %q %q %q", stream, res.StatusCode, res.Header.Get("Content-Type"), res.Header.Get("Content-Disposition"), body)
+		}
+	}
+	if body := e.expect(http.StatusOK, "GET", base+running.ID+"/shell-output/raw?stream=stdout", "", nil); body != "" {
+		t.Errorf("raw of a command without output: %q", body)
+	}
+	for name, target := range notFound {
+		if body := e.expect(http.StatusNotFound, "GET", target+"/raw?stream=stdout", "", nil); body != `{"error":"message not found","code":"not_found"}` {
+			t.Errorf("raw, %s: body %s", name, body)
+		}
+	}
+	for _, q := range []string{"", "?stream=", "?stream=both", "?stream=STDOUT", "?stream=stdout%00"} {
+		if body := e.expect(http.StatusBadRequest, "GET", base+done.ID+"/shell-output/raw"+q, "", nil); body != `{"error":"stream must be stdout or stderr","code":"invalid"}` {
+			t.Errorf("raw%s: body %s", q, body)
+		}
+	}
+
 	e.store.Close()
+	if body := e.expect(http.StatusInternalServerError, "GET", base+done.ID+"/shell-output/raw?stream=stdout", "", nil); body != `{"error":"request failed","code":"internal"}` {
+		t.Errorf("raw: store failure body %s", body)
+	}
 	if body := e.expect(http.StatusInternalServerError, "GET", base+done.ID+"/shell-output", "", nil); body != `{"error":"request failed","code":"internal"}` {
 		t.Errorf("store failure body %s", body)
 	}
@@ -150,7 +175,7 @@ func TestWireShapes(t *testing.T) {
 		`{"id":%q,"session_id":%q,"task_id":%q,"author_type":"agent","type":"tool_execute","content":"go test ./...",`+
 		`"metadata":{"tool_call_id":"call-go test ./...","title":"go test ./...","status":"completed","kind":"execute",`+
 		`"normalized":{"kind":"shell_exec","shell_exec":{"command":"go test ./...","work_dir":"/repo",`+
-		`"output":{"has_output":true,"stdout_bytes":3,"stderr_bytes":0,"truncated":false,"exit_code":0}}}},"created_at":%q,"updated_at":%q}`+
+		`"output":{"has_output":true,"stdout_bytes":3,"stderr_bytes":0,"truncated":false,"exit_code":0,"stdout_total_bytes":3,"stderr_total_bytes":0}}}},"created_at":%q,"updated_at":%q}`+
 		`],"total":2,"has_more":false,"cursor":%q}`,
 		um.ID, sess.ID, task.ID, ts(um.CreatedAt), ts(um.UpdatedAt),
 		sh.ID, sess.ID, task.ID, ts(sh.CreatedAt), ts(sh.UpdatedAt), sh.ID)

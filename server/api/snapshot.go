@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/gofiber/fiber/v2"
+
+	"conch/shared"
 )
 
 // snapshotCacheBytes bounds the encoded snapshots kept in memory: about 100 commands at
@@ -46,6 +48,32 @@ func (s *server) handleShellOutput(c *fiber.Ctx) error {
 	c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSON)
 	return c.Send(body)
 }
+
+// handleShellOutputRaw answers one stream of the stored output as a text file to save
+// (CONTRACT.md, Extensions, "Shell output, richer"): the stored bytes exactly, escape
+// sequences included. Not found as for the snapshot.
+func (s *server) handleShellOutputRaw(c *fiber.Ctx) error {
+	stream := c.Query("stream")
+	if stream != "stdout" && stream != "stderr" {
+		return s.fail(c, errStream)
+	}
+	snap, err := s.store.GetShellOutput(c.UserContext(), c.Params("session_id"), c.Params("message_id"))
+	if err != nil {
+		return s.fail(c, err)
+	}
+	text := snap.Output.Stdout
+	if stream == "stderr" {
+		text = snap.Output.Stderr
+	}
+	c.Set(fiber.HeaderCacheControl, "no-cache")
+	c.Set(fiber.HeaderXContentTypeOptions, "nosniff")
+	// The stored id, not the path's: a file name made of our own characters only.
+	c.Set(fiber.HeaderContentDisposition, `attachment; filename="`+snap.MessageID+"-"+stream+`.txt"`)
+	c.Set(fiber.HeaderContentType, fiber.MIMETextPlainCharsetUTF8)
+	return c.SendString(text)
+}
+
+var errStream = shared.Errorf(shared.CodeInvalid, "stream must be stdout or stderr")
 
 func snapshotETag(messageID string, stamp time.Time) string {
 	return `"` + messageID + "." + strconv.FormatInt(stamp.UnixNano(), 36) + `"`

@@ -30,12 +30,16 @@ type messageRow struct {
 func (messageRow) TableName() string { return "messages" }
 
 type outputRow struct {
-	MessageID string `gorm:"primaryKey"`
-	Stdout    string
-	Stderr    string
-	ExitCode  *int
-	Signal    string
-	Truncated bool
+	MessageID   string `gorm:"primaryKey"`
+	Stdout      string
+	Stderr      string
+	ExitCode    *int
+	Signal      string
+	Truncated   bool
+	StdoutTotal int64
+	StderrTotal int64
+	StartedAt   *int64
+	FinishedAt  *int64
 }
 
 func (outputRow) TableName() string { return "shell_outputs" }
@@ -51,6 +55,11 @@ func (r messageRow) message() (shared.Message, error) {
 		if err := json.Unmarshal(r.Metadata, m.Metadata); err != nil {
 			return shared.Message{}, fmt.Errorf("decode metadata of message %s: %w", r.ID, err)
 		}
+	}
+	if se := shared.ShellOf(m); se != nil {
+		// Summaries stored before the totals existed count none: produced >= kept.
+		o := &se.Output
+		o.StdoutTotalBytes, o.StderrTotalBytes = max(o.StdoutTotalBytes, int64(o.StdoutBytes)), max(o.StderrTotalBytes, int64(o.StderrBytes))
 	}
 	return m, nil
 }
@@ -158,7 +167,9 @@ func putOutput(tx *gorm.DB, messageID string, out *shared.ShellOutput) error {
 		return nil
 	}
 	row := outputRow{MessageID: messageID, Stdout: out.Stdout, Stderr: out.Stderr,
-		ExitCode: out.ExitCode, Signal: out.Signal, Truncated: out.Truncated}
+		ExitCode: out.ExitCode, Signal: out.Signal, Truncated: out.Truncated,
+		StdoutTotal: out.StdoutTotalBytes, StderrTotal: out.StderrTotalBytes,
+		StartedAt: toNanos(out.StartedAt), FinishedAt: toNanos(out.FinishedAt)}
 	return tx.Clauses(clause.OnConflict{UpdateAll: true}).Create(&row).Error
 }
 
@@ -332,17 +343,22 @@ func (s *Store) GetShellOutputStamp(ctx context.Context, sessionID, messageID st
 func (s *Store) GetShellOutput(ctx context.Context, sessionID, messageID string) (shared.ShellOutputSnapshot, error) {
 	// Columns of the outer join are NULL when no output is stored yet.
 	var r struct {
-		ID        string
-		Status    string
-		UpdatedAt int64
-		Stdout    *string
-		Stderr    *string
-		ExitCode  *int
-		Signal    *string
-		Truncated *bool
+		ID          string
+		Status      string
+		UpdatedAt   int64
+		Stdout      *string
+		Stderr      *string
+		ExitCode    *int
+		Signal      *string
+		Truncated   *bool
+		StdoutTotal *int64
+		StderrTotal *int64
+		StartedAt   *int64
+		FinishedAt  *int64
 	}
 	res := s.db.WithContext(ctx).Table("messages AS m").
-		Select("m.id, m.status, m.updated_at, o.stdout, o.stderr, o.exit_code, o.signal, o.truncated").
+		Select("m.id, m.status, m.updated_at, o.stdout, o.stderr, o.exit_code, o.signal, o.truncated, " +
+			"o.stdout_total, o.stderr_total, o.started_at, o.finished_at").
 		Joins("LEFT JOIN shell_outputs AS o ON o.message_id = m.id").
 		Scopes(shellMessage(sessionID, messageID)).
 		Limit(1).Scan(&r)
@@ -354,7 +370,25 @@ func (s *Store) GetShellOutput(ctx context.Context, sessionID, messageID string)
 	}
 	return shared.ShellOutputSnapshot{MessageID: r.ID, Status: shared.ToolStatus(r.Status),
 		UpdatedAt: fromNanos(r.UpdatedAt), Output: shared.ShellOutput{Stdout: deref(r.Stdout), Stderr: deref(r.Stderr),
-			ExitCode: r.ExitCode, Signal: deref(r.Signal), Truncated: deref(r.Truncated)}}, nil
+			ExitCode: r.ExitCode, Signal: deref(r.Signal), Truncated: deref(r.Truncated),
+			StdoutTotalBytes: deref(r.StdoutTotal), StderrTotalBytes: deref(r.StderrTotal),
+			StartedAt: fromNanosPtr(r.StartedAt), FinishedAt: fromNanosPtr(r.FinishedAt)}.Bounded()}, nil
+}
+
+func toNanos(t *time.Time) *int64 {
+	if t == nil {
+		return nil
+	}
+	n := t.UnixNano()
+	return &n
+}
+
+func fromNanosPtr(n *int64) *time.Time {
+	if n == nil {
+		return nil
+	}
+	t := fromNanos(*n)
+	return &t
 }
 
 func deref[T any](p *T) T {

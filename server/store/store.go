@@ -153,10 +153,32 @@ var schema = []string{
 		truncated INTEGER NOT NULL DEFAULT 0)`,
 }
 
+// addedColumns came after their table: ALTER TABLE ADD COLUMN is not idempotent, so each
+// is added only when the table lacks it.
+var addedColumns = []struct{ table, column, decl string }{
+	// What the command produced, kept or not, and when it ran (nanoseconds, UTC).
+	{"shell_outputs", "stdout_total", "INTEGER NOT NULL DEFAULT 0"},
+	{"shell_outputs", "stderr_total", "INTEGER NOT NULL DEFAULT 0"},
+	{"shell_outputs", "started_at", "INTEGER"},
+	{"shell_outputs", "finished_at", "INTEGER"},
+}
+
 func (s *Store) migrate() error {
 	for _, stmt := range schema {
 		if err := s.db.Exec(stmt).Error; err != nil {
 			return fmt.Errorf("create schema: %w", err)
+		}
+	}
+	for _, c := range addedColumns {
+		var n int64
+		if err := s.db.Raw("SELECT COUNT(*) FROM pragma_table_info(?) WHERE name = ?", c.table, c.column).Scan(&n).Error; err != nil {
+			return fmt.Errorf("read the columns of %s: %w", c.table, err)
+		}
+		if n > 0 {
+			continue
+		}
+		if err := s.db.Exec("ALTER TABLE " + c.table + " ADD COLUMN " + c.column + " " + c.decl).Error; err != nil {
+			return fmt.Errorf("add column %s.%s: %w", c.table, c.column, err)
 		}
 	}
 	return nil

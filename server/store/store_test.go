@@ -295,6 +295,8 @@ func TestWritesApplyOutputRules(t *testing.T) {
 	sess := newSession(t, s)
 	ctx := context.Background()
 	one, zero := 1, 0
+	started := time.Date(2026, 12, 3, 8, 0, 0, 0, time.UTC)
+	finished := started.Add(12300 * time.Millisecond)
 	for _, tt := range []struct {
 		name       string
 		out        shared.ShellOutput
@@ -304,16 +306,20 @@ func TestWritesApplyOutputRules(t *testing.T) {
 	}{
 		{"262,144 bytes kept whole", shared.ShellOutput{Stdout: "b" + strings.Repeat("a", 262143)},
 			"b" + strings.Repeat("a", 262143), shared.StatusCompleted,
-			`{"has_output":true,"stdout_bytes":262144,"stderr_bytes":0,"truncated":false}`},
+			`{"has_output":true,"stdout_bytes":262144,"stderr_bytes":0,"truncated":false,"stdout_total_bytes":262144,"stderr_total_bytes":0}`},
 		{"262,145 bytes: the last 262,144 kept", shared.ShellOutput{Stdout: "b" + strings.Repeat("a", 262144)},
 			strings.Repeat("a", 262144), shared.StatusCompleted,
-			`{"has_output":true,"stdout_bytes":262144,"stderr_bytes":0,"truncated":true}`},
+			`{"has_output":true,"stdout_bytes":262144,"stderr_bytes":0,"truncated":true,"stdout_total_bytes":262145,"stderr_total_bytes":0}`},
 		{"invalid UTF-8 counted as stored", shared.ShellOutput{Stdout: "ok\xff", ExitCode: &zero},
 			"ok\uFFFD", shared.StatusCompleted,
-			`{"has_output":true,"stdout_bytes":5,"stderr_bytes":0,"truncated":false,"exit_code":0}`},
+			`{"has_output":true,"stdout_bytes":5,"stderr_bytes":0,"truncated":false,"exit_code":0,"stdout_total_bytes":5,"stderr_total_bytes":0}`},
 		{"a non-zero exit fails a completed command", shared.ShellOutput{Stderr: "no", ExitCode: &one},
 			"", shared.StatusFailed,
-			`{"has_output":true,"stdout_bytes":0,"stderr_bytes":2,"truncated":false,"exit_code":1}`},
+			`{"has_output":true,"stdout_bytes":0,"stderr_bytes":2,"truncated":false,"exit_code":1,"stdout_total_bytes":0,"stderr_total_bytes":2}`},
+		{"totals and times as the runtime counted them", shared.ShellOutput{Stdout: "tail", StdoutTotalBytes: 48 << 20, StartedAt: &started, FinishedAt: &finished},
+			"tail", shared.StatusCompleted,
+			`{"has_output":true,"stdout_bytes":4,"stderr_bytes":0,"truncated":false,"stdout_total_bytes":50331648,"stderr_total_bytes":0,` +
+				`"started_at":"2026-12-03T08:00:00Z","finished_at":"2026-12-03T08:00:12.3Z"}`},
 	} {
 		for _, write := range []string{"create", "update"} {
 			md := shellMeta(shared.StatusCompleted)
@@ -335,11 +341,43 @@ func TestWritesApplyOutputRules(t *testing.T) {
 			}
 			sum, _ := json.Marshal(shared.ShellOf(m).Output)
 			snap, err := s.GetShellOutput(ctx, sess.ID, m.ID)
-			if err != nil || m.Metadata.Status != tt.wantStatus || string(sum) != tt.wantSum ||
+			// The snapshot reads the same facts back from the body's row.
+			snapSum, _ := json.Marshal(snap.Output.Summarize())
+			if err != nil || m.Metadata.Status != tt.wantStatus || string(sum) != tt.wantSum || string(snapSum) != tt.wantSum ||
 				snap.Output.Stdout != tt.wantStdout || snap.Status != tt.wantStatus {
 				t.Errorf("%s, %s: status %s, summary %s, stored %d bytes (%v); want %s, %s, %d bytes",
 					tt.name, write, m.Metadata.Status, sum, len(snap.Output.Stdout), err, tt.wantStatus, tt.wantSum, len(tt.wantStdout))
 			}
+		}
+	}
+}
+
+// A database made before the output totals and times existed gains their columns on
+// open, keeps its rows, and opening again changes nothing.
+func TestOpenAddsOutputColumns(t *testing.T) {
+	s, path := open(t, time.Millisecond)
+	sess := newSession(t, s)
+	ctx := context.Background()
+	m, err := s.CreateMessage(ctx, NewMessage{SessionID: sess.ID, AuthorType: shared.AuthorAgent, Type: shared.TypeToolExecute,
+		Metadata: shellMeta(shared.StatusCompleted), Output: &shared.ShellOutput{Stdout: "old"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range addedColumns {
+		if err := s.db.Exec("ALTER TABLE " + c.table + " DROP COLUMN " + c.column).Error; err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.Close()
+	for range 2 {
+		again, err := Open(path, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		snap, err := again.GetShellOutput(ctx, sess.ID, m.ID)
+		again.Close()
+		if err != nil || snap.Output.Stdout != "old" || snap.Output.StdoutTotalBytes != 3 || snap.Output.StartedAt != nil {
+			t.Fatalf("after reopening: %+v, %v", snap.Output, err)
 		}
 	}
 }
@@ -400,7 +438,7 @@ func TestLiveAndReloadedIdentical(t *testing.T) {
 	if strings.Contains(string(a), "SENTINEL") {
 		t.Fatal("body in a projected message")
 	}
-	want := `"output":{"has_output":true,"stdout_bytes":` + jsonInt(len(sentinel)+3) + `,"stderr_bytes":0,"truncated":false}`
+	want := `"output":{"has_output":true,"stdout_bytes":` + jsonInt(len(sentinel)+3) + `,"stderr_bytes":0,"truncated":false,"stdout_total_bytes":` + jsonInt(len(sentinel)+3) + `,"stderr_total_bytes":0}`
 	if !strings.Contains(string(a), want) {
 		t.Fatalf("summary missing: %s", a)
 	}

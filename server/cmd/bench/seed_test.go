@@ -92,7 +92,7 @@ func TestInlined(t *testing.T) {
 		t.Fatalf("inlined: %s", got)
 	}
 	grow, err := inlineGrowth(raw, shared.ShellOutput{Stdout: "abc", ExitCode: &zero})
-	if want := len(`{"stdout":"abc","exit_code":0}`) - len(`{"has_output":true,"stdout_bytes":3,"stderr_bytes":0,"truncated":false,"exit_code":0}`); err != nil || grow != want {
+	if want := len(`{"stdout":"abc","exit_code":0}`) - len(`{"has_output":true,"stdout_bytes":3,"stderr_bytes":0,"truncated":false,"exit_code":0,"stdout_total_bytes":3,"stderr_total_bytes":0}`); err != nil || grow != want {
 		t.Fatalf("growth %d, want %d (%v)", grow, want, err)
 	}
 	text, _ := json.Marshal(shared.Message{ID: "m2", Type: shared.TypeMessage, Content: "hi"})
