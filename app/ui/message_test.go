@@ -38,6 +38,18 @@ func TestRenderMessage(t *testing.T) {
 			want: []string{`class="msg error"`, "agent crashed"},
 		},
 		{
+			name: "a turn stopped at the token limit",
+			msg: shared.Message{ID: "7", AuthorType: shared.AuthorSystem, Type: shared.TypeStatus,
+				Content: "Stopped: the model reached its output limit.", Metadata: &shared.Metadata{StopReason: shared.StopMaxTokens}},
+			want: []string{`class="msg status status-warn"`, `data-message-id="7"`, "Stopped: the model reached its output limit."},
+		},
+		{
+			name: "a cancelled turn is quiet",
+			msg: shared.Message{ID: "8", AuthorType: shared.AuthorSystem, Type: shared.TypeStatus,
+				Content: "The turn was cancelled.", Metadata: &shared.Metadata{StopReason: shared.StopCancelled}},
+			want: []string{`class="msg status status-quiet"`, "The turn was cancelled."},
+		},
+		{
 			name: "tool call that is not a shell command",
 			msg: shared.Message{ID: "5", AuthorType: shared.AuthorAgent, Type: shared.TypeToolCall, Content: "x",
 				Metadata: &shared.Metadata{Title: "Read main.go", Status: shared.StatusCompleted}},

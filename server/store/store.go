@@ -138,10 +138,23 @@ var schema = []string{
 		truncated INTEGER NOT NULL DEFAULT 0)`,
 }
 
+// columns are added to tables of older databases: SQLite has no ADD COLUMN IF NOT EXISTS.
+var columns = []struct{ table, name, def string }{
+	{"task_sessions", "last_stop_reason", "TEXT NOT NULL DEFAULT ''"},
+}
+
 func (s *Store) migrate() error {
 	for _, stmt := range schema {
 		if err := s.db.Exec(stmt).Error; err != nil {
 			return fmt.Errorf("create schema: %w", err)
+		}
+	}
+	for _, c := range columns {
+		if s.db.Migrator().HasColumn(c.table, c.name) {
+			continue
+		}
+		if err := s.db.Exec("ALTER TABLE " + c.table + " ADD COLUMN " + c.name + " " + c.def).Error; err != nil {
+			return fmt.Errorf("add column %s.%s: %w", c.table, c.name, err)
 		}
 	}
 	return nil
