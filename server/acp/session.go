@@ -42,6 +42,9 @@ type session struct {
 	state   shared.SessionState
 	final   bool
 
+	permMu sync.Mutex                                        // held while a request is stored and registered, answered or cancelled
+	asks   map[string]chan sdk.RequestPermissionOutcome // pending permission requests by message id
+
 	mu       sync.Mutex
 	queue    []string
 	working  bool
@@ -56,7 +59,7 @@ func newSession(m *Manager, sess shared.Session, p Profile) *session {
 	s := &session{m: m, id: sess.ID, cwd: sess.Cwd, profile: p, state: sess.State,
 		log:       m.log.With("session", sess.ID, "agent", p.Name),
 		connected: make(chan struct{}), guarded: make(chan struct{}), started: make(chan struct{}), done: make(chan struct{}),
-		terms: map[string]*terminal{}}
+		terms: map[string]*terminal{}, asks: map[string]chan sdk.RequestPermissionOutcome{}}
 	s.rec = newRecorder(sess.ID, sess.Cwd, m.cfg.Store, m.cfg.Events, m.clock, m.cfg.FlushInterval, s.log, s.terminal)
 	return s
 }
@@ -375,6 +378,7 @@ func (s *session) cancel() error {
 	default:
 		return shared.Errorf(shared.CodeConflict, "the session is still starting")
 	}
+	s.withdrawAsks() // ACP: the client answers its pending permission requests cancelled
 	return s.conn.Cancel(context.Background(), sdk.CancelNotification{SessionId: s.acpID})
 }
 
@@ -400,25 +404,6 @@ func (s *session) ReadTextFile(context.Context, sdk.ReadTextFileRequest) (sdk.Re
 
 func (s *session) WriteTextFile(context.Context, sdk.WriteTextFileRequest) (sdk.WriteTextFileResponse, error) {
 	return sdk.WriteTextFileResponse{}, sdk.NewMethodNotFound(sdk.ClientMethodFsWriteTextFile)
-}
-
-// RequestPermission records the tool call it shows and answers by the profile's policy.
-func (s *session) RequestPermission(_ context.Context, p sdk.RequestPermissionRequest) (sdk.RequestPermissionResponse, error) {
-	s.rec.permission(p.ToolCall)
-	kinds := []sdk.PermissionOptionKind{sdk.PermissionOptionKindAllowOnce, sdk.PermissionOptionKindAllowAlways}
-	if s.profile.Permission == PermissionDeny {
-		kinds = []sdk.PermissionOptionKind{sdk.PermissionOptionKindRejectOnce, sdk.PermissionOptionKindRejectAlways}
-	}
-	for _, k := range kinds {
-		for _, o := range p.Options {
-			if o.Kind == k {
-				return sdk.RequestPermissionResponse{Outcome: sdk.RequestPermissionOutcome{
-					Selected: &sdk.RequestPermissionOutcomeSelected{OptionId: o.OptionId, Outcome: "selected"}}}, nil
-			}
-		}
-	}
-	return sdk.RequestPermissionResponse{Outcome: sdk.RequestPermissionOutcome{
-		Cancelled: &sdk.RequestPermissionOutcomeCancelled{Outcome: "cancelled"}}}, nil
 }
 
 // SessionUpdate is reached only by an update guard did not take; it goes the same way.
