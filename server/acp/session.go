@@ -42,7 +42,7 @@ type session struct {
 	state   shared.SessionState
 	final   bool
 
-	permMu sync.Mutex                                        // held while a request is stored and registered, answered or cancelled
+	permMu sync.Mutex                                   // held while a request is stored and registered, answered or cancelled
 	asks   map[string]chan sdk.RequestPermissionOutcome // pending permission requests by message id
 
 	mu       sync.Mutex
