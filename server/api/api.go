@@ -38,6 +38,9 @@ type Runtime interface {
 	Prompt(sessionID, content string) error
 	// Cancel sends ACP session/cancel for the running turn.
 	Cancel(sessionID string) error
+	// AnswerPermission answers a pending permission request with one of its options and
+	// returns the updated message (published to the hub by the runtime).
+	AnswerPermission(ctx context.Context, sessionID, messageID, optionID string) (shared.Message, error)
 }
 
 // Config wires the API to the rest of the server.
@@ -104,6 +107,7 @@ func New(cfg Config) *fiber.App {
 	v1.Post("/task-sessions/:session_id/messages", s.handleAddMessage)
 	v1.Post("/task-sessions/:session_id/cancel", s.handleCancel)
 	v1.Get("/task-sessions/:session_id/messages/:message_id/shell-output", s.handleShellOutput)
+	v1.Post("/task-sessions/:session_id/permissions/:message_id", s.handleAnswerPermission)
 	api.All("/*", func(c *fiber.Ctx) error { return s.fail(c, errNoRoute) })
 
 	app.Get("/ws", s.requireToken, s.checkUpgrade, websocket.New(s.handleWS, websocket.Config{

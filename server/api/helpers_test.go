@@ -42,10 +42,12 @@ func (c *clock) Now() time.Time {
 // fakeRuntime records what the API asks of the agent runtime.
 type fakeRuntime struct {
 	store *store.Store
+	hub   *hub.Hub
 
 	mu        sync.Mutex
 	prompts   []string // "session: content"
 	cancels   []string
+	answers   []string // "message: option"
 	promptErr error
 	panics    atomic.Bool // Agents and Prompt panic, as a bug would
 }
@@ -83,6 +85,20 @@ func (f *fakeRuntime) Cancel(sessionID string) error {
 	defer f.mu.Unlock()
 	f.cancels = append(f.cancels, sessionID)
 	return nil
+}
+
+// AnswerPermission settles the request in the store and publishes it, as the runtime
+// does for a live agent, and records the answer the agent would get.
+func (f *fakeRuntime) AnswerPermission(ctx context.Context, sessionID, messageID, optionID string) (shared.Message, error) {
+	m, err := f.store.AnswerPermission(ctx, sessionID, messageID, optionID)
+	if err != nil {
+		return m, err
+	}
+	f.hub.MessageUpdated(m)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.answers = append(f.answers, messageID+": "+optionID)
+	return m, nil
 }
 
 func (f *fakeRuntime) recorded() (prompts, cancels []string) {
@@ -124,6 +140,7 @@ func newEnv(t testing.TB, opts ...option) *env {
 	for _, o := range opts {
 		o(&cfg)
 	}
+	rt.hub = cfg.Hub
 	return &env{t: t, app: New(cfg), store: st, hub: cfg.Hub, rt: rt, logs: logs}
 }
 
