@@ -28,7 +28,9 @@ import (
 
 const usage = `usage:
   conch serve [--addr 127.0.0.1:8080] [--db PATH] [--agents FILE] [--token TOKEN]
-  conch agent shell      the built-in shell agent, spoken to over stdio (ACP)
+  conch agent shell [--ask]
+                         the built-in shell agent, spoken to over stdio (ACP); with
+                         --ask it asks permission (Allow / Deny) before each command
 `
 
 func main() {
@@ -46,6 +48,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return serve(ctx, args[1:], stdout, stderr)
 	case len(args) == 2 && args[0] == "agent" && args[1] == "shell":
 		return shellagent.Run(ctx, stdin, stdout)
+	case len(args) == 3 && args[0] == "agent" && args[1] == "shell" && args[2] == "--ask":
+		return shellagent.RunAsking(ctx, stdin, stdout)
 	default:
 		fmt.Fprint(stderr, usage)
 		return errors.New("unknown command")

@@ -2,10 +2,14 @@ package acp
 
 import (
 	"context"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	sdk "github.com/coder/acp-go-sdk"
 
+	"conch/server/shellagent"
 	"conch/shared"
 )
 
@@ -174,5 +178,49 @@ func TestPermissionPendingAtStop(t *testing.T) {
 	}
 	if tasks[0].NeedsAttention {
 		t.Error("the task needs attention after the stop")
+	}
+}
+
+// `conch agent shell --ask` asks before each command: Allow runs it, Deny does not, and
+// the call it showed ends cancelled.
+func TestShellAgentAsks(t *testing.T) {
+	env := newEnv(t, pipeLauncher(shellagent.RunAsking), true, Profile{Name: "shell-ask"})
+	sess := env.start(t, "shell-ask")
+	ctx := context.Background()
+	for _, tt := range []struct {
+		option string
+		status shared.ToolStatus
+		last   string
+	}{
+		{shellagent.OptionAllow, shared.StatusCompleted, "exit 0 in"},
+		{shellagent.OptionDeny, shared.StatusCancelled, "Not run: permission denied."},
+	} {
+		file := filepath.Join(sess.Cwd, tt.option+".txt")
+		before := len(env.messages(t, sess.ID))
+		env.promptAsync(t, sess.ID, "echo ran > "+file)
+		var ask shared.Message
+		waitFor(t, env.ev, "the request", func() bool {
+			msgs := env.messages(t, sess.ID)
+			for _, m := range msgs[before:] {
+				if m.Type == shared.TypePermissionRequest {
+					ask = m
+					return true
+				}
+			}
+			return false
+		})
+		if ask.Content != "echo ran > "+file || len(ask.Metadata.Options) != 2 || ask.Metadata.Options[0].Name != "Allow" {
+			t.Fatalf("request %+v", ask.Metadata)
+		}
+		if _, err := env.m.AnswerPermission(ctx, sess.ID, ask.ID, tt.option); err != nil {
+			t.Fatal(err)
+		}
+		env.waitIdle(t, sess.ID)
+		m, _ := lastShell(t, env, sess.ID)
+		msgs := env.messages(t, sess.ID)
+		_, statErr := os.Stat(file)
+		if m.Metadata.Status != tt.status || !strings.HasPrefix(msgs[len(msgs)-1].Content, tt.last) || (statErr == nil) != (tt.option == shellagent.OptionAllow) {
+			t.Errorf("%s: call %s, last %q, file: %v", tt.option, m.Metadata.Status, msgs[len(msgs)-1].Content, statErr)
+		}
 	}
 }
