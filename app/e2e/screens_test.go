@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"testing"
 
 	"github.com/chromedp/cdproto/cdp"
@@ -13,10 +14,10 @@ import (
 
 // shots saves what the page shows in the four looks a person may see it in: desktop
 // (1280x900) and phone (393x851), light and dark, as artifacts/NAME-{desktop,phone}-
-// {light,dark}.png. ready, when not "", is a JavaScript predicate to wait for after each
-// change of size (the chat scrolls and lays out again). The page is left as it was found:
-// desktop, light.
-func (b *browser) shots(t *testing.T, name, ready string) {
+// {light,dark}.png. focus, when not "", is the CSS selector of what the pictures are of:
+// after each change of size it is waited for and scrolled to the middle of the screen.
+// The page is left desktop, light.
+func (b *browser) shots(t *testing.T, name, focus string) {
 	t.Helper()
 	sizes := []struct {
 		name string
@@ -28,8 +29,9 @@ func (b *browser) shots(t *testing.T, name, ready string) {
 	for _, size := range sizes {
 		for _, scheme := range []string{"light", "dark"} {
 			b.do(t, size.size, setScheme(scheme))
-			if ready != "" {
-				b.waitFor(t, name+" "+size.name+" "+scheme, ready)
+			if focus != "" {
+				b.waitFor(t, name+" "+size.name+" "+scheme, fmt.Sprintf(`!!document.querySelector(%q)`, focus))
+				b.do(t, chromedp.Evaluate[chromedp.Void](fmt.Sprintf(`document.querySelector(%q).scrollIntoView({block: "center"})`, focus)))
 			}
 			b.screenshot(t, name+"-"+size.name+"-"+scheme+".png")
 		}

@@ -47,5 +47,5 @@ func TestCancelledTurnShowsStatus(t *testing.T) {
 	if last.Type != shared.TypeStatus || last.AuthorType != shared.AuthorSystem || last.Metadata.StopReason != shared.StopCancelled {
 		t.Errorf("last message %+v", last)
 	}
-	b.shots(t, "turn-cancelled", "")
+	b.shots(t, "turn-cancelled", status)
 }

@@ -82,6 +82,16 @@ func (p *SessionPage) apply(ctx app.Context, c context.Context, f func(app.Conte
 	})
 }
 
+// OnMount takes the messages components hand over (an answered permission request), so
+// the page shows them without waiting for the WebSocket.
+func (p *SessionPage) OnMount(ctx app.Context) {
+	ctx.Handle(actionMessage, func(ctx app.Context, a app.Action) {
+		if m, ok := a.Value.(shared.Message); ok && m.SessionID == p.id {
+			p.show(ctx, []shared.Message{m})
+		}
+	})
+}
+
 // OnDismount stops the page's requests and WebSocket.
 func (p *SessionPage) OnDismount() {
 	if p.cancel != nil {
@@ -428,6 +438,8 @@ func renderMessage(sessionID string, m shared.Message) app.UI {
 		return app.Div().Class("msg", "error").DataSet("message-id", m.ID).Text(m.Content)
 	case m.Type == shared.TypeStatus:
 		return statusRow(m)
+	case m.Type == shared.TypePermissionRequest:
+		return &PermissionRow{SessionID: sessionID, Msg: m}
 	case m.AuthorType == shared.AuthorUser:
 		return app.Div().Class("msg", "user").Body(app.Div().Class("bubble").Text(m.Content))
 	default:
