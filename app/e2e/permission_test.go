@@ -8,8 +8,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/chromedp/chromedp"
 
@@ -153,4 +155,76 @@ func TestPermissionAnsweredInTheBrowser(t *testing.T) {
 		!strings.Contains(err.Error(), "permission request is not pending") {
 		t.Errorf("answer after the restart: %v", err)
 	}
+}
+
+// TestMeasurePermission prints the closing note's figures for permission requests, median
+// of 20 on loopback: from the stored request (its created_at) to its buttons on screen,
+// from a click to the answer stored (the request's updated_at) and to the agent's next
+// step published (its tool call running, seen on the WebSocket: an upper bound of the
+// agent receiving the answer); and the bytes of a request in a list. Opt-in:
+// CONCH_UI_MEASURE=1.
+func TestMeasurePermission(t *testing.T) {
+	if os.Getenv("CONCH_UI_MEASURE") == "" {
+		t.Skip("set CONCH_UI_MEASURE=1 to measure permission round trips")
+	}
+	const rounds = 20
+	s, _ := startAskingServer(t)
+	sess := s.sessionOf(t, "measure", askingAgent)
+	b := newBrowser(t)
+	b.open(t, s.URL+"/sessions/"+sess.ID)
+	b.do(t, chromedp.Evaluate[chromedp.Void](`window.__seen = {}; new MutationObserver(() => {
+		for (const e of document.querySelectorAll(".perm-pending")) {
+			if (e.querySelector("button") && !window.__seen[e.dataset.messageId]) window.__seen[e.dataset.messageId] = Date.now();
+		}
+	}).observe(document.body, {childList: true, subtree: true})`))
+	ctx, cancel := context.WithTimeout(context.Background(), 5*deadline)
+	defer cancel()
+	conn, err := s.API.Dial(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if err := conn.Subscribe(ctx, sess.ID); err != nil {
+		t.Fatal(err)
+	}
+	var toButton, toStored, toAgent []time.Duration
+	var size int
+	for i := range rounds {
+		ask := waitAsk(t, s, sess.ID, fmt.Sprintf("true %d", i), b)
+		raw, _ := json.Marshal(ask)
+		size = len(raw)
+		seen := eval[float64](t, b, fmt.Sprintf(`window.__seen[%q] || 0`, ask.ID))
+		toButton = append(toButton, time.UnixMilli(int64(seen)).Sub(ask.CreatedAt))
+		clicked := eval[float64](t, b, fmt.Sprintf(`(() => { const t = Date.now(); document.querySelector(%q).click(); return t; })()`, option(ask.ID, "allow")))
+		at := time.UnixMilli(int64(clicked))
+		for stored, agent := false, false; !stored || !agent; {
+			select {
+			case env := <-conn.Notifications():
+				m, err := decode(env)
+				if err != nil || env.Action != shared.ActionMessageUpdated {
+					continue
+				}
+				switch {
+				case m.ID == ask.ID && m.Metadata.Status == shared.StatusSelected && !stored:
+					stored = true
+					toStored = append(toStored, m.UpdatedAt.Sub(at))
+				case m.Type == shared.TypeToolExecute && m.Metadata.ToolCallID == ask.Metadata.ToolCallID && !agent &&
+					m.Metadata.Status != shared.StatusPending:
+					agent = true
+					toAgent = append(toAgent, time.Since(at))
+				}
+			case <-ctx.Done():
+				t.Fatal("no answer seen")
+			}
+		}
+		b.waitFor(t, "the turn to end", `!!document.querySelector(".badge.state-ready")`)
+	}
+	t.Logf("permission_request in a list: %d B; median of %d: request stored → buttons on screen %v, click → answer stored %v, click → agent's next step published %v",
+		size, rounds, median(toButton), median(toStored), median(toAgent))
+}
+
+func median(ds []time.Duration) time.Duration {
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	return s[len(s)/2]
 }
