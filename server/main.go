@@ -32,7 +32,8 @@ import (
 
 const usage = `usage:
   conch serve [--addr 127.0.0.1:8080] [--db PATH] [--agents FILE] [--token TOKEN] [--trusted-proxy ADDR|CIDR]...
-  conch agent shell                the built-in shell agent, spoken to over stdio (ACP)
+  conch agent shell [--ask]        the built-in shell agent, spoken to over stdio (ACP); with
+                                   --ask it asks permission (Allow / Deny) before each command
   conch prune [--db PATH] --older-than 720h
                                    delete the tasks idle for that long, with all they hold
 ` + cli.Usage
@@ -62,6 +63,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return serve(ctx, args[1:], stdout, stderr)
 	case len(args) == 2 && args[0] == "agent" && args[1] == "shell":
 		return shellagent.Run(ctx, stdin, stdout)
+	case len(args) == 3 && args[0] == "agent" && args[1] == "shell" && args[2] == "--ask":
+		return shellagent.RunAsking(ctx, stdin, stdout)
 	case len(args) >= 1 && args[0] == "prune":
 		return prune(ctx, args[1:], stdout, stderr)
 	case len(args) >= 1 && slices.Contains(cli.Commands, args[0]):

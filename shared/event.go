@@ -33,12 +33,15 @@ const (
 
 // Actions.
 const (
-	ActionSubscribe      = "session.subscribe"
-	ActionUnsubscribe    = "session.unsubscribe"
-	ActionMessageList    = "message.list"
-	ActionMessageAdd     = "message.add"
-	ActionMessageAdded   = "session.message.added"
-	ActionMessageUpdated = "session.message.updated"
+	ActionSubscribe   = "session.subscribe"
+	ActionUnsubscribe = "session.unsubscribe"
+	ActionMessageList = "message.list"
+	ActionMessageAdd  = "message.add"
+	// ActionPermissionAnswer answers a permission request (payload: PermissionAnswer);
+	// the response is the updated message.
+	ActionPermissionAnswer = "permission.answer"
+	ActionMessageAdded     = "session.message.added"
+	ActionMessageUpdated   = "session.message.updated"
 	// ActionSessionUpdated is an extension: the session's state changed (payload: Session).
 	ActionSessionUpdated = "session.updated"
 	// ActionSessionDeleted is an extension: the session was deleted with its task (payload:

@@ -1,13 +1,17 @@
 package shared
 
-import "time"
+import (
+	"strings"
+	"time"
+)
 
 // AuthorType says who wrote a message.
 type AuthorType string
 
 const (
-	AuthorUser  AuthorType = "user"
-	AuthorAgent AuthorType = "agent"
+	AuthorUser   AuthorType = "user"
+	AuthorAgent  AuthorType = "agent"
+	AuthorSystem AuthorType = "system" // Conch itself: how a turn ended
 )
 
 // MessageType is the kind of a chat message.
@@ -19,6 +23,10 @@ const (
 	TypeToolExecute MessageType = "tool_execute"
 	TypeToolCall    MessageType = "tool_call"
 	TypeError       MessageType = "error"
+	TypeStatus      MessageType = "status" // a turn ended other than end_turn (metadata.stop_reason)
+	// TypePermissionRequest is an agent's question to the person (metadata.options); its
+	// metadata.status is pending until answered (selected) or withdrawn (cancelled).
+	TypePermissionRequest MessageType = "permission_request"
 )
 
 // ToolStatus is the status of a tool call (metadata.status).
@@ -30,16 +38,24 @@ const (
 	StatusCompleted ToolStatus = "completed"
 	StatusFailed    ToolStatus = "failed"
 	StatusCancelled ToolStatus = "cancelled"
+	// StatusSelected is a permission request the person answered (pending and cancelled
+	// are shared with tool calls); never a tool call's.
+	StatusSelected ToolStatus = "selected"
 )
 
-// IsTerminal reports whether no further change of the tool call is expected.
+// IsTerminal reports whether no further change of the tool call (or permission request)
+// is expected.
 func (s ToolStatus) IsTerminal() bool {
-	return s == StatusCompleted || s == StatusFailed || s == StatusCancelled
+	return s == StatusCompleted || s == StatusFailed || s == StatusCancelled || s == StatusSelected
 }
 
-// Valid reports whether s is one of the five statuses of the contract.
+// Valid reports whether s is one of the five statuses of a tool call in the contract.
 func (s ToolStatus) Valid() bool {
-	return s == StatusPending || s == StatusRunning || s.IsTerminal()
+	switch s {
+	case StatusPending, StatusRunning, StatusCompleted, StatusFailed, StatusCancelled:
+		return true
+	}
+	return false
 }
 
 // Message is the one message shape of REST lists, WebSocket lists and notifications.
@@ -64,6 +80,29 @@ type Metadata struct {
 	Kind            string      `json:"kind,omitempty"` // the ACP tool kind (execute, read, edit, ...)
 	ClientMessageID string      `json:"client_message_id,omitempty"`
 	Normalized      *Normalized `json:"normalized,omitempty"`
+	StopReason      StopReason  `json:"stop_reason,omitempty"` // status messages
+	// Permission requests: what the agent offers, and what the person chose.
+	Options          []PermissionOption `json:"options,omitempty"`
+	SelectedOptionID string             `json:"selected_option_id,omitempty"`
+}
+
+// PermissionOption is one answer an agent offers to a permission request. Kind is ACP's
+// allow_once | allow_always | reject_once | reject_always.
+type PermissionOption struct {
+	OptionID string `json:"option_id"`
+	Name     string `json:"name"`
+	Kind     string `json:"kind"`
+}
+
+// Allows reports whether choosing the option lets the agent go ahead.
+func (o PermissionOption) Allows() bool { return strings.HasPrefix(o.Kind, "allow") }
+
+// PermissionAnswer is the body of POST .../permissions/{message_id} (option_id alone) and
+// the payload of the WebSocket action permission.answer (all three).
+type PermissionAnswer struct {
+	SessionID string `json:"session_id,omitempty"`
+	MessageID string `json:"message_id,omitempty"`
+	OptionID  string `json:"option_id"`
 }
 
 // NormalizedShellExec is the only normalized kind so far.
@@ -100,6 +139,9 @@ type Task struct {
 	UpdatedAt   time.Time `json:"updated_at"`
 	// Sessions is filled by the task list, newest first.
 	Sessions []Session `json:"sessions,omitempty"`
+	// NeedsAttention is set by the task list while one of the sessions has a permission
+	// request waiting for its person.
+	NeedsAttention bool `json:"needs_attention,omitempty"`
 }
 
 // SessionState is the life cycle of a task session.
@@ -115,14 +157,45 @@ const (
 
 // Session is one agent process working on one task.
 type Session struct {
-	ID        string       `json:"id"`
-	TaskID    string       `json:"task_id"`
-	Agent     string       `json:"agent"`
-	Cwd       string       `json:"cwd"`
-	State     SessionState `json:"state"`
-	Error     string       `json:"error,omitempty"`
-	CreatedAt time.Time    `json:"created_at"`
-	UpdatedAt time.Time    `json:"updated_at"`
+	ID     string       `json:"id"`
+	TaskID string       `json:"task_id"`
+	Agent  string       `json:"agent"`
+	Cwd    string       `json:"cwd"`
+	State  SessionState `json:"state"`
+	Error  string       `json:"error,omitempty"`
+	// LastStopReason is how the last turn ended; absent until a turn has ended.
+	LastStopReason StopReason `json:"last_stop_reason,omitempty"`
+	CreatedAt      time.Time  `json:"created_at"`
+	UpdatedAt      time.Time  `json:"updated_at"`
+}
+
+// StopReason is why an agent ended a prompt turn (ACP's stopReason).
+type StopReason string
+
+const (
+	StopEndTurn         StopReason = "end_turn"
+	StopMaxTokens       StopReason = "max_tokens"
+	StopMaxTurnRequests StopReason = "max_turn_requests"
+	StopRefusal         StopReason = "refusal"
+	StopCancelled       StopReason = "cancelled"
+)
+
+// Sentence is the status message shown to people for a turn that ended this way; ""
+// for end_turn, which needs none. A reason ACP does not define is named as it came.
+func (r StopReason) Sentence() string {
+	switch r {
+	case StopEndTurn:
+		return ""
+	case StopMaxTokens:
+		return "Stopped: the model reached its output limit."
+	case StopMaxTurnRequests:
+		return "Stopped: the agent reached its limit of model requests for one turn."
+	case StopRefusal:
+		return "The agent refused to continue."
+	case StopCancelled:
+		return "The turn was cancelled."
+	}
+	return "The turn ended: " + string(r) + "."
 }
 
 // Agent is an agent profile as listed by GET /api/v1/agents.

@@ -122,6 +122,14 @@ func (c *Client) Cancel(ctx context.Context, sessionID string) error {
 	return c.call(ctx, "POST", "/api/v1/task-sessions/"+url.PathEscape(sessionID)+"/cancel", struct{}{}, nil)
 }
 
+// AnswerPermission answers a pending permission request with one of the options it
+// offers and returns the updated message.
+func (c *Client) AnswerPermission(ctx context.Context, sessionID, messageID, optionID string) (shared.Message, error) {
+	var m shared.Message
+	path := "/api/v1/task-sessions/" + url.PathEscape(sessionID) + "/permissions/" + url.PathEscape(messageID)
+	return m, c.call(ctx, "POST", path, shared.PermissionAnswer{OptionID: optionID}, &m)
+}
+
 // ShellOutput fetches the whole stored output of one shell command.
 func (c *Client) ShellOutput(ctx context.Context, sessionID, messageID string) (shared.ShellOutputSnapshot, error) {
 	s, _, _, err := c.ShellOutputIfChanged(ctx, sessionID, messageID, "")

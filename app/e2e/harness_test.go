@@ -44,18 +44,12 @@ func startServer(t *testing.T) *server {
 	return startServerAt(t, "127.0.0.1:0", filepath.Join(t.TempDir(), "conch.db"))
 }
 
-// startServerAt runs the server on addr with the database db (a restart reuses both) and
-// any further flags.
-func startServerAt(t *testing.T, addr, db string, flags ...string) *server {
+// startServerAt runs the server on addr with the database db (a restart reuses both);
+// extra goes on its command line.
+func startServerAt(t *testing.T, addr, db string, extra ...string) *server {
 	t.Helper()
-	bin := os.Getenv("CONCH_BIN")
-	if bin == "" {
-		t.Skip("CONCH_BIN is not set: browser end-to-end tests need the built server (make test sets it)")
-	}
-	if _, err := os.Stat(bin); err != nil {
-		t.Fatalf("CONCH_BIN: %v", err)
-	}
-	cmd := exec.Command(bin, append([]string{"serve", "--addr", addr, "--db", db}, flags...)...)
+	bin := conchBin(t)
+	cmd := exec.Command(bin, append([]string{"serve", "--addr", addr, "--db", db}, extra...)...)
 	cmd.Dir = t.TempDir()
 	cmd.Stderr = &logWriter{t: t, prefix: "server: "}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // agents and commands die with it
@@ -87,6 +81,19 @@ func startServerAt(t *testing.T, addr, db string, flags ...string) *server {
 	}
 	s.API = client.New(s.URL)
 	return s
+}
+
+// conchBin is the built server under test, $CONCH_BIN.
+func conchBin(t *testing.T) string {
+	t.Helper()
+	bin := os.Getenv("CONCH_BIN")
+	if bin == "" {
+		t.Skip("CONCH_BIN is not set: browser end-to-end tests need the built server (make test sets it)")
+	}
+	if _, err := os.Stat(bin); err != nil {
+		t.Fatalf("CONCH_BIN: %v", err)
+	}
+	return bin
 }
 
 // stop ends the server and everything it started.
@@ -124,13 +131,19 @@ func (w *logWriter) Write(p []byte) (int, error) {
 // session creates a task and a shell session in a fresh directory.
 func (s *server) session(t *testing.T, title string) shared.Session {
 	t.Helper()
+	return s.sessionOf(t, title, "shell")
+}
+
+// sessionOf creates a task and a session of agent in a fresh directory.
+func (s *server) sessionOf(t *testing.T, title, agent string) shared.Session {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), deadline)
 	defer cancel()
 	task, err := s.API.CreateTask(ctx, title, "created by the browser tests")
 	if err != nil {
 		t.Fatal(err)
 	}
-	sess, err := s.API.StartSession(ctx, task.ID, "shell", t.TempDir())
+	sess, err := s.API.StartSession(ctx, task.ID, agent, t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -37,6 +37,38 @@ func TestRenderMessage(t *testing.T) {
 			want: []string{`class="msg error"`, "agent crashed"},
 		},
 		{
+			name: "a turn stopped at the token limit",
+			msg: shared.Message{ID: "7", AuthorType: shared.AuthorSystem, Type: shared.TypeStatus,
+				Content: "Stopped: the model reached its output limit.", Metadata: &shared.Metadata{StopReason: shared.StopMaxTokens}},
+			want: []string{`class="msg status status-warn"`, `data-message-id="7"`, "Stopped: the model reached its output limit."},
+		},
+		{
+			name: "a cancelled turn is quiet",
+			msg: shared.Message{ID: "8", AuthorType: shared.AuthorSystem, Type: shared.TypeStatus,
+				Content: "The turn was cancelled.", Metadata: &shared.Metadata{StopReason: shared.StopCancelled}},
+			want: []string{`class="msg status status-quiet"`, "The turn was cancelled."},
+		},
+		{
+			name: "a pending permission request: one button per option, named by the agent",
+			msg:  ask(shared.StatusPending, ""),
+			want: []string{`class="msg perm perm-pending"`, `data-message-id="p1"`, `role="group"`, `aria-labelledby="perm-title-p1"`,
+				`id="perm-title-p1"`, "The agent asks permission", "rm -rf build",
+				`class="perm-option perm-allow"`, `data-option-id="yes"`, `>Allow once</button>`,
+				`class="perm-option perm-reject"`, `data-option-id="no"`, `>Reject</button>`},
+		},
+		{
+			name: "an answered permission request: the choice, no buttons",
+			msg:  ask(shared.StatusSelected, "no"),
+			want: []string{"perm-selected", "Answered: Reject"},
+			not:  []string{"<button"},
+		},
+		{
+			name: "a cancelled permission request: no buttons",
+			msg:  ask(shared.StatusCancelled, ""),
+			want: []string{"perm-cancelled", "Not answered: the request was withdrawn"},
+			not:  []string{"<button"},
+		},
+		{
 			name: "tool call that is not a shell command",
 			msg: shared.Message{ID: "5", AuthorType: shared.AuthorAgent, Type: shared.TypeToolCall, Content: "x",
 				Metadata: &shared.Metadata{Title: "Read main.go", Status: shared.StatusCompleted}},
@@ -57,4 +89,11 @@ func TestRenderMessage(t *testing.T) {
 			checkHTML(t, html, tt.want, tt.not)
 		})
 	}
+}
+
+// ask is a permission request in the given state, with the agent's two options.
+func ask(status shared.ToolStatus, selected string) shared.Message {
+	return shared.Message{ID: "p1", AuthorType: shared.AuthorAgent, Type: shared.TypePermissionRequest, Content: "rm -rf build",
+		Metadata: &shared.Metadata{ToolCallID: "c1", Title: "rm -rf build", Status: status, SelectedOptionID: selected,
+			Options: []shared.PermissionOption{{OptionID: "yes", Name: "Allow once", Kind: "allow_once"}, {OptionID: "no", Name: "Reject", Kind: "reject_once"}}}}
 }

@@ -81,6 +81,16 @@ func (p *SessionPage) apply(ctx app.Context, c context.Context, f func(app.Conte
 	})
 }
 
+// OnMount takes the messages components hand over (an answered permission request), so
+// the page shows them without waiting for the WebSocket.
+func (p *SessionPage) OnMount(ctx app.Context) {
+	ctx.Handle(actionMessage, func(ctx app.Context, a app.Action) {
+		if m, ok := a.Value.(shared.Message); ok && m.SessionID == p.id {
+			p.show(ctx, []shared.Message{m})
+		}
+	})
+}
+
 // OnDismount stops the page's requests and WebSocket.
 func (p *SessionPage) OnDismount() {
 	if p.cancel != nil {
@@ -429,7 +439,11 @@ func renderMessage(sessionID string, m shared.Message) app.UI {
 	case m.Type == shared.TypeToolCall || m.Type == shared.TypeToolExecute:
 		return toolRow(m)
 	case m.Type == shared.TypeError:
-		return app.Div().Class("msg", "error").Text(m.Content)
+		return app.Div().Class("msg", "error").DataSet("message-id", m.ID).Text(m.Content)
+	case m.Type == shared.TypeStatus:
+		return statusRow(m)
+	case m.Type == shared.TypePermissionRequest:
+		return &PermissionRow{SessionID: sessionID, Msg: m}
 	case m.AuthorType == shared.AuthorUser:
 		return app.Div().Class("msg", "user").Body(app.Div().Class("bubble").Text(m.Content))
 	default:
@@ -454,5 +468,17 @@ func toolRow(m shared.Message) app.UI {
 		statusIcon(o, text),
 		app.Span().Class("tool-title").Text(title),
 		app.Span().Class("status-text").Text(text),
+	)
+}
+
+// statusRow is how a turn ended, when it did not simply end: a line across the chat. A
+// cancelled turn is the person's own doing and stays quiet; the others are warnings.
+func statusRow(m shared.Message) app.UI {
+	tone := "status-warn"
+	if md := m.Metadata; md != nil && md.StopReason == shared.StopCancelled {
+		tone = "status-quiet"
+	}
+	return app.Div().Class("msg", "status", tone).DataSet("message-id", m.ID).Body(
+		app.Span().Class("status-line").Text(m.Content),
 	)
 }

@@ -92,6 +92,10 @@ func TestLoadProfiles(t *testing.T) {
 	if len(ps) != 2 || ps[0].Name != ShellAgent || ps[1].Name != "gemini" || ps[1].Env["A"] != "b" || ps[1].Permission != PermissionDeny {
 		t.Errorf("profiles = %+v", ps)
 	}
+	if ps, err := LoadProfiles(write(`[{"name":"a","command":"a"},{"name":"b","command":"b","permission":"ask"}]`)); err != nil ||
+		ps[0].Permission != PermissionAllow || ps[1].Permission != PermissionAsk || ps[2].Permission != PermissionAsk {
+		t.Errorf("the built-in agent runs allowed, profiles from the file ask by default: %+v, %v", ps, err)
+	}
 	if ps, err := LoadProfiles(""); err != nil || len(ps) != 1 || ps[0].Args[0] != "agent" {
 		t.Errorf("no file: %+v, %v", ps, err)
 	}
@@ -102,7 +106,7 @@ func TestLoadProfiles(t *testing.T) {
 		`[{"name":"x"}]`:                                                           "command is required",
 		`[{"name":"x","command":"c"},{"name":"x","command":"d"}]`:                  `duplicate name "x"`,
 		`[{"name":"shell","command":"c"}]`:                                         `duplicate name "shell"`,
-		`[{"name":"x","command":"c","permission":"ask"}]`:                          `permission must be`,
+		`[{"name":"x","command":"c","permission":"maybe"}]`:                        `permission must be "ask", "allow" or "deny", not "maybe"`,
 		`[{"name":"x","command":"c"}] []`:                                          "unexpected data",
 		`[{"name":"x","command":"c","args":"--acp"}]`:                              "cannot unmarshal",
 		`[{"name":"x","command":"c"}`:                                              "not a JSON array",

@@ -2,6 +2,7 @@ package acp
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -357,8 +358,17 @@ func (a *scriptAgent) Prompt(ctx context.Context, p sdk.PromptRequest) (sdk.Prom
 	if !ok {
 		return sdk.PromptResponse{}, fmt.Errorf("no script %q", name)
 	}
-	if err := script(ctx, a, p.SessionId); err != nil {
+	var stop stopWith
+	switch err := script(ctx, a, p.SessionId); {
+	case errors.As(err, &stop):
+		return sdk.PromptResponse{StopReason: sdk.StopReason(stop)}, nil
+	case err != nil:
 		return sdk.PromptResponse{}, err
 	}
 	return sdk.PromptResponse{StopReason: sdk.StopReasonEndTurn}, nil
 }
+
+// stopWith, returned by a script, ends its turn with that stop reason instead of end_turn.
+type stopWith sdk.StopReason
+
+func (r stopWith) Error() string { return "stop: " + string(r) }

@@ -9,8 +9,10 @@ import (
 	"os"
 )
 
-// Permission policies of a profile: how the agent's permission requests are answered.
+// Permission policies of a profile: who answers the agent's permission requests. Ask (the
+// person, in the UI or through the API) is the default for profiles from the agents file.
 const (
+	PermissionAsk   = "ask"
 	PermissionAllow = "allow"
 	PermissionDeny  = "deny"
 )
@@ -74,8 +76,10 @@ func parseProfiles(data []byte) ([]Profile, error) {
 			return nil, fmt.Errorf("profile %d: duplicate name %q", i, p.Name)
 		case p.Command == "":
 			return nil, fmt.Errorf("profile %q: command is required", p.Name)
-		case p.Permission != "" && p.Permission != PermissionAllow && p.Permission != PermissionDeny:
-			return nil, fmt.Errorf("profile %q: permission must be %q or %q, not %q", p.Name, PermissionAllow, PermissionDeny, p.Permission)
+		case p.Permission == "":
+			list[i].Permission = PermissionAsk
+		case p.Permission != PermissionAsk && p.Permission != PermissionAllow && p.Permission != PermissionDeny:
+			return nil, fmt.Errorf("profile %q: permission must be %q, %q or %q, not %q", p.Name, PermissionAsk, PermissionAllow, PermissionDeny, p.Permission)
 		}
 		seen[p.Name] = true
 	}

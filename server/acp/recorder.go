@@ -98,12 +98,22 @@ func (r *recorder) update(u sdk.SessionUpdate) {
 	}
 }
 
-// permission records the tool call shown in a permission request: some agents show a
-// call there first, or only there.
-func (r *recorder) permission(tc sdk.ToolCallUpdate) {
+// permission records the tool call shown in a permission request (some agents show a
+// call there first, or only there) and returns its title as known so far. Text after the
+// request is a new message, so the transcript keeps its order.
+func (r *recorder) permission(tc sdk.ToolCallUpdate) string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.applyTool(string(tc.ToolCallId), fromPermission(&tc))
+	id := string(tc.ToolCallId)
+	r.applyTool(id, fromPermission(&tc))
+	r.text, r.thought = nil, nil
+	if it := r.tools[id]; it != nil {
+		if it.tool.Title != "" {
+			return it.tool.Title
+		}
+		return it.tool.Command
+	}
+	return ""
 }
 
 // appendText adds to the open text segment. A segment holds at most about

@@ -2,6 +2,7 @@ package acp
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -41,6 +42,9 @@ type session struct {
 	state   shared.SessionState
 	final   bool
 
+	permMu sync.Mutex                                   // held while a request is stored and registered, answered or cancelled
+	asks   map[string]chan sdk.RequestPermissionOutcome // pending permission requests by message id
+
 	mu       sync.Mutex
 	queue    []string
 	working  bool
@@ -55,7 +59,7 @@ func newSession(m *Manager, sess shared.Session, p Profile) *session {
 	s := &session{m: m, id: sess.ID, cwd: sess.Cwd, profile: p, state: sess.State,
 		log:       m.log.With("session", sess.ID, "agent", p.Name),
 		connected: make(chan struct{}), guarded: make(chan struct{}), started: make(chan struct{}), done: make(chan struct{}),
-		terms: map[string]*terminal{}}
+		terms: map[string]*terminal{}, asks: map[string]chan sdk.RequestPermissionOutcome{}}
 	s.rec = newRecorder(sess.ID, sess.Cwd, m.cfg.Store, m.cfg.Events, m.clock, m.cfg.FlushInterval, s.log, s.terminal)
 	return s
 }
@@ -273,30 +277,99 @@ func (s *session) turn(content string) {
 	if _, err := s.setState(shared.SessionRunning, ""); err != nil {
 		s.log.Error("record turn start", "err", err)
 	}
-	_, err := s.conn.Prompt(context.Background(), sdk.PromptRequest{SessionId: s.acpID, Prompt: []sdk.ContentBlock{sdk.TextBlock(content)}})
+	resp, err := s.conn.Prompt(context.Background(), sdk.PromptRequest{SessionId: s.acpID, Prompt: []sdk.ContentBlock{sdk.TextBlock(content)}})
 	s.rec.endTurn()
 	select {
 	case <-s.conn.Done():
 		return // the agent is gone; serve records the end
 	default:
 	}
+	stopped := false // the session changed: a stop reason was stored
 	if err != nil {
 		m, serr := s.m.cfg.Store.CreateMessage(context.Background(), store.NewMessage{SessionID: s.id,
-			AuthorType: shared.AuthorAgent, Type: shared.TypeError, Content: "The agent's turn failed: " + err.Error()})
+			AuthorType: shared.AuthorAgent, Type: shared.TypeError, Content: "The agent's turn failed: " + turnError(err)})
 		if serr != nil {
 			s.log.Error("store turn error", "err", serr, "turn_err", err)
 		} else {
 			s.m.cfg.Events.MessageAdded(m)
 		}
+	} else {
+		stopped = s.recordStop(resp.StopReason)
 	}
 	s.mu.Lock()
 	more := len(s.queue) > 0
 	s.mu.Unlock()
-	if !more {
+	switch {
+	case !more: // the session as published with its new state carries the stop reason
 		if _, err := s.setState(shared.SessionReady, ""); err != nil {
 			s.log.Error("record turn end", "err", err)
 		}
+	case stopped:
+		s.publishSession()
 	}
+}
+
+// recordStop stores how a turn ended, and a status message for people unless it simply
+// ended, which it publishes. It reports whether the stop reason was stored.
+func (s *session) recordStop(reason sdk.StopReason) bool {
+	if reason == "" { // ACP requires a stop reason; an agent that leaves it out simply ended
+		reason = sdk.StopReasonEndTurn
+	}
+	status, err := s.m.cfg.Store.EndTurn(context.Background(), s.id, shared.StopReason(reason))
+	if err != nil {
+		s.log.Error("record turn end", "err", err, "stop_reason", reason)
+		return false
+	}
+	if status != nil {
+		s.m.cfg.Events.MessageAdded(*status)
+	}
+	return true
+}
+
+// publishSession publishes the session as stored.
+func (s *session) publishSession() {
+	sess, err := s.m.cfg.Store.GetSession(context.Background(), s.id)
+	if err != nil {
+		s.log.Error("read session", "err", err)
+		return
+	}
+	s.m.cfg.Events.SessionUpdated(sess)
+}
+
+// turnError is the agent's own words for a failed turn: a JSON-RPC error's message and
+// the text of its data, rather than the JSON of the whole error.
+func turnError(err error) string {
+	var re *sdk.RequestError
+	if !errors.As(err, &re) {
+		return err.Error()
+	}
+	detail := ""
+	switch d := re.Data.(type) {
+	case nil:
+	case string:
+		detail = d
+	case map[string]any:
+		for _, k := range []string{"error", "details", "message"} {
+			if v, ok := d[k].(string); ok && v != "" {
+				detail = v
+				break
+			}
+		}
+		if detail == "" {
+			raw, _ := json.Marshal(d)
+			detail = string(raw)
+		}
+	default:
+		raw, _ := json.Marshal(d)
+		detail = string(raw)
+	}
+	switch {
+	case detail == "" || detail == re.Message:
+		return re.Message
+	case re.Message == "":
+		return detail
+	}
+	return re.Message + ": " + detail
 }
 
 func (s *session) cancel() error {
@@ -305,6 +378,7 @@ func (s *session) cancel() error {
 	default:
 		return shared.Errorf(shared.CodeConflict, "the session is still starting")
 	}
+	s.withdrawAsks() // ACP: the client answers its pending permission requests cancelled
 	return s.conn.Cancel(context.Background(), sdk.CancelNotification{SessionId: s.acpID})
 }
 
@@ -330,25 +404,6 @@ func (s *session) ReadTextFile(context.Context, sdk.ReadTextFileRequest) (sdk.Re
 
 func (s *session) WriteTextFile(context.Context, sdk.WriteTextFileRequest) (sdk.WriteTextFileResponse, error) {
 	return sdk.WriteTextFileResponse{}, sdk.NewMethodNotFound(sdk.ClientMethodFsWriteTextFile)
-}
-
-// RequestPermission records the tool call it shows and answers by the profile's policy.
-func (s *session) RequestPermission(_ context.Context, p sdk.RequestPermissionRequest) (sdk.RequestPermissionResponse, error) {
-	s.rec.permission(p.ToolCall)
-	kinds := []sdk.PermissionOptionKind{sdk.PermissionOptionKindAllowOnce, sdk.PermissionOptionKindAllowAlways}
-	if s.profile.Permission == PermissionDeny {
-		kinds = []sdk.PermissionOptionKind{sdk.PermissionOptionKindRejectOnce, sdk.PermissionOptionKindRejectAlways}
-	}
-	for _, k := range kinds {
-		for _, o := range p.Options {
-			if o.Kind == k {
-				return sdk.RequestPermissionResponse{Outcome: sdk.RequestPermissionOutcome{
-					Selected: &sdk.RequestPermissionOutcomeSelected{OptionId: o.OptionId, Outcome: "selected"}}}, nil
-			}
-		}
-	}
-	return sdk.RequestPermissionResponse{Outcome: sdk.RequestPermissionOutcome{
-		Cancelled: &sdk.RequestPermissionOutcomeCancelled{Outcome: "cancelled"}}}, nil
 }
 
 // SessionUpdate is reached only by an update guard did not take; it goes the same way.

@@ -49,6 +49,9 @@ type Runtime interface {
 	Cancel(sessionID string) error
 	// Stop ends the session's agent and its commands, and returns once they are gone.
 	Stop(sessionID, reason string)
+	// AnswerPermission answers a pending permission request with one of its options and
+	// returns the updated message (published to the hub by the runtime).
+	AnswerPermission(ctx context.Context, sessionID, messageID, optionID string) (shared.Message, error)
 }
 
 // Config wires the API to the rest of the server.
@@ -143,6 +146,7 @@ func New(cfg Config) *fiber.App {
 		return c.Send(OpenAPI)
 	})
 	v1.Get("/task-sessions/:session_id/messages/:message_id/shell-output/raw", s.handleShellOutputRaw)
+	v1.Post("/task-sessions/:session_id/permissions/:message_id", s.handleAnswerPermission)
 	api.All("/*", func(c *fiber.Ctx) error { return s.fail(c, errNoRoute) })
 
 	app.Get("/ws", s.requireToken, s.checkUpgrade, websocket.New(s.handleWS, websocket.Config{

@@ -201,6 +201,35 @@ func (s *server) handleCancel(c *fiber.Ctx) error {
 	return c.Status(http.StatusAccepted).JSON(sess)
 }
 
+func (s *server) handleAnswerPermission(c *fiber.Ctx) error {
+	var req shared.PermissionAnswer
+	if err := decodeBody(c.Body(), &req); err != nil {
+		return s.fail(c, err)
+	}
+	sessionID, messageID := c.Params("session_id"), c.Params("message_id")
+	if req.SessionID != "" && req.SessionID != sessionID || req.MessageID != "" && req.MessageID != messageID {
+		return s.fail(c, shared.Errorf(shared.CodeInvalid, "session_id and message_id must match the path"))
+	}
+	req.SessionID, req.MessageID = sessionID, messageID
+	msg, err := s.answerPermission(c.UserContext(), req)
+	if err != nil {
+		return s.fail(c, err)
+	}
+	return c.JSON(msg)
+}
+
+// answerPermission is permission.answer over REST and WebSocket alike; the runtime
+// publishes the updated message to every subscriber.
+func (s *server) answerPermission(ctx context.Context, req shared.PermissionAnswer) (shared.Message, error) {
+	switch {
+	case strings.TrimSpace(req.MessageID) == "":
+		return shared.Message{}, shared.Errorf(shared.CodeInvalid, "message_id is required")
+	case strings.TrimSpace(req.OptionID) == "":
+		return shared.Message{}, shared.Errorf(shared.CodeInvalid, "option_id is required")
+	}
+	return s.rt.AnswerPermission(ctx, req.SessionID, req.MessageID, req.OptionID)
+}
+
 // decodeBody decodes one strict JSON object (see the package comment) into v.
 func decodeBody(body []byte, v any) error {
 	if !utf8.Valid(body) {

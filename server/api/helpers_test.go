@@ -51,11 +51,13 @@ func (c *clock) advance(d time.Duration) {
 // fakeRuntime records what the API asks of the agent runtime.
 type fakeRuntime struct {
 	store *store.Store
+	hub   *hub.Hub
 
 	mu        sync.Mutex
 	prompts   []string // "session: content"
 	cancels   []string
 	stops     []string
+	answers   []string // "message: option"
 	promptErr error
 	panics    atomic.Bool // Agents and Prompt panic, as a bug would
 }
@@ -101,6 +103,20 @@ func (f *fakeRuntime) Stop(sessionID, reason string) {
 	f.stops = append(f.stops, sessionID)
 }
 
+// AnswerPermission settles the request in the store and publishes it, as the runtime
+// does for a live agent, and records the answer the agent would get.
+func (f *fakeRuntime) AnswerPermission(ctx context.Context, sessionID, messageID, optionID string) (shared.Message, error) {
+	m, err := f.store.AnswerPermission(ctx, sessionID, messageID, optionID)
+	if err != nil {
+		return m, err
+	}
+	f.hub.MessageUpdated(m)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.answers = append(f.answers, messageID+": "+optionID)
+	return m, nil
+}
+
 func (f *fakeRuntime) recorded() (prompts, cancels []string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -142,6 +158,7 @@ func newEnv(t testing.TB, opts ...option) *env {
 	for _, o := range opts {
 		o(&cfg)
 	}
+	rt.hub = cfg.Hub
 	return &env{t: t, app: New(cfg), store: st, hub: cfg.Hub, rt: rt, logs: logs, clock: wall}
 }
 

@@ -157,6 +157,11 @@ func (s *server) dispatch(ctx context.Context, client *hub.Client, data []byte) 
 		if err = decodePayload(req.Payload, &p, &p.SessionID); err == nil {
 			result, err = s.addMessage(ctx, p.SessionID, p)
 		}
+	case shared.ActionPermissionAnswer:
+		var p shared.PermissionAnswer
+		if err = decodePayload(req.Payload, &p, &p.SessionID); err == nil {
+			result, err = s.answerPermission(ctx, p)
+		}
 	default:
 		err = shared.Errorf(shared.CodeUnknownAction, "unknown action %q", req.Action)
 	}

@@ -5,6 +5,7 @@ package shellagent
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -24,8 +25,23 @@ const outputLimit = 64 << 10
 const cleanupTimeout = 10 * time.Second
 
 // Run serves one client over in/out until the client goes away or ctx ends.
-func Run(ctx context.Context, in io.Reader, out io.Writer) error {
-	a := &agent{cwd: map[sdk.SessionId]string{}, ready: make(chan struct{})}
+func Run(ctx context.Context, in io.Reader, out io.Writer) error { return serve(ctx, in, out, false) }
+
+// RunAsking is Run for an agent that asks the client's permission before each command
+// (`conch agent shell --ask`): Allow runs it, Deny does not, as a third-party agent's
+// permission prompt would.
+func RunAsking(ctx context.Context, in io.Reader, out io.Writer) error {
+	return serve(ctx, in, out, true)
+}
+
+// The options of RunAsking's permission request.
+const (
+	OptionAllow = "allow"
+	OptionDeny  = "deny"
+)
+
+func serve(ctx context.Context, in io.Reader, out io.Writer, ask bool) error {
+	a := &agent{cwd: map[sdk.SessionId]string{}, ready: make(chan struct{}), ask: ask}
 	a.conn = sdk.NewAgentSideConnection(a, out, in)
 	close(a.ready)
 	// stderr is the agent's log, and its tail becomes the session's error: keep it for problems.
@@ -41,6 +57,7 @@ func Run(ctx context.Context, in io.Reader, out io.Writer) error {
 type agent struct {
 	conn  *sdk.AgentSideConnection
 	ready chan struct{} // closed once conn is set: the SDK may call us before that
+	ask   bool          // ask permission before each command
 
 	mu    sync.Mutex
 	cwd   map[sdk.SessionId]string
@@ -112,7 +129,37 @@ func (a *agent) Prompt(ctx context.Context, p sdk.PromptRequest) (sdk.PromptResp
 	if command == "" {
 		return a.say(ctx, p.SessionId, "Nothing to run: send a shell command.", sdk.StopReasonEndTurn)
 	}
+	if a.ask {
+		switch allowed, err := a.permit(ctx, p.SessionId, callID, command); {
+		case ctx.Err() != nil || errors.Is(err, context.Canceled):
+			return sdk.PromptResponse{StopReason: sdk.StopReasonCancelled}, nil
+		case err != nil:
+			return sdk.PromptResponse{}, err
+		case !allowed:
+			// The call stays pending: the client ends it cancelled with the turn.
+			return a.say(ctx, p.SessionId, "Not run: permission denied.", sdk.StopReasonEndTurn)
+		}
+	}
 	return a.run(ctx, p.SessionId, cwd, callID, command)
+}
+
+// permit asks the client whether the command may run, showing the call as it will be
+// reported (Gemini CLI shows a call this way first).
+func (a *agent) permit(ctx context.Context, sid sdk.SessionId, callID sdk.ToolCallId, command string) (bool, error) {
+	resp, err := a.conn.RequestPermission(ctx, sdk.RequestPermissionRequest{SessionId: sid,
+		ToolCall: sdk.ToolCallUpdate{ToolCallId: callID, Title: sdk.Ptr(command), Kind: sdk.Ptr(sdk.ToolKindExecute),
+			Status: sdk.Ptr(sdk.ToolCallStatusPending), RawInput: map[string]any{"command": command}},
+		Options: []sdk.PermissionOption{
+			{OptionId: OptionAllow, Name: "Allow", Kind: sdk.PermissionOptionKindAllowOnce},
+			{OptionId: OptionDeny, Name: "Deny", Kind: sdk.PermissionOptionKindRejectOnce},
+		}})
+	if err != nil {
+		return false, err
+	}
+	if resp.Outcome.Cancelled != nil {
+		return false, context.Canceled
+	}
+	return resp.Outcome.Selected != nil && resp.Outcome.Selected.OptionId == OptionAllow, nil
 }
 
 func (a *agent) run(ctx context.Context, sid sdk.SessionId, cwd string, callID sdk.ToolCallId, command string) (sdk.PromptResponse, error) {

@@ -287,7 +287,8 @@ func (s *Store) GetMessage(ctx context.Context, id string) (shared.Message, erro
 }
 
 // CancelActiveToolCalls marks the session's unfinished tool calls cancelled, keeping their
-// output, and returns the changed messages.
+// output, and its pending permission requests cancelled (their status is pending too), and
+// returns the changed messages.
 func (s *Store) CancelActiveToolCalls(ctx context.Context, sessionID string) ([]shared.Message, error) {
 	var rows []messageRow
 	if err := s.db.WithContext(ctx).Where("session_id = ? AND "+unfinished, sessionID).

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	"conch/shared"
@@ -26,22 +27,23 @@ func (r taskRow) task() shared.Task {
 }
 
 type sessionRow struct {
-	ID           string
-	TaskID       string
-	Agent        string
-	Cwd          string
-	State        string
-	Error        string
-	MessageCount int64
-	CreatedAt    int64
-	UpdatedAt    int64
+	ID             string
+	TaskID         string
+	Agent          string
+	Cwd            string
+	State          string
+	Error          string
+	LastStopReason string
+	MessageCount   int64
+	CreatedAt      int64
+	UpdatedAt      int64
 }
 
 func (sessionRow) TableName() string { return "task_sessions" }
 
 func (r sessionRow) session() shared.Session {
 	return shared.Session{ID: r.ID, TaskID: r.TaskID, Agent: r.Agent, Cwd: r.Cwd,
-		State: shared.SessionState(r.State), Error: r.Error,
+		State: shared.SessionState(r.State), Error: r.Error, LastStopReason: shared.StopReason(r.LastStopReason),
 		CreatedAt: fromNanos(r.CreatedAt), UpdatedAt: fromNanos(r.UpdatedAt)}
 }
 
@@ -77,6 +79,12 @@ func (s *Store) ListTasks(ctx context.Context) ([]shared.Task, error) {
 	if err := s.db.WithContext(ctx).Order("created_at DESC, id DESC").Find(&sessions).Error; err != nil {
 		return nil, fmt.Errorf("list sessions: %w", err)
 	}
+	// Pending permission requests are unfinished rows: the partial index finds them.
+	var waiting []string
+	if err := s.db.WithContext(ctx).Model(&messageRow{}).Distinct("task_id").
+		Where(unfinished+" AND type = ?", string(shared.TypePermissionRequest)).Pluck("task_id", &waiting).Error; err != nil {
+		return nil, fmt.Errorf("list tasks needing attention: %w", err)
+	}
 	byTask := make(map[string][]shared.Session, len(rows))
 	for _, r := range sessions {
 		byTask[r.TaskID] = append(byTask[r.TaskID], r.session())
@@ -85,6 +93,7 @@ func (s *Store) ListTasks(ctx context.Context) ([]shared.Task, error) {
 	for i, r := range rows {
 		tasks[i] = r.task()
 		tasks[i].Sessions = byTask[r.ID]
+		tasks[i].NeedsAttention = slices.Contains(waiting, r.ID)
 	}
 	return tasks, nil
 }
@@ -140,8 +149,41 @@ func (s *Store) SetSessionState(ctx context.Context, id string, state shared.Ses
 	return s.GetSession(ctx, id)
 }
 
+// EndTurn records how a turn ended: the session's last_stop_reason and, for any reason but
+// end_turn, a status message (author system) saying it for people. It returns the session
+// the status message, nil when none was added; both are committed in one transaction.
+func (s *Store) EndTurn(ctx context.Context, sessionID string, reason shared.StopReason) (*shared.Message, error) {
+	var status *shared.Message
+	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		sess, err := getSession(tx, sessionID)
+		if err != nil {
+			return err
+		}
+		if err := tx.Model(&sessionRow{}).Where("id = ?", sessionID).
+			Updates(map[string]any{"last_stop_reason": string(reason), "updated_at": s.stamp()}).Error; err != nil {
+			return err
+		}
+		text := reason.Sentence()
+		if text == "" {
+			return nil
+		}
+		row, err := s.insertMessage(tx, sess, shared.AuthorSystem, shared.TypeStatus, text, &shared.Metadata{StopReason: reason}, nil)
+		if err != nil {
+			return err
+		}
+		m, err := row.message()
+		status = &m
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("end turn: %w", err)
+	}
+	return status, nil
+}
+
 // RecoverAfterRestart ends what a previous process left live: its agent processes are
-// gone, so unfinished tool calls become cancelled (output kept) and live sessions closed.
+// gone, so unfinished tool calls and pending permission requests become cancelled (output
+// kept) and live sessions closed.
 func (s *Store) RecoverAfterRestart(ctx context.Context) error {
 	db := s.db.WithContext(ctx)
 	var active []string

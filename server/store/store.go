@@ -161,6 +161,7 @@ var addedColumns = []struct{ table, column, decl string }{
 	{"shell_outputs", "stderr_total", "INTEGER NOT NULL DEFAULT 0"},
 	{"shell_outputs", "started_at", "INTEGER"},
 	{"shell_outputs", "finished_at", "INTEGER"},
+	{"task_sessions", "last_stop_reason", "TEXT NOT NULL DEFAULT ''"},
 }
 
 func (s *Store) migrate() error {

@@ -1,0 +1,106 @@
+package ui
+
+import (
+	"context"
+	"errors"
+
+	"github.com/maxence-charriere/go-app/v10/pkg/app"
+
+	"conch/app/client"
+	"conch/shared"
+)
+
+// actionMessage carries a message the page should merge now (a value of shared.Message),
+// such as the answer to a permission request, which also arrives later over the WebSocket.
+const actionMessage = "conch/message"
+
+// PermissionRow is an agent's permission request: one button per option, named by the
+// agent, while it is pending; then what became of it. Every tab shows the answer when the
+// updated message arrives, whichever tab (or script) gave it.
+type PermissionRow struct {
+	app.Compo
+
+	SessionID string
+	Msg       shared.Message
+
+	sending string // the option being sent
+	err     string
+}
+
+// Render draws the request.
+func (r *PermissionRow) Render() app.UI {
+	var md shared.Metadata
+	if r.Msg.Metadata != nil {
+		md = *r.Msg.Metadata
+	}
+	title := r.Msg.Content
+	if md.Title != "" {
+		title = md.Title
+	}
+	pending := md.Status == shared.StatusPending
+	titleID := "perm-title-" + r.Msg.ID
+	return app.Div().Class("msg", "perm", "perm-"+string(md.Status)).DataSet("message-id", r.Msg.ID).
+		Role("group").Aria("labelledby", titleID).Body(
+		app.P().Class("perm-label").Text(permissionLabel(md)),
+		app.P().ID(titleID).Class("perm-title").Text(title),
+		app.If(pending, func() app.UI {
+			return app.Div().Class("perm-options").Body(
+				app.Range(md.Options).Slice(func(i int) app.UI {
+					o := md.Options[i]
+					kind := "perm-reject"
+					if o.Allows() {
+						kind = "perm-allow"
+					}
+					return app.Button().Type("button").Class("perm-option", kind).DataSet("option-id", o.OptionID).
+						Disabled(r.sending != "").OnClick(r.choose(o.OptionID)).Text(o.Name)
+				}),
+			)
+		}),
+		app.If(r.err != "", func() app.UI { return app.P().Class("perm-error").Role("alert").Text(r.err) }),
+	)
+}
+
+// permissionLabel says where the request stands.
+func permissionLabel(md shared.Metadata) string {
+	switch md.Status {
+	case shared.StatusPending:
+		return "The agent asks permission"
+	case shared.StatusSelected:
+		for _, o := range md.Options {
+			if o.OptionID == md.SelectedOptionID {
+				return "Answered: " + o.Name
+			}
+		}
+		return "Answered: " + md.SelectedOptionID
+	}
+	return "Not answered: the request was withdrawn"
+}
+
+// choose sends the answer. The buttons stay disabled until the request is no longer
+// pending; a refusal says why and lets the person try again.
+func (r *PermissionRow) choose(optionID string) app.EventHandler {
+	return func(ctx app.Context, _ app.Event) {
+		if r.sending != "" {
+			return
+		}
+		r.sending, r.err = optionID, ""
+		sid, mid := r.SessionID, r.Msg.ID
+		ctx.Async(func() {
+			m, err := api.AnswerPermission(context.Background(), sid, mid, optionID)
+			ctx.Dispatch(func(ctx app.Context) {
+				switch {
+				case err == nil:
+					ctx.NewActionWithValue(actionMessage, m)
+					return
+				case shared.ErrorCode(err) == shared.CodeConflict:
+					r.err = "This request was already answered."
+				case errors.Is(err, client.ErrUnreachable):
+					r.err = "Not sent: the server is unreachable. Try again."
+				default:
+					r.err = "Not sent: " + shared.ErrorMessage(err)
+				}
+				r.sending = ""
+			})
+		})
+	}
+}

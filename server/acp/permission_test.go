@@ -1,0 +1,226 @@
+package acp
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	sdk "github.com/coder/acp-go-sdk"
+
+	"conch/server/shellagent"
+	"conch/shared"
+)
+
+// askScript asks permission for an edit and reports the outcome the agent received on
+// got (a zero outcome when the turn's cancel ended the request first: the SDK cancels the
+// prompt's context); a cancelled outcome ends the turn cancelled, as real agents do.
+func askScript(got chan<- sdk.RequestPermissionOutcome) script {
+	return func(ctx context.Context, a *scriptAgent, sid sdk.SessionId) error {
+		if err := a.raw(ctx, sid, `{"sessionUpdate":"tool_call","toolCallId":"edit-1","title":"Edit main.go","kind":"edit","status":"pending"}`); err != nil {
+			return err
+		}
+		resp, err := a.conn.RequestPermission(ctx, sdk.RequestPermissionRequest{SessionId: sid,
+			ToolCall: sdk.ToolCallUpdate{ToolCallId: "edit-1"},
+			Options: []sdk.PermissionOption{
+				{OptionId: "always", Kind: sdk.PermissionOptionKindAllowAlways, Name: "Always allow"},
+				{OptionId: "once", Kind: sdk.PermissionOptionKindAllowOnce, Name: "Allow once"},
+				{OptionId: "no", Kind: sdk.PermissionOptionKindRejectOnce, Name: "Reject"},
+			}})
+		if err != nil && ctx.Err() != nil {
+			got <- sdk.RequestPermissionOutcome{}
+			return stopWith(sdk.StopReasonCancelled)
+		}
+		if err != nil {
+			return err
+		}
+		got <- resp.Outcome
+		if resp.Outcome.Cancelled != nil {
+			return stopWith(sdk.StopReasonCancelled)
+		}
+		return a.send(ctx, sid, sdk.UpdateAgentMessageText("edited"))
+	}
+}
+
+// waitAsk waits until a permission request of the session is published and returns it.
+func waitAsk(t *testing.T, env *testEnv, sessionID string) shared.Message {
+	t.Helper()
+	var ask shared.Message
+	waitFor(t, env.ev, "the permission request", func() bool {
+		env.ev.mu.Lock()
+		defer env.ev.mu.Unlock()
+		for _, m := range env.ev.added {
+			if m.SessionID == sessionID && m.Type == shared.TypePermissionRequest {
+				ask = m
+				return true
+			}
+		}
+		return false
+	})
+	return ask
+}
+
+// With the ask policy a request waits for the person: it is a live message after the
+// tool call it is about; a bad answer changes nothing; the chosen option, and only it,
+// reaches the agent; a second answer is a conflict.
+func TestPermissionAsk(t *testing.T) {
+	got := make(chan sdk.RequestPermissionOutcome, 1)
+	env := newEnv(t, scripted(map[string]script{"ask": askScript(got)}), false, Profile{Name: "scripted", Permission: PermissionAsk})
+	sess := env.start(t, "scripted")
+	env.promptAsync(t, sess.ID, "ask")
+	ask := waitAsk(t, env, sess.ID)
+	md := ask.Metadata
+	if ask.AuthorType != shared.AuthorAgent || ask.Content != "Edit main.go" || md.ToolCallID != "edit-1" || md.Title != "Edit main.go" ||
+		md.Status != shared.StatusPending || len(md.Options) != 3 ||
+		md.Options[1] != (shared.PermissionOption{OptionID: "once", Name: "Allow once", Kind: "allow_once"}) {
+		t.Fatalf("request %+v %+v", ask, md)
+	}
+	msgs := env.messages(t, sess.ID)
+	if n := len(msgs); n < 3 || msgs[n-2].Type != shared.TypeToolCall || msgs[n-1].ID != ask.ID {
+		t.Errorf("the tool call is not stored right before the request: %+v", msgs)
+	}
+
+	ctx := context.Background()
+	for _, tt := range []struct{ message, option, code string }{
+		{"nope", "once", shared.CodeNotFound},
+		{msgs[0].ID, "once", shared.CodeNotFound}, // the user's prompt
+		{ask.ID, "sometimes", shared.CodeInvalid},
+	} {
+		if _, err := env.m.AnswerPermission(ctx, sess.ID, tt.message, tt.option); shared.ErrorCode(err) != tt.code {
+			t.Errorf("answer %s/%s: %v, want %s", tt.message, tt.option, err, tt.code)
+		}
+	}
+	select {
+	case o := <-got:
+		t.Fatalf("the agent got %+v before any good answer", o)
+	default:
+	}
+
+	m, err := env.m.AnswerPermission(ctx, sess.ID, ask.ID, "once")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Metadata.Status != shared.StatusSelected || m.Metadata.SelectedOptionID != "once" {
+		t.Errorf("answered %+v", m.Metadata)
+	}
+	if o := <-got; o.Selected == nil || o.Selected.OptionId != "once" || o.Cancelled != nil {
+		t.Errorf("the agent got %+v, want once", o)
+	}
+	if _, err := env.m.AnswerPermission(ctx, sess.ID, ask.ID, "no"); shared.ErrorCode(err) != shared.CodeConflict {
+		t.Errorf("second answer: %v", err)
+	}
+	env.waitIdle(t, sess.ID)
+	msgs = env.messages(t, sess.ID)
+	if last := msgs[len(msgs)-1]; last.Content != "edited" {
+		t.Errorf("after the answer the turn went on to %q", last.Content)
+	}
+	assertEventsMatchStore(t, env, sess.ID)
+}
+
+// Cancelling the turn answers a pending request cancelled, for the agent and the store;
+// an answer afterwards is a conflict.
+func TestPermissionCancelledWithTheTurn(t *testing.T) {
+	got := make(chan sdk.RequestPermissionOutcome, 1)
+	env := newEnv(t, scripted(map[string]script{"ask": askScript(got)}), false, Profile{Name: "scripted"})
+	sess := env.start(t, "scripted") // a profile without a policy asks
+	env.promptAsync(t, sess.ID, "ask")
+	ask := waitAsk(t, env, sess.ID)
+	if err := env.m.Cancel(sess.ID); err != nil {
+		t.Fatal(err)
+	}
+	if o := <-got; o.Selected != nil {
+		t.Errorf("the agent got %+v, want cancelled", o)
+	}
+	env.waitIdle(t, sess.ID)
+	msgs := env.messages(t, sess.ID)
+	var stored shared.Message
+	for _, m := range msgs {
+		if m.ID == ask.ID {
+			stored = m
+		}
+	}
+	if stored.Metadata.Status != shared.StatusCancelled {
+		t.Errorf("request after cancel: %s", stored.Metadata.Status)
+	}
+	if last := msgs[len(msgs)-1]; last.Type != shared.TypeStatus || last.Metadata.StopReason != shared.StopCancelled {
+		t.Errorf("last message %s %q", last.Type, last.Content)
+	}
+	if _, err := env.m.AnswerPermission(context.Background(), sess.ID, ask.ID, "once"); shared.ErrorCode(err) != shared.CodeConflict {
+		t.Errorf("answer after cancel: %v", err)
+	}
+	assertEventsMatchStore(t, env, sess.ID)
+}
+
+// A request pending when the server stops ends cancelled; answering it afterwards, with
+// no agent left to hand it to, is a conflict.
+func TestPermissionPendingAtStop(t *testing.T) {
+	got := make(chan sdk.RequestPermissionOutcome, 1)
+	env := newEnv(t, scripted(map[string]script{"ask": askScript(got)}), false, Profile{Name: "scripted"})
+	sess := env.start(t, "scripted")
+	env.promptAsync(t, sess.ID, "ask")
+	ask := waitAsk(t, env, sess.ID)
+	env.m.Close()
+	for _, m := range env.messages(t, sess.ID) {
+		if m.ID == ask.ID && m.Metadata.Status != shared.StatusCancelled {
+			t.Errorf("request after stop: %s", m.Metadata.Status)
+		}
+	}
+	if _, err := env.m.AnswerPermission(context.Background(), sess.ID, ask.ID, "once"); shared.ErrorCode(err) != shared.CodeConflict {
+		t.Errorf("answer after stop: %v", err)
+	}
+	if _, err := env.m.AnswerPermission(context.Background(), sess.ID, "nope", "once"); shared.ErrorCode(err) != shared.CodeNotFound {
+		t.Errorf("answer of an unknown message after stop: %v", err)
+	}
+	tasks, err := env.st.ListTasks(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tasks[0].NeedsAttention {
+		t.Error("the task needs attention after the stop")
+	}
+}
+
+// `conch agent shell --ask` asks before each command: Allow runs it, Deny does not, and
+// the call it showed ends cancelled.
+func TestShellAgentAsks(t *testing.T) {
+	env := newEnv(t, pipeLauncher(shellagent.RunAsking), true, Profile{Name: "shell-ask"})
+	sess := env.start(t, "shell-ask")
+	ctx := context.Background()
+	for _, tt := range []struct {
+		option string
+		status shared.ToolStatus
+		last   string
+	}{
+		{shellagent.OptionAllow, shared.StatusCompleted, "exit 0 in"},
+		{shellagent.OptionDeny, shared.StatusCancelled, "Not run: permission denied."},
+	} {
+		file := filepath.Join(sess.Cwd, tt.option+".txt")
+		before := len(env.messages(t, sess.ID))
+		env.promptAsync(t, sess.ID, "echo ran > "+file)
+		var ask shared.Message
+		waitFor(t, env.ev, "the request", func() bool {
+			msgs := env.messages(t, sess.ID)
+			for _, m := range msgs[before:] {
+				if m.Type == shared.TypePermissionRequest {
+					ask = m
+					return true
+				}
+			}
+			return false
+		})
+		if ask.Content != "echo ran > "+file || len(ask.Metadata.Options) != 2 || ask.Metadata.Options[0].Name != "Allow" {
+			t.Fatalf("request %+v", ask.Metadata)
+		}
+		if _, err := env.m.AnswerPermission(ctx, sess.ID, ask.ID, tt.option); err != nil {
+			t.Fatal(err)
+		}
+		env.waitIdle(t, sess.ID)
+		m, _ := lastShell(t, env, sess.ID)
+		msgs := env.messages(t, sess.ID)
+		_, statErr := os.Stat(file)
+		if m.Metadata.Status != tt.status || !strings.HasPrefix(msgs[len(msgs)-1].Content, tt.last) || (statErr == nil) != (tt.option == shellagent.OptionAllow) {
+			t.Errorf("%s: call %s, last %q, file: %v", tt.option, m.Metadata.Status, msgs[len(msgs)-1].Content, statErr)
+		}
+	}
+}

@@ -1,0 +1,93 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"conch/shared"
+
+	"gorm.io/gorm"
+)
+
+var errNotPending = shared.Errorf(shared.CodeConflict, "permission request is not pending")
+
+// AnswerPermission records the person's answer to a pending permission request of the
+// session: status selected and selected_option_id. An absent message, one of another
+// session and one that is not a permission request are all "message not found"; a request
+// already answered or cancelled is a conflict; an option it does not offer is invalid.
+// Nothing changes on any error.
+func (s *Store) AnswerPermission(ctx context.Context, sessionID, messageID, optionID string) (shared.Message, error) {
+	m, _, err := s.settlePermission(ctx, sessionID, messageID, func(md *shared.Metadata) error {
+		if md.Status != shared.StatusPending {
+			return errNotPending
+		}
+		for _, o := range md.Options {
+			if o.OptionID == optionID {
+				md.Status, md.SelectedOptionID = shared.StatusSelected, optionID
+				return nil
+			}
+		}
+		return shared.Errorf(shared.CodeInvalid, "option %q is not offered by this permission request", optionID)
+	})
+	return m, err
+}
+
+// CancelPermission ends a pending permission request of the session as cancelled (the
+// turn was cancelled, the agent withdrew it or went away); changed is false, with no
+// error, when it was no longer pending.
+func (s *Store) CancelPermission(ctx context.Context, sessionID, messageID string) (shared.Message, bool, error) {
+	return s.settlePermission(ctx, sessionID, messageID, func(md *shared.Metadata) error {
+		if md.Status != shared.StatusPending {
+			return errUnchanged
+		}
+		md.Status = shared.StatusCancelled
+		return nil
+	})
+}
+
+// errUnchanged, returned by a settlePermission change, leaves the request as it is
+// without failing.
+var errUnchanged = errors.New("unchanged")
+
+// settlePermission applies change to the metadata of a permission request of the
+// session and stores it, in one transaction; changed says whether it was stored.
+func (s *Store) settlePermission(ctx context.Context, sessionID, messageID string, change func(*shared.Metadata) error) (shared.Message, bool, error) {
+	var (
+		row     messageRow
+		changed bool
+	)
+	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		err := tx.Take(&row, "id = ? AND session_id = ? AND type = ?", messageID, sessionID, string(shared.TypePermissionRequest)).Error
+		if err != nil {
+			return notFound(err, "message")
+		}
+		m, err := row.message()
+		if err != nil {
+			return err
+		}
+		md := shared.Metadata{}
+		if m.Metadata != nil {
+			md = *m.Metadata
+		}
+		switch err := change(&md); {
+		case errors.Is(err, errUnchanged):
+			return nil
+		case err != nil:
+			return err
+		}
+		raw, err := encodeMetadata(&md)
+		if err != nil {
+			return err
+		}
+		row.Metadata, row.Status, row.UpdatedAt = raw, string(md.Status), s.stamp()
+		changed = true
+		return tx.Model(&messageRow{}).Where("id = ?", messageID).
+			Updates(map[string]any{"metadata": row.Metadata, "status": row.Status, "updated_at": row.UpdatedAt}).Error
+	})
+	if err != nil {
+		return shared.Message{}, false, fmt.Errorf("settle permission request: %w", err)
+	}
+	m, err := row.message()
+	return m, changed, err
+}
