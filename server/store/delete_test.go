@@ -195,3 +195,32 @@ func TestPruneTasks(t *testing.T) {
 		}
 	}
 }
+
+// A batch is stored in order and whole, or not at all.
+func TestCreateMessagesAllOrNone(t *testing.T) {
+	s, _ := open(t, time.Millisecond)
+	ctx := context.Background()
+	sess := newSession(t, s)
+	text := func(sessionID, c string) NewMessage {
+		return NewMessage{SessionID: sessionID, AuthorType: shared.AuthorAgent, Type: shared.TypeMessage, Content: c}
+	}
+	if _, err := s.CreateMessages(ctx, []NewMessage{text(sess.ID, "a"), text("no-such-session", "b"), text(sess.ID, "c")}); shared.ErrorCode(err) != shared.CodeNotFound {
+		t.Fatalf("a batch naming an unknown session: %v", err)
+	}
+	if page, _ := s.ListMessages(ctx, shared.ListRequest{SessionID: sess.ID}); page.Total != 0 || len(page.Messages) != 0 {
+		t.Fatalf("a failed batch left %d messages (total %d)", len(page.Messages), page.Total)
+	}
+	msgs, err := s.CreateMessages(ctx, []NewMessage{text(sess.ID, "a"), text(sess.ID, "b"), text(sess.ID, "c")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, err := s.ListMessages(ctx, shared.ListRequest{SessionID: sess.ID})
+	if err != nil || page.Total != 3 || len(page.Messages) != 3 {
+		t.Fatalf("%+v, %v", page, err)
+	}
+	for i, m := range page.Messages {
+		if m.ID != msgs[i].ID || m.Content != string(rune('a'+i)) {
+			t.Errorf("message %d is %q (%s), want %q (%s)", i, m.Content, m.ID, string(rune('a'+i)), msgs[i].ID)
+		}
+	}
+}

@@ -123,23 +123,52 @@ func encodeMetadata(md *shared.Metadata) ([]byte, error) {
 
 // CreateMessage stores a message (and the output of a shell command) in one transaction.
 func (s *Store) CreateMessage(ctx context.Context, nm NewMessage) (shared.Message, error) {
-	var row messageRow
+	msgs, err := s.CreateMessages(ctx, []NewMessage{nm})
+	if err != nil {
+		return shared.Message{}, err
+	}
+	return msgs[0], nil
+}
+
+// CreateMessages stores messages, in order, in one transaction: all or none. Importing
+// or seeding many costs one commit instead of one each.
+func (s *Store) CreateMessages(ctx context.Context, nms []NewMessage) ([]shared.Message, error) {
+	rows := make([]messageRow, len(nms))
 	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		sess, err := getSession(tx, nm.SessionID)
-		if err != nil {
-			return err
+		sessions := map[string]sessionRow{}
+		for i, nm := range nms {
+			sess, ok := sessions[nm.SessionID]
+			if !ok {
+				var err error
+				if sess, err = getSession(tx, nm.SessionID); err != nil {
+					return err
+				}
+				sessions[nm.SessionID] = sess
+			}
+			md, out := settle(nm.Metadata, nm.Output, shared.ShellOutputSummary{})
+			row, err := s.insertMessage(tx, sess, nm.AuthorType, nm.Type, nm.Content, md, nil)
+			if err != nil {
+				return err
+			}
+			if err := putOutput(tx, row.ID, out); err != nil {
+				return err
+			}
+			rows[i] = row
 		}
-		md, out := settle(nm.Metadata, nm.Output, shared.ShellOutputSummary{})
-		row, err = s.insertMessage(tx, sess, nm.AuthorType, nm.Type, nm.Content, md, nil)
-		if err != nil {
-			return err
-		}
-		return putOutput(tx, row.ID, out)
+		return nil
 	})
 	if err != nil {
-		return shared.Message{}, fmt.Errorf("create message: %w", err)
+		return nil, fmt.Errorf("create message: %w", err)
 	}
-	return row.message()
+	msgs := make([]shared.Message, len(rows))
+	for i, r := range rows {
+		m, err := r.message()
+		if err != nil {
+			return nil, err
+		}
+		msgs[i] = m
+	}
+	return msgs, nil
 }
 
 func (s *Store) insertMessage(tx *gorm.DB, sess sessionRow, author shared.AuthorType, typ shared.MessageType,

@@ -38,6 +38,9 @@ func seedSession(ctx context.Context, st *store.Store, taskID string, spec seedS
 	out := seeded{SessionID: sess.ID}
 	stdout := outputText(spec.StdoutBytes)
 	zero := 0
+	// One transaction per batch: seeding spends its time writing, not committing.
+	const batch = 500
+	var nms []store.NewMessage
 	for i := range spec.Messages {
 		nm := store.NewMessage{SessionID: sess.ID, AuthorType: shared.AuthorAgent, Type: shared.TypeMessage,
 			Content: fmt.Sprintf("Message %d: the command finished; here is what it printed, in short.", i)}
@@ -50,16 +53,23 @@ func seedSession(ctx context.Context, st *store.Store, taskID string, spec seedS
 					ShellExec: &shared.ShellExec{Command: cmd, WorkDir: "/tmp"}}}
 			nm.Output = &shared.ShellOutput{Stdout: stdout, ExitCode: &zero}
 		}
-		m, err := st.CreateMessage(ctx, nm)
+		nms = append(nms, nm)
+		if len(nms) < batch && i < spec.Messages-1 {
+			continue
+		}
+		msgs, err := st.CreateMessages(ctx, nms)
 		if err != nil {
-			return seeded{}, fmt.Errorf("seed message %d: %w", i, err)
+			return seeded{}, fmt.Errorf("seed messages up to %d: %w", i, err)
 		}
-		if nm.Output != nil {
-			out.ShellIDs = append(out.ShellIDs, m.ID)
+		for j, m := range msgs {
+			if shared.ShellOf(m) != nil {
+				out.ShellIDs = append(out.ShellIDs, m.ID)
+			}
+			if i-len(msgs)+1+j == spec.Messages/2 {
+				out.MiddleID = m.ID
+			}
 		}
-		if i == spec.Messages/2 {
-			out.MiddleID = m.ID
-		}
+		nms = nms[:0]
 	}
 	return out, nil
 }
