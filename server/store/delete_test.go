@@ -224,3 +224,19 @@ func TestCreateMessagesAllOrNone(t *testing.T) {
 		}
 	}
 }
+
+// A database URL is refused at Open, clearly, instead of being taken for a file name
+// (which created a directory "postgres:" and served from a new, empty file).
+func TestOpenRefusesURLs(t *testing.T) {
+	dir := t.TempDir()
+	t.Chdir(dir)
+	for _, u := range []string{"postgres://conch@localhost/conch", "mysql://x", "s3://bucket/conch.db"} {
+		_, err := Open(u, nil)
+		if err == nil || !strings.Contains(err.Error(), "not supported") {
+			t.Errorf("Open(%q): %v", u, err)
+		}
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+		t.Errorf("refusing left %d entries behind, the first %s", len(entries), entries[0].Name())
+	}
+}

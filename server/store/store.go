@@ -14,6 +14,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strings"
 	"sync"
 	"time"
 
@@ -34,6 +36,9 @@ const mmapSize = 256 << 20
 
 const driverName = "conch_sqlite3"
 
+// urlScheme is what comes before "://" in a database URL (RFC 3986).
+var urlScheme = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9+.-]*$`)
+
 var registerDriver sync.Once
 
 // Store is the SQLite-backed store. It is safe for concurrent use.
@@ -47,6 +52,10 @@ type Store struct {
 func Open(path string, now func() time.Time) (*Store, error) {
 	if now == nil {
 		now = time.Now
+	}
+	if scheme, _, ok := strings.Cut(path, "://"); ok && urlScheme.MatchString(scheme) {
+		// A URL is not a file name: taking it for one would serve from a new, empty file.
+		return nil, fmt.Errorf("--db %s: this server stores in SQLite files only, and %q URLs are not supported; give a file path", path, scheme)
 	}
 	if dir := filepath.Dir(path); dir != "" {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
