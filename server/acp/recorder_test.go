@@ -91,3 +91,28 @@ func TestOutputAfterRelease(t *testing.T) {
 		t.Errorf("%s %+v", m.Metadata.Status, out)
 	}
 }
+
+// An agent that releases a running command and ends its turn at once (as a cancelled turn
+// does) still leaves how the command ended: release answers once the command is gone.
+func TestReleaseKnowsHowTheCommandEnded(t *testing.T) {
+	env := newEnv(t, scripted(map[string]script{
+		"release running": func(ctx context.Context, a *scriptAgent, sid sdk.SessionId) error {
+			term, err := a.conn.CreateTerminal(ctx, sdk.CreateTerminalRequest{SessionId: sid, Command: "sleep", Args: []string{"300"}})
+			if err != nil {
+				return err
+			}
+			ref := []sdk.ToolCallContent{sdk.ToolTerminalRef(term.TerminalId)}
+			if err := a.send(ctx, sid, sdk.StartToolCall("s", "sleep 300", sdk.WithStartKind(sdk.ToolKindExecute), sdk.WithStartContent(ref))); err != nil {
+				return err
+			}
+			_, err = a.conn.ReleaseTerminal(ctx, sdk.ReleaseTerminalRequest{SessionId: sid, TerminalId: term.TerminalId})
+			return err // the turn ends with the call still open
+		},
+	}), false, Profile{Name: "scripted"})
+	sess := env.start(t, "scripted")
+	env.prompt(t, sess.ID, "release running")
+	m, out := env.tool(t, sess.ID, "s")
+	if m.Metadata.Status != shared.StatusCancelled || out.Signal != "SIGKILL" {
+		t.Errorf("the released command: %s, signal %q; want cancelled by SIGKILL", m.Metadata.Status, out.Signal)
+	}
+}

@@ -481,13 +481,16 @@ func (s *session) KillTerminal(_ context.Context, p sdk.KillTerminalRequest) (sd
 }
 
 // ReleaseTerminal kills the command if it still runs and forgets the id; a tool call
-// showing the terminal keeps its output.
+// showing the terminal keeps its output. It answers once the command is gone (within a
+// bound), so that how it ended (the signal of a cancelled command) is known before the
+// agent ends its turn and the turn's messages are sealed.
 func (s *session) ReleaseTerminal(_ context.Context, p sdk.ReleaseTerminalRequest) (sdk.ReleaseTerminalResponse, error) {
 	t, err := s.liveTerminal(p.TerminalId)
 	if err != nil {
 		return sdk.ReleaseTerminalResponse{}, err
 	}
 	t.kill()
+	s.waitBounded(t.done)
 	s.mu.Lock()
 	delete(s.terms, p.TerminalId)
 	s.mu.Unlock()
