@@ -47,6 +47,10 @@ type Config struct {
 	FlushInterval time.Duration
 	// StartTimeout bounds initialize + session/new; default 30s.
 	StartTimeout time.Duration
+	// StoreOutage is how long a session's writes may keep failing (a full disk) before the
+	// session is failed and its agent stopped; default 30s. The writes are retried after
+	// that too, until they succeed.
+	StoreOutage time.Duration
 }
 
 type clock struct {
@@ -66,6 +70,7 @@ type Manager struct {
 	mu       sync.Mutex
 	sessions map[string]*session
 	closing  bool
+	closed   chan struct{} // closed by Close: writes that fail are no longer retried
 	wg       sync.WaitGroup
 }
 
@@ -89,6 +94,9 @@ func NewManager(cfg Config) (*Manager, error) {
 	if cfg.StartTimeout <= 0 {
 		cfg.StartTimeout = 30 * time.Second
 	}
+	if cfg.StoreOutage <= 0 {
+		cfg.StoreOutage = 30 * time.Second
+	}
 	if cfg.DataDir == "" {
 		cfg.DataDir = os.TempDir()
 	}
@@ -102,7 +110,8 @@ func NewManager(cfg Config) (*Manager, error) {
 		}
 		cfg.Launch = ExecLauncher(cfg.Executable)
 	}
-	return &Manager{cfg: cfg, clock: clock{cfg.Now, cfg.After}, log: cfg.Logger, sessions: map[string]*session{}}, nil
+	return &Manager{cfg: cfg, clock: clock{cfg.Now, cfg.After}, log: cfg.Logger, sessions: map[string]*session{},
+		closed: make(chan struct{})}, nil
 }
 
 // Agents lists the profiles for GET /api/v1/agents.
@@ -231,6 +240,9 @@ func (m *Manager) Cancel(sessionID string) error {
 // open tool calls end cancelled with their output, and the sessions are closed.
 func (m *Manager) Close() {
 	m.mu.Lock()
+	if !m.closing {
+		close(m.closed)
+	}
 	m.closing = true
 	live := make([]*session, 0, len(m.sessions))
 	for _, s := range m.sessions {
