@@ -31,6 +31,7 @@ import (
 const usage = `usage:
   conch serve [--addr 127.0.0.1:8080] [--db PATH] [--agents FILE] [--token TOKEN] [--trusted-proxy ADDR|CIDR]...
   conch agent shell      the built-in shell agent, spoken to over stdio (ACP)
+  conch ns-init -- CMD   internal: the first process of a command's PID namespace
 `
 
 func main() {
@@ -48,6 +49,9 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return serve(ctx, args[1:], stdout, stderr)
 	case len(args) == 2 && args[0] == "agent" && args[1] == "shell":
 		return shellagent.Run(ctx, stdin, stdout)
+	case len(args) >= 1 && args[0] == acp.NamespaceInitArg:
+		os.Exit(acp.RunNamespaceInit(args[1:]))
+		return nil
 	default:
 		fmt.Fprint(stderr, usage)
 		return errors.New("unknown command")

@@ -33,7 +33,8 @@ type Config struct {
 	Profiles []Profile // LoadProfiles' result
 	DataDir  string    // fresh session directories go under DataDir/sessions
 	Logger   *slog.Logger
-	// Executable runs profiles without a command (the built-in shell agent);
+	// Executable runs profiles without a command (the built-in shell agent) and is the
+	// first process of every agent's and command's PID namespace (RunNamespaceInit);
 	// default os.Executable().
 	Executable string
 	// Launch starts agents; default ExecLauncher(Executable).
@@ -100,14 +101,14 @@ func NewManager(cfg Config) (*Manager, error) {
 	if cfg.DataDir == "" {
 		cfg.DataDir = os.TempDir()
 	}
-	if cfg.Launch == nil {
-		if cfg.Executable == "" {
-			exe, err := os.Executable()
-			if err != nil {
-				return nil, fmt.Errorf("acp: find the conch binary: %w", err)
-			}
-			cfg.Executable = exe
+	if cfg.Executable == "" {
+		exe, err := os.Executable()
+		if err != nil {
+			return nil, fmt.Errorf("acp: find the conch binary: %w", err)
 		}
+		cfg.Executable = exe
+	}
+	if cfg.Launch == nil {
 		cfg.Launch = ExecLauncher(cfg.Executable)
 	}
 	return &Manager{cfg: cfg, clock: clock{cfg.Now, cfg.After}, log: cfg.Logger, sessions: map[string]*session{},

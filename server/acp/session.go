@@ -414,7 +414,8 @@ func (s *session) CreateTerminal(_ context.Context, p sdk.CreateTerminalRequest)
 	s.nextTerm++
 	id := fmt.Sprintf("term-%d", s.nextTerm)
 	s.mu.Unlock()
-	t, err := startTerminal(id, p.Command, p.Args, env, cwd, p.OutputByteLimit, func(exited bool) { s.rec.terminalChanged(id, exited) })
+	t, err := startTerminal(id, p.Command, p.Args, env, cwd, p.OutputByteLimit, s.m.cfg.Executable,
+		func(exited bool) { s.rec.terminalChanged(id, exited) })
 	if err != nil {
 		return sdk.CreateTerminalResponse{}, sdk.NewInternalError(map[string]any{"error": err.Error()})
 	}
