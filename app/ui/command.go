@@ -148,11 +148,11 @@ func (c *CommandRow) Render() app.UI {
 	return app.Div().Class("msg", "cmd", "cmd-"+string(out)).DataSet("message-id", c.Msg.ID).Body(
 		app.Div().Class("cmd-head").Body(
 			statusIcon(out, text),
-			app.Code().Class("cmd-text").Text(command),
+			app.Code().Class("cmd-text").Text(shared.Visible(command)),
 		),
 		app.Div().Class("cmd-meta").Body(
 			app.If(sh.WorkDir != "", func() app.UI {
-				return app.Span().Class("cwd").Title("Working directory").Text(sh.WorkDir)
+				return app.Span().Class("cwd").Title("Working directory").Text(shared.Visible(sh.WorkDir))
 			}),
 			app.Span().Class("status-text").Text(text),
 		),
@@ -201,10 +201,10 @@ func transcript(view poll.View, retry app.EventHandler) []app.UI {
 			out = append(out, app.P().Class("out-note").Text(empty))
 		}
 		if o.Stdout != "" {
-			out = append(out, app.Pre().Class("stdout").Text(o.Stdout))
+			out = append(out, app.Pre().Class("stdout").Text(shared.Visible(o.Stdout)))
 		}
 		if o.Stderr != "" {
-			out = append(out, app.Pre().Class("stderr").Aria("label", "Standard error").Text(o.Stderr))
+			out = append(out, app.Pre().Class("stderr").Aria("label", "Standard error").Text(shared.Visible(o.Stderr)))
 		}
 		if o.Truncated {
 			out = append(out, app.P().Class("out-note").Text("Output truncated"))

@@ -140,8 +140,8 @@ func (p *TasksPage) Render() app.UI {
 
 func (p *TasksPage) renderTask(t shared.Task) app.UI {
 	return app.Li().Class("task").Body(
-		app.H3().Text(t.Title),
-		app.If(t.Description != "", func() app.UI { return app.P().Class("desc").Text(t.Description) }),
+		app.H3().Text(shared.Visible(t.Title)),
+		app.If(t.Description != "", func() app.UI { return app.P().Class("desc").Text(shared.Visible(t.Description)) }),
 		app.Ul().Class("sessions").Body(
 			app.Range(t.Sessions).Slice(func(i int) app.UI {
 				s := t.Sessions[i]
