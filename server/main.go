@@ -36,6 +36,7 @@ const usage = `usage:
                                    --ask it asks permission (Allow / Deny) before each command
   conch prune [--db PATH] --older-than 720h
                                    delete the tasks idle for that long, with all they hold
+  conch ns-init -- CMD             internal: the first process of a command's PID namespace
 ` + cli.Usage
 
 func main() {
@@ -69,6 +70,9 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return prune(ctx, args[1:], stdout, stderr)
 	case len(args) >= 1 && slices.Contains(cli.Commands, args[0]):
 		return cli.Run(ctx, args, stdout, stderr)
+	case len(args) >= 1 && args[0] == acp.NamespaceInitArg:
+		os.Exit(acp.RunNamespaceInit(args[1:]))
+		return nil
 	default:
 		fmt.Fprint(stderr, usage)
 		return errors.New("unknown command")

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"conch/server/acp"
 	"conch/shared"
 
 	"github.com/coder/websocket"
@@ -22,7 +23,7 @@ import (
 // TestMain lets the test binary play `conch agent shell`, the built-in agent the server
 // starts as a child process of its own executable.
 func TestMain(m *testing.M) {
-	if len(os.Args) == 3 && os.Args[1] == "agent" {
+	if len(os.Args) == 3 && os.Args[1] == "agent" || len(os.Args) > 1 && os.Args[1] == acp.NamespaceInitArg {
 		if err := run(context.Background(), os.Args[1:], os.Stdin, os.Stdout, os.Stderr); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)

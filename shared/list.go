@@ -11,10 +11,13 @@ const (
 	SortDesc = "desc"
 )
 
-// Page bounds of a message list.
+// Page bounds of a message list. A page also stops once its messages' content and
+// metadata pass MaxPageBytes (after at least one message), and then says has_more: agent
+// text segments reach 256 KiB each, so 500 of them would be a page of 128 MiB.
 const (
 	DefaultPageLimit = 100
 	MaxPageLimit     = 500
+	MaxPageBytes     = 4 << 20
 )
 
 // ListRequest selects a page of a session's messages: the payload of message.list, the

@@ -171,11 +171,11 @@ func (c *CommandRow) Render() app.UI {
 	return app.Div().Class("msg", "cmd", "cmd-"+string(out)).DataSet("message-id", c.Msg.ID).Body(
 		app.Div().Class("cmd-head").Body(
 			statusIcon(out, text),
-			app.Code().Class("cmd-text").Text(command),
+			app.Code().Class("cmd-text").Text(shared.Visible(command)),
 		),
 		app.Div().Class("cmd-meta").Body(
 			app.If(sh.WorkDir != "", func() app.UI {
-				return app.Span().Class("cwd").Title("Working directory").Text(sh.WorkDir)
+				return app.Span().Class("cwd").Title("Working directory").Text(shared.Visible(sh.WorkDir))
 			}),
 			app.Span().Class("status-text").Text(text),
 			app.If(sh.Output.StartedAt != nil, func() app.UI { return timing(sh.Output, c.status().IsTerminal()) }),

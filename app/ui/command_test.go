@@ -370,3 +370,25 @@ func TestOutcome(t *testing.T) {
 		}
 	}
 }
+
+// Bidirectional controls and other invisible format characters in a command, its working
+// directory and its output show as markers: the command cannot display as another one.
+func TestCommandRowShowsFormatCharacters(t *testing.T) {
+	msg := shellMsg(shared.StatusCompleted, shared.ShellOutputSummary{HasOutput: true, StdoutBytes: 9})
+	msg.Metadata.Normalized.ShellExec.Command = "cp x \u202e#gnp.tahc"
+	msg.Metadata.Normalized.ShellExec.WorkDir = "/repo\u2066"
+	html := render(t, row(msg, func(m *poll.Machine) {
+		m.Open()
+		m.Loaded(1, snapshot(shared.StatusCompleted, shared.ShellOutput{Stdout: "ok\u200b\n", Stderr: "\u2067err", ExitCode: intp(0)}), "")
+	}))
+	for _, want := range []string{"cp x ⟨U+202E⟩#gnp.tahc", "/repo⟨U+2066⟩", "ok⟨U+200B⟩", "⟨U+2067⟩err"} {
+		if !strings.Contains(html, want) {
+			t.Errorf("no %q in\n%s", want, html)
+		}
+	}
+	for _, raw := range []string{"\u202e", "\u2066", "\u2067", "\u200b"} {
+		if strings.Contains(html, raw) {
+			t.Errorf("the row holds %q unmarked", raw)
+		}
+	}
+}

@@ -27,11 +27,14 @@ func (r *rendered) lines(s *shared.ShellOutputSnapshot) *rendered {
 	return r
 }
 
+// parse renders a stream as a terminal shows it, with invisible format characters
+// (bidirectional controls and the like) made visible first: they are not terminal
+// controls, and output must not display as something it is not.
 func parse(text string) []term.Line {
 	if text == "" {
 		return nil
 	}
-	return term.Render(text)
+	return term.Render(shared.Visible(text))
 }
 
 // streamView draws one stream as a terminal would have shown it. Lines are block spans

@@ -356,7 +356,7 @@ func (p *SessionPage) Render() app.UI {
 	return app.Div().Class("page", "session-page").Body(
 		app.Header().Class("bar").Body(
 			app.A().Class("back").Href("/").Text("← Tasks"),
-			app.H1().Text(title),
+			app.H1().Text(shared.Visible(title)),
 			app.If(state != "", func() app.UI {
 				return app.Span().Class("badge", "state-"+string(state)).Text(string(state))
 			}),
@@ -466,7 +466,7 @@ func toolRow(m shared.Message) app.UI {
 	}
 	return app.Div().Class("msg", "tool").Body(
 		statusIcon(o, text),
-		app.Span().Class("tool-title").Text(title),
+		app.Span().Class("tool-title").Text(shared.Visible(title)),
 		app.Span().Class("status-text").Text(text),
 	)
 }

@@ -171,12 +171,12 @@ func (p *TasksPage) renderTask(t shared.Task) app.UI {
 	confirming := p.confirm == t.ID
 	return app.Li().Class("task").Body(
 		app.Div().Class("task-head").Body(
-			app.H3().Text(t.Title),
+			app.H3().Text(shared.Visible(t.Title)),
 			app.If(t.NeedsAttention, func() app.UI {
 				return app.Span().Class("badge", "attention").Title("A permission request is waiting for you").Text("Needs you")
 			}),
 		),
-		app.If(t.Description != "", func() app.UI { return app.P().Class("desc").Text(t.Description) }),
+		app.If(t.Description != "", func() app.UI { return app.P().Class("desc").Text(shared.Visible(t.Description)) }),
 		app.Ul().Class("sessions").Body(
 			app.Range(t.Sessions).Slice(func(i int) app.UI {
 				s := t.Sessions[i]

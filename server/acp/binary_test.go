@@ -168,6 +168,69 @@ func TestBinaryLiveOutput(t *testing.T) {
 	srv.stop(t, syscall.SIGTERM)
 }
 
+// runUntilPrinted sends command and returns the first lines of its stdout once it has
+// printed that many.
+func runUntilPrinted(ctx context.Context, t *testing.T, c *client.Client, sessionID, command string, lines int) []string {
+	t.Helper()
+	if _, err := c.SendMessage(ctx, sessionID, command, ""); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		page, err := c.ListMessages(ctx, shared.ListRequest{SessionID: sessionID})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range page.Messages {
+			if se := shared.ShellOf(m); se != nil && se.Command == command && se.Output.StdoutBytes > 0 {
+				snap, err := c.ShellOutput(ctx, sessionID, m.ID)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got := strings.Split(snap.Output.Stdout, "\n"); len(got) > lines {
+					return got[:lines]
+				}
+			}
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("%q did not print %d lines", command, lines)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// kill -9 of the server leaves none of a command's processes behind: not its background
+// child, not one that left for a session of its own (Pdeathsig reaches only the direct
+// child; the command's PID namespace takes the rest with it).
+func TestBinaryCrashLeavesNoBackgroundChild(t *testing.T) {
+	srv := startServer(t, filepath.Join(t.TempDir(), "conch.db"))
+	c := client.New(srv.base)
+	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+	defer cancel()
+	sess := startShell(t, c)
+	lines := runUntilPrinted(ctx, t, c, sess.ID,
+		"("+hostPID+"; exec sleep 1234) & ("+hostPID+"; exec setsid sleep 1235) & sleep 300", 2)
+	var pids []int
+	for _, line := range lines {
+		pid, err := strconv.Atoi(line)
+		if err != nil || !running(pid) {
+			t.Fatalf("not a running pid: %q", line)
+		}
+		pids = append(pids, pid)
+	}
+	t.Cleanup(func() {
+		for _, pid := range pids {
+			if running(pid) { // left by a failure of this test: ours to end
+				_ = syscall.Kill(pid, syscall.SIGKILL)
+			}
+		}
+	})
+	srv.stop(t, syscall.SIGKILL)
+	for _, pid := range pids {
+		waitGone(t, pid)
+	}
+}
+
 // A server killed while a command runs leaves no process behind, and the restarted
 // server shows the command cancelled with its output and the session closed.
 func TestBinaryRestartWhileRunning(t *testing.T) {
@@ -177,30 +240,7 @@ func TestBinaryRestartWhileRunning(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
 	defer cancel()
 	sess := startShell(t, c)
-	if _, err := c.SendMessage(ctx, sess.ID, "echo $$; exec sleep 300", ""); err != nil {
-		t.Fatal(err)
-	}
-	var pid int
-	for pid == 0 {
-		page, err := c.ListMessages(ctx, shared.ListRequest{SessionID: sess.ID})
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, m := range page.Messages {
-			if se := shared.ShellOf(m); se != nil && se.Output.StdoutBytes > 0 {
-				snap, err := c.ShellOutput(ctx, sess.ID, m.ID)
-				if err != nil {
-					t.Fatal(err)
-				}
-				pid, _ = strconv.Atoi(strings.TrimSpace(snap.Output.Stdout))
-			}
-		}
-		select {
-		case <-ctx.Done():
-			t.Fatal("the command's output never showed")
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
+	pid, _ := strconv.Atoi(runUntilPrinted(ctx, t, c, sess.ID, hostPID+"; exec sleep 300", 1)[0])
 	srv.stop(t, syscall.SIGKILL)
 	waitGone(t, pid)
 

@@ -26,7 +26,7 @@ func crashAgent() {
 
 func crashMidCommand(ctx context.Context, a *scriptAgent, sid sdk.SessionId) error {
 	term, err := a.conn.CreateTerminal(ctx, sdk.CreateTerminalRequest{SessionId: sid, Command: "sh",
-		Args: []string{"-c", "echo partial; echo $$; sleep 300"}})
+		Args: []string{"-c", "echo partial; " + hostPID + "; sleep 300"}})
 	if err != nil {
 		return err
 	}

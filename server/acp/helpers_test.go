@@ -19,9 +19,12 @@ import (
 	"conch/shared"
 )
 
-// TestMain lets the test binary play an agent process: the crash and real-process tests
-// start os.Args[0] with CONCH_ACP_TEST_AGENT set.
+// TestMain lets the test binary play an agent process (the crash and real-process tests
+// start os.Args[0] with CONCH_ACP_TEST_AGENT set) and the conch binary's ns-init.
 func TestMain(m *testing.M) {
+	if len(os.Args) > 1 && os.Args[1] == NamespaceInitArg { // the first process of a command's PID namespace
+		os.Exit(RunNamespaceInit(os.Args[2:]))
+	}
 	switch os.Getenv("CONCH_ACP_TEST_AGENT") {
 	case "":
 		os.Exit(m.Run())

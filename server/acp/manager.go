@@ -33,7 +33,8 @@ type Config struct {
 	Profiles []Profile // LoadProfiles' result
 	DataDir  string    // fresh session directories go under DataDir/sessions
 	Logger   *slog.Logger
-	// Executable runs profiles without a command (the built-in shell agent);
+	// Executable runs profiles without a command (the built-in shell agent) and is the
+	// first process of every agent's and command's PID namespace (RunNamespaceInit);
 	// default os.Executable().
 	Executable string
 	// Launch starts agents; default ExecLauncher(Executable).
@@ -47,6 +48,10 @@ type Config struct {
 	FlushInterval time.Duration
 	// StartTimeout bounds initialize + session/new; default 30s.
 	StartTimeout time.Duration
+	// StoreOutage is how long a session's writes may keep failing (a full disk) before the
+	// session is failed and its agent stopped; default 30s. The writes are retried after
+	// that too, until they succeed.
+	StoreOutage time.Duration
 }
 
 type clock struct {
@@ -66,6 +71,7 @@ type Manager struct {
 	mu       sync.Mutex
 	sessions map[string]*session
 	closing  bool
+	closed   chan struct{} // closed by Close: writes that fail are no longer retried
 	wg       sync.WaitGroup
 }
 
@@ -89,20 +95,24 @@ func NewManager(cfg Config) (*Manager, error) {
 	if cfg.StartTimeout <= 0 {
 		cfg.StartTimeout = 30 * time.Second
 	}
+	if cfg.StoreOutage <= 0 {
+		cfg.StoreOutage = 30 * time.Second
+	}
 	if cfg.DataDir == "" {
 		cfg.DataDir = os.TempDir()
 	}
-	if cfg.Launch == nil {
-		if cfg.Executable == "" {
-			exe, err := os.Executable()
-			if err != nil {
-				return nil, fmt.Errorf("acp: find the conch binary: %w", err)
-			}
-			cfg.Executable = exe
+	if cfg.Executable == "" {
+		exe, err := os.Executable()
+		if err != nil {
+			return nil, fmt.Errorf("acp: find the conch binary: %w", err)
 		}
+		cfg.Executable = exe
+	}
+	if cfg.Launch == nil {
 		cfg.Launch = ExecLauncher(cfg.Executable)
 	}
-	return &Manager{cfg: cfg, clock: clock{cfg.Now, cfg.After}, log: cfg.Logger, sessions: map[string]*session{}}, nil
+	return &Manager{cfg: cfg, clock: clock{cfg.Now, cfg.After}, log: cfg.Logger, sessions: map[string]*session{},
+		closed: make(chan struct{})}, nil
 }
 
 // Agents lists the profiles for GET /api/v1/agents.
@@ -242,6 +252,9 @@ func (m *Manager) Stop(sessionID, reason string) {
 // open tool calls end cancelled with their output, and the sessions are closed.
 func (m *Manager) Close() {
 	m.mu.Lock()
+	if !m.closing {
+		close(m.closed)
+	}
 	m.closing = true
 	live := make([]*session, 0, len(m.sessions))
 	for _, s := range m.sessions {

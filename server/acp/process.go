@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"conch/shared"
 )
 
@@ -32,9 +34,9 @@ type Launcher func(p Profile, cwd string) (*Process, error)
 // stderrTail is how much of an agent's stderr is kept for its error.
 const stderrTail = 4 << 10
 
-// ExecLauncher starts profiles as real processes, each in its own process group, with
-// the profile's env added to the server's. A profile without a command runs executable
-// (the conch binary) with the profile's args.
+// ExecLauncher starts profiles as real processes, each in its own process group and PID
+// namespace (nsinit.go), with the profile's env added to the server's. A profile without
+// a command runs executable (the conch binary) with the profile's args.
 func ExecLauncher(executable string) Launcher {
 	return func(p Profile, cwd string) (*Process, error) {
 		command := p.Command
@@ -51,8 +53,9 @@ func ExecLauncher(executable string) Launcher {
 		if err != nil {
 			return nil, err
 		}
-		outR, errR, err := startGroup(cmd)
+		g, err := startGroup(cmd, executable)
 		if err != nil {
+			stdin.Close()
 			return nil, fmt.Errorf("start %s: %w", command, err)
 		}
 		var (
@@ -65,19 +68,24 @@ func ExecLauncher(executable string) Launcher {
 			defer close(stderrDone)
 			buf := make([]byte, 4096)
 			for {
-				n, err := errR.Read(buf)
+				n, err := g.stderr.Read(buf)
 				mu.Lock()
 				tail.write(buf[:n])
 				mu.Unlock()
 				if err != nil {
-					errR.Close()
+					g.stderr.Close()
 					return
 				}
 			}
 		}()
 		exited := make(chan struct{})
 		go func() {
-			err := cmd.Wait()
+			st, err := g.wait()
+			if st.Code != nil && *st.Code != 0 {
+				err = fmt.Errorf("exit status %d", *st.Code)
+			} else if st.Signal != "" {
+				err = fmt.Errorf("signal: %s", st.Signal)
+			}
 			// The last words on stderr belong in the session's error: wait for them, but
 			// not for a child that keeps stderr open.
 			grace := time.NewTimer(drainGrace)
@@ -91,9 +99,8 @@ func ExecLauncher(executable string) Launcher {
 			mu.Unlock()
 			close(exited)
 		}()
-		pid := cmd.Process.Pid
 		return &Process{
-			Stdin: stdin, Stdout: outR, Exited: exited,
+			Stdin: stdin, Stdout: g.stdout, Exited: exited,
 			ExitErr: func() error { mu.Lock(); defer mu.Unlock(); return exitErr },
 			Stderr: func() string {
 				mu.Lock()
@@ -102,7 +109,7 @@ func ExecLauncher(executable string) Launcher {
 				s, _ := shared.Bound(tailText(raw, cut, false), stderrTail)
 				return s
 			},
-			Kill: func() { _ = syscall.Kill(-pid, syscall.SIGKILL) },
+			Kill: func() { g.kill() },
 		}, nil
 	}
 }
@@ -120,30 +127,107 @@ func childEnv() []string {
 	return out
 }
 
-// startGroup starts cmd in its own process group, so that a kill reaches its children,
-// with Pdeathsig, so that a crashed server leaves no orphan behind (graceful stops kill
-// the whole group). It returns the read ends of stdout and stderr: our own pipes, not
-// StdoutPipe, because Wait must not close them before everything has been read.
-func startGroup(cmd *exec.Cmd) (stdout, stderr *os.File, err error) {
+// group is a started process: the leader of a process group of its own, in a PID
+// namespace of its own when the kernel allows (nsinit.go), and the read ends of its
+// stdout and stderr (our own pipes, not StdoutPipe: Wait must not close them before
+// everything has been read).
+type group struct {
+	cmd            *exec.Cmd
+	stdout, stderr *os.File
+	status         *os.File // the namespace init's report; nil without one
+
+	mu     sync.Mutex
+	reaped bool // the leader's pid, and so the group's number, may belong to another process
+}
+
+// startGroup starts cmd in its own process group with Pdeathsig, so that a kill reaches
+// its children and a crashed server leaves no orphan behind. With initExe (the conch
+// binary) it runs under RunNamespaceInit in a PID namespace of its own.
+func startGroup(cmd *exec.Cmd, initExe string) (*group, error) {
+	if cmd.Err != nil {
+		return nil, cmd.Err
+	}
+	if _, err := exec.LookPath(cmd.Path); err != nil { // here, not in the init, so the caller hears of it
+		return nil, err
+	}
+	g := &group{cmd: cmd}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	outR, outW, err := os.Pipe()
-	if err != nil {
-		return nil, nil, err
+	var ends []*os.File // the child's ends, closed once it has them
+	defer func() {
+		for _, f := range ends {
+			f.Close()
+		}
+	}()
+	if initExe != "" && namespacesWork(initExe) {
+		r, w, err := os.Pipe()
+		if err != nil {
+			return nil, err
+		}
+		g.status, ends = r, append(ends, w)
+		cmd.Args = append([]string{initExe, NamespaceInitArg, "--", cmd.Path}, cmd.Args[1:]...)
+		cmd.Path = initExe
+		cmd.ExtraFiles = []*os.File{w} // fd 3: statusFD
+		cmd.SysProcAttr = namespaceAttr()
 	}
-	errR, errW, err := os.Pipe()
-	if err != nil {
-		outR.Close()
-		outW.Close()
-		return nil, nil, err
+	for _, into := range []*io.Writer{&cmd.Stdout, &cmd.Stderr} {
+		r, w, err := os.Pipe()
+		if err != nil {
+			g.closeReads()
+			return nil, err
+		}
+		*into, ends = w, append(ends, w)
+		if into == &cmd.Stdout {
+			g.stdout = r
+		} else {
+			g.stderr = r
+		}
 	}
-	cmd.Stdout, cmd.Stderr = outW, errW
-	err = cmd.Start()
-	outW.Close()
-	errW.Close()
-	if err != nil {
-		outR.Close()
-		errR.Close()
-		return nil, nil, err
+	if err := cmd.Start(); err != nil {
+		g.closeReads()
+		return nil, err
 	}
-	return outR, errR, nil
+	return g, nil
+}
+
+func (g *group) closeReads() {
+	for _, f := range []*os.File{g.stdout, g.stderr, g.status} {
+		if f != nil {
+			f.Close()
+		}
+	}
+}
+
+// kill ends the whole group with SIGKILL (its namespace with it), unless the leader has
+// been reaped: its number may belong to someone else by then. It reports whether it sent
+// the signal.
+func (g *group) kill() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.reaped {
+		return false
+	}
+	_ = syscall.Kill(-g.cmd.Process.Pid, syscall.SIGKILL) // ESRCH: the group is already gone
+	return true
+}
+
+// wait waits until the leader has ended, ends what is left of its group (a command's
+// background children end with it), reaps the leader and says how the command ended.
+// The leader is waited for without being reaped (WNOWAIT): until it is reaped its pid,
+// and so its group's number, cannot be reused, so kill can never reach a stranger.
+func (g *group) wait() (exitStatus, error) {
+	pid := g.cmd.Process.Pid
+	var info unix.Siginfo
+	for unix.Waitid(unix.P_PID, pid, &info, unix.WEXITED|unix.WNOWAIT, nil) == unix.EINTR {
+	}
+	g.mu.Lock()
+	_ = syscall.Kill(-pid, syscall.SIGKILL)
+	g.reaped = true
+	g.mu.Unlock()
+	err := g.cmd.Wait()
+	if g.status != nil {
+		if st, ok := readEnding(g.status); ok {
+			return st, nil
+		}
+	}
+	return statusOf(g.cmd.ProcessState), err
 }

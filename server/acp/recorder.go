@@ -2,6 +2,7 @@ package acp
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"strings"
 	"sync"
@@ -19,6 +20,14 @@ import (
 // and any change besides output growth are stored at once; output growth of one message
 // is stored at most once per interval, latest state wins; a flush stores everything.
 // Events are published after each commit.
+//
+// A write that fails for the database's sake (a full disk) is not dropped: its item goes
+// back to the front of the queue, the flushes waiting for it keep waiting, and the writer
+// tries again after a growing delay (backoff). When the session's writes have failed for
+// the whole outage limit, stuck is called once (the session fails and says why); the
+// writes go on being retried until they succeed, or until the manager stops while they
+// fail (the next start's recovery then ends what was left open). A refused write (a
+// session deleted meanwhile) is logged and dropped.
 
 type itemKind int
 
@@ -58,6 +67,10 @@ type recorder struct {
 	interval       time.Duration
 	log            *slog.Logger
 	terminal       func(id string) *terminal // a live terminal of the session, or nil
+	outage         time.Duration             // how long writes may fail before stuck
+	stuck          func(error)               // called once when they have failed that long
+	giveUp         <-chan struct{}           // closed when the manager stops
+	abandoned      bool                      // gave up: failed writes are dropped (writer only)
 
 	mu            sync.Mutex
 	queue         []*item // items to store, in order of their first change
@@ -70,9 +83,10 @@ type recorder struct {
 	done          chan struct{}
 }
 
-func newRecorder(sessionID, cwd string, st *store.Store, ev Events, c clock, interval time.Duration, log *slog.Logger, term func(string) *terminal) *recorder {
+func newRecorder(sessionID, cwd string, st *store.Store, ev Events, c clock, interval time.Duration, log *slog.Logger,
+	term func(string) *terminal, outage time.Duration, stuck func(error), giveUp <-chan struct{}) *recorder {
 	r := &recorder{sessionID: sessionID, cwd: cwd, store: st, events: ev, clock: c, interval: interval, log: log,
-		terminal: term, tools: map[string]*item{}, byTerm: map[string][]*item{},
+		terminal: term, outage: outage, stuck: stuck, giveUp: giveUp, tools: map[string]*item{}, byTerm: map[string][]*item{},
 		wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
 	go r.run()
 	return r
@@ -230,17 +244,39 @@ func (r *recorder) close() {
 func (r *recorder) run() {
 	defer close(r.done)
 	var timer <-chan time.Time
+	var retry backoff
+	var failingSince time.Time // zero while writes succeed
+	stuck := false
 	for {
+		wake, giveUp := r.wake, (<-chan struct{})(nil)
+		if !failingSince.IsZero() {
+			wake, giveUp = nil, r.giveUp // only the backoff timer retries
+		}
 		select {
-		case <-r.wake:
+		case <-wake:
 		case <-timer:
+		case <-giveUp:
+			r.abandoned = true
+			r.log.Error("the server stops while the store refuses writes: changes of this session are lost; the next start closes what was open", "session", r.sessionID)
 		case <-r.stop:
 			return
 		}
 		jobs, waiters, next := r.collect()
-		for _, j := range jobs {
-			r.write(j)
+		if failed, err := r.writeAll(jobs); err != nil {
+			r.requeue(failed, waiters)
+			now := r.clock.Now()
+			if failingSince.IsZero() {
+				failingSince = now
+			}
+			r.log.Error("store refuses the session's writes; retrying", "session", r.sessionID, "since", failingSince, "err", err)
+			if !stuck && now.Sub(failingSince) >= r.outage {
+				stuck = true
+				r.stuck(err)
+			}
+			timer = r.clock.After(retry.next())
+			continue
 		}
+		failingSince, retry = time.Time{}, backoff{}
 		for _, w := range waiters {
 			close(w)
 		}
@@ -249,6 +285,51 @@ func (r *recorder) run() {
 			timer = r.clock.After(next.Sub(r.clock.Now()))
 		}
 	}
+}
+
+// writeAll stores jobs in order. When the store fails, it stops and returns the jobs from
+// the failed one on, to be retried in order.
+func (r *recorder) writeAll(jobs []job) ([]job, error) {
+	for i, j := range jobs {
+		err := r.write(j)
+		switch {
+		case err == nil:
+		case shared.ErrorCode(err) == shared.CodeInternal && !r.abandoned:
+			return jobs[i:], err
+		default:
+			r.log.Error("agent update not stored", "session", r.sessionID, "err", err)
+		}
+	}
+	return nil, nil
+}
+
+// requeue puts the items of failed jobs back at the front of the queue, in order and with
+// their latest state, and the flushes back in front of newer ones.
+func (r *recorder) requeue(failed []job, waiters []chan struct{}) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	queue := make([]*item, 0, len(failed)+len(r.queue))
+	retried := make(map[*item]bool, len(failed))
+	for _, j := range failed {
+		j.it.dirty, j.it.major, j.it.queued = true, true, true
+		queue = append(queue, j.it)
+		retried[j.it] = true
+	}
+	for _, it := range r.queue {
+		if !retried[it] {
+			queue = append(queue, it)
+		}
+	}
+	r.queue = queue
+	r.flushes = append(waiters, r.flushes...)
+}
+
+// backoff is the delay before each retry of a failing store: 100 ms, doubling, at most 5 s.
+type backoff struct{ last time.Duration }
+
+func (b *backoff) next() time.Duration {
+	b.last = min(max(2*b.last, 100*time.Millisecond), 5*time.Second)
+	return b.last
 }
 
 // collect takes the items due for storing and when the next deferred one is due.
@@ -295,28 +376,27 @@ func (r *recorder) snapshot(it *item) job {
 	return j
 }
 
-func (r *recorder) write(j job) {
+func (r *recorder) write(j job) error {
 	// The store outlives a cancelled request: a commit must not be cut short.
 	ctx := context.Background()
 	if j.create {
 		m, err := r.store.CreateMessage(ctx, store.NewMessage{SessionID: r.sessionID, AuthorType: shared.AuthorAgent,
 			Type: j.typ, Content: j.content, Metadata: j.md, Output: j.out})
 		if err != nil {
-			r.log.Error("store agent message", "session", r.sessionID, "err", err)
-			return
+			return fmt.Errorf("store agent message: %w", err)
 		}
 		r.mu.Lock()
 		j.it.msgID = m.ID
 		r.mu.Unlock()
 		r.events.MessageAdded(m)
-		return
+		return nil
 	}
 	m, changed, err := r.store.UpdateMessage(ctx, j.msgID, store.Update{Content: &j.content, Metadata: j.md, Output: j.out})
 	if err != nil {
-		r.log.Error("update agent message", "session", r.sessionID, "message", j.msgID, "err", err)
-		return
+		return fmt.Errorf("update agent message %s: %w", j.msgID, err)
 	}
 	if changed {
 		r.events.MessageUpdated(m)
 	}
+	return nil
 }

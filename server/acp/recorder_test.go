@@ -17,7 +17,7 @@ func TestRecorderCoalesces(t *testing.T) {
 	env := newEnv(t, scripted(nil), false, Profile{Name: "scripted"})
 	sess := env.start(t, "scripted")
 	r := newRecorder(sess.ID, sess.Cwd, env.st, env.ev, clock{env.clock.Now, env.clock.After}, 250*time.Millisecond,
-		slog.New(slog.DiscardHandler), func(string) *terminal { return nil })
+		slog.New(slog.DiscardHandler), func(string) *terminal { return nil }, time.Minute, func(error) { t.Error("stuck") }, nil)
 	defer r.close()
 	updated := func() int { _, n := env.ev.counts(); return n }
 

@@ -60,7 +60,8 @@ func newSession(m *Manager, sess shared.Session, p Profile) *session {
 		log:       m.log.With("session", sess.ID, "agent", p.Name),
 		connected: make(chan struct{}), guarded: make(chan struct{}), started: make(chan struct{}), done: make(chan struct{}),
 		terms: map[string]*terminal{}, asks: map[string]chan sdk.RequestPermissionOutcome{}}
-	s.rec = newRecorder(sess.ID, sess.Cwd, m.cfg.Store, m.cfg.Events, m.clock, m.cfg.FlushInterval, s.log, s.terminal)
+	s.rec = newRecorder(sess.ID, sess.Cwd, m.cfg.Store, m.cfg.Events, m.clock, m.cfg.FlushInterval, s.log, s.terminal,
+		m.cfg.StoreOutage, s.storeDown, m.closed)
 	return s
 }
 
@@ -183,23 +184,59 @@ func (s *session) end() {
 	}
 	s.rec.endTurn()
 	s.rec.close()
-	msgs, err := s.m.cfg.Store.CancelActiveToolCalls(context.Background(), s.id)
+	msgs, err := persist(s.m, func() ([]shared.Message, error) {
+		return s.m.cfg.Store.CancelActiveToolCalls(context.Background(), s.id)
+	})
 	if err != nil {
 		s.log.Error("cancel tool calls", "err", err)
 	}
 	for _, m := range msgs {
 		s.m.cfg.Events.MessageUpdated(m)
 	}
-	if closing {
-		_, err = s.setState(shared.SessionClosed, "")
-	} else {
-		_, err = s.setState(shared.SessionFailed, s.failure(reason))
+	state, errText := shared.SessionClosed, ""
+	if !closing {
+		state, errText = shared.SessionFailed, s.failure(reason)
 	}
-	if err != nil {
+	if _, err = persist(s.m, func() (shared.Session, error) { return s.setState(state, errText) }); err != nil {
 		s.log.Error("record session end", "err", err)
 	}
 	s.m.forget(s.id)
 	close(s.done)
+}
+
+// storeDown fails the session whose writes have failed for the whole StoreOutage, so
+// that nothing more happens unrecorded. The person is told at once, from what the store
+// still reads; the stored state follows when the store takes writes again.
+func (s *session) storeDown(err error) {
+	for next := errors.Unwrap(err); next != nil; next = errors.Unwrap(err) {
+		err = next // the database's own words, without the store's context
+	}
+	reason := fmt.Sprintf("Conch could not save this session's work for %s (%v), so it stopped the agent. "+
+		"What was not saved yet is saved once the database takes writes again.", s.m.cfg.StoreOutage, err)
+	s.log.Error("the store refuses writes: failing the session", "err", err)
+	if sess, gerr := s.m.cfg.Store.GetSession(context.Background(), s.id); gerr == nil {
+		sess.State, sess.Error = shared.SessionFailed, reason
+		s.m.cfg.Events.SessionUpdated(sess)
+	}
+	s.fail(reason)
+}
+
+// persist runs write until the store takes it: a failing store is retried with the
+// writer's backoff, until the manager stops (the next start's recovery then ends what
+// was left open). Any other error is returned at once.
+func persist[T any](m *Manager, write func() (T, error)) (T, error) {
+	var retry backoff
+	for {
+		v, err := write()
+		if err == nil || shared.ErrorCode(err) != shared.CodeInternal {
+			return v, err
+		}
+		select {
+		case <-m.clock.After(retry.next()):
+		case <-m.closed:
+			return v, err
+		}
+	}
 }
 
 // failure is the session's error: why it ended, and the tail of the agent's stderr.
@@ -432,7 +469,8 @@ func (s *session) CreateTerminal(_ context.Context, p sdk.CreateTerminalRequest)
 	s.nextTerm++
 	id := fmt.Sprintf("term-%d", s.nextTerm)
 	s.mu.Unlock()
-	t, err := startTerminal(id, p.Command, p.Args, env, cwd, p.OutputByteLimit, s.m.clock.Now, func(exited bool) { s.rec.terminalChanged(id, exited) })
+	t, err := startTerminal(id, p.Command, p.Args, env, cwd, p.OutputByteLimit, s.m.cfg.Executable, s.m.clock.Now,
+		func(exited bool) { s.rec.terminalChanged(id, exited) })
 	if err != nil {
 		return sdk.CreateTerminalResponse{}, sdk.NewInternalError(map[string]any{"error": err.Error()})
 	}

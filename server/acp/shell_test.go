@@ -103,7 +103,7 @@ func TestShellAgentSignal(t *testing.T) {
 func TestShellAgentCancel(t *testing.T) {
 	env := newEnv(t, shellInProcess, true)
 	sess := env.start(t, ShellAgent)
-	env.promptAsync(t, sess.ID, "echo started $$; sleep 300 & wait")
+	env.promptAsync(t, sess.ID, "printf 'started '; "+hostPID+"; sleep 300 & wait")
 	var pid int
 	waitFor(t, env.ev, "the command's pid", func() bool {
 		pid, _ = strconv.Atoi(strings.TrimPrefix(stdoutSoFar(t, env, sess.ID), "started "))
@@ -129,7 +129,7 @@ func TestShellAgentCancel(t *testing.T) {
 func TestManagerCloseKillsEverything(t *testing.T) {
 	env := newEnv(t, shellProcess(t), true)
 	sess := env.start(t, ShellAgent)
-	env.promptAsync(t, sess.ID, "echo $$; sleep 300 & wait")
+	env.promptAsync(t, sess.ID, hostPID+"; sleep 300 & wait")
 	var pid int
 	waitFor(t, env.ev, "the command's pid", func() bool {
 		pid, _ = strconv.Atoi(stdoutSoFar(t, env, sess.ID))

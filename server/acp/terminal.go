@@ -127,7 +127,7 @@ type terminal struct {
 	id      string
 	cwd     string
 	limit   int // outputByteLimit for terminal/output
-	process *os.Process
+	group   *group
 	changed func(exited bool) // called (without locks held) when output grew or the command exited
 	now     func() time.Time
 	started time.Time
@@ -141,10 +141,11 @@ type terminal struct {
 	done     chan struct{} // closed once exited (and the pipes drained, or drainGrace passed)
 }
 
-// startTerminal runs the command in its own process group with env added to ours.
+// startTerminal runs the command in its own process group and PID namespace (initExe is
+// the conch binary, nsinit.go) with env added to ours.
 // A command without args that is not a program on PATH is run by sh -c, since agents
 // often send a whole command line as the command.
-func startTerminal(id, command string, args []string, env []string, cwd string, outputLimit *int, now func() time.Time, changed func(exited bool)) (*terminal, error) {
+func startTerminal(id, command string, args []string, env []string, cwd string, outputLimit *int, initExe string, now func() time.Time, changed func(exited bool)) (*terminal, error) {
 	if command == "" {
 		return nil, errors.New("empty command")
 	}
@@ -168,16 +169,16 @@ func startTerminal(id, command string, args []string, env []string, cwd string, 
 	cmd := exec.Command(command, args...)
 	cmd.Dir = cwd
 	cmd.Env = append(childEnv(), env...)
-	outR, errR, err := startGroup(cmd)
+	g, err := startGroup(cmd, initExe)
 	if err != nil {
 		return nil, err
 	}
-	t.process, t.started = cmd.Process, now()
+	t.group, t.started = g, now()
 	var readers sync.WaitGroup
 	readers.Add(2)
-	go t.read(outR, &t.stdout, &readers)
-	go t.read(errR, &t.stderr, &readers)
-	go t.wait(cmd, &readers)
+	go t.read(g.stdout, &t.stdout, &readers)
+	go t.read(g.stderr, &t.stderr, &readers)
+	go t.wait(&readers)
 	return t, nil
 }
 
@@ -200,8 +201,8 @@ func (t *terminal) read(r *os.File, into *tailBuffer, wg *sync.WaitGroup) {
 	}
 }
 
-func (t *terminal) wait(cmd *exec.Cmd, readers *sync.WaitGroup) {
-	_ = cmd.Wait() // the status is read from ProcessState below
+func (t *terminal) wait(readers *sync.WaitGroup) {
+	status, _ := t.group.wait() // an error says no more than status
 	finished := t.now()
 	drained := make(chan struct{})
 	go func() { readers.Wait(); close(drained) }()
@@ -211,7 +212,6 @@ func (t *terminal) wait(cmd *exec.Cmd, readers *sync.WaitGroup) {
 	case <-grace.C:
 	}
 	grace.Stop()
-	status := statusOf(cmd.ProcessState)
 	t.mu.Lock()
 	t.exited, t.status, t.finished = true, status, finished
 	t.mu.Unlock()
@@ -236,11 +236,9 @@ func signalName(s syscall.Signal) string {
 	return fmt.Sprintf("SIG%d", int(s))
 }
 
-// kill ends the whole process group, children included. The terminal stays readable.
-func (t *terminal) kill() {
-	// ESRCH: the group is already gone.
-	_ = syscall.Kill(-t.process.Pid, syscall.SIGKILL)
-}
+// kill ends the whole process group, children included, unless it has already ended.
+// The terminal stays readable.
+func (t *terminal) kill() { t.group.kill() }
 
 // output is the combined stream for terminal/output, honouring outputByteLimit.
 func (t *terminal) output() (text string, truncated bool, status *exitStatus) {

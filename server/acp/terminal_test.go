@@ -24,12 +24,22 @@ func run(t *testing.T, script string, limit *int) *terminal {
 
 func start(t *testing.T, script string, limit *int) *terminal {
 	t.Helper()
-	term, err := startTerminal("t1", "sh", []string{"-c", script}, []string{"CONCH_TEST=yes"}, t.TempDir(), limit, time.Now, func(bool) {})
+	term, err := startTerminal("t1", "sh", []string{"-c", script}, []string{"CONCH_TEST=yes"}, t.TempDir(), limit, testExe(t), time.Now, func(bool) {})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(term.kill)
 	return term
+}
+
+// testExe is this test binary, which plays the conch binary's ns-init (TestMain).
+func testExe(t testing.TB) string {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return exe
 }
 
 func wait(t *testing.T, term *terminal) exitStatus {
@@ -177,8 +187,12 @@ func TestTerminalLargeOutputBounded(t *testing.T) {
 }
 
 // kill ends the whole process group: a child the command started is gone too.
+// hostPID is shell that prints the shell's own pid as the host sees it: in the command's
+// PID namespace $$ and $! are the namespace's numbers, while /proc is still the host's.
+const hostPID = `read -r pid rest < /proc/self/stat; echo "$pid"`
+
 func TestTerminalKillGroup(t *testing.T) {
-	term := start(t, "sleep 300 & echo $!; wait", nil)
+	term := start(t, "("+hostPID+"; exec sleep 300) & wait", nil)
 	var child int
 	deadline := time.Now().Add(10 * time.Second)
 	for child == 0 && time.Now().Before(deadline) {
@@ -196,6 +210,31 @@ func TestTerminalKillGroup(t *testing.T) {
 		t.Errorf("status = %+v, want SIGKILL", st)
 	}
 	waitGone(t, child)
+}
+
+// A command's background children end with it, with or without a PID namespace; once its
+// leader is reaped, the group is never signalled again (its number may be reused).
+func TestTerminalGroupEndsWithCommand(t *testing.T) {
+	for name, exe := range map[string]string{"namespace": testExe(t), "process group only": ""} {
+		t.Run(name, func(t *testing.T) {
+			script := "(" + hostPID + "; exec sleep 300) > pid & while [ ! -s pid ]; do sleep 0.01; done; cat pid"
+			term, err := startTerminal("t", "sh", []string{"-c", script}, nil, t.TempDir(), nil, exe, time.Now, func(bool) {})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if st := wait(t, term); st.Code == nil || *st.Code != 0 {
+				t.Fatalf("status %+v", st)
+			}
+			child, err := strconv.Atoi(strings.TrimSpace(term.shellOutput().Stdout))
+			if err != nil {
+				t.Fatalf("no child pid: %v", err)
+			}
+			waitGone(t, child)
+			if term.group.kill() {
+				t.Error("kill signalled the group of a reaped leader")
+			}
+		})
+	}
 }
 
 // waitGone waits until pid no longer runs (gone, or a zombie nobody reaped yet).
@@ -282,7 +321,7 @@ func TestTerminalBadRequests(t *testing.T) {
 		{"true", nil, "/no/such/dir", nil},
 		{"true", nil, t.TempDir(), &neg},
 	} {
-		if term, err := startTerminal("t", tc.command, tc.args, nil, tc.cwd, tc.limit, time.Now, func(bool) {}); err == nil {
+		if term, err := startTerminal("t", tc.command, tc.args, nil, tc.cwd, tc.limit, testExe(t), time.Now, func(bool) {}); err == nil {
 			term.kill()
 			t.Errorf("startTerminal(%q in %s, limit %v) succeeded", tc.command, tc.cwd, tc.limit)
 		}
@@ -291,7 +330,7 @@ func TestTerminalBadRequests(t *testing.T) {
 
 // A command line without args runs through sh -c, as agents often send one.
 func TestTerminalCommandLine(t *testing.T) {
-	term, err := startTerminal("t", "echo one && echo two", nil, nil, t.TempDir(), nil, time.Now, func(bool) {})
+	term, err := startTerminal("t", "echo one && echo two", nil, nil, t.TempDir(), nil, testExe(t), time.Now, func(bool) {})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -314,7 +353,7 @@ func TestTerminalCountsAndTimes(t *testing.T) {
 		return t0.Add(time.Duration(ticks) * time.Second)
 	}
 	// 400 KiB to stdout (past the kept tail), 5 bytes to stderr.
-	term, err := startTerminal("t1", "sh", []string{"-c", "head -c 409600 /dev/zero | tr '\\0' x; printf 'warn\\n' >&2"}, nil, t.TempDir(), nil, now, func(bool) {})
+	term, err := startTerminal("t1", "sh", []string{"-c", "head -c 409600 /dev/zero | tr '\\0' x; printf 'warn\\n' >&2"}, nil, t.TempDir(), nil, testExe(t), now, func(bool) {})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -233,6 +233,47 @@ func TestCreateAndGetErrors(t *testing.T) {
 	}
 }
 
+func TestDuplicateKey(t *testing.T) {
+	for body, want := range map[string]string{
+		`{"a":1,"b":2}`:                       "",
+		`{"a":1,"a":2}`:                       "a",
+		`{"p":{"k":1,"k":2}}`:                 "k",
+		`{"a":[{"k":1},{"k":2}],"b":{"a":1}}`: "", // the same key in different objects
+		`[{"x":1},{"y":[1,{"x":2,"x":3}]}]`:   "x",
+		`{"a":"k","k":"a"}`:                   "", // a value is no key
+		`{"a":{},"b":[],"c":null,"a":true}`:   "a",
+		`{"type":"request","payload":{"content":"ls","content":"rm"}}`: "content",
+	} {
+		key, twice := duplicateKey([]byte(body))
+		if twice != (want != "") || key != want {
+			t.Errorf("duplicateKey(%s) = %q, %v; want %q", body, key, twice, want)
+		}
+	}
+}
+
+// TestLongFieldsAreRefused: a description or a prompt over its stated limit is a 400
+// naming the limit, and stores nothing.
+func TestLongFieldsAreRefused(t *testing.T) {
+	e := newEnv(t)
+	s := e.session()
+	for target, body := range map[string]string{
+		"/api/v1/tasks": `{"title":"t","description":"` + strings.Repeat("d", shared.MaxDescriptionBytes+1) + `"}`,
+		"/api/v1/task-sessions/" + s.ID + "/messages": `{"content":"` + strings.Repeat("c", shared.MaxPromptBytes+1) + `"}`,
+	} {
+		var got shared.ErrorBody
+		e.expect(http.StatusBadRequest, "POST", target, body, &got)
+		if want := map[bool]string{true: "description is longer than 64 KiB", false: "content is longer than 256 KiB"}[target == "/api/v1/tasks"]; got.Error != want {
+			t.Errorf("%s: %q, want %q", target, got.Error, want)
+		}
+	}
+	if got := e.expect(http.StatusOK, "GET", "/api/v1/task-sessions/"+s.ID+"/messages", "", nil); !strings.Contains(got, `"total":0`) {
+		t.Errorf("a long prompt was stored: %.200s", got)
+	}
+	if prompts, _ := e.rt.recorded(); len(prompts) != 0 {
+		t.Errorf("a long prompt reached the agent")
+	}
+}
+
 // TestBadBodiesStoreNothing sends every kind of bad body to every body-taking route.
 func TestBadBodiesStoreNothing(t *testing.T) {
 	e := newEnv(t, func(c *Config) { c.BodyLimit = 4096 })
@@ -253,6 +294,9 @@ func TestBadBodiesStoreNothing(t *testing.T) {
 		{"unknown field", "task", `{"title":"x","descripton":"typo"}`, `unknown field "descripton"`},
 		{"two objects", "task", `{"title":"x"}{"title":"y"}`, "request body must hold exactly one JSON object"},
 		{"no title", "task", `{"description":"d"}`, "title is required"},
+		{"long title", "task", `{"title":"` + strings.Repeat("t", shared.MaxTitleBytes+1) + `"}`, "title is longer than 500 bytes"},
+		{"duplicate key", "task", `{"title":"a","title":"b"}`, `key "title" appears twice`},
+		{"duplicate content", "message", `{"content":"ls","content":"rm -rf /"}`, `key "content" appears twice`},
 		{"blank title", "task", `{"title":"  \n"}`, "title is required"},
 		{"null", "task", `null`, "title is required"},
 		{"invalid utf-8", "task", "{\"title\":\"a\xff\"}", "request body is not valid UTF-8"},

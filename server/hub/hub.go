@@ -1,6 +1,7 @@
 // Package hub fans projected events out to the WebSocket clients subscribed to a session.
 //
-// Publishing never blocks: each client has a bounded queue of encoded frames. A pending
+// Publishing never blocks: each client has a queue of encoded frames bounded in frames
+// and in bytes (a frame may be a page of 4 MiB). A pending
 // session.message.updated frame is replaced by a newer one for the same message (latest
 // wins), and a client whose queue is still full is disconnected; it re-lists on reconnect
 // (CONTRACT.md, "WebSocket /ws").
@@ -19,6 +20,10 @@ import (
 // DefaultQueueSize is the number of frames a client may have pending before it is dropped.
 const DefaultQueueSize = 256
 
+// DefaultQueueBytes is how many bytes of frames a client may have pending before it is
+// dropped; a single frame larger than that still goes to a client with nothing pending.
+const DefaultQueueBytes = 16 << 20
+
 // ErrSlow is why a client was disconnected for falling too far behind.
 var ErrSlow = errors.New("client too slow: outgoing queue full")
 
@@ -30,16 +35,18 @@ var ErrShutdown = errors.New("server shutting down")
 
 // Config configures a Hub. Zero values choose the defaults.
 type Config struct {
-	QueueSize int              // frames per client; DefaultQueueSize when 0
-	Now       func() time.Time // envelope timestamps; time.Now when nil
-	Logger    *slog.Logger     // slog.Default() when nil
+	QueueSize  int              // frames per client; DefaultQueueSize when 0
+	QueueBytes int              // bytes per client; DefaultQueueBytes when 0
+	Now        func() time.Time // envelope timestamps; time.Now when nil
+	Logger     *slog.Logger     // slog.Default() when nil
 }
 
 // Hub routes events to the clients subscribed to their session.
 type Hub struct {
-	queueSize int
-	now       func() time.Time
-	log       *slog.Logger
+	queueSize  int
+	queueBytes int
+	now        func() time.Time
+	log        *slog.Logger
 
 	mu      sync.RWMutex
 	subs    map[string]map[*Client]struct{} // session id -> subscribers
@@ -52,13 +59,16 @@ func New(cfg Config) *Hub {
 	if cfg.QueueSize <= 0 {
 		cfg.QueueSize = DefaultQueueSize
 	}
+	if cfg.QueueBytes <= 0 {
+		cfg.QueueBytes = DefaultQueueBytes
+	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	return &Hub{queueSize: cfg.QueueSize, now: cfg.Now, log: cfg.Logger, subs: map[string]map[*Client]struct{}{},
+	return &Hub{queueSize: cfg.QueueSize, queueBytes: cfg.QueueBytes, now: cfg.Now, log: cfg.Logger, subs: map[string]map[*Client]struct{}{},
 		clients: map[*Client]struct{}{}}
 }
 
@@ -201,6 +211,7 @@ type Client struct {
 
 	mu       sync.Mutex
 	queue    []frame
+	queued   int // bytes in queue
 	sessions map[string]struct{}
 	cause    error // why done was closed
 }
@@ -251,7 +262,7 @@ func (c *Client) Take() [][]byte {
 	for i, f := range c.queue {
 		out[i] = f.data
 	}
-	c.queue = c.queue[:0]
+	c.queue, c.queued = c.queue[:0], 0
 	return out
 }
 
@@ -271,17 +282,19 @@ func (c *Client) offer(key string, data []byte) bool {
 	if key != "" {
 		for i := range c.queue {
 			if c.queue[i].key == key {
+				c.queued += len(data) - len(c.queue[i].data)
 				c.queue[i].data = data
 				return true
 			}
 		}
 	}
-	if len(c.queue) >= c.hub.queueSize {
+	if len(c.queue) >= c.hub.queueSize || len(c.queue) > 0 && c.queued+len(data) > c.hub.queueBytes {
+		c.hub.log.Warn("hub: dropped slow client", "queued", len(c.queue), "bytes", c.queued)
 		c.closeLocked(ErrSlow)
-		c.hub.log.Warn("hub: dropped slow client", "queued", len(c.queue))
 		return false
 	}
 	c.queue = append(c.queue, frame{key: key, data: data})
+	c.queued += len(data)
 	select {
 	case c.ready <- struct{}{}:
 	default: // already signalled; the writer has not taken yet
@@ -302,6 +315,6 @@ func (c *Client) closeLocked(cause error) {
 	c.hub.unsubscribeLocked(c, ids)
 	delete(c.hub.clients, c)
 	c.hub.mu.Unlock()
-	c.queue = nil
+	c.queue, c.queued = nil, 0
 	close(c.done)
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
@@ -192,6 +193,30 @@ func TestFullQueueDisconnectsOnlyTheSlowClient(t *testing.T) {
 	h.MessageAdded(msg("s1", "m9", "still flowing"))
 	if got := drain(t, fast); len(got) != 1 || got[0].ID != "m9" {
 		t.Errorf("fast client after the drop got %+v", got)
+	}
+}
+
+// A client is also dropped when its pending frames pass the byte bound, though it has
+// fewer frames than the frame bound; a single large frame still reaches an idle client.
+func TestQueueBoundedInBytes(t *testing.T) {
+	h := New(Config{QueueSize: 100, QueueBytes: 10 << 10, Now: func() time.Time { return t0 }, Logger: slog.New(slog.DiscardHandler)})
+	slow, fast := h.Connect(), h.Connect()
+	defer fast.Close()
+	slow.Subscribe("s1")
+	fast.Subscribe("s1")
+	big := strings.Repeat("x", 4<<10)
+	for i := range 3 { // 12 KiB of frames in all
+		h.MessageAdded(msg("s1", fmt.Sprintf("m%d", i), big))
+		if got := drain(t, fast); len(got) != 1 {
+			t.Fatalf("fast client got %d frames for message %d", len(got), i)
+		}
+	}
+	if !errors.Is(slow.Err(), ErrSlow) {
+		t.Fatalf("slow client with 12 KiB pending: %v, want ErrSlow", slow.Err())
+	}
+	h.MessageAdded(msg("s1", "huge", strings.Repeat("y", 20<<10)))
+	if got := drain(t, fast); len(got) != 1 || got[0].ID != "huge" {
+		t.Errorf("an idle client did not get a frame over the bound: %+v", got)
 	}
 }
 

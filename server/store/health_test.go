@@ -73,7 +73,7 @@ func TestWriteHealthFollowsAFullDisk(t *testing.T) {
 	if err := s.LimitGrowth(ctx, -1); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.CreateTask(ctx, "room again", strings.Repeat("x", 1<<20)); err != nil {
+	if _, err := s.CreateTask(ctx, "room again", strings.Repeat("x", 60<<10)); err != nil {
 		t.Fatalf("after the cap is lifted: %v", err)
 	}
 	if err := s.WriteHealth(); err != nil {

@@ -12,7 +12,8 @@ import (
 )
 
 // ListMessages returns one page of a session's messages in q.Sort order, projected (no
-// output bodies are read). A cursor that is not a message of this session is invalid; an
+// output bodies are read). A page ends at q.Limit messages or MaxPageBytes, whichever
+// comes first, and says has_more when it stopped short. A cursor that is not a message of this session is invalid; an
 // unknown session is not found.
 func (s *Store) ListMessages(ctx context.Context, q shared.ListRequest) (shared.MessagePage, error) {
 	q, err := q.Normalize()
@@ -53,6 +54,9 @@ func (s *Store) ListMessages(ctx context.Context, q shared.ListRequest) (shared.
 	}
 	page := shared.MessagePage{Total: sess.MessageCount, HasMore: len(rows) > limit, Messages: []shared.Message{}}
 	rows = rows[:min(len(rows), limit)]
+	if n := withinBudget(rows); n < len(rows) {
+		rows, page.HasMore = rows[:n], true
+	}
 	if newerFirst != (q.Sort == shared.SortDesc) {
 		slices.Reverse(rows)
 	}
@@ -67,6 +71,19 @@ func (s *Store) ListMessages(ctx context.Context, q shared.ListRequest) (shared.
 		page.Cursor = page.Messages[n-1].ID
 	}
 	return page, nil
+}
+
+// withinBudget is how many of rows, in the order they were read (away from the cursor),
+// fit in shared.MaxPageBytes of content and metadata; at least one, so a page always moves.
+func withinBudget(rows []messageRow) int {
+	used := 0
+	for i, r := range rows {
+		used += len(r.Content) + len(r.Metadata)
+		if used > shared.MaxPageBytes && i > 0 {
+			return i
+		}
+	}
+	return len(rows)
 }
 
 // messageColumns are the columns scanMessages reads, in its order.

@@ -52,6 +52,12 @@ func (s *Store) CreateTask(ctx context.Context, title, description string) (shar
 	if strings.TrimSpace(title) == "" {
 		return shared.Task{}, shared.Errorf(shared.CodeInvalid, "title is required")
 	}
+	if err := shared.CheckLength("title", title, shared.MaxTitleBytes); err != nil {
+		return shared.Task{}, err
+	}
+	if err := shared.CheckLength("description", description, shared.MaxDescriptionBytes); err != nil {
+		return shared.Task{}, err
+	}
 	now := s.stamp()
 	row := taskRow{ID: newID(), Title: title, Description: description, CreatedAt: now, UpdatedAt: now}
 	if err := s.db.WithContext(ctx).Create(&row).Error; err != nil {

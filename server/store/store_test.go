@@ -512,3 +512,49 @@ func TestTasksAndSessions(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A page stops at MaxPageBytes and says has_more; following the cursors, in both
+// directions, reads every message exactly once.
+func TestPageByteBudget(t *testing.T) {
+	s, _ := open(t, time.Millisecond)
+	ctx := context.Background()
+	sess := newSession(t, s)
+	const n, size = 40, 256 << 10
+	for i := 0; i < n; i++ {
+		if _, err := s.CreateMessage(ctx, NewMessage{SessionID: sess.ID, AuthorType: shared.AuthorAgent,
+			Type: shared.TypeMessage, Content: strings.Repeat(string(rune('a'+i%26)), size)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, sort := range []string{shared.SortAsc, shared.SortDesc} {
+		seen, pages := map[string]bool{}, 0
+		q := shared.ListRequest{SessionID: sess.ID, Limit: new(shared.MaxPageLimit), Sort: sort}
+		for {
+			page, err := s.ListMessages(ctx, q)
+			if err != nil {
+				t.Fatal(err)
+			}
+			pages++
+			if len(page.Messages) == 0 || len(page.Messages)*size > shared.MaxPageBytes {
+				t.Fatalf("%s page %d holds %d messages of %d bytes", sort, pages, len(page.Messages), size)
+			}
+			for _, m := range page.Messages {
+				if seen[m.ID] {
+					t.Fatalf("%s: message %s twice", sort, m.ID)
+				}
+				seen[m.ID] = true
+			}
+			if !page.HasMore {
+				break
+			}
+			if sort == shared.SortAsc {
+				q.After = page.Cursor
+			} else {
+				q.Before = page.Cursor
+			}
+		}
+		if len(seen) != n || pages < 3 {
+			t.Errorf("%s: %d messages in %d pages, want %d in several", sort, len(seen), pages, n)
+		}
+	}
+}
