@@ -105,13 +105,14 @@ type PermissionAnswer struct {
 	OptionID  string `json:"option_id"`
 }
 
-// NormalizedShellExec is the only normalized kind so far.
+// NormalizedShellExec is the normalized kind of a shell command.
 const NormalizedShellExec = "shell_exec"
 
 // Normalized is the provider-independent form of a tool call.
 type Normalized struct {
-	Kind      string     `json:"kind"`
-	ShellExec *ShellExec `json:"shell_exec,omitempty"`
+	Kind        string              `json:"kind"`
+	ShellExec   *ShellExec          `json:"shell_exec,omitempty"`
+	ToolContent *ToolContentSummary `json:"tool_content,omitempty"`
 }
 
 // ShellOf returns the shell command of a message, or nil when it is not one.

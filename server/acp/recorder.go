@@ -48,6 +48,7 @@ type job struct {
 	content string
 	md      *shared.Metadata
 	out     *shared.ShellOutput
+	tool    []shared.ToolContentItem // a tool call's content, when it changed
 }
 
 type recorder struct {
@@ -199,6 +200,7 @@ func (r *recorder) endTurn() {
 		if !it.sealed && !it.dirty {
 			it.sealed, it.term = true, nil
 			it.tool.replace(rankNone, "", "")
+			it.tool.content = nil // stored; the sealed call is never rendered again
 		}
 	}
 	clear(r.byTerm)
@@ -290,7 +292,7 @@ func (r *recorder) snapshot(it *item) job {
 			o := it.term.shellOutput()
 			term = &o
 		}
-		j.typ, j.content, j.md, j.out = it.tool.render(r.cwd, term)
+		j.typ, j.content, j.md, j.out, j.tool = it.tool.render(r.cwd, term)
 	}
 	return j
 }
@@ -300,7 +302,7 @@ func (r *recorder) write(j job) {
 	ctx := context.Background()
 	if j.create {
 		m, err := r.store.CreateMessage(ctx, store.NewMessage{SessionID: r.sessionID, AuthorType: shared.AuthorAgent,
-			Type: j.typ, Content: j.content, Metadata: j.md, Output: j.out})
+			Type: j.typ, Content: j.content, Metadata: j.md, Output: j.out, ToolContent: j.tool})
 		if err != nil {
 			r.log.Error("store agent message", "session", r.sessionID, "err", err)
 			return
@@ -311,7 +313,7 @@ func (r *recorder) write(j job) {
 		r.events.MessageAdded(m)
 		return
 	}
-	m, changed, err := r.store.UpdateMessage(ctx, j.msgID, store.Update{Content: &j.content, Metadata: j.md, Output: j.out})
+	m, changed, err := r.store.UpdateMessage(ctx, j.msgID, store.Update{Content: &j.content, Metadata: j.md, Output: j.out, ToolContent: j.tool})
 	if err != nil {
 		r.log.Error("update agent message", "session", r.sessionID, "message", j.msgID, "err", err)
 		return
