@@ -137,6 +137,13 @@ func (c *Client) ShellOutputIfChanged(ctx context.Context, sessionID, messageID,
 	return snap, version, false, err
 }
 
+// ToolContent fetches the diff and text content of a tool call that is not a shell command.
+func (c *Client) ToolContent(ctx context.Context, sessionID, messageID string) (shared.ToolContentSnapshot, error) {
+	var snap shared.ToolContentSnapshot
+	path := "/api/v1/task-sessions/" + url.PathEscape(sessionID) + "/messages/" + url.PathEscape(messageID) + "/tool-content"
+	return snap, c.call(ctx, "GET", path, nil, &snap)
+}
+
 // call sends in as JSON (when not nil) and decodes a 2xx answer into out (when not nil).
 func (c *Client) call(ctx context.Context, method, path string, in, out any) error {
 	return c.callIfNoneMatch(ctx, method, path, nil, in, out)

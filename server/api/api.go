@@ -107,6 +107,7 @@ func New(cfg Config) *fiber.App {
 	v1.Post("/task-sessions/:session_id/messages", s.handleAddMessage)
 	v1.Post("/task-sessions/:session_id/cancel", s.handleCancel)
 	v1.Get("/task-sessions/:session_id/messages/:message_id/shell-output", s.handleShellOutput)
+	v1.Get("/task-sessions/:session_id/messages/:message_id/tool-content", s.handleToolContent)
 	v1.Post("/task-sessions/:session_id/permissions/:message_id", s.handleAnswerPermission)
 	api.All("/*", func(c *fiber.Ctx) error { return s.fail(c, errNoRoute) })
 
