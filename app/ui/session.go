@@ -432,6 +432,8 @@ func renderMessage(sessionID string, m shared.Message) app.UI {
 			app.Summary().Text("Thinking"),
 			app.Div().Class("text").Text(m.Content),
 		)
+	case shared.ToolContentOf(m) != nil:
+		return &ToolCallRow{SessionID: sessionID, Msg: m}
 	case m.Type == shared.TypeToolCall || m.Type == shared.TypeToolExecute:
 		return toolRow(m)
 	case m.Type == shared.TypeError:
@@ -447,8 +449,9 @@ func renderMessage(sessionID string, m shared.Message) app.UI {
 	}
 }
 
-// toolRow is a tool call that is not a shell command: its title and status.
-func toolRow(m shared.Message) app.UI {
+// toolRow is a tool call that is not a shell command: its title and status, then extra
+// (its content's disclosures).
+func toolRow(m shared.Message, extra ...app.UI) app.UI {
 	title, status := m.Content, shared.ToolStatus("")
 	if md := m.Metadata; md != nil {
 		if md.Title != "" {
@@ -460,10 +463,12 @@ func toolRow(m shared.Message) app.UI {
 	if status == shared.StatusCompleted {
 		o, text = OutcomeSucceeded, "Done"
 	}
-	return app.Div().Class("msg", "tool").Body(
-		statusIcon(o, text),
-		app.Span().Class("tool-title").Text(title),
-		app.Span().Class("status-text").Text(text),
+	return app.Div().Class("msg", "tool").DataSet("message-id", m.ID).Body(
+		append([]app.UI{
+			statusIcon(o, text),
+			app.Span().Class("tool-title").Text(title),
+			app.Span().Class("status-text").Text(text),
+		}, extra...)...,
 	)
 }
 

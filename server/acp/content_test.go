@@ -8,6 +8,7 @@ import (
 
 	sdk "github.com/coder/acp-go-sdk"
 
+	"conch/server/acp/acptest"
 	"conch/shared"
 )
 
@@ -18,20 +19,20 @@ func TestToolCallContentKeptApart(t *testing.T) {
 	oldText := strings.Repeat("line of the old file\n", 50_000)                                              // about 1 MB
 	newText := strings.Replace(oldText, "line of the old file\n", "line of the new file\n", 3) + "the end\n" // about 1 MB
 	env := newEnv(t, scripted(map[string]script{
-		"edit": func(ctx context.Context, a *scriptAgent, sid sdk.SessionId) error {
-			if err := a.send(ctx, sid, sdk.StartToolCall("edit-1", "Edit big.txt", sdk.WithStartKind(sdk.ToolKindEdit),
+		"edit": func(ctx context.Context, a *acptest.Agent, sid sdk.SessionId) error {
+			if err := a.Send(ctx, sid, sdk.StartToolCall("edit-1", "Edit big.txt", sdk.WithStartKind(sdk.ToolKindEdit),
 				sdk.WithStartStatus(sdk.ToolCallStatusInProgress),
 				sdk.WithStartContent([]sdk.ToolCallContent{sdk.ToolDiffContent("/repo/big.txt", newText, oldText), sdk.ToolContent(sdk.TextBlock("3 lines changed"))}))); err != nil {
 				return err
 			}
-			if err := a.send(ctx, sid, sdk.UpdateToolCall("edit-1", sdk.WithUpdateStatus(sdk.ToolCallStatusCompleted))); err != nil {
+			if err := a.Send(ctx, sid, sdk.UpdateToolCall("edit-1", sdk.WithUpdateStatus(sdk.ToolCallStatusCompleted))); err != nil {
 				return err
 			}
-			if err := a.send(ctx, sid, sdk.StartToolCall("edit-2", "Write notes.md", sdk.WithStartKind(sdk.ToolKindEdit),
+			if err := a.Send(ctx, sid, sdk.StartToolCall("edit-2", "Write notes.md", sdk.WithStartKind(sdk.ToolKindEdit),
 				sdk.WithStartContent([]sdk.ToolCallContent{sdk.ToolDiffContent("/repo/notes.md", "first\n")}))); err != nil {
 				return err
 			}
-			return a.send(ctx, sid, sdk.UpdateToolCall("edit-2", sdk.WithUpdateStatus(sdk.ToolCallStatusCompleted),
+			return a.Send(ctx, sid, sdk.UpdateToolCall("edit-2", sdk.WithUpdateStatus(sdk.ToolCallStatusCompleted),
 				sdk.WithUpdateContent([]sdk.ToolCallContent{sdk.ToolDiffContent("/repo/notes.md", "second\n")})))
 		},
 	}), false, Profile{Name: "scripted", Permission: PermissionAllow})
