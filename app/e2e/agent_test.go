@@ -69,6 +69,25 @@ var steps = map[string]acptest.Script{
 	"refuse": func(context.Context, *acptest.Agent, sdk.SessionId) error {
 		return acptest.StopWith(sdk.StopReasonRefusal)
 	},
+	"plan": func(ctx context.Context, a *acptest.Agent, sid sdk.SessionId) error {
+		step := func(content string, p sdk.PlanEntryPriority, s sdk.PlanEntryStatus) sdk.PlanEntry {
+			return sdk.PlanEntry{Content: content, Priority: p, Status: s}
+		}
+		for _, u := range []sdk.SessionUpdate{
+			sdk.UpdatePlan(step("Read the failing test", sdk.PlanEntryPriorityHigh, sdk.PlanEntryStatusInProgress),
+				step("Fix the off-by-one in the pager", sdk.PlanEntryPriorityHigh, sdk.PlanEntryStatusPending),
+				step("Run the whole suite", sdk.PlanEntryPriorityMedium, sdk.PlanEntryStatusPending)),
+			sdk.UpdatePlan(step("Read the failing test", sdk.PlanEntryPriorityHigh, sdk.PlanEntryStatusCompleted),
+				step("Fix the off-by-one in the pager", sdk.PlanEntryPriorityHigh, sdk.PlanEntryStatusInProgress),
+				step("Run the whole suite", sdk.PlanEntryPriorityMedium, sdk.PlanEntryStatusPending)),
+			sdk.UpdateAgentMessageText("Working on the pager."),
+		} {
+			if err := a.Send(ctx, sid, u); err != nil {
+				return err
+			}
+		}
+		return nil
+	},
 	"fail": func(context.Context, *acptest.Agent, sdk.SessionId) error {
 		return errors.New("model overloaded, try again later")
 	},

@@ -105,6 +105,25 @@ func TestTurnOutcomesFromAnAgent(t *testing.T) {
 	b.shots(t, "turn-outcomes", ".msg.error")
 }
 
+// An agent's plan is one checklist per turn, updated in place.
+func TestPlanChecklist(t *testing.T) {
+	s, sess, b := openScripted(t, "a plan")
+	ctx, cancel := context.WithTimeout(context.Background(), deadline)
+	defer cancel()
+	if _, err := s.API.SendMessage(ctx, sess.ID, "plan", ""); err != nil {
+		t.Fatal(err)
+	}
+	b.waitFor(t, "the turn's text", `[...document.querySelectorAll(".msg.agent")].some(e => e.textContent === "Working on the pager.")`)
+	b.waitFor(t, "the revised plan", `(document.querySelector(".msg.plan .plan-title") || {textContent: ""}).textContent === "Plan: 1 of 3 steps done"`)
+	if n := eval[int](t, b, `document.querySelectorAll(".msg.plan").length`); n != 1 {
+		t.Errorf("%d plan messages, want one updated in place", n)
+	}
+	if got := b.text(t, ".msg.plan .plan-in_progress .plan-text"); got != "Fix the off-by-one in the pager" {
+		t.Errorf("step in progress %q", got)
+	}
+	b.shots(t, "plan", ".msg.plan")
+}
+
 // openScripted starts a server with the scripted agent, a session of it titled title,
 // and a browser on that session's page.
 func openScripted(t *testing.T, title string) (*server, shared.Session, *browser) {

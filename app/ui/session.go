@@ -442,6 +442,8 @@ func renderMessage(sessionID string, m shared.Message) app.UI {
 		return statusRow(m)
 	case m.Type == shared.TypePermissionRequest:
 		return &PermissionRow{SessionID: sessionID, Msg: m}
+	case m.Type == shared.TypePlan:
+		return planRow(m)
 	case m.AuthorType == shared.AuthorUser:
 		return app.Div().Class("msg", "user").Body(app.Div().Class("bubble").Text(m.Content))
 	default:
@@ -481,5 +483,33 @@ func statusRow(m shared.Message) app.UI {
 	}
 	return app.Div().Class("msg", "status", tone).DataSet("message-id", m.ID).Body(
 		app.Span().Class("status-line").Text(m.Content),
+	)
+}
+
+// planRow is the agent's plan for a turn as a checklist: each step's status as a mark
+// (with its word for screen readers), a high priority said in words.
+func planRow(m shared.Message) app.UI {
+	var entries []shared.PlanEntry
+	if m.Metadata != nil {
+		entries = m.Metadata.Entries
+	}
+	marks := map[string][2]string{"completed": {"✓", "done"}, "in_progress": {"◐", "in progress"}, "pending": {"○", "to do"}}
+	return app.Div().Class("msg", "plan").DataSet("message-id", m.ID).Body(
+		app.P().Class("plan-title").Text(m.Content),
+		app.Ul().Class("plan-entries").Body(
+			app.Range(entries).Slice(func(i int) app.UI {
+				e := entries[i]
+				mark, ok := marks[e.Status]
+				if !ok {
+					mark = [2]string{"○", e.Status}
+				}
+				return app.Li().Class("plan-entry", "plan-"+e.Status).Body(
+					app.Span().Class("plan-mark").Aria("hidden", "true").Text(mark[0]),
+					app.Span().Class("sr-only").Text(mark[1]+": "),
+					app.Span().Class("plan-text").Text(e.Content),
+					app.If(e.Priority == "high", func() app.UI { return app.Span().Class("plan-priority").Text("high priority") }),
+				)
+			}),
+		),
 	)
 }

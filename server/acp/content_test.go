@@ -67,3 +67,49 @@ func TestToolCallContentKeptApart(t *testing.T) {
 	}
 	assertEventsMatchStore(t, env, sess.ID)
 }
+
+// ACP plan updates are one plan message per turn, updated in place with the whole plan
+// each time; the next turn's plan is a new message.
+func TestPlanOneMessagePerTurn(t *testing.T) {
+	entry := func(content string, status sdk.PlanEntryStatus) sdk.PlanEntry {
+		return sdk.PlanEntry{Content: content, Priority: sdk.PlanEntryPriorityHigh, Status: status}
+	}
+	env := newEnv(t, scripted(map[string]script{
+		"plan": func(ctx context.Context, a *acptest.Agent, sid sdk.SessionId) error {
+			for _, u := range []sdk.SessionUpdate{
+				sdk.UpdateAgentMessageText("Let me plan."),
+				sdk.UpdatePlan(entry("Read the code", sdk.PlanEntryStatusInProgress), entry("Fix the bug", sdk.PlanEntryStatusPending)),
+				sdk.UpdateAgentMessageText("Reading."),
+				sdk.UpdatePlan(entry("Read the code", sdk.PlanEntryStatusCompleted), entry("Fix the bug", sdk.PlanEntryStatusInProgress)),
+				sdk.UpdatePlan(entry("Read the code", sdk.PlanEntryStatusCompleted), entry("Fix the bug", sdk.PlanEntryStatusCompleted)),
+			} {
+				if err := a.Send(ctx, sid, u); err != nil {
+					return err
+				}
+			}
+			return nil
+		},
+	}), false, Profile{Name: "scripted"})
+	sess := env.start(t, "scripted")
+	env.prompt(t, sess.ID, "plan")
+	env.prompt(t, sess.ID, "plan")
+	var plans []shared.Message
+	var order []string
+	for _, m := range env.messages(t, sess.ID) {
+		order = append(order, string(m.Type)+":"+m.Content)
+		if m.Type == shared.TypePlan {
+			plans = append(plans, m)
+		}
+	}
+	if len(plans) != 2 {
+		t.Fatalf("%d plan messages for two turns: %q", len(plans), order)
+	}
+	want := []shared.PlanEntry{{Content: "Read the code", Priority: "high", Status: "completed"}, {Content: "Fix the bug", Priority: "high", Status: "completed"}}
+	if got := plans[0].Metadata.Entries; len(got) != 2 || got[0] != want[0] || got[1] != want[1] || plans[0].Content != "Plan: 2 of 2 steps done" {
+		t.Errorf("plan %q %+v", plans[0].Content, got)
+	}
+	if got := strings.Join(order[:4], " | "); got != "message:plan | message:Let me plan. | plan:Plan: 2 of 2 steps done | message:Reading." {
+		t.Errorf("first turn: %s", got)
+	}
+	assertEventsMatchStore(t, env, sess.ID)
+}

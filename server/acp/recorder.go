@@ -2,6 +2,7 @@ package acp
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"strings"
 	"sync"
@@ -26,14 +27,16 @@ const (
 	kindText itemKind = iota
 	kindThought
 	kindTool
+	kindPlan
 )
 
 type item struct {
 	kind  itemKind
-	text  strings.Builder // kindText, kindThought
-	tool  *toolCall       // kindTool
-	term  *terminal       // the client terminal the tool call shows
-	msgID string          // set once stored
+	text  strings.Builder    // kindText, kindThought
+	tool  *toolCall          // kindTool
+	plan  []shared.PlanEntry // kindPlan
+	term  *terminal          // the client terminal the tool call shows
+	msgID string             // set once stored
 
 	dirty, major, queued bool
 	sealed               bool      // the turn ended and its final state is stored
@@ -65,6 +68,7 @@ type recorder struct {
 	tools         map[string]*item
 	byTerm        map[string][]*item
 	text, thought *item // the open text segments of the turn
+	plan          *item // the turn's plan
 	flushes       []chan struct{}
 	wake          chan struct{}
 	stop          chan struct{}
@@ -96,6 +100,8 @@ func (r *recorder) update(u sdk.SessionUpdate) {
 		r.applyTool(string(u.ToolCall.ToolCallId), fromToolCall(u.ToolCall))
 	case u.ToolCallUpdate != nil:
 		r.applyTool(string(u.ToolCallUpdate.ToolCallId), fromToolCallUpdate(u.ToolCallUpdate))
+	case u.Plan != nil:
+		r.applyPlan(u.Plan.Entries)
 	}
 }
 
@@ -115,6 +121,20 @@ func (r *recorder) permission(tc sdk.ToolCallUpdate) string {
 		return it.tool.Command
 	}
 	return ""
+}
+
+// applyPlan replaces the turn's plan (ACP sends the whole plan each time): the first plan
+// of a turn is a new message, every later one updates it.
+func (r *recorder) applyPlan(entries []sdk.PlanEntry) {
+	if r.plan == nil {
+		r.plan = &item{kind: kindPlan}
+		r.text, r.thought = nil, nil // text after it is a new message, so order is kept
+	}
+	r.plan.plan = make([]shared.PlanEntry, 0, len(entries))
+	for _, e := range entries {
+		r.plan.plan = append(r.plan.plan, shared.PlanEntry{Content: e.Content, Priority: string(e.Priority), Status: string(e.Status)})
+	}
+	r.mark(r.plan, true)
 }
 
 // appendText adds to the open text segment. A segment holds at most about
@@ -185,7 +205,7 @@ func (r *recorder) mark(it *item, major bool) {
 // turn's items are sealed and their buffers and terminals let go.
 func (r *recorder) endTurn() {
 	r.mu.Lock()
-	r.text, r.thought = nil, nil
+	r.text, r.thought, r.plan = nil, nil, nil
 	for _, it := range r.tools {
 		if !it.sealed && !it.tool.Status.IsTerminal() {
 			it.tool.Status = shared.StatusCancelled
@@ -286,6 +306,8 @@ func (r *recorder) snapshot(it *item) job {
 		if it.kind == kindThought {
 			j.typ = shared.TypeThinking
 		}
+	case kindPlan:
+		j.typ, j.content, j.md = shared.TypePlan, planSummary(it.plan), &shared.Metadata{Entries: it.plan}
 	case kindTool:
 		var term *shared.ShellOutput
 		if it.term != nil {
@@ -321,4 +343,15 @@ func (r *recorder) write(j job) {
 	if changed {
 		r.events.MessageUpdated(m)
 	}
+}
+
+// planSummary is a plan message's content: how far the plan has come, in words.
+func planSummary(entries []shared.PlanEntry) string {
+	done := 0
+	for _, e := range entries {
+		if e.Status == string(sdk.PlanEntryStatusCompleted) {
+			done++
+		}
+	}
+	return fmt.Sprintf("Plan: %d of %d steps done", done, len(entries))
 }
