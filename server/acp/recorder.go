@@ -69,6 +69,7 @@ type recorder struct {
 	byTerm        map[string][]*item
 	text, thought *item // the open text segments of the turn
 	plan          *item // the turn's plan
+	writes        int   // writes through the client so far, for their tool call ids
 	flushes       []chan struct{}
 	wake          chan struct{}
 	stop          chan struct{}
@@ -135,6 +136,19 @@ func (r *recorder) applyPlan(entries []sdk.PlanEntry) {
 		r.plan.plan = append(r.plan.plan, shared.PlanEntry{Content: e.Content, Priority: string(e.Priority), Status: string(e.Status)})
 	}
 	r.mark(r.plan, true)
+}
+
+// written records a write through the client (fs/write_text_file) as a completed edit
+// with its diff, a tool call of its own. oldText is nil for a new file.
+func (r *recorder) written(path string, oldText *string, newText string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.writes++
+	diff := sdk.ToolDiffContent(path, newText)
+	diff.Diff.OldText = oldText
+	title, kind, status := "Write "+path, string(sdk.ToolKindEdit), string(sdk.ToolCallStatusCompleted)
+	r.applyTool(fmt.Sprintf("conch-write-%d", r.writes), toolUpdate{Title: &title, Kind: &kind, Status: &status,
+		Content: []sdk.ToolCallContent{diff}})
 }
 
 // appendText adds to the open text segment. A segment holds at most about
