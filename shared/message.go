@@ -27,6 +27,9 @@ const (
 	// TypePermissionRequest is an agent's question to the person (metadata.options); its
 	// metadata.status is pending until answered (selected) or withdrawn (cancelled).
 	TypePermissionRequest MessageType = "permission_request"
+	// TypePlan is the agent's plan for a turn (metadata.entries), one message per turn
+	// updated in place as the agent revises it.
+	TypePlan MessageType = "plan"
 )
 
 // ToolStatus is the status of a tool call (metadata.status).
@@ -84,6 +87,16 @@ type Metadata struct {
 	// Permission requests: what the agent offers, and what the person chose.
 	Options          []PermissionOption `json:"options,omitempty"`
 	SelectedOptionID string             `json:"selected_option_id,omitempty"`
+	// Entries is a plan's checklist.
+	Entries []PlanEntry `json:"entries,omitempty"`
+}
+
+// PlanEntry is one step of an agent's plan: ACP's priority (high | medium | low) and
+// status (pending | in_progress | completed).
+type PlanEntry struct {
+	Content  string `json:"content"`
+	Priority string `json:"priority"`
+	Status   string `json:"status"`
 }
 
 // PermissionOption is one answer an agent offers to a permission request. Kind is ACP's
@@ -105,13 +118,14 @@ type PermissionAnswer struct {
 	OptionID  string `json:"option_id"`
 }
 
-// NormalizedShellExec is the only normalized kind so far.
+// NormalizedShellExec is the normalized kind of a shell command.
 const NormalizedShellExec = "shell_exec"
 
 // Normalized is the provider-independent form of a tool call.
 type Normalized struct {
-	Kind      string     `json:"kind"`
-	ShellExec *ShellExec `json:"shell_exec,omitempty"`
+	Kind        string              `json:"kind"`
+	ShellExec   *ShellExec          `json:"shell_exec,omitempty"`
+	ToolContent *ToolContentSummary `json:"tool_content,omitempty"`
 }
 
 // ShellOf returns the shell command of a message, or nil when it is not one.

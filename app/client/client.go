@@ -181,6 +181,13 @@ func rawPath(sessionID, messageID, stream string) string {
 	return shellOutputPath(sessionID, messageID) + "/raw?stream=" + url.QueryEscape(stream)
 }
 
+// ToolContent fetches the diff and text content of a tool call that is not a shell command.
+func (c *Client) ToolContent(ctx context.Context, sessionID, messageID string) (shared.ToolContentSnapshot, error) {
+	var snap shared.ToolContentSnapshot
+	path := "/api/v1/task-sessions/" + url.PathEscape(sessionID) + "/messages/" + url.PathEscape(messageID) + "/tool-content"
+	return snap, c.call(ctx, "GET", path, nil, &snap)
+}
+
 // call sends in as JSON (when not nil) and decodes a 2xx answer into out (when not nil;
 // a *[]byte takes the body as it is).
 func (c *Client) call(ctx context.Context, method, path string, in, out any) error {

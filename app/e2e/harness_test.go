@@ -276,13 +276,14 @@ func newBrowser(t *testing.T, extra ...chromedp.ExecAllocatorOption) *browser {
 	return b
 }
 
-// observe follows the output snapshot requests through the browser's network events.
+// observe follows the output snapshot (and tool content) requests through the browser's
+// network events.
 func (b *browser) observe(ev any) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	switch e := ev.(type) {
 	case *network.EventRequestWillBeSent:
-		if !strings.HasSuffix(e.Request.URL, "/shell-output") {
+		if !strings.HasSuffix(e.Request.URL, "/shell-output") && !strings.HasSuffix(e.Request.URL, "/tool-content") {
 			return
 		}
 		parts := strings.Split(e.Request.URL, "/")

@@ -23,11 +23,18 @@ import (
 // so the person answers.
 const askingAgent = "shell-ask"
 
-// startAskingServer runs the server with askingAgent in its agents file.
-func startAskingServer(t *testing.T) (*server, string) {
+// startAgentsServer runs the server with an agents file of askingAgent and scriptedAgent
+// (this test binary), and returns it with its database.
+func startAgentsServer(t *testing.T) (*server, string) {
 	t.Helper()
-	profiles, err := json.Marshal([]map[string]any{{"name": askingAgent, "description": "asks before each command",
-		"command": conchBin(t), "args": []string{"agent", "shell", "--ask"}}})
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	profiles, err := json.Marshal([]map[string]any{
+		{"name": askingAgent, "description": "asks before each command", "command": conchBin(t), "args": []string{"agent", "shell", "--ask"}},
+		{"name": scriptedAgent, "description": "the test binary as an agent", "command": exe, "env": map[string]string{"CONCH_E2E_AGENT": "script"}, "permission": "allow"},
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,7 +83,7 @@ func waitAsk(t *testing.T, s *server, sid, prompt string, pages ...*browser) sha
 // each answer; a pending request survives a reload, marks its task on the tasks page,
 // fits a 360 px screen, and a restart of the server leaves it cancelled, not pending.
 func TestPermissionAnsweredInTheBrowser(t *testing.T) {
-	s, db := startAskingServer(t)
+	s, db := startAgentsServer(t)
 	sess := s.sessionOf(t, "asks first", askingAgent)
 	tab1, tab2 := newBrowser(t), newBrowser(t)
 	for _, b := range []*browser{tab1, tab2} {
@@ -168,7 +175,7 @@ func TestMeasurePermission(t *testing.T) {
 		t.Skip("set CONCH_UI_MEASURE=1 to measure permission round trips")
 	}
 	const rounds = 20
-	s, _ := startAskingServer(t)
+	s, _ := startAgentsServer(t)
 	sess := s.sessionOf(t, "measure", askingAgent)
 	b := newBrowser(t)
 	b.open(t, s.URL+"/sessions/"+sess.ID)

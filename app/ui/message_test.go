@@ -69,6 +69,14 @@ func TestRenderMessage(t *testing.T) {
 			not:  []string{"<button"},
 		},
 		{
+			name: "a plan is a checklist",
+			msg: shared.Message{ID: "9", AuthorType: shared.AuthorAgent, Type: shared.TypePlan, Content: "Plan: 1 of 2 steps done",
+				Metadata: &shared.Metadata{Entries: []shared.PlanEntry{{Content: "Read the code", Priority: "low", Status: "completed"},
+					{Content: "Fix <the> bug", Priority: "high", Status: "in_progress"}}}},
+			want: []string{`class="msg plan"`, `data-message-id="9"`, "Plan: 1 of 2 steps done", `class="plan-entry plan-completed"`,
+				"done: ", "Read the code", `class="plan-entry plan-in_progress"`, "in progress: ", "Fix &lt;the&gt; bug", "high priority"},
+		},
+		{
 			name: "tool call that is not a shell command",
 			msg: shared.Message{ID: "5", AuthorType: shared.AuthorAgent, Type: shared.TypeToolCall, Content: "x",
 				Metadata: &shared.Metadata{Title: "Read main.go", Status: shared.StatusCompleted}},

@@ -436,6 +436,8 @@ func renderMessage(sessionID string, m shared.Message) app.UI {
 			app.Summary().Text("Thinking"),
 			app.Div().Class("text").Text(m.Content),
 		)
+	case shared.ToolContentOf(m) != nil:
+		return &ToolCallRow{SessionID: sessionID, Msg: m}
 	case m.Type == shared.TypeToolCall || m.Type == shared.TypeToolExecute:
 		return toolRow(m)
 	case m.Type == shared.TypeError:
@@ -444,6 +446,8 @@ func renderMessage(sessionID string, m shared.Message) app.UI {
 		return statusRow(m)
 	case m.Type == shared.TypePermissionRequest:
 		return &PermissionRow{SessionID: sessionID, Msg: m}
+	case m.Type == shared.TypePlan:
+		return planRow(m)
 	case m.AuthorType == shared.AuthorUser:
 		return app.Div().Class("msg", "user").Body(app.Div().Class("bubble").Text(m.Content))
 	default:
@@ -451,8 +455,9 @@ func renderMessage(sessionID string, m shared.Message) app.UI {
 	}
 }
 
-// toolRow is a tool call that is not a shell command: its title and status.
-func toolRow(m shared.Message) app.UI {
+// toolRow is a tool call that is not a shell command: its title and status, then extra
+// (its content's disclosures).
+func toolRow(m shared.Message, extra ...app.UI) app.UI {
 	title, status := m.Content, shared.ToolStatus("")
 	if md := m.Metadata; md != nil {
 		if md.Title != "" {
@@ -464,10 +469,12 @@ func toolRow(m shared.Message) app.UI {
 	if status == shared.StatusCompleted {
 		o, text = OutcomeSucceeded, "Done"
 	}
-	return app.Div().Class("msg", "tool").Body(
-		statusIcon(o, text),
-		app.Span().Class("tool-title").Text(shared.Visible(title)),
-		app.Span().Class("status-text").Text(text),
+	return app.Div().Class("msg", "tool").DataSet("message-id", m.ID).Body(
+		append([]app.UI{
+			statusIcon(o, text),
+			app.Span().Class("tool-title").Text(shared.Visible(title)),
+			app.Span().Class("status-text").Text(text),
+		}, extra...)...,
 	)
 }
 
@@ -480,5 +487,33 @@ func statusRow(m shared.Message) app.UI {
 	}
 	return app.Div().Class("msg", "status", tone).DataSet("message-id", m.ID).Body(
 		app.Span().Class("status-line").Text(m.Content),
+	)
+}
+
+// planRow is the agent's plan for a turn as a checklist: each step's status as a mark
+// (with its word for screen readers), a high priority said in words.
+func planRow(m shared.Message) app.UI {
+	var entries []shared.PlanEntry
+	if m.Metadata != nil {
+		entries = m.Metadata.Entries
+	}
+	marks := map[string][2]string{"completed": {"✓", "done"}, "in_progress": {"◐", "in progress"}, "pending": {"○", "to do"}}
+	return app.Div().Class("msg", "plan").DataSet("message-id", m.ID).Body(
+		app.P().Class("plan-title").Text(m.Content),
+		app.Ul().Class("plan-entries").Body(
+			app.Range(entries).Slice(func(i int) app.UI {
+				e := entries[i]
+				mark, ok := marks[e.Status]
+				if !ok {
+					mark = [2]string{"○", e.Status}
+				}
+				return app.Li().Class("plan-entry", "plan-"+e.Status).Body(
+					app.Span().Class("plan-mark").Aria("hidden", "true").Text(mark[0]),
+					app.Span().Class("sr-only").Text(mark[1]+": "),
+					app.Span().Class("plan-text").Text(e.Content),
+					app.If(e.Priority == "high", func() app.UI { return app.Span().Class("plan-priority").Text("high priority") }),
+				)
+			}),
+		),
 	)
 }

@@ -12,32 +12,30 @@ import (
 
 	sdk "github.com/coder/acp-go-sdk"
 
+	"conch/server/acp/acptest"
 	"conch/shared"
 )
 
 // crashAgent is the test binary playing an agent that dies in the middle of a command.
 func crashAgent() {
-	a := &scriptAgent{scripts: map[string]script{"crash": crashMidCommand}, ready: make(chan struct{})}
-	a.conn = sdk.NewAgentSideConnection(a, os.Stdout, os.Stdin)
-	close(a.ready)
-	<-a.conn.Done()
+	_ = acptest.Serve(context.Background(), os.Stdin, os.Stdout, map[string]script{"crash": crashMidCommand})
 	os.Exit(0)
 }
 
-func crashMidCommand(ctx context.Context, a *scriptAgent, sid sdk.SessionId) error {
-	term, err := a.conn.CreateTerminal(ctx, sdk.CreateTerminalRequest{SessionId: sid, Command: "sh",
+func crashMidCommand(ctx context.Context, a *acptest.Agent, sid sdk.SessionId) error {
+	term, err := a.Conn.CreateTerminal(ctx, sdk.CreateTerminalRequest{SessionId: sid, Command: "sh",
 		Args: []string{"-c", "echo partial; " + hostPID + "; sleep 300"}})
 	if err != nil {
 		return err
 	}
-	err = a.send(ctx, sid, sdk.StartToolCall("doomed", "long job", sdk.WithStartKind(sdk.ToolKindExecute),
+	err = a.Send(ctx, sid, sdk.StartToolCall("doomed", "long job", sdk.WithStartKind(sdk.ToolKindExecute),
 		sdk.WithStartStatus(sdk.ToolCallStatusInProgress),
 		sdk.WithStartContent([]sdk.ToolCallContent{sdk.ToolTerminalRef(term.TerminalId)})))
 	if err != nil {
 		return err
 	}
 	for deadline := time.Now().Add(waitLimit); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		out, err := a.conn.TerminalOutput(ctx, sdk.TerminalOutputRequest{SessionId: sid, TerminalId: term.TerminalId})
+		out, err := a.Conn.TerminalOutput(ctx, sdk.TerminalOutputRequest{SessionId: sid, TerminalId: term.TerminalId})
 		if err != nil {
 			return err
 		}

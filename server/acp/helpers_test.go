@@ -2,7 +2,6 @@ package acp
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -12,8 +11,7 @@ import (
 	"testing"
 	"time"
 
-	sdk "github.com/coder/acp-go-sdk"
-
+	"conch/server/acp/acptest"
 	"conch/server/shellagent"
 	"conch/server/store"
 	"conch/shared"
@@ -303,75 +301,9 @@ func pipeLauncher(run func(ctx context.Context, in io.Reader, out io.Writer) err
 	}
 }
 
-// scriptAgent is an ACP agent whose turns are test functions chosen by the prompt text.
-type scriptAgent struct {
-	conn    *sdk.AgentSideConnection
-	ready   chan struct{} // closed once conn is set
-	scripts map[string]func(ctx context.Context, a *scriptAgent, sid sdk.SessionId) error
-}
-
-func scripted(scripts map[string]func(ctx context.Context, a *scriptAgent, sid sdk.SessionId) error) Launcher {
+// scripted runs acptest agents with these scripts, joined by io.Pipe.
+func scripted(scripts map[string]script) Launcher {
 	return pipeLauncher(func(ctx context.Context, in io.Reader, out io.Writer) error {
-		a := &scriptAgent{scripts: scripts, ready: make(chan struct{})}
-		a.conn = sdk.NewAgentSideConnection(a, out, in)
-		close(a.ready)
-		a.conn.SetLogger(slog.New(slog.DiscardHandler))
-		select {
-		case <-a.conn.Done():
-		case <-ctx.Done():
-		}
-		return nil
+		return acptest.Serve(ctx, in, out, scripts)
 	})
 }
-
-func (a *scriptAgent) send(ctx context.Context, sid sdk.SessionId, u sdk.SessionUpdate) error {
-	return a.conn.SessionUpdate(ctx, sdk.SessionNotification{SessionId: sid, Update: u})
-}
-
-func (a *scriptAgent) Initialize(context.Context, sdk.InitializeRequest) (sdk.InitializeResponse, error) {
-	return sdk.InitializeResponse{ProtocolVersion: sdk.ProtocolVersionNumber, AuthMethods: []sdk.AuthMethod{}}, nil
-}
-func (a *scriptAgent) Authenticate(context.Context, sdk.AuthenticateRequest) (sdk.AuthenticateResponse, error) {
-	return sdk.AuthenticateResponse{}, nil
-}
-func (a *scriptAgent) NewSession(context.Context, sdk.NewSessionRequest) (sdk.NewSessionResponse, error) {
-	return sdk.NewSessionResponse{SessionId: "scripted"}, nil
-}
-func (a *scriptAgent) Cancel(context.Context, sdk.CancelNotification) error { return nil }
-func (a *scriptAgent) CloseSession(context.Context, sdk.CloseSessionRequest) (sdk.CloseSessionResponse, error) {
-	return sdk.CloseSessionResponse{}, nil
-}
-func (a *scriptAgent) ListSessions(context.Context, sdk.ListSessionsRequest) (sdk.ListSessionsResponse, error) {
-	return sdk.ListSessionsResponse{}, nil
-}
-func (a *scriptAgent) ResumeSession(context.Context, sdk.ResumeSessionRequest) (sdk.ResumeSessionResponse, error) {
-	return sdk.ResumeSessionResponse{}, nil
-}
-func (a *scriptAgent) SetSessionConfigOption(context.Context, sdk.SetSessionConfigOptionRequest) (sdk.SetSessionConfigOptionResponse, error) {
-	return sdk.SetSessionConfigOptionResponse{}, nil
-}
-func (a *scriptAgent) SetSessionMode(context.Context, sdk.SetSessionModeRequest) (sdk.SetSessionModeResponse, error) {
-	return sdk.SetSessionModeResponse{}, nil
-}
-
-func (a *scriptAgent) Prompt(ctx context.Context, p sdk.PromptRequest) (sdk.PromptResponse, error) {
-	<-a.ready
-	name := p.Prompt[0].Text.Text
-	script, ok := a.scripts[name]
-	if !ok {
-		return sdk.PromptResponse{}, fmt.Errorf("no script %q", name)
-	}
-	var stop stopWith
-	switch err := script(ctx, a, p.SessionId); {
-	case errors.As(err, &stop):
-		return sdk.PromptResponse{StopReason: sdk.StopReason(stop)}, nil
-	case err != nil:
-		return sdk.PromptResponse{}, err
-	}
-	return sdk.PromptResponse{StopReason: sdk.StopReasonEndTurn}, nil
-}
-
-// stopWith, returned by a script, ends its turn with that stop reason instead of end_turn.
-type stopWith sdk.StopReason
-
-func (r stopWith) Error() string { return "stop: " + string(r) }

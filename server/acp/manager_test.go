@@ -9,23 +9,24 @@ import (
 
 	sdk "github.com/coder/acp-go-sdk"
 
+	"conch/server/acp/acptest"
 	"conch/shared"
 )
 
-type script = func(ctx context.Context, a *scriptAgent, sid sdk.SessionId) error
+type script = acptest.Script
 
 // raw sends a session/update written as wire JSON.
-func (a *scriptAgent) raw(ctx context.Context, sid sdk.SessionId, js string) error {
+func raw(ctx context.Context, a *acptest.Agent, sid sdk.SessionId, js string) error {
 	var u sdk.SessionUpdate
 	if err := json.Unmarshal([]byte(js), &u); err != nil {
 		return err
 	}
-	return a.send(ctx, sid, u)
+	return a.Send(ctx, sid, u)
 }
 
-func (a *scriptAgent) rawAll(ctx context.Context, sid sdk.SessionId, lines ...string) error {
+func rawAll(ctx context.Context, a *acptest.Agent, sid sdk.SessionId, lines ...string) error {
 	for _, js := range lines {
-		if err := a.raw(ctx, sid, js); err != nil {
+		if err := raw(ctx, a, sid, js); err != nil {
 			return err
 		}
 	}
@@ -37,8 +38,8 @@ func (a *scriptAgent) rawAll(ctx context.Context, sid sdk.SessionId, lines ...st
 func TestScriptedShapes(t *testing.T) {
 	var chosen sdk.PermissionOptionId
 	env := newEnv(t, scripted(map[string]script{
-		"shapes": func(ctx context.Context, a *scriptAgent, sid sdk.SessionId) error {
-			if err := a.rawAll(ctx, sid,
+		"shapes": func(ctx context.Context, a *acptest.Agent, sid sdk.SessionId) error {
+			if err := rawAll(ctx, a, sid,
 				`{"sessionUpdate":"agent_thought_chunk","content":{"type":"text","text":"let me "}}`,
 				`{"sessionUpdate":"agent_thought_chunk","content":{"type":"text","text":"think"}}`,
 				`{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"Running "}}`,
@@ -66,7 +67,7 @@ func TestScriptedShapes(t *testing.T) {
 				return err
 			}
 			// Gemini: the call first appears in a permission request.
-			resp, err := a.conn.RequestPermission(ctx, sdk.RequestPermissionRequest{SessionId: sid,
+			resp, err := a.Conn.RequestPermission(ctx, sdk.RequestPermissionRequest{SessionId: sid,
 				ToolCall: sdk.ToolCallUpdate{ToolCallId: "gemini", Title: sdk.Ptr("rm -rf build"), Kind: sdk.Ptr(sdk.ToolKindExecute), Status: sdk.Ptr(sdk.ToolCallStatusPending)},
 				Options: []sdk.PermissionOption{
 					{OptionId: "proceed_always", Kind: sdk.PermissionOptionKindAllowAlways, Name: "Always"},
@@ -77,7 +78,7 @@ func TestScriptedShapes(t *testing.T) {
 				return err
 			}
 			chosen = resp.Outcome.Selected.OptionId
-			return a.rawAll(ctx, sid,
+			return rawAll(ctx, a, sid,
 				`{"sessionUpdate":"tool_call_update","toolCallId":"gemini","status":"completed","content":[{"type":"content","content":{"type":"text","text":"removed"}}]}`,
 				`{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"Done."}}`,
 			)
@@ -187,25 +188,25 @@ func assertEventsMatchStore(t *testing.T, env *testEnv, sessionID string) {
 func TestScriptedFloodAndOversizedLine(t *testing.T) {
 	const n = 1500 // two updates each: 3,000 notifications in one burst
 	env := newEnv(t, scripted(map[string]script{
-		"flood": func(ctx context.Context, a *scriptAgent, sid sdk.SessionId) error {
-			if err := a.raw(ctx, sid, `{"sessionUpdate":"tool_call","toolCallId":"f","title":"yes","kind":"execute","status":"in_progress"}`); err != nil {
+		"flood": func(ctx context.Context, a *acptest.Agent, sid sdk.SessionId) error {
+			if err := raw(ctx, a, sid, `{"sessionUpdate":"tool_call","toolCallId":"f","title":"yes","kind":"execute","status":"in_progress"}`); err != nil {
 				return err
 			}
 			for i := 0; i < n; i++ {
-				if err := a.send(ctx, sid, sdk.UpdateAgentMessageText("x")); err != nil {
+				if err := a.Send(ctx, sid, sdk.UpdateAgentMessageText("x")); err != nil {
 					return err
 				}
-				if err := a.send(ctx, sid, sdk.UpdateToolCall("f", func(u *sdk.SessionToolCallUpdate) {
+				if err := a.Send(ctx, sid, sdk.UpdateToolCall("f", func(u *sdk.SessionToolCallUpdate) {
 					u.Meta = map[string]any{"terminal_output_delta": map[string]any{"data": "y\n"}}
 				})); err != nil {
 					return err
 				}
 			}
-			return a.raw(ctx, sid, `{"sessionUpdate":"tool_call_update","toolCallId":"f","status":"completed","_meta":{"terminal_exit":{"exit_code":0}}}`)
+			return raw(ctx, a, sid, `{"sessionUpdate":"tool_call_update","toolCallId":"f","status":"completed","_meta":{"terminal_exit":{"exit_code":0}}}`)
 		},
-		"oversized": func(ctx context.Context, a *scriptAgent, sid sdk.SessionId) error {
+		"oversized": func(ctx context.Context, a *acptest.Agent, sid sdk.SessionId) error {
 			big := strings.Repeat("0123456789", 11<<20/10) + "END"
-			return a.send(ctx, sid, sdk.StartToolCall("big", "cat big", sdk.WithStartKind(sdk.ToolKindExecute),
+			return a.Send(ctx, sid, sdk.StartToolCall("big", "cat big", sdk.WithStartKind(sdk.ToolKindExecute),
 				sdk.WithStartStatus(sdk.ToolCallStatusCompleted), sdk.WithStartRawOutput(map[string]any{"stdout": big, "exit_code": 0})))
 		},
 	}), false, Profile{Name: "scripted"})
@@ -259,8 +260,8 @@ func TestScriptedTurnError(t *testing.T) {
 func TestPermissionDeny(t *testing.T) {
 	var chosen sdk.RequestPermissionOutcome
 	env := newEnv(t, scripted(map[string]script{
-		"ask": func(ctx context.Context, a *scriptAgent, sid sdk.SessionId) error {
-			resp, err := a.conn.RequestPermission(ctx, sdk.RequestPermissionRequest{SessionId: sid,
+		"ask": func(ctx context.Context, a *acptest.Agent, sid sdk.SessionId) error {
+			resp, err := a.Conn.RequestPermission(ctx, sdk.RequestPermissionRequest{SessionId: sid,
 				ToolCall: sdk.ToolCallUpdate{ToolCallId: "p", Title: sdk.Ptr("rm -rf /"), Kind: sdk.Ptr(sdk.ToolKindExecute)},
 				Options: []sdk.PermissionOption{
 					{OptionId: "yes", Kind: sdk.PermissionOptionKindAllowOnce, Name: "Yes"},
@@ -367,9 +368,9 @@ func TestCloseDuringStart(t *testing.T) {
 func TestLongAgentTextSplits(t *testing.T) {
 	chunk := strings.Repeat("words ", 10_000) // 60,000 bytes
 	env := newEnv(t, scripted(map[string]script{
-		"talk": func(ctx context.Context, a *scriptAgent, sid sdk.SessionId) error {
+		"talk": func(ctx context.Context, a *acptest.Agent, sid sdk.SessionId) error {
 			for range 10 {
-				if err := a.send(ctx, sid, sdk.UpdateAgentMessageText(chunk)); err != nil {
+				if err := a.Send(ctx, sid, sdk.UpdateAgentMessageText(chunk)); err != nil {
 					return err
 				}
 			}

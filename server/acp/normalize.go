@@ -86,6 +86,12 @@ type toolCall struct {
 	streams
 	exitCode *int
 	signal   string
+
+	// content is the call's diff and text content as last reported (ACP replaces it
+	// with each update that has some); contentVersion counts its changes and sent is the
+	// version last handed to the store, so unchanged bodies are not stored again.
+	content              []shared.ToolContentItem
+	contentVersion, sent int
 }
 
 func newToolCall(id string) *toolCall {
@@ -126,10 +132,14 @@ type header struct {
 	status                                          shared.ToolStatus
 	shell                                           bool
 	exit                                            int // math.MinInt when unknown
+	content                                         int
 }
 
 func (tc *toolCall) header() header {
-	h := header{tc.Title, tc.Kind, tc.Command, tc.WorkDir, tc.TerminalID, tc.signal, tc.Status, tc.Shell, math.MinInt}
+	h := header{tc.Title, tc.Kind, tc.Command, tc.WorkDir, tc.TerminalID, tc.signal, tc.Status, tc.Shell, math.MinInt, 0}
+	if !tc.Shell { // a shell command's content is output, whose growth is coalesced
+		h.content = tc.contentVersion
+	}
 	if tc.exitCode != nil {
 		h.exit = *tc.exitCode
 	}
@@ -158,20 +168,36 @@ func statusOfACP(s string) shared.ToolStatus {
 func (tc *toolCall) applyContent(content []sdk.ToolCallContent) {
 	var text strings.Builder
 	hasText := false
+	var items []shared.ToolContentItem
 	for _, c := range content {
 		switch {
 		case c.Terminal != nil:
 			tc.TerminalID, tc.Shell = c.Terminal.TerminalId, true
+		case c.Diff != nil:
+			oldText := ""
+			if c.Diff.OldText != nil {
+				oldText = *c.Diff.OldText
+			}
+			items = append(items, shared.ToolContentItem{Type: shared.ContentDiff, Path: c.Diff.Path, OldText: &oldText, NewText: &c.Diff.NewText})
 		case c.Content != nil && c.Content.Content.Text != nil:
+			t := c.Content.Content.Text.Text
 			if hasText {
 				text.WriteByte('\n')
 			}
-			text.WriteString(c.Content.Content.Text.Text)
+			text.WriteString(t)
 			hasText = true
+			items = append(items, shared.ToolContentItem{Type: shared.ContentText, Text: &t})
 		}
 	}
 	if hasText {
 		tc.replace(rankText, unfence(text.String()), "")
+	}
+	switch {
+	case tc.Shell: // its text is the command's output
+		tc.content = nil
+	case content != nil:
+		tc.content = items
+		tc.contentVersion++
 	}
 }
 
@@ -304,11 +330,25 @@ func (tc *toolCall) output() shared.ShellOutput {
 // output of the client terminal the tool call shows, if any: it is the real stream, so it
 // wins over what the agent reports, except for an exit the agent knows and the terminal
 // does not yet.
-func (tc *toolCall) render(sessionCwd string, term *shared.ShellOutput) (shared.MessageType, string, *shared.Metadata, *shared.ShellOutput) {
+//
+// A call that is not a shell command carries its diff and text content instead, handed
+// over (items) only when it changed since the last render.
+func (tc *toolCall) render(sessionCwd string, term *shared.ShellOutput) (shared.MessageType, string, *shared.Metadata, *shared.ShellOutput, []shared.ToolContentItem) {
 	md := &shared.Metadata{ToolCallID: tc.ID, Title: tc.Title, Status: tc.Status, Kind: tc.Kind}
 	content := tc.Title
 	if !tc.Shell {
-		return shared.TypeToolCall, content, md, nil
+		if tc.contentVersion == 0 {
+			return shared.TypeToolCall, content, md, nil, nil
+		}
+		md.Normalized = &shared.Normalized{Kind: shared.NormalizedToolContent}
+		var items []shared.ToolContentItem
+		if tc.sent != tc.contentVersion {
+			items, tc.sent = tc.content, tc.contentVersion
+			if items == nil {
+				items = []shared.ToolContentItem{}
+			}
+		}
+		return shared.TypeToolCall, content, md, nil, items
 	}
 	out := tc.output()
 	if term != nil {
@@ -331,7 +371,7 @@ func (tc *toolCall) render(sessionCwd string, term *shared.ShellOutput) (shared.
 	}
 	md.Normalized = &shared.Normalized{Kind: shared.NormalizedShellExec,
 		ShellExec: &shared.ShellExec{Command: cmd, WorkDir: dir}}
-	return shared.TypeToolExecute, content, md, &out
+	return shared.TypeToolExecute, content, md, &out, nil
 }
 
 // commandOf reads the command (a string or an argv array) and working directory from a

@@ -183,12 +183,12 @@ func TestNormalize(t *testing.T) {
 			for _, u := range tc.updates {
 				call.apply(wire(t, u))
 			}
-			typ, _, md, out := call.render("/session", nil)
+			typ, _, md, out, _ := call.render("/session", nil)
 			if typ != tc.typ || md.Status != tc.status || md.ToolCallID != "c" {
 				t.Fatalf("type %s status %s, want %s %s", typ, md.Status, tc.typ, tc.status)
 			}
 			if typ != shared.TypeToolExecute {
-				if out != nil || md.Normalized != nil {
+				if out != nil || md.Normalized != nil && md.Normalized.Kind != shared.NormalizedToolContent {
 					t.Errorf("a tool_call has output %+v / normalized %+v", out, md.Normalized)
 				}
 				return
@@ -216,12 +216,12 @@ func TestNormalize(t *testing.T) {
 func TestNormalizeTerminalWins(t *testing.T) {
 	call := newToolCall("c")
 	call.apply(wire(t, `{"sessionUpdate":"tool_call","toolCallId":"c","title":"t","kind":"execute","rawOutput":{"stdout":"agent","exit_code":4}}`))
-	_, _, _, out := call.render("/s", &shared.ShellOutput{Stdout: "terminal"})
+	_, _, _, out, _ := call.render("/s", &shared.ShellOutput{Stdout: "terminal"})
 	if out.Stdout != "terminal" || out.ExitCode == nil || *out.ExitCode != 4 {
 		t.Errorf("output %+v", out)
 	}
 	zero := 0
-	_, _, _, out = call.render("/s", &shared.ShellOutput{Stdout: "terminal", ExitCode: &zero})
+	_, _, _, out, _ = call.render("/s", &shared.ShellOutput{Stdout: "terminal", ExitCode: &zero})
 	if *out.ExitCode != 0 {
 		t.Errorf("exit %d, want the terminal's 0", *out.ExitCode)
 	}

@@ -9,6 +9,7 @@ import (
 
 	sdk "github.com/coder/acp-go-sdk"
 
+	"conch/server/acp/acptest"
 	"conch/server/shellagent"
 	"conch/shared"
 )
@@ -17,11 +18,11 @@ import (
 // got (a zero outcome when the turn's cancel ended the request first: the SDK cancels the
 // prompt's context); a cancelled outcome ends the turn cancelled, as real agents do.
 func askScript(got chan<- sdk.RequestPermissionOutcome) script {
-	return func(ctx context.Context, a *scriptAgent, sid sdk.SessionId) error {
-		if err := a.raw(ctx, sid, `{"sessionUpdate":"tool_call","toolCallId":"edit-1","title":"Edit main.go","kind":"edit","status":"pending"}`); err != nil {
+	return func(ctx context.Context, a *acptest.Agent, sid sdk.SessionId) error {
+		if err := raw(ctx, a, sid, `{"sessionUpdate":"tool_call","toolCallId":"edit-1","title":"Edit main.go","kind":"edit","status":"pending"}`); err != nil {
 			return err
 		}
-		resp, err := a.conn.RequestPermission(ctx, sdk.RequestPermissionRequest{SessionId: sid,
+		resp, err := a.Conn.RequestPermission(ctx, sdk.RequestPermissionRequest{SessionId: sid,
 			ToolCall: sdk.ToolCallUpdate{ToolCallId: "edit-1"},
 			Options: []sdk.PermissionOption{
 				{OptionId: "always", Kind: sdk.PermissionOptionKindAllowAlways, Name: "Always allow"},
@@ -30,16 +31,16 @@ func askScript(got chan<- sdk.RequestPermissionOutcome) script {
 			}})
 		if err != nil && ctx.Err() != nil {
 			got <- sdk.RequestPermissionOutcome{}
-			return stopWith(sdk.StopReasonCancelled)
+			return acptest.StopWith(sdk.StopReasonCancelled)
 		}
 		if err != nil {
 			return err
 		}
 		got <- resp.Outcome
 		if resp.Outcome.Cancelled != nil {
-			return stopWith(sdk.StopReasonCancelled)
+			return acptest.StopWith(sdk.StopReasonCancelled)
 		}
-		return a.send(ctx, sid, sdk.UpdateAgentMessageText("edited"))
+		return a.Send(ctx, sid, sdk.UpdateAgentMessageText("edited"))
 	}
 }
 

@@ -35,14 +35,16 @@ const (
 	kindText itemKind = iota
 	kindThought
 	kindTool
+	kindPlan
 )
 
 type item struct {
 	kind  itemKind
-	text  strings.Builder // kindText, kindThought
-	tool  *toolCall       // kindTool
-	term  *terminal       // the client terminal the tool call shows
-	msgID string          // set once stored
+	text  strings.Builder    // kindText, kindThought
+	tool  *toolCall          // kindTool
+	plan  []shared.PlanEntry // kindPlan
+	term  *terminal          // the client terminal the tool call shows
+	msgID string             // set once stored
 
 	dirty, major, queued bool
 	sealed               bool      // the turn ended and its final state is stored
@@ -57,6 +59,7 @@ type job struct {
 	content string
 	md      *shared.Metadata
 	out     *shared.ShellOutput
+	tool    []shared.ToolContentItem // a tool call's content, when it changed
 }
 
 type recorder struct {
@@ -77,6 +80,8 @@ type recorder struct {
 	tools         map[string]*item
 	byTerm        map[string][]*item
 	text, thought *item // the open text segments of the turn
+	plan          *item // the turn's plan
+	writes        int   // writes through the client so far, for their tool call ids
 	flushes       []chan struct{}
 	wake          chan struct{}
 	stop          chan struct{}
@@ -109,6 +114,8 @@ func (r *recorder) update(u sdk.SessionUpdate) {
 		r.applyTool(string(u.ToolCall.ToolCallId), fromToolCall(u.ToolCall))
 	case u.ToolCallUpdate != nil:
 		r.applyTool(string(u.ToolCallUpdate.ToolCallId), fromToolCallUpdate(u.ToolCallUpdate))
+	case u.Plan != nil:
+		r.applyPlan(u.Plan.Entries)
 	}
 }
 
@@ -128,6 +135,33 @@ func (r *recorder) permission(tc sdk.ToolCallUpdate) string {
 		return it.tool.Command
 	}
 	return ""
+}
+
+// applyPlan replaces the turn's plan (ACP sends the whole plan each time): the first plan
+// of a turn is a new message, every later one updates it.
+func (r *recorder) applyPlan(entries []sdk.PlanEntry) {
+	if r.plan == nil {
+		r.plan = &item{kind: kindPlan}
+		r.text, r.thought = nil, nil // text after it is a new message, so order is kept
+	}
+	r.plan.plan = make([]shared.PlanEntry, 0, len(entries))
+	for _, e := range entries {
+		r.plan.plan = append(r.plan.plan, shared.PlanEntry{Content: e.Content, Priority: string(e.Priority), Status: string(e.Status)})
+	}
+	r.mark(r.plan, true)
+}
+
+// written records a write through the client (fs/write_text_file) as a completed edit
+// with its diff, a tool call of its own. oldText is nil for a new file.
+func (r *recorder) written(path string, oldText *string, newText string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.writes++
+	diff := sdk.ToolDiffContent(path, newText)
+	diff.Diff.OldText = oldText
+	title, kind, status := "Write "+path, string(sdk.ToolKindEdit), string(sdk.ToolCallStatusCompleted)
+	r.applyTool(fmt.Sprintf("conch-write-%d", r.writes), toolUpdate{Title: &title, Kind: &kind, Status: &status,
+		Content: []sdk.ToolCallContent{diff}})
 }
 
 // appendText adds to the open text segment. A segment holds at most about
@@ -198,7 +232,7 @@ func (r *recorder) mark(it *item, major bool) {
 // turn's items are sealed and their buffers and terminals let go.
 func (r *recorder) endTurn() {
 	r.mu.Lock()
-	r.text, r.thought = nil, nil
+	r.text, r.thought, r.plan = nil, nil, nil
 	for _, it := range r.tools {
 		if !it.sealed && !it.tool.Status.IsTerminal() {
 			it.tool.Status = shared.StatusCancelled
@@ -213,6 +247,7 @@ func (r *recorder) endTurn() {
 		if !it.sealed && !it.dirty {
 			it.sealed, it.term = true, nil
 			it.tool.replace(rankNone, "", "")
+			it.tool.content = nil // stored; the sealed call is never rendered again
 		}
 	}
 	clear(r.byTerm)
@@ -365,13 +400,15 @@ func (r *recorder) snapshot(it *item) job {
 		if it.kind == kindThought {
 			j.typ = shared.TypeThinking
 		}
+	case kindPlan:
+		j.typ, j.content, j.md = shared.TypePlan, planSummary(it.plan), &shared.Metadata{Entries: it.plan}
 	case kindTool:
 		var term *shared.ShellOutput
 		if it.term != nil {
 			o := it.term.shellOutput()
 			term = &o
 		}
-		j.typ, j.content, j.md, j.out = it.tool.render(r.cwd, term)
+		j.typ, j.content, j.md, j.out, j.tool = it.tool.render(r.cwd, term)
 	}
 	return j
 }
@@ -381,7 +418,7 @@ func (r *recorder) write(j job) error {
 	ctx := context.Background()
 	if j.create {
 		m, err := r.store.CreateMessage(ctx, store.NewMessage{SessionID: r.sessionID, AuthorType: shared.AuthorAgent,
-			Type: j.typ, Content: j.content, Metadata: j.md, Output: j.out})
+			Type: j.typ, Content: j.content, Metadata: j.md, Output: j.out, ToolContent: j.tool})
 		if err != nil {
 			return fmt.Errorf("store agent message: %w", err)
 		}
@@ -391,7 +428,7 @@ func (r *recorder) write(j job) error {
 		r.events.MessageAdded(m)
 		return nil
 	}
-	m, changed, err := r.store.UpdateMessage(ctx, j.msgID, store.Update{Content: &j.content, Metadata: j.md, Output: j.out})
+	m, changed, err := r.store.UpdateMessage(ctx, j.msgID, store.Update{Content: &j.content, Metadata: j.md, Output: j.out, ToolContent: j.tool})
 	if err != nil {
 		return fmt.Errorf("update agent message %s: %w", j.msgID, err)
 	}
@@ -399,4 +436,15 @@ func (r *recorder) write(j job) error {
 		r.events.MessageUpdated(m)
 	}
 	return nil
+}
+
+// planSummary is a plan message's content: how far the plan has come, in words.
+func planSummary(entries []shared.PlanEntry) string {
+	done := 0
+	for _, e := range entries {
+		if e.Status == string(sdk.PlanEntryStatusCompleted) {
+			done++
+		}
+	}
+	return fmt.Sprintf("Plan: %d of %d steps done", done, len(entries))
 }

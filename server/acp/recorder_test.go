@@ -8,6 +8,7 @@ import (
 
 	sdk "github.com/coder/acp-go-sdk"
 
+	"conch/server/acp/acptest"
 	"conch/shared"
 )
 
@@ -62,23 +63,23 @@ func TestRecorderCoalesces(t *testing.T) {
 func TestOutputAfterRelease(t *testing.T) {
 	var afterRelease error
 	env := newEnv(t, scripted(map[string]script{
-		"release": func(ctx context.Context, a *scriptAgent, sid sdk.SessionId) error {
-			term, err := a.conn.CreateTerminal(ctx, sdk.CreateTerminalRequest{SessionId: sid, Command: "printf", Args: []string{"kept"}})
+		"release": func(ctx context.Context, a *acptest.Agent, sid sdk.SessionId) error {
+			term, err := a.Conn.CreateTerminal(ctx, sdk.CreateTerminalRequest{SessionId: sid, Command: "printf", Args: []string{"kept"}})
 			if err != nil {
 				return err
 			}
 			ref := []sdk.ToolCallContent{sdk.ToolTerminalRef(term.TerminalId)}
-			if err := a.send(ctx, sid, sdk.StartToolCall("r", "printf kept", sdk.WithStartKind(sdk.ToolKindExecute), sdk.WithStartContent(ref))); err != nil {
+			if err := a.Send(ctx, sid, sdk.StartToolCall("r", "printf kept", sdk.WithStartKind(sdk.ToolKindExecute), sdk.WithStartContent(ref))); err != nil {
 				return err
 			}
-			if _, err := a.conn.WaitForTerminalExit(ctx, sdk.WaitForTerminalExitRequest{SessionId: sid, TerminalId: term.TerminalId}); err != nil {
+			if _, err := a.Conn.WaitForTerminalExit(ctx, sdk.WaitForTerminalExitRequest{SessionId: sid, TerminalId: term.TerminalId}); err != nil {
 				return err
 			}
-			if _, err := a.conn.ReleaseTerminal(ctx, sdk.ReleaseTerminalRequest{SessionId: sid, TerminalId: term.TerminalId}); err != nil {
+			if _, err := a.Conn.ReleaseTerminal(ctx, sdk.ReleaseTerminalRequest{SessionId: sid, TerminalId: term.TerminalId}); err != nil {
 				return err
 			}
-			_, afterRelease = a.conn.TerminalOutput(ctx, sdk.TerminalOutputRequest{SessionId: sid, TerminalId: term.TerminalId})
-			return a.send(ctx, sid, sdk.UpdateToolCall("r", sdk.WithUpdateStatus(sdk.ToolCallStatusCompleted)))
+			_, afterRelease = a.Conn.TerminalOutput(ctx, sdk.TerminalOutputRequest{SessionId: sid, TerminalId: term.TerminalId})
+			return a.Send(ctx, sid, sdk.UpdateToolCall("r", sdk.WithUpdateStatus(sdk.ToolCallStatusCompleted)))
 		},
 	}), false, Profile{Name: "scripted"})
 	sess := env.start(t, "scripted")
@@ -96,16 +97,16 @@ func TestOutputAfterRelease(t *testing.T) {
 // does) still leaves how the command ended: release answers once the command is gone.
 func TestReleaseKnowsHowTheCommandEnded(t *testing.T) {
 	env := newEnv(t, scripted(map[string]script{
-		"release running": func(ctx context.Context, a *scriptAgent, sid sdk.SessionId) error {
-			term, err := a.conn.CreateTerminal(ctx, sdk.CreateTerminalRequest{SessionId: sid, Command: "sleep", Args: []string{"300"}})
+		"release running": func(ctx context.Context, a *acptest.Agent, sid sdk.SessionId) error {
+			term, err := a.Conn.CreateTerminal(ctx, sdk.CreateTerminalRequest{SessionId: sid, Command: "sleep", Args: []string{"300"}})
 			if err != nil {
 				return err
 			}
 			ref := []sdk.ToolCallContent{sdk.ToolTerminalRef(term.TerminalId)}
-			if err := a.send(ctx, sid, sdk.StartToolCall("s", "sleep 300", sdk.WithStartKind(sdk.ToolKindExecute), sdk.WithStartContent(ref))); err != nil {
+			if err := a.Send(ctx, sid, sdk.StartToolCall("s", "sleep 300", sdk.WithStartKind(sdk.ToolKindExecute), sdk.WithStartContent(ref))); err != nil {
 				return err
 			}
-			_, err = a.conn.ReleaseTerminal(ctx, sdk.ReleaseTerminalRequest{SessionId: sid, TerminalId: term.TerminalId})
+			_, err = a.Conn.ReleaseTerminal(ctx, sdk.ReleaseTerminalRequest{SessionId: sid, TerminalId: term.TerminalId})
 			return err // the turn ends with the call still open
 		},
 	}), false, Profile{Name: "scripted"})

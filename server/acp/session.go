@@ -127,6 +127,7 @@ func (s *session) handshake(ctx context.Context) error {
 	init, err := s.conn.Initialize(ctx, sdk.InitializeRequest{
 		ProtocolVersion: sdk.ProtocolVersionNumber,
 		ClientCapabilities: sdk.ClientCapabilities{Terminal: true,
+			Fs: sdk.FileSystemCapabilities{ReadTextFile: true, WriteTextFile: true}, // inside the cwd only (fs.go)
 			// Agents that run commands themselves then report their output (ACP-NOTES.md).
 			Meta: map[string]any{"terminal_output": true}},
 		ClientInfo: &sdk.Implementation{Name: "conch", Version: "1"},
@@ -434,14 +435,6 @@ func (s *session) liveTerminal(id string) (*terminal, error) {
 }
 
 // The ACP client methods.
-
-func (s *session) ReadTextFile(context.Context, sdk.ReadTextFileRequest) (sdk.ReadTextFileResponse, error) {
-	return sdk.ReadTextFileResponse{}, sdk.NewMethodNotFound(sdk.ClientMethodFsReadTextFile)
-}
-
-func (s *session) WriteTextFile(context.Context, sdk.WriteTextFileRequest) (sdk.WriteTextFileResponse, error) {
-	return sdk.WriteTextFileResponse{}, sdk.NewMethodNotFound(sdk.ClientMethodFsWriteTextFile)
-}
 
 // SessionUpdate is reached only by an update guard did not take; it goes the same way.
 func (s *session) SessionUpdate(_ context.Context, n sdk.SessionNotification) error {

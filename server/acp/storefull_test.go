@@ -9,6 +9,7 @@ import (
 
 	sdk "github.com/coder/acp-go-sdk"
 
+	"conch/server/acp/acptest"
 	"conch/shared"
 )
 
@@ -20,12 +21,12 @@ func fillMidCommand(t *testing.T) (*testEnv, shared.Session, string) {
 	proceed := make(chan struct{})
 	big := strings.Repeat("y", 200<<10)
 	env := newEnv(t, scripted(map[string]script{
-		"work": func(ctx context.Context, a *scriptAgent, sid sdk.SessionId) error {
-			if err := a.raw(ctx, sid, `{"sessionUpdate":"tool_call","toolCallId":"w","title":"make","kind":"execute","status":"in_progress","rawInput":{"command":"make"}}`); err != nil {
+		"work": func(ctx context.Context, a *acptest.Agent, sid sdk.SessionId) error {
+			if err := raw(ctx, a, sid, `{"sessionUpdate":"tool_call","toolCallId":"w","title":"make","kind":"execute","status":"in_progress","rawInput":{"command":"make"}}`); err != nil {
 				return err
 			}
 			<-proceed
-			return a.rawAll(ctx, sid,
+			return rawAll(ctx, a, sid,
 				fmt.Sprintf(`{"sessionUpdate":"tool_call_update","toolCallId":"w","_meta":{"terminal_output_delta":{"data":%q}}}`, big),
 				`{"sessionUpdate":"tool_call_update","toolCallId":"w","status":"completed","_meta":{"terminal_exit":{"exit_code":0}}}`)
 		},

@@ -7,6 +7,7 @@ import (
 
 	sdk "github.com/coder/acp-go-sdk"
 
+	"conch/server/acp/acptest"
 	"conch/shared"
 )
 
@@ -26,11 +27,11 @@ func TestTurnOutcomes(t *testing.T) {
 	}
 	scripts := map[string]script{}
 	for _, tt := range tests {
-		scripts[string(tt.reason)] = func(ctx context.Context, a *scriptAgent, sid sdk.SessionId) error {
-			if err := a.send(ctx, sid, sdk.UpdateAgentMessageText("some words")); err != nil {
+		scripts[string(tt.reason)] = func(ctx context.Context, a *acptest.Agent, sid sdk.SessionId) error {
+			if err := a.Send(ctx, sid, sdk.UpdateAgentMessageText("some words")); err != nil {
 				return err
 			}
-			return stopWith(tt.reason)
+			return acptest.StopWith(tt.reason)
 		}
 	}
 	env := newEnv(t, scripted(scripts), false, Profile{Name: "scripted"})
@@ -76,11 +77,13 @@ func TestTurnOutcomes(t *testing.T) {
 // and leaves last_stop_reason as it was.
 func TestTurnErrorText(t *testing.T) {
 	env := newEnv(t, scripted(map[string]script{
-		"fail": func(context.Context, *scriptAgent, sdk.SessionId) error {
+		"fail": func(context.Context, *acptest.Agent, sdk.SessionId) error {
 			return errors.New("model overloaded, try again later")
 		},
-		"refuse": func(context.Context, *scriptAgent, sdk.SessionId) error { return stopWith(sdk.StopReasonRefusal) },
-		"rpc": func(context.Context, *scriptAgent, sdk.SessionId) error {
+		"refuse": func(context.Context, *acptest.Agent, sdk.SessionId) error {
+			return acptest.StopWith(sdk.StopReasonRefusal)
+		},
+		"rpc": func(context.Context, *acptest.Agent, sdk.SessionId) error {
 			return sdk.NewAuthRequired(map[string]any{"details": "log in with `gemini auth`"})
 		},
 	}), false, Profile{Name: "scripted"})

@@ -2,6 +2,7 @@ package api
 
 import (
 	"container/list"
+	"context"
 	"encoding/json"
 	"strconv"
 	"sync"
@@ -17,14 +18,32 @@ import (
 const snapshotCacheBytes = 64 << 20
 
 // handleShellOutput answers the output snapshot (CONTRACT.md, "The output snapshot").
-// A cheap scoped lookup of the output's version comes first: it answers 404 without
-// reading a body, 304 to a client that already holds this version, and otherwise picks
-// the encoded snapshot from the cache when the body has not changed since it was read.
 func (s *server) handleShellOutput(c *fiber.Ctx) error {
+	return s.snapshot(c, s.store.GetShellOutputStamp, func(ctx context.Context, sessionID, messageID string) (any, time.Time, error) {
+		snap, err := s.store.GetShellOutput(ctx, sessionID, messageID)
+		return snap, snap.UpdatedAt, err
+	})
+}
+
+// handleToolContent answers the content of a tool call that is not a shell command
+// (CONTRACT.md, "Tool content on demand"), with the same rules.
+func (s *server) handleToolContent(c *fiber.Ctx) error {
+	return s.snapshot(c, s.store.GetToolContentStamp, func(ctx context.Context, sessionID, messageID string) (any, time.Time, error) {
+		snap, err := s.store.GetToolContent(ctx, sessionID, messageID)
+		return snap, snap.UpdatedAt, err
+	})
+}
+
+// snapshot answers a body fetched on demand. A cheap scoped lookup of the body's version
+// (stamp) comes first: it answers 404 without reading a body, 304 to a client that
+// already holds this version, and otherwise picks the encoded body from the cache when it
+// has not changed since it was read (get reads it).
+func (s *server) snapshot(c *fiber.Ctx, stampOf func(ctx context.Context, sessionID, messageID string) (time.Time, error),
+	get func(ctx context.Context, sessionID, messageID string) (any, time.Time, error)) error {
 	ctx, sessionID, messageID := c.UserContext(), c.Params("session_id"), c.Params("message_id")
-	stamp, err := s.store.GetShellOutputStamp(ctx, sessionID, messageID)
+	stamp, err := stampOf(ctx, sessionID, messageID)
 	if err != nil {
-		// One text for absent, cross-session and non-shell alike (CONTRACT.md).
+		// One text for absent, cross-session and of another kind alike (CONTRACT.md).
 		return s.fail(c, err)
 	}
 	c.Set(fiber.HeaderCacheControl, "no-cache")
@@ -34,14 +53,14 @@ func (s *server) handleShellOutput(c *fiber.Ctx) error {
 	}
 	body := s.snapshots.get(messageID, stamp)
 	if body == nil {
-		snap, err := s.store.GetShellOutput(ctx, sessionID, messageID)
+		snap, at, err := get(ctx, sessionID, messageID)
 		if err != nil {
 			return s.fail(c, err)
 		}
 		if body, err = json.Marshal(snap); err != nil {
 			return s.fail(c, err)
 		}
-		stamp = snap.UpdatedAt // the body read may be newer than the lookup
+		stamp = at // the body read may be newer than the lookup
 		s.snapshots.put(messageID, stamp, body)
 	}
 	c.Set(fiber.HeaderETag, snapshotETag(messageID, stamp))

@@ -75,14 +75,18 @@ type NewMessage struct {
 	Content    string
 	Metadata   *shared.Metadata
 	Output     *shared.ShellOutput
+	// ToolContent is the content of a tool call that is not a shell command (metadata
+	// normalized as tool_content), before any bound; the store bounds and summarizes it.
+	ToolContent []shared.ToolContentItem
 }
 
-// Update changes a stored message; nil fields stay as they are. Output is taken as in
-// NewMessage.
+// Update changes a stored message; nil fields stay as they are. Output and ToolContent
+// are taken as in NewMessage.
 type Update struct {
-	Content  *string
-	Metadata *shared.Metadata
-	Output   *shared.ShellOutput
+	Content     *string
+	Metadata    *shared.Metadata
+	Output      *shared.ShellOutput
+	ToolContent []shared.ToolContentItem
 }
 
 // settle applies the output rules to metadata about to be stored. Every write passes
@@ -146,8 +150,12 @@ func (s *Store) CreateMessages(ctx context.Context, nms []NewMessage) ([]shared.
 				sessions[nm.SessionID] = sess
 			}
 			md, out := settle(nm.Metadata, nm.Output, shared.ShellOutputSummary{})
+			content := settleContent(md, nm.ToolContent, nil)
 			row, err := s.insertMessage(tx, sess, nm.AuthorType, nm.Type, nm.Content, md, nil)
 			if err != nil {
+				return err
+			}
+			if err := putContent(tx, row.ID, content); err != nil {
 				return err
 			}
 			if err := putOutput(tx, row.ID, out); err != nil {
@@ -270,6 +278,7 @@ func (s *Store) UpdateMessage(ctx context.Context, id string, u Update) (shared.
 		// Settled first: a status the exit code makes failed is terminal, so an update
 		// that also carries more output is not taken for a late one.
 		md, out := settle(md, u.Output, prev)
+		content := settleContent(md, u.ToolContent, shared.ToolContentOf(cur))
 		if shared.ToolStatus(row.Status).IsTerminal() && md != nil && !md.Status.IsTerminal() {
 			return nil
 		}
@@ -293,6 +302,9 @@ func (s *Store) UpdateMessage(ctx context.Context, id string, u Update) (shared.
 			return err
 		}
 		changed = true
+		if err := putContent(tx, id, content); err != nil {
+			return err
+		}
 		return putOutput(tx, id, out)
 	})
 	if err != nil {
@@ -355,11 +367,19 @@ func shellMessage(sessionID, messageID string) func(*gorm.DB) *gorm.DB {
 // GetShellOutputStamp answers as GetShellOutput does, but with only the output's
 // updated_at, without reading the body: enough to validate a cached snapshot.
 func (s *Store) GetShellOutputStamp(ctx context.Context, sessionID, messageID string) (time.Time, error) {
-	var stamps []int64
-	err := s.db.WithContext(ctx).Table("messages AS m").Scopes(shellMessage(sessionID, messageID)).
-		Limit(1).Pluck("m.updated_at", &stamps).Error
+	stamp, err := s.stampOf(ctx, shellMessage(sessionID, messageID))
 	if err != nil {
 		return time.Time{}, fmt.Errorf("get shell output stamp: %w", err)
+	}
+	return stamp, nil
+}
+
+// stampOf returns the updated_at of the message scope selects in "messages AS m", or
+// "message not found".
+func (s *Store) stampOf(ctx context.Context, scope func(*gorm.DB) *gorm.DB) (time.Time, error) {
+	var stamps []int64
+	if err := s.db.WithContext(ctx).Table("messages AS m").Scopes(scope).Limit(1).Pluck("m.updated_at", &stamps).Error; err != nil {
+		return time.Time{}, err
 	}
 	if len(stamps) == 0 {
 		return time.Time{}, missing("message")

@@ -160,6 +160,10 @@ var schema = []string{
 		exit_code INTEGER,
 		signal TEXT NOT NULL DEFAULT '',
 		truncated INTEGER NOT NULL DEFAULT 0)`,
+	`CREATE TABLE IF NOT EXISTS tool_contents (
+		message_id TEXT PRIMARY KEY REFERENCES messages(id) ON DELETE CASCADE,
+		items TEXT NOT NULL,
+		truncated INTEGER NOT NULL DEFAULT 0)`,
 }
 
 // addedColumns came after their table: ALTER TABLE ADD COLUMN is not idempotent, so each

@@ -1,0 +1,217 @@
+package ui
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"strings"
+
+	udiff "github.com/aymanbagabas/go-udiff"
+	"github.com/maxence-charriere/go-app/v10/pkg/app"
+
+	"conch/app/client"
+	"conch/shared"
+)
+
+// maxDiffLines bounds the lines one diff draws (context included): past it the page
+// would slow down for a change no one reads line by line in a browser.
+const maxDiffLines = 2000
+
+// ToolCallRow is a tool call that is not a shell command and has content: its title and
+// status, and one collapsed disclosure per item (a diff, a text), labelled from the
+// summary alone. The first opening fetches the content of all items, once per version of
+// the message; closing every item or leaving the page aborts a fetch in flight.
+type ToolCallRow struct {
+	app.Compo
+
+	SessionID string
+	Msg       shared.Message
+
+	open    map[int]bool
+	snap    *shared.ToolContentSnapshot
+	loading bool
+	err     string
+	cancel  context.CancelFunc // the fetch in flight
+}
+
+// OnDismount aborts a fetch in flight.
+func (r *ToolCallRow) OnDismount() { r.abort() }
+
+func (r *ToolCallRow) abort() {
+	if r.cancel != nil {
+		r.cancel()
+		r.cancel = nil
+	}
+	r.loading = false
+}
+
+func (r *ToolCallRow) toggle(i int) app.EventHandler {
+	return func(ctx app.Context, _ app.Event) {
+		if r.open == nil {
+			r.open = map[int]bool{}
+		}
+		r.open[i] = !r.open[i]
+		if !r.open[i] {
+			delete(r.open, i)
+			if len(r.open) == 0 {
+				r.abort()
+			}
+			return
+		}
+		if r.loading || r.snap != nil && !r.snap.UpdatedAt.Before(r.Msg.UpdatedAt) {
+			return
+		}
+		r.fetch(ctx)
+	}
+}
+
+func (r *ToolCallRow) fetch(ctx app.Context) {
+	c, cancel := context.WithCancel(context.Background())
+	r.cancel, r.loading, r.err = cancel, true, ""
+	sid, mid := r.SessionID, r.Msg.ID
+	ctx.Async(func() {
+		snap, err := api.ToolContent(c, sid, mid)
+		ctx.Dispatch(func(app.Context) {
+			if c.Err() != nil { // closed or left meanwhile
+				return
+			}
+			r.cancel, r.loading = nil, false
+			switch {
+			case err == nil:
+				r.snap = &snap
+			case errors.Is(err, client.ErrUnreachable):
+				r.err = "Content unavailable: the server is unreachable."
+			default:
+				r.err = "Content unavailable: " + shared.ErrorMessage(err)
+			}
+		})
+	})
+}
+
+// Render draws the row and its open items.
+func (r *ToolCallRow) Render() app.UI {
+	sum := shared.ToolContentOf(r.Msg)
+	if sum == nil {
+		return toolRow(r.Msg)
+	}
+	var items []app.UI
+	for i, s := range sum.Items {
+		items = append(items, r.renderItem(i, s))
+	}
+	return toolRow(r.Msg, items...)
+}
+
+func (r *ToolCallRow) renderItem(i int, s shared.ToolContentItemSummary) app.UI {
+	label := contentLabel(s)
+	if s.Omitted {
+		return app.P().Class("disclosure", "content-omitted").Text(label)
+	}
+	open := r.open[i]
+	verb := "Show "
+	if open {
+		verb = "Hide "
+	}
+	bodyID := "content-" + r.Msg.ID + "-" + strconv.Itoa(i)
+	return app.Div().Class("disclosure").Body(
+		app.Button().Class("disclosure-toggle").Type("button").
+			Aria("label", verb+strings.ToLower(label[:1])+label[1:]).
+			Aria("expanded", strconv.FormatBool(open)).Aria("controls", bodyID).
+			OnClick(r.toggle(i)).
+			Body(app.Span().Class("chevron").Aria("hidden", "true"), app.Text(label)),
+		app.If(open, func() app.UI {
+			return app.Div().ID(bodyID).Class("transcript").Body(r.renderBody(i))
+		}),
+	)
+}
+
+func (r *ToolCallRow) renderBody(i int) app.UI {
+	switch {
+	case r.snap != nil && i < len(r.snap.Items):
+		it := r.snap.Items[i]
+		if it.Type == shared.ContentDiff {
+			return diffView(derefText(it.OldText), derefText(it.NewText))
+		}
+		return app.Pre().Class("tool-text").Text(derefText(it.Text))
+	case r.err != "":
+		return app.P().Class("out-error").Role("alert").Text(r.err)
+	}
+	return app.P().Class("out-note", "loading").Aria("live", "polite").Text("Loading…")
+}
+
+func derefText(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
+// contentLabel is a disclosure's visible label, from the summary alone:
+// "Diff · path · +a −r", "Text · 812 B".
+func contentLabel(s shared.ToolContentItemSummary) string {
+	if s.Type != shared.ContentDiff {
+		return "Text · " + sizeLabel(derefInt(s.Bytes))
+	}
+	if s.Omitted {
+		return "Diff · " + s.Path + " · too large to keep (" + sizeLabel(derefInt(s.OldBytes)+derefInt(s.NewBytes)) + ")"
+	}
+	return "Diff · " + s.Path + " · +" + strconv.Itoa(derefInt(s.AddedLines)) + " \u2212" + strconv.Itoa(derefInt(s.RemovedLines))
+}
+
+func derefInt(n *int) int {
+	if n == nil {
+		return 0
+	}
+	return *n
+}
+
+// diffView renders the change from oldText to newText as a unified diff (three lines of
+// context) with the old and new line numbers of every line. Its text is text, never markup.
+func diffView(oldText, newText string) app.UI {
+	u, err := udiff.ToUnifiedDiff("a", "b", oldText, udiff.Lines(oldText, newText), 3)
+	switch {
+	case err != nil:
+		return app.P().Class("out-note").Text("This diff cannot be shown.")
+	case len(u.Hunks) == 0:
+		return app.P().Class("out-note").Text("No change.")
+	}
+	last := u.Hunks[len(u.Hunks)-1]
+	width := len(strconv.Itoa(max(last.FromLine, last.ToLine) + len(last.Lines)))
+	var rows []app.UI
+	shown := 0
+	for _, h := range u.Hunks {
+		oldN, newN := h.FromLine, h.ToLine
+		rows = append(rows, app.Div().Class("dl", "dl-hunk").Text("@@ −"+strconv.Itoa(oldN)+" +"+strconv.Itoa(newN)+" @@"))
+		for _, l := range h.Lines {
+			if shown == maxDiffLines {
+				rows = append(rows, app.P().Class("out-note").Text("The rest of this diff is not shown: it is over "+strconv.Itoa(maxDiffLines)+" lines."))
+				return diffBox(width, rows)
+			}
+			shown++
+			text := strings.TrimSuffix(l.Content, "\n")
+			var kind, sign, o, n string
+			switch l.Kind {
+			case udiff.Delete:
+				kind, sign, o = "dl-del", "−", strconv.Itoa(oldN)
+				oldN++
+			case udiff.Insert:
+				kind, sign, n = "dl-add", "+", strconv.Itoa(newN)
+				newN++
+			default:
+				kind, sign, o, n = "dl-eq", " ", strconv.Itoa(oldN), strconv.Itoa(newN)
+				oldN++
+				newN++
+			}
+			rows = append(rows, app.Div().Class("dl", kind).Body(
+				app.Span().Class("ln").Text(o),
+				app.Span().Class("ln").Text(n),
+				app.Span().Class("dt").Text(sign+text),
+			))
+		}
+	}
+	return diffBox(width, rows)
+}
+
+// diffBox holds a diff's rows; the line number columns are as wide as its largest number.
+func diffBox(digits int, rows []app.UI) app.UI {
+	return app.Div().Class("diff").Style("--ln", strconv.Itoa(max(digits, 3))+"ch").Body(rows...)
+}

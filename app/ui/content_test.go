@@ -1,0 +1,76 @@
+package ui
+
+import (
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/maxence-charriere/go-app/v10/pkg/app"
+
+	"conch/shared"
+)
+
+func TestContentLabel(t *testing.T) {
+	n := func(v int) *int { return &v }
+	for _, tt := range []struct {
+		s    shared.ToolContentItemSummary
+		want string
+	}{
+		{shared.ToolContentItemSummary{Type: "diff", Path: "/repo/main.go", OldBytes: n(10), NewBytes: n(20), AddedLines: n(3), RemovedLines: n(1)}, "Diff · /repo/main.go · +3 −1"},
+		{shared.ToolContentItemSummary{Type: "diff", Path: "big.bin", OldBytes: n(0), NewBytes: n(5 << 20), Omitted: true}, "Diff · big.bin · too large to keep (5 MB)"},
+		{shared.ToolContentItemSummary{Type: "text", Bytes: n(812)}, "Text · 812 B"},
+	} {
+		if got := contentLabel(tt.s); got != tt.want {
+			t.Errorf("label %q, want %q", got, tt.want)
+		}
+	}
+}
+
+// The diff view numbers the old and new lines, marks added and removed ones, and treats
+// the texts as text.
+func TestDiffView(t *testing.T) {
+	oldText := "one\ntwo\nthree\n<b>four</b>\n"
+	newText := "one\n2\nthree\n<b>four</b>\nfive\n"
+	// Without the indentation HTMLString adds between elements.
+	html := regexp.MustCompile(`>\s+<`).ReplaceAllString(app.HTMLString(diffView(oldText, newText)), "><")
+	for _, want := range []string{
+		"@@ −1 +1 @@",
+		`<span class="ln">2</span><span class="ln"></span><span class="dt">−two</span>`,
+		`<span class="ln"></span><span class="ln">2</span><span class="dt">+2</span>`,
+		`<span class="ln">3</span><span class="ln">3</span><span class="dt"> three</span>`,
+		`<span class="ln"></span><span class="ln">5</span><span class="dt">+five</span>`,
+		"&lt;b&gt;four&lt;/b&gt;",
+	} {
+		if !strings.Contains(html, want) {
+			t.Errorf("missing %q in\n%s", want, html)
+		}
+	}
+	if got := app.HTMLString(diffView("same\n", "same\n")); !strings.Contains(got, "No change.") {
+		t.Errorf("no change: %s", got)
+	}
+	long := strings.Repeat("x\n", maxDiffLines+10)
+	if got := app.HTMLString(diffView("", long)); strings.Count(got, `class="dl dl-add"`) != maxDiffLines || !strings.Contains(got, "is not shown") {
+		t.Error("a long diff is not bounded")
+	}
+}
+
+// A tool call with content shows one collapsed disclosure per item, labelled from the
+// summary; an omitted diff has no button.
+func TestToolCallRowCollapsed(t *testing.T) {
+	n := func(v int) *int { return &v }
+	m := shared.Message{ID: "t1", Type: shared.TypeToolCall, Content: "Edit", Metadata: &shared.Metadata{Title: "Edit main.go", Status: shared.StatusCompleted,
+		Normalized: &shared.Normalized{Kind: shared.NormalizedToolContent, ToolContent: &shared.ToolContentSummary{Items: []shared.ToolContentItemSummary{
+			{Type: "diff", Path: "main.go", OldBytes: n(1), NewBytes: n(2), AddedLines: n(1), RemovedLines: n(0)},
+			{Type: "diff", Path: "huge.go", OldBytes: n(0), NewBytes: n(9 << 20), Omitted: true},
+		}}}}}
+	html := app.HTMLString(renderMessage("s1", m))
+	for _, want := range []string{`data-message-id="t1"`, "Edit main.go", `aria-expanded="false"`, `aria-label="Show diff · main.go · +1 −0"`,
+		"Diff · main.go · +1 −0", "Diff · huge.go · too large to keep (9 MB)"} {
+		if !strings.Contains(html, want) {
+			t.Errorf("missing %q in\n%s", want, html)
+		}
+	}
+	if strings.Count(html, "<button") != 1 || strings.Contains(html, "transcript") {
+		t.Errorf("want one collapsed button:\n%s", html)
+	}
+}
