@@ -292,6 +292,35 @@ func TestCommandRowTerminalText(t *testing.T) {
 	}
 }
 
+// Search marks every match in both streams, ignoring case, and counts them; the current
+// match has a class of its own, also across a change of style inside it.
+func TestCommandRowSearch(t *testing.T) {
+	tests := []struct {
+		name, query string
+		at          int
+		want        []string
+		notWant     []string
+	}{
+		{"count and current", "err", 1, []string{">2 of 5<", `<mark class="hit">err</mark>or one`, `<mark class="hit current">ERR</mark>OR two`,
+			`std<mark class="hit">err</mark><mark class="hit">err</mark>or`}, nil},
+		{"across styles", "error", 0, []string{`<mark class="hit"><span class="t-f1">er</span></mark><mark class="hit">ror</mark>`}, nil},
+		{"markup stays text", "<b>", 0, []string{`<mark class="hit current">&lt;b&gt;</mark>`}, []string{"><b>"}},
+		{"nothing found", "absent", 0, []string{">No matches<", "disabled"}, []string{"<mark"}},
+		{"no search", "", 0, nil, []string{"<mark", "No matches"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := row(shellMsg(shared.StatusCompleted, shared.ShellOutputSummary{HasOutput: true, StdoutBytes: 9}), func(m *poll.Machine) {
+				m.Open()
+				m.Loaded(1, snapshot(shared.StatusCompleted, shared.ShellOutput{ExitCode: intp(0),
+					Stdout: "error one\nfine <b>\nERROR two\n", Stderr: "stderr error\n\x1b[31mer\x1b[0mror\n"}), "")
+			})
+			c.tools.query, c.tools.at = tt.query, tt.at
+			checkHTML(t, compact(render(t, c)), tt.want, tt.notWant)
+		})
+	}
+}
+
 // A server that wrongly sent bodies in metadata must still not get them on screen: the
 // wire type has no body field, and the transcript comes from the snapshot only.
 func TestCommandRowNeverReadsBodyFromMetadata(t *testing.T) {
