@@ -16,11 +16,17 @@ import (
 // the 256 KiB bound of both streams.
 const snapshotCacheBytes = 64 << 20
 
-// handleShellOutput answers the output snapshot (CONTRACT.md, "The output snapshot").
+// handleShellOutput answers the output snapshot (CONTRACT.md, "The output snapshot"),
+// or with offsets only what came after them (Extensions, "Shell output, richer").
 // A cheap scoped lookup of the output's version comes first: it answers 404 without
 // reading a body, 304 to a client that already holds this version, and otherwise picks
-// the encoded snapshot from the cache when the body has not changed since it was read.
+// the encoded snapshot (and its compressed forms) from the cache when the body has not
+// changed since it was read.
 func (s *server) handleShellOutput(c *fiber.Ctx) error {
+	from, offsets, err := offsetsOf(c)
+	if err != nil {
+		return s.fail(c, err)
+	}
 	ctx, sessionID, messageID := c.UserContext(), c.Params("session_id"), c.Params("message_id")
 	stamp, err := s.store.GetShellOutputStamp(ctx, sessionID, messageID)
 	if err != nil {
@@ -31,6 +37,20 @@ func (s *server) handleShellOutput(c *fiber.Ctx) error {
 	if etag := snapshotETag(messageID, stamp); c.Get(fiber.HeaderIfNoneMatch) == etag {
 		c.Set(fiber.HeaderETag, etag)
 		return c.SendStatus(fiber.StatusNotModified)
+	}
+	c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSON)
+	if offsets {
+		// Small and different for each reader: built and compressed per request.
+		snap, err := s.store.GetShellOutput(ctx, sessionID, messageID)
+		if err != nil {
+			return s.fail(c, err)
+		}
+		body, err := json.Marshal(snap.Since(from))
+		if err != nil {
+			return s.fail(c, err)
+		}
+		c.Set(fiber.HeaderETag, snapshotETag(messageID, snap.UpdatedAt))
+		return sendEncoded(c, body, func(name string) []byte { return compress(name, body) })
 	}
 	body := s.snapshots.get(messageID, stamp)
 	if body == nil {
@@ -45,8 +65,28 @@ func (s *server) handleShellOutput(c *fiber.Ctx) error {
 		s.snapshots.put(messageID, stamp, body)
 	}
 	c.Set(fiber.HeaderETag, snapshotETag(messageID, stamp))
-	c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSON)
-	return c.Send(body)
+	return sendEncoded(c, body, func(name string) []byte { return s.snapshots.encoded(messageID, stamp, name, body) })
+}
+
+// offsetsOf reads stdout_offset and stderr_offset (either may be left out: 0); ok says
+// the request named at least one.
+func offsetsOf(c *fiber.Ctx) (from shared.Offsets, ok bool, err error) {
+	args := c.Context().QueryArgs()
+	for _, o := range []struct {
+		name string
+		to   *int64
+	}{{"stdout_offset", &from.Stdout}, {"stderr_offset", &from.Stderr}} {
+		if !args.Has(o.name) {
+			continue
+		}
+		ok = true
+		v, perr := strconv.ParseInt(string(args.Peek(o.name)), 10, 64)
+		if perr != nil || v < 0 {
+			return from, ok, shared.Errorf(shared.CodeInvalid, "%s must be a whole number of bytes, 0 or more", o.name)
+		}
+		*o.to = v
+	}
+	return from, ok, nil
 }
 
 // handleShellOutputRaw answers one stream of the stored output as a text file to save
@@ -70,7 +110,8 @@ func (s *server) handleShellOutputRaw(c *fiber.Ctx) error {
 	// The stored id, not the path's: a file name made of our own characters only.
 	c.Set(fiber.HeaderContentDisposition, `attachment; filename="`+snap.MessageID+"-"+stream+`.txt"`)
 	c.Set(fiber.HeaderContentType, fiber.MIMETextPlainCharsetUTF8)
-	return c.SendString(text)
+	body := []byte(text)
+	return sendEncoded(c, body, func(name string) []byte { return compress(name, body) })
 }
 
 var errStream = shared.Errorf(shared.CodeInvalid, "stream must be stdout or stderr")
@@ -80,6 +121,7 @@ func snapshotETag(messageID string, stamp time.Time) string {
 }
 
 // snapshotCache keeps encoded snapshots by message id, each valid for one updated_at,
+// with the compressed forms asked for so far (a popular output is compressed once),
 // least recently used first out once the bytes bound is reached.
 type snapshotCache struct {
 	mu    sync.Mutex
@@ -90,9 +132,18 @@ type snapshotCache struct {
 }
 
 type cachedSnapshot struct {
-	id    string
-	stamp time.Time
-	body  []byte
+	id       string
+	stamp    time.Time
+	body     []byte
+	variants map[string][]byte // by encoding
+}
+
+func (e *cachedSnapshot) size() int {
+	n := len(e.body)
+	for _, v := range e.variants {
+		n += len(v)
+	}
+	return n
 }
 
 func newSnapshotCache(max int) *snapshotCache {
@@ -103,12 +154,20 @@ func newSnapshotCache(max int) *snapshotCache {
 func (c *snapshotCache) get(id string, stamp time.Time) []byte {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if e := c.entry(id, stamp); e != nil {
+		return e.body
+	}
+	return nil
+}
+
+// entry returns the entry of id at stamp, now the most recent, or nil. c.mu is held.
+func (c *snapshotCache) entry(id string, stamp time.Time) *cachedSnapshot {
 	e, ok := c.byID[id]
 	if !ok || !e.Value.(*cachedSnapshot).stamp.Equal(stamp) {
 		return nil
 	}
 	c.order.MoveToFront(e)
-	return e.Value.(*cachedSnapshot).body
+	return e.Value.(*cachedSnapshot)
 }
 
 func (c *snapshotCache) put(id string, stamp time.Time, body []byte) {
@@ -122,6 +181,33 @@ func (c *snapshotCache) put(id string, stamp time.Time, body []byte) {
 	}
 	c.byID[id] = c.order.PushFront(&cachedSnapshot{id: id, stamp: stamp, body: body})
 	c.size += len(body)
+	c.evict()
+}
+
+// encoded returns body, the snapshot of id at stamp, in the named encoding: from the
+// cache, or compressed now and kept with it while it is cached.
+func (c *snapshotCache) encoded(id string, stamp time.Time, name string, body []byte) []byte {
+	c.mu.Lock()
+	if e := c.entry(id, stamp); e != nil && e.variants[name] != nil {
+		c.mu.Unlock()
+		return e.variants[name]
+	}
+	c.mu.Unlock()
+	out := compress(name, body) // outside the lock: other answers go on meanwhile
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e := c.entry(id, stamp); e != nil && e.variants[name] == nil {
+		if e.variants == nil {
+			e.variants = map[string][]byte{}
+		}
+		e.variants[name] = out
+		c.size += len(out)
+		c.evict()
+	}
+	return out
+}
+
+func (c *snapshotCache) evict() {
 	for c.size > c.max {
 		c.remove(c.order.Back())
 	}
@@ -130,5 +216,5 @@ func (c *snapshotCache) put(id string, stamp time.Time, body []byte) {
 func (c *snapshotCache) remove(e *list.Element) {
 	v := c.order.Remove(e).(*cachedSnapshot)
 	delete(c.byID, v.id)
-	c.size -= len(v.body)
+	c.size -= v.size()
 }
