@@ -309,3 +309,41 @@ func TestFollowOnlyAtTheEnd(t *testing.T) {
 	b.waitFor(t, "more lines", fmt.Sprintf(`document.querySelectorAll(%q).length > %d`, pre+" .ln", n))
 	b.waitFor(t, "at the end again", atEnd)
 }
+
+// steadyCommand prints a line every 10 ms for about 10 s.
+const steadyCommand = `for i in $(seq 1 800); do echo "line $i of the steady output"; sleep 0.01; done`
+
+// While a command runs, each poll asks only for what is new and gets it compressed: the
+// bodies of the polls after the first add up to less than twice the output printed
+// meanwhile, and the transcript ends up holding exactly the stored output.
+func TestRunningTransfersOnlyNewOutput(t *testing.T) {
+	s := startServer(t)
+	b, m := s.openRunning(t, steadyCommand, 100)
+	out := "#output-" + m.ID
+	b.waitFor(t, "the end of the command", fmt.Sprintf(`(document.querySelector(%q) || {textContent: ""}).textContent.includes("Exit code 0")`, out))
+	ctx, cancel := context.WithTimeout(context.Background(), deadline)
+	defer cancel()
+	snap, err := s.API.ShellOutput(ctx, m.SessionID, m.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := b.text(t, out+" pre.stdout"); got != snap.Output.Stdout {
+		t.Fatalf("the transcript holds %d bytes, the store %d: appending lost or doubled output", len(got), len(snap.Output.Stdout))
+	}
+	loads := b.finished(m.ID)
+	first := loads[0]
+	var later int64
+	for i, l := range loads[1:] {
+		if !l.offsets || (l.status != 200 && l.status != 304) {
+			t.Errorf("poll %d: %+v, want offsets and 200 or 304", i+2, l)
+		}
+		later += l.bodyBytes
+	}
+	// The first body held at least the 100 bytes waited for; everything after came later.
+	printed := snap.Output.StdoutTotalBytes - 100
+	t.Logf("%d polls after the first carried %d body bytes for at most %d bytes printed meanwhile (first body: %d bytes)",
+		len(loads)-1, later, printed, first.bodyBytes)
+	if len(loads) < 5 || later >= 2*printed {
+		t.Errorf("%d polls carried %d body bytes for %d bytes printed meanwhile, want under twice", len(loads)-1, later, printed)
+	}
+}

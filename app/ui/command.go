@@ -112,9 +112,9 @@ func (c *CommandRow) run(ctx app.Context, cmds []poll.Command) {
 		case poll.Fetch:
 			reqCtx, cancel := context.WithCancel(c.ctx)
 			c.requests[seq] = cancel
-			sid, mid, etag := c.SessionID, c.Msg.ID, cmd.ETag
+			sid, mid, etag, from := c.SessionID, c.Msg.ID, cmd.ETag, cmd.From
 			ctx.Async(func() {
-				snap, version, unchanged, err := api.ShellOutputIfChanged(reqCtx, sid, mid, etag)
+				snap, version, unchanged, err := api.ShellOutputIfChanged(reqCtx, sid, mid, etag, from)
 				c.dispatch(ctx, func(ctx app.Context) {
 					cancel()
 					delete(c.requests, seq)
