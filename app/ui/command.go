@@ -198,9 +198,11 @@ func (c *CommandRow) Render() app.UI {
 }
 
 func (c *CommandRow) renderDisclosure(sum shared.ShellOutputSummary, view poll.View, bodyID string) app.UI {
-	name := "Show command output"
+	// The name holds the visible label (WCAG 2.5.3): "Show command output · 8.7 KB".
+	label := outputLabel(sum)
+	name := "Show command output" + strings.TrimPrefix(label, "Output")
 	if view.Open {
-		name = "Hide command output"
+		name = "Hide command output" + strings.TrimPrefix(label, "Output")
 	}
 	return app.Div().Class("disclosure").Body(
 		app.Button().
@@ -212,7 +214,7 @@ func (c *CommandRow) renderDisclosure(sum shared.ShellOutputSummary, view poll.V
 			OnClick(c.toggle).
 			Body(
 				app.Span().Class("chevron").Aria("hidden", "true"),
-				app.Text(outputLabel(sum)),
+				app.Text(label),
 			),
 		app.If(view.Open, func() app.UI {
 			return app.Div().ID(bodyID).Class(c.transcriptClasses()...).OnKeyDown(c.transcriptKey).Body(c.transcript(view)...)
