@@ -30,6 +30,10 @@ type ShellOutput struct {
 	StderrTotalBytes int64      `json:"stderr_total_bytes,omitempty"`
 	StartedAt        *time.Time `json:"started_at,omitempty"`
 	FinishedAt       *time.Time `json:"finished_at,omitempty"`
+	// In an answer to offsets (ShellOutputSnapshot.Since) that appends: where the
+	// bodies above start, in bytes produced.
+	StdoutOffset *int64 `json:"stdout_offset,omitempty"`
+	StderrOffset *int64 `json:"stderr_offset,omitempty"`
 }
 
 // ShellOutputSummary is the body-free projection of a ShellOutput. It has no body field
@@ -47,12 +51,76 @@ type ShellOutputSummary struct {
 	FinishedAt       *time.Time `json:"finished_at,omitempty"`
 }
 
-// ShellOutputSnapshot is the answer of the shell-output endpoint.
+// ShellOutputSnapshot is the answer of the shell-output endpoint. Append is set only in
+// an answer to offsets: true when Output holds only what came after them.
 type ShellOutputSnapshot struct {
 	MessageID string      `json:"message_id"`
 	Status    ToolStatus  `json:"status"`
 	UpdatedAt time.Time   `json:"updated_at"`
+	Append    *bool       `json:"append,omitempty"`
 	Output    ShellOutput `json:"output"`
+}
+
+// Offsets are positions in the bytes a command produced on each stream: what a reader
+// already holds, asked for what came after.
+type Offsets struct {
+	Stdout, Stderr int64
+}
+
+// End returns the offsets just past what s holds: where the next answer should start.
+func (s ShellOutputSnapshot) End() Offsets {
+	return Offsets{max(s.Output.StdoutTotalBytes, int64(len(s.Output.Stdout))), max(s.Output.StderrTotalBytes, int64(len(s.Output.Stderr)))}
+}
+
+// Since answers offsets from the whole snapshot s (CONTRACT.md, "Shell output, richer"):
+// only what each stream produced after them while the kept tail still reaches back to
+// them (Append true), else all of s (Append false). The kept text of a stream holds the
+// last bytes produced, so it starts at total - kept; an offset before that start, past
+// the end, or inside a character cannot be answered by appending.
+func (s ShellOutputSnapshot) Since(from Offsets) ShellOutputSnapshot {
+	appended, ok := true, true
+	out := s.Output
+	out.Stdout, out.StdoutOffset, ok = after(s.Output.Stdout, s.Output.StdoutTotalBytes, from.Stdout)
+	if ok {
+		out.Stderr, out.StderrOffset, ok = after(s.Output.Stderr, s.Output.StderrTotalBytes, from.Stderr)
+	}
+	if !ok {
+		appended, out = false, s.Output
+	}
+	s.Output, s.Append = out, &appended
+	return s
+}
+
+// after returns the part of kept (the tail of total bytes produced) from offset on.
+func after(kept string, total, offset int64) (string, *int64, bool) {
+	total = max(total, int64(len(kept)))
+	start := total - int64(len(kept))
+	if offset < start || offset > total {
+		return "", nil, false
+	}
+	rest := kept[offset-start:]
+	if rest != "" && !utf8.RuneStart(rest[0]) {
+		return "", nil, false
+	}
+	return rest, &offset, true
+}
+
+// Extend returns held followed by a, an answer to held.End() that appends: the streams
+// joined and bounded as the store bounds them, the rest (status, exit, totals) from a.
+// ok is false when a does not start where held ends: the caller must fetch it whole.
+func (held ShellOutputSnapshot) Extend(a ShellOutputSnapshot) (ShellOutputSnapshot, bool) {
+	end := held.End()
+	o := a.Output
+	if o.StdoutOffset == nil || o.StderrOffset == nil || *o.StdoutOffset != end.Stdout || *o.StderrOffset != end.Stderr {
+		return held, false
+	}
+	var cutOut, cutErr bool
+	o.Stdout, cutOut = Bound(held.Output.Stdout+o.Stdout, OutputLimit)
+	o.Stderr, cutErr = Bound(held.Output.Stderr+o.Stderr, OutputLimit)
+	o.Truncated = o.Truncated || held.Output.Truncated || cutOut || cutErr
+	o.StdoutOffset, o.StderrOffset = nil, nil
+	a.Output, a.Append = o, nil
+	return a, true
 }
 
 // Summarize projects an output to its summary. Byte counts are UTF-8 bytes retained.

@@ -2,6 +2,7 @@ package shared
 
 import (
 	"encoding/json"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -161,4 +162,74 @@ func FuzzBound(f *testing.F) {
 			t.Fatalf("kept %d bytes: more than one character short of the limit", len(got))
 		}
 	})
+}
+
+func TestSince(t *testing.T) {
+	snap := func(stdout string, outTotal int64, stderr string, errTotal int64) ShellOutputSnapshot {
+		return ShellOutputSnapshot{MessageID: "m", Status: StatusRunning, Output: ShellOutput{Stdout: stdout, StdoutTotalBytes: outTotal,
+			Stderr: stderr, StderrTotalBytes: errTotal, Truncated: outTotal > int64(len(stdout))}}
+	}
+	tests := []struct {
+		name string
+		s    ShellOutputSnapshot
+		from Offsets
+		want string // the output as JSON, then the value of append
+	}{
+		{"nothing new", snap("abcdef", 6, "", 0), Offsets{6, 0},
+			`{"stdout_total_bytes":6,"stdout_offset":6,"stderr_offset":0} true`},
+		{"the rest of both", snap("abcdef", 6, "warn\n", 5), Offsets{2, 4},
+			`{"stdout":"cdef","stderr":"\n","stdout_total_bytes":6,"stderr_total_bytes":5,"stdout_offset":2,"stderr_offset":4} true`},
+		{"from the start", snap("ab", 2, "", 0), Offsets{0, 0},
+			`{"stdout":"ab","stdout_total_bytes":2,"stdout_offset":0,"stderr_offset":0} true`},
+		{"inside the kept tail", snap("defghi", 100, "", 0), Offsets{96, 0},
+			`{"stdout":"fghi","truncated":true,"stdout_total_bytes":100,"stdout_offset":96,"stderr_offset":0} true`},
+		{"the tail moved past the offset: all", snap("defghi", 100, "", 0), Offsets{50, 0},
+			`{"stdout":"defghi","truncated":true,"stdout_total_bytes":100} false`},
+		{"past the end: all", snap("abc", 3, "", 0), Offsets{4, 0},
+			`{"stdout":"abc","stdout_total_bytes":3} false`},
+		{"stderr past its end: all", snap("abc", 3, "e", 1), Offsets{3, 2},
+			`{"stdout":"abc","stderr":"e","stdout_total_bytes":3,"stderr_total_bytes":1} false`},
+		{"negative: all", snap("abc", 3, "", 0), Offsets{-1, 0},
+			`{"stdout":"abc","stdout_total_bytes":3} false`},
+		{"inside a character: all", snap("héllo", 6, "", 0), Offsets{2, 0},
+			`{"stdout":"héllo","stdout_total_bytes":6} false`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := tt.s.Since(tt.from)
+			raw, _ := json.Marshal(got.Output)
+			if s := string(raw) + " " + fmt.Sprint(*got.Append); s != tt.want {
+				t.Errorf("Since(%v)\n got %s\nwant %s", tt.from, s, tt.want)
+			}
+		})
+	}
+}
+
+// A reader that asks for what is new after what it holds, and extends it with the
+// answers, holds what the whole snapshot holds, also as the kept tail slides past
+// characters of several bytes; an answer that does not start where it ends is refused.
+func TestSinceThenExtend(t *testing.T) {
+	var produced strings.Builder
+	var held ShellOutputSnapshot
+	for i := 0; i < 12; i++ {
+		produced.WriteString(strings.Repeat("日本語 line "+fmt.Sprint(i)+"\n", 3000*(i%3)+1))
+		whole := ShellOutputSnapshot{MessageID: "m", Status: StatusRunning, Output: ShellOutput{Stdout: produced.String()}.Bounded()}
+		answer := whole.Since(held.End())
+		if *answer.Append {
+			var ok bool
+			if held, ok = held.Extend(answer); !ok {
+				t.Fatalf("step %d: an answer to held.End() refused", i)
+			}
+		} else {
+			held, held.Append = answer, nil
+		}
+		if held.Output.Stdout != whole.Output.Stdout || held.Output.Truncated != whole.Output.Truncated || held.End() != whole.End() {
+			t.Fatalf("step %d (append %v): held %d bytes (truncated %v), whole %d (truncated %v)", i, *answer.Append,
+				len(held.Output.Stdout), held.Output.Truncated, len(whole.Output.Stdout), whole.Output.Truncated)
+		}
+	}
+	stale := held.Since(Offsets{0, 0})
+	if _, ok := held.Extend(stale); ok || *stale.Append {
+		t.Fatal("an answer from other offsets was taken")
+	}
 }

@@ -139,11 +139,11 @@ func output(ctx context.Context, api *client.Client, messageID, stream string, s
 
 // seen is what the printer has shown of one message.
 type seen struct {
-	msg            shared.Message
-	content        int    // bytes of the content shown (agent text grows)
-	stdout, stderr string // the kept output last shown
-	etag           string
-	ended          bool // a command's final line is shown
+	msg     shared.Message
+	content int            // bytes of the content shown (agent text grows)
+	end     shared.Offsets // where the output shown ends, in bytes produced
+	etag    string
+	ended   bool // a command's final line is shown
 }
 
 // printer shows a session's messages as they arrive.
@@ -372,10 +372,11 @@ func (p *printer) show(ctx context.Context, m shared.Message, live bool) {
 	}
 }
 
-// follow prints what a command wrote since it was last shown. The server keeps the last
-// 256 KiB of each stream, so when more arrived than that between two looks, the cut is said.
+// follow prints what a command wrote since it was last shown, asking the server only for
+// the bytes after those (offsets). The server keeps the last 256 KiB of each stream, so
+// when more arrived than that between two looks, the cut is said.
 func (p *printer) follow(ctx context.Context, s *seen) {
-	snap, etag, unchanged, err := p.api.ShellOutputIfChanged(ctx, s.msg.SessionID, s.msg.ID, s.etag)
+	snap, etag, unchanged, err := p.api.ShellOutputIfChanged(ctx, s.msg.SessionID, s.msg.ID, s.etag, &s.end)
 	if err != nil {
 		p.say("conch: reading the output: %v", err)
 		return
@@ -384,32 +385,16 @@ func (p *printer) follow(ctx context.Context, s *seen) {
 		return
 	}
 	s.etag = etag
-	for _, st := range []struct {
-		shown *string
-		now   string
-		w     io.Writer
-	}{{&s.stdout, snap.Output.Stdout, p.stdout}, {&s.stderr, snap.Output.Stderr, p.stderr}} {
-		news, cut := after(*st.shown, st.now)
-		if cut {
+	o := snap.Output
+	if snap.Append == nil || !*snap.Append {
+		// The whole kept tail: what was shown before it is no longer kept.
+		if s.end != (shared.Offsets{}) {
 			p.say("[… output not kept by the server …]")
 		}
-		io.WriteString(st.w, news)
-		*st.shown = st.now
 	}
-}
-
-// after returns what now holds beyond shown: now is the kept tail of a stream of which
-// shown was an earlier kept tail. cut says some bytes in between are no longer kept.
-func after(shown, now string) (string, bool) {
-	if strings.HasPrefix(now, shown) {
-		return now[len(shown):], false
-	}
-	// The kept tail moved: find where the end of what was shown sits in it.
-	mark := shown[max(0, len(shown)-4096):]
-	if i := strings.LastIndex(now, mark); i >= 0 {
-		return now[i+len(mark):], false
-	}
-	return now, shown != ""
+	io.WriteString(p.stdout, o.Stdout)
+	io.WriteString(p.stderr, o.Stderr)
+	s.end = snap.End()
 }
 
 // ending is a command's last line.

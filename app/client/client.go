@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 
 	"conch/shared"
@@ -132,16 +133,22 @@ func (c *Client) AnswerPermission(ctx context.Context, sessionID, messageID, opt
 
 // ShellOutput fetches the whole stored output of one shell command.
 func (c *Client) ShellOutput(ctx context.Context, sessionID, messageID string) (shared.ShellOutputSnapshot, error) {
-	s, _, _, err := c.ShellOutputIfChanged(ctx, sessionID, messageID, "")
+	s, _, _, err := c.ShellOutputIfChanged(ctx, sessionID, messageID, "", nil)
 	return s, err
 }
 
 // ShellOutputIfChanged fetches the output of one shell command unless it is still the
 // version etag (an ETag this method returned): then the server answers 304 with no body,
-// and notModified is true with a zero snapshot. With etag "" it always fetches.
-func (c *Client) ShellOutputIfChanged(ctx context.Context, sessionID, messageID, etag string) (snap shared.ShellOutputSnapshot, version string, notModified bool, err error) {
+// and notModified is true with a zero snapshot. With etag "" it always fetches. With
+// from, the answer may hold only what came after those offsets (snap.Append true; see
+// shared.ShellOutputSnapshot.Extend).
+func (c *Client) ShellOutputIfChanged(ctx context.Context, sessionID, messageID, etag string, from *shared.Offsets) (snap shared.ShellOutputSnapshot, version string, notModified bool, err error) {
 	version = etag
-	err = c.callIfNoneMatch(ctx, "GET", shellOutputPath(sessionID, messageID), &version, nil, &snap)
+	path := shellOutputPath(sessionID, messageID)
+	if from != nil {
+		path += "?stdout_offset=" + strconv.FormatInt(from.Stdout, 10) + "&stderr_offset=" + strconv.FormatInt(from.Stderr, 10)
+	}
+	err = c.callIfNoneMatch(ctx, "GET", path, &version, nil, &snap)
 	if errors.Is(err, errNotModified) {
 		return snap, etag, true, nil
 	}

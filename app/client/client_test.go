@@ -146,9 +146,9 @@ func TestWebSocketMatchesResponsesAndQueuesNotifications(t *testing.T) {
 // body, and a 304 the client did not ask for is an error, not "unchanged".
 func TestShellOutputIfChanged(t *testing.T) {
 	const current = `"v2"`
-	var sent string
+	var sent, query string
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		sent = r.Header.Get("If-None-Match")
+		sent, query = r.Header.Get("If-None-Match"), r.URL.RawQuery
 		w.Header().Set("ETag", current)
 		if sent == current || r.URL.Path == "/api/v1/task-sessions/s1/messages/always304/shell-output" {
 			w.WriteHeader(http.StatusNotModified)
@@ -162,6 +162,8 @@ func TestShellOutputIfChanged(t *testing.T) {
 
 	tests := []struct {
 		name, message, held     string
+		from                    *shared.Offsets
+		wantQuery               string
 		wantStdout, wantVersion string
 		wantUnchanged           bool
 		wantErr                 bool
@@ -170,12 +172,14 @@ func TestShellOutputIfChanged(t *testing.T) {
 		{name: "an older version: the whole snapshot", message: "m1", held: `"v1"`, wantStdout: "two", wantVersion: current},
 		{name: "the current version: unchanged", message: "m1", held: current, wantVersion: current, wantUnchanged: true},
 		{name: "a 304 not asked for is an error", message: "always304", wantErr: true},
+		{name: "offsets go in the query", message: "m1", held: `"v1"`, from: &shared.Offsets{Stdout: 3, Stderr: 1 << 40},
+			wantQuery: "stdout_offset=3&stderr_offset=1099511627776", wantStdout: "two", wantVersion: current},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			snap, version, unchanged, err := c.ShellOutputIfChanged(context.Background(), "s1", tt.message, tt.held)
-			if sent != tt.held {
-				t.Errorf("If-None-Match %q, want %q", sent, tt.held)
+			snap, version, unchanged, err := c.ShellOutputIfChanged(context.Background(), "s1", tt.message, tt.held, tt.from)
+			if sent != tt.held || query != tt.wantQuery {
+				t.Errorf("If-None-Match %q and query %q, want %q and %q", sent, query, tt.held, tt.wantQuery)
 			}
 			if (err != nil) != tt.wantErr || (err != nil && !strings.Contains(err.Error(), "304")) {
 				t.Fatalf("error %v, want one: %v (naming the 304)", err, tt.wantErr)

@@ -7,6 +7,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -237,6 +238,7 @@ type browser struct {
 type snapshotLoad struct {
 	message     string
 	ifNoneMatch string // the version the page said it held
+	offsets     bool   // asked only for what came after the page's snapshot
 	status      int64
 	etag        string
 	bytes       float64 // received in all: headers and body, as on the wire
@@ -283,13 +285,15 @@ func (b *browser) observe(ev any) {
 	defer b.mu.Unlock()
 	switch e := ev.(type) {
 	case *network.EventRequestWillBeSent:
-		if !strings.HasSuffix(e.Request.URL, "/shell-output") && !strings.HasSuffix(e.Request.URL, "/tool-content") {
+		u, err := url.Parse(e.Request.URL)
+		if err != nil || !strings.HasSuffix(u.Path, "/shell-output") && !strings.HasSuffix(u.Path, "/tool-content") {
 			return
 		}
-		parts := strings.Split(e.Request.URL, "/")
+		parts := strings.Split(u.Path, "/")
 		id := parts[len(parts)-2]
 		b.requests[id]++
-		b.pending[e.RequestID] = &snapshotLoad{message: id, ifNoneMatch: header(e.Request.Headers, "If-None-Match")}
+		b.pending[e.RequestID] = &snapshotLoad{message: id, ifNoneMatch: header(e.Request.Headers, "If-None-Match"),
+			offsets: u.Query().Has("stdout_offset")}
 	case *network.EventResponseReceived:
 		if l := b.pending[e.RequestID]; l != nil {
 			l.status, l.etag = e.Response.Status, header(e.Response.Headers, "ETag")

@@ -101,6 +101,39 @@ func TestMeasureOpenDisclosure(t *testing.T) {
 		"%.0f bytes received, %d of them bodies", open, size, len(loads), statuses, bytes, body)
 }
 
+// TestMeasureSteadyOutput prints the bytes that a disclosure left open for 30 s on a
+// command printing a line every 10 ms downloads, against the bytes printed meanwhile.
+// Run it against two builds (CONCH_BIN) to compare them: CONCH_UI_MEASURE=1.
+func TestMeasureSteadyOutput(t *testing.T) {
+	if os.Getenv("CONCH_UI_MEASURE") == "" {
+		t.Skip("set CONCH_UI_MEASURE=1 to measure an open disclosure's downloads")
+	}
+	const open = 30 * time.Second
+	s := startServer(t)
+	b, m := s.openRunning(t, `i=0; while [ $i -lt 6000 ]; do i=$((i+1)); echo "line $i: compiling package $i of the steady build"; sleep 0.01; done`, 100)
+	total := func() int64 {
+		ctx, cancel := context.WithTimeout(context.Background(), deadline)
+		defer cancel()
+		snap, err := s.API.ShellOutput(ctx, m.SessionID, m.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return snap.End().Stdout // (a build without totals: the kept bytes, all of them within 30 s)
+	}
+	before, skip := total(), len(b.finished(m.ID))
+	time.Sleep(open) // the measure is what an open disclosure costs over this time
+	printed := total() - before
+	var bytes float64
+	var body int64
+	loads := b.finished(m.ID)[skip:]
+	for _, l := range loads {
+		bytes += l.bytes
+		body += l.bodyBytes
+	}
+	t.Logf("disclosure open %v on a command printing a line every 10 ms: %d bytes printed, %d requests, "+
+		"%.0f bytes received (%.2f× the output printed), %d of them bodies", open, printed, len(loads), bytes, bytes/float64(printed), body)
+}
+
 // seed sends n commands and waits until the last one has finished.
 func seed(t *testing.T, s *server, sid string, n int, command func(i int) string) {
 	t.Helper()

@@ -25,8 +25,9 @@ type CommandRow struct {
 	ctx      context.Context // cancelled on dismount: go-app's context is not
 	cancel   context.CancelFunc
 	requests map[uint64]context.CancelFunc
-	shown    rendered // the snapshot on screen as terminal lines
-	ticking  bool     // a redraw of the running time is scheduled
+	shown    rendered  // the snapshot on screen as terminal lines
+	tools    readTools // search, wrap, full screen
+	ticking  bool      // a redraw of the running time is scheduled
 }
 
 // now is the UI's clock; tests set it.
@@ -89,6 +90,7 @@ func (c *CommandRow) OnDismount() {
 func (c *CommandRow) toggle(ctx app.Context, _ app.Event) {
 	if c.machine().View().Open {
 		c.run(ctx, c.m.Close())
+		c.tools = readTools{}
 	} else {
 		c.run(ctx, c.m.Open())
 	}
@@ -110,9 +112,9 @@ func (c *CommandRow) run(ctx app.Context, cmds []poll.Command) {
 		case poll.Fetch:
 			reqCtx, cancel := context.WithCancel(c.ctx)
 			c.requests[seq] = cancel
-			sid, mid, etag := c.SessionID, c.Msg.ID, cmd.ETag
+			sid, mid, etag, from := c.SessionID, c.Msg.ID, cmd.ETag, cmd.From
 			ctx.Async(func() {
-				snap, version, unchanged, err := api.ShellOutputIfChanged(reqCtx, sid, mid, etag)
+				snap, version, unchanged, err := api.ShellOutputIfChanged(reqCtx, sid, mid, etag, from)
 				c.dispatch(ctx, func(ctx app.Context) {
 					cancel()
 					delete(c.requests, seq)
@@ -122,6 +124,7 @@ func (c *CommandRow) run(ctx app.Context, cmds []poll.Command) {
 					case unchanged:
 						c.run(ctx, c.m.Unchanged(seq))
 					default:
+						c.follow(ctx, snap.Status)
 						c.run(ctx, c.m.Loaded(seq, snap, version))
 					}
 				})
@@ -168,7 +171,11 @@ func (c *CommandRow) Render() app.UI {
 	view := c.machine().View()
 	bodyID := "output-" + c.Msg.ID
 
-	return app.Div().Class("msg", "cmd", "cmd-"+string(out)).DataSet("message-id", c.Msg.ID).Body(
+	cls := []string{"msg", "cmd", "cmd-" + string(out)}
+	if c.tools.full {
+		cls = append(cls, "full") // lifts the row's containment so the transcript can fill the window
+	}
+	return app.Div().Class(cls...).DataSet("message-id", c.Msg.ID).Body(
 		app.Div().Class("cmd-head").Body(
 			statusIcon(out, text),
 			app.Code().Class("cmd-text").Text(shared.Visible(command)),
@@ -191,9 +198,11 @@ func (c *CommandRow) Render() app.UI {
 }
 
 func (c *CommandRow) renderDisclosure(sum shared.ShellOutputSummary, view poll.View, bodyID string) app.UI {
-	name := "Show command output"
+	// The name holds the visible label (WCAG 2.5.3): "Show command output · 8.7 KB".
+	label := outputLabel(sum)
+	name := "Show command output" + strings.TrimPrefix(label, "Output")
 	if view.Open {
-		name = "Hide command output"
+		name = "Hide command output" + strings.TrimPrefix(label, "Output")
 	}
 	return app.Div().Class("disclosure").Body(
 		app.Button().
@@ -205,49 +214,12 @@ func (c *CommandRow) renderDisclosure(sum shared.ShellOutputSummary, view poll.V
 			OnClick(c.toggle).
 			Body(
 				app.Span().Class("chevron").Aria("hidden", "true"),
-				app.Text(outputLabel(sum)),
+				app.Text(label),
 			),
 		app.If(view.Open, func() app.UI {
-			return app.Div().ID(bodyID).Class("transcript").Body(transcript(view, c.shown.lines(view.Snapshot), c.retry)...)
+			return app.Div().ID(bodyID).Class(c.transcriptClasses()...).OnKeyDown(c.transcriptKey).Body(c.transcript(view)...)
 		}),
 	)
-}
-
-// transcript renders an open disclosure from the poll view and its snapshot's lines.
-func transcript(view poll.View, lines *rendered, retry app.EventHandler) []app.UI {
-	var out []app.UI
-	if view.Loading {
-		out = append(out, app.P().Class("out-note", "loading").Aria("live", "polite").Text("Loading command output…"))
-	}
-	if s := view.Snapshot; s != nil {
-		o := s.Output
-		if o.Stdout == "" && o.Stderr == "" {
-			empty := "No command output."
-			if !s.Status.IsTerminal() {
-				empty = "No command output yet."
-			}
-			out = append(out, app.P().Class("out-note").Text(empty))
-		}
-		if o.Stdout != "" {
-			out = append(out, streamView("stdout", "Standard output", lines.stdout))
-		}
-		if o.Stderr != "" {
-			out = append(out, streamView("stderr", "Standard error", lines.stderr))
-		}
-		if o.Truncated {
-			out = append(out, app.P().Class("out-note").Text("Output truncated"))
-		}
-		if s.Status.IsTerminal() {
-			out = append(out, app.P().Class("out-exit").Text(exitLabel(o.ExitCode)))
-		}
-	}
-	if view.Failed {
-		out = append(out, app.Div().Class("out-error").Aria("live", "polite").Body(
-			app.Span().Text("Command output unavailable."),
-			app.Button().Type("button").Class("retry").OnClick(retry).Text("Retry"),
-		))
-	}
-	return out
 }
 
 // timing shows how long the command ran (or has been running), and on hover or focus

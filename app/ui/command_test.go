@@ -93,7 +93,7 @@ func TestCommandRowCollapsed(t *testing.T) {
 			name:   "finished with output: label from the summary, collapsed",
 			status: shared.StatusFailed,
 			sum:    shared.ShellOutputSummary{HasOutput: true, StdoutBytes: 800, StderrBytes: 12, ExitCode: intp(7)},
-			want: []string{`aria-label="Show command output"`, `aria-expanded="false"`, "Output · 812 B",
+			want: []string{`aria-label="Show command output · 812 B"`, `aria-expanded="false"`, "Output · 812 B",
 				"icon-failed", "Command failed", "/repo", "go test ./... -run &#39;TestVeryLongName&#39; -count=1"},
 			notWant: []string{"transcript", "Exit code"},
 		},
@@ -164,7 +164,7 @@ func TestCommandRowButtonMatch(t *testing.T) {
 	err := app.TestMatch(c, app.TestUIDescriptor{
 		Path: app.TestPath(0, 2, 0),
 		Expected: app.Button().Class("disclosure-toggle").Type("button").
-			Aria("label", "Show command output").Aria("expanded", "false").Aria("controls", "output-m1").
+			Aria("label", "Show command output · 3 B").Aria("expanded", "false").Aria("controls", "output-m1").
 			OnClick(c.toggle),
 	})
 	if err != nil {
@@ -186,7 +186,7 @@ func TestCommandRowOpen(t *testing.T) {
 			status: running,
 			drive:  func(m *poll.Machine) { m.Open() },
 			// ("true" is encoded as a bare attribute on the host; the browser sets the string.)
-			want:    []string{`aria-label="Hide command output"`, "aria-expanded", "Loading command output…"},
+			want:    []string{`aria-label="Hide command output · 9 B"`, "aria-expanded", "Loading command output…"},
 			notWant: []string{"Exit code"},
 		},
 		{
@@ -288,6 +288,35 @@ func TestCommandRowTerminalText(t *testing.T) {
 			}))
 			html = compact(html)
 			checkHTML(t, html, tt.want, tt.notWant)
+		})
+	}
+}
+
+// Search marks every match in both streams, ignoring case, and counts them; the current
+// match has a class of its own, also across a change of style inside it.
+func TestCommandRowSearch(t *testing.T) {
+	tests := []struct {
+		name, query string
+		at          int
+		want        []string
+		notWant     []string
+	}{
+		{"count and current", "err", 1, []string{">2 of 5<", `<mark class="hit">err</mark>or one`, `<mark class="hit current">ERR</mark>OR two`,
+			`std<mark class="hit">err</mark><mark class="hit">err</mark>or`}, nil},
+		{"across styles", "error", 0, []string{`<mark class="hit"><span class="t-f1">er</span></mark><mark class="hit">ror</mark>`}, nil},
+		{"markup stays text", "<b>", 0, []string{`<mark class="hit current">&lt;b&gt;</mark>`}, []string{"><b>"}},
+		{"nothing found", "absent", 0, []string{">No matches<", "disabled"}, []string{"<mark"}},
+		{"no search", "", 0, nil, []string{"<mark", "No matches"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := row(shellMsg(shared.StatusCompleted, shared.ShellOutputSummary{HasOutput: true, StdoutBytes: 9}), func(m *poll.Machine) {
+				m.Open()
+				m.Loaded(1, snapshot(shared.StatusCompleted, shared.ShellOutput{ExitCode: intp(0),
+					Stdout: "error one\nfine <b>\nERROR two\n", Stderr: "stderr error\n\x1b[31mer\x1b[0mror\n"}), "")
+			})
+			c.tools.query, c.tools.at = tt.query, tt.at
+			checkHTML(t, compact(render(t, c)), tt.want, tt.notWant)
 		})
 	}
 }

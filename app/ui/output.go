@@ -2,26 +2,43 @@ package ui
 
 import (
 	"strconv"
+	"strings"
+	"time"
 
 	"github.com/maxence-charriere/go-app/v10/pkg/app"
 
 	"conch/app/term"
 	"conch/shared"
+	"conch/shared/poll"
 )
+
+// streams names the two streams in the order they are drawn.
+var streams = [2]struct{ name, label string }{{"stdout", "Standard output"}, {"stderr", "Standard error"}}
 
 // rendered is a snapshot's streams as terminal lines, parsed once per snapshot: a row
 // renders again on every poll view change, and parsing 256 KiB each time would be waste.
+// The matches of the last search are kept with them.
 type rendered struct {
-	of             *shared.ShellOutputSnapshot
-	stdout, stderr []term.Line
+	of      *shared.ShellOutputSnapshot
+	streams [2][]term.Line
+	query   string
+	matches []match
 }
+
+// match is one occurrence of the search: bytes [start, end) of a line's text.
+type match struct {
+	stream, line, start, end int
+}
+
+// maxMatches bounds the work and the marks of one search.
+const maxMatches = 10000
 
 // lines returns the lines of s, parsing only when s is not the snapshot parsed last.
 func (r *rendered) lines(s *shared.ShellOutputSnapshot) *rendered {
 	if s != r.of {
 		*r = rendered{of: s}
 		if s != nil {
-			r.stdout, r.stderr = parse(s.Output.Stdout), parse(s.Output.Stderr)
+			r.streams = [2][]term.Line{parse(s.Output.Stdout), parse(s.Output.Stderr)}
 		}
 	}
 	return r
@@ -37,19 +54,146 @@ func parse(text string) []term.Line {
 	return term.Render(shared.Visible(text))
 }
 
+// text is a stream as shown: its lines' text, without styles or control sequences.
+func (r *rendered) text(stream int) string {
+	lines := make([]string, len(r.streams[stream]))
+	for i, l := range r.streams[stream] {
+		lines[i] = l.Text()
+	}
+	return strings.Join(lines, "\n")
+}
+
+// search finds q in the lines shown, ignoring case where that keeps byte offsets.
+func (r *rendered) search(q string) []match {
+	if q == r.query {
+		return r.matches
+	}
+	r.query, r.matches = q, nil
+	if q == "" {
+		return nil
+	}
+	lq := strings.ToLower(q)
+	for s, lines := range r.streams {
+		for i, l := range lines {
+			text := l.Text()
+			needle := q
+			if lt := strings.ToLower(text); len(lt) == len(text) && len(lq) == len(q) {
+				text, needle = lt, lq
+			}
+			for from := 0; len(r.matches) < maxMatches; {
+				j := strings.Index(text[from:], needle)
+				if j < 0 {
+					break
+				}
+				r.matches = append(r.matches, match{s, i, from + j, from + j + len(needle)})
+				from += j + len(needle)
+			}
+		}
+	}
+	return r.matches
+}
+
+// readTools is the state of an open disclosure's reading tools.
+type readTools struct {
+	query  string
+	at     int // the current match
+	nowrap bool
+	full   bool   // the transcript fills the window
+	note   string // the outcome of the last copy, for a moment
+}
+
+// transcript renders an open disclosure from the poll view and its snapshot's lines.
+func (c *CommandRow) transcript(view poll.View) []app.UI {
+	var out []app.UI
+	if view.Loading {
+		out = append(out, app.P().Class("out-note", "loading").Aria("live", "polite").Text("Loading command output…"))
+	}
+	if s := view.Snapshot; s != nil {
+		o := s.Output
+		r := c.shown.lines(s)
+		if o.Stdout == "" && o.Stderr == "" {
+			empty := "No command output."
+			if !s.Status.IsTerminal() {
+				empty = "No command output yet."
+			}
+			out = append(out, app.P().Class("out-note").Text(empty))
+		} else {
+			matches := r.search(c.tools.query)
+			out = append(out, c.toolbar(len(matches)))
+			for i, st := range streams {
+				if len(r.streams[i]) > 0 {
+					out = append(out, c.streamView(i, st.name, st.label, r.streams[i], marksOf(matches, i, c.tools.at)))
+				}
+			}
+		}
+		if o.Truncated {
+			out = append(out, app.P().Class("out-note").Text("Output truncated"))
+		}
+		if s.Status.IsTerminal() {
+			out = append(out, app.P().Class("out-exit").Text(exitLabel(o.ExitCode)))
+		}
+	}
+	if view.Failed {
+		out = append(out, app.Div().Class("out-error").Aria("live", "polite").Body(
+			app.Span().Text("Command output unavailable."),
+			app.Button().Type("button").Class("retry").OnClick(c.retry).Text("Retry"),
+		))
+	}
+	return out
+}
+
+// toolbar holds the search with its count and the tools for the whole output.
+func (c *CommandRow) toolbar(found int) app.UI {
+	t := c.tools
+	count := ""
+	switch {
+	case t.query == "":
+	case found == 0:
+		count = "No matches"
+	case found >= maxMatches:
+		count = strconv.Itoa(t.at+1) + " of " + strconv.Itoa(maxMatches) + "+"
+	default:
+		count = strconv.Itoa(t.at+1) + " of " + strconv.Itoa(found)
+	}
+	full := "Full screen"
+	if t.full {
+		full = "Exit full screen"
+	}
+	return app.Div().Class("out-tools").Body(
+		app.Input().Type("search").Class("out-search").Placeholder("Search output").Aria("label", "Search output").
+			Value(t.query).OnInput(c.searchInput).OnKeyDown(c.searchKey),
+		app.Span().Class("out-count").Aria("live", "polite").Text(count),
+		app.Button().Type("button").Class("tool").Aria("label", "Previous match").Title("Previous match (Shift+Enter)").
+			Disabled(found == 0).OnClick(func(ctx app.Context, _ app.Event) { c.step(ctx, -1) }).Text("↑"),
+		app.Button().Type("button").Class("tool").Aria("label", "Next match").Title("Next match (Enter)").
+			Disabled(found == 0).OnClick(func(ctx app.Context, _ app.Event) { c.step(ctx, 1) }).Text("↓"),
+		app.Span().Class("out-tools-gap"),
+		app.Button().Type("button").Class("tool").OnClick(func(ctx app.Context, _ app.Event) { c.copy(ctx, -1) }).Text("Copy all"),
+		app.Button().Type("button").Class("tool", "tool-wrap").Aria("pressed", strconv.FormatBool(!t.nowrap)).
+			OnClick(func(ctx app.Context, _ app.Event) { c.tools.nowrap = !c.tools.nowrap }).Text("Wrap"),
+		app.Button().Type("button").Class("tool", "tool-full").Aria("pressed", strconv.FormatBool(t.full)).
+			OnClick(func(ctx app.Context, _ app.Event) { c.tools.full = !c.tools.full }).Text(full),
+		app.If(t.note != "", func() app.UI { return app.Span().Class("out-note-inline").Aria("live", "polite").Text(t.note) }),
+	)
+}
+
 // streamView draws one stream as a terminal would have shown it. Lines are block spans
 // numbered by a CSS counter (so copying a selection takes no numbers); text goes into
 // text nodes and colours into classes, so output never becomes markup or inline style.
 // The view scrolls on its own, so it is focusable to be scrolled from the keyboard.
-func streamView(name, label string, lines []term.Line) app.UI {
+func (c *CommandRow) streamView(i int, name, label string, lines []term.Line, marks map[int][]mark) app.UI {
 	nodes := make([]app.UI, len(lines))
-	for i, l := range lines {
-		nodes[i] = lineView(l)
+	for j, l := range lines {
+		nodes[j] = lineView(l, marks[j])
 	}
 	return app.Section().Class("stream", name).Body(
 		app.Div().Class("stream-head").Body(
 			app.Span().Class("stream-name").Text(name),
 			app.Span().Class("stream-lines").Text(linesLabel(len(lines))),
+			app.Button().Type("button").Class("tool").Aria("label", "Copy "+name).
+				OnClick(func(ctx app.Context, _ app.Event) { c.copy(ctx, i) }).Text("Copy"),
+			app.A().Class("tool").Href(api.ShellOutputRawURL(c.SessionID, c.Msg.ID, name)).Attr("download", c.Msg.ID+"-"+name+".txt").
+				Aria("label", "Download "+name).Text("Download"),
 		),
 		app.Pre().Class("term", name).TabIndex(0).Aria("label", label).Body(nodes...),
 	)
@@ -62,19 +206,67 @@ func linesLabel(n int) string {
 	return strconv.Itoa(n) + " lines"
 }
 
-func lineView(l term.Line) app.UI {
-	if len(l) == 1 && l[0].Style == (term.Style{}) {
-		return app.Span().Class("ln").Text(l[0].Text)
-	}
-	spans := make([]app.UI, len(l))
-	for i, s := range l {
-		if s.Style == (term.Style{}) {
-			spans[i] = app.Text(s.Text)
-		} else {
-			spans[i] = app.Span().Class(styleClasses(s.Style)...).Text(s.Text)
+// mark is a match within one line; current is the one Enter moved to.
+type mark struct {
+	start, end int
+	current    bool
+}
+
+// marksOf groups the matches of stream s by line.
+func marksOf(matches []match, s, at int) map[int][]mark {
+	marks := map[int][]mark{}
+	for k, m := range matches {
+		if m.stream == s {
+			marks[m.line] = append(marks[m.line], mark{m.start, m.end, k == at})
 		}
 	}
-	return app.Span().Class("ln").Body(spans...)
+	return marks
+}
+
+// lineView draws one line. Each ends with its newline, though the line is a block: the
+// block breaks the line on screen, and the newline keeps the text of the view (its
+// textContent, what a selection copies) the text of the output.
+func lineView(l term.Line, marks []mark) app.UI {
+	if len(marks) == 0 && len(l) <= 1 && (len(l) == 0 || l[0].Style == (term.Style{})) {
+		return app.Span().Class("ln").Text(l.Text() + "\n")
+	}
+	var nodes []app.UI
+	pos := 0 // byte offset of the span in the line's text
+	for _, s := range l {
+		for from := 0; from < len(s.Text); {
+			// The piece up to the next mark boundary inside this span.
+			to, in := len(s.Text), (*mark)(nil)
+			for k := range marks {
+				m := &marks[k]
+				switch {
+				case pos+from >= m.start && pos+from < m.end:
+					to, in = min(to, m.end-pos), m
+				case m.start > pos+from:
+					to = min(to, m.start-pos)
+				}
+			}
+			nodes = append(nodes, piece(s.Text[from:to], s.Style, in))
+			from = to
+		}
+		pos += len(s.Text)
+	}
+	return app.Span().Class("ln").Body(append(nodes, app.Text("\n"))...)
+}
+
+// piece is text in a style, inside a <mark> when a match covers it.
+func piece(text string, st term.Style, in *mark) app.UI {
+	var node app.UI = app.Text(text)
+	if st != (term.Style{}) {
+		node = app.Span().Class(styleClasses(st)...).Text(text)
+	}
+	if in == nil {
+		return node
+	}
+	cls := []string{"hit"}
+	if in.current {
+		cls = append(cls, "current")
+	}
+	return app.Mark().Class(cls...).Body(node)
 }
 
 // styleClasses names the classes of web/term.css (colours) and app.css (attributes) that
@@ -110,4 +302,117 @@ var attrClasses = []struct {
 	class string
 }{
 	{term.Bold, "t-bold"}, {term.Dim, "t-dim"}, {term.Italic, "t-italic"}, {term.Underline, "t-ul"}, {term.Strike, "t-strike"},
+}
+
+func (c *CommandRow) searchInput(ctx app.Context, e app.Event) {
+	c.tools.query, c.tools.at = ctx.JSSrc().Get("value").String(), 0
+	c.reveal(ctx)
+}
+
+// searchKey moves between matches: Enter to the next, Shift+Enter to the previous.
+func (c *CommandRow) searchKey(ctx app.Context, e app.Event) {
+	switch e.Get("key").String() {
+	case "Enter":
+		e.PreventDefault()
+		if e.Get("shiftKey").Bool() {
+			c.step(ctx, -1)
+		} else {
+			c.step(ctx, 1)
+		}
+	}
+}
+
+// step moves the current match by d, around the ends, and scrolls it into view.
+func (c *CommandRow) step(ctx app.Context, d int) {
+	if n := len(c.shown.matches); n > 0 {
+		c.tools.at = ((c.tools.at+d)%n + n) % n
+		c.reveal(ctx)
+	}
+}
+
+// reveal scrolls the current match into view once the row has been drawn.
+func (c *CommandRow) reveal(ctx app.Context) {
+	sel := "#output-" + c.Msg.ID + " mark.current"
+	ctx.Defer(func(app.Context) {
+		if m := app.Window().Get("document").Call("querySelector", sel); m.Truthy() {
+			m.Call("scrollIntoView", map[string]any{"block": "nearest"})
+		}
+	})
+}
+
+// copy puts the text shown of stream i (-1: both) on the clipboard.
+func (c *CommandRow) copy(ctx app.Context, i int) {
+	r := &c.shown
+	var text, what string
+	switch i {
+	case -1:
+		var parts []string
+		for s := range streams {
+			if len(r.streams[s]) > 0 {
+				parts = append(parts, r.text(s))
+			}
+		}
+		text, what = strings.Join(parts, "\n"), "output"
+	default:
+		text, what = r.text(i), streams[i].name
+	}
+	clipboard := app.Window().Get("navigator").Get("clipboard")
+	if !clipboard.Truthy() {
+		c.tools.note = "Copying is not available here"
+		return
+	}
+	clipboard.Call("writeText", text)
+	c.tools.note = "Copied " + what
+	note := c.tools.note
+	time.AfterFunc(2*time.Second, func() {
+		ctx.Dispatch(func(app.Context) {
+			if c.tools.note == note {
+				c.tools.note = ""
+			}
+		})
+	})
+}
+
+func (c *CommandRow) transcriptClasses() []string {
+	cls := []string{"transcript"}
+	if c.tools.nowrap {
+		cls = append(cls, "nowrap")
+	}
+	if c.tools.full {
+		cls = append(cls, "full")
+	}
+	return cls
+}
+
+// transcriptKey: Escape anywhere in the transcript leaves full screen.
+func (c *CommandRow) transcriptKey(ctx app.Context, e app.Event) {
+	if e.Get("key").String() == "Escape" && c.tools.full {
+		c.tools.full = false
+	}
+}
+
+// follow keeps a running command's output scrolled to its end when new output arrives,
+// but only where the person was at the end already (or nothing was drawn yet): someone
+// reading further up stays where they are. A command opened after it finished starts at
+// the top.
+func (c *CommandRow) follow(ctx app.Context, status shared.ToolStatus) {
+	if status.IsTerminal() && c.machine().View().Snapshot == nil {
+		return
+	}
+	sel := "#output-" + c.Msg.ID + ", #output-" + c.Msg.ID + " pre.term"
+	doc := app.Window().Get("document")
+	scrollers := doc.Call("querySelectorAll", sel)
+	for i := 0; i < scrollers.Length(); i++ {
+		e := scrollers.Index(i)
+		if e.Get("scrollHeight").Float()-e.Get("scrollTop").Float()-e.Get("clientHeight").Float() > 8 {
+			return
+		}
+	}
+	ctx.Defer(func(app.Context) {
+		scrollers := doc.Call("querySelectorAll", sel)
+		for i := 0; i < scrollers.Length(); i++ {
+			e := scrollers.Index(i)
+			e.Set("scrollTop", e.Get("scrollHeight"))
+		}
+	})
 }

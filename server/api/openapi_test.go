@@ -2,6 +2,7 @@ package api
 
 import (
 	"bytes"
+	"compress/gzip"
 	"context"
 	"flag"
 	"fmt"
@@ -15,6 +16,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/andybalholm/brotli"
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/getkin/kin-openapi/openapi3filter"
 	"github.com/getkin/kin-openapi/routers"
@@ -93,13 +95,36 @@ func checkOpenAPI(t testing.TB, method, target, body string, header http.Header,
 			t.Errorf("openapi.json: the server took %s %s %s, which the document refuses: %v", method, target, body, err)
 		}
 	}
+	answer, err := decoded(resp.Header.Get("Content-Encoding"), raw)
+	if err != nil {
+		t.Errorf("%s %s: a %s body that does not decode: %v", method, target, resp.Header.Get("Content-Encoding"), err)
+		return
+	}
 	out := &openapi3filter.ResponseValidationInput{RequestValidationInput: in, Status: resp.StatusCode,
-		Header: resp.Header, Body: io.NopCloser(bytes.NewReader([]byte(raw)))}
+		Header: resp.Header, Body: io.NopCloser(bytes.NewReader(answer))}
 	if resp.StatusCode == http.StatusNotModified {
 		out.Body = io.NopCloser(bytes.NewReader(nil))
 	}
 	if err := openapi3filter.ValidateResponse(ctx, out); err != nil {
 		t.Errorf("openapi.json: %s %s answered %d %s, which the document does not describe: %v", method, target, resp.StatusCode, raw, err)
+	}
+}
+
+// decoded is an answer's body as sent before its Content-Encoding.
+func decoded(encoding, raw string) ([]byte, error) {
+	switch encoding {
+	case "":
+		return []byte(raw), nil
+	case "gzip":
+		zr, err := gzip.NewReader(strings.NewReader(raw))
+		if err != nil {
+			return nil, err
+		}
+		return io.ReadAll(zr)
+	case "br":
+		return io.ReadAll(brotli.NewReader(strings.NewReader(raw)))
+	default:
+		return nil, fmt.Errorf("unknown encoding %q", encoding)
 	}
 }
 

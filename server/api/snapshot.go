@@ -17,10 +17,18 @@ import (
 // the 256 KiB bound of both streams.
 const snapshotCacheBytes = 64 << 20
 
-// handleShellOutput answers the output snapshot (CONTRACT.md, "The output snapshot").
+// handleShellOutput answers the output snapshot (CONTRACT.md, "The output snapshot"),
+// or with offsets only what came after them (Extensions, "Shell output, richer").
 func (s *server) handleShellOutput(c *fiber.Ctx) error {
-	return s.snapshot(c, s.store.GetShellOutputStamp, func(ctx context.Context, sessionID, messageID string) (any, time.Time, error) {
+	from, offsets, err := offsetsOf(c)
+	if err != nil {
+		return s.fail(c, err)
+	}
+	return s.snapshot(c, s.store.GetShellOutputStamp, !offsets, func(ctx context.Context, sessionID, messageID string) (any, time.Time, error) {
 		snap, err := s.store.GetShellOutput(ctx, sessionID, messageID)
+		if offsets {
+			return snap.Since(from), snap.UpdatedAt, err
+		}
 		return snap, snap.UpdatedAt, err
 	})
 }
@@ -28,7 +36,7 @@ func (s *server) handleShellOutput(c *fiber.Ctx) error {
 // handleToolContent answers the content of a tool call that is not a shell command
 // (CONTRACT.md, "Tool content on demand"), with the same rules.
 func (s *server) handleToolContent(c *fiber.Ctx) error {
-	return s.snapshot(c, s.store.GetToolContentStamp, func(ctx context.Context, sessionID, messageID string) (any, time.Time, error) {
+	return s.snapshot(c, s.store.GetToolContentStamp, true, func(ctx context.Context, sessionID, messageID string) (any, time.Time, error) {
 		snap, err := s.store.GetToolContent(ctx, sessionID, messageID)
 		return snap, snap.UpdatedAt, err
 	})
@@ -36,10 +44,11 @@ func (s *server) handleToolContent(c *fiber.Ctx) error {
 
 // snapshot answers a body fetched on demand. A cheap scoped lookup of the body's version
 // (stamp) comes first: it answers 404 without reading a body, 304 to a client that
-// already holds this version, and otherwise picks the encoded body from the cache when it
-// has not changed since it was read (get reads it).
+// already holds this version, and otherwise, when cached, picks the encoded body (and its
+// compressed forms) from the cache while it has not changed since get read it. An answer
+// that differs per reader (from offsets) is built and compressed per request.
 func (s *server) snapshot(c *fiber.Ctx, stampOf func(ctx context.Context, sessionID, messageID string) (time.Time, error),
-	get func(ctx context.Context, sessionID, messageID string) (any, time.Time, error)) error {
+	cached bool, get func(ctx context.Context, sessionID, messageID string) (any, time.Time, error)) error {
 	ctx, sessionID, messageID := c.UserContext(), c.Params("session_id"), c.Params("message_id")
 	stamp, err := stampOf(ctx, sessionID, messageID)
 	if err != nil {
@@ -51,8 +60,9 @@ func (s *server) snapshot(c *fiber.Ctx, stampOf func(ctx context.Context, sessio
 		c.Set(fiber.HeaderETag, etag)
 		return c.SendStatus(fiber.StatusNotModified)
 	}
+	c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSON)
 	body := s.snapshots.get(messageID, stamp)
-	if body == nil {
+	if !cached || body == nil {
 		snap, at, err := get(ctx, sessionID, messageID)
 		if err != nil {
 			return s.fail(c, err)
@@ -61,11 +71,35 @@ func (s *server) snapshot(c *fiber.Ctx, stampOf func(ctx context.Context, sessio
 			return s.fail(c, err)
 		}
 		stamp = at // the body read may be newer than the lookup
+		if !cached {
+			c.Set(fiber.HeaderETag, snapshotETag(messageID, stamp))
+			return sendEncoded(c, body, func(name string) []byte { return compress(name, body) })
+		}
 		s.snapshots.put(messageID, stamp, body)
 	}
 	c.Set(fiber.HeaderETag, snapshotETag(messageID, stamp))
-	c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSON)
-	return c.Send(body)
+	return sendEncoded(c, body, func(name string) []byte { return s.snapshots.encoded(messageID, stamp, name, body) })
+}
+
+// offsetsOf reads stdout_offset and stderr_offset (either may be left out: 0); ok says
+// the request named at least one.
+func offsetsOf(c *fiber.Ctx) (from shared.Offsets, ok bool, err error) {
+	args := c.Context().QueryArgs()
+	for _, o := range []struct {
+		name string
+		to   *int64
+	}{{"stdout_offset", &from.Stdout}, {"stderr_offset", &from.Stderr}} {
+		if !args.Has(o.name) {
+			continue
+		}
+		ok = true
+		v, perr := strconv.ParseInt(string(args.Peek(o.name)), 10, 64)
+		if perr != nil || v < 0 {
+			return from, ok, shared.Errorf(shared.CodeInvalid, "%s must be a whole number of bytes, 0 or more", o.name)
+		}
+		*o.to = v
+	}
+	return from, ok, nil
 }
 
 // handleShellOutputRaw answers one stream of the stored output as a text file to save
@@ -89,7 +123,8 @@ func (s *server) handleShellOutputRaw(c *fiber.Ctx) error {
 	// The stored id, not the path's: a file name made of our own characters only.
 	c.Set(fiber.HeaderContentDisposition, `attachment; filename="`+snap.MessageID+"-"+stream+`.txt"`)
 	c.Set(fiber.HeaderContentType, fiber.MIMETextPlainCharsetUTF8)
-	return c.SendString(text)
+	body := []byte(text)
+	return sendEncoded(c, body, func(name string) []byte { return compress(name, body) })
 }
 
 var errStream = shared.Errorf(shared.CodeInvalid, "stream must be stdout or stderr")
@@ -99,6 +134,7 @@ func snapshotETag(messageID string, stamp time.Time) string {
 }
 
 // snapshotCache keeps encoded snapshots by message id, each valid for one updated_at,
+// with the compressed forms asked for so far (a popular output is compressed once),
 // least recently used first out once the bytes bound is reached.
 type snapshotCache struct {
 	mu    sync.Mutex
@@ -109,9 +145,18 @@ type snapshotCache struct {
 }
 
 type cachedSnapshot struct {
-	id    string
-	stamp time.Time
-	body  []byte
+	id       string
+	stamp    time.Time
+	body     []byte
+	variants map[string][]byte // by encoding
+}
+
+func (e *cachedSnapshot) size() int {
+	n := len(e.body)
+	for _, v := range e.variants {
+		n += len(v)
+	}
+	return n
 }
 
 func newSnapshotCache(max int) *snapshotCache {
@@ -122,12 +167,20 @@ func newSnapshotCache(max int) *snapshotCache {
 func (c *snapshotCache) get(id string, stamp time.Time) []byte {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if e := c.entry(id, stamp); e != nil {
+		return e.body
+	}
+	return nil
+}
+
+// entry returns the entry of id at stamp, now the most recent, or nil. c.mu is held.
+func (c *snapshotCache) entry(id string, stamp time.Time) *cachedSnapshot {
 	e, ok := c.byID[id]
 	if !ok || !e.Value.(*cachedSnapshot).stamp.Equal(stamp) {
 		return nil
 	}
 	c.order.MoveToFront(e)
-	return e.Value.(*cachedSnapshot).body
+	return e.Value.(*cachedSnapshot)
 }
 
 func (c *snapshotCache) put(id string, stamp time.Time, body []byte) {
@@ -141,6 +194,33 @@ func (c *snapshotCache) put(id string, stamp time.Time, body []byte) {
 	}
 	c.byID[id] = c.order.PushFront(&cachedSnapshot{id: id, stamp: stamp, body: body})
 	c.size += len(body)
+	c.evict()
+}
+
+// encoded returns body, the snapshot of id at stamp, in the named encoding: from the
+// cache, or compressed now and kept with it while it is cached.
+func (c *snapshotCache) encoded(id string, stamp time.Time, name string, body []byte) []byte {
+	c.mu.Lock()
+	if e := c.entry(id, stamp); e != nil && e.variants[name] != nil {
+		c.mu.Unlock()
+		return e.variants[name]
+	}
+	c.mu.Unlock()
+	out := compress(name, body) // outside the lock: other answers go on meanwhile
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e := c.entry(id, stamp); e != nil && e.variants[name] == nil {
+		if e.variants == nil {
+			e.variants = map[string][]byte{}
+		}
+		e.variants[name] = out
+		c.size += len(out)
+		c.evict()
+	}
+	return out
+}
+
+func (c *snapshotCache) evict() {
 	for c.size > c.max {
 		c.remove(c.order.Back())
 	}
@@ -149,5 +229,5 @@ func (c *snapshotCache) put(id string, stamp time.Time, body []byte) {
 func (c *snapshotCache) remove(e *list.Element) {
 	v := c.order.Remove(e).(*cachedSnapshot)
 	delete(c.byID, v.id)
-	c.size -= len(v.body)
+	c.size -= v.size()
 }

@@ -7,7 +7,9 @@
 // sequence numbers, so a stale response or an old timer is recognised and ignored.
 //
 // Polls are conditional: a request carries the version (ETag) of the snapshot on screen,
-// and an answer that it still holds (HTTP 304, no body) changes nothing on screen.
+// and an answer that it still holds (HTTP 304, no body) changes nothing on screen. They
+// also carry the offsets where that snapshot ends, so a changed output is answered with
+// only what is new (shared.ShellOutputSnapshot.Since), which the machine appends.
 package poll
 
 import (
@@ -35,8 +37,8 @@ func Backoff(n int) time.Duration {
 type Kind int
 
 const (
-	// Fetch: request the snapshot, unless it is still the version ETag (when not "");
-	// report the answer with Seq.
+	// Fetch: request the snapshot, unless it is still the version ETag (when not ""),
+	// and only what came after From (when not nil); report the answer with Seq.
 	Fetch Kind = iota + 1
 	// Abort: cancel the request Seq; its answer, if any, will be ignored anyway.
 	Abort
@@ -49,7 +51,8 @@ type Command struct {
 	Kind  Kind
 	Seq   uint64
 	Delay time.Duration
-	ETag  string // Fetch: the version of the snapshot on screen, "" when there is none
+	ETag  string          // Fetch: the version of the snapshot on screen, "" when there is none
+	From  *shared.Offsets // Fetch: where the snapshot on screen ends; nil asks for all of it
 }
 
 // Machine is one disclosure's polling state. The zero value is closed and idle.
@@ -64,6 +67,7 @@ type Machine struct {
 	failures  int               // consecutive failed requests
 	snapshot  *shared.ShellOutputSnapshot
 	etag      string // the version of snapshot; set and dropped with it
+	whole     bool   // the next request asks for the whole snapshot: an answer did not fit
 }
 
 // New returns a closed machine that knows the message's projected status.
@@ -89,16 +93,29 @@ func (m *Machine) Close() []Command {
 		return nil
 	}
 	cmds := m.abort()
-	m.open, m.timer, m.snapshot, m.etag = false, 0, nil, ""
+	m.open, m.timer, m.snapshot, m.etag, m.whole = false, 0, nil, "", false
 	return cmds
 }
 
-// Loaded reports a successful answer to request seq: the snapshot s, version etag.
+// Loaded reports a successful answer to request seq: the snapshot s, version etag. An
+// answer that appends (s.Append) extends the snapshot on screen; one that does not fit
+// its end is dropped and the whole snapshot is asked for at once.
 func (m *Machine) Loaded(seq uint64, s shared.ShellOutputSnapshot, etag string) []Command {
 	if !m.settle(seq) {
 		return nil
 	}
-	m.snapshot, m.etag = &s, etag
+	if s.Append != nil && *s.Append {
+		ok := false
+		if m.snapshot != nil {
+			s, ok = m.snapshot.Extend(s)
+		}
+		if !ok {
+			m.whole = true
+			return m.fetch()
+		}
+	}
+	s.Append = nil
+	m.snapshot, m.etag, m.whole = &s, etag, false
 	return m.succeeded(s.Status.IsTerminal())
 }
 
@@ -183,7 +200,12 @@ func (m *Machine) settle(seq uint64) bool {
 func (m *Machine) fetch() []Command {
 	m.seq++
 	m.inflight = m.seq
-	return []Command{{Kind: Fetch, Seq: m.seq, ETag: m.etag}}
+	var from *shared.Offsets
+	if m.snapshot != nil && !m.whole {
+		end := m.snapshot.End()
+		from = &end
+	}
+	return []Command{{Kind: Fetch, Seq: m.seq, ETag: m.etag, From: from}}
 }
 
 func (m *Machine) abort() []Command {

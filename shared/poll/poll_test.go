@@ -30,6 +30,10 @@ func (c *clock) apply(cmds []Command) string {
 			if len(c.inflight) > 0 {
 				c.t.Fatalf("at %v: fetch #%d while %v in flight", c.now, cmd.Seq, c.inflight)
 			}
+			// Offsets, when sent, name where the snapshot on screen ends.
+			if held := c.m.View().Snapshot; cmd.From != nil && (held == nil || *cmd.From != held.End()) {
+				c.t.Fatalf("at %v: fetch #%d from %+v, but the snapshot on screen is %+v", c.now, cmd.Seq, *cmd.From, held)
+			}
 			c.inflight[cmd.Seq] = true
 			c.fetches = append(c.fetches, c.now)
 			f := fmt.Sprintf("fetch#%d", cmd.Seq)
@@ -516,8 +520,9 @@ func TestUnchangedKeepsTheView(t *testing.T) {
 	m.Open()
 	m.Loaded(1, snap(shared.StatusRunning, "x"), etag(1))
 	cmds := m.Timer(2)
-	if len(cmds) != 1 || cmds[0] != (Command{Kind: Fetch, Seq: 3, ETag: etag(1)}) {
-		t.Fatalf("timer: %+v, want a fetch conditional on %s", cmds, etag(1))
+	if len(cmds) != 1 || cmds[0].Kind != Fetch || cmds[0].Seq != 3 || cmds[0].ETag != etag(1) ||
+		cmds[0].From == nil || *cmds[0].From != (shared.Offsets{Stdout: 1}) {
+		t.Fatalf("timer: %+v, want a fetch conditional on %s, from the end of \"x\"", cmds, etag(1))
 	}
 	before := m.View()
 	if cmds := m.Unchanged(3); len(cmds) != 1 || cmds[0].Kind != Schedule {
@@ -525,6 +530,49 @@ func TestUnchangedKeepsTheView(t *testing.T) {
 	}
 	if after := m.View(); after != before || !after.Polling || after.Snapshot.Output.Stdout != "x" {
 		t.Fatalf("view %+v after an unchanged answer, want %+v", after, before)
+	}
+}
+
+// Polls ask for what is new after the snapshot on screen; an answer that appends
+// extends it (a slid tail included), one that does not fit is refused and the whole
+// snapshot is asked for at once, and a whole answer replaces the snapshot.
+func TestOffsets(t *testing.T) {
+	running := shared.StatusRunning
+	whole := func(out string, total int64) shared.ShellOutputSnapshot {
+		return shared.ShellOutputSnapshot{Status: running, Output: shared.ShellOutput{Stdout: out, StdoutTotalBytes: total}}
+	}
+	m := New(running)
+	if cmds := m.Open(); len(cmds) != 1 || cmds[0].From != nil {
+		t.Fatalf("open: %+v, want the whole snapshot asked for", cmds)
+	}
+	m.Loaded(1, whole("one\n", 4), "e1")
+	cmds := m.Timer(2)
+	if len(cmds) != 1 || cmds[0].From == nil || *cmds[0].From != (shared.Offsets{Stdout: 4}) {
+		t.Fatalf("poll: %+v, want offsets 4/0", cmds)
+	}
+	// The server answers what came after 4.
+	m.Loaded(3, whole("one\ntwo\n", 8).Since(*cmds[0].From), "e3")
+	if got := m.View().Snapshot; got.Output.Stdout != "one\ntwo\n" || got.End() != (shared.Offsets{Stdout: 8}) || got.Append != nil {
+		t.Fatalf("after an append: %+v", got)
+	}
+	// An answer to other offsets (it starts at 2, the snapshot ends at 8): refused, and
+	// the whole snapshot is asked for at once, keeping the screen as it was.
+	cmds = m.Timer(4)
+	stray := whole("one\ntwo\nthree\n", 14).Since(shared.Offsets{Stdout: 2})
+	if cmds = m.Loaded(cmds[0].Seq, stray, "e5"); len(cmds) != 1 || cmds[0].Kind != Fetch || cmds[0].From != nil {
+		t.Fatalf("after a stray append: %+v, want the whole snapshot asked for now", cmds)
+	}
+	if got := m.View().Snapshot.Output.Stdout; got != "one\ntwo\n" {
+		t.Fatalf("a stray append changed the screen to %q", got)
+	}
+	// The whole answer (append false, as when the tail slid past the offsets) replaces it.
+	slid := whole("three\n", 1<<30).Since(shared.Offsets{Stdout: 8})
+	m.Loaded(cmds[0].Seq, slid, "e6")
+	if got := m.View().Snapshot; got.Output.Stdout != "three\n" || got.Append != nil {
+		t.Fatalf("after a whole answer: %+v", got)
+	}
+	if cmds = m.Timer(7); len(cmds) != 1 || *cmds[0].From != (shared.Offsets{Stdout: 1 << 30}) {
+		t.Fatalf("poll after a whole answer: %+v", cmds)
 	}
 }
 
