@@ -424,12 +424,6 @@ func (b *browser) waitLive(t *testing.T, state string) {
 	b.waitFor(t, "the live indicator to say "+state, fmt.Sprintf(`(document.querySelector(".live") || {innerText: ""}).innerText === %q`, state))
 }
 
-// lines is the JS expression of the text a transcript (a pre.stdout or pre.stderr) shows,
-// its lines joined with "\n": each line is an element of its own, with no newline in it.
-func lines(sel string) string {
-	return fmt.Sprintf(`[...document.querySelectorAll(%q)].map(e => e.textContent).join("\n")`, sel+" .ln")
-}
-
 // row is the CSS selector of a message's row.
 func row(id string) string { return fmt.Sprintf(`[data-message-id=%q]`, id) }
 
