@@ -439,7 +439,7 @@ func (b *browser) text(t *testing.T, sel string) string {
 // capture paints them blank.
 // screenshots saves what a person sees at 1280×900 and 393×851, in light and dark, as
 // name-desktop-light.png and so on; sel, when not "", is scrolled into the middle first.
-// The page is left at 1280×900 in the system's scheme.
+// The page is left as the last picture shows it (393×851, dark).
 func (b *browser) screenshots(t *testing.T, name, sel string) {
 	t.Helper()
 	for _, size := range []struct {
@@ -461,8 +461,6 @@ func (b *browser) screenshots(t *testing.T, name, sel string) {
 			b.screenshot(t, fmt.Sprintf("%s-%s-%s.png", name, size.name, scheme))
 		}
 	}
-	b.do(t, chromedp.EmulateViewport(1280, 900))
-	b.scheme(t, "")
 }
 
 // scheme makes the page see prefers-color-scheme: scheme ("" ends the emulation).

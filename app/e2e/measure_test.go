@@ -180,3 +180,39 @@ func instrument(t *testing.T, b *browser) {
 		return err
 	}))
 }
+
+// TestMeasureColouredOutput prints, for a finished command with 256 KiB of coloured
+// output (about 6,000 lines), the time from the snapshot's arrival to the first frame
+// painted with its lines, and the longest main-thread task meanwhile, at 1280×900 and
+// 393×851. Run it when asked: CONCH_UI_MEASURE=1.
+func TestMeasureColouredOutput(t *testing.T) {
+	if os.Getenv("CONCH_UI_MEASURE") == "" {
+		t.Skip("set CONCH_UI_MEASURE=1 to measure rendering a coloured output")
+	}
+	s := startServer(t)
+	sess := s.session(t, "coloured")
+	m := s.run(t, sess.ID, `i=0; while [ $i -lt 6000 ]; do i=$((i+1)); `+
+		`printf '\033[32mok\033[0m  \tconch/pkg%d\t\033[33m0.%03ds\033[0m <some> more & text on the line\n' $i $((i%1000)); done`, nil)
+	for _, size := range []struct {
+		name          string
+		width, height int64
+	}{{"1280x900", 1280, 900}, {"393x851", 393, 851}} {
+		b := newBrowser(t)
+		b.do(t, chromedp.EmulateViewport(size.width, size.height))
+		b.open(t, s.URL+"/sessions/"+sess.ID)
+		button := row(m.ID) + " button.disclosure-toggle"
+		b.waitFor(t, "the disclosure", fmt.Sprintf(`!!document.querySelector(%q)`, button))
+		b.do(t, chromedp.Evaluate[chromedp.Void](fmt.Sprintf(`window.__long = 0;
+			new PerformanceObserver((l) => { for (const e of l.getEntries()) window.__long = Math.max(window.__long, e.duration); })
+				.observe({type: "longtask"});
+			new MutationObserver((ms, o) => {
+				if (document.querySelector(%q)) { o.disconnect(); requestAnimationFrame(() => { window.__painted = performance.now(); }); }
+			}).observe(document.body, {childList: true, subtree: true});`, "#output-"+m.ID+" pre.stdout .ln")))
+		b.do(t, chromedp.Click(chromedp.CSS(button)))
+		b.waitFor(t, "the painted lines", `!!window.__painted`)
+		arrived := eval[float64](t, b, `performance.getEntriesByType("resource").filter(e => e.name.includes("/shell-output")).pop().responseEnd`)
+		t.Logf("%s: %d lines painted %.0f ms after the snapshot arrived; longest task %.0f ms", size.name,
+			eval[int](t, b, fmt.Sprintf(`document.querySelectorAll(%q).length`, "#output-"+m.ID+" pre.stdout .ln")),
+			eval[float64](t, b, `window.__painted`)-arrived, eval[float64](t, b, `window.__long`))
+	}
+}

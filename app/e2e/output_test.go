@@ -150,9 +150,9 @@ func TestRowFacts(t *testing.T) {
 	}
 }
 
-// toolsCommand prints 300 numbered lines, three of them with a coloured "needle", and
-// one more needle on stderr.
-const toolsCommand = `for i in $(seq 1 300); do if [ $((i % 100)) -eq 50 ]; then printf 'line %d \033[32mneedle\033[0m\n' $i; ` +
+// toolsCommand prints 600 numbered lines, six of them with a coloured "needle" (four
+// among the earlier lines drawn only when asked for), and one more needle on stderr.
+const toolsCommand = `for i in $(seq 1 600); do if [ $((i % 100)) -eq 50 ]; then printf 'line %d \033[32mneedle\033[0m\n' $i; ` +
 	`else printf 'line %d\n' $i; fi; done; echo 'a needle on stderr' >&2`
 
 // The reading tools work from the keyboard and the mouse: search with a count and
@@ -160,17 +160,24 @@ const toolsCommand = `for i in $(seq 1 300); do if [ $((i % 100)) -eq 50 ]; then
 func TestReadingTools(t *testing.T) {
 	s := startServer(t)
 	b, m, out := s.openFinished(t, toolsCommand)
-	if n := eval[int](t, b, fmt.Sprintf(`document.querySelectorAll(%q).length`, out+" pre.stdout .ln")); n != 300 {
-		t.Fatalf("%d stdout lines, want 300", n)
+	// The last 200 lines are drawn, numbered from 401, with a button for the others.
+	if n := eval[int](t, b, fmt.Sprintf(`document.querySelectorAll(%q).length`, out+" pre.stdout .ln")); n != 200 {
+		t.Fatalf("%d stdout lines drawn, want the last 200", n)
 	}
+	if got := eval[string](t, b, fmt.Sprintf(`document.querySelector(%q).dataset.n`, out+" pre.stdout .ln")); got != "401" {
+		t.Fatalf("the first line drawn is numbered %s, want 401", got)
+	}
+	b.do(t, chromedp.Evaluate[chromedp.Void](fmt.Sprintf(`document.querySelector(%q).scrollTop = 0`, out+" pre.stdout")))
+	b.screenshots(t, "earlier-lines", out+" pre.stdout button.earlier")
 
 	// Search: typing counts the matches; Enter and Shift+Enter move, and the current
-	// match is scrolled into its view.
+	// match is scrolled into its view, the earlier lines drawn when it is among them.
 	search := out + " input.out-search"
 	b.do(t, chromedp.Click(chromedp.CSS(search)), chromedp.SendKeys(chromedp.CSS(search), "NEEDLE"))
-	b.waitFor(t, "the count", fmt.Sprintf(`document.querySelector(%q).textContent === "1 of 4"`, out+" .out-count"))
+	b.waitFor(t, "the count", fmt.Sprintf(`document.querySelector(%q).textContent === "1 of 7"`, out+" .out-count"))
+	b.waitFor(t, "all lines drawn for the first match", fmt.Sprintf(`document.querySelectorAll(%q).length === 600`, out+" pre.stdout .ln"))
 	b.do(t, chromedp.KeyEvent("\r"))
-	b.waitFor(t, "the second match", fmt.Sprintf(`document.querySelector(%q).textContent === "2 of 4"`, out+" .out-count"))
+	b.waitFor(t, "the second match", fmt.Sprintf(`document.querySelector(%q).textContent === "2 of 7"`, out+" .out-count"))
 	current := out + " mark.current"
 	if got := eval[string](t, b, fmt.Sprintf(`document.querySelector(%q).closest(".ln").textContent`, current)); got != "line 150 needle\n" {
 		t.Errorf("the current match is on %q", got)
@@ -179,9 +186,9 @@ func TestReadingTools(t *testing.T) {
 		return m.top >= p.top && m.bottom <= p.bottom; })()`, current, out+" pre.stdout")
 	b.waitFor(t, "the current match in view", visible)
 	b.do(t, chromedp.KeyEvent("\r", chromedp.KeyModifiers(chromedp.ModifierShift)))
-	b.waitFor(t, "back to the first", fmt.Sprintf(`document.querySelector(%q).textContent === "1 of 4"`, out+" .out-count"))
-	b.do(t, chromedp.KeyEvent("\r"), chromedp.KeyEvent("\r"), chromedp.KeyEvent("\r"))
-	b.waitFor(t, "the stderr match", fmt.Sprintf(`document.querySelector(%q).textContent === "4 of 4"`, out+" .out-count"))
+	b.waitFor(t, "back to the first", fmt.Sprintf(`document.querySelector(%q).textContent === "1 of 7"`, out+" .out-count"))
+	b.do(t, chromedp.KeyEvent("\r", chromedp.KeyModifiers(chromedp.ModifierShift)))
+	b.waitFor(t, "around to the stderr match", fmt.Sprintf(`document.querySelector(%q).textContent === "7 of 7"`, out+" .out-count"))
 	if got := b.text(t, out+" pre.stderr mark.current"); got != "needle" {
 		t.Errorf("the fourth match %q is not on stderr", got)
 	}
@@ -252,18 +259,21 @@ func TestFollowOnlyAtTheEnd(t *testing.T) {
 	s := startServer(t)
 	b, m := s.openRunning(t, `for i in $(seq 1 3000); do echo "line $i"; sleep 0.01; done`, 3000)
 	pre := "#output-" + m.ID + " pre.stdout"
-	lines := func() int { return eval[int](t, b, fmt.Sprintf(`document.querySelectorAll(%q).length`, pre+" .ln")) }
+	// The number of the last line drawn (only the last 200 are).
+	const last = `(() => { const l = document.querySelectorAll(%q); return l.length ? +l[l.length - 1].dataset.n : 0; })()`
+	lines := func() int { return eval[int](t, b, fmt.Sprintf(last, pre+" .ln")) }
+	more := func(n int) string { return fmt.Sprintf(last+" > %d", pre+" .ln", n) }
 	atEnd := fmt.Sprintf(`(() => { const p = document.querySelector(%q);
 		return !!p && p.scrollHeight > p.clientHeight && p.scrollHeight - p.scrollTop - p.clientHeight < 8; })()`, pre)
 	b.waitFor(t, "the output at its end", atEnd)
 	n := lines()
-	b.waitFor(t, "more lines", fmt.Sprintf(`document.querySelectorAll(%q).length > %d`, pre+" .ln", n))
+	b.waitFor(t, "more lines", more(n))
 	b.waitFor(t, "still at the end", atEnd)
 
 	// Scrolled up: new lines come, the place stays.
 	b.do(t, chromedp.Evaluate[chromedp.Void](fmt.Sprintf(`document.querySelector(%q).scrollTop = 0`, pre)))
 	n = lines()
-	b.waitFor(t, "more lines", fmt.Sprintf(`document.querySelectorAll(%q).length > %d`, pre+" .ln", n))
+	b.waitFor(t, "more lines", more(n))
 	if top := eval[float64](t, b, fmt.Sprintf(`document.querySelector(%q).scrollTop`, pre)); top != 0 {
 		t.Errorf("the view moved to %.0f while the person read the top", top)
 	}
@@ -271,7 +281,7 @@ func TestFollowOnlyAtTheEnd(t *testing.T) {
 	// Back at the end: following again.
 	b.do(t, chromedp.Evaluate[chromedp.Void](fmt.Sprintf(`(p => p.scrollTop = p.scrollHeight)(document.querySelector(%q))`, pre)))
 	n = lines()
-	b.waitFor(t, "more lines", fmt.Sprintf(`document.querySelectorAll(%q).length > %d`, pre+" .ln", n))
+	b.waitFor(t, "more lines", more(n))
 	b.waitFor(t, "at the end again", atEnd)
 }
 
@@ -292,6 +302,8 @@ func TestRunningTransfersOnlyNewOutput(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	b.do(t, chromedp.Click(chromedp.CSS(out+" pre.stdout button.earlier")))
+	b.waitFor(t, "all lines", fmt.Sprintf(`!document.querySelector(%q)`, out+" pre.stdout button.earlier"))
 	if got := b.text(t, out+" pre.stdout"); got != snap.Output.Stdout {
 		t.Fatalf("the transcript holds %d bytes, the store %d: appending lost or doubled output", len(got), len(snap.Output.Stdout))
 	}

@@ -269,16 +269,18 @@ func TestCommandRowTerminalText(t *testing.T) {
 		notWant      []string
 	}{
 		{"colours as classes", "\x1b[31mred\x1b[0m plain\n",
-			[]string{`<span class="ln"><span class="t-f1">red</span>plain</span>`}, []string{"\x1b", "[31m", "style="}},
+			[]string{`"><span class="t-f1">red</span>plain</span>`}, []string{"\x1b", "[31m", "style="}},
 		{"attributes and 256 colours", "\x1b[1;4;38;5;208mx\n",
 			[]string{`<span class="t-f208 t-bold t-ul">x</span>`}, nil},
 		{"inverse of the defaults", "\x1b[7mx\n", []string{`<span class="t-fi t-bi">x</span>`}, nil},
 		{"inverse of colours", "\x1b[7;31;42mx\n", []string{`<span class="t-f2 t-b1">x</span>`}, nil},
 		{"a progress bar shows its last state", "progress 33%\rprogress 66%\rprogress 99%\n",
-			[]string{`<span class="ln">progress 99%</span>`}, []string{"33%", "66%"}},
+			[]string{`">progress 99%</span>`}, []string{"33%", "66%"}},
 		{"markup is text", "<script>alert(1)</script><img src=x onerror=alert(1)>\n",
 			[]string{"&lt;script&gt;alert(1)&lt;/script&gt;&lt;img src=x onerror=alert(1)&gt;"}, []string{"<script>", "<img"}},
-		{"lines counted", "a\nb\n\nc", []string{"4 lines", `<span class="ln"></span>`}, nil},
+		{"lines counted and numbered", "a\nb\n\nc", []string{"4 lines", `data-n="1"`, `data-n="4"`}, []string{`data-n="5"`, "before these"}},
+		{"only the last lines drawn", strings.Repeat("line\n", 1000), []string{"1000 lines", ">Show 800 lines before these</button>", `data-n="801"`, `data-n="1000"`},
+			[]string{`data-n="800"`}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
