@@ -163,8 +163,9 @@ func TestRowFacts(t *testing.T) {
 		t.Fatal(err)
 	}
 	b.waitFor(t, "the running time", `!!document.querySelector(".cmd-running .timing")`)
-	b.waitFor(t, "the running time to count", `/^running [2-9] s/.test(document.querySelector(".cmd-running .timing").textContent)`)
+	b.waitFor(t, "the running time to count", `/^for [2-9] s/.test(document.querySelector(".cmd-running .timing").textContent)`)
 	id := eval[string](t, b, `document.querySelector(".cmd-running").dataset.messageId`)
+	b.screenshots(t, "row-running", row(id)+" .timing")
 	if err := s.API.Cancel(ctx, sess.ID); err != nil {
 		t.Fatal(err)
 	}
