@@ -124,7 +124,8 @@ func (sc *screen) newline() {
 	sc.row++
 	sc.col = 0
 	if sc.row == len(sc.lines) {
-		sc.lines = append(sc.lines, nil)
+		// Lines of a log are alike: room for one like the last saves growing it cell by cell.
+		sc.lines = append(sc.lines, make([]cell, 0, len(sc.lines[sc.row-1])+8))
 	}
 }
 
@@ -423,8 +424,13 @@ func (sc *screen) spans() []Line {
 		var line Line
 		for j := 0; j < len(cells); {
 			st := cells[j].s
+			end := j + 1
+			for end < len(cells) && cells[end].s == st {
+				end++
+			}
 			b.Reset()
-			for ; j < len(cells) && cells[j].s == st; j++ {
+			b.Grow(end - j) // exact for ASCII
+			for ; j < end; j++ {
 				b.WriteRune(cells[j].r)
 			}
 			line = append(line, Span{Text: b.String(), Style: st})

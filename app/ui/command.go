@@ -226,7 +226,7 @@ func (c *CommandRow) renderDisclosure(sum shared.ShellOutputSummary, view poll.V
 // when it started and finished.
 func timing(o shared.ShellOutputSummary, terminal bool) app.UI {
 	times := "Started " + clockLabel(*o.StartedAt)
-	label := "running " + elapsedLabel(now().Sub(*o.StartedAt))
+	label := "for " + elapsedLabel(now().Sub(*o.StartedAt))
 	switch {
 	case o.FinishedAt != nil:
 		times += " · finished " + clockLabel(*o.FinishedAt)
