@@ -72,6 +72,12 @@ func (c *Client) CreateTask(ctx context.Context, title, description string) (sha
 	return t, c.call(ctx, "POST", "/api/v1/tasks", in, &t)
 }
 
+// SignOut ends the browser's sign-in (the server's cookie); a client with a token has
+// nothing to end.
+func (c *Client) SignOut(ctx context.Context) error {
+	return c.call(ctx, "POST", "/logout", nil, nil)
+}
+
 // DeleteTask deletes a task with its sessions, messages and stored outputs; its running
 // agents are stopped first.
 func (c *Client) DeleteTask(ctx context.Context, id string) error {

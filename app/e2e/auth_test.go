@@ -196,3 +196,35 @@ func TestSignInPage(t *testing.T) {
 		t.Errorf("cookies after failed sign-ins: %v", got)
 	}
 }
+
+// A person signed in can sign out from the task list: the cookie goes, and the pages ask
+// for the token again. A server without a token offers no such button.
+func TestSignOut(t *testing.T) {
+	s := startServerWithToken(t)
+	b := newBrowser(t)
+	b.do(t, chromedp.Navigate(s.URL+"/?token="+e2eToken))
+	b.waitFor(t, "the task list run by the WASM app", `location.pathname === "/" && !document.getElementById("app-wasm-loader") && !!document.querySelector(".tasks-page")`)
+	if got := browserCookies(t, b, s.URL); len(got) != 1 {
+		t.Fatalf("cookies after sign-in: %v", got)
+	}
+	signOut := `[...document.querySelectorAll(".bar button")].find(e => e.textContent === "Sign out")`
+	b.waitFor(t, "the sign-out button", "!!"+signOut)
+	b.screenshots(t, "signed-in", ".bar")
+	b.do(t, chromedp.Evaluate[chromedp.Void](signOut+".click()"))
+	b.waitThrough(t, "the sign-in page", `location.pathname === "/login" && !!document.querySelector("#token")`)
+	if got := browserCookies(t, b, s.URL); len(got) != 0 {
+		t.Errorf("cookies after signing out: %v", got)
+	}
+	b.do(t, chromedp.Navigate(s.URL+"/"))
+	if path := eval[string](t, b, `location.pathname`); path != "/login" {
+		t.Errorf("after signing out, / went to %s", path)
+	}
+
+	open := startServer(t)
+	o := newBrowser(t)
+	o.do(t, chromedp.Navigate(open.URL+"/"))
+	o.waitFor(t, "the task list run by the WASM app", `!document.getElementById("app-wasm-loader") && !!document.querySelector(".tasks-page .new-task button:not([disabled])")`)
+	if n := eval[int](t, o, `document.querySelectorAll(".bar button").length`); n != 0 {
+		t.Errorf("a server without a token shows %d buttons in the bar", n)
+	}
+}

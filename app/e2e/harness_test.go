@@ -405,6 +405,23 @@ func (b *browser) waitFor(t *testing.T, what, js string) {
 	}
 }
 
+// waitThrough polls js like waitFor, but across a navigation the page makes itself (an
+// evaluation cut short by the navigation is tried again).
+func (b *browser) waitThrough(t *testing.T, what, js string) {
+	t.Helper()
+	end := time.Now().Add(deadline)
+	for time.Now().Before(end) {
+		ctx, cancel := context.WithTimeout(b.ctx, time.Second)
+		ok, err := chromedp.Run(ctx, chromedp.Evaluate[bool](js))
+		cancel()
+		if err == nil && ok {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("waiting for %s: not within %s", what, deadline)
+}
+
 // open loads a session page and waits until the WASM app runs it (prerendered buttons
 // do nothing before that; the live indicator exists only once the app runs).
 func (b *browser) open(t *testing.T, url string) {

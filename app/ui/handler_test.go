@@ -24,7 +24,7 @@ func get(t *testing.T, h http.Handler, path string) (*http.Response, string) {
 
 func TestHandler(t *testing.T) {
 	Routes()
-	h := Handler([]byte("\x00asm"))
+	h := Handler([]byte("\x00asm"), false)
 
 	t.Run("deep links prerender without calling the API", func(t *testing.T) {
 		var calls atomic.Int32
@@ -99,20 +99,20 @@ func TestHandler(t *testing.T) {
 
 func TestHandlerVersion(t *testing.T) {
 	wasm := []byte("\x00asm one build")
-	h := Handler(wasm)
+	h := Handler(wasm, false)
 	if h.WasmContentLength != strconv.Itoa(len(wasm)) {
 		t.Errorf("WasmContentLength %q, app.wasm is %d bytes", h.WasmContentLength, len(wasm))
 	}
-	if again := Handler(append([]byte(nil), wasm...)).Version; again != h.Version {
+	if again := Handler(append([]byte(nil), wasm...), false).Version; again != h.Version {
 		t.Errorf("the same app.wasm gave versions %q and %q: a restart would look like an update", h.Version, again)
 	}
-	if other := Handler([]byte("\x00asm another build")).Version; other == h.Version {
+	if other := Handler([]byte("\x00asm another build"), false).Version; other == h.Version {
 		t.Errorf("two builds share version %q: clients would miss the update", other)
 	}
 	saved := Version
 	defer func() { Version = saved }()
 	Version = "v1.2.3"
-	if got := Handler(wasm).Version; got != "v1.2.3" {
+	if got := Handler(wasm, false).Version; got != "v1.2.3" {
 		t.Errorf("Version %q, want the one set at build time", got)
 	}
 }

@@ -113,7 +113,12 @@ func (p *TasksPage) startOn(taskID string) app.EventHandler {
 // Render draws the page; prerendered, it is the shell with an empty list.
 func (p *TasksPage) Render() app.UI {
 	return app.Div().Class("page", "tasks-page").Body(
-		app.Header().Class("bar").Body(app.H1().Text("Conch")),
+		app.Header().Class("bar").Body(
+			app.H1().Text("Conch"),
+			app.If(app.Getenv(signInEnv) != "", func() app.UI {
+				return app.Button().Type("button").Class("secondary").OnClick(p.signOut).Text("Sign out")
+			}),
+		),
 		&Notices{Offline: p.offline},
 		app.If(p.err != "", func() app.UI { return app.P().Class("alert").Text(p.err) }),
 		app.Main().Body(
@@ -138,6 +143,20 @@ func (p *TasksPage) Render() app.UI {
 			),
 		),
 	)
+}
+
+// signOut ends this browser's sign-in and shows the sign-in page.
+func (p *TasksPage) signOut(ctx app.Context, _ app.Event) {
+	ctx.Async(func() {
+		err := api.SignOut(context.Background())
+		ctx.Dispatch(func(app.Context) {
+			if err != nil {
+				p.err = "Could not sign out: " + err.Error()
+				return
+			}
+			app.Window().Get("location").Call("assign", "/login") // the server's page, not a route of the app
+		})
+	})
 }
 
 // askDelete shows the confirmation of a task's deletion, or hides it (id "").

@@ -31,8 +31,13 @@ func Routes() {
 // Handler returns the go-app handler that serves the pages and the PWA files (manifest,
 // worker, wasm_exec.js). The files under /web/ are the server's to serve: wasm is the
 // app.wasm it serves there (nil when the UI is not built), of which the handler needs the
-// size and, without a Version, the hash.
-func Handler(wasm []byte) *app.Handler {
+// size and, without a Version, the hash. signIn says people sign in (the server has a
+// token), so the pages offer to sign out.
+func Handler(wasm []byte, signIn bool) *app.Handler {
+	env := map[string]string{}
+	if signIn {
+		env[signInEnv] = "1"
+	}
 	return &app.Handler{
 		Name:        "Conch",
 		ShortName:   "Conch",
@@ -54,8 +59,12 @@ func Handler(wasm []byte) *app.Handler {
 		WasmContentLength:     strconv.Itoa(len(wasm)), // raw: the loader's progress, also when it travels compressed
 		ServiceWorkerTemplate: serviceWorker(),
 		Resources:             sameOrigin{},
+		Env:                   env,
 	}
 }
+
+// signInEnv is set in the page's environment when the server asks people to sign in.
+const signInEnv = "CONCH_SIGN_IN"
 
 // sameOrigin resolves /web/ paths to themselves. It is not an http.Handler, so go-app
 // serves no files of its own: the server serves /web/ (app.LocalDir, the default, would

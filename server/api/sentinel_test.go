@@ -20,7 +20,7 @@ var registerRoutes sync.Once
 // withRealUI serves the go-app UI itself, so the first page load is the real one.
 func withRealUI(c *Config) {
 	registerRoutes.Do(ui.Routes)
-	c.UI = ui.Handler(nil)
+	c.UI = ui.Handler(nil, false)
 }
 
 // sentinelOutput is about size bytes of a token unique to this run.
