@@ -78,11 +78,21 @@ func (r ListRequest) Query() url.Values {
 func ParseListQuery(sessionID string, q url.Values) (ListRequest, error) {
 	r := ListRequest{SessionID: sessionID, Before: q.Get("before"), After: q.Get("after"), Sort: q.Get("sort")}
 	if q.Has("limit") {
-		n, err := strconv.Atoi(q.Get("limit"))
+		n, err := ParseLimit(q.Get("limit"))
 		if err != nil {
-			return r, errLimit
+			return r, err
 		}
-		r.Limit = &n
+		r.Limit = n
 	}
 	return r, nil
+}
+
+// ParseLimit reads a limit written as text (a query value, a JSON value): anything but
+// an integer, one too large included, is refused as any other bad limit.
+func ParseLimit(text string) (*int, error) {
+	n, err := strconv.Atoi(text)
+	if err != nil {
+		return nil, errLimit
+	}
+	return &n, nil
 }

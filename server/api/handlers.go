@@ -12,6 +12,7 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 
 	"conch/shared"
@@ -305,7 +306,7 @@ func describeJSONError(err error) string {
 	case errors.As(err, &syn):
 		return fmt.Sprintf("malformed JSON at byte %d", syn.Offset)
 	case errors.As(err, &typ) && typ.Field != "":
-		return fmt.Sprintf("field %q must be %s", typ.Field, jsonKind(typ.Type))
+		return fmt.Sprintf("field %q must be %s", wireField(typ.Field), jsonKind(typ.Type))
 	case errors.As(err, &typ):
 		return "request body must be a JSON object"
 	case errors.Is(err, io.ErrUnexpectedEOF):
@@ -313,6 +314,16 @@ func describeJSONError(err error) string {
 	default: // unknown field and the like: the decoder's text names the field
 		return strings.TrimPrefix(err.Error(), "json: ")
 	}
+}
+
+// wireField is a decoding error's field path as the client wrote it: without the Go names
+// of embedded structs (capitalized, unlike every JSON name of the API).
+func wireField(path string) string {
+	parts := strings.Split(path, ".")
+	for len(parts) > 1 && parts[0] != "" && unicode.IsUpper(rune(parts[0][0])) {
+		parts = parts[1:]
+	}
+	return strings.Join(parts, ".")
 }
 
 // jsonKind names the JSON value a Go type decodes from.

@@ -148,9 +148,18 @@ func (s *server) dispatch(ctx context.Context, client *hub.Client, data []byte) 
 			result = ref
 		}
 	case shared.ActionMessageList:
-		var p shared.ListRequest
+		// The limit is read as REST reads it, so a bad one gets the same answer both ways.
+		var p struct {
+			shared.ListRequest
+			Limit json.RawMessage `json:"limit"`
+		}
 		if err = decodePayload(req.Payload, &p, &p.SessionID); err == nil {
-			result, err = s.store.ListMessages(ctx, p)
+			if raw := string(p.Limit); raw != "" && raw != "null" {
+				p.ListRequest.Limit, err = shared.ParseLimit(raw)
+			}
+			if err == nil {
+				result, err = s.store.ListMessages(ctx, p.ListRequest)
+			}
 		}
 	case shared.ActionMessageAdd:
 		var p shared.AddRequest
