@@ -199,35 +199,41 @@ func runUntilPrinted(ctx context.Context, t *testing.T, c *client.Client, sessio
 	}
 }
 
-// kill -9 of the server leaves none of a command's processes behind: not its background
+// A stopped server (kill -9 or SIGTERM) leaves none of a command's processes behind: not its background
 // child, not one that left for a session of its own (Pdeathsig reaches only the direct
 // child; the command's PID namespace takes the rest with it).
 func TestBinaryCrashLeavesNoBackgroundChild(t *testing.T) {
-	srv := startServer(t, filepath.Join(t.TempDir(), "conch.db"))
-	c := client.New(srv.base)
-	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
-	defer cancel()
-	sess := startShell(t, c)
-	lines := runUntilPrinted(ctx, t, c, sess.ID,
-		"("+hostPID+"; exec sleep 1234) & ("+hostPID+"; exec setsid sleep 1235) & sleep 300", 2)
-	var pids []int
-	for _, line := range lines {
-		pid, err := strconv.Atoi(line)
-		if err != nil || !running(pid) {
-			t.Fatalf("not a running pid: %q", line)
-		}
-		pids = append(pids, pid)
-	}
-	t.Cleanup(func() {
-		for _, pid := range pids {
-			if running(pid) { // left by a failure of this test: ours to end
-				_ = syscall.Kill(pid, syscall.SIGKILL)
+	// kill -9 gives the server no chance to clean up; SIGTERM is a clean stop. Neither
+	// may leave a command's background child, nor one that left its session (setsid).
+	for _, sig := range []syscall.Signal{syscall.SIGKILL, syscall.SIGTERM} {
+		t.Run(sig.String(), func(t *testing.T) {
+			srv := startServer(t, filepath.Join(t.TempDir(), "conch.db"))
+			c := client.New(srv.base)
+			ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+			defer cancel()
+			sess := startShell(t, c)
+			lines := runUntilPrinted(ctx, t, c, sess.ID,
+				"("+hostPID+"; exec sleep 1234) & ("+hostPID+"; exec setsid sleep 1235) & sleep 300", 2)
+			var pids []int
+			for _, line := range lines {
+				pid, err := strconv.Atoi(line)
+				if err != nil || !running(pid) {
+					t.Fatalf("not a running pid: %q", line)
+				}
+				pids = append(pids, pid)
 			}
-		}
-	})
-	srv.stop(t, syscall.SIGKILL)
-	for _, pid := range pids {
-		waitGone(t, pid)
+			t.Cleanup(func() {
+				for _, pid := range pids {
+					if running(pid) { // left by a failure of this test: ours to end
+						_ = syscall.Kill(pid, syscall.SIGKILL)
+					}
+				}
+			})
+			srv.stop(t, sig)
+			for _, pid := range pids {
+				waitGone(t, pid)
+			}
+		})
 	}
 }
 
