@@ -63,7 +63,7 @@ func run(ctx context.Context, args []string) error {
 	burstMB := fs.Int("burst-mb", 50, "output of the fast command, MB")
 	growth := fs.String("growth", "1000,10000,100000", "session sizes of the growth benchmark")
 	fs.BoolVar(&b.browser, "browser", true, "run the headless Chromium benchmark")
-	only := fs.String("only", "", "run only these benchmarks (comma-separated: payload,snapshot,growth,parts,live,browser,gobench)")
+	only := fs.String("only", "", "run only these benchmarks (comma-separated: payload,snapshot,growth,parts,live,crowd,browser,gobench)")
 	fs.StringVar(&b.web, "web", "web", "the folder holding app.wasm, app.wasm.gz and app.wasm.br")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -100,6 +100,7 @@ func run(ctx context.Context, args []string) error {
 		{"growth", b.growthBench},
 		{"parts", b.parts},
 		{"live", b.live},
+		{"crowd", b.crowd},
 		{"browser", b.browserBench},
 		{"gobench", b.goBench},
 	}
@@ -202,9 +203,16 @@ func memTotal() string {
 	return "unknown"
 }
 
-// load runs the load generator in its own process against urls on c connections.
+// load runs the load generator in its own process against urls on c connections for the
+// run's duration.
 func (b *bench) load(ctx context.Context, srv *conch, conns int, urls ...string) (load.Result, error) {
-	args := []string{"-json", "-c", strconv.Itoa(conns), "-d", b.dur.String(), "-pid", strconv.Itoa(srv.PID)}
+	return b.loadFor(ctx, srv, b.dur, conns, urls...)
+}
+
+// loadFor is load for a duration d. A run with failed requests answers its figures and
+// an error.
+func (b *bench) loadFor(ctx context.Context, srv *conch, d time.Duration, conns int, urls ...string) (load.Result, error) {
+	args := []string{"-json", "-c", strconv.Itoa(conns), "-d", d.String(), "-pid", strconv.Itoa(srv.PID)}
 	out, err := exec.CommandContext(ctx, b.loadgenBin, append(args, urls...)...).Output()
 	if err != nil {
 		if ee, ok := err.(*exec.ExitError); ok {
