@@ -39,15 +39,10 @@ func (b *bench) crowd(ctx context.Context) error {
 	}
 	wctx, cancel := context.WithTimeout(ctx, crowdFor+2*time.Minute)
 	defer cancel()
-	clients := make([]*wsClient, crowdSubscribers)
-	for i := range clients {
-		if clients[i], err = srv.dialWS(wctx); err != nil {
-			return fmt.Errorf("subscriber %d: %w", i+1, err)
-		}
-		defer clients[i].close()
-		if _, err := clients[i].request(wctx, shared.ActionSubscribe, shared.SessionRef{SessionID: sess.ID}); err != nil {
-			return fmt.Errorf("subscriber %d: %w", i+1, err)
-		}
+	clients, err := srv.subscribers(wctx, crowdSubscribers, sess.ID)
+	defer closeAll(clients)
+	if err != nil {
+		return err
 	}
 	sampler, err := load.Watch(srv.PID, 100*time.Millisecond)
 	if err != nil {
@@ -55,13 +50,7 @@ func (b *bench) crowd(ctx context.Context) error {
 	}
 	logs := make([]clientLog, len(clients))
 	var wg sync.WaitGroup
-	for i, c := range clients {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			logs[i] = c.follow(wctx)
-		}()
-	}
+	followAll(wctx, clients, logs, &wg)
 	command := fmt.Sprintf("%s emit -every 10ms -for %s", shared.ShellJoin(self), crowdFor)
 	var prompt shared.Message
 	if err := srv.post(wctx, "/api/v1/task-sessions/"+sess.ID+"/messages", shared.AddRequest{Content: command},

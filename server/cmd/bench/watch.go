@@ -43,15 +43,10 @@ func (b *bench) watchCommand(ctx context.Context, srv *conch, n int, command str
 	w.sessionID = sess.ID
 	ctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
-	clients := make([]*wsClient, n)
-	for i := range clients {
-		if clients[i], err = srv.dialWS(ctx); err != nil {
-			return w, err
-		}
-		defer clients[i].close()
-		if _, err := clients[i].request(ctx, shared.ActionSubscribe, shared.SessionRef{SessionID: sess.ID}); err != nil {
-			return w, err
-		}
+	clients, err := srv.subscribers(ctx, n, sess.ID)
+	defer closeAll(clients)
+	if err != nil {
+		return w, err
 	}
 	sampler, err := load.Watch(srv.PID, 100*time.Millisecond)
 	if err != nil {
@@ -59,13 +54,7 @@ func (b *bench) watchCommand(ctx context.Context, srv *conch, n int, command str
 	}
 	w.clients = make([]clientLog, n)
 	var wg sync.WaitGroup
-	for i, c := range clients {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			w.clients[i] = c.follow(ctx)
-		}()
-	}
+	followAll(ctx, clients, w.clients, &wg)
 	var msg shared.Message
 	if err := srv.post(ctx, "/api/v1/task-sessions/"+sess.ID+"/messages", shared.AddRequest{Content: command},
 		&msg, http.StatusAccepted); err != nil {
@@ -89,6 +78,41 @@ func (b *bench) watchCommand(ctx context.Context, srv *conch, n int, command str
 	}
 	w.messageID = m.ID
 	return w, nil
+}
+
+// subscribers dials n WebSocket clients subscribed to the session; close them with
+// closeAll, also after an error.
+func (c *conch) subscribers(ctx context.Context, n int, sessionID string) ([]*wsClient, error) {
+	var clients []*wsClient
+	for i := range n {
+		ws, err := c.dialWS(ctx)
+		if err != nil {
+			return clients, fmt.Errorf("subscriber %d: %w", i+1, err)
+		}
+		clients = append(clients, ws)
+		if _, err := ws.request(ctx, shared.ActionSubscribe, shared.SessionRef{SessionID: sessionID}); err != nil {
+			return clients, fmt.Errorf("subscriber %d: %w", i+1, err)
+		}
+	}
+	return clients, nil
+}
+
+func closeAll(clients []*wsClient) {
+	for _, c := range clients {
+		c.close()
+	}
+}
+
+// followAll has each client follow the session's command into logs (one each), in the
+// background; wg is done when all have.
+func followAll(ctx context.Context, clients []*wsClient, logs []clientLog, wg *sync.WaitGroup) {
+	for i, c := range clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			logs[i] = c.follow(ctx)
+		}()
+	}
 }
 
 // follow reads notifications about the session's shell command until it is terminal.
