@@ -145,6 +145,8 @@ var schema = []string{
 // columns are added to tables of older databases: SQLite has no ADD COLUMN IF NOT EXISTS.
 var columns = []struct{ table, name, def string }{
 	{"task_sessions", "last_stop_reason", "TEXT NOT NULL DEFAULT ''"},
+	{"task_sessions", "modes", "TEXT NOT NULL DEFAULT ''"},    // JSON of shared.Modes
+	{"task_sessions", "commands", "TEXT NOT NULL DEFAULT ''"}, // JSON of []shared.Command
 }
 
 func (s *Store) migrate() error {
