@@ -111,6 +111,7 @@ func (a *Agent) ResumeSession(context.Context, sdk.ResumeSessionRequest) (sdk.Re
 func (a *Agent) SetSessionConfigOption(context.Context, sdk.SetSessionConfigOptionRequest) (sdk.SetSessionConfigOptionResponse, error) {
 	return sdk.SetSessionConfigOptionResponse{}, nil
 }
+
 // SetSessionMode switches to a mode the agent offers and reports the switch, as agents
 // do when they change modes themselves.
 func (a *Agent) SetSessionMode(ctx context.Context, p sdk.SetSessionModeRequest) (sdk.SetSessionModeResponse, error) {
