@@ -130,14 +130,8 @@ func TestModesAndCommands(t *testing.T) {
 	s, sess, b := openScripted(t, "modes and commands")
 	ctx, cancel := context.WithTimeout(context.Background(), deadline)
 	defer cancel()
-	conn, err := s.API.Dial(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	conn := s.subscribe(t, ctx, sess.ID)
 	defer conn.Close()
-	if err := conn.Subscribe(ctx, sess.ID); err != nil {
-		t.Fatal(err)
-	}
 	b.waitFor(t, "the mode select", `(document.querySelector("#mode-select") || {value: ""}).value === "ask"`)
 	if got := b.text(t, "label.mode"); got != "ModeAskCode" {
 		t.Errorf("mode select %q", got)

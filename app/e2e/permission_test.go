@@ -186,14 +186,8 @@ func TestMeasurePermission(t *testing.T) {
 	}).observe(document.body, {childList: true, subtree: true})`))
 	ctx, cancel := context.WithTimeout(context.Background(), 5*deadline)
 	defer cancel()
-	conn, err := s.API.Dial(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	conn := s.subscribe(t, ctx, sess.ID)
 	defer conn.Close()
-	if err := conn.Subscribe(ctx, sess.ID); err != nil {
-		t.Fatal(err)
-	}
 	var toButton, toStored, toAgent []time.Duration
 	var size int
 	for i := range rounds {
