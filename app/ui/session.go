@@ -244,7 +244,12 @@ func (p *SessionPage) notify(ctx app.Context, c context.Context, id string, env 
 		if json.Unmarshal(env.Payload, &m) != nil || m.SessionID != id {
 			return
 		}
-		p.apply(ctx, c, func(ctx app.Context) { p.show(ctx, []shared.Message{m}) })
+		p.apply(ctx, c, func(ctx app.Context) {
+			if env.Action == shared.ActionMessageAdded {
+				notifyHidden(ctx, m)
+			}
+			p.show(ctx, []shared.Message{m})
+		})
 	case shared.ActionSessionUpdated:
 		var s shared.Session
 		if json.Unmarshal(env.Payload, &s) != nil || s.ID != id {
