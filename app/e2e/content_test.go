@@ -118,6 +118,16 @@ func TestPlanChecklist(t *testing.T) {
 	if n := eval[int](t, b, `document.querySelectorAll(".msg.plan").length`); n != 1 {
 		t.Errorf("%d plan messages, want one updated in place", n)
 	}
+	page, err := s.API.ListMessages(ctx, shared.ListRequest{SessionID: sess.ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range page.Messages {
+		if m.Type == shared.TypePlan {
+			raw, _ := json.Marshal(m)
+			t.Logf("a plan of 3 steps is listed in %d B", len(raw))
+		}
+	}
 	if got := b.text(t, ".msg.plan .plan-in_progress .plan-text"); got != "Fix the off-by-one in the pager" {
 		t.Errorf("step in progress %q", got)
 	}
