@@ -81,14 +81,17 @@ func (s *Store) GetTask(ctx context.Context, id string) (shared.Task, error) {
 	return row.task(), nil
 }
 
-// ListTasks returns every task, newest first, each with its sessions, newest first.
+// ListTasks returns every task, newest first, each with its sessions, newest first
+// (without their modes and commands).
 func (s *Store) ListTasks(ctx context.Context) ([]shared.Task, error) {
 	var rows []taskRow
 	if err := s.db.WithContext(ctx).Order("created_at DESC, id DESC").Find(&rows).Error; err != nil {
 		return nil, fmt.Errorf("list tasks: %w", err)
 	}
 	var sessions []sessionRow
-	if err := s.db.WithContext(ctx).Order("created_at DESC, id DESC").Find(&sessions).Error; err != nil {
+	// Without modes and commands: an agent's command list alone can be kilobytes, and the
+	// task list shows none of it (GET .../task-sessions/{id} has them).
+	if err := s.db.WithContext(ctx).Omit("modes", "commands").Order("created_at DESC, id DESC").Find(&sessions).Error; err != nil {
 		return nil, fmt.Errorf("list sessions: %w", err)
 	}
 	// Pending permission requests are unfinished rows: the partial index finds them.

@@ -112,6 +112,9 @@ func TestSessionModesAndCommands(t *testing.T) {
 	if got, _ := s.SetSessionCommands(ctx, sess.ID, nil); got.Commands != nil || got.Modes == nil {
 		t.Errorf("cleared commands: %+v", got)
 	}
+	if tasks, err := s.ListTasks(ctx); err != nil || tasks[0].Sessions[0].Modes != nil || tasks[0].Sessions[0].State != sess.State {
+		t.Errorf("the task list carries modes: %+v, %v", tasks, err)
+	}
 	if _, err := s.SetSessionModes(ctx, "nope", modes); shared.ErrorCode(err) != shared.CodeNotFound {
 		t.Errorf("unknown session: %v", err)
 	}
