@@ -40,8 +40,11 @@ const (
 	// ActionPermissionAnswer answers a permission request (payload: PermissionAnswer);
 	// the response is the updated message.
 	ActionPermissionAnswer = "permission.answer"
-	ActionMessageAdded     = "session.message.added"
-	ActionMessageUpdated   = "session.message.updated"
+	// ActionSetMode switches the agent's session mode (payload: ModeRequest); the
+	// response is the session.
+	ActionSetMode        = "session.set_mode"
+	ActionMessageAdded   = "session.message.added"
+	ActionMessageUpdated = "session.message.updated"
 	// ActionSessionUpdated is an extension: the session's state changed (payload: Session).
 	ActionSessionUpdated = "session.updated"
 	// ActionSessionDeleted is an extension: the session was deleted with its task (payload:

@@ -179,8 +179,49 @@ type Session struct {
 	Error  string       `json:"error,omitempty"`
 	// LastStopReason is how the last turn ended; absent until a turn has ended.
 	LastStopReason StopReason `json:"last_stop_reason,omitempty"`
-	CreatedAt      time.Time  `json:"created_at"`
-	UpdatedAt      time.Time  `json:"updated_at"`
+	// Modes are the agent's session modes (ACP session modes), when it offers any;
+	// Commands its slash commands (ACP available_commands_update), when it offers any.
+	Modes     *Modes    `json:"modes,omitempty"`
+	Commands  []Command `json:"commands,omitempty"`
+	CreatedAt time.Time `json:"created_at"`
+	UpdatedAt time.Time `json:"updated_at"`
+}
+
+// Modes are the modes an agent offers for a session and the one it is in.
+type Modes struct {
+	Current   string        `json:"current"`
+	Available []SessionMode `json:"available"`
+}
+
+// Offers reports whether id is one of the available modes.
+func (m Modes) Offers(id string) bool {
+	for _, a := range m.Available {
+		if a.ID == id {
+			return true
+		}
+	}
+	return false
+}
+
+// SessionMode is one mode of an agent (for example "ask", "code", "architect").
+type SessionMode struct {
+	ID          string `json:"id"`
+	Name        string `json:"name"`
+	Description string `json:"description,omitempty"`
+}
+
+// Command is a slash command an agent offers; Hint describes its input, if it takes one.
+type Command struct {
+	Name        string `json:"name"`
+	Description string `json:"description"`
+	Hint        string `json:"hint,omitempty"`
+}
+
+// ModeRequest is the body of POST .../mode (mode_id alone) and the payload of the
+// WebSocket action session.set_mode.
+type ModeRequest struct {
+	SessionID string `json:"session_id,omitempty"`
+	ModeID    string `json:"mode_id"`
 }
 
 // StopReason is why an agent ended a prompt turn (ACP's stopReason).

@@ -129,6 +129,12 @@ func (c *Client) Cancel(ctx context.Context, sessionID string) error {
 	return c.call(ctx, "POST", "/api/v1/task-sessions/"+url.PathEscape(sessionID)+"/cancel", struct{}{}, nil)
 }
 
+// SetMode switches the session's agent to one of the modes it offers.
+func (c *Client) SetMode(ctx context.Context, sessionID, modeID string) (shared.Session, error) {
+	var s shared.Session
+	return s, c.call(ctx, "POST", "/api/v1/task-sessions/"+url.PathEscape(sessionID)+"/mode", shared.ModeRequest{ModeID: modeID}, &s)
+}
+
 // AnswerPermission answers a pending permission request with one of the options it
 // offers and returns the updated message.
 func (c *Client) AnswerPermission(ctx context.Context, sessionID, messageID, optionID string) (shared.Message, error) {

@@ -17,10 +17,12 @@ import (
 
 // TestMain lets the test binary play a third-party ACP agent: the server under test
 // starts it (the scripted profile of startAgentsServer) with CONCH_E2E_AGENT=script, and
-// it speaks ACP over stdio like any other agent.
+// it speaks ACP over stdio like any other agent, offering two session modes.
 func TestMain(m *testing.M) {
 	if os.Getenv("CONCH_E2E_AGENT") == "script" {
-		if err := acptest.Serve(context.Background(), os.Stdin, os.Stdout, steps); err != nil {
+		modes := &sdk.SessionModeState{CurrentModeId: "ask", AvailableModes: []sdk.SessionMode{
+			{Id: "ask", Name: "Ask", Description: sdk.Ptr("Asks before it edits")}, {Id: "code", Name: "Code", Description: sdk.Ptr("Edits files")}}}
+		if err := acptest.Run(context.Background(), os.Stdin, os.Stdout, acptest.Config{Scripts: steps, Modes: modes}); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)
 		}
@@ -87,6 +89,13 @@ var steps = map[string]acptest.Script{
 			}
 		}
 		return nil
+	},
+	"offer commands": func(ctx context.Context, a *acptest.Agent, sid sdk.SessionId) error {
+		return a.Send(ctx, sid, sdk.SessionUpdate{AvailableCommandsUpdate: &sdk.SessionAvailableCommandsUpdate{AvailableCommands: []sdk.AvailableCommand{
+			{Name: "review", Description: "Review the changes on this branch", Input: &sdk.AvailableCommandInput{Unstructured: &sdk.UnstructuredCommandInput{Hint: "base branch"}}},
+			{Name: "release-notes", Description: "Draft release notes"},
+			{Name: "init", Description: "Write an AGENTS.md for this repository"},
+		}}})
 	},
 	"fail": func(context.Context, *acptest.Agent, sdk.SessionId) error {
 		return errors.New("model overloaded, try again later")

@@ -118,10 +118,70 @@ func TestPlanChecklist(t *testing.T) {
 	if n := eval[int](t, b, `document.querySelectorAll(".msg.plan").length`); n != 1 {
 		t.Errorf("%d plan messages, want one updated in place", n)
 	}
+	page, err := s.API.ListMessages(ctx, shared.ListRequest{SessionID: sess.ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range page.Messages {
+		if m.Type == shared.TypePlan {
+			raw, _ := json.Marshal(m)
+			t.Logf("a plan of 3 steps is listed in %d B", len(raw))
+		}
+	}
 	if got := b.text(t, ".msg.plan .plan-in_progress .plan-text"); got != "Fix the off-by-one in the pager" {
 		t.Errorf("step in progress %q", got)
 	}
 	b.shots(t, "plan", ".msg.plan")
+}
+
+// The agent's modes are a select in the bar that switches it; its slash commands
+// complete a prompt that starts with "/", by click or keyboard.
+func TestModesAndCommands(t *testing.T) {
+	s, sess, b := openScripted(t, "modes and commands")
+	ctx, cancel := context.WithTimeout(context.Background(), deadline)
+	defer cancel()
+	conn := s.subscribe(t, ctx, sess.ID)
+	defer conn.Close()
+	b.waitFor(t, "the mode select", `(document.querySelector("#mode-select") || {value: ""}).value === "ask"`)
+	if got := b.text(t, "label.mode"); got != "ModeAskCode" {
+		t.Errorf("mode select %q", got)
+	}
+	b.do(t, chromedp.Evaluate[chromedp.Void](`(s => { s.value = "code"; s.dispatchEvent(new Event("change", {bubbles: true})); })(document.querySelector("#mode-select"))`))
+	for switched := false; !switched; {
+		select {
+		case env := <-conn.Notifications():
+			var got shared.Session
+			if env.Action == shared.ActionSessionUpdated && json.Unmarshal(env.Payload, &got) == nil && got.Modes != nil {
+				switched = got.Modes.Current == "code"
+			}
+		case <-ctx.Done():
+			t.Fatal("the mode did not switch")
+		}
+	}
+
+	if _, err := s.API.SendMessage(ctx, sess.ID, "offer commands", ""); err != nil {
+		t.Fatal(err)
+	}
+	for offered := false; !offered; { // the page gets the same notification
+		select {
+		case env := <-conn.Notifications():
+			var got shared.Session
+			offered = env.Action == shared.ActionSessionUpdated && json.Unmarshal(env.Payload, &got) == nil && len(got.Commands) == 3
+		case <-ctx.Done():
+			t.Fatal("no commands")
+		}
+	}
+	b.do(t, chromedp.SendKeys(chromedp.CSS("#prompt-input"), "/re"))
+	b.waitFor(t, "the completions", `document.querySelectorAll("#command-list button").length === 2`)
+	if got := b.text(t, "#command-list"); got != "/reviewReview the changes on this branch · base branch/release-notesDraft release notes" {
+		t.Errorf("completions %q", got)
+	}
+	b.shots(t, "commands", "#command-list")
+	b.do(t, chromedp.KeyEvent("\t"), chromedp.KeyEvent("\r")) // the first completion, by keyboard
+	b.waitFor(t, "the command in the box", `document.querySelector("#prompt-input").value === "/review " && !document.querySelector("#command-list")`)
+	if !eval[bool](t, b, `document.activeElement === document.querySelector("#prompt-input")`) {
+		t.Error("the prompt box does not have the focus back")
+	}
 }
 
 // openScripted starts a server with the scripted agent, a session of it titled title,

@@ -169,14 +169,8 @@ func (s *server) runWithin(t *testing.T, limit time.Duration, sid, command strin
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), limit)
 	defer cancel()
-	conn, err := s.API.Dial(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	conn := s.subscribe(t, ctx, sid)
 	defer conn.Close()
-	if err := conn.Subscribe(ctx, sid); err != nil {
-		t.Fatal(err)
-	}
 	user, err := s.API.SendMessage(ctx, sid, command, fmt.Sprint(time.Now().UnixNano()))
 	if err != nil {
 		t.Fatal(err)
@@ -202,6 +196,21 @@ func (s *server) runWithin(t *testing.T, limit time.Duration, sid, command strin
 			t.Fatalf("command %q did not finish: %v", command, ctx.Err())
 		}
 	}
+}
+
+// subscribe opens a WebSocket subscribed to the session's notifications; the caller
+// closes it.
+func (s *server) subscribe(t *testing.T, ctx context.Context, sid string) *client.Conn {
+	t.Helper()
+	conn, err := s.API.Dial(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := conn.Subscribe(ctx, sid); err != nil {
+		conn.Close()
+		t.Fatal(err)
+	}
+	return conn
 }
 
 // openRunning runs command in a new session until it is running and its summary counts

@@ -186,14 +186,8 @@ func TestMeasurePermission(t *testing.T) {
 	}).observe(document.body, {childList: true, subtree: true})`))
 	ctx, cancel := context.WithTimeout(context.Background(), 5*deadline)
 	defer cancel()
-	conn, err := s.API.Dial(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	conn := s.subscribe(t, ctx, sess.ID)
 	defer conn.Close()
-	if err := conn.Subscribe(ctx, sess.ID); err != nil {
-		t.Fatal(err)
-	}
 	var toButton, toStored, toAgent []time.Duration
 	var size int
 	for i := range rounds {
@@ -234,4 +228,26 @@ func median(ds []time.Duration) time.Duration {
 	s := slices.Clone(ds)
 	slices.Sort(s)
 	return s[len(s)/2]
+}
+
+// The page offers system notifications of permission requests once, on a pending
+// request; after the offer was taken it is not made again, also after a reload.
+func TestNotificationsOfferedOnce(t *testing.T) {
+	s, _ := startAgentsServer(t)
+	sess := s.sessionOf(t, "notifications", askingAgent)
+	b := newBrowser(t)
+	b.open(t, s.URL+"/sessions/"+sess.ID)
+	if eval[string](t, b, `Notification.permission`) != "default" {
+		t.Skip("this browser does not leave notifications undecided")
+	}
+	waitAsk(t, s, sess.ID, "echo notify", b)
+	offer := ".perm-pending button.perm-notify"
+	b.waitFor(t, "the offer", fmt.Sprintf(`!!document.querySelector(%q)`, offer))
+	b.do(t, chromedp.Click(chromedp.CSS(offer)))
+	b.waitFor(t, "the offer to go", fmt.Sprintf(`!document.querySelector(%q)`, offer))
+	b.open(t, s.URL+"/sessions/"+sess.ID)
+	b.waitFor(t, "the request after a reload", `!!document.querySelector(".perm-pending button.perm-option")`)
+	if n := eval[int](t, b, fmt.Sprintf(`document.querySelectorAll(%q).length`, offer)); n != 0 {
+		t.Error("the offer is made again after it was taken")
+	}
 }

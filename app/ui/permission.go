@@ -25,6 +25,17 @@ type PermissionRow struct {
 
 	sending string // the option being sent
 	err     string
+	offer   bool // offer system notifications of later requests
+}
+
+// OnMount decides whether to offer notifications (in the browser only).
+func (r *PermissionRow) OnMount(ctx app.Context) {
+	r.offer = offerNotifications(ctx)
+}
+
+func (r *PermissionRow) askNotifications(ctx app.Context, _ app.Event) {
+	r.offer = false
+	askNotifications(ctx)
 }
 
 // Render draws the request.
@@ -57,6 +68,10 @@ func (r *PermissionRow) Render() app.UI {
 			)
 		}),
 		app.If(r.err != "", func() app.UI { return app.P().Class("perm-error").Role("alert").Text(r.err) }),
+		app.If(pending && r.offer, func() app.UI {
+			return app.Button().Type("button").Class("perm-notify").OnClick(r.askNotifications).
+				Text("Notify me when an agent asks while this tab is hidden")
+		}),
 	)
 }
 

@@ -32,17 +32,18 @@ const (
 type SessionPage struct {
 	app.Compo
 
-	id       string
-	session  *shared.Session
-	tl       timeline
-	loaded   bool // the first page has arrived
-	hasOlder bool
-	older    bool // loading older messages
-	live     string
-	offline  bool
-	err      string
-	draft    string
-	sending  bool
+	id        string
+	session   *shared.Session
+	tl        timeline
+	loaded    bool // the first page has arrived
+	hasOlder  bool
+	older     bool // loading older messages
+	live      string
+	offline   bool
+	err       string
+	draft     string
+	sending   bool
+	switching bool // a mode switch is on its way
 
 	ctx    context.Context // this page's work; cancelled on dismount or when the id changes
 	cancel context.CancelFunc
@@ -66,7 +67,7 @@ func (p *SessionPage) OnNav(ctx app.Context) {
 	}
 	p.OnDismount()
 	p.session, p.tl, p.loaded, p.hasOlder, p.older = nil, timeline{}, false, false, false
-	p.live, p.offline, p.err, p.draft, p.sending = liveConnecting, false, "", "", false
+	p.live, p.offline, p.err, p.draft, p.sending, p.switching = liveConnecting, false, "", "", false, false
 	p.ctx, p.cancel = context.WithCancel(context.Background())
 	go p.follow(ctx, p.ctx, id)
 }
@@ -89,6 +90,14 @@ func (p *SessionPage) OnMount(ctx app.Context) {
 			p.show(ctx, []shared.Message{m})
 		}
 	})
+}
+
+// setSession shows s unless the page already shows a newer version of the session: an
+// answer to a request (a mode switch) may arrive after notifications of later changes.
+func (p *SessionPage) setSession(s shared.Session) {
+	if p.session == nil || !s.UpdatedAt.Before(p.session.UpdatedAt) {
+		p.session = &s
+	}
 }
 
 // OnDismount stops the page's requests and WebSocket.
@@ -139,7 +148,7 @@ func (p *SessionPage) refreshSession(ctx app.Context, c context.Context, id stri
 	p.apply(ctx, c, func(ctx app.Context) {
 		switch {
 		case err == nil:
-			p.session = &s
+			p.setSession(s)
 		case shared.ErrorCode(err) == shared.CodeNotFound:
 			p.err = "This session does not exist."
 		case errors.Is(err, client.ErrUnreachable):
@@ -234,13 +243,18 @@ func (p *SessionPage) notify(ctx app.Context, c context.Context, id string, env 
 		if env.Decode(&m) != nil || m.SessionID != id {
 			return
 		}
-		p.apply(ctx, c, func(ctx app.Context) { p.show(ctx, []shared.Message{m}) })
+		p.apply(ctx, c, func(ctx app.Context) {
+			if env.Action == shared.ActionMessageAdded {
+				notifyHidden(ctx, m)
+			}
+			p.show(ctx, []shared.Message{m})
+		})
 	case shared.ActionSessionUpdated:
 		var s shared.Session
 		if env.Decode(&s) != nil || s.ID != id {
 			return
 		}
-		p.apply(ctx, c, func(app.Context) { p.session = &s })
+		p.apply(ctx, c, func(app.Context) { p.setSession(s) })
 	case shared.ActionSessionDeleted:
 		p.apply(ctx, c, func(app.Context) {
 			p.live, p.err = "", "This session was deleted with its task."
@@ -360,6 +374,7 @@ func (p *SessionPage) Render() app.UI {
 			app.If(state != "", func() app.UI {
 				return app.Span().Class("badge", "state-"+string(state)).Text(string(state))
 			}),
+			p.modeSelect(),
 			app.If(p.live != "", func() app.UI {
 				return app.Span().Class("live", "live-"+map[bool]string{true: "on", false: "off"}[p.live == liveOn]).Text(p.live)
 			}),
@@ -391,6 +406,7 @@ func (p *SessionPage) Render() app.UI {
 			app.Label().For("prompt-input").Class("sr-only").Text("Prompt"),
 			app.Textarea().ID("prompt-input").Rows(2).Placeholder("A shell command, or a prompt for the agent").
 				Text(p.draft).OnInput(p.onInput),
+			p.commandList(),
 			app.Div().Class("prompt-actions").Body(
 				app.If(state == shared.SessionRunning, func() app.UI {
 					return app.Button().Type("button").Class("secondary").OnClick(p.cancelTurn).Text("Cancel turn")

@@ -303,7 +303,12 @@ func pipeLauncher(run func(ctx context.Context, in io.Reader, out io.Writer) err
 
 // scripted runs acptest agents with these scripts, joined by io.Pipe.
 func scripted(scripts map[string]script) Launcher {
+	return scriptedAs(acptest.Config{Scripts: scripts})
+}
+
+// scriptedAs runs acptest agents as cfg says, joined by io.Pipe.
+func scriptedAs(cfg acptest.Config) Launcher {
 	return pipeLauncher(func(ctx context.Context, in io.Reader, out io.Writer) error {
-		return acptest.Serve(ctx, in, out, scripts)
+		return acptest.Run(ctx, in, out, cfg)
 	})
 }

@@ -42,6 +42,9 @@ type session struct {
 	state   shared.SessionState
 	final   bool
 
+	modesMu sync.Mutex    // held while the modes are changed and stored
+	modes   *shared.Modes // what the agent offers, nil when none
+
 	permMu sync.Mutex                                   // held while a request is stored and registered, answered or cancelled
 	asks   map[string]chan sdk.RequestPermissionOutcome // pending permission requests by message id
 
@@ -80,7 +83,7 @@ func (s *session) serve(proc *Process) {
 	}
 	go func() {
 		reply := func(line []byte) { _, _ = stdin.Write(line) }
-		guard(proc.Stdout, pw, func(n sdk.SessionNotification) { s.rec.update(n.Update) }, reply, s.log)
+		guard(proc.Stdout, pw, func(n sdk.SessionNotification) { s.update(n.Update) }, reply, s.log)
 		proc.Stdout.Close()
 		close(s.guarded)
 	}()
@@ -143,6 +146,9 @@ func (s *session) handshake(ctx context.Context) error {
 		return fmt.Errorf("session/new: %w", err)
 	}
 	s.acpID = ns.SessionId
+	if m := ns.Modes; m != nil && len(m.AvailableModes) > 0 {
+		s.recordModes(modesOf(m))
+	}
 	return nil
 }
 
@@ -438,7 +444,7 @@ func (s *session) liveTerminal(id string) (*terminal, error) {
 
 // SessionUpdate is reached only by an update guard did not take; it goes the same way.
 func (s *session) SessionUpdate(_ context.Context, n sdk.SessionNotification) error {
-	s.rec.update(n.Update)
+	s.update(n.Update)
 	return nil
 }
 

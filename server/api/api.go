@@ -52,6 +52,8 @@ type Runtime interface {
 	// AnswerPermission answers a pending permission request with one of its options and
 	// returns the updated message (published to the hub by the runtime).
 	AnswerPermission(ctx context.Context, sessionID, messageID, optionID string) (shared.Message, error)
+	// SetMode switches the agent to one of the modes it offers and returns the session.
+	SetMode(ctx context.Context, sessionID, modeID string) (shared.Session, error)
 }
 
 // Config wires the API to the rest of the server.
@@ -139,6 +141,7 @@ func New(cfg Config) *fiber.App {
 	v1.Get("/task-sessions/:session_id/messages", s.handleListMessages)
 	v1.Post("/task-sessions/:session_id/messages", s.handleAddMessage)
 	v1.Post("/task-sessions/:session_id/cancel", s.handleCancel)
+	v1.Post("/task-sessions/:session_id/mode", s.handleSetMode)
 	v1.Get("/task-sessions/:session_id/messages/:message_id/shell-output", s.handleShellOutput)
 	v1.Get("/messages/:message_id", s.handleGetMessage)
 	v1.Get("/openapi.json", func(c *fiber.Ctx) error {

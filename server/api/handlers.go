@@ -234,6 +234,30 @@ func (s *server) answerPermission(ctx context.Context, req shared.PermissionAnsw
 	return s.rt.AnswerPermission(ctx, req.SessionID, req.MessageID, req.OptionID)
 }
 
+func (s *server) handleSetMode(c *fiber.Ctx) error {
+	var req shared.ModeRequest
+	if err := decodeBody(c.Body(), &req); err != nil {
+		return s.fail(c, err)
+	}
+	if req.SessionID != "" && req.SessionID != c.Params("session_id") {
+		return s.fail(c, shared.Errorf(shared.CodeInvalid, "session_id does not match the path"))
+	}
+	req.SessionID = c.Params("session_id")
+	sess, err := s.setMode(c.UserContext(), req)
+	if err != nil {
+		return s.fail(c, err)
+	}
+	return c.JSON(sess)
+}
+
+// setMode is session.set_mode over REST and WebSocket alike.
+func (s *server) setMode(ctx context.Context, req shared.ModeRequest) (shared.Session, error) {
+	if strings.TrimSpace(req.ModeID) == "" {
+		return shared.Session{}, shared.Errorf(shared.CodeInvalid, "mode_id is required")
+	}
+	return s.rt.SetMode(ctx, req.SessionID, req.ModeID)
+}
+
 // decodeBody decodes one strict JSON object (see the package comment) into v.
 func decodeBody(body []byte, v any) error {
 	if !utf8.Valid(body) {

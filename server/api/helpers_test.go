@@ -117,6 +117,23 @@ func (f *fakeRuntime) AnswerPermission(ctx context.Context, sessionID, messageID
 	return m, nil
 }
 
+// SetMode switches to a mode the stored session offers, as the runtime does once the
+// agent agreed.
+func (f *fakeRuntime) SetMode(ctx context.Context, sessionID, modeID string) (shared.Session, error) {
+	sess, err := f.store.GetSession(ctx, sessionID)
+	switch {
+	case err != nil:
+		return shared.Session{}, err
+	case sess.Modes == nil:
+		return shared.Session{}, shared.Errorf(shared.CodeConflict, "the agent offers no modes")
+	case !sess.Modes.Offers(modeID):
+		return shared.Session{}, shared.Errorf(shared.CodeInvalid, "mode %q is not offered by the agent", modeID)
+	}
+	m := *sess.Modes
+	m.Current = modeID
+	return f.store.SetSessionModes(ctx, sessionID, m)
+}
+
 func (f *fakeRuntime) recorded() (prompts, cancels []string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()

@@ -171,6 +171,11 @@ func (s *server) dispatch(ctx context.Context, client *hub.Client, data []byte) 
 		if err = decodePayload(req.Payload, &p, &p.SessionID); err == nil {
 			result, err = s.answerPermission(ctx, p)
 		}
+	case shared.ActionSetMode:
+		var p shared.ModeRequest
+		if err = decodePayload(req.Payload, &p, &p.SessionID); err == nil {
+			result, err = s.setMode(ctx, p)
+		}
 	default:
 		err = shared.Errorf(shared.CodeUnknownAction, "unknown action %q", req.Action)
 	}

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -34,6 +35,8 @@ type sessionRow struct {
 	State          string
 	Error          string
 	LastStopReason string
+	Modes          string // JSON, "" when the agent offers none
+	Commands       string // JSON, "" when the agent offers none
 	MessageCount   int64
 	CreatedAt      int64
 	UpdatedAt      int64
@@ -41,10 +44,19 @@ type sessionRow struct {
 
 func (sessionRow) TableName() string { return "task_sessions" }
 
+// session is the session as clients see it. Modes and commands were encoded by this
+// package; a value that does not decode is left out rather than failing the session.
 func (r sessionRow) session() shared.Session {
-	return shared.Session{ID: r.ID, TaskID: r.TaskID, Agent: r.Agent, Cwd: r.Cwd,
+	s := shared.Session{ID: r.ID, TaskID: r.TaskID, Agent: r.Agent, Cwd: r.Cwd,
 		State: shared.SessionState(r.State), Error: r.Error, LastStopReason: shared.StopReason(r.LastStopReason),
 		CreatedAt: fromNanos(r.CreatedAt), UpdatedAt: fromNanos(r.UpdatedAt)}
+	if r.Modes != "" && json.Unmarshal([]byte(r.Modes), &s.Modes) != nil {
+		s.Modes = nil
+	}
+	if r.Commands != "" && json.Unmarshal([]byte(r.Commands), &s.Commands) != nil {
+		s.Commands = nil
+	}
+	return s
 }
 
 // CreateTask stores a new task.
@@ -75,14 +87,17 @@ func (s *Store) GetTask(ctx context.Context, id string) (shared.Task, error) {
 	return row.task(), nil
 }
 
-// ListTasks returns every task, newest first, each with its sessions, newest first.
+// ListTasks returns every task, newest first, each with its sessions, newest first
+// (without their modes and commands).
 func (s *Store) ListTasks(ctx context.Context) ([]shared.Task, error) {
 	var rows []taskRow
 	if err := s.db.WithContext(ctx).Order("created_at DESC, id DESC").Find(&rows).Error; err != nil {
 		return nil, fmt.Errorf("list tasks: %w", err)
 	}
 	var sessions []sessionRow
-	if err := s.db.WithContext(ctx).Order("created_at DESC, id DESC").Find(&sessions).Error; err != nil {
+	// Without modes and commands: an agent's command list alone can be kilobytes, and the
+	// task list shows none of it (GET .../task-sessions/{id} has them).
+	if err := s.db.WithContext(ctx).Omit("modes", "commands").Order("created_at DESC, id DESC").Find(&sessions).Error; err != nil {
 		return nil, fmt.Errorf("list sessions: %w", err)
 	}
 	// Pending permission requests are unfinished rows: the partial index finds them.
@@ -148,6 +163,40 @@ func (s *Store) SetSessionState(ctx context.Context, id string, state shared.Ses
 		Updates(map[string]any{"state": string(state), "error": errText, "updated_at": s.stamp()})
 	if res.Error != nil {
 		return shared.Session{}, fmt.Errorf("set session state: %w", res.Error)
+	}
+	if res.RowsAffected == 0 {
+		return shared.Session{}, missing("session")
+	}
+	return s.GetSession(ctx, id)
+}
+
+// SetSessionModes records the modes the agent offers and the one it is in.
+func (s *Store) SetSessionModes(ctx context.Context, id string, modes shared.Modes) (shared.Session, error) {
+	return s.setSessionJSON(ctx, id, "modes", modes)
+}
+
+// SetSessionCommands records the slash commands the agent offers (none: an empty list).
+func (s *Store) SetSessionCommands(ctx context.Context, id string, commands []shared.Command) (shared.Session, error) {
+	if len(commands) == 0 {
+		return s.setSessionJSON(ctx, id, "commands", nil)
+	}
+	return s.setSessionJSON(ctx, id, "commands", commands)
+}
+
+// setSessionJSON stores v as the JSON of a session column ("" for nil).
+func (s *Store) setSessionJSON(ctx context.Context, id, column string, v any) (shared.Session, error) {
+	raw := ""
+	if v != nil {
+		b, err := json.Marshal(v)
+		if err != nil {
+			return shared.Session{}, fmt.Errorf("set session %s: %w", column, err)
+		}
+		raw = string(b)
+	}
+	res := s.db.WithContext(ctx).Model(&sessionRow{}).Where("id = ?", id).
+		Updates(map[string]any{column: raw, "updated_at": s.stamp()})
+	if res.Error != nil {
+		return shared.Session{}, fmt.Errorf("set session %s: %w", column, res.Error)
 	}
 	if res.RowsAffected == 0 {
 		return shared.Session{}, missing("session")

@@ -175,6 +175,8 @@ var addedColumns = []struct{ table, column, decl string }{
 	{"shell_outputs", "started_at", "INTEGER"},
 	{"shell_outputs", "finished_at", "INTEGER"},
 	{"task_sessions", "last_stop_reason", "TEXT NOT NULL DEFAULT ''"},
+	{"task_sessions", "modes", "TEXT NOT NULL DEFAULT ''"},    // JSON of shared.Modes
+	{"task_sessions", "commands", "TEXT NOT NULL DEFAULT ''"}, // JSON of []shared.Command
 }
 
 func (s *Store) migrate() error {

@@ -86,3 +86,36 @@ func TestOpenAddsColumnsToOlderDatabases(t *testing.T) {
 		}
 	}
 }
+
+// The modes and commands an agent offers are stored on its session and come back with it;
+// an empty list of commands clears them.
+func TestSessionModesAndCommands(t *testing.T) {
+	s, _ := open(t, 1)
+	ctx := context.Background()
+	sess := newSession(t, s)
+	modes := shared.Modes{Current: "ask", Available: []shared.SessionMode{{ID: "ask", Name: "Ask"}, {ID: "code", Name: "Code", Description: "edits files"}}}
+	if _, err := s.SetSessionModes(ctx, sess.ID, modes); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.SetSessionCommands(ctx, sess.ID, []shared.Command{{Name: "review", Description: "Review the diff", Hint: "branch"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := json.Marshal(struct {
+		M *shared.Modes    `json:"modes"`
+		C []shared.Command `json:"commands"`
+	}{got.Modes, got.Commands})
+	if want := `{"modes":{"current":"ask","available":[{"id":"ask","name":"Ask"},{"id":"code","name":"Code","description":"edits files"}]},` +
+		`"commands":[{"name":"review","description":"Review the diff","hint":"branch"}]}`; string(raw) != want {
+		t.Errorf("got %s\nwant %s", raw, want)
+	}
+	if got, _ := s.SetSessionCommands(ctx, sess.ID, nil); got.Commands != nil || got.Modes == nil {
+		t.Errorf("cleared commands: %+v", got)
+	}
+	if tasks, err := s.ListTasks(ctx); err != nil || tasks[0].Sessions[0].Modes != nil || tasks[0].Sessions[0].State != sess.State {
+		t.Errorf("the task list carries modes: %+v, %v", tasks, err)
+	}
+	if _, err := s.SetSessionModes(ctx, "nope", modes); shared.ErrorCode(err) != shared.CodeNotFound {
+		t.Errorf("unknown session: %v", err)
+	}
+}

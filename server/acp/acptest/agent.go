@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"sync"
 
 	sdk "github.com/coder/acp-go-sdk"
 )
@@ -28,11 +29,26 @@ type Agent struct {
 	Conn    *sdk.AgentSideConnection
 	ready   chan struct{} // closed once Conn is set: the SDK may call us before that
 	scripts map[string]Script
+
+	mu    sync.Mutex
+	modes *sdk.SessionModeState
 }
 
-// Serve runs the agent over in/out until the client goes away or ctx ends.
+// Config is an agent: its scripts, and the session modes it offers (nil: none).
+type Config struct {
+	Scripts map[string]Script
+	Modes   *sdk.SessionModeState
+}
+
+// Serve runs an agent of scripts, with no modes, over in/out until the client goes away
+// or ctx ends.
 func Serve(ctx context.Context, in io.Reader, out io.Writer, scripts map[string]Script) error {
-	a := &Agent{scripts: scripts, ready: make(chan struct{})}
+	return Run(ctx, in, out, Config{Scripts: scripts})
+}
+
+// Run runs the agent cfg describes over in/out until the client goes away or ctx ends.
+func Run(ctx context.Context, in io.Reader, out io.Writer, cfg Config) error {
+	a := &Agent{scripts: cfg.Scripts, modes: cfg.Modes, ready: make(chan struct{})}
 	a.Conn = sdk.NewAgentSideConnection(a, out, in)
 	a.Conn.SetLogger(slog.New(slog.DiscardHandler))
 	close(a.ready)
@@ -76,7 +92,9 @@ func (a *Agent) Authenticate(context.Context, sdk.AuthenticateRequest) (sdk.Auth
 	return sdk.AuthenticateResponse{}, nil
 }
 func (a *Agent) NewSession(context.Context, sdk.NewSessionRequest) (sdk.NewSessionResponse, error) {
-	return sdk.NewSessionResponse{SessionId: "scripted"}, nil
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return sdk.NewSessionResponse{SessionId: "scripted", Modes: a.modes}, nil
 }
 
 // Cancel needs nothing more: the SDK cancels the running Prompt's context.
@@ -93,8 +111,22 @@ func (a *Agent) ResumeSession(context.Context, sdk.ResumeSessionRequest) (sdk.Re
 func (a *Agent) SetSessionConfigOption(context.Context, sdk.SetSessionConfigOptionRequest) (sdk.SetSessionConfigOptionResponse, error) {
 	return sdk.SetSessionConfigOptionResponse{}, nil
 }
-func (a *Agent) SetSessionMode(context.Context, sdk.SetSessionModeRequest) (sdk.SetSessionModeResponse, error) {
-	return sdk.SetSessionModeResponse{}, nil
+
+// SetSessionMode switches to a mode the agent offers and reports the switch, as agents
+// do when they change modes themselves.
+func (a *Agent) SetSessionMode(ctx context.Context, p sdk.SetSessionModeRequest) (sdk.SetSessionModeResponse, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.modes == nil {
+		return sdk.SetSessionModeResponse{}, sdk.NewMethodNotFound(sdk.AgentMethodSessionSetMode)
+	}
+	for _, m := range a.modes.AvailableModes {
+		if m.Id == p.ModeId {
+			a.modes.CurrentModeId = p.ModeId
+			return sdk.SetSessionModeResponse{}, a.Send(ctx, p.SessionId, sdk.SessionUpdate{CurrentModeUpdate: &sdk.SessionCurrentModeUpdate{CurrentModeId: p.ModeId}})
+		}
+	}
+	return sdk.SetSessionModeResponse{}, sdk.NewInvalidParams(map[string]any{"error": "no mode " + string(p.ModeId)})
 }
 
 var _ sdk.Agent = (*Agent)(nil)

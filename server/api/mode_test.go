@@ -1,0 +1,50 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"testing"
+
+	"conch/shared"
+)
+
+// POST .../mode switches among the modes the agent offers; every bad request says why
+// and changes nothing. session.set_mode on the WebSocket answers the same.
+func TestSetMode(t *testing.T) {
+	e := newEnv(t)
+	s, plain := e.session(), e.session()
+	if _, err := e.store.SetSessionModes(context.Background(), s.ID, shared.Modes{Current: "ask",
+		Available: []shared.SessionMode{{ID: "ask", Name: "Ask"}, {ID: "code", Name: "Code"}}}); err != nil {
+		t.Fatal(err)
+	}
+	path := "/api/v1/task-sessions/" + s.ID + "/mode"
+	for _, tt := range []struct {
+		target, body string
+		status       int
+		want         string
+	}{
+		{path, `{"mode_id":"yolo"}`, 400, `{"error":"mode \"yolo\" is not offered by the agent","code":"invalid"}`},
+		{path, `{}`, 400, `{"error":"mode_id is required","code":"invalid"}`},
+		{path, `{"mode":"code"}`, 400, `{"error":"unknown field \"mode\"","code":"invalid"}`},
+		{"/api/v1/task-sessions/" + plain.ID + "/mode", `{"mode_id":"code"}`, 409, `{"error":"the agent offers no modes","code":"conflict"}`},
+		{"/api/v1/task-sessions/nope/mode", `{"mode_id":"code"}`, 404, `{"error":"session not found","code":"not_found"}`},
+	} {
+		if resp, body := e.do("POST", tt.target, tt.body); resp.StatusCode != tt.status || body != tt.want {
+			t.Errorf("%s %s: %d %s, want %d %s", tt.target, tt.body, resp.StatusCode, body, tt.status, tt.want)
+		}
+	}
+	var got shared.Session
+	e.expect(http.StatusOK, "POST", path, `{"mode_id":"code"}`, &got)
+	if got.Modes.Current != "code" {
+		t.Errorf("after the switch: %+v", got.Modes)
+	}
+	w := mustDial(t, e.listen())
+	env := w.request(shared.ActionSetMode, shared.ModeRequest{SessionID: s.ID, ModeID: "ask"})
+	if err := json.Unmarshal(env.Payload, &got); err != nil || env.Type != shared.EnvelopeResponse || got.Modes.Current != "ask" {
+		t.Errorf("session.set_mode: %s %s", env.Type, env.Payload)
+	}
+	if p := errorOf(t, w.request(shared.ActionSetMode, shared.ModeRequest{SessionID: s.ID, ModeID: "yolo"})); p.Code != shared.CodeInvalid {
+		t.Errorf("session.set_mode to an unknown mode: %+v", p)
+	}
+}
