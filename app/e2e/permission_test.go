@@ -251,3 +251,24 @@ func TestNotificationsOfferedOnce(t *testing.T) {
 		t.Error("the offer is made again after it was taken")
 	}
 }
+
+// Cancelling the turn from the browser answers its pending request cancelled: the card
+// says so, its buttons go, the agent ends the turn cancelled and runs nothing.
+func TestCancelWithdrawsRequest(t *testing.T) {
+	s, _ := startAgentsServer(t)
+	sess := s.sessionOf(t, "cancel a request", askingAgent)
+	b := newBrowser(t)
+	b.open(t, s.URL+"/sessions/"+sess.ID)
+	never := filepath.Join(sess.Cwd, "never.txt")
+	ask := waitAsk(t, s, sess.ID, "echo ran > "+never, b)
+	b.waitFor(t, "the running session", `!!document.querySelector(".prompt-actions button.secondary")`)
+	b.do(t, chromedp.Click(chromedp.CSS(".prompt-actions button.secondary")))
+	b.waitFor(t, "the withdrawn request", fmt.Sprintf(`(document.querySelector(%q) || {textContent: ""}).textContent === "Not answered: the request was withdrawn"`, row(ask.ID)+" .perm-label"))
+	b.waitFor(t, "the status line", `[...document.querySelectorAll(".msg.status")].some(e => e.textContent === "The turn was cancelled.")`)
+	if n := eval[int](t, b, fmt.Sprintf(`document.querySelectorAll(%q).length`, row(ask.ID)+" button")); n != 0 {
+		t.Errorf("%d buttons on a withdrawn request", n)
+	}
+	if _, err := os.Stat(never); err == nil {
+		t.Error("the command of a withdrawn request ran")
+	}
+}

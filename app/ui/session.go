@@ -184,8 +184,11 @@ func (p *SessionPage) connect(ctx app.Context, c context.Context, id string, loa
 		if msgs, err = p.catchUp(ctx, c, conn, id); err != nil {
 			return false, err
 		}
-		p.refreshSession(ctx, c, id)
 	}
+	// The session too, once subscribed: a change between the first fetch (started before
+	// the WebSocket, for a quicker header) and the subscription would be missed otherwise.
+	// The newer version wins (setSession).
+	p.refreshSession(ctx, c, id)
 	// The first load shows the newest messages at once and the rest of the page a frame
 	// later, as an older chunk: the end of the chat, where the reader starts, paints sooner.
 	var rest []shared.Message
