@@ -63,7 +63,7 @@ func run(ctx context.Context, args []string) error {
 	burstMB := fs.Int("burst-mb", 50, "output of the fast command, MB")
 	growth := fs.String("growth", "1000,10000,100000", "session sizes of the growth benchmark")
 	fs.BoolVar(&b.browser, "browser", true, "run the headless Chromium benchmark")
-	only := fs.String("only", "", "run only these benchmarks (comma-separated: payload,snapshot,growth,parts,live,crowd,browser,gobench)")
+	only := fs.String("only", "", "run only these benchmarks (comma-separated: payload,snapshot,growth,parts,live,crowd,startup,browser,gobench)")
 	fs.StringVar(&b.web, "web", "web", "the folder holding app.wasm, app.wasm.gz and app.wasm.br")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -101,6 +101,7 @@ func run(ctx context.Context, args []string) error {
 		{"parts", b.parts},
 		{"live", b.live},
 		{"crowd", b.crowd},
+		{"startup", b.startup},
 		{"browser", b.browserBench},
 		{"gobench", b.goBench},
 	}

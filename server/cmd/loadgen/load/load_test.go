@@ -61,8 +61,12 @@ func TestReadStatOfSelf(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s.RSSKiB <= 0 || s.CPUSeconds < 0 {
+	if s.RSSKiB <= 0 || s.CPUSeconds < 0 || s.AnonKiB <= 0 || s.FileKiB <= 0 {
 		t.Fatalf("got %+v", s)
+	}
+	// RSS is anonymous plus file-backed plus shared memory pages, which a test has none of.
+	if d := s.RSSKiB - s.AnonKiB - s.FileKiB; d < 0 || d > s.RSSKiB/10 {
+		t.Errorf("RSS %d KiB is not anonymous %d + file-backed %d KiB", s.RSSKiB, s.AnonKiB, s.FileKiB)
 	}
 	if _, err := ReadStat(-1); err == nil {
 		t.Fatal("ReadStat(-1) = nil error")

@@ -26,6 +26,8 @@ type Proc struct {
 // Stat is one reading of a process's counters.
 type Stat struct {
 	RSSKiB     int64
+	AnonKiB    int64 // of RSS: the heap and stacks
+	FileKiB    int64 // of RSS: mapped file pages (the binary, the memory-mapped database)
 	CPUSeconds float64
 	ReadBytes  int64
 	WriteBytes int64
@@ -39,8 +41,10 @@ func ReadStat(pid int) (Stat, error) {
 		return s, err
 	}
 	for line := range strings.Lines(string(status)) {
-		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
-			s.RSSKiB, _ = strconv.ParseInt(strings.Fields(v)[0], 10, 64)
+		k, v, _ := strings.Cut(line, ":")
+		to := map[string]*int64{"VmRSS": &s.RSSKiB, "RssAnon": &s.AnonKiB, "RssFile": &s.FileKiB}[k]
+		if f := strings.Fields(v); to != nil && len(f) > 0 {
+			*to, _ = strconv.ParseInt(f[0], 10, 64)
 		}
 	}
 	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
