@@ -3,7 +3,6 @@
 package e2e
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -79,16 +78,11 @@ func (b *browser) checkAxe(t *testing.T, axe, page string) {
 		b.do(t, size.view)
 		for _, scheme := range []string{"light", "dark"} {
 			b.scheme(t, scheme)
-			ctx, cancel := context.WithTimeout(b.ctx, deadline)
-			found, err := chromedp.Run(ctx, chromedp.Evaluate[[]axeViolation](`axe.run(document, {resultTypes: ["violations"]}).then(r =>
+			found := eval[[]axeViolation](t, b, `axe.run(document, {resultTypes: ["violations"]}).then(r =>
   r.violations.filter(v => v.impact === "critical" || v.impact === "serious").map(v => ({
     id: v.id, impact: v.impact, help: v.help,
     nodes: v.nodes.filter(n => !(v.id === "color-contrast" && programColour(n.target))).
-      map(n => n.target.join(" ") + ": " + n.failureSummary.replace(/\s+/g, " "))})).filter(v => v.nodes.length > 0))`, chromedp.EvalAwaitPromise))
-			cancel()
-			if err != nil {
-				t.Fatalf("axe on the %s: %v", page, err)
-			}
+      map(n => n.target.join(" ") + ": " + n.failureSummary.replace(/\s+/g, " "))})).filter(v => v.nodes.length > 0))`)
 			for _, v := range found {
 				t.Errorf("%s, %s %s: %s %s (%s):\n  %s", page, size.name, scheme, v.Impact, v.ID, v.Help, strings.Join(v.Nodes, "\n  "))
 			}

@@ -393,11 +393,12 @@ func (b *browser) do(t *testing.T, steps ...chromedp.Action[chromedp.Void]) {
 	}
 }
 
+// eval evaluates js in the page; a promise is awaited.
 func eval[T any](t *testing.T, b *browser, js string) T {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(b.ctx, deadline)
 	defer cancel()
-	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](js))
+	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](js, chromedp.EvalAwaitPromise))
 	if err != nil {
 		t.Fatalf("%s: %v", js, err)
 	}

@@ -110,6 +110,9 @@ func (c *CommandRow) transcript(view poll.View) []app.UI {
 		out = append(out, app.P().Class("out-note", "loading").Aria("live", "polite").Text("Loading command output…"))
 	}
 	if s := view.Snapshot; s != nil {
+		if s.Offline {
+			out = append(out, app.P().Class("out-note", "out-offline").Aria("live", "polite").Text("Offline: this output may be out of date."))
+		}
 		o := s.Output
 		r := c.shown.lines(s)
 		if o.Stdout == "" && o.Stderr == "" {
