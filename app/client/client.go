@@ -204,8 +204,11 @@ func rawPath(sessionID, messageID, stream string) string {
 // ToolContent fetches the diff and text content of a tool call that is not a shell command.
 func (c *Client) ToolContent(ctx context.Context, sessionID, messageID string) (shared.ToolContentSnapshot, error) {
 	var snap shared.ToolContentSnapshot
+	var v version
 	path := "/api/v1/task-sessions/" + url.PathEscape(sessionID) + "/messages/" + url.PathEscape(messageID) + "/tool-content"
-	return snap, c.call(ctx, "GET", path, nil, &snap)
+	err := c.callIfNoneMatch(ctx, "GET", path, &v, nil, &snap)
+	snap.Offline = v.offline
+	return snap, err
 }
 
 // call sends in as JSON (when not nil) and decodes a 2xx answer into out (when not nil;

@@ -111,7 +111,7 @@ func (c *CommandRow) transcript(view poll.View) []app.UI {
 	}
 	if s := view.Snapshot; s != nil {
 		if s.Offline {
-			out = append(out, app.P().Class("out-note", "out-offline").Aria("live", "polite").Text("Offline: this output may be out of date."))
+			out = append(out, offlineNote())
 		}
 		o := s.Output
 		r := c.shown.lines(s)
@@ -144,6 +144,11 @@ func (c *CommandRow) transcript(view poll.View) []app.UI {
 		))
 	}
 	return out
+}
+
+// offlineNote says a snapshot is the service worker's kept copy, read without the server.
+func offlineNote() app.UI {
+	return app.P().Class("out-note", "out-offline").Aria("live", "polite").Text("Offline: this output may be out of date.")
 }
 
 // toolbar holds the search with its count and the tools for the whole output.
