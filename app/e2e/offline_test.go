@@ -40,6 +40,8 @@ func TestOpenedOutputReadableOffline(t *testing.T) {
 	b.waitFor(t, "the disclosure to close", fmt.Sprintf(`document.querySelector(%q).getAttribute("aria-expanded") === "false"`, button))
 
 	s.stop()
+	// The page's offline notice moves the rows down: click once it is there.
+	b.waitFor(t, "the offline notice", `!!document.querySelector(".notice.offline")`)
 	b.do(t, chromedp.Click(chromedp.CSS(button)))
 	b.waitFor(t, "the stale notice", fmt.Sprintf(`(document.querySelector(%q) || {textContent: ""}).textContent.includes("Offline: this output may be out of date.")`, out+" .out-offline"))
 	text := b.text(t, out)
