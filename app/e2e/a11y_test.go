@@ -29,10 +29,6 @@ type axeViolation struct {
 // task list have no critical or serious accessibility violation by axe-core's rules, in
 // light and dark colours, at desktop and phone sizes.
 func TestAccessibility(t *testing.T) {
-	axe, err := os.ReadFile(axePath)
-	if err != nil {
-		t.Fatalf("axe-core is not installed (make axe installs it): %v", err)
-	}
 	s := startServer(t)
 	b, m, out := s.openFinished(t, colourCommand)
 	running := s.run(t, m.SessionID, `echo started; sleep 30`, func(m shared.Message) bool {
@@ -45,11 +41,11 @@ func TestAccessibility(t *testing.T) {
 	if b.text(t, out) == "" {
 		t.Fatal("the finished command's output closed")
 	}
-	b.checkAxe(t, string(axe), "session page")
+	b.checkAxe(t, "session page")
 
 	b.do(t, chromedp.Navigate(s.URL+"/"))
 	b.waitFor(t, "the task list", `!document.getElementById("app-wasm-loader") && !!document.querySelector("a[href^='/sessions/']")`)
-	b.checkAxe(t, string(axe), "task list")
+	b.checkAxe(t, "task list")
 }
 
 // programColour tells whether an element axe names is text a command drew in one of the 240
@@ -65,9 +61,13 @@ function programColour(target) {
 // checkAxe injects axe-core's source into the page and runs it in each size and colour
 // scheme, failing on every critical or serious violation. It is evaluated through DevTools
 // (Runtime.evaluate), which the page's Content-Security-Policy does not govern.
-func (b *browser) checkAxe(t *testing.T, axe, page string) {
+func (b *browser) checkAxe(t *testing.T, page string) {
 	t.Helper()
-	b.do(t, chromedp.Evaluate[chromedp.Void](axe+programColour))
+	axe, err := os.ReadFile(axePath)
+	if err != nil {
+		t.Fatalf("axe-core is not installed (make axe installs it): %v", err)
+	}
+	b.do(t, chromedp.Evaluate[chromedp.Void](string(axe)+programColour))
 	for _, size := range []struct {
 		name string
 		view chromedp.Action[chromedp.Void]

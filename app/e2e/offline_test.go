@@ -51,6 +51,7 @@ func TestOpenedOutputReadableOffline(t *testing.T) {
 		}
 	}
 	b.screenshots(t, "offline-output", out)
+	b.checkAxe(t, "offline output")
 
 	other := row(never.ID) + " button.disclosure-toggle"
 	b.do(t, chromedp.Click(chromedp.CSS(other)))
