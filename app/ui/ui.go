@@ -144,6 +144,9 @@ async function output(event, request, url) {
   try {
     response = await fetch(request);
   } catch (err) {
+    if (request.signal.aborted) {
+      throw err; // the page gave up on it
+    }
     const cache = await caches.open(outputsCache);
     const kept = await cache.match(key);
     if (!kept) {
