@@ -12,6 +12,7 @@ import (
 	"github.com/maxence-charriere/go-app/v10/pkg/app"
 
 	"conch/app/client"
+	"conch/shared"
 )
 
 // Version identifies the build; set with -ldflags "-X conch/app/ui.Version=...". When it
@@ -153,7 +154,7 @@ async function output(event, request, url) {
       throw err;
     }
     const headers = new Headers(kept.headers);
-    headers.set("X-Conch-Offline", "1");
+    headers.set("` + shared.OfflineHeader + `", "1");
     return new Response(kept.body, {status: 200, headers: headers});
   }
   if (response.status === 200) {
@@ -187,10 +188,22 @@ async function keep(key, response) {
 // each at most the kept 256 KiB per stream.
 const outputsKept = "32"
 
-// serviceWorker is built by the server only: go-app's worker template is not in the WASM build.
+// A new version's worker deletes every cache but its own when it activates; the outputs
+// kept for reading offline outlive an update.
+const (
+	workerCleanup = `if (key !== cacheName) {`
+	conchCleanup  = `if (key !== cacheName && key !== outputsCache) {`
+)
+
+// serviceWorker is built by the server only: go-app's worker template is not in the WASM
+// build. It is go-app's worker with its fetch handler and its cache cleanup replaced.
 func serviceWorker() string {
-	if !strings.Contains(app.DefaultAppWorkerJS, workerFetch) {
-		panic("ui: go-app's service worker changed; update conchFetch")
+	js := app.DefaultAppWorkerJS
+	for _, edit := range [][2]string{{workerFetch, conchFetch}, {workerCleanup, conchCleanup}} {
+		if strings.Count(js, edit[0]) != 1 {
+			panic("ui: go-app's service worker changed; update " + edit[0])
+		}
+		js = strings.Replace(js, edit[0], edit[1], 1)
 	}
-	return strings.Replace(app.DefaultAppWorkerJS, workerFetch, conchFetch, 1)
+	return js
 }
