@@ -8,7 +8,7 @@ DATA ?= $(HOME)/.local/share/conch
 WASM_PATH := $(shell $(GO) env GOROOT)/lib/wasm
 TEST_TIMEOUT ?= 30m
 
-.PHONY: all build wasm run test test-go test-wasm check fmt vet bench clean
+.PHONY: all build wasm run test test-go test-wasm axe check fmt vet bench clean
 
 all: build
 
@@ -29,7 +29,15 @@ run: build
 	./bin/conch serve --addr $(ADDR) --db $(DATA)/conch.db
 
 ## test: every test (unit, store, API, WebSocket, UI, browser end to end).
-test: build test-go test-wasm
+test: build axe test-go test-wasm
+
+## axe: axe-core, which the accessibility browser test runs in the page, installed with npm
+## into the git-ignored .cache/axe once (later runs need no network).
+AXE := .cache/axe/node_modules/axe-core/axe.min.js
+axe: $(AXE)
+
+$(AXE):
+	npm install --prefix .cache/axe --no-save --no-audit --no-fund axe-core@4
 
 # Every package but the browser tests runs under the race detector; the browser tests
 # drive bin/conch and Chromium, whose races the detector cannot see from the test process.

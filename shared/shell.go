@@ -59,7 +59,14 @@ type ShellOutputSnapshot struct {
 	UpdatedAt time.Time   `json:"updated_at"`
 	Append    *bool       `json:"append,omitempty"`
 	Output    ShellOutput `json:"output"`
+	// Offline is not on the wire: the browser client sets it when the answer is the copy
+	// the page's service worker kept, because the server could not be reached (header
+	// OfflineHeader). It may be out of date.
+	Offline bool `json:"-"`
 }
+
+// OfflineHeader marks an answer the service worker gave from its copy, offline: "1".
+const OfflineHeader = "X-Conch-Offline"
 
 // Offsets are positions in the bytes a command produced on each stream: what a reader
 // already holds, asked for what came after.

@@ -64,6 +64,8 @@ type ToolContentSnapshot struct {
 	UpdatedAt time.Time         `json:"updated_at"`
 	Items     []ToolContentItem `json:"items"`
 	Truncated bool              `json:"truncated,omitempty"`
+	// Offline is not on the wire: the service worker's kept copy, as in ShellOutputSnapshot.
+	Offline bool `json:"-"`
 }
 
 // ToolContentOf returns the content summary of a message, or nil when it has none.

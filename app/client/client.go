@@ -154,17 +154,18 @@ func (c *Client) ShellOutput(ctx context.Context, sessionID, messageID string) (
 // and notModified is true with a zero snapshot. With etag "" it always fetches. With
 // from, the answer may hold only what came after those offsets (snap.Append true; see
 // shared.ShellOutputSnapshot.Extend).
-func (c *Client) ShellOutputIfChanged(ctx context.Context, sessionID, messageID, etag string, from *shared.Offsets) (snap shared.ShellOutputSnapshot, version string, notModified bool, err error) {
-	version = etag
+func (c *Client) ShellOutputIfChanged(ctx context.Context, sessionID, messageID, etag string, from *shared.Offsets) (snap shared.ShellOutputSnapshot, tag string, notModified bool, err error) {
 	path := shellOutputPath(sessionID, messageID)
 	if from != nil {
 		path += "?stdout_offset=" + strconv.FormatInt(from.Stdout, 10) + "&stderr_offset=" + strconv.FormatInt(from.Stderr, 10)
 	}
-	err = c.callIfNoneMatch(ctx, "GET", path, &version, nil, &snap)
+	v := version{etag: etag}
+	err = c.callIfNoneMatch(ctx, "GET", path, &v, nil, &snap)
 	if errors.Is(err, errNotModified) {
 		return snap, etag, true, nil
 	}
-	return snap, version, false, err
+	snap.Offline = v.offline
+	return snap, v.etag, false, err
 }
 
 // answerError is the error a non-2xx answer reports, nil for a 2xx one.
@@ -203,8 +204,11 @@ func rawPath(sessionID, messageID, stream string) string {
 // ToolContent fetches the diff and text content of a tool call that is not a shell command.
 func (c *Client) ToolContent(ctx context.Context, sessionID, messageID string) (shared.ToolContentSnapshot, error) {
 	var snap shared.ToolContentSnapshot
+	var v version
 	path := "/api/v1/task-sessions/" + url.PathEscape(sessionID) + "/messages/" + url.PathEscape(messageID) + "/tool-content"
-	return snap, c.call(ctx, "GET", path, nil, &snap)
+	err := c.callIfNoneMatch(ctx, "GET", path, &v, nil, &snap)
+	snap.Offline = v.offline
+	return snap, err
 }
 
 // call sends in as JSON (when not nil) and decodes a 2xx answer into out (when not nil;
@@ -213,13 +217,27 @@ func (c *Client) call(ctx context.Context, method, path string, in, out any) err
 	return c.callIfNoneMatch(ctx, method, path, nil, in, out)
 }
 
-// callIfNoneMatch is call made conditional by etag, when not nil: it sends If-None-Match:
-// *etag (unless "") and sets *etag to the answer's ETag. A 304 answer to an If-None-Match
-// returns errNotModified and decodes nothing.
-func (c *Client) callIfNoneMatch(ctx context.Context, method, path string, etag *string, in, out any) error {
+// answer is what a round trip brought back.
+type answer struct {
+	status  int
+	etag    string
+	offline bool // the service worker's kept copy (shared.OfflineHeader)
+	body    []byte
+}
+
+// version is the version of a resource a caller holds, and what an answer says of its own.
+type version struct {
+	etag    string // sent as If-None-Match (unless ""); the answer's ETag after the call
+	offline bool   // after the call: the answer is the service worker's kept copy
+}
+
+// callIfNoneMatch is call made conditional by v, when not nil: it sends If-None-Match:
+// v.etag (unless "") and sets v from the answer. A 304 answer to an If-None-Match returns
+// errNotModified and decodes nothing.
+func (c *Client) callIfNoneMatch(ctx context.Context, method, path string, v *version, in, out any) error {
 	var held string
-	if etag != nil {
-		held = *etag
+	if v != nil {
+		held = v.etag
 	}
 	var body []byte
 	if in != nil {
@@ -228,30 +246,30 @@ func (c *Client) callIfNoneMatch(ctx context.Context, method, path string, etag 
 			return fmt.Errorf("%s %s: %w", method, path, err)
 		}
 	}
-	status, tag, resp, err := c.roundTrip(ctx, method, c.base+path, held, body)
+	a, err := c.roundTrip(ctx, method, c.base+path, held, body)
 	if err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
 		return fmt.Errorf("%s %s: %w: %v", method, path, ErrUnreachable, err)
 	}
-	if etag != nil {
-		*etag = tag
+	if v != nil {
+		v.etag, v.offline = a.etag, a.offline
 	}
-	if status == http.StatusNotModified && held != "" {
+	if a.status == http.StatusNotModified && held != "" {
 		return errNotModified
 	}
-	if e := answerError(status, resp); e != nil {
-		return fmt.Errorf("%s %s: %d: %w", method, path, status, e)
+	if e := answerError(a.status, a.body); e != nil {
+		return fmt.Errorf("%s %s: %d: %w", method, path, a.status, e)
 	}
 	if out == nil {
 		return nil
 	}
 	if raw, ok := out.(*[]byte); ok {
-		*raw = resp
+		*raw = a.body
 		return nil
 	}
-	if err := json.NewDecoder(bytes.NewReader(resp)).Decode(out); err != nil {
+	if err := json.NewDecoder(bytes.NewReader(a.body)).Decode(out); err != nil {
 		return fmt.Errorf("%s %s: decoding the answer: %w", method, path, err)
 	}
 	return nil

@@ -9,12 +9,14 @@ import (
 	"net/http"
 
 	"github.com/coder/websocket"
+
+	"conch/shared"
 )
 
-func (c *Client) roundTrip(ctx context.Context, method, url, ifNoneMatch string, body []byte) (status int, etag string, resp []byte, err error) {
+func (c *Client) roundTrip(ctx context.Context, method, url, ifNoneMatch string, body []byte) (answer, error) {
 	req, err := http.NewRequestWithContext(ctx, method, url, bytes.NewReader(body))
 	if err != nil {
-		return 0, "", nil, err
+		return answer{}, err
 	}
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
@@ -27,11 +29,11 @@ func (c *Client) roundTrip(ctx context.Context, method, url, ifNoneMatch string,
 	}
 	r, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return 0, "", nil, err
+		return answer{}, err
 	}
 	defer r.Body.Close()
-	resp, err = io.ReadAll(r.Body)
-	return r.StatusCode, r.Header.Get("ETag"), resp, err
+	resp, err := io.ReadAll(r.Body)
+	return answer{status: r.StatusCode, etag: r.Header.Get("ETag"), offline: r.Header.Get(shared.OfflineHeader) == "1", body: resp}, err
 }
 
 func (c *Client) wsBase() string { return c.base }

@@ -6,12 +6,14 @@ import (
 	"syscall/js"
 
 	"github.com/coder/websocket"
+
+	"conch/shared"
 )
 
 // roundTrip calls the browser's fetch. Cancelling ctx aborts the request through its own
 // AbortController, also while the body is being read (net/http in WASM cannot do that,
 // and would add megabytes to app.wasm).
-func (c *Client) roundTrip(ctx context.Context, method, url, ifNoneMatch string, body []byte) (status int, etag string, resp []byte, err error) {
+func (c *Client) roundTrip(ctx context.Context, method, url, ifNoneMatch string, body []byte) (answer, error) {
 	abort := js.Global().Get("AbortController").New()
 	opts := js.Global().Get("Object").New()
 	opts.Set("method", method)
@@ -34,16 +36,19 @@ func (c *Client) roundTrip(ctx context.Context, method, url, ifNoneMatch string,
 	opts.Set("headers", headers)
 	r, err := await(ctx, abort, js.Global().Call("fetch", url, opts))
 	if err != nil {
-		return 0, "", nil, err
+		return answer{}, err
 	}
+	var a answer
 	if tag := r.Get("headers").Call("get", "ETag"); tag.Type() == js.TypeString {
-		etag = tag.String()
+		a.etag = tag.String()
 	}
+	a.offline = r.Get("headers").Call("get", shared.OfflineHeader).Equal(js.ValueOf("1"))
 	text, err := await(ctx, abort, r.Call("text"))
 	if err != nil {
-		return 0, "", nil, err
+		return answer{}, err
 	}
-	return r.Get("status").Int(), etag, []byte(text.String()), nil
+	a.status, a.body = r.Get("status").Int(), []byte(text.String())
+	return a, nil
 }
 
 // await waits for a promise, aborting the request when ctx ends first.

@@ -51,6 +51,7 @@ func TestDiffFetchedOnlyOnOpen(t *testing.T) {
 		t.Fatalf("%d content requests before opening", n)
 	}
 
+	b.bypassWorker(t) // the log below counts the bytes on the wire
 	b.do(t, chromedp.Click(chromedp.CSS(toggle)))
 	added := `[...document.querySelectorAll(".dl-add")].find(e => e.textContent.endsWith("+a line the agent added"))`
 	b.waitFor(t, "the diff", "!!"+added)

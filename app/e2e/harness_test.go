@@ -215,7 +215,8 @@ func (s *server) subscribe(t *testing.T, ctx context.Context, sid string) *clien
 
 // openRunning runs command in a new session until it is running and its summary counts
 // stdoutBytes of output, opens the session in a new browser, opens the command's output
-// disclosure and waits for the first snapshot to load.
+// disclosure and waits for the first snapshot to load. The page's requests bypass the
+// service worker (bypassWorker).
 func (s *server) openRunning(t *testing.T, command string, stdoutBytes int) (*browser, shared.Message) {
 	t.Helper()
 	sess := s.session(t, "running command")
@@ -224,11 +225,19 @@ func (s *server) openRunning(t *testing.T, command string, stdoutBytes int) (*br
 	})
 	b := newBrowser(t)
 	b.open(t, s.URL+"/sessions/"+sess.ID)
+	b.bypassWorker(t)
 	button := row(m.ID) + " button.disclosure-toggle"
 	b.waitFor(t, "the disclosure", fmt.Sprintf(`!!document.querySelector(%q)`, button))
 	b.do(t, chromedp.Click(chromedp.CSS(button)))
 	b.waitLoads(t, m.ID, 1)
 	return b, m
+}
+
+// bypassWorker sends the page's later requests straight to the network, so its network
+// events count the bytes on the wire: an answer the service worker hands the page reports none.
+func (b *browser) bypassWorker(t *testing.T) {
+	t.Helper()
+	send(t, b, network.SetBypassServiceWorker, network.SetBypassServiceWorkerParams{Bypass: true})
 }
 
 // browser is one headless Chromium with a fresh profile, and the output snapshot
@@ -393,11 +402,12 @@ func (b *browser) do(t *testing.T, steps ...chromedp.Action[chromedp.Void]) {
 	}
 }
 
+// eval evaluates js in the page; a promise is awaited.
 func eval[T any](t *testing.T, b *browser, js string) T {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(b.ctx, deadline)
 	defer cancel()
-	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](js))
+	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](js, chromedp.EvalAwaitPromise))
 	if err != nil {
 		t.Fatalf("%s: %v", js, err)
 	}

@@ -128,10 +128,14 @@ func (r *ToolCallRow) renderBody(i int) app.UI {
 	switch {
 	case r.snap != nil && i < len(r.snap.Items):
 		it := r.snap.Items[i]
+		var view app.UI = app.Pre().Class("tool-text").Text(derefText(it.Text))
 		if it.Type == shared.ContentDiff {
-			return diffView(derefText(it.OldText), derefText(it.NewText))
+			view = diffView(derefText(it.OldText), derefText(it.NewText))
 		}
-		return app.Pre().Class("tool-text").Text(derefText(it.Text))
+		if r.snap.Offline {
+			return app.Div().Body(offlineNote(), view)
+		}
+		return view
 	case r.err != "":
 		return app.P().Class("out-error").Role("alert").Text(r.err)
 	}

@@ -76,9 +76,10 @@ func TestHandler(t *testing.T) {
 		}
 	})
 
-	t.Run("the worker serves the cached shell for navigations and bypasses the API", func(t *testing.T) {
+	t.Run("the worker serves the cached shell for navigations, keeps opened outputs and bypasses the rest of the API", func(t *testing.T) {
 		_, body := get(t, h, "/app-worker.js")
-		for _, want := range []string{`request.mode === "navigate"`, `caches.match("/")`, `"/api/"`, `"/web/icon.svg"`, `"/web/app.css"`, `"/web/conch.js"`} {
+		for _, want := range []string{`request.mode === "navigate"`, `caches.match("/")`, `"/api/"`, `"/shell-output"`, `"/tool-content"`,
+			`key !== outputsCache`, `"X-Conch-Offline"`, `"/web/icon.svg"`, `"/web/app.css"`, `"/web/conch.js"`} {
 			if !strings.Contains(body, want) {
 				t.Errorf("app-worker.js lacks %s", want)
 			}

@@ -110,6 +110,9 @@ func (c *CommandRow) transcript(view poll.View) []app.UI {
 		out = append(out, app.P().Class("out-note", "loading").Aria("live", "polite").Text("Loading command output…"))
 	}
 	if s := view.Snapshot; s != nil {
+		if s.Offline {
+			out = append(out, offlineNote())
+		}
 		o := s.Output
 		r := c.shown.lines(s)
 		if o.Stdout == "" && o.Stderr == "" {
@@ -141,6 +144,11 @@ func (c *CommandRow) transcript(view poll.View) []app.UI {
 		))
 	}
 	return out
+}
+
+// offlineNote says a snapshot is the service worker's kept copy, read without the server.
+func offlineNote() app.UI {
+	return app.P().Class("out-note", "out-offline").Aria("live", "polite").Text("Offline: this output may be out of date.")
 }
 
 // toolbar holds the search with its count and the tools for the whole output.

@@ -12,6 +12,7 @@ import (
 	"github.com/maxence-charriere/go-app/v10/pkg/app"
 
 	"conch/app/client"
+	"conch/shared"
 )
 
 // Version identifies the build; set with -ldflags "-X conch/app/ui.Version=...". When it
@@ -88,8 +89,13 @@ func version(wasm []byte) string {
 
 // go-app's worker answers cache-first and caches only "/", so a deep link such as
 // /sessions/ID would not open offline. Navigations go to the network and fall back to the
-// cached shell (the WASM app then renders the route itself); the API, the WebSocket and
-// other methods bypass the worker so aborts reach the server and nothing stale is served.
+// cached shell (the WASM app then renders the route itself). The outputs a person opened
+// (GET .../shell-output and .../tool-content) go to the network too, and their whole 200
+// answers are kept in the "conch-outputs" cache, newest outputsKept of them; when the
+// network fails, the kept copy answers, marked X-Conch-Offline: 1 so the page can say it
+// may be stale. The rest of the API, the WebSocket and other methods bypass the worker, so
+// nothing else stale is served; the page's aborts reach the server through the request's
+// signal, which the worker's fetch carries.
 const workerFetch = `self.addEventListener("fetch", (event) => {
   event.respondWith(fetchWithCache(event.request));
 });`
@@ -97,8 +103,15 @@ const workerFetch = `self.addEventListener("fetch", (event) => {
 const conchFetch = `self.addEventListener("fetch", (event) => {
   const request = event.request;
   const url = new URL(request.url);
-  if (request.method !== "GET" || url.origin !== self.location.origin ||
-      url.pathname.startsWith("/api/") || url.pathname === "/ws" || url.pathname === "/healthz") {
+  if (request.method !== "GET" || url.origin !== self.location.origin) {
+    return;
+  }
+  if (url.pathname.startsWith("/api/") &&
+      (url.pathname.endsWith("/shell-output") || url.pathname.endsWith("/tool-content"))) {
+    event.respondWith(output(event, request, url));
+    return;
+  }
+  if (url.pathname.startsWith("/api/") || url.pathname === "/ws" || url.pathname === "/healthz") {
     return;
   }
   if (request.mode === "navigate") {
@@ -118,12 +131,79 @@ async function navigate(request) {
     }
     throw err;
   }
+}
+
+const outputsCache = "conch-outputs";
+const outputsKept = ` + outputsKept + `;
+
+// output answers from the network and keeps whole snapshots, keyed without the offsets;
+// offline it answers the kept copy.
+async function output(event, request, url) {
+  url.search = "";
+  const key = url.href;
+  let response;
+  try {
+    response = await fetch(request);
+  } catch (err) {
+    if (request.signal.aborted) {
+      throw err; // the page gave up on it
+    }
+    const cache = await caches.open(outputsCache);
+    const kept = await cache.match(key);
+    if (!kept) {
+      throw err;
+    }
+    const headers = new Headers(kept.headers);
+    headers.set("` + shared.OfflineHeader + `", "1");
+    return new Response(kept.body, {status: 200, headers: headers});
+  }
+  if (response.status === 200) {
+    event.waitUntil(keep(key, response.clone()));
+  }
+  return response;
+}
+
+// keep stores a whole snapshot (an answer that only appends is not one) as the newest
+// entry, and forgets the oldest beyond outputsKept.
+async function keep(key, response) {
+  const text = await response.text();
+  if (JSON.parse(text).append === true) {
+    return;
+  }
+  const headers = {"Content-Type": response.headers.get("Content-Type") || "application/json"};
+  const etag = response.headers.get("ETag");
+  if (etag) {
+    headers["ETag"] = etag;
+  }
+  const cache = await caches.open(outputsCache);
+  await cache.delete(key); // put after delete: the entry moves to the end, the newest
+  await cache.put(key, new Response(text, {headers: headers}));
+  const keys = await cache.keys();
+  for (const old of keys.slice(0, Math.max(0, keys.length - outputsKept))) {
+    await cache.delete(old);
+  }
 }`
 
-// serviceWorker is built by the server only: go-app's worker template is not in the WASM build.
+// outputsKept bounds the outputs the worker keeps for reading offline: at most 32 snapshots,
+// each at most the kept 256 KiB per stream.
+const outputsKept = "32"
+
+// A new version's worker deletes every cache but its own when it activates; the outputs
+// kept for reading offline outlive an update.
+const (
+	workerCleanup = `if (key !== cacheName) {`
+	conchCleanup  = `if (key !== cacheName && key !== outputsCache) {`
+)
+
+// serviceWorker is built by the server only: go-app's worker template is not in the WASM
+// build. It is go-app's worker with its fetch handler and its cache cleanup replaced.
 func serviceWorker() string {
-	if !strings.Contains(app.DefaultAppWorkerJS, workerFetch) {
-		panic("ui: go-app's service worker changed; update conchFetch")
+	js := app.DefaultAppWorkerJS
+	for _, edit := range [][2]string{{workerFetch, conchFetch}, {workerCleanup, conchCleanup}} {
+		if strings.Count(js, edit[0]) != 1 {
+			panic("ui: go-app's service worker changed; update " + edit[0])
+		}
+		js = strings.Replace(js, edit[0], edit[1], 1)
 	}
-	return strings.Replace(app.DefaultAppWorkerJS, workerFetch, conchFetch, 1)
+	return js
 }

@@ -1,0 +1,97 @@
+//go:build !js
+
+package e2e
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/chromedp/chromedp"
+
+	"conch/shared"
+)
+
+// outputsKept is how many outputs the service worker keeps (app/ui's outputsKept).
+const outputsKept = 32
+
+// An output opened online is read again with the server gone, from the service worker's
+// copy, marked as maybe out of date; an output never opened is unavailable as before.
+func TestOpenedOutputReadableOffline(t *testing.T) {
+	s := startServer(t)
+	sess := s.session(t, "offline outputs")
+	opened := s.run(t, sess.ID, `printf 'kept for offline\n'; printf 'a warning\n' >&2`, nil)
+	never := s.run(t, sess.ID, `echo never opened`, nil)
+	b := newBrowser(t)
+	b.open(t, s.URL+"/sessions/"+sess.ID)
+	b.waitFor(t, "the service worker", `navigator.serviceWorker.controller !== null`)
+
+	button := row(opened.ID) + " button.disclosure-toggle"
+	out := "#output-" + opened.ID
+	b.waitFor(t, "the disclosure", fmt.Sprintf(`!!document.querySelector(%q)`, button))
+	b.do(t, chromedp.Click(chromedp.CSS(button)))
+	b.waitFor(t, "the transcript", fmt.Sprintf(`!!document.querySelector(%q)`, out+" pre.stderr"))
+	if eval[bool](t, b, `!!document.querySelector(".out-offline")`) {
+		t.Fatal("an answer from the server is marked offline")
+	}
+	b.waitFor(t, "the worker's copy", `(async () => (await (await caches.open("conch-outputs")).keys()).length === 1)()`)
+	b.do(t, chromedp.Click(chromedp.CSS(button)))
+	b.waitFor(t, "the disclosure to close", fmt.Sprintf(`document.querySelector(%q).getAttribute("aria-expanded") === "false"`, button))
+
+	s.stop()
+	// The page's offline notice moves the rows down: click once it is there.
+	b.waitFor(t, "the offline notice", `!!document.querySelector(".notice.offline")`)
+	b.do(t, chromedp.Click(chromedp.CSS(button)))
+	b.waitFor(t, "the stale notice", fmt.Sprintf(`(document.querySelector(%q) || {textContent: ""}).textContent.includes("Offline: this output may be out of date.")`, out+" .out-offline"))
+	text := b.text(t, out)
+	for _, want := range []string{"kept for offline", "a warning", "Exit code 0"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("the offline transcript lacks %q:\n%s", want, text)
+		}
+	}
+	b.screenshots(t, "offline-output", out)
+	b.checkAxe(t, "offline output")
+
+	other := row(never.ID) + " button.disclosure-toggle"
+	b.do(t, chromedp.Click(chromedp.CSS(other)))
+	b.waitFor(t, "the unavailable state", fmt.Sprintf(`(document.querySelector(%q) || {textContent: ""}).textContent.includes("Command output unavailable.")`, "#output-"+never.ID+" .out-error"))
+	if eval[bool](t, b, fmt.Sprintf(`!!document.querySelector(%q)`, "#output-"+never.ID+" .out-offline")) {
+		t.Error("an output never opened shows the stale notice")
+	}
+}
+
+// The worker keeps the newest outputsKept outputs: one more pushes the oldest out, and an
+// answer that only appends is not kept in place of a whole one.
+func TestOfflineOutputsBounded(t *testing.T) {
+	s := startServer(t)
+	sess := s.session(t, "many outputs")
+	var urls []string
+	for i := range outputsKept + 1 {
+		m := s.run(t, sess.ID, fmt.Sprintf("echo output %d", i), nil)
+		urls = append(urls, fmt.Sprintf("%s/api/v1/task-sessions/%s/messages/%s/shell-output", s.URL, sess.ID, m.ID))
+	}
+	b := newBrowser(t)
+	b.open(t, s.URL+"/sessions/"+sess.ID)
+	b.waitFor(t, "the service worker", `navigator.serviceWorker.controller !== null`)
+	list := `["` + strings.Join(urls, `","`) + `"]`
+	b.do(t, chromedp.Evaluate[chromedp.Void](`(async () => { for (const u of `+list+`) await fetch(u); })()`, chromedp.EvalAwaitPromise))
+	kept := `(async () => (await (await caches.open("conch-outputs")).keys()).map(r => r.url))()`
+	b.waitFor(t, "the newest outputs kept", fmt.Sprintf(`%s.then(k => k.length === %d && k[k.length - 1] === %q)`, kept, outputsKept, urls[outputsKept]))
+	got := eval[[]string](t, b, kept)
+	if got[0] != urls[1] {
+		t.Errorf("oldest kept %s, want %s (the first pushed out)", got[0], urls[1])
+	}
+
+	// An offsets request answered with only what is new (nothing, here) leaves the whole
+	// copy in place; a whole answer fetched after it shows the worker has handled it.
+	last := urls[outputsKept]
+	b.do(t, chromedp.Evaluate[chromedp.Void](fmt.Sprintf(`(async () => { await fetch(%q); await fetch(%q); })()`,
+		last+fmt.Sprintf("?stdout_offset=%d&stderr_offset=0", len(fmt.Sprintf("output %d\n", outputsKept))), urls[1]), chromedp.EvalAwaitPromise))
+	b.waitFor(t, "the refetched output to be the newest", fmt.Sprintf(`%s.then(k => k[k.length - 1] === %q)`, kept, urls[1]))
+	whole := eval[string](t, b, fmt.Sprintf(`(async () => (await (await caches.open("conch-outputs")).match(%q)).text())()`, last))
+	var snap shared.ShellOutputSnapshot
+	if err := json.Unmarshal([]byte(whole), &snap); err != nil || snap.Append != nil || snap.Output.Stdout != fmt.Sprintf("output %d\n", outputsKept) {
+		t.Fatalf("kept copy %q (%v)", whole, err)
+	}
+}
