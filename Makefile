@@ -15,8 +15,14 @@ all: build
 ## wasm: the go-app UI compiled to web/app.wasm, plus its gzip and brotli copies.
 wasm: web/app.wasm
 
+# No inlining in Conch's and its modules' packages (the standard library keeps it): inlined
+# copies of small UI functions cost more bytes than calls to them. Measured with
+# server/cmd/wasmsize and compress: -104 KB raw, -22 KB brotli. Inlining off everywhere
+# saves 98 KB brotli but grows the raw file by 750 KB and slows the runtime and encoding/json.
+WASM_GCFLAGS := -gcflags=conch/...=-l -gcflags=github.com/...=-l
+
 web/app.wasm: $(shell find app shared wasm -name '*.go' -not -name '*_test.go') go.mod go.sum
-	GOOS=js GOARCH=wasm $(GO) build -trimpath -ldflags='$(LDFLAGS)' -o web/app.wasm ./wasm
+	GOOS=js GOARCH=wasm $(GO) build -trimpath $(WASM_GCFLAGS) -ldflags='$(LDFLAGS)' -o web/app.wasm ./wasm
 	$(GO) run ./server/cmd/compress web/app.wasm
 
 ## build: bin/conch with the UI embedded.
