@@ -1,6 +1,7 @@
 package shared
 
 import (
+	"slices"
 	"strings"
 	"time"
 )
@@ -195,12 +196,7 @@ type Modes struct {
 
 // Offers reports whether id is one of the available modes.
 func (m Modes) Offers(id string) bool {
-	for _, a := range m.Available {
-		if a.ID == id {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(m.Available, func(a SessionMode) bool { return a.ID == id })
 }
 
 // SessionMode is one mode of an agent (for example "ask", "code", "architect").

@@ -193,8 +193,13 @@ func (c *Client) ShellOutputRaw(ctx context.Context, sessionID, messageID, strea
 	return string(body), err
 }
 
+// messagePath is the path of one message of a session, under which its bodies are served.
+func messagePath(sessionID, messageID string) string {
+	return "/api/v1/task-sessions/" + url.PathEscape(sessionID) + "/messages/" + url.PathEscape(messageID)
+}
+
 func shellOutputPath(sessionID, messageID string) string {
-	return "/api/v1/task-sessions/" + url.PathEscape(sessionID) + "/messages/" + url.PathEscape(messageID) + "/shell-output"
+	return messagePath(sessionID, messageID) + "/shell-output"
 }
 
 func rawPath(sessionID, messageID, stream string) string {
@@ -205,7 +210,7 @@ func rawPath(sessionID, messageID, stream string) string {
 func (c *Client) ToolContent(ctx context.Context, sessionID, messageID string) (shared.ToolContentSnapshot, error) {
 	var snap shared.ToolContentSnapshot
 	var v version
-	path := "/api/v1/task-sessions/" + url.PathEscape(sessionID) + "/messages/" + url.PathEscape(messageID) + "/tool-content"
+	path := messagePath(sessionID, messageID) + "/tool-content"
 	err := c.callIfNoneMatch(ctx, "GET", path, &v, nil, &snap)
 	snap.Offline = v.offline
 	return snap, err

@@ -61,8 +61,11 @@ func (s *server) snapshot(c *fiber.Ctx, stampOf func(ctx context.Context, sessio
 		return c.SendStatus(fiber.StatusNotModified)
 	}
 	c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSON)
-	body := s.snapshots.get(messageID, stamp)
-	if !cached || body == nil {
+	var body []byte
+	if cached {
+		body = s.snapshots.get(messageID, stamp)
+	}
+	if body == nil {
 		snap, at, err := get(ctx, sessionID, messageID)
 		if err != nil {
 			return s.fail(c, err)

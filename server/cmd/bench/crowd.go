@@ -51,26 +51,30 @@ func (b *bench) crowd(ctx context.Context) error {
 	logs := make([]clientLog, len(clients))
 	var wg sync.WaitGroup
 	followAll(wctx, clients, logs, &wg)
-	command := fmt.Sprintf("%s emit -every 10ms -for %s", shared.ShellJoin(self), crowdFor)
-	var prompt shared.Message
-	if err := srv.post(wctx, "/api/v1/task-sessions/"+sess.ID+"/messages", shared.AddRequest{Content: command},
-		&prompt, http.StatusAccepted); err != nil {
-		cancel()
-		wg.Wait()
-		sampler.Stop()
-		return err
+	// The run: the command, then the pollers on its output while the crowd follows it.
+	run := func() (load.Result, error) {
+		command := fmt.Sprintf("%s emit -every 10ms -for %s", shared.ShellJoin(self), crowdFor)
+		var prompt shared.Message
+		if err := srv.post(wctx, "/api/v1/task-sessions/"+sess.ID+"/messages", shared.AddRequest{Content: command},
+			&prompt, http.StatusAccepted); err != nil {
+			return load.Result{}, err
+		}
+		id, err := srv.commandOf(wctx, sess.ID)
+		if err != nil {
+			return load.Result{}, err
+		}
+		return b.loadFor(wctx, srv, crowdFor, crowdPollers,
+			srv.URL+"/api/v1/task-sessions/"+sess.ID+"/messages/"+id+"/shell-output")
 	}
-	id, err := srv.commandOf(wctx, sess.ID)
-	if err != nil {
-		cancel()
-		wg.Wait()
-		sampler.Stop()
-		return err
+	polls, pollErr := run()
+	if pollErr != nil && polls.Requests == 0 {
+		cancel() // the followers stop too
 	}
-	polls, pollErr := b.loadFor(wctx, srv, crowdFor, crowdPollers,
-		srv.URL+"/api/v1/task-sessions/"+sess.ID+"/messages/"+id+"/shell-output")
 	wg.Wait()
 	proc := sampler.Stop()
+	if pollErr != nil && polls.Requests == 0 {
+		return pollErr
+	}
 
 	var dropped int
 	var notes dist
@@ -87,14 +91,10 @@ func (b *bench) crowd(ctx context.Context) error {
 		"they can (plain GETs, the heaviest a poller can be). *Dropped* counts subscribers whose connection "+
 		"ended before the command did; *errors* are failed or non-2xx polls. Memory is the server's VmRSS.",
 		crowdFor, crowdSubscribers, crowdPollers)
-	pollErrors := fmt.Sprint(polls.Errors)
-	if pollErr != nil && polls.Requests == 0 {
-		pollErrors = pollErr.Error()
-	}
 	b.r.table([]string{"subscribers", "dropped", "notifications per subscriber", "pollers", "polls", "errors",
 		"polls/s", "p50", "p99", "server RSS peak", "server RSS at end"},
 		[][]string{{fmt.Sprint(crowdSubscribers), fmt.Sprint(dropped), notes.format(count), fmt.Sprint(crowdPollers),
-			fmt.Sprint(polls.Requests), pollErrors, count(polls.RPS), micros(polls.P50us), micros(polls.P99us),
+			fmt.Sprint(polls.Requests), fmt.Sprint(polls.Errors), count(polls.RPS), micros(polls.P50us), micros(polls.P99us),
 			bytesIEC(float64(proc.RSSMaxKiB) * 1024), bytesIEC(float64(proc.RSSEndKiB) * 1024)}})
 	return nil
 }
