@@ -200,7 +200,7 @@ func (s *server) report(err error, attrs ...any) shared.Error {
 // fail answers err as {"error": "...", "code": "..."}.
 func (s *server) fail(c *fiber.Ctx, err error) error {
 	e := s.report(err, "method", c.Method(), "path", c.Path())
-	return c.Status(statusOf[e.Code]).JSON(shared.ErrorBody{Error: e.Message, Code: e.Code})
+	return sendJSON(c.Status(statusOf[e.Code]), shared.ErrorBody{Error: e.Message, Code: e.Code})
 }
 
 func (s *server) logPanic(c *fiber.Ctx, r any) {

@@ -23,14 +23,14 @@ import (
 func (s *server) handleHealth(c *fiber.Ctx) error {
 	if err := s.store.Ping(c.UserContext()); err != nil {
 		s.log.Error("health: store does not answer", "err", err)
-		return c.Status(http.StatusServiceUnavailable).JSON(fiber.Map{"status": "unavailable", "error": "store unavailable"})
+		return sendJSON(c.Status(http.StatusServiceUnavailable), fiber.Map{"status": "unavailable", "error": "store unavailable"})
 	}
 	// Writes that fail (a full disk) leave commands and sessions unrecorded until they
 	// succeed again: not healthy, and why.
 	if err := s.store.WriteHealth(); err != nil {
-		return c.Status(http.StatusServiceUnavailable).JSON(fiber.Map{"status": "unavailable", "error": err.Error()})
+		return sendJSON(c.Status(http.StatusServiceUnavailable), fiber.Map{"status": "unavailable", "error": err.Error()})
 	}
-	return c.JSON(fiber.Map{"status": "ok"})
+	return sendJSON(c, fiber.Map{"status": "ok"})
 }
 
 func (s *server) handleListAgents(c *fiber.Ctx) error {
@@ -38,7 +38,7 @@ func (s *server) handleListAgents(c *fiber.Ctx) error {
 	if agents == nil {
 		agents = []shared.Agent{}
 	}
-	return c.JSON(fiber.Map{"agents": agents})
+	return sendJSON(c, fiber.Map{"agents": agents})
 }
 
 func (s *server) handleListTasks(c *fiber.Ctx) error {
@@ -49,7 +49,7 @@ func (s *server) handleListTasks(c *fiber.Ctx) error {
 	if tasks == nil {
 		tasks = []shared.Task{}
 	}
-	return c.JSON(fiber.Map{"tasks": tasks})
+	return sendJSON(c, fiber.Map{"tasks": tasks})
 }
 
 type createTaskRequest struct {
@@ -66,7 +66,7 @@ func (s *server) handleCreateTask(c *fiber.Ctx) error {
 	if err != nil {
 		return s.fail(c, err)
 	}
-	return c.Status(http.StatusCreated).JSON(task)
+	return sendJSON(c.Status(http.StatusCreated), task)
 }
 
 func (s *server) handleGetTask(c *fiber.Ctx) error {
@@ -74,7 +74,7 @@ func (s *server) handleGetTask(c *fiber.Ctx) error {
 	if err != nil {
 		return s.fail(c, err)
 	}
-	return c.JSON(task)
+	return sendJSON(c, task)
 }
 
 // handleDeleteTask stops the task's agents, then removes the task with everything it holds
@@ -120,7 +120,7 @@ func (s *server) handleCreateSession(c *fiber.Ctx) error {
 	if err != nil {
 		return s.fail(c, err)
 	}
-	return c.Status(http.StatusCreated).JSON(sess)
+	return sendJSON(c.Status(http.StatusCreated), sess)
 }
 
 func (s *server) handleGetSession(c *fiber.Ctx) error {
@@ -128,7 +128,7 @@ func (s *server) handleGetSession(c *fiber.Ctx) error {
 	if err != nil {
 		return s.fail(c, err)
 	}
-	return c.JSON(sess)
+	return sendJSON(c, sess)
 }
 
 func (s *server) handleGetMessage(c *fiber.Ctx) error {
@@ -136,7 +136,7 @@ func (s *server) handleGetMessage(c *fiber.Ctx) error {
 	if err != nil {
 		return s.fail(c, err)
 	}
-	return c.JSON(msg)
+	return sendJSON(c, msg)
 }
 
 func (s *server) handleListMessages(c *fiber.Ctx) error {
@@ -152,7 +152,7 @@ func (s *server) handleListMessages(c *fiber.Ctx) error {
 	if err != nil {
 		return s.fail(c, err)
 	}
-	return c.JSON(page)
+	return sendJSON(c, page)
 }
 
 func (s *server) handleAddMessage(c *fiber.Ctx) error {
@@ -168,7 +168,7 @@ func (s *server) handleAddMessage(c *fiber.Ctx) error {
 	if err != nil {
 		return s.fail(c, err)
 	}
-	return c.Status(http.StatusAccepted).JSON(msg)
+	return sendJSON(c.Status(http.StatusAccepted), msg)
 }
 
 // addMessage is message.add over REST and WebSocket alike: store the prompt, publish it
@@ -202,7 +202,7 @@ func (s *server) handleCancel(c *fiber.Ctx) error {
 		return s.fail(c, err)
 	}
 	// The turn ends asynchronously (ACP session/cancel is a notification).
-	return c.Status(http.StatusAccepted).JSON(sess)
+	return sendJSON(c.Status(http.StatusAccepted), sess)
 }
 
 func (s *server) handleAnswerPermission(c *fiber.Ctx) error {
@@ -219,7 +219,7 @@ func (s *server) handleAnswerPermission(c *fiber.Ctx) error {
 	if err != nil {
 		return s.fail(c, err)
 	}
-	return c.JSON(msg)
+	return sendJSON(c, msg)
 }
 
 // answerPermission is permission.answer over REST and WebSocket alike; the runtime
@@ -247,7 +247,7 @@ func (s *server) handleSetMode(c *fiber.Ctx) error {
 	if err != nil {
 		return s.fail(c, err)
 	}
-	return c.JSON(sess)
+	return sendJSON(c, sess)
 }
 
 // setMode is session.set_mode over REST and WebSocket alike.

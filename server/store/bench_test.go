@@ -94,7 +94,7 @@ func BenchmarkFloor(b *testing.B) {
 		}},
 		{"page/rows-scanned-no-decode", func() error {
 			_, err := scanMessages(s.db.Model(&messageRow{}).Where("session_id = ?", sessionID).
-				Order("created_at DESC, id DESC").Select(messageColumns).Limit(101))
+				Order("created_at DESC, id DESC").Select(messageColumns).Limit(101), 101)
 			return err
 		}},
 	} {

@@ -48,15 +48,16 @@ func (s *Store) ListMessages(ctx context.Context, q shared.ListRequest) (shared.
 	} else {
 		tx = tx.Order("created_at ASC, id ASC")
 	}
-	rows, err := scanMessages(tx.Select(messageColumns).Limit(limit + 1))
+	rows, err := scanMessages(tx.Select(messageColumns).Limit(limit+1), limit+1)
 	if err != nil {
 		return shared.MessagePage{}, fmt.Errorf("list messages: %w", err)
 	}
-	page := shared.MessagePage{Total: sess.MessageCount, HasMore: len(rows) > limit, Messages: []shared.Message{}}
+	page := shared.MessagePage{Total: sess.MessageCount, HasMore: len(rows) > limit}
 	rows = rows[:min(len(rows), limit)]
 	if n := withinBudget(rows); n < len(rows) {
 		rows, page.HasMore = rows[:n], true
 	}
+	page.Messages = make([]shared.Message, 0, len(rows)) // [] rather than null when empty
 	if newerFirst != (q.Sort == shared.SortDesc) {
 		slices.Reverse(rows)
 	}
@@ -89,15 +90,16 @@ func withinBudget(rows []messageRow) int {
 // messageColumns are the columns scanMessages reads, in its order.
 const messageColumns = "id, session_id, task_id, author_type, type, content, metadata, status, client_message_id, created_at, updated_at"
 
-// scanMessages runs a query selecting messageColumns. It scans by hand: GORM's reflective
-// scan took about three times as long on a page of 100 (docs/BENCHMARKS.md).
-func scanMessages(q *gorm.DB) ([]messageRow, error) {
+// scanMessages runs a query selecting messageColumns, which returns at most n rows. It
+// scans by hand: GORM's reflective scan took about three times as long on a page of 100
+// (docs/BENCHMARKS.md). The rows are allocated once, not regrown as they come.
+func scanMessages(q *gorm.DB, n int) ([]messageRow, error) {
 	rs, err := q.Rows()
 	if err != nil {
 		return nil, err
 	}
 	defer rs.Close()
-	var rows []messageRow
+	rows := make([]messageRow, 0, n)
 	for rs.Next() {
 		var r messageRow
 		if err := rs.Scan(&r.ID, &r.SessionID, &r.TaskID, &r.AuthorType, &r.Type, &r.Content, &r.Metadata,

@@ -317,7 +317,7 @@ func (s *Store) UpdateMessage(ctx context.Context, id string, u Update) (shared.
 // GetMessage returns one message, projected, whatever its session: scripts that hold
 // only a message id (conch output) learn its session from it.
 func (s *Store) GetMessage(ctx context.Context, id string) (shared.Message, error) {
-	rows, err := scanMessages(s.db.WithContext(ctx).Model(&messageRow{}).Select(messageColumns).Where("id = ?", id).Limit(1))
+	rows, err := scanMessages(s.db.WithContext(ctx).Model(&messageRow{}).Select(messageColumns).Where("id = ?", id).Limit(1), 1)
 	if err != nil {
 		return shared.Message{}, fmt.Errorf("get message: %w", err)
 	}
