@@ -24,6 +24,7 @@ import (
 	"conch/app/ui"
 	"conch/server/acp"
 	"conch/server/api"
+	"conch/server/gcfloor"
 	"conch/server/hub"
 	"conch/server/shellagent"
 	"conch/server/store"
@@ -93,6 +94,12 @@ func defaultDB() string {
 	return "conch.db"
 }
 
+// heapFloor is the smallest heap goal of the garbage collector while serving: at 32 MiB
+// the collector ran about 8 times less often than with Go's 4 MiB under 16 connections
+// of list pages, and the p99 of a limit=50 page fell by about a third, for about 30 MiB
+// more RSS under load (docs/PERFORMANCE.md).
+const heapFloor = 32 << 20
+
 func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	flags := flag.NewFlagSet("serve", flag.ContinueOnError)
 	flags.SetOutput(stderr)
@@ -154,6 +161,11 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
 		return err
+	}
+	// After start-up, so that it does not grow the heap of start-up itself. A GOGC set by
+	// hand wins.
+	if os.Getenv("GOGC") == "" {
+		defer gcfloor.Keep(heapFloor)()
 	}
 	// Tests and scripts read the bound address (with --addr 127.0.0.1:0) from this line.
 	fmt.Fprintf(stdout, "listening on http://%s\n", ln.Addr())
