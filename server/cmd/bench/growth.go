@@ -60,7 +60,7 @@ func (b *bench) growthBench(ctx context.Context) error {
 	b.r.p("The newest page (limit 100) of a session of 40 shell commands with 256 KiB of stdout each plus 40 text " +
 		"messages, against the same session with empty outputs (the baseline).")
 	rows = nil
-	for _, conns := range []int{1, 16} {
+	for _, conns := range []int{1, 16, 64} {
 		base, err := b.loadRuns(ctx, srv, conns, list(empty, "sort=desc&limit=100"))
 		if err != nil {
 			return err

@@ -2,12 +2,14 @@ package main
 
 import "fmt"
 
-// targets are the figures issue 5 sets goals for, filled by the benchmarks as they run.
+// targets are the figures issues 5 and 12 set goals for, filled by the benchmarks as they run.
 type targets struct {
 	listBytesPerShell   []float64 // projected list bytes per shell message, one per stdout size
 	inlineRatio256List  float64   // inline / projected REST list bytes at 256 KiB (half text messages)
 	inlineRatio256Shell float64   // the same per shell message
 	snapshot256At16     dist      // requests/s, 256 KiB snapshot, 16 connections
+	snapshot1KP99At16   dist      // p99 in microseconds, 1 KiB snapshot, 16 connections
+	list50P99At16       dist      // p99 in microseconds, newest page of limit=50, 16 connections
 	growthNewestRatio   string    // newest-page p50, largest session / smallest
 	growthSizes         [2]int
 	wasmBrotli          int64
@@ -16,7 +18,7 @@ type targets struct {
 // render writes where Conch stands against each target.
 func (t targets) render(r *report) {
 	r.h(2, "Targets")
-	r.p("Where this run stands against the targets of issue 5 (details in the sections below).")
+	r.p("Where this run stands against the targets of issues 5 and 12 (details in the sections below).")
 	na := "not measured"
 	worst := 0.0
 	for _, v := range t.listBytesPerShell {
@@ -27,6 +29,8 @@ func (t targets) render(r *report) {
 		{"inline / projected list bytes at 256 KiB", ">= x300", orNA(t.inlineRatio256List > 0,
 			fmt.Sprintf("x%.0f for the list (half of it text messages), x%.0f per shell message", t.inlineRatio256List, t.inlineRatio256Shell), na)},
 		{"256 KiB snapshot at 16 connections", ">= 2,000 requests/s", orNA(len(t.snapshot256At16) > 0, t.snapshot256At16.format(count)+" requests/s", na)},
+		{"1 KiB snapshot p99 at 16 connections", "<= 8 ms", orNA(len(t.snapshot1KP99At16) > 0, t.snapshot1KP99At16.format(micros), na)},
+		{"limit=50 page p99 at 16 connections", "<= 35 ms", orNA(len(t.list50P99At16) > 0, t.list50P99At16.format(micros), na)},
 		{fmt.Sprintf("newest-page list p50, %d vs %d messages", t.growthSizes[1], t.growthSizes[0]), "within x2",
 			orNA(t.growthNewestRatio != "", t.growthNewestRatio, na)},
 		{"app.wasm, brotli", "<= 2.0 MB", orNA(t.wasmBrotli > 0, fmt.Sprintf("%.2f MB", float64(t.wasmBrotli)/1e6), na)},
