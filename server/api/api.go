@@ -15,6 +15,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/netip"
+	"runtime"
 	"runtime/debug"
 	"time"
 
@@ -90,6 +91,7 @@ type server struct {
 	throttle   *throttle      // of token guesses
 
 	snapshots *snapshotCache
+	reads     chan struct{} // admitReads' slots
 }
 
 // New returns the Fiber app serving everything.
@@ -109,7 +111,7 @@ func New(cfg Config) *fiber.App {
 	s := &server{store: cfg.Store, hub: cfg.Hub, rt: cfg.Runtime, web: newAssets(cfg.Web),
 		token: cfg.Token, log: cfg.Logger, limit: cfg.BodyLimit, now: cfg.Now,
 		sessionKey: sessionKeyOf(cfg.Token), proxies: cfg.TrustedProxies, throttle: newThrottle(cfg.Now),
-		snapshots: newSnapshotCache(snapshotCacheBytes)}
+		snapshots: newSnapshotCache(snapshotCacheBytes), reads: make(chan struct{}, runtime.GOMAXPROCS(0))}
 	proxies := make([]string, len(cfg.TrustedProxies))
 	for i, p := range cfg.TrustedProxies {
 		proxies[i] = p.String()
@@ -129,7 +131,7 @@ func New(cfg Config) *fiber.App {
 
 	app.Get("/healthz", s.handleHealth)
 
-	api := app.Group("/api", s.requireToken, s.sameOriginWrites)
+	api := app.Group("/api", s.requireToken, s.sameOriginWrites, s.admitReads)
 	v1 := api.Group("/v1")
 	v1.Get("/agents", s.handleListAgents)
 	v1.Get("/tasks", s.handleListTasks)

@@ -15,22 +15,23 @@ import (
 	"sync"
 )
 
-// baseGOGC is the Go default, kept for live heaps at or above the floor. maxGOGC bounds
-// the factor for a nearly empty heap (debug.SetGCPercent takes an int32: a larger value
-// would wrap and turn the collector off).
+// baseGOGC is the Go default, kept for heaps whose goal reaches the floor by itself.
+// runtimeMinHeap is the runtime's own smallest goal at GOGC=100; it scales with GOGC.
 const (
-	baseGOGC = 100
-	maxGOGC  = 10000
+	baseGOGC       = 100
+	runtimeMinHeap = 4 << 20
 )
 
-// Percent is the GOGC that puts the next collection's goal at the larger of floor and
-// what GOGC=100 gives, for a live heap of live bytes (at most maxGOGC).
-func Percent(live, floor uint64) int {
-	live = max(live, 1)
-	if live >= floor {
+// Percent is the GOGC that puts the next collection's goal at floor, or 100 when GOGC=100
+// reaches it. The runtime's goal is live + (live + roots)·GOGC/100, where live is the heap
+// the last collection marked and roots the stacks and globals it scanned, and at least
+// 4 MiB·GOGC/100: GOGC never exceeds floor/4 MiB·100 (800 for 32 MiB), where that minimum
+// alone is the floor. Before the first collection (live is 0) nothing is known: 100.
+func Percent(live, roots, floor uint64) int {
+	if live == 0 || live >= floor {
 		return baseGOGC
 	}
-	return int(min(max(baseGOGC, (floor-live)*100/live), maxGOGC))
+	return int(max(baseGOGC, min((floor-live)*100/(live+roots), floor*100/runtimeMinHeap)))
 }
 
 // Keep sets GOGC after every collection so that the next goal is at least floor bytes,
@@ -67,9 +68,9 @@ func (t *tuner) tune() {
 	if t.stopped {
 		return
 	}
-	s := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+	s := []metrics.Sample{{Name: "/gc/heap/live:bytes"}, {Name: "/gc/scan/globals:bytes"}, {Name: "/gc/scan/stack:bytes"}}
 	metrics.Read(s)
-	if p := Percent(s[0].Value.Uint64(), t.floor); p != t.set {
+	if p := Percent(s[0].Value.Uint64(), s[1].Value.Uint64()+s[2].Value.Uint64(), t.floor); p != t.set {
 		debug.SetGCPercent(p) // takes the heap lock; no stop-the-world
 		t.set = p
 	}
