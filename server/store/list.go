@@ -48,7 +48,8 @@ func (s *Store) ListMessages(ctx context.Context, q shared.ListRequest) (shared.
 	} else {
 		tx = tx.Order("created_at ASC, id ASC")
 	}
-	rows, err := scanMessages(tx.Select(messageColumns).Limit(limit+1), limit+1)
+	// No more rows than the session holds: a small session's page allocates little.
+	rows, err := scanMessages(tx.Select(messageColumns).Limit(limit+1), int(min(int64(limit+1), sess.MessageCount)))
 	if err != nil {
 		return shared.MessagePage{}, fmt.Errorf("list messages: %w", err)
 	}
@@ -90,9 +91,9 @@ func withinBudget(rows []messageRow) int {
 // messageColumns are the columns scanMessages reads, in its order.
 const messageColumns = "id, session_id, task_id, author_type, type, content, metadata, status, client_message_id, created_at, updated_at"
 
-// scanMessages runs a query selecting messageColumns, which returns at most n rows. It
-// scans by hand: GORM's reflective scan took about three times as long on a page of 100
-// (docs/BENCHMARKS.md). The rows are allocated once, not regrown as they come.
+// scanMessages runs a query selecting messageColumns, which returns about n rows (room
+// for n is allocated at once rather than regrown). It scans by hand: GORM's reflective
+// scan took about three times as long on a page of 100 (docs/BENCHMARKS.md).
 func scanMessages(q *gorm.DB, n int) ([]messageRow, error) {
 	rs, err := q.Rows()
 	if err != nil {
