@@ -10,6 +10,8 @@ import (
 
 	"github.com/jackc/pgx/v5/pgconn"
 	sqlite3 "github.com/mattn/go-sqlite3"
+	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
 )
 
 // dialect is what differs between SQLite and PostgreSQL. Everything else (the schema's
@@ -125,6 +127,14 @@ var postgresDialect = &dialect{
 		}
 		return steps, rows.Err()
 	},
+}
+
+// locked makes a query in a transaction lock the rows it reads until the transaction
+// ends, for a read then a write: under PostgreSQL's READ COMMITTED a write committed
+// between the two would be lost. SQLite's writers already take turns (_txlock=immediate),
+// and GORM's SQLite dialect leaves the clause out.
+func locked(tx *gorm.DB) *gorm.DB {
+	return tx.Clauses(clause.Locking{Strength: "NO KEY UPDATE"})
 }
 
 // Redact hides the password of a database URL, for messages and logs; a file path is

@@ -219,7 +219,8 @@ func (s *Store) AddUserMessage(ctx context.Context, sessionID, content, clientMe
 		created bool
 	)
 	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		sess, err := getSession(tx, sessionID)
+		// Locked: a concurrent request with the same client id waits, then finds this one.
+		sess, err := getSession(locked(tx), sessionID)
 		if err != nil {
 			return err
 		}
@@ -260,7 +261,7 @@ func (s *Store) UpdateMessage(ctx context.Context, id string, u Update) (shared.
 		changed bool
 	)
 	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		if err := tx.Take(&row, "id = ?", id).Error; err != nil {
+		if err := locked(tx).Take(&row, "id = ?", id).Error; err != nil {
 			return notFound(err, "message")
 		}
 		cur, err := row.message()
