@@ -187,7 +187,7 @@ func (s *Store) insertMessage(tx *gorm.DB, sess sessionRow, author shared.Author
 	}
 	now := s.stamp()
 	row := messageRow{ID: newID(), SessionID: sess.ID, TaskID: sess.TaskID, AuthorType: string(author),
-		Type: string(typ), Content: content, Metadata: raw, ClientMessageID: clientID, CreatedAt: now, UpdatedAt: now}
+		Type: string(typ), Content: storable(content), Metadata: raw, ClientMessageID: clientID, CreatedAt: now, UpdatedAt: now}
 	if md != nil {
 		row.Status = string(md.Status)
 	}
@@ -227,6 +227,9 @@ func (s *Store) AddUserMessage(ctx context.Context, sessionID, content, clientMe
 		var clientID *string
 		var md *shared.Metadata
 		if clientMessageID != "" {
+			if err := shared.CheckText("client_message_id", clientMessageID); err != nil {
+				return err
+			}
 			err := tx.Take(&row, "session_id = ? AND client_message_id = ?", sessionID, clientMessageID).Error
 			if err == nil {
 				return nil
@@ -288,7 +291,7 @@ func (s *Store) UpdateMessage(ctx context.Context, id string, u Update) (shared.
 		row.UpdatedAt = s.stamp()
 		cols := map[string]any{"updated_at": row.UpdatedAt}
 		if u.Content != nil {
-			row.Content = *u.Content
+			row.Content = storable(*u.Content)
 			cols["content"] = row.Content
 		}
 		if md != nil {

@@ -272,6 +272,13 @@ func (s *Store) Ping(ctx context.Context) error {
 	return s.db.WithContext(ctx).Raw("SELECT 1").Scan(&one).Error
 }
 
+// storable is text an agent or the server produced, made storable in both databases:
+// invalid UTF-8 and NUL bytes become U+FFFD (what people send is refused instead, by
+// shared.CheckText).
+func storable(s string) string {
+	return strings.ReplaceAll(strings.ToValidUTF8(s, "\uFFFD"), "\x00", "\uFFFD")
+}
+
 func (s *Store) stamp() int64 { return s.now().UnixNano() }
 
 func newID() string { return uuid.Must(uuid.NewV7()).String() }
