@@ -30,6 +30,9 @@ type dialect struct {
 	// failure is err when it is a failure of the database itself (full, read-only,
 	// unreachable, broken), nil for a refused request or no error (writeHealth).
 	failure func(err error) error
+	// conns, when not 0, is how many connections the pool keeps open, idle or not: a new
+	// PostgreSQL connection starts a server process, and database/sql keeps only 2 idle.
+	conns int
 	// explain returns the query plan of a statement, one step a line.
 	explain func(ctx context.Context, db *sql.DB, query string, vars []any) ([]string, error)
 }
@@ -79,6 +82,7 @@ var postgresDialect = &dialect{
 	},
 	countColumn:   "SELECT COUNT(*) FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = ? AND column_name = ?",
 	migrationLock: "SELECT pg_advisory_xact_lock(7270637463) -- 'conch' in ASCII",
+	conns:         32,
 	failure: func(err error) error {
 		var pe *pgconn.PgError
 		if errors.As(err, &pe) {

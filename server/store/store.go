@@ -84,6 +84,14 @@ func Open(db string, now func() time.Time) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", name, err)
 	}
+	if d.conns > 0 {
+		pool, err := gdb.DB()
+		if err != nil {
+			return nil, fmt.Errorf("open %s: %w", name, err)
+		}
+		pool.SetMaxOpenConns(d.conns)
+		pool.SetMaxIdleConns(d.conns)
+	}
 	if err := recordStatements(gdb); err != nil {
 		return nil, fmt.Errorf("open %s: %w", name, err)
 	}
