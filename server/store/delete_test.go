@@ -245,3 +245,11 @@ func TestOpenRefusesURLs(t *testing.T) {
 		t.Errorf("refusing left %d entries behind, the first %s", len(entries), entries[0].Name())
 	}
 }
+
+// A PostgreSQL server that does not answer fails Open with the URL, its password hidden.
+func TestOpenUnreachablePostgres(t *testing.T) {
+	_, err := Open("postgres://conch:secret@127.0.0.1:1/conch?connect_timeout=5", nil)
+	if err == nil || !strings.Contains(err.Error(), "open postgres://conch:xxxxx@127.0.0.1:1/conch") || strings.Contains(err.Error(), "secret") {
+		t.Errorf("Open: %v", err)
+	}
+}
