@@ -47,8 +47,12 @@ $(AXE):
 
 # Every package but the browser tests runs under the race detector; the browser tests
 # drive bin/conch and Chromium, whose races the detector cannot see from the test process.
+# The store and API/WebSocket suites run again on PostgreSQL: a throwaway cluster the
+# tests start (Debian's postgresql package), or the server CONCH_TEST_POSTGRES names.
+PG_SUITES := ./server/store/... ./server/api/...
 test-go:
 	CONCH_BIN=$(CURDIR)/bin/conch $(GO) test -race -timeout $(TEST_TIMEOUT) $$($(GO) list ./... | grep -v '^conch/app/e2e$$')
+	CONCH_TEST_DB=postgres $(GO) test -race -timeout $(TEST_TIMEOUT) $(PG_SUITES)
 	CONCH_BIN=$(CURDIR)/bin/conch $(GO) test -timeout $(TEST_TIMEOUT) ./app/e2e
 
 ## test-wasm: the pure packages (shared, the terminal renderer) compiled for js/wasm and run under Node.

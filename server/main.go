@@ -103,7 +103,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	flags := flag.NewFlagSet("serve", flag.ContinueOnError)
 	flags.SetOutput(stderr)
 	addr := flags.String("addr", env("CONCH_ADDR", "127.0.0.1:8080"), "listen address (env CONCH_ADDR)")
-	dbPath := flags.String("db", env("CONCH_DB", defaultDB()), "SQLite database file (env CONCH_DB)")
+	dbPath := flags.String("db", env("CONCH_DB", defaultDB()), "SQLite database file, or postgres:// URL (env CONCH_DB)")
 	agents := flags.String("agents", env("CONCH_AGENTS", ""), "JSON file of extra agent profiles (env CONCH_AGENTS)")
 	token := flags.String("token", env("CONCH_TOKEN", ""), "bearer token required by every API and WebSocket request (env CONCH_TOKEN)")
 	var proxies []string
@@ -132,9 +132,17 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	// Sessions get working directories beside the database; agents run in them from other
-	// directories than ours, so the path must not be relative.
-	if *dbPath, err = filepath.Abs(*dbPath); err != nil {
+	// Sessions get working directories beside the database file (in the default data
+	// directory with a database URL); agents run in them from other directories than
+	// ours, so the path must not be relative.
+	dataDir := filepath.Dir(defaultDB())
+	if !store.IsURL(*dbPath) {
+		if *dbPath, err = filepath.Abs(*dbPath); err != nil {
+			return err
+		}
+		dataDir = filepath.Dir(*dbPath)
+	}
+	if dataDir, err = filepath.Abs(dataDir); err != nil {
 		return err
 	}
 	st, err := store.Open(*dbPath, nil)
@@ -147,7 +155,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	events := hub.New(hub.Config{Logger: log})
 	runtime, err := acp.NewManager(acp.Config{Store: st, Events: events, Profiles: profiles,
-		DataDir: filepath.Dir(*dbPath), Logger: log})
+		DataDir: dataDir, Logger: log})
 	if err != nil {
 		return err
 	}
@@ -168,7 +176,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	// Tests and scripts read the bound address (with --addr 127.0.0.1:0) from this line.
 	fmt.Fprintf(stdout, "listening on http://%s\n", ln.Addr())
-	log.Info("serving", "addr", ln.Addr().String(), "db", *dbPath, "agents", len(profiles))
+	log.Info("serving", "addr", ln.Addr().String(), "db", store.Redact(*dbPath), "agents", len(profiles))
 	served := make(chan error, 1)
 	go func() { served <- server.Listener(ln) }()
 	select {
@@ -190,7 +198,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 func prune(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	flags := flag.NewFlagSet("prune", flag.ContinueOnError)
 	flags.SetOutput(stderr)
-	dbPath := flags.String("db", env("CONCH_DB", defaultDB()), "SQLite database file (env CONCH_DB)")
+	dbPath := flags.String("db", env("CONCH_DB", defaultDB()), "SQLite database file, or postgres:// URL (env CONCH_DB)")
 	age := flags.Duration("older-than", 0, "delete tasks idle for longer than this, e.g. 720h (required)")
 	if err := flags.Parse(args); err != nil {
 		return err

@@ -6,11 +6,14 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"conch/server/internal/pgtest"
 )
 
 // TestHealthzSaysWhyWritesFail: while the real SQLite file is full, /healthz answers 503
 // with the reason; once a write succeeds again, 200.
 func TestHealthzSaysWhyWritesFail(t *testing.T) {
+	pgtest.SQLiteOnly(t, "PRAGMA max_page_count makes the disk full")
 	e := newEnv(t)
 	ctx := context.Background()
 	e.expect(http.StatusOK, "GET", "/healthz", "", nil)

@@ -11,7 +11,6 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -20,6 +19,7 @@ import (
 	"time"
 
 	"conch/server/hub"
+	"conch/server/internal/pgtest"
 	"conch/server/store"
 	"conch/shared"
 
@@ -161,7 +161,7 @@ type option func(*Config)
 func newEnv(t testing.TB, opts ...option) *env {
 	t.Helper()
 	clk := &clock{t: time.Date(2026, 12, 2, 15, 0, 0, 0, time.UTC), step: time.Millisecond}
-	st, err := store.Open(filepath.Join(t.TempDir(), "conch.db"), clk.Now)
+	st, err := store.Open(pgtest.DSN(t), clk.Now) // SQLite, or PostgreSQL with CONCH_TEST_DB=postgres
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -21,6 +21,8 @@ import (
 	"github.com/getkin/kin-openapi/openapi3filter"
 	"github.com/getkin/kin-openapi/routers"
 	"github.com/getkin/kin-openapi/routers/legacy"
+
+	"conch/server/internal/pgtest"
 )
 
 // The API tests check every request they send and every answer they get against
@@ -46,7 +48,7 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, "openapi.json:", err)
 		os.Exit(1)
 	}
-	code := m.Run()
+	code := pgtest.Main(m)
 	// Only a whole run meets every route; a run narrowed with -run meets some.
 	if f := flag.Lookup("test.run"); code == 0 && f != nil && f.Value.String() == "" {
 		var unmet []string

@@ -86,8 +86,11 @@ func (s *Store) PruneTasks(ctx context.Context, before time.Time) (int, error) {
 // reclaim gives the pages freed by a delete back to the file system. The database runs
 // with auto_vacuum = INCREMENTAL (see Open), so this moves no page holding data: it
 // truncates the free ones. Its failure leaves the delete standing and costs space only,
-// which the next delete reclaims.
+// which the next delete reclaims. PostgreSQL's autovacuum does this itself.
 func (s *Store) reclaim(ctx context.Context) {
+	if !s.dialect.sqlite {
+		return
+	}
 	// The pragma frees one page per step: read it to the end (an Exec steps once).
 	rows, err := s.db.WithContext(ctx).Raw("PRAGMA incremental_vacuum").Rows()
 	if err != nil {

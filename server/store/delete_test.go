@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"conch/server/internal/pgtest"
 	"conch/shared"
 )
 
@@ -97,6 +98,7 @@ func fileSize(t *testing.T, s *Store, path string) int64 {
 // Under a steady create/delete load the file stops growing: deleted pages go back to the
 // file system instead of waiting on a free list forever.
 func TestDeleteGivesSpaceBack(t *testing.T) {
+	pgtest.SQLiteOnly(t, "the size of the SQLite file; PostgreSQL's autovacuum frees deleted rows")
 	s, path := open(t, time.Millisecond)
 	ctx := context.Background()
 	empty := fileSize(t, s, path)
@@ -123,6 +125,7 @@ func TestDeleteGivesSpaceBack(t *testing.T) {
 
 // A file made before deletion existed (auto_vacuum NONE) is converted once at Open.
 func TestOpenConvertsToIncrementalVacuum(t *testing.T) {
+	pgtest.SQLiteOnly(t, "SQLite's auto_vacuum")
 	path := filepath.Join(t.TempDir(), "old.db")
 	old, err := sql.Open("sqlite3", "file:"+path) // the plain driver: no pragmas of ours
 	if err != nil {
@@ -154,7 +157,7 @@ func TestOpenConvertsToIncrementalVacuum(t *testing.T) {
 
 func TestPruneTasks(t *testing.T) {
 	c := &clock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), step: time.Millisecond}
-	s, err := Open(filepath.Join(t.TempDir(), "conch.db"), c.Now)
+	s, err := Open(pgtest.DSN(t), c.Now)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -225,18 +228,28 @@ func TestCreateMessagesAllOrNone(t *testing.T) {
 	}
 }
 
-// A database URL is refused at Open, clearly, instead of being taken for a file name
-// (which created a directory "postgres:" and served from a new, empty file).
+// A database URL the store does not know is refused at Open, clearly, instead of being
+// taken for a file name (which created a directory "mysql:" and served from a new, empty
+// file); the password of a URL is not repeated.
 func TestOpenRefusesURLs(t *testing.T) {
 	dir := t.TempDir()
 	t.Chdir(dir)
-	for _, u := range []string{"postgres://conch@localhost/conch", "mysql://x", "s3://bucket/conch.db"} {
+	for _, u := range []string{"mysql://conch:secret@localhost/conch", "s3://bucket/conch.db", "sqlite://conch.db"} {
 		_, err := Open(u, nil)
-		if err == nil || !strings.Contains(err.Error(), "not supported") {
+		if err == nil || !strings.Contains(err.Error(), "URLs are not supported; give a SQLite file path or a postgres:// URL") ||
+			strings.Contains(err.Error(), "secret") {
 			t.Errorf("Open(%q): %v", u, err)
 		}
 	}
 	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
 		t.Errorf("refusing left %d entries behind, the first %s", len(entries), entries[0].Name())
+	}
+}
+
+// A PostgreSQL server that does not answer fails Open with the URL, its password hidden.
+func TestOpenUnreachablePostgres(t *testing.T) {
+	_, err := Open("postgres://conch:secret@127.0.0.1:1/conch?connect_timeout=5", nil)
+	if err == nil || !strings.Contains(err.Error(), "open postgres://conch:xxxxx@127.0.0.1:1/conch") || strings.Contains(err.Error(), "secret") {
+		t.Errorf("Open: %v", err)
 	}
 }

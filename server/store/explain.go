@@ -9,10 +9,12 @@ import (
 	"gorm.io/gorm"
 )
 
-// Plan is SQLite's query plan of one statement the store ran.
+// Plan is the query plan of one statement the store ran.
 type Plan struct {
-	SQL   string   // the statement, with its arguments inlined
-	Steps []string // EXPLAIN QUERY PLAN's detail column, in order
+	SQL string // the statement, with its arguments inlined
+	// Steps are SQLite's EXPLAIN QUERY PLAN detail column, or PostgreSQL's EXPLAIN lines
+	// (planned with sequential scans priced out: see the dialect), in order.
+	Steps []string
 }
 
 // Explain runs fn, then returns the query plan of each SELECT and UPDATE the store ran
@@ -24,6 +26,10 @@ func (s *Store) Explain(ctx context.Context, fn func(context.Context) error) ([]
 	if err := fn(context.WithValue(ctx, statementsKey{}, rec)); err != nil {
 		return nil, fmt.Errorf("explain: %w", err)
 	}
+	db, err := s.db.DB()
+	if err != nil {
+		return nil, err
+	}
 	rec.mu.Lock()
 	defer rec.mu.Unlock()
 	var plans []Plan
@@ -32,22 +38,9 @@ func (s *Store) Explain(ctx context.Context, fn func(context.Context) error) ([]
 			continue
 		}
 		p := Plan{SQL: s.db.Dialector.Explain(st.sql, st.vars...)}
-		rows, err := s.db.WithContext(ctx).Raw("EXPLAIN QUERY PLAN "+st.sql, st.vars...).Rows()
-		if err != nil {
+		var err error
+		if p.Steps, err = s.dialect.explain(ctx, db, st.sql, st.vars); err != nil {
 			return nil, fmt.Errorf("explain %s: %w", p.SQL, err)
-		}
-		for rows.Next() {
-			var id, parent, unused int
-			var detail string
-			if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
-				rows.Close()
-				return nil, err
-			}
-			p.Steps = append(p.Steps, detail)
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return nil, err
 		}
 		plans = append(plans, p)
 	}

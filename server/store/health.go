@@ -7,7 +7,6 @@ import (
 	"sync"
 	"time"
 
-	sqlite3 "github.com/mattn/go-sqlite3"
 	"gorm.io/gorm"
 )
 
@@ -17,7 +16,8 @@ import (
 // again. A full disk still takes writes that fit in free pages, so while it lasts the
 // state can turn healthy between two failing writes; the writers' retries turn it back.
 type writeHealth struct {
-	now func() time.Time
+	now     func() time.Time
+	failure func(error) error // the dialect's
 
 	mu    sync.Mutex
 	err   error     // of the last write, nil when it succeeded
@@ -37,8 +37,8 @@ func (s *Store) WriteHealth() error {
 }
 
 func (h *writeHealth) note(tx *gorm.DB) {
-	var se sqlite3.Error
-	failed := errors.As(tx.Error, &se) && se.Code != sqlite3.ErrConstraint
+	se := h.failure(tx.Error)
+	failed := se != nil
 	if tx.Error != nil && !failed || tx.Error == nil && tx.RowsAffected == 0 {
 		return // a refused request or a write of nothing says nothing of the database
 	}
@@ -84,8 +84,11 @@ func pageLimitOf(file string) int64 {
 // PRAGMA max_page_count) on every connection, so writes that need more space fail as they
 // would on a full disk; pages < 0 lifts the cap. It is for fault tests: from its first
 // call on, every use of the store opens a fresh connection, so a change reaches all of
-// them at once.
+// them at once. It is SQLite's only: PostgreSQL has no per-database cap.
 func (s *Store) LimitGrowth(ctx context.Context, pages int64) error {
+	if !s.dialect.sqlite {
+		return errors.New("limit growth: only a SQLite database can be capped (PRAGMA max_page_count)")
+	}
 	var file string
 	var count int64
 	db := s.db.WithContext(ctx)

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"conch/server/internal/pgtest"
 	"conch/shared"
 )
 
@@ -39,6 +40,7 @@ func fill(t *testing.T, s *Store, sessionID string) error {
 // WriteHealth say so from the first failure; reads go on; once there is room again the
 // next write succeeds and WriteHealth is nil.
 func TestWriteHealthFollowsAFullDisk(t *testing.T) {
+	pgtest.SQLiteOnly(t, "PRAGMA max_page_count makes the disk full")
 	s, path := open(t, time.Millisecond)
 	ctx := context.Background()
 	sess := newSession(t, s)

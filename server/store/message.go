@@ -187,7 +187,7 @@ func (s *Store) insertMessage(tx *gorm.DB, sess sessionRow, author shared.Author
 	}
 	now := s.stamp()
 	row := messageRow{ID: newID(), SessionID: sess.ID, TaskID: sess.TaskID, AuthorType: string(author),
-		Type: string(typ), Content: content, Metadata: raw, ClientMessageID: clientID, CreatedAt: now, UpdatedAt: now}
+		Type: string(typ), Content: storable(content), Metadata: raw, ClientMessageID: clientID, CreatedAt: now, UpdatedAt: now}
 	if md != nil {
 		row.Status = string(md.Status)
 	}
@@ -219,13 +219,17 @@ func (s *Store) AddUserMessage(ctx context.Context, sessionID, content, clientMe
 		created bool
 	)
 	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		sess, err := getSession(tx, sessionID)
+		// Locked: a concurrent request with the same client id waits, then finds this one.
+		sess, err := getSession(locked(tx), sessionID)
 		if err != nil {
 			return err
 		}
 		var clientID *string
 		var md *shared.Metadata
 		if clientMessageID != "" {
+			if err := shared.CheckText("client_message_id", clientMessageID); err != nil {
+				return err
+			}
 			err := tx.Take(&row, "session_id = ? AND client_message_id = ?", sessionID, clientMessageID).Error
 			if err == nil {
 				return nil
@@ -260,7 +264,7 @@ func (s *Store) UpdateMessage(ctx context.Context, id string, u Update) (shared.
 		changed bool
 	)
 	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		if err := tx.Take(&row, "id = ?", id).Error; err != nil {
+		if err := locked(tx).Take(&row, "id = ?", id).Error; err != nil {
 			return notFound(err, "message")
 		}
 		cur, err := row.message()
@@ -287,7 +291,7 @@ func (s *Store) UpdateMessage(ctx context.Context, id string, u Update) (shared.
 		row.UpdatedAt = s.stamp()
 		cols := map[string]any{"updated_at": row.UpdatedAt}
 		if u.Content != nil {
-			row.Content = *u.Content
+			row.Content = storable(*u.Content)
 			cols["content"] = row.Content
 		}
 		if md != nil {

@@ -58,7 +58,7 @@ func (s *Store) settlePermission(ctx context.Context, sessionID, messageID strin
 		changed bool
 	)
 	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		err := tx.Take(&row, "id = ? AND session_id = ? AND type = ?", messageID, sessionID, string(shared.TypePermissionRequest)).Error
+		err := locked(tx).Take(&row, "id = ? AND session_id = ? AND type = ?", messageID, sessionID, string(shared.TypePermissionRequest)).Error
 		if err != nil {
 			return notFound(err, "message")
 		}

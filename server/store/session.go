@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -121,6 +122,9 @@ func (s *Store) ListTasks(ctx context.Context) ([]shared.Task, error) {
 
 // CreateSession stores a new session of a task in state starting.
 func (s *Store) CreateSession(ctx context.Context, taskID, agent, cwd string) (shared.Session, error) {
+	if err := errors.Join(shared.CheckText("agent", agent), shared.CheckText("cwd", cwd)); err != nil {
+		return shared.Session{}, err
+	}
 	now := s.stamp()
 	row := sessionRow{ID: newID(), TaskID: taskID, Agent: agent, Cwd: cwd,
 		State: string(shared.SessionStarting), CreatedAt: now, UpdatedAt: now}
@@ -160,7 +164,7 @@ func getSession(db *gorm.DB, id string) (sessionRow, error) {
 // SetSessionState records a session's new state and error text.
 func (s *Store) SetSessionState(ctx context.Context, id string, state shared.SessionState, errText string) (shared.Session, error) {
 	res := s.db.WithContext(ctx).Model(&sessionRow{}).Where("id = ?", id).
-		Updates(map[string]any{"state": string(state), "error": errText, "updated_at": s.stamp()})
+		Updates(map[string]any{"state": string(state), "error": storable(errText), "updated_at": s.stamp()})
 	if res.Error != nil {
 		return shared.Session{}, fmt.Errorf("set session state: %w", res.Error)
 	}

@@ -1,5 +1,5 @@
-// Package store keeps tasks, sessions and messages in SQLite through GORM. It is the only
-// package that imports GORM.
+// Package store keeps tasks, sessions and messages in SQLite or PostgreSQL through GORM
+// (dialect.go holds what differs between the two). It is the only package that imports GORM.
 //
 // Output bodies live in their own table (shell_outputs): the messages table holds only the
 // body-free metadata (ADR-0042's summary), so listing a session never reads or decodes a
@@ -15,6 +15,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -23,6 +24,7 @@ import (
 
 	"github.com/google/uuid"
 	sqlite3 "github.com/mattn/go-sqlite3"
+	"gorm.io/driver/postgres"
 	"gorm.io/driver/sqlite"
 	"gorm.io/gorm"
 	"gorm.io/gorm/logger"
@@ -41,22 +43,83 @@ var urlScheme = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9+.-]*$`)
 
 var registerDriver sync.Once
 
-// Store is the SQLite-backed store. It is safe for concurrent use.
+// Store is the store, on SQLite or PostgreSQL. It is safe for concurrent use.
 type Store struct {
-	db     *gorm.DB
-	now    func() time.Time
-	health *writeHealth
+	db      *gorm.DB
+	now     func() time.Time
+	dialect *dialect
+	health  *writeHealth
 }
 
-// Open opens (and creates, on first start) the database at path. now == nil means time.Now.
-func Open(path string, now func() time.Time) (*Store, error) {
+// Open opens (and creates, on first start) the database: a SQLite file at a path, or the
+// PostgreSQL database a postgres:// or postgresql:// URL names. now == nil means time.Now.
+func Open(db string, now func() time.Time) (*Store, error) {
 	if now == nil {
 		now = time.Now
 	}
-	if scheme, _, ok := strings.Cut(path, "://"); ok && urlScheme.MatchString(scheme) {
+	var (
+		dialector gorm.Dialector
+		d         *dialect
+		name      = db
+	)
+	if IsURL(db) {
 		// A URL is not a file name: taking it for one would serve from a new, empty file.
-		return nil, fmt.Errorf("--db %s: this server stores in SQLite files only, and %q URLs are not supported; give a file path", path, scheme)
+		scheme, _, _ := strings.Cut(db, "://")
+		if !slices.Contains(postgresSchemes, strings.ToLower(scheme)) {
+			return nil, fmt.Errorf("--db %s: %q URLs are not supported; give a SQLite file path or a postgres:// URL", Redact(db), scheme)
+		}
+		dialector, d, name = postgres.Open(db), postgresDialect, Redact(db)
+	} else {
+		var err error
+		if dialector, err = openSQLite(db); err != nil {
+			return nil, err
+		}
+		d = sqliteDialect
 	}
+	gdb, err := gorm.Open(dialector, &gorm.Config{
+		SkipDefaultTransaction: true,
+		Logger:                 logger.Discard,
+		NowFunc:                func() time.Time { return now().UTC() },
+	})
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", name, err)
+	}
+	if d.conns > 0 {
+		pool, err := gdb.DB()
+		if err != nil {
+			return nil, fmt.Errorf("open %s: %w", name, err)
+		}
+		pool.SetMaxOpenConns(d.conns)
+		pool.SetMaxIdleConns(d.conns)
+	}
+	if err := recordStatements(gdb); err != nil {
+		return nil, fmt.Errorf("open %s: %w", name, err)
+	}
+	s := &Store{db: gdb, now: now, dialect: d, health: &writeHealth{now: now, failure: d.failure}}
+	if err := watchWrites(gdb, s.health); err != nil {
+		return nil, fmt.Errorf("open %s: %w", name, err)
+	}
+	if err := s.migrate(); err != nil {
+		s.Close()
+		return nil, err
+	}
+	if d.sqlite {
+		if err := s.incrementalVacuum(); err != nil {
+			s.Close()
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+// IsURL reports whether db is a URL (a scheme, then "://") rather than a file path.
+func IsURL(db string) bool {
+	scheme, _, ok := strings.Cut(db, "://")
+	return ok && urlScheme.MatchString(scheme)
+}
+
+// openSQLite prepares the SQLite file at path (and its directory).
+func openSQLite(path string) (gorm.Dialector, error) {
 	if dir := filepath.Dir(path); dir != "" {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return nil, fmt.Errorf("create database directory: %w", err)
@@ -78,30 +141,7 @@ func Open(path string, now func() time.Time) (*Store, error) {
 		}})
 	})
 	dsn := "file:" + path + "?_journal_mode=WAL&_busy_timeout=5000&_synchronous=NORMAL&_foreign_keys=on&_txlock=immediate"
-	db, err := gorm.Open(sqlite.Dialector{DriverName: driverName, DSN: dsn}, &gorm.Config{
-		SkipDefaultTransaction: true,
-		Logger:                 logger.Discard,
-		NowFunc:                func() time.Time { return now().UTC() },
-	})
-	if err != nil {
-		return nil, fmt.Errorf("open %s: %w", path, err)
-	}
-	if err := recordStatements(db); err != nil {
-		return nil, fmt.Errorf("open %s: %w", path, err)
-	}
-	s := &Store{db: db, now: now, health: &writeHealth{now: now}}
-	if err := watchWrites(db, s.health); err != nil {
-		return nil, fmt.Errorf("open %s: %w", path, err)
-	}
-	if err := s.migrate(); err != nil {
-		s.Close()
-		return nil, err
-	}
-	if err := s.incrementalVacuum(); err != nil {
-		s.Close()
-		return nil, err
-	}
-	return s, nil
+	return sqlite.Dialector{DriverName: driverName, DSN: dsn}, nil
 }
 
 // The conditions of the partial indexes, written as literals: SQLite uses a partial index
@@ -159,11 +199,11 @@ var schema = []string{
 		stderr TEXT NOT NULL DEFAULT '',
 		exit_code INTEGER,
 		signal TEXT NOT NULL DEFAULT '',
-		truncated INTEGER NOT NULL DEFAULT 0)`,
+		truncated BOOLEAN NOT NULL DEFAULT FALSE)`,
 	`CREATE TABLE IF NOT EXISTS tool_contents (
 		message_id TEXT PRIMARY KEY REFERENCES messages(id) ON DELETE CASCADE,
 		items TEXT NOT NULL,
-		truncated INTEGER NOT NULL DEFAULT 0)`,
+		truncated BOOLEAN NOT NULL DEFAULT FALSE)`,
 }
 
 // addedColumns came after their table: ALTER TABLE ADD COLUMN is not idempotent, so each
@@ -179,25 +219,34 @@ var addedColumns = []struct{ table, column, decl string }{
 	{"task_sessions", "commands", "TEXT NOT NULL DEFAULT ''"}, // JSON of []shared.Command
 }
 
+// migrate applies the schema in one transaction (DDL is transactional in both
+// databases), so that servers starting together on one database take turns.
 func (s *Store) migrate() error {
-	for _, stmt := range schema {
-		if err := s.db.Exec(stmt).Error; err != nil {
-			return fmt.Errorf("create schema: %w", err)
+	return s.db.Transaction(func(tx *gorm.DB) error {
+		if s.dialect.migrationLock != "" {
+			if err := tx.Exec(s.dialect.migrationLock).Error; err != nil {
+				return fmt.Errorf("lock the schema: %w", err)
+			}
 		}
-	}
-	for _, c := range addedColumns {
-		var n int64
-		if err := s.db.Raw("SELECT COUNT(*) FROM pragma_table_info(?) WHERE name = ?", c.table, c.column).Scan(&n).Error; err != nil {
-			return fmt.Errorf("read the columns of %s: %w", c.table, err)
+		for _, stmt := range schema {
+			if err := tx.Exec(s.dialect.ddl(stmt)).Error; err != nil {
+				return fmt.Errorf("create schema: %w", err)
+			}
 		}
-		if n > 0 {
-			continue
+		for _, c := range addedColumns {
+			var n int64
+			if err := tx.Raw(s.dialect.countColumn, c.table, c.column).Scan(&n).Error; err != nil {
+				return fmt.Errorf("read the columns of %s: %w", c.table, err)
+			}
+			if n > 0 {
+				continue
+			}
+			if err := tx.Exec(s.dialect.ddl("ALTER TABLE " + c.table + " ADD COLUMN " + c.column + " " + c.decl)).Error; err != nil {
+				return fmt.Errorf("add column %s.%s: %w", c.table, c.column, err)
+			}
 		}
-		if err := s.db.Exec("ALTER TABLE " + c.table + " ADD COLUMN " + c.column + " " + c.decl).Error; err != nil {
-			return fmt.Errorf("add column %s.%s: %w", c.table, c.column, err)
-		}
-	}
-	return nil
+		return nil
+	})
 }
 
 // incrementalVacuum makes sure the file gives deleted tasks' pages back (DeleteTask):
@@ -229,6 +278,13 @@ func (s *Store) Close() error {
 func (s *Store) Ping(ctx context.Context) error {
 	var one int
 	return s.db.WithContext(ctx).Raw("SELECT 1").Scan(&one).Error
+}
+
+// storable is text an agent or the server produced, made storable in both databases:
+// invalid UTF-8 and NUL bytes become U+FFFD (what people send is refused instead, by
+// shared.CheckText).
+func storable(s string) string {
+	return strings.ReplaceAll(strings.ToValidUTF8(s, "\uFFFD"), "\x00", "\uFFFD")
 }
 
 func (s *Store) stamp() int64 { return s.now().UnixNano() }

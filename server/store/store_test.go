@@ -3,12 +3,13 @@ package store
 import (
 	"context"
 	"encoding/json"
-	"path/filepath"
+	"os"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"conch/server/internal/pgtest"
 	"conch/shared"
 )
 
@@ -26,9 +27,13 @@ func (c *clock) Now() time.Time {
 	return c.t
 }
 
+func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
+
+// open opens a store on a new database: a SQLite file, or PostgreSQL when
+// CONCH_TEST_DB=postgres (pgtest.DSN); path opens it again.
 func open(t testing.TB, step time.Duration) (*Store, string) {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "conch.db")
+	path := pgtest.DSN(t)
 	c := &clock{t: time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC), step: step}
 	s, err := Open(path, c.Now)
 	if err != nil {

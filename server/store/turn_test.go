@@ -9,6 +9,7 @@ import (
 
 	_ "github.com/mattn/go-sqlite3"
 
+	"conch/server/internal/pgtest"
 	"conch/shared"
 )
 
@@ -55,6 +56,7 @@ func TestEndTurn(t *testing.T) {
 // A database made before last_stop_reason existed gains the column when opened, keeping
 // its sessions; opening it again changes nothing.
 func TestOpenAddsColumnsToOlderDatabases(t *testing.T) {
+	pgtest.SQLiteOnly(t, "an older SQLite file; TestOpenAddsOutputColumns covers both")
 	path := filepath.Join(t.TempDir(), "old.db")
 	db, err := sql.Open("sqlite3", path)
 	if err != nil {

@@ -33,6 +33,7 @@ type bench struct {
 	growth     []int
 	browser    bool
 	web        string // the folder holding app.wasm and its compressed copies
+	postgres   string // a PostgreSQL server URL, "" to start a throwaway cluster
 	tmp        string
 	head, r    report // the header, then the sections
 	goals      targets
@@ -63,7 +64,9 @@ func run(ctx context.Context, args []string) error {
 	burstMB := fs.Int("burst-mb", 50, "output of the fast command, MB")
 	growth := fs.String("growth", "1000,10000,100000", "session sizes of the growth benchmark")
 	fs.BoolVar(&b.browser, "browser", true, "run the headless Chromium benchmark")
-	only := fs.String("only", "", "run only these benchmarks (comma-separated: payload,snapshot,growth,parts,live,crowd,startup,browser,gobench)")
+	only := fs.String("only", "", "run only these benchmarks (comma-separated: payload,snapshot,growth,parts,live,crowd,startup,browser,gobench,postgres)")
+	fs.StringVar(&b.postgres, "postgres", os.Getenv("CONCH_BENCH_POSTGRES"),
+		"PostgreSQL server URL whose user may create databases, for the SQLite-against-PostgreSQL benchmark (env CONCH_BENCH_POSTGRES; default: a throwaway cluster from Debian's postgresql package)")
 	fs.StringVar(&b.web, "web", "web", "the folder holding app.wasm, app.wasm.gz and app.wasm.br")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -104,6 +107,7 @@ func run(ctx context.Context, args []string) error {
 		{"startup", b.startup},
 		{"browser", b.browserBench},
 		{"gobench", b.goBench},
+		{"postgres", b.postgresBench},
 	}
 	var chosen []string
 	if *only != "" {

@@ -30,24 +30,33 @@ func (b *bench) seedDB(ctx context.Context, name string, specs ...seedSpec) (str
 		return "", nil, err
 	}
 	path := filepath.Join(dir, "conch.db")
-	st, err := store.Open(path, nil)
+	sessions, _, err := seedInto(ctx, path, name, specs...)
+	return path, sessions, err
+}
+
+// seedInto writes one session per spec into the database db (a SQLite file or a
+// postgres:// URL) through the store, and returns the sessions, in the order of specs,
+// and how long writing them took.
+func seedInto(ctx context.Context, db, name string, specs ...seedSpec) ([]seeded, time.Duration, error) {
+	st, err := store.Open(db, nil)
 	if err != nil {
-		return "", nil, err
+		return nil, 0, err
 	}
 	defer st.Close()
 	task, err := st.CreateTask(ctx, "bench "+name, "seeded by server/cmd/bench")
 	if err != nil {
-		return "", nil, err
+		return nil, 0, err
 	}
 	t := time.Now()
 	sessions := make([]seeded, len(specs))
 	for i, spec := range specs {
 		if sessions[i], err = seedSession(ctx, st, task.ID, spec); err != nil {
-			return "", nil, err
+			return nil, 0, err
 		}
 	}
-	progress("   seeded %s in %s", name, time.Since(t).Round(time.Millisecond))
-	return path, sessions, nil
+	took := time.Since(t)
+	progress("   seeded %s in %s", name, took.Round(time.Millisecond))
+	return sessions, took, nil
 }
 
 // serveSeeded seeds a database as seedDB does and starts bin/conch on it.

@@ -1,0 +1,107 @@
+package store
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"conch/shared"
+)
+
+// race runs n calls of fn at once (as far as the database lets them) and waits for all.
+func race(n int, fn func(i int)) {
+	var start, done sync.WaitGroup
+	start.Add(1)
+	for i := range n {
+		done.Add(1)
+		go func() {
+			defer done.Done()
+			start.Wait()
+			fn(i)
+		}()
+	}
+	start.Done()
+	done.Wait()
+}
+
+// Concurrent prompts with one client id store one message: every request gets it, none
+// fails, and the session counts one.
+func TestConcurrentPromptsOneClientID(t *testing.T) {
+	s, _ := open(t, time.Millisecond)
+	sess := newSession(t, s)
+	const n = 16
+	ids, created, errs := make([]string, n), make([]bool, n), make([]error, n)
+	race(n, func(i int) {
+		var m shared.Message
+		m, created[i], errs[i] = s.AddUserMessage(context.Background(), sess.ID, "hello", "client-1")
+		ids[i] = m.ID
+	})
+	firsts := 0
+	for i := range n {
+		if errs[i] != nil || ids[i] != ids[0] {
+			t.Errorf("request %d: %s, %v; want %s", i, ids[i], errs[i], ids[0])
+		}
+		if created[i] {
+			firsts++
+		}
+	}
+	page, err := s.ListMessages(context.Background(), shared.ListRequest{SessionID: sess.ID})
+	if firsts != 1 || err != nil || page.Total != 1 || len(page.Messages) != 1 {
+		t.Errorf("%d requests created, total %d, %d listed (%v); want one", firsts, page.Total, len(page.Messages), err)
+	}
+}
+
+// A late "running" racing the final "completed" never wins, whichever commits first:
+// the update reads the stored status and writes in one locked step.
+func TestConcurrentUpdatesKeepTheFinalStatus(t *testing.T) {
+	s, _ := open(t, time.Millisecond)
+	sess := newSession(t, s)
+	ctx := context.Background()
+	for round := range 20 {
+		m, err := s.CreateMessage(ctx, NewMessage{SessionID: sess.ID, AuthorType: shared.AuthorAgent,
+			Type: shared.TypeToolExecute, Metadata: shellMeta(shared.StatusRunning)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		race(8, func(i int) {
+			st := shared.StatusRunning
+			if i == 0 {
+				st = shared.StatusCompleted
+			}
+			if _, _, err := s.UpdateMessage(ctx, m.ID, Update{Metadata: shellMeta(st),
+				Output: &shared.ShellOutput{Stdout: "out\n"}}); err != nil {
+				t.Error(err)
+			}
+		})
+		got, err := s.GetMessage(ctx, m.ID)
+		if err != nil || got.Metadata.Status != shared.StatusCompleted {
+			t.Fatalf("round %d: status %s (%v), want completed", round, got.Metadata.Status, err)
+		}
+	}
+}
+
+// Two answers to one permission request at once: one is taken, the other is a conflict.
+func TestConcurrentAnswersOneTaken(t *testing.T) {
+	s, _ := open(t, time.Millisecond)
+	sess := newSession(t, s)
+	ctx := context.Background()
+	for round := range 10 {
+		ask := addAsk(t, s, sess.ID)
+		options := []string{"yes", "no"}
+		errs := make([]error, len(options))
+		race(len(options), func(i int) { _, errs[i] = s.AnswerPermission(ctx, sess.ID, ask.ID, options[i]) })
+		taken := 0
+		for _, err := range errs {
+			switch {
+			case err == nil:
+				taken++
+			case shared.ErrorCode(err) != shared.CodeConflict:
+				t.Errorf("round %d: %v, want a conflict", round, err)
+			}
+		}
+		if taken != 1 {
+			t.Fatalf("round %d: %d answers taken (%v), want 1", round, taken, errs)
+		}
+	}
+}

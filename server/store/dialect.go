@@ -1,0 +1,155 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"net/url"
+	"regexp"
+	"strings"
+
+	"github.com/jackc/pgx/v5/pgconn"
+	sqlite3 "github.com/mattn/go-sqlite3"
+	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
+)
+
+// dialect is what differs between SQLite and PostgreSQL. Everything else (the schema's
+// statements, the queries, the keyset pages, the partial indexes) is written once, in
+// SQL both accept.
+type dialect struct {
+	sqlite bool
+	// ddl turns a schema statement, written for SQLite, into this database's.
+	ddl func(string) string
+	// countColumn counts the columns named by its second argument in the table named by
+	// its first.
+	countColumn string
+	// migrationLock, run first in the migration's transaction, makes servers that start
+	// together on one database migrate in turn ("" when the transaction alone does).
+	migrationLock string
+	// failure is err when it is a failure of the database itself (full, read-only,
+	// unreachable, broken), nil for a refused request or no error (writeHealth).
+	failure func(err error) error
+	// conns, when not 0, is how many connections the pool keeps open, idle or not: a new
+	// PostgreSQL connection starts a server process, and database/sql keeps only 2 idle.
+	conns int
+	// explain returns the query plan of a statement, one step a line.
+	explain func(ctx context.Context, db *sql.DB, query string, vars []any) ([]string, error)
+}
+
+var sqliteDialect = &dialect{
+	sqlite:      true,
+	ddl:         func(stmt string) string { return stmt },
+	countColumn: "SELECT COUNT(*) FROM pragma_table_info(?) WHERE name = ?",
+	failure: func(err error) error {
+		var se sqlite3.Error
+		if errors.As(err, &se) && se.Code != sqlite3.ErrConstraint {
+			return se
+		}
+		return nil
+	},
+	explain: func(ctx context.Context, db *sql.DB, query string, vars []any) ([]string, error) {
+		rows, err := db.QueryContext(ctx, "EXPLAIN QUERY PLAN "+query, vars...)
+		if err != nil {
+			return nil, err
+		}
+		defer rows.Close()
+		var steps []string
+		for rows.Next() {
+			var id, parent, unused int
+			var detail string
+			if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
+				return nil, err
+			}
+			steps = append(steps, detail)
+		}
+		return steps, rows.Err()
+	},
+}
+
+// postgresSchemes are the URL schemes that name a PostgreSQL database.
+var postgresSchemes = []string{"postgres", "postgresql"}
+
+// postgresTypes maps SQLite's column types to PostgreSQL's: INTEGER is 64-bit in SQLite
+// (nanosecond times, byte counts) and 32-bit in PostgreSQL.
+var postgresTypes = regexp.MustCompile(`\b(INTEGER|BLOB)\b`)
+
+var postgresDialect = &dialect{
+	ddl: func(stmt string) string {
+		return postgresTypes.ReplaceAllStringFunc(stmt, func(t string) string {
+			return map[string]string{"INTEGER": "BIGINT", "BLOB": "BYTEA"}[t]
+		})
+	},
+	countColumn:   "SELECT COUNT(*) FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = ? AND column_name = ?",
+	migrationLock: "SELECT pg_advisory_xact_lock(7270637463) -- 'conch' in ASCII",
+	conns:         32,
+	failure: func(err error) error {
+		var pe *pgconn.PgError
+		if errors.As(err, &pe) {
+			// Classes of the server's own trouble: connection, resources (disk full),
+			// operator intervention (shutdown), system error, internal error; and a
+			// read-only server.
+			switch pe.Code[:2] {
+			case "08", "53", "57", "58", "XX":
+				return pe
+			}
+			if pe.Code == "25006" {
+				return pe
+			}
+			return nil
+		}
+		var ce *pgconn.ConnectError
+		if errors.As(err, &ce) {
+			return ce
+		}
+		return nil
+	},
+	explain: func(ctx context.Context, db *sql.DB, query string, vars []any) ([]string, error) {
+		tx, err := db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+		if err != nil {
+			return nil, err
+		}
+		defer tx.Rollback()
+		// On a small table a sequential scan costs less than any index, so the plan would
+		// tell nothing of the indexes. With sequential scans priced out, the plan is the
+		// one a large table gets, and it still scans where no index serves.
+		if _, err := tx.ExecContext(ctx, "SET LOCAL enable_seqscan = off"); err != nil {
+			return nil, err
+		}
+		rows, err := tx.QueryContext(ctx, "EXPLAIN "+query, vars...)
+		if err != nil {
+			return nil, err
+		}
+		defer rows.Close()
+		var steps []string
+		for rows.Next() {
+			var line string
+			if err := rows.Scan(&line); err != nil {
+				return nil, err
+			}
+			steps = append(steps, strings.TrimSpace(line))
+		}
+		return steps, rows.Err()
+	},
+}
+
+// locked makes a query in a transaction lock the rows it reads until the transaction
+// ends, for a read then a write: under PostgreSQL's READ COMMITTED a write committed
+// between the two would be lost. SQLite's writers already take turns (_txlock=immediate),
+// and GORM's SQLite dialect leaves the clause out.
+func locked(tx *gorm.DB) *gorm.DB {
+	return tx.Clauses(clause.Locking{Strength: "NO KEY UPDATE"})
+}
+
+// Redact hides the password of a database URL, for messages and logs; a file path is
+// returned as it is.
+func Redact(db string) string {
+	if !IsURL(db) {
+		return db
+	}
+	u, err := url.Parse(db)
+	if err != nil {
+		return "a database URL that does not parse"
+	}
+	return u.Redacted()
+}
