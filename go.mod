@@ -41,3 +41,5 @@ require (
 	golang.org/x/net v0.35.0 // indirect
 	golang.org/x/text v0.22.0 // indirect
 )
+
+replace github.com/maxence-charriere/go-app/v10 => ./wasm/go-app
