@@ -47,3 +47,5 @@ require (
 	golang.org/x/text v0.41.0 // indirect
 	gorm.io/driver/postgres v1.6.3 // indirect
 )
+
+replace github.com/maxence-charriere/go-app/v10 => ./wasm/go-app

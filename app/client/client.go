@@ -13,7 +13,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
@@ -261,7 +260,7 @@ func (c *Client) callIfNoneMatch(ctx context.Context, method, path string, v *ve
 	if v != nil {
 		v.etag, v.offline = a.etag, a.offline
 	}
-	if a.status == http.StatusNotModified && held != "" {
+	if a.status == 304 && held != "" {
 		return errNotModified
 	}
 	if e := answerError(a.status, a.body); e != nil {

@@ -8,8 +8,6 @@ import (
 	"io"
 	"net/http"
 
-	"github.com/coder/websocket"
-
 	"conch/shared"
 )
 
@@ -37,10 +35,3 @@ func (c *Client) roundTrip(ctx context.Context, method, url, ifNoneMatch string,
 }
 
 func (c *Client) wsBase() string { return c.base }
-
-func (c *Client) dialOptions() *websocket.DialOptions {
-	if c.token == "" {
-		return nil
-	}
-	return &websocket.DialOptions{HTTPHeader: http.Header{"Authorization": {"Bearer " + c.token}}}
-}

@@ -5,8 +5,6 @@ import (
 	"errors"
 	"syscall/js"
 
-	"github.com/coder/websocket"
-
 	"conch/shared"
 )
 
@@ -81,9 +79,6 @@ func await(ctx context.Context, abort, promise js.Value) (js.Value, error) {
 		return js.Value{}, ctx.Err()
 	}
 }
-
-// dialOptions has no headers: browsers cannot set them on a WebSocket; the cookie signs in.
-func (c *Client) dialOptions() *websocket.DialOptions { return nil }
 
 // wsBase is the WebSocket origin: the client's base, or the page's own origin.
 func (c *Client) wsBase() string {

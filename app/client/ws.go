@@ -5,13 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
-
-	"github.com/coder/websocket"
 
 	"conch/shared"
 )
@@ -20,10 +17,14 @@ import (
 // falls this far behind loses the connection and re-lists, like a slow client on the server.
 const notificationBuffer = 1024
 
+// readLimit bounds one frame on the host. A message list holds at most 500 summaries; no
+// body ever travels here. (Browsers set their own limit.)
+const readLimit = 16 << 20
+
 // Conn is one WebSocket connection: requests with responses matched by id, and the
 // notifications of the subscribed sessions.
 type Conn struct {
-	ws            *websocket.Conn
+	ws            *socket
 	notifications chan shared.Envelope
 	done          chan struct{}
 
@@ -36,22 +37,13 @@ type Conn struct {
 // Dial opens the WebSocket. The connection lives until Close or a failure, not until ctx ends.
 func (c *Client) Dial(ctx context.Context) (*Conn, error) {
 	u := strings.Replace(c.wsBase(), "http", "ws", 1) + "/ws"
-	ws, resp, err := websocket.Dial(ctx, u, c.dialOptions())
+	ws, err := c.dial(ctx, u)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		if resp != nil && resp.Body != nil {
-			// The server answered, but refused (a wrong token, say): its error, not "unreachable".
-			body, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
-			if e := answerError(resp.StatusCode, body); e != nil {
-				return nil, fmt.Errorf("dial %s: %w", u, e)
-			}
-		}
-		return nil, fmt.Errorf("dial %s: %w: %v", u, ErrUnreachable, err)
+		return nil, fmt.Errorf("dial %s: %w", u, err)
 	}
-	// A message list holds at most 500 summaries; no body ever travels here.
-	ws.SetReadLimit(16 << 20)
 	conn := &Conn{
 		ws:            ws,
 		notifications: make(chan shared.Envelope, notificationBuffer),
@@ -75,7 +67,7 @@ func (c *Conn) Err() error {
 
 // Close ends the connection.
 func (c *Conn) Close() error {
-	return c.ws.Close(websocket.StatusNormalClosure, "")
+	return c.ws.close()
 }
 
 // Subscribe asks for the session's notifications.
@@ -125,7 +117,7 @@ func (c *Conn) request(ctx context.Context, action string, in, out any) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", action, err)
 	}
-	if err := c.ws.Write(ctx, websocket.MessageText, frame); err != nil {
+	if err := c.ws.write(ctx, frame); err != nil {
 		return fmt.Errorf("%s: %w: %v", action, ErrUnreachable, err)
 	}
 	select {
@@ -154,12 +146,12 @@ func (c *Conn) read() {
 	c.mu.Unlock()
 	close(c.done)
 	close(c.notifications)
-	c.ws.CloseNow()
+	c.ws.closeNow()
 }
 
 func (c *Conn) readLoop() error {
 	for {
-		_, data, err := c.ws.Read(context.Background())
+		data, err := c.ws.read()
 		if err != nil {
 			return err
 		}

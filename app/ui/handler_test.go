@@ -1,3 +1,8 @@
+//go:build !js
+
+// The handler serves pages from the server; the browser build has no ServeHTTP
+// (wasm/go-app/README.md).
+
 package ui
 
 import (
