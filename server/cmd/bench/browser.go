@@ -61,6 +61,9 @@ func (b *bench) browserBench(ctx context.Context) error {
 		return err
 	}
 	defer srv.stop()
+	if err := b.firstMessage(ctx, srv.URL, sessions[0].SessionID); err != nil {
+		return fmt.Errorf("first message: %w", err)
+	}
 	proxy, err := newInlineProxy(srv)
 	if err != nil {
 		return err

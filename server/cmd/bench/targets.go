@@ -13,6 +13,7 @@ type targets struct {
 	growthNewestRatio   string    // newest-page p50, largest session / smallest
 	growthSizes         [2]int
 	wasmBrotli          int64
+	firstMessage        [2]dist // ms from navigation to the newest message on screen: cold, warm
 }
 
 // render writes where Conch stands against each target.
@@ -33,6 +34,8 @@ func (t targets) render(r *report) {
 		{"limit=50 page p99 at 16 connections", "<= 35 ms", orNA(len(t.list50P99At16) > 0, t.list50P99At16.format(micros), na)},
 		{fmt.Sprintf("newest-page list p50, %d vs %d messages", t.growthSizes[1], t.growthSizes[0]), "within x2",
 			orNA(t.growthNewestRatio != "", t.growthNewestRatio, na)},
+		{"newest message on screen, cold (fresh profile)", "<= 1.5 s", orNA(len(t.firstMessage[0]) > 0, t.firstMessage[0].format(millis), na)},
+		{"newest message on screen, warm (app cached)", "<= 500 ms", orNA(len(t.firstMessage[1]) > 0, t.firstMessage[1].format(millis), na)},
 		{"app.wasm, brotli", "<= 2.0 MB", orNA(t.wasmBrotli > 0, fmt.Sprintf("%.2f MB", float64(t.wasmBrotli)/1e6), na)},
 	}
 	r.table([]string{"target", "goal", "this run"}, rows)
