@@ -21,3 +21,11 @@ document.addEventListener("keydown", (e) => {
     e.target.form.requestSubmit();
   }
 }, true);
+
+// A session page arrives with its newest messages already rendered by the server: show the
+// end of the chat, where the reader starts, before the app has loaded.
+document.addEventListener("DOMContentLoaded", () => {
+  if (document.querySelector(".session-page .messages .msg")) {
+    window.scrollTo(0, document.documentElement.scrollHeight);
+  }
+});

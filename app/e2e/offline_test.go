@@ -95,3 +95,95 @@ func TestOfflineOutputsBounded(t *testing.T) {
 		t.Fatalf("kept copy %q (%v)", whole, err)
 	}
 }
+
+// keptPages lists the paths of the session pages the service worker keeps, oldest first.
+const keptPages = `(async () => (await (await caches.open("conch-pages")).keys()).map(r => new URL(r.url).pathname))()`
+
+// A session page reloaded with the server gone shows its messages from the copy the
+// service worker kept, says it is offline and that they may be out of date, and shows the
+// output opened online. Pages loaded by the browser are kept, and so are pages opened
+// inside the app, which are no navigation.
+func TestSessionReadableOfflineAfterReload(t *testing.T) {
+	s := startServer(t)
+	sess := s.session(t, "offline reload")
+	opened := s.run(t, sess.ID, `printf 'kept for offline\n'`, nil)
+	other := s.session(t, "opened inside the app")
+	inApp := s.run(t, other.ID, `echo in the other session`, nil)
+
+	b := newBrowser(t)
+	b.open(t, s.URL+"/sessions/"+sess.ID)
+	b.waitFor(t, "the service worker", `navigator.serviceWorker.controller !== null`)
+	b.do(t, chromedp.Reload()) // the first load came before the worker: this one is kept
+	b.waitApp(t)
+	b.waitFor(t, "the kept page", keptPages+fmt.Sprintf(`.then(k => k.includes(%q))`, "/sessions/"+sess.ID))
+	button := row(opened.ID) + " button.disclosure-toggle"
+	b.waitFor(t, "the disclosure", fmt.Sprintf(`!!document.querySelector(%q)`, button))
+	b.do(t, chromedp.Click(chromedp.CSS(button)))
+	b.waitFor(t, "the worker's copy of the output", `(async () => (await (await caches.open("conch-outputs")).keys()).length === 1)()`)
+
+	// Inside the app: the task list, then the other session.
+	b.do(t, chromedp.Click(chromedp.CSS("a.back")))
+	link := fmt.Sprintf(`a[href=%q]`, "/sessions/"+other.ID)
+	b.waitFor(t, "the other session's link", fmt.Sprintf(`!!document.querySelector(%q)`, link))
+	b.do(t, chromedp.Click(chromedp.CSS(link)))
+	b.waitLive(t, "Live")
+	b.waitFor(t, "the page opened inside the app to be kept", keptPages+fmt.Sprintf(`.then(k => k.includes(%q))`, "/sessions/"+other.ID))
+
+	s.stop()
+	offline := `(document.querySelector(".notice.offline") || {textContent: ""}).textContent`
+	for _, c := range []struct {
+		sess shared.Session
+		msg  shared.Message
+		load chromedp.Action[chromedp.Void]
+	}{{other, inApp, chromedp.Reload()}, {sess, opened, chromedp.Navigate(s.URL + "/sessions/" + sess.ID)}} {
+		b.do(t, c.load)
+		b.waitApp(t)
+		b.waitFor(t, "the offline notice", offline+`.includes("may be out of date")`)
+		if got := b.text(t, row(c.msg.ID)+" .cmd-text"); got != shared.ShellOf(c.msg).Command {
+			t.Errorf("offline, session %s shows the command %q, want %q", c.sess.ID, got, shared.ShellOf(c.msg).Command)
+		}
+	}
+	b.do(t, chromedp.Click(chromedp.CSS(button)))
+	out := "#output-" + opened.ID
+	b.waitFor(t, "the stale output", fmt.Sprintf(`(document.querySelector(%q) || {textContent: ""}).textContent.includes("Offline: this output may be out of date.")`, out+" .out-offline"))
+	if text := b.text(t, out); !strings.Contains(text, "kept for offline") {
+		t.Errorf("the offline transcript lacks its output:\n%s", text)
+	}
+	b.screenshots(t, "offline-reload", ".notice.offline")
+	b.checkAxe(t, "session page reloaded offline")
+}
+
+// Signing out forgets every copy the service worker kept (pages and outputs), so the next
+// person on the device finds nothing of this one's sessions.
+func TestSignOutClearsKeptCopies(t *testing.T) {
+	s := startServerWithToken(t)
+	sess := s.session(t, "private")
+	m := s.run(t, sess.ID, `echo private output`, nil)
+	b := newBrowser(t)
+	b.do(t, chromedp.Navigate(s.URL+"/sessions/"+sess.ID+"?token="+e2eToken))
+	b.waitApp(t)
+	b.waitFor(t, "the service worker", `navigator.serviceWorker.controller !== null`)
+	b.do(t, chromedp.Reload())
+	b.waitApp(t)
+	button := row(m.ID) + " button.disclosure-toggle"
+	b.waitFor(t, "the disclosure", fmt.Sprintf(`!!document.querySelector(%q)`, button))
+	b.do(t, chromedp.Click(chromedp.CSS(button)))
+	b.waitFor(t, "the kept output", `(async () => (await (await caches.open("conch-outputs")).keys()).length === 1)()`)
+	b.waitFor(t, "the kept page", keptPages+`.then(k => k.length === 1)`)
+
+	b.do(t, chromedp.Click(chromedp.CSS("a.back")))
+	signOut := `[...document.querySelectorAll(".bar button")].find(e => e.textContent === "Sign out")`
+	b.waitFor(t, "the sign-out button", "!!"+signOut)
+	b.do(t, chromedp.Evaluate[chromedp.Void](signOut+".click()"))
+	b.waitThrough(t, "the sign-in page", `location.pathname === "/login" && !!document.querySelector("#token")`)
+	kept := eval[[]string](t, b, `(async () => {
+		const urls = [];
+		for (const name of await caches.keys()) {
+			for (const r of await (await caches.open(name)).keys()) urls.push(name + " " + r.url);
+		}
+		return urls;
+	})()`)
+	if len(kept) != 0 {
+		t.Errorf("after signing out the browser still keeps %d copies: %v", len(kept), kept)
+	}
+}

@@ -29,7 +29,7 @@ func get(t *testing.T, h http.Handler, path string) (*http.Response, string) {
 
 func TestHandler(t *testing.T) {
 	Routes()
-	h := Handler([]byte("\x00asm"), false)
+	h := Handler([]byte("\x00asm"), false, nil)
 
 	t.Run("deep links prerender without calling the API", func(t *testing.T) {
 		var calls atomic.Int32
@@ -81,10 +81,10 @@ func TestHandler(t *testing.T) {
 		}
 	})
 
-	t.Run("the worker serves the cached shell for navigations, keeps opened outputs and bypasses the rest of the API", func(t *testing.T) {
+	t.Run("the worker keeps session pages and serves them or the cached shell for navigations offline, keeps opened outputs and bypasses the rest of the API", func(t *testing.T) {
 		_, body := get(t, h, "/app-worker.js")
 		for _, want := range []string{`request.mode === "navigate"`, `caches.match("/")`, `"/api/"`, `"/shell-output"`, `"/tool-content"`,
-			`key !== outputsCache`, `"X-Conch-Offline"`, `"/web/icon.svg"`, `"/web/app.css"`, `"/web/conch.js"`} {
+			`key !== outputsCache && key !== pagesCache`, `const pagesKept = 16;`, `"conch:keep-page"`, `"X-Conch-Offline"`, `"/web/icon.svg"`, `"/web/app.css"`, `"/web/conch.js"`} {
 			if !strings.Contains(body, want) {
 				t.Errorf("app-worker.js lacks %s", want)
 			}
@@ -105,20 +105,20 @@ func TestHandler(t *testing.T) {
 
 func TestHandlerVersion(t *testing.T) {
 	wasm := []byte("\x00asm one build")
-	h := Handler(wasm, false)
+	h := Handler(wasm, false, nil)
 	if h.WasmContentLength != strconv.Itoa(len(wasm)) {
 		t.Errorf("WasmContentLength %q, app.wasm is %d bytes", h.WasmContentLength, len(wasm))
 	}
-	if again := Handler(append([]byte(nil), wasm...), false).Version; again != h.Version {
+	if again := Handler(append([]byte(nil), wasm...), false, nil).Version; again != h.Version {
 		t.Errorf("the same app.wasm gave versions %q and %q: a restart would look like an update", h.Version, again)
 	}
-	if other := Handler([]byte("\x00asm another build"), false).Version; other == h.Version {
+	if other := Handler([]byte("\x00asm another build"), false, nil).Version; other == h.Version {
 		t.Errorf("two builds share version %q: clients would miss the update", other)
 	}
 	saved := Version
 	defer func() { Version = saved }()
 	Version = "v1.2.3"
-	if got := Handler(wasm, false).Version; got != "v1.2.3" {
+	if got := Handler(wasm, false, nil).Version; got != "v1.2.3" {
 		t.Errorf("Version %q, want the one set at build time", got)
 	}
 }

@@ -1,12 +1,17 @@
 package ui
 
-import "github.com/maxence-charriere/go-app/v10/pkg/app"
+import (
+	"time"
+
+	"github.com/maxence-charriere/go-app/v10/pkg/app"
+)
 
 // Notices shows that the server cannot be reached and that a new version is ready.
 type Notices struct {
 	app.Compo
 
 	Offline bool
+	Kept    time.Time // when what the page shows was read from the server, if it came with the page
 
 	update bool
 }
@@ -23,6 +28,10 @@ func (n *Notices) reload(ctx app.Context, _ app.Event) { ctx.Reload() }
 func (n *Notices) Render() app.UI {
 	return app.Div().Class("notices").Aria("live", "polite").Body(
 		app.If(n.Offline, func() app.UI {
+			if !n.Kept.IsZero() {
+				return app.P().Class("notice", "offline").Text("You are offline: the Conch server cannot be reached. Showing the messages as they were at " +
+					n.Kept.Local().Format("Jan 2, 15:04") + "; they may be out of date. Retrying…")
+			}
 			return app.P().Class("notice", "offline").Text("You are offline: the Conch server cannot be reached. Showing what was loaded; retrying…")
 		}),
 		app.If(n.update, func() app.UI {

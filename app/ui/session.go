@@ -43,7 +43,10 @@ type SessionPage struct {
 	err       string
 	draft     string
 	sending   bool
-	switching bool // a mode switch is on its way
+	switching bool             // a mode switch is on its way
+	kept      time.Time        // when the server read the messages shown, until the app has listed them itself
+	bootHTML  string           // prerender only: the boot payload the page carries (bootScript)
+	bootRest  []shared.Message // of the boot, what the app shows a frame after the newest
 
 	ctx    context.Context // this page's work; cancelled on dismount or when the id changes
 	cancel context.CancelFunc
@@ -53,23 +56,91 @@ func sessionIDOf(path string) string {
 	return strings.TrimPrefix(path, "/sessions/")
 }
 
-// OnNav also runs during server-side prerender, where it only records the id: the API
-// is called from the browser alone.
+// newSessionPage is the route's page. The first one in the browser starts from the boot
+// payload of the page the server sent, so its first render already shows the messages
+// that the prerendered page shows.
+func newSessionPage() app.Composer {
+	p := &SessionPage{}
+	if b := takeBoot(); b != nil {
+		p.boot(*b)
+	}
+	return p
+}
+
+// boot shows what the server read when it sent the page. The prerender renders it all;
+// the app renders the newest firstPaint messages first and the rest a frame later (see
+// connect), so that it takes over the page sooner.
+func (p *SessionPage) boot(b shared.Boot) {
+	msgs := b.Messages.Messages
+	if app.IsClient {
+		msgs, p.bootRest = firstPaintOf(msgs)
+	}
+	p.id = b.Session.ID
+	p.setSession(b.Session)
+	p.tl.merge(msgs...)
+	p.loaded, p.hasOlder, p.kept = true, b.Messages.HasMore, b.At
+}
+
+// OnNav also runs during server-side prerender, where the page reads its boot (the
+// session and its newest messages) through the handler's BootFunc. In the browser the API
+// is called from OnNav's goroutines.
 func (p *SessionPage) OnNav(ctx app.Context) {
 	id := sessionIDOf(ctx.Page().URL().Path)
 	if id == p.id && p.ctx != nil {
 		return
 	}
-	p.id = id
 	ctx.Page().SetTitle("Session · Conch")
 	if app.IsServer {
+		p.prerender(id)
 		return
 	}
 	p.OnDismount()
-	p.session, p.tl, p.loaded, p.hasOlder, p.older = nil, timeline{}, false, false, false
+	booted := id == p.id // only the boot sets the id before the page runs
+	if !booted {
+		p.session, p.tl, p.loaded, p.hasOlder, p.kept = nil, timeline{}, false, false, time.Time{}
+	}
+	p.id, p.older = id, false
 	p.live, p.offline, p.err, p.draft, p.sending, p.switching = liveConnecting, false, "", "", false, false
 	p.ctx, p.cancel = context.WithCancel(context.Background())
-	go p.follow(ctx, p.ctx, id)
+	if booted {
+		ctx.Defer(scrollToEnd)
+		if rest := p.bootRest; len(rest) > 0 {
+			p.bootRest = nil
+			ctx.Dispatch(func(app.Context) { p.tl.addOlder(rest) })
+		}
+	} else {
+		keepPage(ctx.Page().URL().Path)
+	}
+	go p.follow(ctx, p.ctx, id, booted)
+}
+
+// keepPage asks the service worker to keep the page at path for reading offline: it keeps
+// the pages the browser navigates to by itself, but a page opened inside the app is no
+// navigation.
+func keepPage(path string) {
+	sw := app.Window().Get("navigator").Get("serviceWorker")
+	if !sw.Truthy() || !sw.Get("controller").Truthy() {
+		return
+	}
+	sw.Get("controller").Call("postMessage", map[string]any{"type": "conch:keep-page", "path": path})
+}
+
+// prerender reads the session's boot on the server, to render its messages and carry them.
+func (p *SessionPage) prerender(id string) {
+	p.id = id
+	if loadBoot == nil {
+		return
+	}
+	b, err := readBoot(id)
+	switch {
+	case err == nil:
+		p.boot(b)
+		p.bootHTML = bootScript(b)
+	case shared.ErrorCode(err) == shared.CodeNotFound:
+		p.err = "This session does not exist."
+	default: // the app lists the messages itself once it runs
+		app.Log("prerendering session", id, "without its messages:", err)
+	}
 }
 
 // apply runs f on the UI goroutine unless c, the work of an earlier session shown by
@@ -107,11 +178,12 @@ func (p *SessionPage) OnDismount() {
 	}
 }
 
-// follow keeps the page in sync: a WebSocket subscription, and after each reconnect a
-// re-list so that nothing missed is lost and nothing is doubled (the timeline merges by id).
-func (p *SessionPage) follow(ctx app.Context, c context.Context, id string) {
+// follow keeps the page in sync: a WebSocket subscription, and after each reconnect (and
+// after a boot: loaded) a re-list so that nothing missed is lost and nothing is doubled
+// (the timeline merges by id).
+func (p *SessionPage) follow(ctx app.Context, c context.Context, id string, loaded bool) {
 	go p.refreshSession(ctx, c, id) // meanwhile, the messages
-	loaded, failures := false, 0
+	failures := 0
 	for c.Err() == nil {
 		synced, err := p.connect(ctx, c, id, loaded)
 		if c.Err() != nil {
@@ -192,8 +264,8 @@ func (p *SessionPage) connect(ctx app.Context, c context.Context, id string, loa
 	// The first load shows the newest messages at once and the rest of the page a frame
 	// later, as an older chunk: the end of the chat, where the reader starts, paints sooner.
 	var rest []shared.Message
-	if first := latest.Messages; !loaded && len(first) > firstPaint {
-		latest.Messages, rest = first[:firstPaint], first[firstPaint:]
+	if !loaded {
+		latest.Messages, rest = firstPaintOf(latest.Messages)
 	}
 	msgs = append(msgs, latest.Messages...)
 	p.apply(ctx, c, func(ctx app.Context) {
@@ -202,7 +274,7 @@ func (p *SessionPage) connect(ctx app.Context, c context.Context, id string, loa
 			p.loaded, p.hasOlder = true, latest.HasMore
 			ctx.Defer(scrollToEnd)
 		}
-		p.live, p.offline, p.err = liveOn, false, ""
+		p.live, p.offline, p.err, p.kept = liveOn, false, "", time.Time{}
 	})
 	if len(rest) > 0 {
 		p.apply(ctx, c, func(ctx app.Context) { p.tl.addOlder(rest) })
@@ -212,6 +284,15 @@ func (p *SessionPage) connect(ctx app.Context, c context.Context, id string, loa
 		p.notify(ctx, c, id, env)
 	}
 	return true, conn.Err()
+}
+
+// firstPaintOf splits a page of messages, newest first, into what a first render shows
+// and the rest, which goes in a frame later as an older chunk.
+func firstPaintOf(msgs []shared.Message) (first, rest []shared.Message) {
+	if len(msgs) > firstPaint {
+		return msgs[:firstPaint], msgs[firstPaint:]
+	}
+	return msgs, nil
 }
 
 // catchUp lists every message newer than the newest one shown, page by page.
@@ -382,7 +463,7 @@ func (p *SessionPage) Render() app.UI {
 				return app.Span().Class("live", "live-"+map[bool]string{true: "on", false: "off"}[p.live == liveOn]).Text(p.live)
 			}),
 		),
-		&Notices{Offline: p.offline},
+		&Notices{Offline: p.offline, Kept: p.kept},
 		app.If(p.session != nil && p.session.Error != "", func() app.UI {
 			return app.P().Class("alert").Text("Agent error: " + p.session.Error)
 		}),
@@ -398,6 +479,7 @@ func (p *SessionPage) Render() app.UI {
 			app.If(p.loaded && p.tl.len() == 0, func() app.UI {
 				return app.P().Class("empty").Text("No messages yet. Type a shell command below.")
 			}),
+			app.If(p.bootHTML != "", func() app.UI { return app.Raw(p.bootHTML) }),
 			app.Div().Class("messages").Role("log").Aria("label", "Conversation").Body(
 				&Chunk{SessionID: p.id, Chunks: views(p.tl.older)},
 				app.Range(p.tl.newer).Slice(func(i int) app.UI {

@@ -26,15 +26,18 @@ var api = client.New("")
 // Routes registers the pages.
 func Routes() {
 	app.Route("/", func() app.Composer { return &TasksPage{} })
-	app.RouteWithRegexp("^/sessions/[^/]+$", func() app.Composer { return &SessionPage{} })
+	app.RouteWithRegexp("^/sessions/[^/]+$", newSessionPage)
 }
 
 // Handler returns the go-app handler that serves the pages and the PWA files (manifest,
 // worker, wasm_exec.js). The files under /web/ are the server's to serve: wasm is the
 // app.wasm it serves there (nil when the UI is not built), of which the handler needs the
 // size and, without a Version, the hash. signIn says people sign in (the server has a
-// token), so the pages offer to sign out.
-func Handler(wasm []byte, signIn bool) *app.Handler {
+// token), so the pages offer to sign out. boot reads what a session page carries (nil:
+// session pages are the empty shell and the app lists the messages); the server makes one
+// handler, and its prerender uses this boot.
+func Handler(wasm []byte, signIn bool, boot BootFunc) *app.Handler {
+	loadBoot = boot
 	env := map[string]string{}
 	if signIn {
 		env[signInEnv] = "1"
@@ -88,8 +91,13 @@ func version(wasm []byte) string {
 }
 
 // go-app's worker answers cache-first and caches only "/", so a deep link such as
-// /sessions/ID would not open offline. Navigations go to the network and fall back to the
-// cached shell (the WASM app then renders the route itself). The outputs a person opened
+// /sessions/ID would not open offline. Navigations go to the network; the session pages
+// (each carries its newest messages, prerendered and as the boot payload) are kept in the
+// "conch-pages" cache, newest pagesKept of them, also when the app asks for the page it
+// shows (a message "conch:keep-page": pages opened inside the app are no navigation).
+// When the network fails, the kept copy of the page answers, else the cached shell (the
+// WASM app then renders the route itself); the page says it is offline and since when its
+// messages are. The outputs a person opened
 // (GET .../shell-output and .../tool-content) go to the network too, and their whole 200
 // answers are kept in the "conch-outputs" cache, newest outputsKept of them; when the
 // network fails, the kept copy answers, marked X-Conch-Offline: 1 so the page can say it
@@ -115,22 +123,47 @@ const conchFetch = `self.addEventListener("fetch", (event) => {
     return;
   }
   if (request.mode === "navigate") {
-    event.respondWith(navigate(request));
+    event.respondWith(navigate(event, request, url));
     return;
   }
   event.respondWith(fetchWithCache(request));
 });
 
-async function navigate(request) {
+self.addEventListener("message", (event) => {
+  const msg = event.data;
+  if (msg && msg.type === "conch:keep-page" && typeof msg.path === "string" && msg.path.startsWith("/sessions/")) {
+    event.waitUntil(fetch(msg.path).then((response) => keepPage(new URL(response.url), response)).catch(() => {}));
+  }
+});
+
+const pagesCache = "conch-pages";
+const pagesKept = ` + pagesKept + `;
+
+async function navigate(event, request, url) {
   try {
-    return await fetch(request);
+    const response = await fetch(request);
+    event.waitUntil(keepPage(url, response.clone()));
+    return response;
   } catch (err) {
+    const kept = await caches.match(url.origin + url.pathname, {cacheName: pagesCache});
+    if (kept) {
+      return kept;
+    }
     const shell = await caches.match("/");
     if (shell) {
       return shell;
     }
     throw err;
   }
+}
+
+// keepPage keeps a session page answered in full, keyed without its query.
+async function keepPage(url, response) {
+  if (response.status !== 200 || response.type !== "basic" || response.redirected || !url.pathname.startsWith("/sessions/")) {
+    return;
+  }
+  const headers = {"Content-Type": response.headers.get("Content-Type") || "text/html"};
+  await keepNewest(pagesCache, pagesKept, url.origin + url.pathname, await response.text(), headers);
 }
 
 const outputsCache = "conch-outputs";
@@ -163,8 +196,7 @@ async function output(event, request, url) {
   return response;
 }
 
-// keep stores a whole snapshot (an answer that only appends is not one) as the newest
-// entry, and forgets the oldest beyond outputsKept.
+// keep stores a whole snapshot (an answer that only appends is not one).
 async function keep(key, response) {
   const text = await response.text();
   if (JSON.parse(text).append === true) {
@@ -175,24 +207,35 @@ async function keep(key, response) {
   if (etag) {
     headers["ETag"] = etag;
   }
-  const cache = await caches.open(outputsCache);
+  await keepNewest(outputsCache, outputsKept, key, text, headers);
+}
+
+// keepNewest stores text as the newest entry of the cache name, and forgets the oldest
+// beyond max.
+async function keepNewest(name, max, key, text, headers) {
+  const cache = await caches.open(name);
   await cache.delete(key); // put after delete: the entry moves to the end, the newest
   await cache.put(key, new Response(text, {headers: headers}));
   const keys = await cache.keys();
-  for (const old of keys.slice(0, Math.max(0, keys.length - outputsKept))) {
+  for (const old of keys.slice(0, Math.max(0, keys.length - max))) {
     await cache.delete(old);
   }
 }`
 
 // outputsKept bounds the outputs the worker keeps for reading offline: at most 32 snapshots,
-// each at most the kept 256 KiB per stream.
-const outputsKept = "32"
+// each at most the kept 256 KiB per stream. pagesKept bounds the session pages: each holds
+// at most one page of projected messages (pageSize), no output body.
+const (
+	outputsKept = "32"
+	pagesKept   = "16"
+)
 
 // A new version's worker deletes every cache but its own when it activates; the outputs
-// kept for reading offline outlive an update.
+// and pages kept for reading offline outlive an update. Signing out clears them all (the
+// server's Clear-Site-Data).
 const (
 	workerCleanup = `if (key !== cacheName) {`
-	conchCleanup  = `if (key !== cacheName && key !== outputsCache) {`
+	conchCleanup  = `if (key !== cacheName && key !== outputsCache && key !== pagesCache) {`
 )
 
 // serviceWorker is built by the server only: go-app's worker template is not in the WASM

@@ -164,7 +164,7 @@ func New(cfg Config) *fiber.App {
 		app.Post("/login", s.handleLogin)
 		app.Post("/logout", s.handleLogout)
 	}
-	app.Use(s.requirePageToken, adaptor.HTTPHandler(cfg.UI))
+	app.Use(s.requirePageToken, s.pages(adaptor.HTTPHandler(cfg.UI)))
 	return app
 }
 

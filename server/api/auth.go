@@ -284,6 +284,10 @@ func (s *server) handleLogout(c *fiber.Ctx) error {
 	}
 	c.Cookie(&fiber.Cookie{Name: cookieName, Path: "/", HTTPOnly: true,
 		SameSite: fiber.CookieSameSiteStrictMode, Secure: c.Protocol() == "https", Expires: time.Unix(0, 0)})
+	// The browser forgets every copy kept of this origin: the service worker's pages and
+	// outputs (Cache Storage), the worker itself and the HTTP cache, so the next person on
+	// the device sees nothing of this one's sessions, online or not.
+	c.Set(fiber.HeaderClearSiteData, `"cache", "storage"`)
 	return c.Redirect("/login", http.StatusSeeOther)
 }
 

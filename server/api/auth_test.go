@@ -166,6 +166,9 @@ func TestLogoutClearsTheCookie(t *testing.T) {
 	if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/login" {
 		t.Fatalf("logout: %d to %q", resp.StatusCode, resp.Header.Get("Location"))
 	}
+	if got := resp.Header.Get("Clear-Site-Data"); got != `"cache", "storage"` {
+		t.Errorf("logout leaves the kept pages and outputs: Clear-Site-Data %q", got)
+	}
 	cleared := resp.Cookies()
 	if len(cleared) != 1 || cleared[0].Name != cookieName || cleared[0].Value != "" || !cleared[0].Expires.Before(e.clock.Now()) ||
 		cleared[0].Path != "/" || !cleared[0].HttpOnly {

@@ -4,11 +4,13 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"conch/app/ui"
 	"conch/server/store"
@@ -20,7 +22,7 @@ var registerRoutes sync.Once
 // withRealUI serves the go-app UI itself, so the first page load is the real one.
 func withRealUI(c *Config) {
 	registerRoutes.Do(ui.Routes)
-	c.UI = ui.Handler(nil, false)
+	c.UI = ui.Handler(nil, false, Boot(c.Store, c.Now))
 }
 
 // sentinelOutput is about size bytes of a token unique to this run.
@@ -37,7 +39,7 @@ func sentinelOutput(t *testing.T, size int) (token, body string) {
 // TestOutputBodiesNeverLeaveThroughBrowserPaths stores a command whose stdout is a large
 // unique sentinel and looks for it in every payload a browser gets without asking for
 // the output: the REST list, the WebSocket list, the added and updated notifications and
-// the first page load. Only the snapshot endpoint may return it.
+// the HTML of the session's page, which carries its newest messages. Only the snapshot endpoint may return it.
 func TestOutputBodiesNeverLeaveThroughBrowserPaths(t *testing.T) {
 	e := newEnv(t, withRealUI)
 	s := e.session()
@@ -85,7 +87,8 @@ func TestOutputBodiesNeverLeaveThroughBrowserPaths(t *testing.T) {
 	if !strings.Contains(paths["added"], fmt.Sprintf(`"has_output":true,"stdout_bytes":%d,"stderr_bytes":0`, len(stdout))) {
 		t.Errorf("added lacks the summary: %s", paths["added"])
 	}
-	for _, name := range []string{"REST list", "WS list", "updated"} {
+	// The page load carries the command too (prerendered and in its boot payload), summarised.
+	for _, name := range []string{"REST list", "WS list", "updated", "page load"} {
 		if !strings.Contains(paths[name], `"has_output":true,`+wantStdout+","+wantStderr+`,"truncated":false,"exit_code":0`) {
 			t.Errorf("%s lacks the final summary: %s", name, paths[name])
 		}
@@ -99,5 +102,68 @@ func TestOutputBodiesNeverLeaveThroughBrowserPaths(t *testing.T) {
 	e.expect(http.StatusOK, "GET", "/api/v1/task-sessions/"+s.ID+"/messages/"+msg.ID+"/shell-output", "", &snap)
 	if snap.Output.Stdout != final.Stdout || snap.Output.Stderr != token || snap.Status != shared.StatusCompleted {
 		t.Errorf("snapshot: status %s, %d stdout bytes, stderr %q", snap.Status, len(snap.Output.Stdout), snap.Output.Stderr)
+	}
+}
+
+// TestSessionPageCarriesItsNewestMessages: the HTML of a session page carries the session
+// and its newest page of messages as the REST list projects them, byte for byte, in an
+// element no message text can end; it is never answered from a cache; an unknown session
+// says so.
+func TestSessionPageCarriesItsNewestMessages(t *testing.T) {
+	e := newEnv(t, withRealUI)
+	s := e.session()
+	for i := range 3 {
+		e.text(s.ID, fmt.Sprintf("message %d </script><script>alert(1)</script> & more", i))
+	}
+	cmd := e.shell(s.ID, "echo '</script>'", shared.StatusCompleted, &shared.ShellOutput{Stdout: "</script>\n", ExitCode: intp(0)})
+
+	resp, html := e.do("GET", "/sessions/"+s.ID, "", "If-None-Match", "*")
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("page: %d", resp.StatusCode)
+	}
+	if cc, etag := resp.Header.Get("Cache-Control"), resp.Header.Get("ETag"); cc != "no-store" || etag != "" {
+		t.Errorf("a session page may be cached: Cache-Control %q, ETag %q", cc, etag)
+	}
+	open := `<script type="application/json" id="` + shared.BootElementID + `">`
+	start := strings.Index(html, open)
+	if start < 0 {
+		t.Fatalf("no boot payload in the page:\n%s", html)
+	}
+	payload, _, ok := strings.Cut(html[start+len(open):], "</script>")
+	if !ok {
+		t.Fatal("the boot payload's element does not end")
+	}
+	var boot struct {
+		Session  json.RawMessage `json:"session"`
+		Messages json.RawMessage `json:"messages"`
+		At       time.Time       `json:"at"`
+	}
+	if err := json.Unmarshal([]byte(payload), &boot); err != nil {
+		t.Fatalf("the boot payload ends early or is not JSON (%v): %s", err, payload)
+	}
+	list := e.expect(http.StatusOK, "GET", "/api/v1/task-sessions/"+s.ID+"/messages?sort=desc&limit=100", "", nil)
+	if string(boot.Messages) != strings.TrimSpace(list) {
+		t.Errorf("the page's messages differ from the list:\n%s\n%s", boot.Messages, list)
+	}
+	session := e.expect(http.StatusOK, "GET", "/api/v1/task-sessions/"+s.ID, "", nil)
+	if string(boot.Session) != strings.TrimSpace(session) {
+		t.Errorf("the page's session differs from the API's:\n%s\n%s", boot.Session, session)
+	}
+	if !boot.At.Equal(e.clock.Now()) {
+		t.Errorf("boot read at %v", boot.At)
+	}
+	// Prerendered: the rows are in the HTML before the app runs, with their text escaped.
+	for _, want := range []string{`data-message-id="` + cmd.ID + `"`, "message 2 &lt;/script&gt;&lt;script&gt;alert(1)&lt;/script&gt; &amp; more"} {
+		if !strings.Contains(html, want) {
+			t.Errorf("the page lacks %q", want)
+		}
+	}
+	if strings.Count(html, "<script>") != 0 {
+		t.Error("a message's text became a script element")
+	}
+
+	resp, html = e.do("GET", "/sessions/no-such-session", "")
+	if resp.StatusCode != http.StatusOK || !strings.Contains(html, "This session does not exist.") || strings.Contains(html, open) {
+		t.Errorf("unknown session: %d\n%s", resp.StatusCode, html)
 	}
 }

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -10,7 +11,9 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
+	"conch/server/store"
 	"conch/shared"
 
 	"github.com/gofiber/fiber/v2"
@@ -126,4 +129,41 @@ func accepts(header, coding string) bool {
 		return err == nil && v > 0
 	}
 	return false
+}
+
+// pages serves the UI's pages through ui, go-app's handler. A session page carries that
+// session's newest messages (prerendered, and as its boot payload), so it is never answered
+// from a cache: go-app's ETag names the build, not the messages, and private messages
+// stay out of the browser's HTTP cache (the service worker keeps its own bounded copies,
+// which signing out clears).
+func (s *server) pages(ui fiber.Handler) fiber.Handler {
+	return func(c *fiber.Ctx) error {
+		if !strings.HasPrefix(c.Path(), "/sessions/") {
+			return ui(c)
+		}
+		c.Request().Header.Del(fiber.HeaderIfNoneMatch)
+		if err := ui(c); err != nil {
+			return err
+		}
+		c.Response().Header.Del(fiber.HeaderETag)
+		c.Set(fiber.HeaderCacheControl, "no-store")
+		return nil
+	}
+}
+
+// Boot reads what the HTML of a session page carries (ui.BootFunc): the session and its
+// newest limit messages, projected by the store like every list, read at now().
+func Boot(st *store.Store, now func() time.Time) func(ctx context.Context, sessionID string, limit int) (shared.Boot, error) {
+	return func(ctx context.Context, sessionID string, limit int) (shared.Boot, error) {
+		at := now()
+		sess, err := st.GetSession(ctx, sessionID)
+		if err != nil {
+			return shared.Boot{}, err
+		}
+		page, err := st.ListMessages(ctx, shared.ListRequest{SessionID: sessionID, Limit: &limit, Sort: shared.SortDesc})
+		if err != nil {
+			return shared.Boot{}, err
+		}
+		return shared.Boot{Session: sess, Messages: page, At: at}, nil
+	}
 }

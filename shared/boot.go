@@ -1,0 +1,15 @@
+package shared
+
+import "time"
+
+// Boot is what the HTML of a session page carries for the app to show without asking
+// again: the session and its newest page of messages, projected like every list (no
+// output body, ever). The app reads it from the element BootElementID.
+type Boot struct {
+	Session  Session     `json:"session"`
+	Messages MessagePage `json:"messages"` // newest first, as listed with sort=desc
+	At       time.Time   `json:"at"`       // when the server read them: a kept copy says how old it is
+}
+
+// BootElementID is the id of the page's <script type="application/json"> holding the Boot.
+const BootElementID = "conch-boot"
