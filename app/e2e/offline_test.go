@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
 
 	"conch/shared"
@@ -185,5 +186,40 @@ func TestSignOutClearsKeptCopies(t *testing.T) {
 	})()`)
 	if len(kept) != 0 {
 		t.Errorf("after signing out the browser still keeps %d copies: %v", len(kept), kept)
+	}
+}
+
+// Before app.wasm has loaded (here: never, it is blocked), a session page already shows
+// its messages, prerendered by the server, scrolled to the newest; the app, once it runs,
+// starts from the same messages.
+func TestSessionPagePrerendersNewestMessages(t *testing.T) {
+	s := startServer(t)
+	sess := s.session(t, "prerendered")
+	seed(t, s, sess.ID, 25, func(i int) string { return fmt.Sprintf("echo prerendered %d", i) })
+	newest := `[...document.querySelectorAll(".messages .msg")].pop()`
+	inView := `((r) => r.bottom > 0 && r.top < innerHeight)(` + newest + `.getBoundingClientRect())`
+
+	b := newBrowser(t)
+	send(t, b, network.Enable, network.EnableParams{})
+	send(t, b, network.SetBlockedURLs, network.SetBlockedURLsParams{URLPatterns: []*network.BlockPattern{{URLPattern: "*://*:*/web/app.wasm", Block: true}}})
+	b.do(t, chromedp.Navigate(s.URL+"/sessions/"+sess.ID))
+	b.waitFor(t, "the newest message in view", `document.readyState === "complete" && `+inView)
+	if n := eval[int](t, b, `document.querySelectorAll(".messages .cmd").length`); n != 25 {
+		t.Errorf("the prerendered page shows %d commands, want 25", n)
+	}
+	if got := eval[string](t, b, newest+`.textContent.trim()`); !strings.HasPrefix(got, "exit 0 in ") {
+		t.Errorf("the newest message reads %q", got)
+	}
+	if eval[bool](t, b, `!!document.querySelector(".live")`) {
+		t.Fatal("the app runs although app.wasm is blocked")
+	}
+	b.screenshots(t, "prerendered-session", ".messages > .chunk > .msg:last-child")
+
+	a := newBrowser(t)
+	a.open(t, s.URL+"/sessions/"+sess.ID)
+	a.waitLive(t, "Live")
+	a.waitFor(t, "the newest message in view", inView)
+	if n := eval[int](t, a, `document.querySelectorAll(".messages .cmd").length`); n != 25 {
+		t.Errorf("the app shows %d commands, want 25", n)
 	}
 }

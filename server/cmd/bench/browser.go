@@ -92,7 +92,9 @@ func (b *bench) browserBench(ctx context.Context) error {
 		"about the messages. Times are from the start of navigation (`performance.now()`) to the first `.msg` "+
 		"element and to the first page (%d messages) in the DOM. Memory is read after a forced garbage collection: "+
 		"the JS heap in use (`Runtime.getHeapUsage`) and the size of the Go WASM instance's linear memory (it never "+
-		"shrinks, so it shows the Go heap's peak). "+
+		"shrinks, so it shows the Go heap's peak). The page's HTML carries the newest page of messages, prerendered, "+
+		"so in both modes the first messages come from the HTML; the proxy changes only the WebSocket frames the app "+
+		"receives once it runs. "+
 		"Each figure is over %d page loads, one tab at a time.", uiPageSize, b.runs)
 	modes := []struct{ name, origin string }{{"projected", srv.URL}, {"inline", "http://" + ln.Addr().String()}}
 	var rows [][]string
