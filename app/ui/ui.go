@@ -91,7 +91,8 @@ func version(wasm []byte) string {
 }
 
 // go-app's worker answers cache-first and caches only "/", so a deep link such as
-// /sessions/ID would not open offline. Navigations go to the network; the session pages
+// /sessions/ID would not open offline. Navigations go to the network (the request sent
+// while the worker starts: navigation preload); the session pages
 // (each carries its newest messages, prerendered and as the boot payload) are kept in the
 // "conch-pages" cache, newest pagesKept of them, also when the app asks for the page it
 // shows (a message "conch:keep-page": pages opened inside the app are no navigation).
@@ -132,6 +133,7 @@ const conchFetch = `self.addEventListener("fetch", (event) => {
 self.addEventListener("message", (event) => {
   const msg = event.data;
   if (msg && msg.type === "conch:keep-page" && typeof msg.path === "string" && msg.path.startsWith("/sessions/")) {
+    // Offline there is nothing newer to keep: the copy already kept stays.
     event.waitUntil(fetch(msg.path).then((response) => keepPage(new URL(response.url), response)).catch(() => {}));
   }
 });
@@ -139,9 +141,17 @@ self.addEventListener("message", (event) => {
 const pagesCache = "conch-pages";
 const pagesKept = ` + pagesKept + `;
 
+// Navigation preload: the browser sends a navigation's request while the worker starts, so
+// going through the worker costs a page no time.
+self.addEventListener("activate", (event) => {
+  if (self.registration.navigationPreload) {
+    event.waitUntil(self.registration.navigationPreload.enable());
+  }
+});
+
 async function navigate(event, request, url) {
   try {
-    const response = await fetch(request);
+    const response = (await event.preloadResponse) || await fetch(request);
     event.waitUntil(keepPage(url, response.clone()));
     return response;
   } catch (err) {
