@@ -137,9 +137,6 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	// ours, so the path must not be relative.
 	dataDir := filepath.Dir(defaultDB())
 	if !store.IsURL(*dbPath) {
-		if *dbPath, err = filepath.Abs(*dbPath); err != nil {
-			return err
-		}
 		dataDir = filepath.Dir(*dbPath)
 	}
 	if dataDir, err = filepath.Abs(dataDir); err != nil {

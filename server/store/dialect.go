@@ -72,13 +72,14 @@ var postgresSchemes = []string{"postgres", "postgresql"}
 
 // postgresTypes maps SQLite's column types to PostgreSQL's: INTEGER is 64-bit in SQLite
 // (nanosecond times, byte counts) and 32-bit in PostgreSQL.
-var postgresTypes = regexp.MustCompile(`\b(INTEGER|BLOB)\b`)
+var (
+	sqliteTypes   = regexp.MustCompile(`\b(INTEGER|BLOB)\b`)
+	postgresTypes = map[string]string{"INTEGER": "BIGINT", "BLOB": "BYTEA"}
+)
 
 var postgresDialect = &dialect{
 	ddl: func(stmt string) string {
-		return postgresTypes.ReplaceAllStringFunc(stmt, func(t string) string {
-			return map[string]string{"INTEGER": "BIGINT", "BLOB": "BYTEA"}[t]
-		})
+		return sqliteTypes.ReplaceAllStringFunc(stmt, func(t string) string { return postgresTypes[t] })
 	},
 	countColumn:   "SELECT COUNT(*) FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = ? AND column_name = ?",
 	migrationLock: "SELECT pg_advisory_xact_lock(7270637463) -- 'conch' in ASCII",

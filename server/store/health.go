@@ -37,20 +37,19 @@ func (s *Store) WriteHealth() error {
 }
 
 func (h *writeHealth) note(tx *gorm.DB) {
-	se := h.failure(tx.Error)
-	failed := se != nil
-	if tx.Error != nil && !failed || tx.Error == nil && tx.RowsAffected == 0 {
+	failure := h.failure(tx.Error)
+	if tx.Error != nil && failure == nil || tx.Error == nil && tx.RowsAffected == 0 {
 		return // a refused request or a write of nothing says nothing of the database
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	switch {
-	case !failed:
+	case failure == nil:
 		h.err = nil
 	case h.err == nil:
-		h.err, h.since = se, h.now()
+		h.err, h.since = failure, h.now()
 	default:
-		h.err = se
+		h.err = failure
 	}
 }
 
