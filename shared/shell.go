@@ -31,7 +31,10 @@ type ShellOutput struct {
 	StartedAt        *time.Time `json:"started_at,omitempty"`
 	FinishedAt       *time.Time `json:"finished_at,omitempty"`
 	// In an answer to offsets (ShellOutputSnapshot.Since) that appends: where the
-	// bodies above start, in bytes produced.
+	// bodies above start, in bytes produced. In an output handed to the store: where
+	// each body starts in its stream, a promise that the bytes at a position never
+	// change, so that the store appends only what is new (a source that starts over
+	// goes on at positions past the old ones); nil when not known.
 	StdoutOffset *int64 `json:"stdout_offset,omitempty"`
 	StderrOffset *int64 `json:"stderr_offset,omitempty"`
 }

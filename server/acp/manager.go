@@ -43,8 +43,8 @@ type Config struct {
 	Now   func() time.Time
 	After func(time.Duration) <-chan time.Time
 	// FlushInterval is the longest a running command's new output waits to be stored;
-	// default 500ms. Each flush rewrites the whole bounded output (up to 512 KiB), so the
-	// interval bounds the write rate; the UI polls an open output once a second.
+	// default 500ms. Each flush writes the new output and the message's row, so the
+	// interval bounds the commits per command; the UI polls an open output once a second.
 	FlushInterval time.Duration
 	// StartTimeout bounds initialize + session/new; default 30s.
 	StartTimeout time.Duration

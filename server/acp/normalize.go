@@ -313,7 +313,7 @@ func (tc *toolCall) replace(rank int, stdout, stderr string) {
 		return
 	}
 	tc.rank = rank
-	tc.streams = newStreams()
+	tc.streams = tc.streams.restart()
 	tc.stdout.write([]byte(stdout))
 	tc.stderr.write([]byte(stderr))
 }

@@ -37,6 +37,7 @@ type tailBuffer struct {
 	buf     []byte
 	dropped bool  // bytes were discarded from the front
 	total   int64 // bytes written, kept or not
+	origin  int64 // the position of the first byte written (see streams.restart)
 }
 
 func (b *tailBuffer) write(p []byte) {
@@ -80,15 +81,40 @@ func newStreams() streams {
 	return streams{stdout: tailBuffer{max: keepLimit}, stderr: tailBuffer{max: keepLimit}}
 }
 
+// restart returns empty streams, for a source that replaces what s held. Their positions
+// start one past the end of s's: the store takes a position for a promise that its bytes
+// never change, so text that replaces must not reuse one (and must not go on from s).
+func (s streams) restart() streams {
+	n := newStreams()
+	n.stdout.origin = s.stdout.origin + s.stdout.total + 1
+	n.stderr.origin = s.stderr.origin + s.stderr.total + 1
+	return n
+}
+
 // capture is the one builder of a command's output as handed to the store, which bounds
 // and summarises it: here the kept bytes are only copied out with whole characters at
-// both ends (see tailText), and Truncated says bytes were lost before them. partial: the
-// command may still print.
+// both ends (see tailText), Truncated says bytes were lost before them, and the offsets
+// say where in each stream the text starts, so that the store writes only what is new.
+// partial: the command may still print.
 func (s *streams) capture(partial bool) shared.ShellOutput {
-	rawOut, cutOut := s.stdout.tail()
-	rawErr, cutErr := s.stderr.tail()
-	return shared.ShellOutput{Stdout: tailText(rawOut, cutOut, partial), Stderr: tailText(rawErr, cutErr, partial),
-		Truncated: cutOut || cutErr, StdoutTotalBytes: s.stdout.total, StderrTotalBytes: s.stderr.total}
+	stdout, stdoutFrom := s.stdout.text(partial)
+	stderr, stderrFrom := s.stderr.text(partial)
+	return shared.ShellOutput{Stdout: stdout, Stderr: stderr, Truncated: s.stdout.cut() || s.stderr.cut(),
+		StdoutTotalBytes: s.stdout.total, StderrTotalBytes: s.stderr.total, StdoutOffset: &stdoutFrom, StderrOffset: &stderrFrom}
+}
+
+// text is the kept tail as tailText gives it, and the position of its first byte in all
+// the bytes written.
+func (b *tailBuffer) text(partial bool) (string, int64) {
+	raw, cut := b.tail()
+	i, j := tailRange(raw, cut, partial)
+	return string(raw[i:j]), b.origin + b.total - int64(len(raw)-i)
+}
+
+// cut reports whether bytes were lost before the kept tail.
+func (b *tailBuffer) cut() bool {
+	_, cut := b.tail()
+	return cut
 }
 
 // tailText turns the kept tail of a byte stream into text that neither starts nor ends
@@ -98,22 +124,29 @@ func (s *streams) capture(partial bool) shared.ShellOutput {
 // its remaining bytes arrive. Invalid bytes stay: each reader applies shared.Bound with
 // its own limit, which replaces them.
 func tailText(raw []byte, cut, partial bool) string {
+	i, j := tailRange(raw, cut, partial)
+	return string(raw[i:j])
+}
+
+// tailRange is the part raw[i:j] of raw that tailText keeps.
+func tailRange(raw []byte, cut, partial bool) (i, j int) {
+	j = len(raw)
 	if cut {
-		for i := 0; i < utf8.UTFMax-1 && len(raw) > 0 && !utf8.RuneStart(raw[0]); i++ {
-			raw = raw[1:]
+		for i < utf8.UTFMax-1 && i < j && !utf8.RuneStart(raw[i]) {
+			i++
 		}
 	}
 	if partial {
-		for i := 1; i <= utf8.UTFMax-1 && i <= len(raw); i++ {
-			if start := len(raw) - i; utf8.RuneStart(raw[start]) {
-				if !utf8.FullRune(raw[start:]) {
-					raw = raw[:start]
+		for n := 1; n <= utf8.UTFMax-1 && n <= j-i; n++ {
+			if start := j - n; utf8.RuneStart(raw[start]) {
+				if !utf8.FullRune(raw[start:j]) {
+					j = start
 				}
 				break
 			}
 		}
 	}
-	return string(raw)
+	return i, j
 }
 
 // exitStatus is how a command ended: an exit code, or the POSIX name of the signal.

@@ -372,3 +372,30 @@ func TestTerminalCountsAndTimes(t *testing.T) {
 		t.Errorf("started %v, finished %v; want the clock's first and second readings", o.StartedAt, o.FinishedAt)
 	}
 }
+
+// A capture says where its text starts in the stream: past the bytes lost before the kept
+// tail and the rest of a cut character. A restarted stream's positions follow the old
+// one's end, so a position never stands for two different bytes.
+func TestCapturePositions(t *testing.T) {
+	s := newStreams()
+	s.stdout.write([]byte("é" + strings.Repeat("a", keepLimit-4))) // é's first byte falls off the tail
+	s.stdout.write([]byte("b\xe2\x82"))                            // and an incomplete € at the end
+	o := s.capture(true)
+	if want := int64(2); *o.StdoutOffset != want || !strings.HasPrefix(o.Stdout, "aaa") || !strings.HasSuffix(o.Stdout, "ab") {
+		t.Fatalf("offset %d, text %q...%q; want %d", *o.StdoutOffset, o.Stdout[:3], o.Stdout[len(o.Stdout)-2:], want)
+	}
+	if got := int64(len(o.Stdout)) + *o.StdoutOffset; got != s.stdout.total-2 {
+		t.Fatalf("text ends at %d, want %d (the incomplete character held back)", got, s.stdout.total-2)
+	}
+	if *o.StderrOffset != 0 || o.Stderr != "" {
+		t.Fatalf("stderr %q at %d", o.Stderr, *o.StderrOffset)
+	}
+	end := s.stdout.total
+	r := s.restart()
+	r.stdout.write([]byte("new"))
+	o = r.capture(false)
+	if *o.StdoutOffset != end+1 || o.Stdout != "new" || o.StdoutTotalBytes != 3 || *o.StderrOffset != 1 {
+		t.Fatalf("restarted: %q at %d (total %d), stderr at %d; want it at %d", o.Stdout, *o.StdoutOffset,
+			o.StdoutTotalBytes, *o.StderrOffset, end+1)
+	}
+}

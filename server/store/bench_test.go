@@ -84,9 +84,9 @@ func BenchmarkFloor(b *testing.B) {
 		fn   func() error
 	}{
 		{"snapshot/store", func() error { _, err := s.GetShellOutput(ctx, sessionID, msgs[0].ID); return err }},
-		{"snapshot/sql-stdout-column", func() error {
-			var out string
-			return db.QueryRowContext(ctx, "SELECT stdout FROM shell_outputs WHERE message_id = ?", msgs[0].ID).Scan(&out)
+		{"snapshot/sql-stdout-chunks", func() error {
+			var out []byte
+			return db.QueryRowContext(ctx, "SELECT data FROM shell_output_chunks WHERE message_id = ? AND stream = 1", msgs[0].ID).Scan(&out)
 		}},
 		{"page/store", func() error {
 			_, err := s.ListMessages(ctx, shared.ListRequest{SessionID: sessionID, Limit: new(100), Sort: shared.SortDesc})

@@ -3,6 +3,8 @@ package store
 import (
 	"context"
 	"database/sql"
+	"encoding/hex"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
@@ -68,7 +70,7 @@ func TestDeleteTask(t *testing.T) {
 		}
 	}
 	var bodies int64
-	if err := s.db.Table("shell_outputs").Count(&bodies).Error; err != nil || bodies != 2 {
+	if err := s.db.Table("shell_output_chunks").Count(&bodies).Error; err != nil || bodies != 2 {
 		t.Errorf("%d stored outputs left (%v), want the other task's 2", bodies, err)
 	}
 	if _, err := s.GetShellOutput(ctx, otherMsgs[1].SessionID, otherMsgs[1].ID); err != nil {
@@ -251,5 +253,33 @@ func TestOpenUnreachablePostgres(t *testing.T) {
 	_, err := Open("postgres://conch:secret@127.0.0.1:1/conch?connect_timeout=5", nil)
 	if err == nil || !strings.Contains(err.Error(), "open postgres://conch:xxxxx@127.0.0.1:1/conch") || strings.Contains(err.Error(), "secret") {
 		t.Errorf("Open: %v", err)
+	}
+}
+
+// Size counts what the database holds: storing 1 MiB of output that does not compress
+// makes it at least 1 MiB larger.
+func TestSize(t *testing.T) {
+	s, _ := open(t, time.Millisecond)
+	ctx := context.Background()
+	before, err := s.Size(ctx)
+	if err != nil || before <= 0 {
+		t.Fatalf("size of a new database: %d (%v)", before, err)
+	}
+	sess := newSession(t, s)
+	r := rand.New(rand.NewPCG(1, 2))
+	for range 4 {
+		raw := make([]byte, shared.OutputLimit/2)
+		for i := range raw {
+			raw[i] = byte(r.Uint32())
+		}
+		if _, err := s.CreateMessage(ctx, NewMessage{SessionID: sess.ID, AuthorType: shared.AuthorAgent,
+			Type: shared.TypeToolExecute, Metadata: shellMeta(shared.StatusCompleted),
+			Output: &shared.ShellOutput{Stdout: hex.EncodeToString(raw)}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	after, err := s.Size(ctx)
+	if err != nil || after < before+4*shared.OutputLimit {
+		t.Fatalf("%d B before, %d B after storing 1 MiB (%v)", before, after, err)
 	}
 }

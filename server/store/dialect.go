@@ -30,6 +30,10 @@ type dialect struct {
 	// failure is err when it is a failure of the database itself (full, read-only,
 	// unreachable, broken), nil for a refused request or no error (writeHealth).
 	failure func(err error) error
+	// size is a query of the bytes the database takes on disk.
+	size string
+	// textBytes is a format that turns the text column %s into bytes, in SQL.
+	textBytes string
 	// conns, when not 0, is how many connections the pool keeps open, idle or not: a new
 	// PostgreSQL connection starts a server process, and database/sql keeps only 2 idle.
 	conns int
@@ -41,6 +45,8 @@ var sqliteDialect = &dialect{
 	sqlite:      true,
 	ddl:         func(stmt string) string { return stmt },
 	countColumn: "SELECT COUNT(*) FROM pragma_table_info(?) WHERE name = ?",
+	textBytes:   "CAST(%s AS BLOB)",
+	size:        "SELECT page_count * page_size FROM pragma_page_count(), pragma_page_size()",
 	failure: func(err error) error {
 		var se sqlite3.Error
 		if errors.As(err, &se) && se.Code != sqlite3.ErrConstraint {
@@ -70,11 +76,12 @@ var sqliteDialect = &dialect{
 // postgresSchemes are the URL schemes that name a PostgreSQL database.
 var postgresSchemes = []string{"postgres", "postgresql"}
 
-// postgresTypes maps SQLite's column types to PostgreSQL's: INTEGER is 64-bit in SQLite
-// (nanosecond times, byte counts) and 32-bit in PostgreSQL.
+// postgresTypes maps SQLite's words in the schema to PostgreSQL's: INTEGER is 64-bit in
+// SQLite (nanosecond times, byte counts) and 32-bit in PostgreSQL, whose tables are all
+// heaps (no WITHOUT ROWID).
 var (
-	sqliteTypes   = regexp.MustCompile(`\b(INTEGER|BLOB)\b`)
-	postgresTypes = map[string]string{"INTEGER": "BIGINT", "BLOB": "BYTEA"}
+	sqliteTypes   = regexp.MustCompile(`\b(INTEGER|BLOB)\b| WITHOUT ROWID`)
+	postgresTypes = map[string]string{"INTEGER": "BIGINT", "BLOB": "BYTEA", " WITHOUT ROWID": ""}
 )
 
 var postgresDialect = &dialect{
@@ -82,6 +89,8 @@ var postgresDialect = &dialect{
 		return sqliteTypes.ReplaceAllStringFunc(stmt, func(t string) string { return postgresTypes[t] })
 	},
 	countColumn:   "SELECT COUNT(*) FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = ? AND column_name = ?",
+	textBytes:     "convert_to(%s, 'UTF8')",
+	size:          "SELECT pg_database_size(current_database())",
 	migrationLock: "SELECT pg_advisory_xact_lock(7270637463) -- 'conch' in ASCII",
 	conns:         32,
 	failure: func(err error) error {

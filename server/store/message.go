@@ -5,12 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"time"
 
 	"conch/shared"
 
 	"gorm.io/gorm"
-	"gorm.io/gorm/clause"
 )
 
 type messageRow struct {
@@ -28,21 +26,6 @@ type messageRow struct {
 }
 
 func (messageRow) TableName() string { return "messages" }
-
-type outputRow struct {
-	MessageID   string `gorm:"primaryKey"`
-	Stdout      string
-	Stderr      string
-	ExitCode    *int
-	Signal      string
-	Truncated   bool
-	StdoutTotal int64
-	StderrTotal int64
-	StartedAt   *int64
-	FinishedAt  *int64
-}
-
-func (outputRow) TableName() string { return "shell_outputs" }
 
 // message is the projection: every message leaving the store is built here, from the row
 // alone, so a message published live and the same message listed later are identical.
@@ -90,9 +73,10 @@ type Update struct {
 }
 
 // settle applies the output rules to metadata about to be stored. Every write passes
-// here, so the rules run once and no writer can store other results: the output is
-// bounded, the summary comes from it (or stays prev when there is no new output), and a
-// known non-zero exit code makes the status failed whatever the agent said. It works on
+// here, so the rules run once and no writer can store other results: the summary comes
+// from the output as bounded (or stays prev when there is no new output), and a
+// known non-zero exit code makes the status failed whatever the agent said. It returns the
+// output to store (putOutput), nil for a message that is not a shell command. It works on
 // a copy; the caller's values are never changed.
 func settle(md *shared.Metadata, out *shared.ShellOutput, prev shared.ShellOutputSummary) (*shared.Metadata, *shared.ShellOutput) {
 	if md == nil {
@@ -106,9 +90,7 @@ func settle(md *shared.Metadata, out *shared.ShellOutput, prev shared.ShellOutpu
 	se := *n.ShellExec
 	se.Output = prev
 	if out != nil {
-		b := out.Bounded()
-		out = &b
-		se.Output = b.Summarize()
+		se.Output = out.Bounded().Summarize()
 	}
 	if code := se.Output.ExitCode; code != nil && *code != 0 {
 		c.Status = shared.StatusFailed
@@ -197,17 +179,6 @@ func (s *Store) insertMessage(tx *gorm.DB, sess sessionRow, author shared.Author
 	err = tx.Model(&sessionRow{}).Where("id = ?", sess.ID).
 		UpdateColumn("message_count", gorm.Expr("message_count + 1")).Error
 	return row, err
-}
-
-func putOutput(tx *gorm.DB, messageID string, out *shared.ShellOutput) error {
-	if out == nil {
-		return nil
-	}
-	row := outputRow{MessageID: messageID, Stdout: out.Stdout, Stderr: out.Stderr,
-		ExitCode: out.ExitCode, Signal: out.Signal, Truncated: out.Truncated,
-		StdoutTotal: out.StdoutTotalBytes, StderrTotal: out.StderrTotalBytes,
-		StartedAt: toNanos(out.StartedAt), FinishedAt: toNanos(out.FinishedAt)}
-	return tx.Clauses(clause.OnConflict{UpdateAll: true}).Create(&row).Error
 }
 
 // AddUserMessage stores a user prompt. A repeated clientMessageID in the same session
@@ -357,92 +328,6 @@ func (s *Store) CancelActiveToolCalls(ctx context.Context, sessionID string) ([]
 		}
 	}
 	return out, nil
-}
-
-// shellMessage scopes a query of "messages AS m" to one shell command of one session: an
-// absent message, one of another session and one that is not a shell command all fall
-// outside alike.
-func shellMessage(sessionID, messageID string) func(*gorm.DB) *gorm.DB {
-	return func(db *gorm.DB) *gorm.DB {
-		return db.Where("m.id = ? AND m.session_id = ? AND m.type = ?", messageID, sessionID, string(shared.TypeToolExecute))
-	}
-}
-
-// GetShellOutputStamp answers as GetShellOutput does, but with only the output's
-// updated_at, without reading the body: enough to validate a cached snapshot.
-func (s *Store) GetShellOutputStamp(ctx context.Context, sessionID, messageID string) (time.Time, error) {
-	stamp, err := s.stampOf(ctx, shellMessage(sessionID, messageID))
-	if err != nil {
-		return time.Time{}, fmt.Errorf("get shell output stamp: %w", err)
-	}
-	return stamp, nil
-}
-
-// stampOf returns the updated_at of the message scope selects in "messages AS m", or
-// "message not found".
-func (s *Store) stampOf(ctx context.Context, scope func(*gorm.DB) *gorm.DB) (time.Time, error) {
-	var stamps []int64
-	if err := s.db.WithContext(ctx).Table("messages AS m").Scopes(scope).Limit(1).Pluck("m.updated_at", &stamps).Error; err != nil {
-		return time.Time{}, err
-	}
-	if len(stamps) == 0 {
-		return time.Time{}, missing("message")
-	}
-	return fromNanos(stamps[0]), nil
-}
-
-// GetShellOutput returns the full stored output of a shell command of the session. An
-// absent message, one of another session and one that is not a shell command are all
-// "message not found", so the answer tells nothing about other sessions.
-func (s *Store) GetShellOutput(ctx context.Context, sessionID, messageID string) (shared.ShellOutputSnapshot, error) {
-	// Columns of the outer join are NULL when no output is stored yet.
-	var r struct {
-		ID          string
-		Status      string
-		UpdatedAt   int64
-		Stdout      *string
-		Stderr      *string
-		ExitCode    *int
-		Signal      *string
-		Truncated   *bool
-		StdoutTotal *int64
-		StderrTotal *int64
-		StartedAt   *int64
-		FinishedAt  *int64
-	}
-	res := s.db.WithContext(ctx).Table("messages AS m").
-		Select("m.id, m.status, m.updated_at, o.stdout, o.stderr, o.exit_code, o.signal, o.truncated, " +
-			"o.stdout_total, o.stderr_total, o.started_at, o.finished_at").
-		Joins("LEFT JOIN shell_outputs AS o ON o.message_id = m.id").
-		Scopes(shellMessage(sessionID, messageID)).
-		Limit(1).Scan(&r)
-	if res.Error != nil {
-		return shared.ShellOutputSnapshot{}, fmt.Errorf("get shell output: %w", res.Error)
-	}
-	if res.RowsAffected == 0 {
-		return shared.ShellOutputSnapshot{}, missing("message")
-	}
-	return shared.ShellOutputSnapshot{MessageID: r.ID, Status: shared.ToolStatus(r.Status),
-		UpdatedAt: fromNanos(r.UpdatedAt), Output: shared.ShellOutput{Stdout: deref(r.Stdout), Stderr: deref(r.Stderr),
-			ExitCode: r.ExitCode, Signal: deref(r.Signal), Truncated: deref(r.Truncated),
-			StdoutTotalBytes: deref(r.StdoutTotal), StderrTotalBytes: deref(r.StderrTotal),
-			StartedAt: fromNanosPtr(r.StartedAt), FinishedAt: fromNanosPtr(r.FinishedAt)}.Bounded()}, nil
-}
-
-func toNanos(t *time.Time) *int64 {
-	if t == nil {
-		return nil
-	}
-	n := t.UnixNano()
-	return &n
-}
-
-func fromNanosPtr(n *int64) *time.Time {
-	if n == nil {
-		return nil
-	}
-	t := fromNanos(*n)
-	return &t
 }
 
 func deref[T any](p *T) T {

@@ -1,10 +1,10 @@
 // Package store keeps tasks, sessions and messages in SQLite or PostgreSQL through GORM
 // (dialect.go holds what differs between the two). It is the only package that imports GORM.
 //
-// Output bodies live in their own table (shell_outputs): the messages table holds only the
-// body-free metadata (ADR-0042's summary), so listing a session never reads or decodes a
-// body, and appending output to a running command rewrites the body row and a small
-// metadata value, never the rest of the message.
+// Output bodies live in their own table, as chunks appended per stream (output.go): the
+// messages table holds only the body-free metadata (ADR-0042's summary), so listing a
+// session never reads or decodes a body, and new output of a running command writes its
+// new bytes and the message's small metadata value, never what was stored before.
 package store
 
 import (
@@ -193,13 +193,15 @@ var schema = []string{
 	`DROP INDEX IF EXISTS idx_messages_active`,
 	`CREATE INDEX IF NOT EXISTS idx_messages_unfinished ON messages (status, session_id) WHERE ` + unfinished,
 	`CREATE INDEX IF NOT EXISTS idx_sessions_live ON task_sessions (state) WHERE ` + live,
-	`CREATE TABLE IF NOT EXISTS shell_outputs (
-		message_id TEXT PRIMARY KEY REFERENCES messages(id) ON DELETE CASCADE,
-		stdout TEXT NOT NULL DEFAULT '',
-		stderr TEXT NOT NULL DEFAULT '',
-		exit_code INTEGER,
-		signal TEXT NOT NULL DEFAULT '',
-		truncated BOOLEAN NOT NULL DEFAULT FALSE)`,
+	// Output, appended per stream (output.go). A table clustered on its key in SQLite, so
+	// appending a chunk writes one page, not a row page and an index page.
+	`CREATE TABLE IF NOT EXISTS shell_output_chunks (
+		message_id TEXT NOT NULL REFERENCES messages(id) ON DELETE CASCADE,
+		stream INTEGER NOT NULL,
+		start INTEGER NOT NULL,
+		kept_from INTEGER NOT NULL,
+		data BLOB NOT NULL,
+		PRIMARY KEY (message_id, stream, start)) WITHOUT ROWID`,
 	`CREATE TABLE IF NOT EXISTS tool_contents (
 		message_id TEXT PRIMARY KEY REFERENCES messages(id) ON DELETE CASCADE,
 		items TEXT NOT NULL,
@@ -209,11 +211,6 @@ var schema = []string{
 // addedColumns came after their table: ALTER TABLE ADD COLUMN is not idempotent, so each
 // is added only when the table lacks it.
 var addedColumns = []struct{ table, column, decl string }{
-	// What the command produced, kept or not, and when it ran (nanoseconds, UTC).
-	{"shell_outputs", "stdout_total", "INTEGER NOT NULL DEFAULT 0"},
-	{"shell_outputs", "stderr_total", "INTEGER NOT NULL DEFAULT 0"},
-	{"shell_outputs", "started_at", "INTEGER"},
-	{"shell_outputs", "finished_at", "INTEGER"},
 	{"task_sessions", "last_stop_reason", "TEXT NOT NULL DEFAULT ''"},
 	{"task_sessions", "modes", "TEXT NOT NULL DEFAULT ''"},    // JSON of shared.Modes
 	{"task_sessions", "commands", "TEXT NOT NULL DEFAULT ''"}, // JSON of []shared.Command
@@ -232,6 +229,9 @@ func (s *Store) migrate() error {
 			if err := tx.Exec(s.dialect.ddl(stmt)).Error; err != nil {
 				return fmt.Errorf("create schema: %w", err)
 			}
+		}
+		if err := s.moveOutputBodies(tx); err != nil {
+			return err
 		}
 		for _, c := range addedColumns {
 			var n int64
@@ -278,6 +278,16 @@ func (s *Store) Close() error {
 func (s *Store) Ping(ctx context.Context) error {
 	var one int
 	return s.db.WithContext(ctx).Raw("SELECT 1").Scan(&one).Error
+}
+
+// Size returns the bytes the database takes: the SQLite file's pages (free pages
+// included: what the file system holds), or PostgreSQL's database size.
+func (s *Store) Size(ctx context.Context) (int64, error) {
+	var n int64
+	if err := s.db.WithContext(ctx).Raw(s.dialect.size).Scan(&n).Error; err != nil {
+		return 0, fmt.Errorf("database size: %w", err)
+	}
+	return n, nil
 }
 
 // storable is text an agent or the server produced, made storable in both databases:

@@ -252,11 +252,7 @@ func TestUpdateKeepsFinalState(t *testing.T) {
 	s, _ := open(t, time.Millisecond)
 	sess := newSession(t, s)
 	ctx := context.Background()
-	m, err := s.CreateMessage(ctx, NewMessage{SessionID: sess.ID, AuthorType: shared.AuthorAgent,
-		Type: shared.TypeToolExecute, Metadata: shellMeta(shared.StatusRunning)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	m := runningCommand(t, s, sess.ID)
 	if _, _, err := s.UpdateMessage(ctx, m.ID, Update{Output: &shared.ShellOutput{Stdout: "part", Stderr: "e"}}); err != nil {
 		t.Fatal(err)
 	}
@@ -461,7 +457,7 @@ func TestListReadsNoBodies(t *testing.T) {
 		Output: &shared.ShellOutput{Stdout: strings.Repeat("x", 1000)}}); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.db.Exec("DROP TABLE shell_outputs").Error; err != nil {
+	if err := s.db.Exec("DROP TABLE shell_output_chunks").Error; err != nil {
 		t.Fatal(err)
 	}
 	page, err := s.ListMessages(ctx, shared.ListRequest{SessionID: sess.ID})

@@ -1,0 +1,281 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"time"
+	"unicode/utf8"
+
+	"conch/shared"
+
+	"gorm.io/gorm"
+)
+
+// A command's output is stored as chunks appended to each stream (shell_output_chunks): a
+// chunk holds the bytes of one stream from its start position on, and records where the
+// kept text began (kept_from) when it was written. The kept text of a stream is the bytes
+// from the newest chunk's kept_from to the end of the newest chunk; chunks that end before
+// it are deleted. Exit code, signal, totals and times are the summary in the message's
+// metadata, so a flush of new output writes the new bytes, the message's row and nothing
+// else, and a change of status alone writes no body.
+//
+// What is served is shared.Bound over the kept text: the same as Bound over the text the
+// writer last handed over, byte for byte, because the kept text is that text.
+
+// Streams, as stored in shell_output_chunks.stream.
+const (
+	streamStdout = 1
+	streamStderr = 2
+)
+
+// rawLimit is the longest text stored as handed over: longer text (a writer that does not
+// keep a tail, such as an agent reporting a whole output) is bounded first, which keeps the
+// same result, and stored whole on each write.
+const rawLimit = shared.OutputLimit + utf8.UTFMax
+
+type chunkRow struct {
+	MessageID string
+	Stream    int
+	Start     int64
+	KeptFrom  int64
+	Data      []byte
+}
+
+func (chunkRow) TableName() string { return "shell_output_chunks" }
+
+// kept is what is stored of one stream: its chunks in order, oldest first.
+type kept []chunkRow
+
+// from is where the kept text starts, end where it ends (0, 0 when nothing is stored).
+func (k kept) from() int64 {
+	if len(k) == 0 {
+		return 0
+	}
+	return k[len(k)-1].KeptFrom
+}
+
+func (k kept) end() int64 {
+	if len(k) == 0 {
+		return 0
+	}
+	last := k[len(k)-1]
+	return last.Start + int64(len(last.Data))
+}
+
+// text returns the kept bytes from position at (>= the first chunk's start) to the end.
+func (k kept) text(at int64) []byte {
+	var b []byte
+	for _, c := range k {
+		if end := c.Start + int64(len(c.Data)); end > at {
+			b = append(b, c.Data[max(at-c.Start, 0):]...)
+		}
+	}
+	return b
+}
+
+// keptOf groups chunks read in (stream, start) order by stream.
+func keptOf(rows []chunkRow) (out, errs kept) {
+	for _, r := range rows {
+		if r.Stream == streamStdout {
+			out = append(out, r)
+		} else {
+			errs = append(errs, r)
+		}
+	}
+	return out, errs
+}
+
+// putOutput stores out, the output of a command as its writer captured it (before any
+// bound). Offsets in out say where each body starts in its stream: then only the bytes
+// after what is stored are written, when the body goes on from it.
+func putOutput(tx *gorm.DB, messageID string, out *shared.ShellOutput) error {
+	if out == nil {
+		return nil
+	}
+	if err := putStream(tx, messageID, streamStdout, out.Stdout, out.StdoutOffset); err != nil {
+		return err
+	}
+	return putStream(tx, messageID, streamStderr, out.Stderr, out.StderrOffset)
+}
+
+// putStream makes the kept text of a stream body, which starts at position from in the
+// stream (nil: not known). Positions are the writer's promise (shared.ShellOutput): the
+// bytes at a position never change. So when the stored text ends inside body, the rest of
+// body is appended and nothing stored is read or written again; any other write replaces
+// the stream's chunks, unless they already hold body.
+func putStream(tx *gorm.DB, messageID string, stream int, body string, from *int64) error {
+	known := from != nil && len(body) <= rawLimit
+	if !known {
+		// Text without positions ends just before position 0, where no writer's stream
+		// reaches: only a stream from its very start goes on from it.
+		body, _ = shared.Bound(body, shared.OutputLimit)
+		from = new(-int64(len(body)))
+	}
+	start := *from
+	var newest []tip
+	if err := tx.Raw(`SELECT start, kept_from, length(data) AS size FROM shell_output_chunks
+		WHERE message_id = ? AND stream = ? ORDER BY start DESC LIMIT 1`, messageID, stream).Scan(&newest).Error; err != nil {
+		return fmt.Errorf("read stored output: %w", err)
+	}
+	if len(newest) == 1 {
+		if t := newest[0]; known && t.KeptFrom <= start && start <= t.end() && t.end() <= start+int64(len(body)) {
+			return appendStream(tx, messageID, stream, t, body[t.end()-start:], start)
+		}
+		var k kept
+		if err := tx.Where("message_id = ? AND stream = ?", messageID, stream).Order("start").Find(&k).Error; err != nil {
+			return fmt.Errorf("read stored output: %w", err)
+		}
+		if k.from() == start && string(k.text(start)) == body {
+			return nil
+		}
+		if err := tx.Where("message_id = ? AND stream = ?", messageID, stream).Delete(&chunkRow{}).Error; err != nil {
+			return fmt.Errorf("replace output: %w", err)
+		}
+	}
+	if body == "" {
+		return nil
+	}
+	if err := tx.Create(&chunkRow{MessageID: messageID, Stream: stream, Start: start, KeptFrom: start, Data: []byte(body)}).Error; err != nil {
+		return fmt.Errorf("store output: %w", err)
+	}
+	return nil
+}
+
+// tip is the newest chunk of a stream, without its bytes.
+type tip struct{ Start, KeptFrom, Size int64 }
+
+func (t tip) end() int64 { return t.Start + t.Size }
+
+// appendStream stores fresh, the bytes from the end of the newest chunk t on, with the kept
+// text now starting at from, and deletes the chunks that end before it.
+func appendStream(tx *gorm.DB, messageID string, stream int, t tip, fresh string, from int64) error {
+	switch {
+	case fresh != "":
+		if err := tx.Create(&chunkRow{MessageID: messageID, Stream: stream, Start: t.end(), KeptFrom: from, Data: []byte(fresh)}).Error; err != nil {
+			return fmt.Errorf("append output: %w", err)
+		}
+	case from != t.KeptFrom:
+		if err := tx.Model(&chunkRow{}).Where("message_id = ? AND stream = ? AND start = ?", messageID, stream, t.Start).
+			Update("kept_from", from).Error; err != nil {
+			return fmt.Errorf("move kept output: %w", err)
+		}
+	}
+	if from == t.KeptFrom {
+		return nil
+	}
+	// start < from bounds the search to the few chunks the kept text just left.
+	if err := tx.Where("message_id = ? AND stream = ? AND start < ? AND start + length(data) <= ?", messageID, stream, from, from).
+		Delete(&chunkRow{}).Error; err != nil {
+		return fmt.Errorf("trim output: %w", err)
+	}
+	return nil
+}
+
+// shellMessage scopes a query of "messages AS m" to one shell command of one session: an
+// absent message, one of another session and one that is not a shell command all fall
+// outside alike.
+func shellMessage(sessionID, messageID string) func(*gorm.DB) *gorm.DB {
+	return func(db *gorm.DB) *gorm.DB {
+		return db.Where("m.id = ? AND m.session_id = ? AND m.type = ?", messageID, sessionID, string(shared.TypeToolExecute))
+	}
+}
+
+// GetShellOutputStamp answers as GetShellOutput does, but with only the output's
+// updated_at, without reading the body: enough to validate a cached snapshot.
+func (s *Store) GetShellOutputStamp(ctx context.Context, sessionID, messageID string) (time.Time, error) {
+	stamp, err := s.stampOf(ctx, shellMessage(sessionID, messageID))
+	if err != nil {
+		return time.Time{}, fmt.Errorf("get shell output stamp: %w", err)
+	}
+	return stamp, nil
+}
+
+// stampOf returns the updated_at of the message scope selects in "messages AS m", or
+// "message not found".
+func (s *Store) stampOf(ctx context.Context, scope func(*gorm.DB) *gorm.DB) (time.Time, error) {
+	var stamps []int64
+	if err := s.db.WithContext(ctx).Table("messages AS m").Scopes(scope).Limit(1).Pluck("m.updated_at", &stamps).Error; err != nil {
+		return time.Time{}, err
+	}
+	if len(stamps) == 0 {
+		return time.Time{}, missing("message")
+	}
+	return fromNanos(stamps[0]), nil
+}
+
+// GetShellOutput returns the full stored output of a shell command of the session. An
+// absent message, one of another session and one that is not a shell command are all
+// "message not found", so the answer tells nothing about other sessions. The message and
+// its chunks are read in one statement, so the summary and the bodies are of one moment.
+func (s *Store) GetShellOutput(ctx context.Context, sessionID, messageID string) (shared.ShellOutputSnapshot, error) {
+	// The chunk's columns are NULL when no output is stored yet.
+	var rows []struct {
+		ID        string
+		Type      string
+		Status    string
+		UpdatedAt int64
+		Metadata  []byte
+		Stream    *int
+		Start     *int64
+		KeptFrom  *int64
+		Data      []byte
+	}
+	err := s.db.WithContext(ctx).Table("messages AS m").
+		Select("m.id, m.type, m.status, m.updated_at, m.metadata, c.stream, c.start, c.kept_from, c.data").
+		Joins("LEFT JOIN shell_output_chunks AS c ON c.message_id = m.id").
+		Scopes(shellMessage(sessionID, messageID)).
+		Order("c.stream, c.start").Scan(&rows).Error
+	if err != nil {
+		return shared.ShellOutputSnapshot{}, fmt.Errorf("get shell output: %w", err)
+	}
+	if len(rows) == 0 {
+		return shared.ShellOutputSnapshot{}, missing("message")
+	}
+	first := rows[0]
+	m, err := messageRow{ID: first.ID, Type: first.Type, Status: first.Status, UpdatedAt: first.UpdatedAt, Metadata: first.Metadata}.message()
+	if err != nil {
+		return shared.ShellOutputSnapshot{}, err
+	}
+	chunks := make([]chunkRow, 0, len(rows))
+	for _, r := range rows {
+		if r.Stream != nil {
+			chunks = append(chunks, chunkRow{Stream: *r.Stream, Start: *r.Start, KeptFrom: *r.KeptFrom, Data: r.Data})
+		}
+	}
+	stdout, stderr := keptOf(chunks)
+	var sum shared.ShellOutputSummary
+	if se := shared.ShellOf(m); se != nil {
+		sum = se.Output
+	}
+	return shared.ShellOutputSnapshot{MessageID: m.ID, Status: shared.ToolStatus(first.Status), UpdatedAt: m.UpdatedAt,
+		Output: shared.ShellOutput{Stdout: string(stdout.text(stdout.from())), Stderr: string(stderr.text(stderr.from())),
+			ExitCode: sum.ExitCode, Signal: sum.Signal, Truncated: sum.Truncated,
+			StdoutTotalBytes: sum.StdoutTotalBytes, StderrTotalBytes: sum.StderrTotalBytes,
+			StartedAt: sum.StartedAt, FinishedAt: sum.FinishedAt}.Bounded()}, nil
+}
+
+// moveOutputBodies moves the bodies of a database made before chunks (the table
+// shell_outputs) into chunks, once, in the migration's transaction. The rest of that
+// table (exit code, totals, times) is the summary the messages already hold.
+func (s *Store) moveOutputBodies(tx *gorm.DB) error {
+	var n int64
+	if err := tx.Raw(s.dialect.countColumn, "shell_outputs", "stdout").Scan(&n).Error; err != nil {
+		return fmt.Errorf("look for shell_outputs: %w", err)
+	}
+	if n == 0 {
+		return nil
+	}
+	for stream, column := range map[int]string{streamStdout: "stdout", streamStderr: "stderr"} {
+		// Stored as text without positions is (putStream): ending just before position 0.
+		data := fmt.Sprintf(s.dialect.textBytes, column)
+		if err := tx.Exec(fmt.Sprintf(`INSERT INTO shell_output_chunks (message_id, stream, start, kept_from, data)
+			SELECT message_id, %d, -length(%s), -length(%s), %s FROM shell_outputs WHERE %s <> ''`,
+			stream, data, data, data, column)).Error; err != nil {
+			return fmt.Errorf("move %s bodies into chunks: %w", column, err)
+		}
+	}
+	if err := tx.Exec("DROP TABLE shell_outputs").Error; err != nil {
+		return fmt.Errorf("drop shell_outputs: %w", err)
+	}
+	return nil
+}
