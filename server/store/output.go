@@ -29,8 +29,8 @@ const (
 )
 
 // rawLimit is the longest text stored as handed over: longer text (a writer that does not
-// keep a tail, such as an agent reporting a whole output) is bounded first, which keeps the
-// same result, and stored whole on each write.
+// keep a tail) is bounded first, which keeps the same result, and stored as text without
+// positions.
 const rawLimit = shared.OutputLimit + utf8.UTFMax
 
 type chunkRow struct {
@@ -46,20 +46,12 @@ func (chunkRow) TableName() string { return "shell_output_chunks" }
 // kept is what is stored of one stream: its chunks in order, oldest first.
 type kept []chunkRow
 
-// from is where the kept text starts, end where it ends (0, 0 when nothing is stored).
+// from is where the kept text starts (0 when nothing is stored).
 func (k kept) from() int64 {
 	if len(k) == 0 {
 		return 0
 	}
 	return k[len(k)-1].KeptFrom
-}
-
-func (k kept) end() int64 {
-	if len(k) == 0 {
-		return 0
-	}
-	last := k[len(k)-1]
-	return last.Start + int64(len(last.Data))
 }
 
 // text returns the kept bytes from position at (>= the first chunk's start) to the end.
