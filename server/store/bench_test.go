@@ -3,10 +3,12 @@ package store
 import (
 	"context"
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 	"time"
 
+	"conch/server/internal/pgtest"
 	"conch/shared"
 )
 
@@ -108,3 +110,59 @@ func BenchmarkFloor(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkOutputFlush is one flush of a slow printer to a running command, as the
+// recorder writes it: the lines of 29 bytes that 1 line per 10 ms gives in one flush
+// interval (500 ms, 1 s). It reports the SQLite WAL it costs: frames are pages, so a commit
+// writes at least the message's page and the page that takes the new bytes (the floor: 2
+// frames), plus, once per chunkSize bytes, the pages a new chunk touches (the header, the
+// pointer map, the parent page, the key index).
+func BenchmarkOutputFlush(b *testing.B) {
+	pgtest.SQLiteOnly(b, "SQLite's WAL frames")
+	for _, interval := range []time.Duration{500 * time.Millisecond, time.Second} {
+		b.Run("interval="+interval.String(), func(b *testing.B) {
+			benchmarkFlush(b, strings.Repeat(strings.Repeat("y", 28)+"\n", int(interval/(10*time.Millisecond))))
+		})
+	}
+}
+
+func benchmarkFlush(b *testing.B, flush string) {
+	s, path := open(b, time.Millisecond)
+	ctx := context.Background()
+	task, _ := s.CreateTask(ctx, "bench", "")
+	sess, _ := s.CreateSession(ctx, task.ID, "shell", "/tmp")
+	m, err := s.CreateMessage(ctx, NewMessage{SessionID: sess.ID, AuthorType: shared.AuthorAgent,
+		Type: shared.TypeToolExecute, Metadata: shellMeta(shared.StatusRunning)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	walSize := func() int64 {
+		info, err := os.Stat(path + "-wal")
+		if err != nil {
+			b.Fatal(err)
+		}
+		return info.Size()
+	}
+	if err := s.db.Exec("PRAGMA wal_autocheckpoint = 0").Error; err != nil { // frames are counted, not moved
+		b.Fatal(err)
+	}
+	var stream strings.Builder
+	content := m.Content
+	before := walSize()
+	for b.Loop() {
+		stream.WriteString(flush)
+		text := stream.String()
+		from := int64(max(len(text)-rawLimit, 0))
+		if _, _, err := s.UpdateMessage(ctx, m.ID, Update{Content: &content, Metadata: shellMeta(shared.StatusRunning),
+			Output: &shared.ShellOutput{Stdout: text[from:], StdoutOffset: &from, StderrOffset: new(int64),
+				StdoutTotalBytes: int64(len(text))}}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	wal := float64(walSize()-before) / float64(b.N)
+	b.ReportMetric(wal/(walFrameHeader+4096), "frames/flush")
+	b.ReportMetric(wal/float64(len(flush)), "wal-bytes/printed-byte")
+}
+
+// walFrameHeader is the bytes a WAL frame adds to its page.
+const walFrameHeader = 24

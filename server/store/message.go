@@ -258,10 +258,12 @@ func (s *Store) UpdateMessage(ctx context.Context, id string, u Update) (shared.
 			return nil
 		}
 		// The row is changed in memory as in the database, so the message returned is
-		// built without reading the row back.
+		// built without reading the row back. Only the columns whose values change are
+		// set: SQLite rewrites an index whose column is set, even to the same value (a
+		// status unchanged would cost a page of the unfinished index on every flush).
 		row.UpdatedAt = s.stamp()
 		cols := map[string]any{"updated_at": row.UpdatedAt}
-		if u.Content != nil {
+		if u.Content != nil && storable(*u.Content) != row.Content {
 			row.Content = storable(*u.Content)
 			cols["content"] = row.Content
 		}
@@ -270,8 +272,12 @@ func (s *Store) UpdateMessage(ctx context.Context, id string, u Update) (shared.
 			if err != nil {
 				return err
 			}
-			row.Metadata, row.Status = raw, string(md.Status)
-			cols["metadata"], cols["status"] = row.Metadata, row.Status
+			row.Metadata = raw
+			cols["metadata"] = row.Metadata
+			if string(md.Status) != row.Status {
+				row.Status = string(md.Status)
+				cols["status"] = row.Status
+			}
 		}
 		if err := tx.Model(&messageRow{}).Where("id = ?", id).Updates(cols).Error; err != nil {
 			return err

@@ -33,6 +33,10 @@ const (
 // positions.
 const rawLimit = shared.OutputLimit + utf8.UTFMax
 
+// chunkSize is the most bytes a chunk holds: with its key, a chunk fits in one SQLite page
+// of 4 KiB (a larger row spills into overflow pages, each written whole).
+const chunkSize = 3800
+
 type chunkRow struct {
 	MessageID string
 	Stream    int
@@ -104,14 +108,13 @@ func putStream(tx *gorm.DB, messageID string, stream int, body string, from *int
 		from = new(-int64(len(body)))
 	}
 	start := *from
-	var newest []tip
-	if err := tx.Raw(`SELECT start, kept_from, length(data) AS size FROM shell_output_chunks
-		WHERE message_id = ? AND stream = ? ORDER BY start DESC LIMIT 1`, messageID, stream).Scan(&newest).Error; err != nil {
+	var newest []chunkRow
+	if err := tx.Where("message_id = ? AND stream = ?", messageID, stream).Order("start DESC").Limit(1).Find(&newest).Error; err != nil {
 		return fmt.Errorf("read stored output: %w", err)
 	}
 	if len(newest) == 1 {
 		if t := newest[0]; known && t.KeptFrom <= start && start <= t.end() && t.end() <= start+int64(len(body)) {
-			return appendStream(tx, messageID, stream, t, body[t.end()-start:], start)
+			return appendStream(tx, t, body[t.end()-start:], start)
 		}
 		var k kept
 		if err := tx.Where("message_id = ? AND stream = ?", messageID, stream).Order("start").Find(&k).Error; err != nil {
@@ -124,39 +127,46 @@ func putStream(tx *gorm.DB, messageID string, stream int, body string, from *int
 			return fmt.Errorf("replace output: %w", err)
 		}
 	}
-	if body == "" {
-		return nil
-	}
-	if err := tx.Create(&chunkRow{MessageID: messageID, Stream: stream, Start: start, KeptFrom: start, Data: []byte(body)}).Error; err != nil {
-		return fmt.Errorf("store output: %w", err)
+	return insertChunks(tx, chunkRow{MessageID: messageID, Stream: stream, Start: start, KeptFrom: start}, body)
+}
+
+// insertChunks stores text from c.Start on, in chunks of at most chunkSize bytes.
+func insertChunks(tx *gorm.DB, c chunkRow, text string) error {
+	for text != "" {
+		n := min(len(text), chunkSize)
+		c.Data = []byte(text[:n])
+		if err := tx.Create(&c).Error; err != nil {
+			return fmt.Errorf("store output: %w", err)
+		}
+		c.Start += int64(n)
+		text = text[n:]
 	}
 	return nil
 }
 
-// tip is the newest chunk of a stream, without its bytes.
-type tip struct{ Start, KeptFrom, Size int64 }
-
-func (t tip) end() int64 { return t.Start + t.Size }
+func (c chunkRow) end() int64 { return c.Start + int64(len(c.Data)) }
 
 // appendStream stores fresh, the bytes from the end of the newest chunk t on, with the kept
-// text now starting at from, and deletes the chunks that end before it.
-func appendStream(tx *gorm.DB, messageID string, stream int, t tip, fresh string, from int64) error {
-	switch {
-	case fresh != "":
-		if err := tx.Create(&chunkRow{MessageID: messageID, Stream: stream, Start: t.end(), KeptFrom: from, Data: []byte(fresh)}).Error; err != nil {
+// text now starting at from, and deletes the chunks that end before it. The newest chunk
+// grows up to chunkSize before a new one starts: a flush of a few bytes rewrites one small
+// row in place instead of adding a row, an index entry and often a page.
+func appendStream(tx *gorm.DB, t chunkRow, fresh string, from int64) error {
+	newest := tx.Model(&chunkRow{}).Where("message_id = ? AND stream = ? AND start = ?", t.MessageID, t.Stream, t.Start)
+	grow := fresh[:min(len(fresh), max(chunkSize-len(t.Data), 0))]
+	if grow != "" || from != t.KeptFrom {
+		if err := newest.Updates(map[string]any{"data": append(t.Data, grow...), "kept_from": from}).Error; err != nil {
 			return fmt.Errorf("append output: %w", err)
 		}
-	case from != t.KeptFrom:
-		if err := tx.Model(&chunkRow{}).Where("message_id = ? AND stream = ? AND start = ?", messageID, stream, t.Start).
-			Update("kept_from", from).Error; err != nil {
-			return fmt.Errorf("move kept output: %w", err)
-		}
+	}
+	if err := insertChunks(tx, chunkRow{MessageID: t.MessageID, Stream: t.Stream, Start: t.end() + int64(len(grow)), KeptFrom: from},
+		fresh[len(grow):]); err != nil {
+		return err
 	}
 	if from == t.KeptFrom {
 		return nil
 	}
 	// start < from bounds the search to the few chunks the kept text just left.
-	if err := tx.Where("message_id = ? AND stream = ? AND start < ? AND start + length(data) <= ?", messageID, stream, from, from).
+	if err := tx.Where("message_id = ? AND stream = ? AND start < ? AND start + length(data) <= ?", t.MessageID, t.Stream, from, from).
 		Delete(&chunkRow{}).Error; err != nil {
 		return fmt.Errorf("trim output: %w", err)
 	}

@@ -14,10 +14,10 @@ import (
 	"gorm.io/gorm"
 )
 
-// chunkWrites counts what the store writes to shell_output_chunks: inserted bytes and
-// statements of each kind.
+// chunkWrites counts what the store writes to shell_output_chunks: bytes of data written
+// (inserted or set) and statements of each kind.
 type chunkWrites struct {
-	inserted, inserts, updates, deletes int
+	written, inserts, updates, deletes int
 }
 
 func (w *chunkWrites) statements() int { return w.inserts + w.updates + w.deletes }
@@ -32,8 +32,12 @@ func watchChunks(t *testing.T, s *Store) *chunkWrites {
 				return
 			}
 			*n++
-			if c, ok := db.Statement.Dest.(*chunkRow); ok && n == &w.inserts {
-				w.inserted += len(c.Data)
+			switch d := db.Statement.Dest.(type) {
+			case *chunkRow:
+				w.written += len(d.Data)
+			case map[string]any:
+				data, _ := d["data"].([]byte)
+				w.written += len(data)
 			}
 		}
 	}
@@ -165,8 +169,9 @@ func TestChunkedOutputIsTheBoundOfTheLastWrite(t *testing.T) {
 	}
 }
 
-// A flush of new output writes the new bytes, once, and leaves the chunks before them as
-// they are; a change of status alone writes no body.
+// A flush of new output writes the new bytes and at most the newest chunk again (it grows
+// to chunkSize in place), and leaves the chunks before it as they are; a change of status
+// alone writes no body.
 func TestOutputWritesOnlyWhatIsNew(t *testing.T) {
 	s, _ := open(t, time.Millisecond)
 	sess := newSession(t, s)
@@ -192,16 +197,15 @@ func TestOutputWritesOnlyWhatIsNew(t *testing.T) {
 		}
 		stream += line
 		write(nil)
-		if got := w.inserted - before.inserted; got != len(line) || w.inserts-before.inserts != 1 || w.updates != before.updates {
-			t.Fatalf("flush %d of %d new bytes wrote %d bytes in %d inserts and %d updates", i, len(line), got,
-				w.inserts-before.inserts, w.updates-before.updates)
+		if got, n := w.written-before.written, w.inserts+w.updates-before.inserts-before.updates; got > len(line)+chunkSize || n > 2 {
+			t.Fatalf("flush %d of %d new bytes wrote %d bytes in %d statements", i, len(line), got, n)
 		}
 		if old != nil {
 			now := map[int64][]byte{}
 			for _, c := range chunksOf(t, s, m.ID) {
 				now[c.Start] = c.Data
 			}
-			for _, c := range old {
+			for _, c := range old[:max(len(old)-1, 0)] {
 				if d, ok := now[c.Start]; ok && !bytes.Equal(d, c.Data) {
 					t.Fatalf("flush %d rewrote the chunk at %d", i, c.Start)
 				}
@@ -211,7 +215,7 @@ func TestOutputWritesOnlyWhatIsNew(t *testing.T) {
 	if w.deletes == 0 {
 		t.Fatal("no chunk was trimmed after 300 KB")
 	}
-	if n := len(chunksOf(t, s, m.ID)); n > shared.OutputLimit/len(line)+2 {
+	if n := len(chunksOf(t, s, m.ID)); n > shared.OutputLimit/chunkSize+2 {
 		t.Fatalf("%d chunks kept for a %d-byte tail", n, shared.OutputLimit)
 	}
 

@@ -193,15 +193,14 @@ var schema = []string{
 	`DROP INDEX IF EXISTS idx_messages_active`,
 	`CREATE INDEX IF NOT EXISTS idx_messages_unfinished ON messages (status, session_id) WHERE ` + unfinished,
 	`CREATE INDEX IF NOT EXISTS idx_sessions_live ON task_sessions (state) WHERE ` + live,
-	// Output, appended per stream (output.go). A table clustered on its key in SQLite, so
-	// appending a chunk writes one page, not a row page and an index page.
+	// Output, appended per stream (output.go).
 	`CREATE TABLE IF NOT EXISTS shell_output_chunks (
 		message_id TEXT NOT NULL REFERENCES messages(id) ON DELETE CASCADE,
 		stream INTEGER NOT NULL,
 		start INTEGER NOT NULL,
 		kept_from INTEGER NOT NULL,
 		data BLOB NOT NULL,
-		PRIMARY KEY (message_id, stream, start)) WITHOUT ROWID`,
+		PRIMARY KEY (message_id, stream, start))`,
 	`CREATE TABLE IF NOT EXISTS tool_contents (
 		message_id TEXT PRIMARY KEY REFERENCES messages(id) ON DELETE CASCADE,
 		items TEXT NOT NULL,
