@@ -83,7 +83,7 @@ func startShell(t *testing.T, c *client.Client) shared.Session {
 	return sess
 }
 
-// A command printing 500 KB over about 2.5 s shows up live: added, several updated with
+// A command printing 360 KB over about 4.5 s shows up live: added, several updated with
 // growing stdout_bytes and never a body, a final state; the snapshot holds the tail.
 func TestBinaryLiveOutput(t *testing.T) {
 	srv := startServer(t, filepath.Join(t.TempDir(), "conch.db"))
@@ -99,7 +99,9 @@ func TestBinaryLiveOutput(t *testing.T) {
 	if err := conn.Subscribe(ctx, sess.ID); err != nil {
 		t.Fatal(err)
 	}
-	cmd := `for i in $(seq 1 25); do head -c 20000 /dev/zero | tr '\0' a; echo; sleep 0.1; done`
+	// 360 KB over 4.5 s: past the 256 KiB bound after about 3.3 s, so a flush a second
+	// shows it grow several times first.
+	cmd := `for i in $(seq 1 45); do head -c 8000 /dev/zero | tr '\0' a; echo; sleep 0.1; done`
 	if _, err := c.SendMessage(ctx, sess.ID, cmd, ""); err != nil {
 		t.Fatal(err)
 	}
@@ -161,7 +163,7 @@ func TestBinaryLiveOutput(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want, _ := shared.Bound(strings.Repeat(strings.Repeat("a", 20000)+"\n", 25), shared.OutputLimit)
+	want, _ := shared.Bound(strings.Repeat(strings.Repeat("a", 8000)+"\n", 45), shared.OutputLimit)
 	if snap.Output.Stdout != want || !snap.Output.Truncated {
 		t.Errorf("snapshot: %d bytes, truncated=%v", len(snap.Output.Stdout), snap.Output.Truncated)
 	}
