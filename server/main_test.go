@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"conch/server/acp"
+	"conch/server/internal/pgtest"
 	"conch/shared"
 
 	"github.com/coder/websocket"
@@ -30,7 +31,7 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(0)
 	}
-	os.Exit(m.Run())
+	os.Exit(pgtest.Main(m))
 }
 
 // startServer runs `conch serve` in process on 127.0.0.1:0 and returns its base URL.

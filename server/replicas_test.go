@@ -1,0 +1,240 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"conch/app/client"
+	"conch/server/internal/pgtest"
+	"conch/server/store"
+	"conch/shared"
+)
+
+// replicaLease is the lease the replicas of the test hold: a replica that dies is taken
+// over within 4/3 of it.
+const replicaLease = 3 * time.Second
+
+// replicaProcess is one `bin/conch serve` process.
+type replicaProcess struct {
+	cmd  *exec.Cmd
+	base string
+	logs *syncBuffer
+}
+
+// startReplica runs bin/conch (CONCH_BIN, which make test sets) as a server of the
+// database on a free loopback port.
+func startReplica(t *testing.T, dsn string) *replicaProcess {
+	t.Helper()
+	bin := os.Getenv("CONCH_BIN")
+	if bin == "" {
+		t.Skip("CONCH_BIN is not set (make test sets it to bin/conch)")
+	}
+	p := &replicaProcess{logs: &syncBuffer{}}
+	p.cmd = exec.Command(bin, "serve", "--addr", "127.0.0.1:0", "--db", dsn, "--lease", replicaLease.String())
+	// With a database URL, session directories go under the home directory.
+	p.cmd.Env = append(os.Environ(), "HOME="+t.TempDir())
+	p.cmd.Stderr = p.logs
+	out, err := p.cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.kill() })
+	addr := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			if a, ok := strings.CutPrefix(sc.Text(), "listening on "); ok {
+				addr <- a
+			}
+		}
+	}()
+	select {
+	case p.base = <-addr:
+	case <-time.After(60 * time.Second):
+		t.Fatalf("the server did not start:\n%s", p.logs)
+	}
+	return p
+}
+
+func (p *replicaProcess) kill() {
+	if p.cmd.ProcessState == nil {
+		_ = p.cmd.Process.Signal(syscall.SIGKILL)
+		_ = p.cmd.Wait()
+	}
+}
+
+// next waits for a notification of conn that match accepts, failing at the deadline.
+func next(t *testing.T, conn *client.Conn, deadline <-chan time.Time, what string, match func(shared.Envelope) bool) shared.Envelope {
+	t.Helper()
+	for {
+		select {
+		case env, ok := <-conn.Notifications():
+			if !ok {
+				t.Fatalf("waiting for %s: the WebSocket closed: %v", what, conn.Err())
+			}
+			if match(env) {
+				return env
+			}
+		case <-deadline:
+			t.Fatalf("no %s in time", what)
+		}
+	}
+}
+
+// shellUpdate decodes the shell command a message notification carries, or nil.
+func shellUpdate(env shared.Envelope) (shared.Message, *shared.ShellExec) {
+	var m shared.Message
+	if env.Action != shared.ActionMessageAdded && env.Action != shared.ActionMessageUpdated || env.Decode(&m) != nil {
+		return m, nil
+	}
+	return m, shared.ShellOf(m)
+}
+
+// Two real servers on one PostgreSQL database: a session started on A and watched on B
+// shows its command's output on B as it runs; a prompt sent to B runs on A, once; when A
+// is killed, B closes A's session within the lease time and its command ends cancelled,
+// with everything stored still there.
+func TestReplicasShareOneDatabase(t *testing.T) {
+	dsn := pgtest.Database(t)
+	a, b := startReplica(t, dsn), startReplica(t, dsn)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	onA, onB := client.New(a.base), client.New(b.base)
+
+	task, err := onA.CreateTask(ctx, "replicas", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sess, err := onA.StartSession(ctx, task.ID, "shell", "")
+	if err != nil || sess.State != shared.SessionReady {
+		t.Fatalf("start on A: %+v %v", sess, err)
+	}
+	watch, err := onB.Dial(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer watch.Close()
+	if err := watch.Subscribe(ctx, sess.ID); err != nil {
+		t.Fatal(err)
+	}
+
+	// The prompt goes to B; the command it runs names a marker, to find its process.
+	const marker = "replica-e2e-7919"
+	prompt := "i=0; while :; do i=$((i+1)); echo " + marker + "-$i; sleep 0.05; done"
+	user, err := onB.SendMessage(ctx, sess.ID, prompt, "p-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again, err := onB.SendMessage(ctx, sess.ID, prompt, "p-1"); err != nil || again.ID != user.ID {
+		t.Fatalf("the repeated prompt: %+v %v, want the first one", again, err)
+	}
+	deadline := time.After(60 * time.Second)
+	// B shows the output growing while the command runs.
+	var cmd shared.Message
+	seen := 0
+	for seen < 2 {
+		env := next(t, watch, deadline, "a running command with more output", func(env shared.Envelope) bool {
+			_, se := shellUpdate(env)
+			return se != nil && se.Output.StdoutBytes > 0
+		})
+		m, se := shellUpdate(env)
+		if m.Metadata.Status != shared.StatusRunning {
+			t.Fatalf("the command ended: %+v", m.Metadata)
+		}
+		if se.Output.StdoutBytes > seen {
+			cmd, seen = m, se.Output.StdoutBytes
+		}
+	}
+	if owner := ancestorOf(t, marker); owner != a.cmd.Process.Pid {
+		t.Fatalf("the command runs under process %d, not A (%d) or B (%d)", owner, a.cmd.Process.Pid, b.cmd.Process.Pid)
+	}
+	live, err := onB.ShellOutput(ctx, sess.ID, cmd.ID)
+	if err != nil || !strings.HasPrefix(live.Output.Stdout, marker+"-1\n") {
+		t.Fatalf("B's snapshot of the running command: %.100q %v", live.Output.Stdout, err)
+	}
+
+	a.kill()
+	killed := time.Now()
+	next(t, watch, deadline, "A's session closed", func(env shared.Envelope) bool {
+		var s shared.Session
+		return env.Action == shared.ActionSessionUpdated && env.Decode(&s) == nil && s.State == shared.SessionClosed &&
+			s.Error == store.SweptError
+	})
+	took := time.Since(killed)
+	if took > 30*time.Second {
+		t.Errorf("B closed A's session %s after A died; the contract says within 30 s", took)
+	}
+	t.Logf("B closed A's session %s after A died (lease %s)", took.Round(time.Millisecond), replicaLease)
+	final, err := onB.ShellOutput(ctx, sess.ID, cmd.ID)
+	if err != nil || final.Status != shared.StatusCancelled || len(final.Output.Stdout) < len(live.Output.Stdout) ||
+		!strings.HasPrefix(final.Output.Stdout, live.Output.Stdout) {
+		t.Fatalf("the command after A died: %s, %d bytes (%d seen live), %v", final.Status, len(final.Output.Stdout), len(live.Output.Stdout), err)
+	}
+	page, err := onB.ListMessages(ctx, shared.ListRequest{SessionID: sess.ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	prompts := 0
+	for _, m := range page.Messages {
+		if m.AuthorType == shared.AuthorUser {
+			prompts++
+		}
+	}
+	if prompts != 1 || page.Messages[0].ID != user.ID {
+		t.Fatalf("%d prompts stored, want the one: %+v", prompts, page.Messages)
+	}
+	if _, err := onB.SendMessage(ctx, sess.ID, "echo late", ""); err == nil || !strings.Contains(err.Error(), "session is closed") {
+		t.Errorf("a prompt to the closed session: %v", err)
+	}
+	if strings.Contains(b.logs.String(), "level=ERROR") {
+		t.Errorf("B logged errors:\n%s", b.logs)
+	}
+}
+
+// ancestorOf finds the process whose command line holds marker and returns the conch
+// server among its ancestors (the first whose parent is this test).
+func ancestorOf(t *testing.T, marker string) int {
+	t.Helper()
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		line, err := os.ReadFile("/proc/" + e.Name() + "/cmdline")
+		if err != nil || !bytes.Contains(line, []byte(marker)) || bytes.Contains(line, []byte("serve")) {
+			continue
+		}
+		for pid, _ := strconv.Atoi(e.Name()); pid > 1; {
+			parent := parentOf(pid)
+			if parent == os.Getpid() {
+				return pid
+			}
+			pid = parent
+		}
+	}
+	t.Fatalf("no process runs the command %s", marker)
+	return 0
+}
+
+// parentOf reads the parent of a process from /proc/PID/stat ("PID (COMM) STATE PPID ..."),
+// 0 when it is gone.
+func parentOf(pid int) int {
+	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0
+	}
+	fields := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
+	if len(fields) < 2 {
+		return 0
+	}
+	ppid, _ := strconv.Atoi(fields[1])
+	return ppid
+}
