@@ -110,8 +110,11 @@ func (r *Replica) Start(local *acp.Manager) {
 	go func() {
 		defer r.loops.Done()
 		r.heardNow()
-		err := r.store.Listen(ctx, retryListen, r.connected, r.handle,
-			func(err error) { r.log.Warn("replica: listening", "err", err) })
+		err := r.store.Listen(ctx, retryListen, r.connected, r.handle, func(err error) {
+			if ctx.Err() == nil { // not the end of the connection Close asked for
+				r.log.Warn("replica: listening", "err", err)
+			}
+		})
 		if err != nil && !errors.Is(err, context.Canceled) {
 			r.log.Error("replica: listening stopped", "err", err)
 		}
