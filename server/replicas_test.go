@@ -4,8 +4,10 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -13,6 +15,7 @@ import (
 	"time"
 
 	"conch/app/client"
+	"conch/server/acp"
 	"conch/server/internal/pgtest"
 	"conch/server/store"
 	"conch/shared"
@@ -29,16 +32,11 @@ type replicaProcess struct {
 	logs *syncBuffer
 }
 
-// startReplica runs bin/conch (CONCH_BIN, which make test sets) as a server of the
-// database on a free loopback port.
-func startReplica(t *testing.T, dsn string) *replicaProcess {
+// startReplica runs bin/conch as a server of the database on a free loopback port.
+func startReplica(t *testing.T, bin, dsn, agents string) *replicaProcess {
 	t.Helper()
-	bin := os.Getenv("CONCH_BIN")
-	if bin == "" {
-		t.Skip("CONCH_BIN is not set (make test sets it to bin/conch)")
-	}
 	p := &replicaProcess{logs: &syncBuffer{}}
-	p.cmd = exec.Command(bin, "serve", "--addr", "127.0.0.1:0", "--db", dsn, "--lease", replicaLease.String())
+	p.cmd = exec.Command(bin, "serve", "--addr", "127.0.0.1:0", "--db", dsn, "--agents", agents, "--lease", replicaLease.String())
 	// With a database URL, session directories go under the home directory.
 	p.cmd.Env = append(os.Environ(), "HOME="+t.TempDir())
 	p.cmd.Stderr = p.logs
@@ -101,35 +99,67 @@ func shellUpdate(env shared.Envelope) (shared.Message, *shared.ShellExec) {
 	return m, shared.ShellOf(m)
 }
 
-// Two real servers on one PostgreSQL database: a session started on A and watched on B
-// shows its command's output on B as it runs; a prompt sent to B runs on A, once; when A
-// is killed, B closes A's session within the lease time and its command ends cancelled,
-// with everything stored still there.
+// forSession accepts the notifications of one session that match.
+func forSession(id string, match func(shared.Envelope) bool) func(shared.Envelope) bool {
+	return func(env shared.Envelope) bool {
+		var ref struct {
+			ID        string `json:"id"`
+			SessionID string `json:"session_id"`
+		}
+		if env.Decode(&ref) != nil {
+			return false
+		}
+		if env.Action == shared.ActionSessionUpdated {
+			ref.SessionID = ref.ID
+		}
+		return ref.SessionID == id && match(env)
+	}
+}
+
+// Two real servers on one PostgreSQL database, each request sent to B for agents A runs:
+// a session watched on B shows its command's output as it runs; a prompt runs on A, once;
+// a permission request is answered, a turn cancelled and a task deleted (its agent
+// stopped); when A is killed, B closes A's sessions within the lease time and their
+// running command ends cancelled, with everything stored still there.
 func TestReplicasShareOneDatabase(t *testing.T) {
+	bin := os.Getenv("CONCH_BIN")
+	if bin == "" {
+		t.Skip("CONCH_BIN is not set (make test sets it to bin/conch)")
+	}
+	agents := filepath.Join(t.TempDir(), "agents.json")
+	profiles, _ := json.Marshal([]acp.Profile{{Name: "shell-ask", Command: bin, Args: []string{"agent", "shell", "--ask"}}})
+	if err := os.WriteFile(agents, profiles, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	dsn := pgtest.Database(t)
-	a, b := startReplica(t, dsn), startReplica(t, dsn)
+	a, b := startReplica(t, bin, dsn, agents), startReplica(t, bin, dsn, agents)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	onA, onB := client.New(a.base), client.New(b.base)
-
-	task, err := onA.CreateTask(ctx, "replicas", "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	sess, err := onA.StartSession(ctx, task.ID, "shell", "")
-	if err != nil || sess.State != shared.SessionReady {
-		t.Fatalf("start on A: %+v %v", sess, err)
-	}
 	watch, err := onB.Dial(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer watch.Close()
-	if err := watch.Subscribe(ctx, sess.ID); err != nil {
-		t.Fatal(err)
+	deadline := time.After(90 * time.Second)
+	// start starts a session on A, watched on B.
+	start := func(agent string) shared.Session {
+		task, err := onA.CreateTask(ctx, agent, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		sess, err := onA.StartSession(ctx, task.ID, agent, "")
+		if err != nil || sess.State != shared.SessionReady {
+			t.Fatalf("start %s on A: %+v %v", agent, sess, err)
+		}
+		if err := watch.Subscribe(ctx, sess.ID); err != nil {
+			t.Fatal(err)
+		}
+		return sess
 	}
 
-	// The prompt goes to B; the command it runs names a marker, to find its process.
+	// Output as it runs. The command names a marker, to find its process.
+	sess := start("shell")
 	const marker = "replica-e2e-7919"
 	prompt := "i=0; while :; do i=$((i+1)); echo " + marker + "-$i; sleep 0.05; done"
 	user, err := onB.SendMessage(ctx, sess.ID, prompt, "p-1")
@@ -139,15 +169,13 @@ func TestReplicasShareOneDatabase(t *testing.T) {
 	if again, err := onB.SendMessage(ctx, sess.ID, prompt, "p-1"); err != nil || again.ID != user.ID {
 		t.Fatalf("the repeated prompt: %+v %v, want the first one", again, err)
 	}
-	deadline := time.After(60 * time.Second)
-	// B shows the output growing while the command runs.
 	var cmd shared.Message
 	seen := 0
 	for seen < 2 {
-		env := next(t, watch, deadline, "a running command with more output", func(env shared.Envelope) bool {
+		env := next(t, watch, deadline, "a running command with more output", forSession(sess.ID, func(env shared.Envelope) bool {
 			_, se := shellUpdate(env)
 			return se != nil && se.Output.StdoutBytes > 0
-		})
+		}))
 		m, se := shellUpdate(env)
 		if m.Metadata.Status != shared.StatusRunning {
 			t.Fatalf("the command ended: %+v", m.Metadata)
@@ -159,23 +187,73 @@ func TestReplicasShareOneDatabase(t *testing.T) {
 	if owner := ancestorOf(t, marker); owner != a.cmd.Process.Pid {
 		t.Fatalf("the command runs under process %d, not A (%d) or B (%d)", owner, a.cmd.Process.Pid, b.cmd.Process.Pid)
 	}
+
+	// A permission request of an agent on A, answered on B.
+	asking := start("shell-ask")
+	if _, err := onB.SendMessage(ctx, asking.ID, "echo allowed", ""); err != nil {
+		t.Fatal(err)
+	}
+	var ask shared.Message
+	next(t, watch, deadline, "the permission request", forSession(asking.ID, func(env shared.Envelope) bool {
+		return env.Decode(&ask) == nil && ask.Type == shared.TypePermissionRequest && ask.Metadata.Status == shared.StatusPending
+	}))
+	if m, err := onB.AnswerPermission(ctx, asking.ID, ask.ID, "allow"); err != nil || m.Metadata.Status != shared.StatusSelected {
+		t.Fatalf("answer on B: %+v %v", m.Metadata, err)
+	}
+	next(t, watch, deadline, "the allowed command's end", forSession(asking.ID, func(env shared.Envelope) bool {
+		m, se := shellUpdate(env)
+		return se != nil && m.Metadata.Status == shared.StatusCompleted && se.Output.StdoutBytes == len("allowed\n")
+	}))
+
+	// A turn cancelled on B, then a task deleted on B: the commands A ran are gone.
+	other := start("shell")
+	for _, step := range []struct {
+		sleep string
+		stop  func() error
+	}{
+		{"301.77", func() error { return onB.Cancel(ctx, other.ID) }},
+		{"301.88", func() error { return onB.DeleteTask(ctx, other.TaskID) }},
+	} {
+		if _, err := onB.SendMessage(ctx, other.ID, "exec sleep "+step.sleep, ""); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, func() bool { return running("sleep\x00" + step.sleep) })
+		if err := step.stop(); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, func() bool { return !running("sleep\x00" + step.sleep) })
+		if step.sleep == "301.77" {
+			next(t, watch, deadline, "the cancelled turn's end", forSession(other.ID, func(env shared.Envelope) bool {
+				var s shared.Session
+				return env.Action == shared.ActionSessionUpdated && env.Decode(&s) == nil &&
+					s.State == shared.SessionReady && s.LastStopReason == shared.StopCancelled
+			}))
+		}
+	}
+
+	// A dies.
 	live, err := onB.ShellOutput(ctx, sess.ID, cmd.ID)
 	if err != nil || !strings.HasPrefix(live.Output.Stdout, marker+"-1\n") {
 		t.Fatalf("B's snapshot of the running command: %.100q %v", live.Output.Stdout, err)
 	}
-
 	a.kill()
 	killed := time.Now()
-	next(t, watch, deadline, "A's session closed", func(env shared.Envelope) bool {
+	closed := map[string]bool{}
+	for len(closed) < 2 {
+		env := next(t, watch, deadline, "A's sessions closed", func(env shared.Envelope) bool {
+			var s shared.Session
+			return env.Action == shared.ActionSessionUpdated && env.Decode(&s) == nil && s.State == shared.SessionClosed &&
+				s.Error == store.SweptError
+		})
 		var s shared.Session
-		return env.Action == shared.ActionSessionUpdated && env.Decode(&s) == nil && s.State == shared.SessionClosed &&
-			s.Error == store.SweptError
-	})
-	took := time.Since(killed)
-	if took > 30*time.Second {
-		t.Errorf("B closed A's session %s after A died; the contract says within 30 s", took)
+		env.Decode(&s)
+		closed[s.ID] = true
 	}
-	t.Logf("B closed A's session %s after A died (lease %s)", took.Round(time.Millisecond), replicaLease)
+	took := time.Since(killed)
+	if took > 30*time.Second || !closed[sess.ID] || !closed[asking.ID] {
+		t.Errorf("B closed %v %s after A died; want %s and %s within 30 s", closed, took, sess.ID, asking.ID)
+	}
+	t.Logf("B closed A's sessions %s after A died (lease %s)", took.Round(time.Millisecond), replicaLease)
 	final, err := onB.ShellOutput(ctx, sess.ID, cmd.ID)
 	if err != nil || final.Status != shared.StatusCancelled || len(final.Output.Stdout) < len(live.Output.Stdout) ||
 		!strings.HasPrefix(final.Output.Stdout, live.Output.Stdout) {
