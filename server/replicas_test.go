@@ -118,8 +118,8 @@ func forSession(id string, match func(shared.Envelope) bool) func(shared.Envelop
 
 // Two real servers on one PostgreSQL database, each request sent to B for agents A runs:
 // a session watched on B shows its command's output as it runs; a prompt runs on A, once;
-// a permission request is answered, a turn cancelled and a task deleted (its agent
-// stopped); when A is killed, B closes A's sessions within the lease time and their
+// a permission request is answered, a mode switch refused by the agent, a turn cancelled
+// and a task deleted (its agent stopped); when A is killed, B closes A's sessions within the lease time and their
 // running command ends cancelled, with everything stored still there.
 func TestReplicasShareOneDatabase(t *testing.T) {
 	bin := os.Getenv("CONCH_BIN")
@@ -205,8 +205,13 @@ func TestReplicasShareOneDatabase(t *testing.T) {
 		return se != nil && m.Metadata.Status == shared.StatusCompleted && se.Output.StdoutBytes == len("allowed\n")
 	}))
 
-	// A turn cancelled on B, then a task deleted on B: the commands A ran are gone.
+	// A mode switch on B gets the agent's answer from A (the shell agent offers none).
 	other := start("shell")
+	if _, err := onB.SetMode(ctx, other.ID, "fast"); err == nil || !strings.Contains(err.Error(), "the agent offers no modes") {
+		t.Errorf("a mode switch on B: %v, want A's refusal", err)
+	}
+
+	// A turn cancelled on B, then a task deleted on B: the commands A ran are gone.
 	for _, step := range []struct {
 		sleep string
 		stop  func() error

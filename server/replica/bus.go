@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
+	"strings"
 	"sync"
 
 	"conch/server/hub"
@@ -18,7 +19,11 @@ const (
 	kindSession = "session" // a session changed
 	kindDeleted = "deleted" // a session was deleted with its task
 	kindCommand = "command" // commands wait in the inbox of replica To
+	kindDone    = "done"    // replica To's command Message ran, failing with Code and Error if set
 )
+
+// maxErrorText bounds the error text of a done notice, far below PostgreSQL's 8000 bytes.
+const maxErrorText = 1000
 
 // notice is the payload of one notification: ids, never a body.
 type notice struct {
@@ -27,6 +32,8 @@ type notice struct {
 	Session string `json:"session,omitempty"`
 	Message string `json:"message,omitempty"`
 	To      string `json:"to,omitempty"`
+	Code    string `json:"code,omitempty"`
+	Error   string `json:"error,omitempty"`
 }
 
 // Bus publishes what this process committed, after the commit: to its own WebSocket
@@ -77,6 +84,18 @@ func (b *Bus) SessionDeleted(sessionID string) {
 // wake tells replica to read its inbox.
 func (b *Bus) wake(replica string) {
 	b.tell(notice{Kind: kindCommand, To: replica})
+}
+
+// done tells replica that its command id ran, and how.
+func (b *Bus) done(replica, id string, err error) {
+	n := notice{Kind: kindDone, To: replica, Message: id}
+	if err != nil {
+		n.Code, n.Error = shared.ErrorCode(err), shared.ErrorMessage(err)
+		if len(n.Error) > maxErrorText {
+			n.Error = strings.ToValidUTF8(n.Error[:maxErrorText], "")
+		}
+	}
+	b.tell(n)
 }
 
 func (b *Bus) tell(n notice) {

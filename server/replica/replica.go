@@ -60,6 +60,9 @@ type Replica struct {
 
 	heardMu sync.Mutex
 	heard   time.Time // when the last notice came, or the listening connection opened
+
+	waitMu  sync.Mutex
+	waiting map[string]chan error // the outcomes of forwarded commands awaited here, by id
 }
 
 // New prepares a replica with a new id; Join starts it.
@@ -76,7 +79,7 @@ func New(cfg Config) (*Replica, error) {
 	id := uuid.Must(uuid.NewV7()).String()
 	log := cfg.Logger.With("replica", id)
 	return &Replica{cfg: cfg, id: id, bus: newBus(cfg.Store, cfg.Hub, id, log), store: cfg.Store, hub: cfg.Hub, log: log,
-		wake: make(chan struct{}, 1)}, nil
+		wake: make(chan struct{}, 1), waiting: map[string]chan error{}}, nil
 }
 
 // Events is where everything this process commits is published.
@@ -205,6 +208,14 @@ func (r *Replica) runCommands(ctx context.Context) {
 			err = r.local.Cancel(c.SessionID)
 		case store.CommandPermission:
 			r.local.Answered(c.SessionID, c.MessageID, c.Body)
+		case store.CommandMode:
+			// Apart: the agent's answer must not hold up the lease's renewal.
+			go func() {
+				ctx, cancel := context.WithTimeout(ctx, modeWait)
+				defer cancel()
+				_, err := r.local.SetMode(ctx, c.SessionID, c.Body)
+				r.bus.done(c.Sender, c.ID, err)
+			}()
 		default:
 			err = fmt.Errorf("unknown command %q", c.Kind)
 		}
@@ -287,6 +298,11 @@ func (r *Replica) handle(ctx context.Context, payload string) error {
 	case kindDeleted:
 		r.hub.SessionDeleted(n.Session)
 		go r.local.Stop(n.Session, "its task was deleted")
+		return nil
+	case kindDone:
+		if n.To == r.id {
+			r.finished(n)
+		}
 		return nil
 	}
 	if r.hub.Subscribers(n.Session) == 0 {

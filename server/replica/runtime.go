@@ -2,6 +2,9 @@ package replica
 
 import (
 	"context"
+	"time"
+
+	"github.com/google/uuid"
 
 	"conch/server/store"
 	"conch/shared"
@@ -70,14 +73,54 @@ func (r *Replica) AnswerPermission(ctx context.Context, sessionID, messageID, op
 	return m, nil
 }
 
-// SetMode switches the agent's mode; the agent must answer, so only its replica can.
+// modeWait bounds how long a mode switch forwarded to another replica waits for its
+// outcome: the agent's answer, as the switch waits for it on the owner.
+const modeWait = 30 * time.Second
+
+// SetMode switches the agent's mode. The agent must accept the switch, so a switch for
+// an agent another replica runs waits for the outcome the owner tells back.
 func (r *Replica) SetMode(ctx context.Context, sessionID, modeID string) (shared.Session, error) {
-	owner, err := r.store.SessionOwner(ctx, sessionID)
+	id := uuid.Must(uuid.NewV7()).String()
+	outcome := make(chan error, 1)
+	r.waitMu.Lock()
+	r.waiting[id] = outcome
+	r.waitMu.Unlock()
+	defer func() {
+		r.waitMu.Lock()
+		delete(r.waiting, id)
+		r.waitMu.Unlock()
+	}()
+	owner, err := r.store.Forward(ctx, store.Command{ID: id, SessionID: sessionID, Kind: store.CommandMode, Body: modeID})
 	if err != nil {
 		return shared.Session{}, err
 	}
-	if owner != "" {
-		return shared.Session{}, shared.Errorf(shared.CodeConflict, "this session's agent runs on another server: switch its mode there")
+	if owner == "" {
+		return r.local.SetMode(ctx, sessionID, modeID)
 	}
-	return r.local.SetMode(ctx, sessionID, modeID)
+	r.bus.wake(owner)
+	select {
+	case err = <-outcome:
+	case <-time.After(modeWait):
+		err = shared.Errorf(shared.CodeConflict, "the server running this session's agent did not answer within %s", modeWait)
+	case <-ctx.Done():
+		err = ctx.Err()
+	}
+	if err != nil {
+		return shared.Session{}, err
+	}
+	return r.store.GetSession(ctx, sessionID)
+}
+
+// finished hands the outcome of a command forwarded from here to the request waiting for it.
+func (r *Replica) finished(n notice) {
+	var err error
+	if n.Code != "" {
+		err = shared.Errorf(n.Code, "%s", n.Error)
+	}
+	r.waitMu.Lock()
+	defer r.waitMu.Unlock()
+	select {
+	case r.waiting[n.Message] <- err: // nil when no one waits (any more): never ready
+	default:
+	}
 }

@@ -21,10 +21,13 @@ const (
 	CommandPrompt     CommandKind = "prompt"     // run Body as a turn (the prompt is stored)
 	CommandCancel     CommandKind = "cancel"     // cancel the running turn
 	CommandPermission CommandKind = "permission" // hand the stored answer (option Body) of request MessageID to the agent
+	CommandMode       CommandKind = "mode"       // switch to mode Body; the sender waits for the outcome
 )
 
 // Command is one request addressed to the replica that owns its session.
 type Command struct {
+	ID        string // given by Forward when empty
+	Sender    string // the replica that forwarded it (Forward sets it)
 	SessionID string
 	Kind      CommandKind
 	MessageID string
@@ -34,6 +37,7 @@ type Command struct {
 type commandRow struct {
 	ID        string `gorm:"primaryKey"`
 	Owner     string
+	Sender    string
 	SessionID string
 	Kind      string
 	MessageID string
@@ -78,7 +82,10 @@ func (s *Store) forward(tx *gorm.DB, sess sessionRow, c Command) (string, error)
 	if n == 0 {
 		return "", errOwnerGone
 	}
-	row := commandRow{ID: newID(), Owner: sess.Owner, SessionID: sess.ID, Kind: string(c.Kind),
+	if c.ID == "" {
+		c.ID = newID()
+	}
+	row := commandRow{ID: c.ID, Owner: sess.Owner, Sender: s.replica, SessionID: sess.ID, Kind: string(c.Kind),
 		MessageID: c.MessageID, Body: c.Body, CreatedAt: s.stamp()}
 	if err := tx.Create(&row).Error; err != nil {
 		return "", err
@@ -112,7 +119,7 @@ func (s *Store) TakeCommands(ctx context.Context) ([]Command, error) {
 	}
 	out := make([]Command, len(rows))
 	for i, r := range rows {
-		out[i] = Command{SessionID: r.SessionID, Kind: CommandKind(r.Kind), MessageID: r.MessageID, Body: r.Body}
+		out[i] = Command{ID: r.ID, Sender: r.Sender, SessionID: r.SessionID, Kind: CommandKind(r.Kind), MessageID: r.MessageID, Body: r.Body}
 	}
 	return out, nil
 }

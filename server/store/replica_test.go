@@ -188,13 +188,16 @@ func TestInbox(t *testing.T) {
 		t.Fatalf("b took a's commands: %+v %v", cmds, err)
 	}
 	cmds, err := a.TakeCommands(ctx)
-	want := []Command{{SessionID: sess.ID, Kind: CommandPrompt, MessageID: prompt.ID, Body: "echo hi"},
-		{SessionID: sess.ID, Kind: CommandCancel}, {SessionID: sess.ID, Kind: CommandPermission, MessageID: ask.ID, Body: "yes"}}
+	want := []Command{{Sender: "r1", SessionID: sess.ID, Kind: CommandPrompt, MessageID: prompt.ID, Body: "echo hi"},
+		{Sender: "r1", SessionID: sess.ID, Kind: CommandCancel}, {Sender: "r1", SessionID: sess.ID, Kind: CommandPermission, MessageID: ask.ID, Body: "yes"}}
 	if err != nil || len(cmds) != len(want) {
 		t.Fatalf("a's inbox: %+v %v", cmds, err)
 	}
 	for i := range want {
-		if cmds[i] != want[i] {
+		if cmds[i].ID == "" {
+			t.Errorf("command %d has no id", i)
+		}
+		if cmds[i].ID = ""; cmds[i] != want[i] {
 			t.Errorf("command %d: %+v, want %+v", i, cmds[i], want[i])
 		}
 	}

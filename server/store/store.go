@@ -218,6 +218,7 @@ var schema = []string{
 	`CREATE TABLE IF NOT EXISTS inbox (
 		id TEXT PRIMARY KEY,
 		owner TEXT NOT NULL,
+		sender TEXT NOT NULL,
 		session_id TEXT NOT NULL REFERENCES task_sessions(id) ON DELETE CASCADE,
 		kind TEXT NOT NULL,
 		message_id TEXT NOT NULL DEFAULT '',
