@@ -123,6 +123,9 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if err := replica.CheckLease(*lease); err != nil {
+		return err
+	}
 	log := slog.New(slog.NewTextHandler(stderr, nil))
 	if !isLoopback(*addr) {
 		if *token == "" {

@@ -219,7 +219,8 @@ func TestServeRefusesOpenAddressWithoutToken(t *testing.T) {
 }
 
 // TestServeRefusesWeakTokenOrBadProxy: a server reachable from other hosts needs a token
-// of at least 16 bytes; a --trusted-proxy must be an address or a CIDR prefix.
+// of at least 16 bytes; a --trusted-proxy must be an address or a CIDR prefix; a --lease
+// at least a second.
 func TestServeRefusesWeakTokenOrBadProxy(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "x.db")
 	for _, tc := range []struct {
@@ -230,6 +231,8 @@ func TestServeRefusesWeakTokenOrBadProxy(t *testing.T) {
 		{[]string{"--addr", "[::]:0", "--token", "short"}, "must be at least 16 bytes"},
 		{[]string{"--trusted-proxy", "10.0.0.1", "--trusted-proxy", "proxy.example"}, `--trusted-proxy "proxy.example" is neither an address nor a CIDR prefix`},
 		{[]string{"--trusted-proxy", "10.0.0.0/33"}, `--trusted-proxy "10.0.0.0/33"`},
+		{[]string{"--lease", "500ms"}, "--lease 500ms is too short: give 1s or more"},
+		{[]string{"--lease", "-15s"}, "--lease -15s is too short"},
 	} {
 		err := run(context.Background(), append([]string{"serve", "--db", db}, tc.args...), nil, io.Discard, io.Discard)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {

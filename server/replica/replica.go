@@ -65,13 +65,21 @@ type Replica struct {
 	waiting map[string]chan error // the outcomes of forwarded commands awaited here, by id
 }
 
+// CheckLease refuses a lease too short to renew over a network: under a second.
+func CheckLease(lease time.Duration) error {
+	if lease < time.Second {
+		return fmt.Errorf("--lease %s is too short: give 1s or more", lease)
+	}
+	return nil
+}
+
 // New prepares a replica with a new id; Join starts it.
 func New(cfg Config) (*Replica, error) {
 	if cfg.Store == nil || cfg.Hub == nil {
 		return nil, errors.New("replica: Store and Hub are required")
 	}
-	if cfg.Lease < time.Second {
-		return nil, fmt.Errorf("--lease %s is too short: give 1s or more", cfg.Lease)
+	if err := CheckLease(cfg.Lease); err != nil {
+		return nil, err
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
@@ -153,18 +161,23 @@ func (r *Replica) loop(ctx context.Context) {
 		case <-r.wake:
 			r.runCommands(ctx)
 		case <-tick.C:
-			r.renew(ctx)
-			if err := r.sweep(ctx); err != nil && ctx.Err() == nil {
-				r.log.Error("replica: sweep", "err", err)
+			if r.renew(ctx) {
+				if err := r.sweep(ctx); err != nil && ctx.Err() == nil {
+					r.log.Error("replica: sweep", "err", err)
+				}
 			}
 			r.runCommands(ctx)
 		}
 	}
 }
 
-func (r *Replica) renew(ctx context.Context) {
+// renew renews the lease, and reports whether this replica may sweep now: not when it
+// could not reach the database for a lease, the others perhaps neither.
+func (r *Replica) renew(ctx context.Context) bool {
 	err := r.store.Renew(ctx)
 	switch {
+	case errors.Is(err, store.ErrLeaseLapsed):
+		r.log.Warn("replica: the lease had run out; renewed", "err", err)
 	case errors.Is(err, store.ErrLeaseLost):
 		// Another replica took this one for dead (a pause longer than the lease) and closed
 		// its sessions: their agents must not go on unrecorded.
@@ -175,6 +188,7 @@ func (r *Replica) renew(ctx context.Context) {
 	case err != nil && ctx.Err() == nil:
 		r.log.Error("replica: renew the lease", "err", err)
 	}
+	return err == nil
 }
 
 // sweep takes over the replicas that are gone and publishes what it changed.

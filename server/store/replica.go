@@ -28,6 +28,11 @@ func (replicaRow) TableName() string { return "replicas" }
 // closed by another replica, so its agents must stop.
 var ErrLeaseLost = errors.New("this server's lease ran out and another server took over its sessions")
 
+// ErrLeaseLapsed is Renew's error when the replica's lease had run out (it could not
+// reach the database for that long) but no replica had taken it over. The others may
+// have been cut off as long: it does not sweep before they had a turn to renew.
+var ErrLeaseLapsed = errors.New("this server's lease had run out")
+
 // SweptError is the error of a session Sweep closed, which people read.
 const SweptError = "the server stopped while this session was live"
 
@@ -53,16 +58,23 @@ func (s *Store) Join(ctx context.Context, id string, lease time.Duration) error 
 	return nil
 }
 
-// Renew extends the replica's lease by its length from now. ErrLeaseLost says another
-// replica had taken it over; the lease is taken anew for the sessions started from now.
+// Renew extends the replica's lease by its length from now. ErrLeaseLapsed says it had
+// run out, though no replica took it over yet; ErrLeaseLost that another replica had
+// taken it over (the lease is taken anew for the sessions started from now).
 func (s *Store) Renew(ctx context.Context) error {
-	until := s.now().Add(s.lease).UnixNano()
-	res := s.db.WithContext(ctx).Model(&replicaRow{}).Where("id = ?", s.replica).Update("lease_until", until)
-	if res.Error != nil {
-		return fmt.Errorf("renew the lease: %w", res.Error)
-	}
-	if res.RowsAffected > 0 {
-		return nil
+	now := s.now()
+	until := now.Add(s.lease).UnixNano()
+	for _, cond := range []struct {
+		where string
+		err   error
+	}{{"id = ? AND lease_until >= ?", nil}, {"id = ? AND lease_until < ?", ErrLeaseLapsed}} {
+		res := s.db.WithContext(ctx).Model(&replicaRow{}).Where(cond.where, s.replica, now.UnixNano()).Update("lease_until", until)
+		if res.Error != nil {
+			return fmt.Errorf("renew the lease: %w", res.Error)
+		}
+		if res.RowsAffected > 0 {
+			return cond.err
+		}
 	}
 	if err := s.db.WithContext(ctx).Create(&replicaRow{ID: s.replica, LeaseUntil: until}).Error; err != nil {
 		return fmt.Errorf("renew the lease: %w", err)

@@ -106,6 +106,14 @@ func TestSweepTakesOverExpiredReplica(t *testing.T) {
 	if err := a.Renew(ctx); err != nil {
 		t.Fatalf("renew once the loss was told: %v", err)
 	}
+	// A lease that ran out, but that no one took over, is renewed and says so, once.
+	clk.advance(testLease + time.Second)
+	if err := a.Renew(ctx); err != ErrLeaseLapsed {
+		t.Fatalf("renew of a lapsed lease: %v, want ErrLeaseLapsed", err)
+	}
+	if err := a.Renew(ctx); err != nil {
+		t.Fatalf("renew after the lapse: %v", err)
+	}
 }
 
 // Of replicas sweeping at once, each session is closed, and told, by exactly one.
