@@ -237,6 +237,9 @@ func TestReplicasShareOneDatabase(t *testing.T) {
 	}
 
 	// A dies.
+	if strings.Contains(a.logs.String(), "level=ERROR") {
+		t.Errorf("A logged errors:\n%s", a.logs)
+	}
 	live, err := onB.ShellOutput(ctx, sess.ID, cmd.ID)
 	if err != nil || !strings.HasPrefix(live.Output.Stdout, marker+"-1\n") {
 		t.Fatalf("B's snapshot of the running command: %.100q %v", live.Output.Stdout, err)

@@ -222,12 +222,17 @@ func (r *Replica) runCommands(ctx context.Context) {
 			err = r.local.Cancel(c.SessionID)
 		case store.CommandPermission:
 			r.local.Answered(c.SessionID, c.MessageID, c.Body)
-		case store.CommandMode:
+		case store.CommandMode, store.CommandStop:
 			// Apart: the agent's answer must not hold up the lease's renewal.
 			go func() {
-				ctx, cancel := context.WithTimeout(ctx, modeWait)
+				ctx, cancel := context.WithTimeout(ctx, answerWait)
 				defer cancel()
-				_, err := r.local.SetMode(ctx, c.SessionID, c.Body)
+				var err error
+				if c.Kind == store.CommandMode {
+					_, err = r.local.SetMode(ctx, c.SessionID, c.Body)
+				} else {
+					r.local.Stop(c.SessionID, c.Body)
+				}
 				r.bus.done(c.Sender, c.ID, err)
 			}()
 		default:

@@ -49,9 +49,16 @@ func (r *Replica) Cancel(sessionID string) error {
 	return r.local.Cancel(sessionID)
 }
 
-// Stop ends the session's agent if it runs here. Another replica stops its own agent
-// when it hears that the session was deleted (the only reason to stop one elsewhere).
-func (r *Replica) Stop(sessionID, reason string) { r.local.Stop(sessionID, reason) }
+// Stop ends the session's agent, here or on the replica that runs it, and returns once it
+// is gone (or, for another replica's agent, after answerWait: a replica that also hears
+// of its session's deletion stops the agent then).
+func (r *Replica) Stop(sessionID, reason string) {
+	err := r.await(context.Background(), store.Command{SessionID: sessionID, Kind: store.CommandStop, Body: reason},
+		func() error { r.local.Stop(sessionID, reason); return nil })
+	if err != nil && shared.ErrorCode(err) != shared.CodeNotFound {
+		r.log.Warn("replica: stop an agent", "session", sessionID, "err", err)
+	}
+}
 
 // AnswerPermission answers a pending permission request. When another replica runs the
 // agent, the answer is stored here and addressed to the owner in the same commit; the
@@ -73,42 +80,53 @@ func (r *Replica) AnswerPermission(ctx context.Context, sessionID, messageID, op
 	return m, nil
 }
 
-// modeWait bounds how long a mode switch forwarded to another replica waits for its
-// outcome: the agent's answer, as the switch waits for it on the owner.
-const modeWait = 30 * time.Second
+// answerWait bounds how long a request forwarded to another replica waits for its
+// outcome: the agent's answer, as the request waits for it on the owner.
+const answerWait = 30 * time.Second
 
 // SetMode switches the agent's mode. The agent must accept the switch, so a switch for
 // an agent another replica runs waits for the outcome the owner tells back.
 func (r *Replica) SetMode(ctx context.Context, sessionID, modeID string) (shared.Session, error) {
-	id := uuid.Must(uuid.NewV7()).String()
+	var sess shared.Session
+	err := r.await(ctx, store.Command{SessionID: sessionID, Kind: store.CommandMode, Body: modeID}, func() (err error) {
+		sess, err = r.local.SetMode(ctx, sessionID, modeID)
+		return err
+	})
+	if err != nil || sess.ID != "" {
+		return sess, err
+	}
+	return r.store.GetSession(ctx, sessionID)
+}
+
+// await runs c here with local when this replica runs the session's agent (or none
+// does), else forwards it to the owner and waits, bounded, for the outcome it tells back.
+func (r *Replica) await(ctx context.Context, c store.Command, local func() error) error {
+	c.ID = uuid.Must(uuid.NewV7()).String()
 	outcome := make(chan error, 1)
 	r.waitMu.Lock()
-	r.waiting[id] = outcome
+	r.waiting[c.ID] = outcome
 	r.waitMu.Unlock()
 	defer func() {
 		r.waitMu.Lock()
-		delete(r.waiting, id)
+		delete(r.waiting, c.ID)
 		r.waitMu.Unlock()
 	}()
-	owner, err := r.store.Forward(ctx, store.Command{ID: id, SessionID: sessionID, Kind: store.CommandMode, Body: modeID})
+	owner, err := r.store.Forward(ctx, c)
 	if err != nil {
-		return shared.Session{}, err
+		return err
 	}
 	if owner == "" {
-		return r.local.SetMode(ctx, sessionID, modeID)
+		return local()
 	}
 	r.bus.wake(owner)
 	select {
 	case err = <-outcome:
-	case <-time.After(modeWait):
-		err = shared.Errorf(shared.CodeConflict, "the server running this session's agent did not answer within %s", modeWait)
+		return err
+	case <-time.After(answerWait):
+		return shared.Errorf(shared.CodeConflict, "the server running this session's agent did not answer within %s", answerWait)
 	case <-ctx.Done():
-		err = ctx.Err()
+		return ctx.Err()
 	}
-	if err != nil {
-		return shared.Session{}, err
-	}
-	return r.store.GetSession(ctx, sessionID)
 }
 
 // finished hands the outcome of a command forwarded from here to the request waiting for it.

@@ -22,6 +22,7 @@ const (
 	CommandCancel     CommandKind = "cancel"     // cancel the running turn
 	CommandPermission CommandKind = "permission" // hand the stored answer (option Body) of request MessageID to the agent
 	CommandMode       CommandKind = "mode"       // switch to mode Body; the sender waits for the outcome
+	CommandStop       CommandKind = "stop"       // stop the agent (its task is being deleted, Body says); the sender waits
 )
 
 // Command is one request addressed to the replica that owns its session.
