@@ -15,15 +15,26 @@ import (
 	"time"
 
 	"conch/server/acp"
+	"conch/server/acp/acptest"
 	"conch/server/internal/pgtest"
 	"conch/shared"
 
+	sdk "github.com/coder/acp-go-sdk"
 	"github.com/coder/websocket"
 )
 
 // TestMain lets the test binary play `conch agent shell`, the built-in agent the server
-// starts as a child process of its own executable.
+// starts as a child process of its own executable, and, with CONCH_TEST_AGENT=modes, a
+// third-party agent that offers two session modes.
 func TestMain(m *testing.M) {
+	if os.Getenv("CONCH_TEST_AGENT") == "modes" {
+		modes := &sdk.SessionModeState{CurrentModeId: "ask", AvailableModes: []sdk.SessionMode{{Id: "ask", Name: "Ask"}, {Id: "code", Name: "Code"}}}
+		if err := acptest.Run(context.Background(), os.Stdin, os.Stdout, acptest.Config{Modes: modes}); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
 	if len(os.Args) == 3 && os.Args[1] == "agent" || len(os.Args) > 1 && os.Args[1] == acp.NamespaceInitArg {
 		if err := run(context.Background(), os.Args[1:], os.Stdin, os.Stdout, os.Stderr); err != nil {
 			fmt.Fprintln(os.Stderr, err)

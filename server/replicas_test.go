@@ -118,8 +118,8 @@ func forSession(id string, match func(shared.Envelope) bool) func(shared.Envelop
 
 // Two real servers on one PostgreSQL database, each request sent to B for agents A runs:
 // a session watched on B shows its command's output as it runs; a prompt runs on A, once;
-// a permission request is answered, a mode switch refused by the agent, a turn cancelled
-// and a task deleted (its agent stopped); when A is killed, B closes A's sessions within the lease time and their
+// a permission request is answered, a mode switched (or refused by the agent), a turn
+// cancelled and a task deleted (its agent stopped); when A is killed, B closes A's sessions within the lease time and their
 // running command ends cancelled, with everything stored still there.
 func TestReplicasShareOneDatabase(t *testing.T) {
 	bin := os.Getenv("CONCH_BIN")
@@ -127,7 +127,8 @@ func TestReplicasShareOneDatabase(t *testing.T) {
 		t.Skip("CONCH_BIN is not set (make test sets it to bin/conch)")
 	}
 	agents := filepath.Join(t.TempDir(), "agents.json")
-	profiles, _ := json.Marshal([]acp.Profile{{Name: "shell-ask", Command: bin, Args: []string{"agent", "shell", "--ask"}}})
+	profiles, _ := json.Marshal([]acp.Profile{{Name: "shell-ask", Command: bin, Args: []string{"agent", "shell", "--ask"}},
+		{Name: "modes", Command: os.Args[0], Env: map[string]string{"CONCH_TEST_AGENT": "modes"}}})
 	if err := os.WriteFile(agents, profiles, 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -205,10 +206,17 @@ func TestReplicasShareOneDatabase(t *testing.T) {
 		return se != nil && m.Metadata.Status == shared.StatusCompleted && se.Output.StdoutBytes == len("allowed\n")
 	}))
 
-	// A mode switch on B gets the agent's answer from A (the shell agent offers none).
+	// A mode switch on B is made by the agent on A, or refused with A's answer.
+	moded := start("modes")
+	if s, err := onB.SetMode(ctx, moded.ID, "code"); err != nil || s.Modes == nil || s.Modes.Current != "code" {
+		t.Errorf("a mode switch on B: %+v %v", s.Modes, err)
+	}
+	if _, err := onB.SetMode(ctx, moded.ID, "fast"); err == nil || !strings.Contains(err.Error(), `mode "fast" is not offered by the agent`) {
+		t.Errorf("a switch to a mode the agent does not offer, on B: %v", err)
+	}
 	other := start("shell")
-	if _, err := onB.SetMode(ctx, other.ID, "fast"); err == nil || !strings.Contains(err.Error(), "the agent offers no modes") {
-		t.Errorf("a mode switch on B: %v, want A's refusal", err)
+	if _, err := onB.SetMode(ctx, other.ID, "code"); err == nil || !strings.Contains(err.Error(), "the agent offers no modes") {
+		t.Errorf("a mode switch on B for an agent without modes: %v", err)
 	}
 
 	// A turn cancelled on B, then a task deleted on B: the commands A ran are gone.
@@ -247,7 +255,7 @@ func TestReplicasShareOneDatabase(t *testing.T) {
 	a.kill()
 	killed := time.Now()
 	closed := map[string]bool{}
-	for len(closed) < 2 {
+	for len(closed) < 3 { // the sessions A ran that were not deleted
 		env := next(t, watch, deadline, "A's sessions closed", func(env shared.Envelope) bool {
 			var s shared.Session
 			return env.Action == shared.ActionSessionUpdated && env.Decode(&s) == nil && s.State == shared.SessionClosed &&
@@ -258,8 +266,8 @@ func TestReplicasShareOneDatabase(t *testing.T) {
 		closed[s.ID] = true
 	}
 	took := time.Since(killed)
-	if took > 30*time.Second || !closed[sess.ID] || !closed[asking.ID] {
-		t.Errorf("B closed %v %s after A died; want %s and %s within 30 s", closed, took, sess.ID, asking.ID)
+	if took > 30*time.Second || !closed[sess.ID] || !closed[asking.ID] || !closed[moded.ID] {
+		t.Errorf("B closed %v %s after A died; want %s, %s and %s within 30 s", closed, took, sess.ID, asking.ID, moded.ID)
 	}
 	t.Logf("B closed A's sessions %s after A died (lease %s)", took.Round(time.Millisecond), replicaLease)
 	final, err := onB.ShellOutput(ctx, sess.ID, cmd.ID)
