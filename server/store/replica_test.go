@@ -40,8 +40,8 @@ func (c *clock) advance(d time.Duration) {
 	c.t = c.t.Add(d)
 }
 
-// runningCommand gives the session a running shell command with some output.
-func runningCommand(t *testing.T, s *Store, sessionID string) shared.Message {
+// commandRunning gives the session a running shell command with some output.
+func commandRunning(t *testing.T, s *Store, sessionID string) shared.Message {
 	t.Helper()
 	ctx := context.Background()
 	if _, err := s.SetSessionState(ctx, sessionID, shared.SessionRunning, ""); err != nil {
@@ -63,7 +63,7 @@ func TestSweepTakesOverExpiredReplica(t *testing.T) {
 	a, b := rs[0], rs[1]
 	ctx := context.Background()
 	ofA := newSession(t, a)
-	cmd := runningCommand(t, a, ofA.ID)
+	cmd := commandRunning(t, a, ofA.ID)
 	ofB := newSession(t, b)
 
 	clk.advance(testLease - time.Second) // a is silent, but its lease holds
@@ -124,7 +124,7 @@ func TestConcurrentSweepsCloseOnce(t *testing.T) {
 	const n = 6
 	for range n {
 		sess := newSession(t, rs[0])
-		runningCommand(t, rs[0], sess.ID)
+		commandRunning(t, rs[0], sess.ID)
 		if err := rs[0].db.Model(&sessionRow{}).Where("id = ?", sess.ID).Update("owner", "").Error; err != nil {
 			t.Fatal(err)
 		}
@@ -273,7 +273,7 @@ func TestJoinOnSQLiteTakesOverAtOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	sess := newSession(t, old)
-	cmd := runningCommand(t, old, sess.ID)
+	cmd := commandRunning(t, old, sess.ID)
 
 	next, err := Open(path, c.Now)
 	if err != nil {
