@@ -108,8 +108,16 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	dbPath := flags.String("db", env("CONCH_DB", defaultDB()), "SQLite database file, or postgres:// URL (env CONCH_DB)")
 	agents := flags.String("agents", env("CONCH_AGENTS", ""), "JSON file of extra agent profiles (env CONCH_AGENTS)")
 	token := flags.String("token", env("CONCH_TOKEN", ""), "bearer token required by every API and WebSocket request (env CONCH_TOKEN)")
-	lease := flags.Duration("lease", replica.DefaultLease,
-		"with several servers on one PostgreSQL database, how long the sessions of a server that stopped answering stay live before another server closes them")
+	lease := replica.DefaultLease
+	if v := os.Getenv("CONCH_LEASE"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			return fmt.Errorf("CONCH_LEASE=%q is not a duration such as 15s", v)
+		}
+		lease = d
+	}
+	flags.DurationVar(&lease, "lease", lease,
+		"with several servers on one PostgreSQL database, how long the sessions of a server that stopped answering stay live before another server closes them (env CONCH_LEASE)")
 	var proxies []string
 	flags.Func("trusted-proxy", "address or CIDR of a reverse proxy whose X-Forwarded-* headers count; repeatable (env CONCH_TRUSTED_PROXIES, comma-separated)",
 		func(p string) error { proxies = append(proxies, p); return nil })
@@ -123,7 +131,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if err := replica.CheckLease(*lease); err != nil {
+	if err := replica.CheckLease(lease); err != nil {
 		return err
 	}
 	log := slog.New(slog.NewTextHandler(stderr, nil))
@@ -157,7 +165,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	events := hub.New(hub.Config{Logger: log})
 	// This process among the servers of the database: it ends what no live server runs
 	// (on SQLite, everything a previous process left live) before serving.
-	self, err := replica.New(replica.Config{Store: st, Hub: events, Lease: *lease, Logger: log})
+	self, err := replica.New(replica.Config{Store: st, Hub: events, Lease: lease, Logger: log})
 	if err != nil {
 		return err
 	}

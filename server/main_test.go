@@ -250,6 +250,11 @@ func TestServeRefusesWeakTokenOrBadProxy(t *testing.T) {
 			t.Errorf("%v: err = %v, want %q", tc.args, err, tc.want)
 		}
 	}
+	t.Setenv("CONCH_LEASE", "fifteen seconds")
+	if err := run(context.Background(), []string{"serve", "--db", db}, nil, io.Discard, io.Discard); err == nil ||
+		err.Error() != `CONCH_LEASE="fifteen seconds" is not a duration such as 15s` {
+		t.Errorf("CONCH_LEASE that is no duration: err = %v", err)
+	}
 	if _, err := os.Stat(db); !os.IsNotExist(err) {
 		t.Errorf("a refused start created the database: %v", err)
 	}
