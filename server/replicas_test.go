@@ -72,6 +72,57 @@ func (p *replicaProcess) kill() {
 	}
 }
 
+// pair is two servers of one new database, A and B, with a WebSocket client of B.
+type pair struct {
+	a, b     *replicaProcess
+	onA, onB *client.Client
+	watch    *client.Conn
+	ctx      context.Context
+}
+
+// startPair starts A and B with the agent profiles of profiles(bin/conch), and dials B.
+func startPair(t *testing.T, profiles func(bin string) []acp.Profile) *pair {
+	t.Helper()
+	bin := os.Getenv("CONCH_BIN")
+	if bin == "" {
+		t.Skip("CONCH_BIN is not set (make test sets it to bin/conch)")
+	}
+	agents := filepath.Join(t.TempDir(), "agents.json")
+	raw, _ := json.Marshal(append([]acp.Profile{}, profiles(bin)...)) // [] rather than null
+	if err := os.WriteFile(agents, raw, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	dsn := pgtest.Database(t)
+	p := &pair{a: startReplica(t, bin, dsn, agents), b: startReplica(t, bin, dsn, agents)}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	t.Cleanup(cancel)
+	p.ctx, p.onA, p.onB = ctx, client.New(p.a.base), client.New(p.b.base)
+	watch, err := p.onB.Dial(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { watch.Close() })
+	p.watch = watch
+	return p
+}
+
+// start starts a session of agent on A, watched on B.
+func (p *pair) start(t *testing.T, agent string) shared.Session {
+	t.Helper()
+	task, err := p.onA.CreateTask(p.ctx, agent, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sess, err := p.onA.StartSession(p.ctx, task.ID, agent, "")
+	if err != nil || sess.State != shared.SessionReady {
+		t.Fatalf("start %s on A: %+v %v", agent, sess, err)
+	}
+	if err := p.watch.Subscribe(p.ctx, sess.ID); err != nil {
+		t.Fatal(err)
+	}
+	return sess
+}
+
 // next waits for a notification of conn that match accepts, failing at the deadline.
 func next(t *testing.T, conn *client.Conn, deadline <-chan time.Time, what string, match func(shared.Envelope) bool) shared.Envelope {
 	t.Helper()
@@ -122,42 +173,13 @@ func forSession(id string, match func(shared.Envelope) bool) func(shared.Envelop
 // cancelled and a task deleted (its agent stopped); when A is killed, B closes A's sessions within the lease time and their
 // running command ends cancelled, with everything stored still there.
 func TestReplicasShareOneDatabase(t *testing.T) {
-	bin := os.Getenv("CONCH_BIN")
-	if bin == "" {
-		t.Skip("CONCH_BIN is not set (make test sets it to bin/conch)")
-	}
-	agents := filepath.Join(t.TempDir(), "agents.json")
-	profiles, _ := json.Marshal([]acp.Profile{{Name: "shell-ask", Command: bin, Args: []string{"agent", "shell", "--ask"}},
-		{Name: "modes", Command: os.Args[0], Env: map[string]string{"CONCH_TEST_AGENT": "modes"}}})
-	if err := os.WriteFile(agents, profiles, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	dsn := pgtest.Database(t)
-	a, b := startReplica(t, bin, dsn, agents), startReplica(t, bin, dsn, agents)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	onA, onB := client.New(a.base), client.New(b.base)
-	watch, err := onB.Dial(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer watch.Close()
+	p := startPair(t, func(bin string) []acp.Profile {
+		return []acp.Profile{{Name: "shell-ask", Command: bin, Args: []string{"agent", "shell", "--ask"}},
+			{Name: "modes", Command: os.Args[0], Env: map[string]string{"CONCH_TEST_AGENT": "modes"}}}
+	})
+	a, b, onB, watch, ctx := p.a, p.b, p.onB, p.watch, p.ctx
 	deadline := time.After(90 * time.Second)
-	// start starts a session on A, watched on B.
-	start := func(agent string) shared.Session {
-		task, err := onA.CreateTask(ctx, agent, "")
-		if err != nil {
-			t.Fatal(err)
-		}
-		sess, err := onA.StartSession(ctx, task.ID, agent, "")
-		if err != nil || sess.State != shared.SessionReady {
-			t.Fatalf("start %s on A: %+v %v", agent, sess, err)
-		}
-		if err := watch.Subscribe(ctx, sess.ID); err != nil {
-			t.Fatal(err)
-		}
-		return sess
-	}
+	start := func(agent string) shared.Session { return p.start(t, agent) }
 
 	// Output as it runs. The command names a marker, to find its process.
 	sess := start("shell")
@@ -331,4 +353,26 @@ func parentOf(pid int) int {
 	}
 	ppid, _ := strconv.Atoi(fields[1])
 	return ppid
+}
+
+// A server that stops cleanly closes its sessions itself, and a person watching from
+// another server sees it at once, not when the lease would have run out.
+func TestReplicaStopsCleanly(t *testing.T) {
+	p := startPair(t, func(string) []acp.Profile { return nil })
+	a, sess := p.a, p.start(t, "shell")
+	if err := a.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.cmd.Wait(); err != nil {
+		t.Fatalf("A ended with %v:\n%s", err, a.logs)
+	}
+	env := next(t, p.watch, time.After(30*time.Second), "the session closed", forSession(sess.ID, func(env shared.Envelope) bool {
+		var s shared.Session
+		return env.Action == shared.ActionSessionUpdated && env.Decode(&s) == nil && s.State == shared.SessionClosed
+	}))
+	var closed shared.Session
+	env.Decode(&closed)
+	if closed.Error == store.SweptError || strings.Contains(a.logs.String(), "level=ERROR") {
+		t.Errorf("the session was not closed by A as it stopped (%q):\n%s", closed.Error, a.logs)
+	}
 }

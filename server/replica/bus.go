@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"time"
 
 	"conch/server/hub"
 	"conch/server/store"
@@ -116,20 +117,26 @@ func (b *Bus) tell(n notice) {
 	}
 }
 
-// run sends the notices as they come until ctx ends, then what is still pending.
-func (b *Bus) run(ctx context.Context) {
+// sendWait bounds one batch of notices: a database that does not answer holds up no more.
+const sendWait = 10 * time.Second
+
+// run sends the notices as they come until stop is closed, then what is still pending
+// (what a clean stop just published).
+func (b *Bus) run(stop <-chan struct{}) {
 	for {
 		select {
 		case <-b.ready:
-			b.send(ctx)
-		case <-ctx.Done():
-			b.send(context.Background())
+			b.send()
+		case <-stop:
+			b.send()
 			return
 		}
 	}
 }
 
-func (b *Bus) send(ctx context.Context) {
+func (b *Bus) send() {
+	ctx, cancel := context.WithTimeout(context.Background(), sendWait)
+	defer cancel()
 	b.mu.Lock()
 	batch := b.pending
 	b.pending, b.queued = nil, map[notice]bool{}

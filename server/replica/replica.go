@@ -53,7 +53,7 @@ type Replica struct {
 
 	local     *acp.Manager
 	wake      chan struct{} // capacity 1: "the inbox may hold commands"
-	stopBus   context.CancelFunc
+	stopBus   chan struct{}
 	busDone   chan struct{}
 	stopLoops context.CancelFunc
 	loops     sync.WaitGroup
@@ -99,11 +99,10 @@ func (r *Replica) Join(ctx context.Context) error {
 	if err := r.store.Join(ctx, r.id, r.cfg.Lease); err != nil {
 		return err
 	}
-	busCtx, stop := context.WithCancel(context.Background())
-	r.stopBus, r.busDone = stop, make(chan struct{})
+	r.stopBus, r.busDone = make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(r.busDone)
-		r.bus.run(busCtx)
+		r.bus.run(r.stopBus)
 	}()
 	return r.sweep(ctx)
 }
@@ -144,7 +143,7 @@ func (r *Replica) Close() {
 		if err := r.store.Leave(context.Background()); err != nil {
 			r.log.Error("replica: leave", "err", err)
 		}
-		r.stopBus()
+		close(r.stopBus)
 		<-r.busDone
 	}
 }
