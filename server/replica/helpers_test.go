@@ -54,6 +54,7 @@ func startServer(tb testing.TB, dsn string) *server {
 type watch struct {
 	tb      testing.TB
 	writer  *server
+	watcher *server
 	client  *hub.Client
 	message shared.Message
 }
@@ -69,7 +70,7 @@ func newWatch(tb testing.TB, writer, watcher *server) *watch {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	w := &watch{tb: tb, writer: writer, client: watcher.hub.Connect()}
+	w := &watch{tb: tb, writer: writer, watcher: watcher, client: watcher.hub.Connect()}
 	tb.Cleanup(w.client.Close)
 	w.client.Subscribe(sess.ID)
 	if w.message, err = writer.store.CreateMessage(ctx, store.NewMessage{SessionID: sess.ID, AuthorType: shared.AuthorAgent,

@@ -52,14 +52,23 @@ func (s *Store) Listen(ctx context.Context, retry time.Duration, connected func(
 	if !s.Shared() {
 		return nil
 	}
+	cfg, err := pgx.ParseConfig(s.url)
+	if err != nil {
+		return fmt.Errorf("listen: %w", err)
+	}
+	// Named, so that pg_stat_activity tells which server listens on which connection.
+	cfg.RuntimeParams["application_name"] = ListenerName(s.replica)
 	l := &pgxlisten.Listener{
-		Connect:        func(ctx context.Context) (*pgx.Conn, error) { return pgx.Connect(ctx, s.url) },
+		Connect:        func(ctx context.Context) (*pgx.Conn, error) { return pgx.ConnectConfig(ctx, cfg) },
 		LogError:       func(_ context.Context, err error) { logErr(err) },
 		ReconnectDelay: retry,
 	}
 	l.Handle(Channel, listener{connected, handle})
 	return l.Listen(ctx)
 }
+
+// ListenerName is the application_name of the listening connection of replica.
+func ListenerName(replica string) string { return "conch listener " + replica }
 
 type listener struct {
 	connected func(context.Context) error
