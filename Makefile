@@ -49,6 +49,8 @@ $(AXE):
 # drive bin/conch and Chromium, whose races the detector cannot see from the test process.
 # The store and API/WebSocket suites run again on PostgreSQL: a throwaway cluster the
 # tests start (Debian's postgresql package), or the server CONCH_TEST_POSTGRES names.
+# Tests of several servers on one database (store's leases and inbox, two bin/conch
+# replicas in ./server) use PostgreSQL in the first run too.
 PG_SUITES := ./server/store/... ./server/api/...
 test-go:
 	CONCH_BIN=$(CURDIR)/bin/conch $(GO) test -race -timeout $(TEST_TIMEOUT) $$($(GO) list ./... | grep -v '^conch/app/e2e$$')

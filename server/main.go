@@ -26,6 +26,7 @@ import (
 	"conch/server/api"
 	"conch/server/gcfloor"
 	"conch/server/hub"
+	"conch/server/replica"
 	"conch/server/shellagent"
 	"conch/server/store"
 	"conch/web"
@@ -33,6 +34,7 @@ import (
 
 const usage = `usage:
   conch serve [--addr 127.0.0.1:8080] [--db PATH] [--agents FILE] [--token TOKEN] [--trusted-proxy ADDR|CIDR]...
+              [--lease 15s]
   conch agent shell [--ask]        the built-in shell agent, spoken to over stdio (ACP); with
                                    --ask it asks permission (Allow / Deny) before each command
   conch prune [--db PATH] --older-than 720h
@@ -106,6 +108,16 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	dbPath := flags.String("db", env("CONCH_DB", defaultDB()), "SQLite database file, or postgres:// URL (env CONCH_DB)")
 	agents := flags.String("agents", env("CONCH_AGENTS", ""), "JSON file of extra agent profiles (env CONCH_AGENTS)")
 	token := flags.String("token", env("CONCH_TOKEN", ""), "bearer token required by every API and WebSocket request (env CONCH_TOKEN)")
+	lease := replica.DefaultLease
+	if v := os.Getenv("CONCH_LEASE"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			return fmt.Errorf("CONCH_LEASE=%q is not a duration such as 15s", v)
+		}
+		lease = d
+	}
+	flags.DurationVar(&lease, "lease", lease,
+		"with several servers on one PostgreSQL database, how long the sessions of a server that stopped answering stay live before another server closes them (env CONCH_LEASE)")
 	var proxies []string
 	flags.Func("trusted-proxy", "address or CIDR of a reverse proxy whose X-Forwarded-* headers count; repeatable (env CONCH_TRUSTED_PROXIES, comma-separated)",
 		func(p string) error { proxies = append(proxies, p); return nil })
@@ -117,6 +129,9 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	trusted, err := parseProxies(proxies)
 	if err != nil {
+		return err
+	}
+	if err := replica.CheckLease(lease); err != nil {
 		return err
 	}
 	log := slog.New(slog.NewTextHandler(stderr, nil))
@@ -147,20 +162,27 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer st.Close()
-	if err := st.RecoverAfterRestart(ctx); err != nil {
+	events := hub.New(hub.Config{Logger: log})
+	// This process among the servers of the database: it ends what no live server runs
+	// (on SQLite, everything a previous process left live) before serving.
+	self, err := replica.New(replica.Config{Store: st, Hub: events, Lease: lease, Logger: log})
+	if err != nil {
 		return err
 	}
-	events := hub.New(hub.Config{Logger: log})
-	runtime, err := acp.NewManager(acp.Config{Store: st, Events: events, Profiles: profiles,
+	if err := self.Join(ctx); err != nil {
+		return err
+	}
+	defer self.Close()
+	runtime, err := acp.NewManager(acp.Config{Store: st, Events: self.Events(), Profiles: profiles,
 		DataDir: dataDir, Logger: log})
 	if err != nil {
 		return err
 	}
-	defer runtime.Close()
+	self.Start(runtime)
 
 	ui.Routes()
 	wasm, _ := fs.ReadFile(web.FS, "app.wasm") // absent before the UI is built: the server still serves the API
-	server := api.New(api.Config{Store: st, Hub: events, Runtime: runtime, UI: ui.Handler(wasm, *token != "", api.Boot(st, time.Now)),
+	server := api.New(api.Config{Store: st, Hub: events, Events: self.Events(), Runtime: self, UI: ui.Handler(wasm, *token != "", api.Boot(st, time.Now)),
 		Web: web.FS, Token: *token, TrustedProxies: trusted, Logger: log})
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {

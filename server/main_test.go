@@ -15,14 +15,26 @@ import (
 	"time"
 
 	"conch/server/acp"
+	"conch/server/acp/acptest"
+	"conch/server/internal/pgtest"
 	"conch/shared"
 
+	sdk "github.com/coder/acp-go-sdk"
 	"github.com/coder/websocket"
 )
 
 // TestMain lets the test binary play `conch agent shell`, the built-in agent the server
-// starts as a child process of its own executable.
+// starts as a child process of its own executable, and, with CONCH_TEST_AGENT=modes, a
+// third-party agent that offers two session modes.
 func TestMain(m *testing.M) {
+	if os.Getenv("CONCH_TEST_AGENT") == "modes" {
+		modes := &sdk.SessionModeState{CurrentModeId: "ask", AvailableModes: []sdk.SessionMode{{Id: "ask", Name: "Ask"}, {Id: "code", Name: "Code"}}}
+		if err := acptest.Run(context.Background(), os.Stdin, os.Stdout, acptest.Config{Modes: modes}); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
 	if len(os.Args) == 3 && os.Args[1] == "agent" || len(os.Args) > 1 && os.Args[1] == acp.NamespaceInitArg {
 		if err := run(context.Background(), os.Args[1:], os.Stdin, os.Stdout, os.Stderr); err != nil {
 			fmt.Fprintln(os.Stderr, err)
@@ -30,7 +42,7 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(0)
 	}
-	os.Exit(m.Run())
+	os.Exit(pgtest.Main(m))
 }
 
 // startServer runs `conch serve` in process on 127.0.0.1:0 and returns its base URL.
@@ -218,7 +230,8 @@ func TestServeRefusesOpenAddressWithoutToken(t *testing.T) {
 }
 
 // TestServeRefusesWeakTokenOrBadProxy: a server reachable from other hosts needs a token
-// of at least 16 bytes; a --trusted-proxy must be an address or a CIDR prefix.
+// of at least 16 bytes; a --trusted-proxy must be an address or a CIDR prefix; a --lease
+// at least a second.
 func TestServeRefusesWeakTokenOrBadProxy(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "x.db")
 	for _, tc := range []struct {
@@ -229,11 +242,18 @@ func TestServeRefusesWeakTokenOrBadProxy(t *testing.T) {
 		{[]string{"--addr", "[::]:0", "--token", "short"}, "must be at least 16 bytes"},
 		{[]string{"--trusted-proxy", "10.0.0.1", "--trusted-proxy", "proxy.example"}, `--trusted-proxy "proxy.example" is neither an address nor a CIDR prefix`},
 		{[]string{"--trusted-proxy", "10.0.0.0/33"}, `--trusted-proxy "10.0.0.0/33"`},
+		{[]string{"--lease", "500ms"}, "--lease 500ms is too short: give 1s or more"},
+		{[]string{"--lease", "-15s"}, "--lease -15s is too short"},
 	} {
 		err := run(context.Background(), append([]string{"serve", "--db", db}, tc.args...), nil, io.Discard, io.Discard)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%v: err = %v, want %q", tc.args, err, tc.want)
 		}
+	}
+	t.Setenv("CONCH_LEASE", "fifteen seconds")
+	if err := run(context.Background(), []string{"serve", "--db", db}, nil, io.Discard, io.Discard); err == nil ||
+		err.Error() != `CONCH_LEASE="fifteen seconds" is not a duration such as 15s` {
+		t.Errorf("CONCH_LEASE that is no duration: err = %v", err)
 	}
 	if _, err := os.Stat(db); !os.IsNotExist(err) {
 		t.Errorf("a refused start created the database: %v", err)

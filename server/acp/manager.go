@@ -8,8 +8,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 
@@ -249,6 +251,13 @@ func (m *Manager) Stop(sessionID, reason string) {
 	if s != nil {
 		s.stop(reason)
 	}
+}
+
+// Running lists the sessions whose agents run here.
+func (m *Manager) Running() []string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return slices.Collect(maps.Keys(m.sessions))
 }
 
 // Close ends every session: agents and their terminals' process groups are killed,

@@ -127,6 +127,24 @@ func (s *session) settleAsk(id string, settle func(context.Context) (shared.Mess
 	return m, nil
 }
 
+// Answered hands the agent an answer another replica stored (store.CommandPermission).
+// A request no longer waiting here (withdrawn, cancelled, or its agent gone) keeps what
+// the store says.
+func (m *Manager) Answered(sessionID, messageID, optionID string) {
+	m.mu.Lock()
+	s := m.sessions[sessionID]
+	m.mu.Unlock()
+	if s == nil {
+		return
+	}
+	s.permMu.Lock()
+	defer s.permMu.Unlock()
+	if ch := s.asks[messageID]; ch != nil {
+		ch <- selected(sdk.PermissionOptionId(optionID))
+		delete(s.asks, messageID)
+	}
+}
+
 // AnswerPermission answers a permission request of the session with one of its options
 // and hands that option to the agent. An unknown message (or one of another session, or
 // not a permission request) is shared.CodeNotFound, a request no longer pending

@@ -132,7 +132,7 @@ func TestStoreFullAtShutdown(t *testing.T) {
 	if err := env.st.LimitGrowth(ctx, -1); err != nil {
 		t.Fatal(err)
 	}
-	if err := env.st.RecoverAfterRestart(ctx); err != nil {
+	if _, err := env.st.Sweep(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if m, _ := env.tool(t, sess.ID, "w"); m.Metadata.Status != shared.StatusCancelled {

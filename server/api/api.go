@@ -57,10 +57,18 @@ type Runtime interface {
 	SetMode(ctx context.Context, sessionID, modeID string) (shared.Session, error)
 }
 
+// Events publishes what the API committed: the hub itself, or a bus that also tells the
+// other servers of the database (*replica.Bus).
+type Events interface {
+	MessageAdded(shared.Message)
+	SessionDeleted(sessionID string)
+}
+
 // Config wires the API to the rest of the server.
 type Config struct {
 	Store   *store.Store
 	Hub     *hub.Hub
+	Events  Events // Hub when nil
 	Runtime Runtime
 	UI      http.Handler // go-app's handler, mounted last as the catch-all
 	Web     fs.FS        // served at /web/; app.wasm from its .br/.gz copies when accepted
@@ -77,14 +85,15 @@ type Config struct {
 }
 
 type server struct {
-	store *store.Store
-	hub   *hub.Hub
-	rt    Runtime
-	web   *assets
-	token string
-	log   *slog.Logger
-	limit int
-	now   func() time.Time
+	store  *store.Store
+	hub    *hub.Hub
+	events Events
+	rt     Runtime
+	web    *assets
+	token  string
+	log    *slog.Logger
+	limit  int
+	now    func() time.Time
 
 	sessionKey []byte         // of the sign-in cookie's MAC, derived from token
 	proxies    []netip.Prefix // trusted
@@ -108,7 +117,10 @@ func New(cfg Config) *fiber.App {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	s := &server{store: cfg.Store, hub: cfg.Hub, rt: cfg.Runtime, web: newAssets(cfg.Web),
+	if cfg.Events == nil {
+		cfg.Events = cfg.Hub
+	}
+	s := &server{store: cfg.Store, hub: cfg.Hub, events: cfg.Events, rt: cfg.Runtime, web: newAssets(cfg.Web),
 		token: cfg.Token, log: cfg.Logger, limit: cfg.BodyLimit, now: cfg.Now,
 		sessionKey: sessionKeyOf(cfg.Token), proxies: cfg.TrustedProxies, throttle: newThrottle(cfg.Now),
 		snapshots: newSnapshotCache(snapshotCacheBytes), reads: make(chan struct{}, runtime.GOMAXPROCS(0))}

@@ -97,7 +97,7 @@ func (s *server) handleDeleteTask(c *fiber.Ctx) error {
 		if !slices.Contains(live, sid) { // started in between
 			s.rt.Stop(sid, reason)
 		}
-		s.hub.SessionDeleted(sid)
+		s.events.SessionDeleted(sid)
 	}
 	return c.SendStatus(http.StatusNoContent)
 }
@@ -185,7 +185,7 @@ func (s *server) addMessage(ctx context.Context, sessionID string, req shared.Ad
 	if err != nil || !created {
 		return msg, err
 	}
-	s.hub.MessageAdded(msg)
+	s.events.MessageAdded(msg)
 	if err := s.rt.Prompt(sessionID, req.Content); err != nil {
 		return shared.Message{}, fmt.Errorf("prompt stored as %s but not queued: %w", msg.ID, err)
 	}

@@ -11,6 +11,8 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -102,6 +104,13 @@ func (h *Hub) Subscribers(sessionID string) int {
 	h.mu.RLock()
 	defer h.mu.RUnlock()
 	return len(h.subs[sessionID])
+}
+
+// Sessions lists the sessions that have subscribers.
+func (h *Hub) Sessions() []string {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	return slices.Collect(maps.Keys(h.subs))
 }
 
 // publish encodes the notification once and offers it to every subscriber, which it

@@ -215,7 +215,12 @@ func (s *Store) AddUserMessage(ctx context.Context, sessionID, content, clientMe
 			return shared.Errorf(shared.CodeConflict, "session is %s", st)
 		}
 		row, err = s.insertMessage(tx, sess, shared.AuthorUser, shared.TypeMessage, content, md, clientID)
-		created = err == nil
+		if err != nil {
+			return err
+		}
+		created = true
+		// An agent another replica runs gets the prompt through the inbox (inbox.go).
+		_, err = s.forward(tx, sess, Command{SessionID: sessionID, Kind: CommandPrompt, MessageID: row.ID, Body: content})
 		return err
 	})
 	if err != nil {

@@ -16,16 +16,22 @@ var errNotPending = shared.Errorf(shared.CodeConflict, "permission request is no
 // session: status selected and selected_option_id. An absent message, one of another
 // session and one that is not a permission request are all "message not found"; a request
 // already answered or cancelled is a conflict; an option it does not offer is invalid.
-// Nothing changes on any error.
+// Nothing changes on any error. When another replica runs the session's agent, the answer
+// is addressed to it in the same transaction (inbox.go).
 func (s *Store) AnswerPermission(ctx context.Context, sessionID, messageID, optionID string) (shared.Message, error) {
-	m, _, err := s.settlePermission(ctx, sessionID, messageID, func(md *shared.Metadata) error {
+	m, _, err := s.settlePermission(ctx, sessionID, messageID, func(tx *gorm.DB, md *shared.Metadata) error {
 		if md.Status != shared.StatusPending {
 			return errNotPending
 		}
 		for _, o := range md.Options {
 			if o.OptionID == optionID {
 				md.Status, md.SelectedOptionID = shared.StatusSelected, optionID
-				return nil
+				sess, err := getSession(tx, sessionID)
+				if err != nil {
+					return err
+				}
+				_, err = s.forward(tx, sess, Command{SessionID: sessionID, Kind: CommandPermission, MessageID: messageID, Body: optionID})
+				return err
 			}
 		}
 		return shared.Errorf(shared.CodeInvalid, "option %q is not offered by this permission request", optionID)
@@ -37,7 +43,7 @@ func (s *Store) AnswerPermission(ctx context.Context, sessionID, messageID, opti
 // turn was cancelled, the agent withdrew it or went away); changed is false, with no
 // error, when it was no longer pending.
 func (s *Store) CancelPermission(ctx context.Context, sessionID, messageID string) (shared.Message, bool, error) {
-	return s.settlePermission(ctx, sessionID, messageID, func(md *shared.Metadata) error {
+	return s.settlePermission(ctx, sessionID, messageID, func(_ *gorm.DB, md *shared.Metadata) error {
 		if md.Status != shared.StatusPending {
 			return errUnchanged
 		}
@@ -52,7 +58,7 @@ var errUnchanged = errors.New("unchanged")
 
 // settlePermission applies change to the metadata of a permission request of the
 // session and stores it, in one transaction; changed says whether it was stored.
-func (s *Store) settlePermission(ctx context.Context, sessionID, messageID string, change func(*shared.Metadata) error) (shared.Message, bool, error) {
+func (s *Store) settlePermission(ctx context.Context, sessionID, messageID string, change func(*gorm.DB, *shared.Metadata) error) (shared.Message, bool, error) {
 	var (
 		row     messageRow
 		changed bool
@@ -70,7 +76,7 @@ func (s *Store) settlePermission(ctx context.Context, sessionID, messageID strin
 		if m.Metadata != nil {
 			md = *m.Metadata
 		}
-		switch err := change(&md); {
+		switch err := change(tx, &md); {
 		case errors.Is(err, errUnchanged):
 			return nil
 		case err != nil:

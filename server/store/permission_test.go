@@ -105,7 +105,7 @@ func TestCancelPermissionAndRecovery(t *testing.T) {
 	if _, err := s.AnswerPermission(ctx, sess.ID, first.ID, "yes"); shared.ErrorCode(err) != shared.CodeConflict {
 		t.Errorf("answer after cancel: %v", err)
 	}
-	if err := s.RecoverAfterRestart(ctx); err != nil {
+	if _, err := s.Sweep(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if got := listed(t, s, sess.ID, second.ID); got.Metadata.Status != shared.StatusCancelled {

@@ -38,6 +38,7 @@ type sessionRow struct {
 	LastStopReason string
 	Modes          string // JSON, "" when the agent offers none
 	Commands       string // JSON, "" when the agent offers none
+	Owner          string // the replica that runs its agent (replica.go)
 	MessageCount   int64
 	CreatedAt      int64
 	UpdatedAt      int64
@@ -127,7 +128,7 @@ func (s *Store) CreateSession(ctx context.Context, taskID, agent, cwd string) (s
 	}
 	now := s.stamp()
 	row := sessionRow{ID: newID(), TaskID: taskID, Agent: agent, Cwd: cwd,
-		State: string(shared.SessionStarting), CreatedAt: now, UpdatedAt: now}
+		State: string(shared.SessionStarting), Owner: s.replica, CreatedAt: now, UpdatedAt: now}
 	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		var n int64
 		if err := tx.Model(&taskRow{}).Where("id = ?", taskID).Count(&n).Error; err != nil {
@@ -238,29 +239,4 @@ func (s *Store) EndTurn(ctx context.Context, sessionID string, reason shared.Sto
 		return nil, fmt.Errorf("end turn: %w", err)
 	}
 	return status, nil
-}
-
-// RecoverAfterRestart ends what a previous process left live: its agent processes are
-// gone, so unfinished tool calls and pending permission requests become cancelled (output
-// kept) and live sessions closed.
-func (s *Store) RecoverAfterRestart(ctx context.Context) error {
-	db := s.db.WithContext(ctx)
-	var active []string
-	if err := db.Model(&messageRow{}).Distinct("session_id").
-		Where(unfinished).Pluck("session_id", &active).Error; err != nil {
-		return fmt.Errorf("recover: %w", err)
-	}
-	for _, id := range active {
-		if _, err := s.CancelActiveToolCalls(ctx, id); err != nil {
-			return fmt.Errorf("recover session %s: %w", id, err)
-		}
-	}
-	err := db.Model(&sessionRow{}).
-		Where(live).
-		Updates(map[string]any{"state": string(shared.SessionClosed),
-			"error": "the server stopped while this session was live", "updated_at": s.stamp()}).Error
-	if err != nil {
-		return fmt.Errorf("recover sessions: %w", err)
-	}
-	return nil
 }

@@ -49,6 +49,10 @@ type Store struct {
 	now     func() time.Time
 	dialect *dialect
 	health  *writeHealth
+	url     string // a PostgreSQL database's, for listening (notify.go); "" for SQLite
+
+	replica string        // this process's replica id, once joined (replica.go)
+	lease   time.Duration // the length of its lease
 }
 
 // Open opens (and creates, on first start) the database: a SQLite file at a path, or the
@@ -96,6 +100,9 @@ func Open(db string, now func() time.Time) (*Store, error) {
 		return nil, fmt.Errorf("open %s: %w", name, err)
 	}
 	s := &Store{db: gdb, now: now, dialect: d, health: &writeHealth{now: now, failure: d.failure}}
+	if !d.sqlite {
+		s.url = db
+	}
 	if err := watchWrites(gdb, s.health); err != nil {
 		return nil, fmt.Errorf("open %s: %w", name, err)
 	}
@@ -205,6 +212,20 @@ var schema = []string{
 		message_id TEXT PRIMARY KEY REFERENCES messages(id) ON DELETE CASCADE,
 		items TEXT NOT NULL,
 		truncated BOOLEAN NOT NULL DEFAULT FALSE)`,
+	// Replicas and their leases, and the commands addressed to them (replica.go, inbox.go).
+	`CREATE TABLE IF NOT EXISTS replicas (
+		id TEXT PRIMARY KEY,
+		lease_until INTEGER NOT NULL)`,
+	`CREATE TABLE IF NOT EXISTS inbox (
+		id TEXT PRIMARY KEY,
+		owner TEXT NOT NULL,
+		sender TEXT NOT NULL,
+		session_id TEXT NOT NULL REFERENCES task_sessions(id) ON DELETE CASCADE,
+		kind TEXT NOT NULL,
+		message_id TEXT NOT NULL DEFAULT '',
+		body TEXT NOT NULL DEFAULT '',
+		created_at INTEGER NOT NULL)`,
+	`CREATE INDEX IF NOT EXISTS idx_inbox_owner ON inbox (owner, created_at, id)`,
 }
 
 // addedColumns came after their table: ALTER TABLE ADD COLUMN is not idempotent, so each
@@ -213,6 +234,7 @@ var addedColumns = []struct{ table, column, decl string }{
 	{"task_sessions", "last_stop_reason", "TEXT NOT NULL DEFAULT ''"},
 	{"task_sessions", "modes", "TEXT NOT NULL DEFAULT ''"},    // JSON of shared.Modes
 	{"task_sessions", "commands", "TEXT NOT NULL DEFAULT ''"}, // JSON of []shared.Command
+	{"task_sessions", "owner", "TEXT NOT NULL DEFAULT ''"},    // the replica running its agent (replica.go)
 }
 
 // migrate applies the schema in one transaction (DDL is transactional in both

@@ -478,7 +478,7 @@ func TestRecoverAfterRestart(t *testing.T) {
 		Output: &shared.ShellOutput{Stdout: "half"}})
 	done, _ := s.CreateMessage(ctx, NewMessage{SessionID: sess.ID, AuthorType: shared.AuthorAgent,
 		Type: shared.TypeToolExecute, Metadata: shellMeta(shared.StatusCompleted)})
-	if err := s.RecoverAfterRestart(ctx); err != nil {
+	if _, err := s.Sweep(ctx); err != nil {
 		t.Fatal(err)
 	}
 	got, _ := s.GetSession(ctx, sess.ID)

@@ -26,7 +26,7 @@ type seeded struct {
 }
 
 // seedSession writes a closed session through the store API. Commands are stored completed,
-// so the server's RecoverAfterRestart changes nothing about them.
+// so the server's start-up sweep changes nothing about them.
 func seedSession(ctx context.Context, st *store.Store, taskID string, spec seedSpec) (seeded, error) {
 	sess, err := st.CreateSession(ctx, taskID, "shell", "/tmp")
 	if err != nil {

@@ -1,0 +1,156 @@
+package replica
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"conch/server/hub"
+	"conch/server/store"
+	"conch/shared"
+)
+
+// Notice kinds: what changed, named by ids only.
+const (
+	kindAdded   = "added"   // a message was added
+	kindUpdated = "updated" // a message changed
+	kindSession = "session" // a session changed
+	kindDeleted = "deleted" // a session was deleted with its task
+	kindCommand = "command" // commands wait in the inbox of replica To
+	kindDone    = "done"    // replica To's command Message ran, failing with Code and Error if set
+)
+
+// maxErrorText bounds the error text of a done notice, far below PostgreSQL's 8000 bytes.
+const maxErrorText = 1000
+
+// notice is the payload of one notification: ids, never a body.
+type notice struct {
+	Replica string `json:"replica"` // the sender
+	Kind    string `json:"kind"`
+	Session string `json:"session,omitempty"`
+	Message string `json:"message,omitempty"`
+	To      string `json:"to,omitempty"`
+	Code    string `json:"code,omitempty"`
+	Error   string `json:"error,omitempty"`
+}
+
+// Bus publishes what this process committed, after the commit: to its own WebSocket
+// clients through the hub and, on a shared database, to the other replicas. The manager
+// and the API publish through it alone. Notices wait in a queue that coalesces repeats
+// (a running command's updates), so publishing never waits for the database; one
+// goroutine sends them in batches.
+type Bus struct {
+	hub   *hub.Hub
+	store *store.Store
+	id    string
+	log   *slog.Logger
+
+	mu      sync.Mutex
+	pending []notice
+	queued  map[notice]bool
+	ready   chan struct{} // capacity 1: "pending is not empty"
+}
+
+func newBus(st *store.Store, h *hub.Hub, id string, log *slog.Logger) *Bus {
+	return &Bus{hub: h, store: st, id: id, log: log, queued: map[notice]bool{}, ready: make(chan struct{}, 1)}
+}
+
+// MessageAdded publishes a new message.
+func (b *Bus) MessageAdded(m shared.Message) {
+	b.hub.MessageAdded(m)
+	b.tell(notice{Kind: kindAdded, Session: m.SessionID, Message: m.ID})
+}
+
+// MessageUpdated publishes a changed message.
+func (b *Bus) MessageUpdated(m shared.Message) {
+	b.hub.MessageUpdated(m)
+	b.tell(notice{Kind: kindUpdated, Session: m.SessionID, Message: m.ID})
+}
+
+// SessionUpdated publishes a changed session.
+func (b *Bus) SessionUpdated(s shared.Session) {
+	b.hub.SessionUpdated(s)
+	b.tell(notice{Kind: kindSession, Session: s.ID})
+}
+
+// SessionDeleted publishes a deleted session; the replica running its agent stops it.
+func (b *Bus) SessionDeleted(sessionID string) {
+	b.hub.SessionDeleted(sessionID)
+	b.tell(notice{Kind: kindDeleted, Session: sessionID})
+}
+
+// wake tells replica to read its inbox.
+func (b *Bus) wake(replica string) {
+	b.tell(notice{Kind: kindCommand, To: replica})
+}
+
+// done tells replica that its command id ran, and how.
+func (b *Bus) done(replica, id string, err error) {
+	n := notice{Kind: kindDone, To: replica, Message: id}
+	if err != nil {
+		n.Code, n.Error = shared.ErrorCode(err), shared.ErrorMessage(err)
+		if len(n.Error) > maxErrorText {
+			n.Error = strings.ToValidUTF8(n.Error[:maxErrorText], "")
+		}
+	}
+	b.tell(n)
+}
+
+func (b *Bus) tell(n notice) {
+	if !b.store.Shared() {
+		return
+	}
+	n.Replica = b.id
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.queued[n] {
+		return // the receiver reads the row as it is then: once is enough
+	}
+	b.queued[n] = true
+	b.pending = append(b.pending, n)
+	select {
+	case b.ready <- struct{}{}:
+	default:
+	}
+}
+
+// sendWait bounds one batch of notices: a database that does not answer holds up no more.
+const sendWait = 10 * time.Second
+
+// run sends the notices as they come until stop is closed, then what is still pending
+// (what a clean stop just published).
+func (b *Bus) run(stop <-chan struct{}) {
+	for {
+		select {
+		case <-b.ready:
+			b.send()
+		case <-stop:
+			b.send()
+			return
+		}
+	}
+}
+
+func (b *Bus) send() {
+	ctx, cancel := context.WithTimeout(context.Background(), sendWait)
+	defer cancel()
+	b.mu.Lock()
+	batch := b.pending
+	b.pending, b.queued = nil, map[notice]bool{}
+	b.mu.Unlock()
+	if len(batch) == 0 {
+		return
+	}
+	payloads := make([]string, len(batch))
+	for i, n := range batch {
+		raw, _ := json.Marshal(n) // strings only: always encodes
+		payloads[i] = string(raw)
+	}
+	// Not retried: a replica that misses a notice shows the next change of the row.
+	if err := b.store.Notify(ctx, payloads); err != nil {
+		b.log.Error("replica: tell the other servers", "notices", len(batch), "err", err)
+	}
+}

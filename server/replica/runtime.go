@@ -1,0 +1,144 @@
+package replica
+
+import (
+	"context"
+	"time"
+
+	"github.com/google/uuid"
+
+	"conch/server/store"
+	"conch/shared"
+)
+
+// The API's Runtime: an agent starts here, where it was asked for; a request for an agent
+// another replica runs goes to that replica's inbox, committed with what it stored, and
+// the owner is woken. A session whose owner is gone answers as a closed one.
+
+// Agents lists the agent profiles of this server.
+func (r *Replica) Agents() []shared.Agent { return r.local.Agents() }
+
+// StartSession starts the agent here; the session belongs to this replica.
+func (r *Replica) StartSession(ctx context.Context, taskID, agent, cwd string) (shared.Session, error) {
+	return r.local.StartSession(ctx, taskID, agent, cwd)
+}
+
+// Prompt queues a turn of a prompt the store has just committed. When another replica
+// runs the agent, the store addressed the prompt to it in that commit: it is woken.
+func (r *Replica) Prompt(sessionID, content string) error {
+	owner, err := r.store.SessionOwner(context.Background(), sessionID)
+	if err != nil {
+		return err
+	}
+	if owner != "" {
+		r.bus.wake(owner)
+		return nil
+	}
+	return r.local.Prompt(sessionID, content)
+}
+
+// Cancel cancels the running turn, here or through the owner's inbox.
+func (r *Replica) Cancel(sessionID string) error {
+	owner, err := r.store.Forward(context.Background(), store.Command{SessionID: sessionID, Kind: store.CommandCancel})
+	if err != nil {
+		return err
+	}
+	if owner != "" {
+		r.bus.wake(owner)
+		return nil
+	}
+	return r.local.Cancel(sessionID)
+}
+
+// Stop ends the session's agent, here or on the replica that runs it, and returns once it
+// is gone (or, for another replica's agent, after answerWait: a replica that also hears
+// of its session's deletion stops the agent then).
+func (r *Replica) Stop(sessionID, reason string) {
+	err := r.await(context.Background(), store.Command{SessionID: sessionID, Kind: store.CommandStop, Body: reason},
+		func() error { r.local.Stop(sessionID, reason); return nil })
+	if err != nil && shared.ErrorCode(err) != shared.CodeNotFound {
+		r.log.Warn("replica: stop an agent", "session", sessionID, "err", err)
+	}
+}
+
+// AnswerPermission answers a pending permission request. When another replica runs the
+// agent, the answer is stored here and addressed to the owner in the same commit; the
+// owner hands it to the agent.
+func (r *Replica) AnswerPermission(ctx context.Context, sessionID, messageID, optionID string) (shared.Message, error) {
+	owner, err := r.store.SessionOwner(ctx, sessionID)
+	if err != nil {
+		return shared.Message{}, err
+	}
+	if owner == "" {
+		return r.local.AnswerPermission(ctx, sessionID, messageID, optionID)
+	}
+	m, err := r.store.AnswerPermission(ctx, sessionID, messageID, optionID)
+	if err != nil {
+		return shared.Message{}, err
+	}
+	r.bus.MessageUpdated(m)
+	r.bus.wake(owner)
+	return m, nil
+}
+
+// answerWait bounds how long a request forwarded to another replica waits for its
+// outcome: the agent's answer, as the request waits for it on the owner.
+const answerWait = 30 * time.Second
+
+// SetMode switches the agent's mode. The agent must accept the switch, so a switch for
+// an agent another replica runs waits for the outcome the owner tells back.
+func (r *Replica) SetMode(ctx context.Context, sessionID, modeID string) (shared.Session, error) {
+	var sess shared.Session
+	err := r.await(ctx, store.Command{SessionID: sessionID, Kind: store.CommandMode, Body: modeID}, func() (err error) {
+		sess, err = r.local.SetMode(ctx, sessionID, modeID)
+		return err
+	})
+	if err != nil || sess.ID != "" {
+		return sess, err
+	}
+	return r.store.GetSession(ctx, sessionID)
+}
+
+// await runs c here with local when this replica runs the session's agent (or none
+// does), else forwards it to the owner and waits, bounded, for the outcome it tells back.
+func (r *Replica) await(ctx context.Context, c store.Command, local func() error) error {
+	c.ID = uuid.Must(uuid.NewV7()).String()
+	outcome := make(chan error, 1)
+	r.waitMu.Lock()
+	r.waiting[c.ID] = outcome
+	r.waitMu.Unlock()
+	defer func() {
+		r.waitMu.Lock()
+		delete(r.waiting, c.ID)
+		r.waitMu.Unlock()
+	}()
+	owner, err := r.store.Forward(ctx, c)
+	if err != nil {
+		return err
+	}
+	if owner == "" {
+		return local()
+	}
+	r.bus.wake(owner)
+	select {
+	case err = <-outcome:
+		return err
+	case <-time.After(answerWait):
+		return shared.Errorf(shared.CodeConflict, "the server running this session's agent did not answer within %s", answerWait)
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// finished hands the outcome of a command forwarded from here to the request waiting for it.
+func (r *Replica) finished(n notice) {
+	var err error
+	if n.Code != "" {
+		err = shared.Errorf(n.Code, "%s", n.Error)
+	}
+	r.waitMu.Lock()
+	defer r.waitMu.Unlock()
+	select {
+	case r.waiting[n.Message] <- err: // nil when no one waits (any more): never ready
+	default:
+	}
+}

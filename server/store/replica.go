@@ -1,0 +1,174 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"conch/shared"
+
+	"gorm.io/gorm"
+)
+
+// Several `conch serve` processes may share one PostgreSQL database. Each is a replica: it
+// holds a lease (a row of replicas) that it renews, and a session belongs to the replica
+// that started its agent (task_sessions.owner). A replica whose lease ran out is gone: any
+// other takes over its sessions in Sweep. SQLite serves one process, so there a replica
+// that joins takes over every other at once, and start-up recovery is the same sweep.
+
+type replicaRow struct {
+	ID         string `gorm:"primaryKey"`
+	LeaseUntil int64
+}
+
+func (replicaRow) TableName() string { return "replicas" }
+
+// ErrLeaseLost is Renew's error when the replica's lease was taken over: its sessions were
+// closed by another replica, so its agents must stop.
+var ErrLeaseLost = errors.New("this server's lease ran out and another server took over its sessions")
+
+// ErrLeaseLapsed is Renew's error when the replica's lease had run out (it could not
+// reach the database for that long) but no replica had taken it over. The others may
+// have been cut off as long: it does not sweep before they had a turn to renew.
+var ErrLeaseLapsed = errors.New("this server's lease had run out")
+
+// SweptError is the error of a session Sweep closed, which people read.
+const SweptError = "the server stopped while this session was live"
+
+// Join makes this store's process the replica id, holding a lease of the given length
+// from now; sessions created afterwards belong to it. On SQLite it takes over every other
+// replica at once (Sweep then ends their sessions).
+func (s *Store) Join(ctx context.Context, id string, lease time.Duration) error {
+	if id == "" || lease <= 0 {
+		return fmt.Errorf("join: a replica needs an id and a positive lease, got %q and %s", id, lease)
+	}
+	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		if s.dialect.sqlite {
+			if err := tx.Where("id <> ?", id).Delete(&replicaRow{}).Error; err != nil {
+				return err
+			}
+		}
+		return tx.Create(&replicaRow{ID: id, LeaseUntil: s.now().Add(lease).UnixNano()}).Error
+	})
+	if err != nil {
+		return fmt.Errorf("join as replica %s: %w", id, err)
+	}
+	s.replica, s.lease = id, lease
+	return nil
+}
+
+// Renew extends the replica's lease by its length from now. ErrLeaseLapsed says it had
+// run out, though no replica took it over yet; ErrLeaseLost that another replica had
+// taken it over (the lease is taken anew for the sessions started from now).
+func (s *Store) Renew(ctx context.Context) error {
+	now := s.now()
+	until := now.Add(s.lease).UnixNano()
+	for _, cond := range []struct {
+		where string
+		err   error
+	}{{"id = ? AND lease_until >= ?", nil}, {"id = ? AND lease_until < ?", ErrLeaseLapsed}} {
+		res := s.db.WithContext(ctx).Model(&replicaRow{}).Where(cond.where, s.replica, now.UnixNano()).Update("lease_until", until)
+		if res.Error != nil {
+			return fmt.Errorf("renew the lease: %w", res.Error)
+		}
+		if res.RowsAffected > 0 {
+			return cond.err
+		}
+	}
+	if err := s.db.WithContext(ctx).Create(&replicaRow{ID: s.replica, LeaseUntil: until}).Error; err != nil {
+		return fmt.Errorf("renew the lease: %w", err)
+	}
+	return ErrLeaseLost
+}
+
+// Leave gives the lease up, after a clean stop has closed the replica's sessions.
+func (s *Store) Leave(ctx context.Context) error {
+	if err := s.db.WithContext(ctx).Delete(&replicaRow{}, "id = ?", s.replica).Error; err != nil {
+		return fmt.Errorf("give the lease up: %w", err)
+	}
+	return nil
+}
+
+// Replica is the id Join gave this store's process ("" before Join).
+func (s *Store) Replica() string { return s.replica }
+
+// Swept is what a sweep changed, for publishing.
+type Swept struct {
+	Sessions []shared.Session // closed
+	Messages []shared.Message // cancelled tool calls and permission requests
+}
+
+// Sweep ends what no live replica runs: the leases that ran out are deleted, and the live
+// sessions of replicas without a lease (and of none, like sessions of a process before
+// this one) become closed, their unfinished tool calls and pending permission requests
+// cancelled, output kept. Sessions are closed in one transaction with row locks, so of
+// two replicas sweeping at once each session is closed by one. Commands addressed to a
+// replica that is gone are dropped: its sessions are closed.
+func (s *Store) Sweep(ctx context.Context) (Swept, error) {
+	var (
+		out    Swept
+		closed []string
+		now    = s.stamp()
+	)
+	// The sessions of replicas that hold a lease; the subquery's condition repeats the
+	// partial index's.
+	const leased = "SELECT id FROM task_sessions WHERE " + live + " AND owner IN (SELECT id FROM replicas)"
+	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		if err := tx.Where("lease_until < ? AND id <> ?", now, s.replica).Delete(&replicaRow{}).Error; err != nil {
+			return err
+		}
+		q := locked(tx.Model(&sessionRow{})).Where(live + " AND id NOT IN (" + leased + ")")
+		if s.replica != "" { // its own, when its lease was taken over, are its to end (Renew)
+			q = q.Where("owner <> ?", s.replica)
+		}
+		if err := q.Pluck("id", &closed).Error; err != nil {
+			return err
+		}
+		if len(closed) > 0 {
+			if err := tx.Model(&sessionRow{}).Where("id IN ?", closed).
+				Updates(map[string]any{"state": string(shared.SessionClosed), "error": SweptError, "updated_at": now}).Error; err != nil {
+				return err
+			}
+		}
+		return tx.Where("owner NOT IN (SELECT id FROM replicas)").Delete(&commandRow{}).Error
+	})
+	if err != nil {
+		return Swept{}, fmt.Errorf("sweep: %w", err)
+	}
+	// Apart from the sessions' transaction: a call left unfinished by a sweep that stopped
+	// half way is found by the next, because its session is no longer live and leased.
+	var active []string
+	if err := s.db.WithContext(ctx).Model(&messageRow{}).Distinct("session_id").
+		Where(unfinished+" AND session_id NOT IN ("+leased+")").Pluck("session_id", &active).Error; err != nil {
+		return Swept{}, fmt.Errorf("sweep: %w", err)
+	}
+	for _, id := range active {
+		msgs, err := s.CancelActiveToolCalls(ctx, id)
+		if err != nil {
+			return Swept{}, fmt.Errorf("sweep session %s: %w", id, err)
+		}
+		out.Messages = append(out.Messages, msgs...)
+	}
+	for _, id := range closed {
+		sess, err := s.GetSession(ctx, id)
+		if err != nil {
+			return Swept{}, fmt.Errorf("sweep: %w", err)
+		}
+		out.Sessions = append(out.Sessions, sess)
+	}
+	return out, nil
+}
+
+// SessionOwner is the replica that runs the session's agent, "" when this process does
+// (or no replica, as in a process that never joined).
+func (s *Store) SessionOwner(ctx context.Context, sessionID string) (string, error) {
+	var row sessionRow
+	if err := s.db.WithContext(ctx).Select("id", "owner").Take(&row, "id = ?", sessionID).Error; err != nil {
+		return "", notFound(err, "session")
+	}
+	if row.Owner == s.replica {
+		return "", nil
+	}
+	return row.Owner, nil
+}
