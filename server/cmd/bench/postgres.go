@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
-	"time"
 
 	"conch/server/internal/pgtest"
 	"conch/server/store"
@@ -39,7 +38,7 @@ func (b *bench) postgresBench(ctx context.Context) error {
 		"PostgreSQL database on the same machine over 127.0.0.1 (%s). List: the newest page of 100 of the first "+
 		"session; snapshot: the 256 KiB commands round robin; %s per run.", specs[0].Messages, specs[1].Messages,
 		b.conchBin, map[bool]string{true: "a throwaway cluster with fsync off", false: "the server -postgres names"}[b.postgres == ""], b.dur)
-	var seedRows, loadRows, liveRows, sizeRows [][]string
+	var seedRows, loadRows, sizeRows [][]string
 	for _, backend := range []struct{ name, db string }{
 		{"SQLite", filepath.Join(b.tmp, "pg-compare", "conch.db")},
 		{"PostgreSQL", pg},
@@ -86,21 +85,11 @@ func (b *bench) postgresBench(ctx context.Context) error {
 					f.p50.format(micros), f.p99.format(micros), f.cpuPerRequest().format(micros)})
 			}
 		}
-		progress("   %s: live output", backend.name)
-		w, err := b.watchCommand(ctx, c, 1, liveCommand, 3*time.Minute)
 		c.stop()
-		if err != nil {
-			return fmt.Errorf("%s: %w", backend.name, err)
-		}
-		liveRows = append(liveRows, []string{backend.name, fmt.Sprint(len(w.clients[0].frames)),
-			perSecond(w.clients[0].frames).format(count), dist{w.seconds}.format(seconds)})
 	}
 	b.r.table([]string{"database", "messages seeded", "stdout seeded", "messages/s"}, seedRows)
 	b.r.table([]string{"database", "request", "connections", "requests/s", "p50", "p99", "conch CPU / request"}, loadRows)
 	b.r.p("The conch CPU column leaves out PostgreSQL's own processes, which the SQLite rows have inside conch.")
-	b.r.p("Live output: `%s` prompted to the built-in shell agent, watched by one WebSocket client; notifications "+
-		"about the command from its creation to its terminal status, and per one-second window.", liveCommand)
-	b.r.table([]string{"database", "notifications", "per second", "duration"}, liveRows)
 	b.r.p("Size: an empty database, then %d tasks of one session each (two messages, one a shell command with 1 KiB "+
 		"of output) created one by one, then each task deleted (`DELETE /api/v1/tasks/{id}`'s store call). SQLite: the "+
 		"file's pages; PostgreSQL: `pg_database_size`, which keeps deleted rows' space for reuse until a `VACUUM FULL`.",
@@ -108,9 +97,6 @@ func (b *bench) postgresBench(ctx context.Context) error {
 	b.r.table([]string{"database", "empty", "with the sessions", "after deleting them"}, sizeRows)
 	return nil
 }
-
-// liveCommand prints 1 MB as fast as it can.
-const liveCommand = "yes 'conch bench: one line of output from a command that writes as fast as it can' | head -c 1000000"
 
 // churnSessions is how many sessions the size figure creates and deletes.
 const churnSessions = 10_000
