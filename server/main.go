@@ -213,7 +213,8 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 }
 
 // prune deletes, straight from the database, the tasks whose last activity is older than
-// --older-than; tasks with a live session are kept.
+// --older-than; tasks with a live session are kept. On PostgreSQL the servers are told,
+// and tell the browsers that watch the deleted sessions.
 func prune(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	flags := flag.NewFlagSet("prune", flag.ContinueOnError)
 	flags.SetOutput(stderr)
@@ -230,9 +231,12 @@ func prune(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer st.Close()
-	n, err := st.PruneTasks(ctx, time.Now().Add(-*age))
+	n, sessions, err := st.PruneTasks(ctx, time.Now().Add(-*age))
 	if err != nil {
 		return err
+	}
+	if err := replica.Deleted(ctx, st, sessions); err != nil {
+		fmt.Fprintf(stderr, "prune: the running servers were not told: %v\n", err)
 	}
 	fmt.Fprintf(stdout, "deleted %d tasks idle for more than %s\n", n, *age)
 	return nil

@@ -74,6 +74,7 @@ func (p *replicaProcess) kill() {
 
 // pair is two servers of one new database, A and B, with a WebSocket client of B.
 type pair struct {
+	dsn      string
 	a, b     *replicaProcess
 	onA, onB *client.Client
 	watch    *client.Conn
@@ -93,7 +94,7 @@ func startPair(t *testing.T, profiles func(bin string) []acp.Profile) *pair {
 		t.Fatal(err)
 	}
 	dsn := pgtest.Database(t)
-	p := &pair{a: startReplica(t, bin, dsn, agents), b: startReplica(t, bin, dsn, agents)}
+	p := &pair{dsn: dsn, a: startReplica(t, bin, dsn, agents), b: startReplica(t, bin, dsn, agents)}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	t.Cleanup(cancel)
 	p.ctx, p.onA, p.onB = ctx, client.New(p.a.base), client.New(p.b.base)
@@ -356,7 +357,8 @@ func parentOf(pid int) int {
 }
 
 // A server that stops cleanly closes its sessions itself, and a person watching from
-// another server sees it at once, not when the lease would have run out.
+// another server sees it at once, not when the lease would have run out. conch prune, run
+// from a process that serves nothing, then deletes that idle task, and the watcher is told.
 func TestReplicaStopsCleanly(t *testing.T) {
 	p := startPair(t, func(string) []acp.Profile { return nil })
 	a, sess := p.a, p.start(t, "shell")
@@ -375,4 +377,14 @@ func TestReplicaStopsCleanly(t *testing.T) {
 	if closed.Error == store.SweptError || strings.Contains(a.logs.String(), "level=ERROR") {
 		t.Errorf("the session was not closed by A as it stopped (%q):\n%s", closed.Error, a.logs)
 	}
+
+	var out, errs bytes.Buffer
+	if err := run(p.ctx, []string{"prune", "--db", p.dsn, "--older-than", "1ns"}, nil, &out, &errs); err != nil ||
+		out.String() != "deleted 1 tasks idle for more than 1ns\n" || errs.Len() > 0 {
+		t.Fatalf("prune: %v, %q, %q", err, out.String(), errs.String())
+	}
+	next(t, p.watch, time.After(30*time.Second), "session.deleted of the pruned session", func(env shared.Envelope) bool {
+		var ref shared.SessionRef
+		return env.Action == shared.ActionSessionDeleted && env.Decode(&ref) == nil && ref.SessionID == sess.ID
+	})
 }

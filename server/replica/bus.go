@@ -144,13 +144,31 @@ func (b *Bus) send() {
 	if len(batch) == 0 {
 		return
 	}
-	payloads := make([]string, len(batch))
-	for i, n := range batch {
+	// Not retried: a replica that misses a notice shows the next change of the row.
+	if err := b.store.Notify(ctx, encode(batch)); err != nil {
+		b.log.Error("replica: tell the other servers", "notices", len(batch), "err", err)
+	}
+}
+
+func encode(notices []notice) []string {
+	payloads := make([]string, len(notices))
+	for i, n := range notices {
 		raw, _ := json.Marshal(n) // strings only: always encodes
 		payloads[i] = string(raw)
 	}
-	// Not retried: a replica that misses a notice shows the next change of the row.
-	if err := b.store.Notify(ctx, payloads); err != nil {
-		b.log.Error("replica: tell the other servers", "notices", len(batch), "err", err)
+	return payloads
+}
+
+// Deleted tells the servers on a shared database that sessions were deleted by a process
+// that serves none (conch prune), so that they tell the browsers watching them. On SQLite
+// it does nothing: no other process listens.
+func Deleted(ctx context.Context, st *store.Store, sessions []string) error {
+	if !st.Shared() {
+		return nil
 	}
+	notices := make([]notice, len(sessions))
+	for i, id := range sessions {
+		notices[i] = notice{Kind: kindDeleted, Session: id}
+	}
+	return st.Notify(ctx, encode(notices))
 }

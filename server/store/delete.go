@@ -59,8 +59,9 @@ func (s *Store) DeleteTask(ctx context.Context, id string) ([]string, error) {
 }
 
 // PruneTasks removes the tasks whose last activity (the task, its sessions and their
-// messages) is older than before, and none with a live session. It returns how many.
-func (s *Store) PruneTasks(ctx context.Context, before time.Time) (int, error) {
+// messages) is older than before, and none with a live session. It returns how many, and
+// the sessions removed with them.
+func (s *Store) PruneTasks(ctx context.Context, before time.Time) (int, []string, error) {
 	cut := before.UnixNano()
 	var ids []string
 	err := s.db.WithContext(ctx).Model(&taskRow{}).
@@ -69,18 +70,19 @@ func (s *Store) PruneTasks(ctx context.Context, before time.Time) (int, error) {
 			` OR EXISTS (SELECT 1 FROM messages AS m WHERE m.session_id = s.id AND m.updated_at >= ?)))`, cut, cut).
 		Pluck("id", &ids).Error
 	if err != nil {
-		return 0, fmt.Errorf("prune: %w", err)
+		return 0, nil, fmt.Errorf("prune: %w", err)
 	}
-	n := 0
+	n, sessions := 0, []string{}
 	for _, id := range ids {
-		switch _, err := s.DeleteTask(ctx, id); {
+		switch removed, err := s.DeleteTask(ctx, id); {
 		case err == nil:
 			n++
+			sessions = append(sessions, removed...)
 		case shared.ErrorCode(err) != shared.CodeNotFound: // else deleted meanwhile
-			return n, fmt.Errorf("prune: %w", err)
+			return n, sessions, fmt.Errorf("prune: %w", err)
 		}
 	}
-	return n, nil
+	return n, sessions, nil
 }
 
 // reclaim gives the pages freed by a delete back to the file system. The database runs

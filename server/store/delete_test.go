@@ -187,9 +187,9 @@ func TestPruneTasks(t *testing.T) {
 	}
 	recent, _ := seedTask(t, s, 10)
 
-	n, err := s.PruneTasks(ctx, cutoff)
-	if err != nil || n != 1 {
-		t.Fatalf("pruned %d (%v), want only the old idle task", n, err)
+	n, sessions, err := s.PruneTasks(ctx, cutoff)
+	if err != nil || n != 1 || len(sessions) != 2 || sessions[0] != oldMsgs[0].SessionID && sessions[1] != oldMsgs[0].SessionID {
+		t.Fatalf("pruned %d with sessions %v (%v), want only the old idle task and its 2 sessions", n, sessions, err)
 	}
 	if _, err := s.GetTask(ctx, old.ID); shared.ErrorCode(err) != shared.CodeNotFound {
 		t.Errorf("the old task is still there: %v", err)
