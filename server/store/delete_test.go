@@ -87,8 +87,11 @@ func TestDeleteTask(t *testing.T) {
 // fileSize is the database's size once the WAL is written back into it.
 func fileSize(t *testing.T, s *Store, path string) int64 {
 	t.Helper()
-	if err := s.db.Exec("PRAGMA wal_checkpoint(TRUNCATE)").Error; err != nil {
+	if err := s.Checkpoint(context.Background()); err != nil {
 		t.Fatal(err)
+	}
+	if wal, err := os.Stat(path + "-wal"); err != nil || wal.Size() != 0 {
+		t.Fatalf("the WAL after a checkpoint: %v %v", wal, err)
 	}
 	info, err := os.Stat(path)
 	if err != nil {

@@ -301,6 +301,22 @@ func (s *Store) Ping(ctx context.Context) error {
 	return s.db.WithContext(ctx).Raw("SELECT 1").Scan(&one).Error
 }
 
+// Checkpoint copies SQLite's WAL into the database file and empties it, waiting for
+// readers (PostgreSQL: nothing to do).
+func (s *Store) Checkpoint(ctx context.Context) error {
+	if !s.dialect.sqlite {
+		return nil
+	}
+	var busy, frames, copied int
+	if err := s.db.WithContext(ctx).Raw("PRAGMA wal_checkpoint(TRUNCATE)").Row().Scan(&busy, &frames, &copied); err != nil {
+		return fmt.Errorf("checkpoint: %w", err)
+	}
+	if busy != 0 {
+		return fmt.Errorf("checkpoint: busy, %d of %d frames copied", copied, frames)
+	}
+	return nil
+}
+
 // Size returns the bytes the database takes: the SQLite file's pages (free pages
 // included: what the file system holds), or PostgreSQL's database size.
 func (s *Store) Size(ctx context.Context) (int64, error) {

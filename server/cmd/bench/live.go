@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -11,9 +10,8 @@ import (
 	"time"
 
 	"conch/server/cmd/loadgen/load"
+	"conch/server/store"
 	"conch/shared"
-
-	_ "github.com/mattn/go-sqlite3" // the checkpoint's driver
 )
 
 var liveClients = []int{1, 10, 100}
@@ -161,21 +159,17 @@ func emit(ctx context.Context, args []string, w io.Writer) error {
 // this process, and returns the bytes that took (this process's write_bytes): what the
 // server would pay later, at a checkpoint of its own.
 func checkpoint(ctx context.Context, path string) (int64, error) {
-	db, err := sql.Open("sqlite3", "file:"+path+"?_busy_timeout=5000")
+	st, err := store.Open(path, nil)
 	if err != nil {
 		return 0, err
 	}
-	defer db.Close()
+	defer st.Close()
 	before, err := load.ReadStat(os.Getpid())
 	if err != nil {
 		return 0, err
 	}
-	var busy, frames, copied int
-	if err := db.QueryRowContext(ctx, "PRAGMA wal_checkpoint(TRUNCATE)").Scan(&busy, &frames, &copied); err != nil {
-		return 0, fmt.Errorf("checkpoint %s: %w", path, err)
-	}
-	if busy != 0 {
-		return 0, fmt.Errorf("checkpoint %s: busy (%d of %d frames copied)", path, copied, frames)
+	if err := st.Checkpoint(ctx); err != nil {
+		return 0, fmt.Errorf("%s: %w", path, err)
 	}
 	after, err := load.ReadStat(os.Getpid())
 	if err != nil {
