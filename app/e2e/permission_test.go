@@ -115,7 +115,10 @@ func TestPermissionAnsweredInTheBrowser(t *testing.T) {
 	// Deny, by a click in the other tab: the command never runs.
 	denied := filepath.Join(sess.Cwd, "denied.txt")
 	ask = waitAsk(t, s, sess.ID, "echo ran > "+denied, tab1, tab2)
-	tab2.do(t, chromedp.Click(chromedp.CSS(option(ask.ID, "deny"))))
+	// The element's own click: the agent's tool call row arrives right after its request
+	// and the page follows the newest row, so a click at the button's coordinates, taken a
+	// moment before, can land beside it.
+	eval[bool](t, tab2, fmt.Sprintf(`document.querySelector(%q).click(), true`, option(ask.ID, "deny")))
 	tab1.waitFor(t, "tab1 to show the denial", fmt.Sprintf(`(document.querySelector(%q) || {textContent: ""}).textContent === "Answered: Deny"`, row(ask.ID)+" .perm-label"))
 	tab1.waitFor(t, "the agent's reply", `[...document.querySelectorAll(".msg.agent")].some(e => e.textContent === "Not run: permission denied.")`)
 	if _, err := os.Stat(denied); err == nil {

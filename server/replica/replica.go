@@ -219,6 +219,7 @@ func (r *Replica) runCommands(ctx context.Context) {
 			err = r.local.Prompt(c.SessionID, c.Body)
 		case store.CommandCancel:
 			err = r.local.Cancel(c.SessionID)
+			r.bus.done(c.Sender, c.ID, err)
 		case store.CommandPermission:
 			r.local.Answered(c.SessionID, c.MessageID, c.Body)
 		case store.CommandMode, store.CommandStop:

@@ -36,17 +36,11 @@ func (r *Replica) Prompt(sessionID, content string) error {
 	return r.local.Prompt(sessionID, content)
 }
 
-// Cancel cancels the running turn, here or through the owner's inbox.
+// Cancel cancels the running turn, here or through the owner's inbox, and answers as the
+// owner does (a session still starting cannot be cancelled).
 func (r *Replica) Cancel(sessionID string) error {
-	owner, err := r.store.Forward(context.Background(), store.Command{SessionID: sessionID, Kind: store.CommandCancel})
-	if err != nil {
-		return err
-	}
-	if owner != "" {
-		r.bus.wake(owner)
-		return nil
-	}
-	return r.local.Cancel(sessionID)
+	return r.await(context.Background(), store.Command{SessionID: sessionID, Kind: store.CommandCancel},
+		func() error { return r.local.Cancel(sessionID) })
 }
 
 // Stop ends the session's agent, here or on the replica that runs it, and returns once it
