@@ -162,18 +162,21 @@ func getSession(db *gorm.DB, id string) (sessionRow, error) {
 	return row, nil
 }
 
-// SetSessionState records a session's new state and error text.
+// SetSessionState records a session's new state and error text. A session that ended
+// (failed or closed) stays as it ended, with the reason it was given first: another
+// server's process that learns late that its session ended (its lease was taken over)
+// cannot overwrite why.
 func (s *Store) SetSessionState(ctx context.Context, id string, state shared.SessionState, errText string) (shared.Session, error) {
-	res := s.db.WithContext(ctx).Model(&sessionRow{}).Where("id = ?", id).
+	res := s.db.WithContext(ctx).Model(&sessionRow{}).Where("id = ? AND state NOT IN ?", id, ended).
 		Updates(map[string]any{"state": string(state), "error": storable(errText), "updated_at": s.stamp()})
 	if res.Error != nil {
 		return shared.Session{}, fmt.Errorf("set session state: %w", res.Error)
 	}
-	if res.RowsAffected == 0 {
-		return shared.Session{}, missing("session")
-	}
 	return s.GetSession(ctx, id)
 }
+
+// ended are the states a session never leaves.
+var ended = []string{string(shared.SessionFailed), string(shared.SessionClosed)}
 
 // SetSessionModes records the modes the agent offers and the one it is in.
 func (s *Store) SetSessionModes(ctx context.Context, id string, modes shared.Modes) (shared.Session, error) {

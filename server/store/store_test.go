@@ -559,3 +559,20 @@ func TestPageByteBudget(t *testing.T) {
 		}
 	}
 }
+
+// A session that ended stays as it ended, with its first reason: a late writer (the
+// process of a server whose lease was taken over, stopping its agent) cannot overwrite why.
+func TestEndedSessionStaysEnded(t *testing.T) {
+	s, _ := open(t, time.Millisecond)
+	sess := newSession(t, s)
+	ctx := context.Background()
+	if _, err := s.SetSessionState(ctx, sess.ID, shared.SessionClosed, SweptError); err != nil {
+		t.Fatal(err)
+	}
+	for _, state := range []shared.SessionState{shared.SessionClosed, shared.SessionFailed, shared.SessionReady} {
+		got, err := s.SetSessionState(ctx, sess.ID, state, "")
+		if err != nil || got.State != shared.SessionClosed || got.Error != SweptError {
+			t.Fatalf("set %s on a closed session: %s %q (%v)", state, got.State, got.Error, err)
+		}
+	}
+}
