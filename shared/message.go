@@ -170,6 +170,9 @@ const (
 	SessionClosed   SessionState = "closed"
 )
 
+// Ended reports whether the session has ended (failed or closed): a state it never leaves.
+func (s SessionState) Ended() bool { return s == SessionFailed || s == SessionClosed }
+
 // Session is one agent process working on one task.
 type Session struct {
 	ID     string       `json:"id"`

@@ -227,7 +227,7 @@ func (p *printer) run(ctx context.Context, agent, taskID, cwd, text string) erro
 			}
 			if s.State == shared.SessionRunning {
 				running = true
-			} else if running || s.State == shared.SessionFailed || s.State == shared.SessionClosed {
+			} else if running || s.State.Ended() {
 				p.endLine()
 				return p.outcome(s)
 			}

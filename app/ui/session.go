@@ -496,7 +496,7 @@ func (p *SessionPage) Render() app.UI {
 				app.If(state == shared.SessionRunning, func() app.UI {
 					return app.Button().Type("button").Class("secondary").OnClick(p.cancelTurn).Text("Cancel turn")
 				}),
-				app.Button().Type("submit").Disabled(p.sending || state == shared.SessionFailed || state == shared.SessionClosed).
+				app.Button().Type("submit").Disabled(p.sending || state.Ended()).
 					Text(map[bool]string{true: "Sending…", false: "Send"}[p.sending]),
 			),
 		),

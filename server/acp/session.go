@@ -281,7 +281,7 @@ func (s *session) setState(state shared.SessionState, errText string) (shared.Se
 		return shared.Session{}, err
 	}
 	s.state = state
-	s.final = state == shared.SessionFailed || state == shared.SessionClosed
+	s.final = state.Ended()
 	s.m.cfg.Events.SessionUpdated(sess)
 	return sess, nil
 }

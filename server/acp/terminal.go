@@ -97,24 +97,18 @@ func (s streams) restart() streams {
 // say where in each stream the text starts, so that the store writes only what is new.
 // partial: the command may still print.
 func (s *streams) capture(partial bool) shared.ShellOutput {
-	stdout, stdoutFrom := s.stdout.text(partial)
-	stderr, stderrFrom := s.stderr.text(partial)
-	return shared.ShellOutput{Stdout: stdout, Stderr: stderr, Truncated: s.stdout.cut() || s.stderr.cut(),
+	stdout, stdoutFrom, cutOut := s.stdout.text(partial)
+	stderr, stderrFrom, cutErr := s.stderr.text(partial)
+	return shared.ShellOutput{Stdout: stdout, Stderr: stderr, Truncated: cutOut || cutErr,
 		StdoutTotalBytes: s.stdout.total, StderrTotalBytes: s.stderr.total, StdoutOffset: &stdoutFrom, StderrOffset: &stderrFrom}
 }
 
-// text is the kept tail as tailText gives it, and the position of its first byte in all
-// the bytes written.
-func (b *tailBuffer) text(partial bool) (string, int64) {
+// text is the kept tail as tailText gives it, the position of its first byte in all the
+// bytes written, and whether bytes were lost before it.
+func (b *tailBuffer) text(partial bool) (string, int64, bool) {
 	raw, cut := b.tail()
 	i, j := tailRange(raw, cut, partial)
-	return string(raw[i:j]), b.origin + b.total - int64(len(raw)-i)
-}
-
-// cut reports whether bytes were lost before the kept tail.
-func (b *tailBuffer) cut() bool {
-	_, cut := b.tail()
-	return cut
+	return string(raw[i:j]), b.origin + b.total - int64(len(raw)-i), cut
 }
 
 // tailText turns the kept tail of a byte stream into text that neither starts nor ends

@@ -44,7 +44,7 @@ type Config struct {
 // Replica is this process among the servers of one database. Between Join and Close it
 // holds its lease; its methods are the API's Runtime.
 type Replica struct {
-	cfg   Config
+	lease time.Duration
 	id    string
 	bus   *Bus
 	store *store.Store
@@ -86,7 +86,7 @@ func New(cfg Config) (*Replica, error) {
 	}
 	id := uuid.Must(uuid.NewV7()).String()
 	log := cfg.Logger.With("replica", id)
-	return &Replica{cfg: cfg, id: id, bus: newBus(cfg.Store, cfg.Hub, id, log), store: cfg.Store, hub: cfg.Hub, log: log,
+	return &Replica{lease: cfg.Lease, id: id, bus: newBus(cfg.Store, cfg.Hub, id, log), store: cfg.Store, hub: cfg.Hub, log: log,
 		wake: make(chan struct{}, 1), waiting: map[string]chan error{}}, nil
 }
 
@@ -96,7 +96,7 @@ func (r *Replica) Events() *Bus { return r.bus }
 // Join takes the lease and ends what no live replica runs (on SQLite: everything a
 // previous process left live), publishing it.
 func (r *Replica) Join(ctx context.Context) error {
-	if err := r.store.Join(ctx, r.id, r.cfg.Lease); err != nil {
+	if err := r.store.Join(ctx, r.id, r.lease); err != nil {
 		return err
 	}
 	r.stopBus, r.busDone = make(chan struct{}), make(chan struct{})
@@ -151,7 +151,7 @@ func (r *Replica) Close() {
 // loop renews the lease and sweeps every third of the lease, and runs the inbox's
 // commands when woken (and at each sweep, in case a wake was missed).
 func (r *Replica) loop(ctx context.Context) {
-	tick := time.NewTicker(r.cfg.Lease / 3)
+	tick := time.NewTicker(r.lease / 3)
 	defer tick.Stop()
 	for {
 		select {

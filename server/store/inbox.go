@@ -73,7 +73,7 @@ func (s *Store) Forward(ctx context.Context, c Command) (string, error) {
 
 // forward is Forward in the caller's transaction, for the session as it read it.
 func (s *Store) forward(tx *gorm.DB, sess sessionRow, c Command) (string, error) {
-	if sess.Owner == "" || sess.Owner == s.replica || !isLive(sess.State) {
+	if sess.Owner == "" || sess.Owner == s.replica || shared.SessionState(sess.State).Ended() {
 		return "", nil
 	}
 	var n int64
@@ -92,11 +92,6 @@ func (s *Store) forward(tx *gorm.DB, sess sessionRow, c Command) (string, error)
 		return "", err
 	}
 	return sess.Owner, nil
-}
-
-func isLive(state string) bool {
-	st := shared.SessionState(state)
-	return st == shared.SessionStarting || st == shared.SessionReady || st == shared.SessionRunning
 }
 
 // TakeCommands removes and returns the commands addressed to this replica, oldest first.

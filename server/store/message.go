@@ -211,7 +211,7 @@ func (s *Store) AddUserMessage(ctx context.Context, sessionID, content, clientMe
 			clientID = &clientMessageID
 			md = &shared.Metadata{ClientMessageID: clientMessageID}
 		}
-		if st := shared.SessionState(sess.State); st == shared.SessionFailed || st == shared.SessionClosed {
+		if st := shared.SessionState(sess.State); st.Ended() {
 			return shared.Errorf(shared.CodeConflict, "session is %s", st)
 		}
 		row, err = s.insertMessage(tx, sess, shared.AuthorUser, shared.TypeMessage, content, md, clientID)

@@ -62,7 +62,7 @@ func (k kept) from() int64 {
 func (k kept) text(at int64) []byte {
 	var b []byte
 	for _, c := range k {
-		if end := c.Start + int64(len(c.Data)); end > at {
+		if c.end() > at {
 			b = append(b, c.Data[max(at-c.Start, 0):]...)
 		}
 	}
@@ -109,7 +109,7 @@ func putStream(tx *gorm.DB, messageID string, stream int, body string, from *int
 	}
 	start := *from
 	var newest []chunkRow
-	if err := tx.Where("message_id = ? AND stream = ?", messageID, stream).Order("start DESC").Limit(1).Find(&newest).Error; err != nil {
+	if err := tx.Scopes(streamOf(messageID, stream)).Order("start DESC").Limit(1).Find(&newest).Error; err != nil {
 		return fmt.Errorf("read stored output: %w", err)
 	}
 	if len(newest) == 1 {
@@ -117,29 +117,42 @@ func putStream(tx *gorm.DB, messageID string, stream int, body string, from *int
 			return appendStream(tx, t, body[t.end()-start:], start)
 		}
 		var k kept
-		if err := tx.Where("message_id = ? AND stream = ?", messageID, stream).Order("start").Find(&k).Error; err != nil {
+		if err := tx.Scopes(streamOf(messageID, stream)).Order("start").Find(&k).Error; err != nil {
 			return fmt.Errorf("read stored output: %w", err)
 		}
 		if k.from() == start && string(k.text(start)) == body {
 			return nil
 		}
-		if err := tx.Where("message_id = ? AND stream = ?", messageID, stream).Delete(&chunkRow{}).Error; err != nil {
+		if err := tx.Scopes(streamOf(messageID, stream)).Delete(&chunkRow{}).Error; err != nil {
 			return fmt.Errorf("replace output: %w", err)
 		}
 	}
 	return insertChunks(tx, chunkRow{MessageID: messageID, Stream: stream, Start: start, KeptFrom: start}, body)
 }
 
-// insertChunks stores text from c.Start on, in chunks of at most chunkSize bytes.
+// streamOf scopes a query of shell_output_chunks to one stream of one message.
+func streamOf(messageID string, stream int) func(*gorm.DB) *gorm.DB {
+	return func(db *gorm.DB) *gorm.DB {
+		return db.Where("message_id = ? AND stream = ?", messageID, stream)
+	}
+}
+
+// insertChunks stores text from c.Start on, in chunks of at most chunkSize bytes, in one
+// statement.
 func insertChunks(tx *gorm.DB, c chunkRow, text string) error {
+	if text == "" {
+		return nil
+	}
+	chunks := make([]chunkRow, 0, (len(text)+chunkSize-1)/chunkSize)
 	for text != "" {
 		n := min(len(text), chunkSize)
 		c.Data = []byte(text[:n])
-		if err := tx.Create(&c).Error; err != nil {
-			return fmt.Errorf("store output: %w", err)
-		}
+		chunks = append(chunks, c)
 		c.Start += int64(n)
 		text = text[n:]
+	}
+	if err := tx.Create(&chunks).Error; err != nil {
+		return fmt.Errorf("store output: %w", err)
 	}
 	return nil
 }
@@ -151,7 +164,7 @@ func (c chunkRow) end() int64 { return c.Start + int64(len(c.Data)) }
 // grows up to chunkSize before a new one starts: a flush of a few bytes rewrites one small
 // row in place instead of adding a row, an index entry and often a page.
 func appendStream(tx *gorm.DB, t chunkRow, fresh string, from int64) error {
-	newest := tx.Model(&chunkRow{}).Where("message_id = ? AND stream = ? AND start = ?", t.MessageID, t.Stream, t.Start)
+	newest := tx.Model(&chunkRow{}).Scopes(streamOf(t.MessageID, t.Stream)).Where("start = ?", t.Start)
 	grow := fresh[:min(len(fresh), max(chunkSize-len(t.Data), 0))]
 	if grow != "" || from != t.KeptFrom {
 		if err := newest.Updates(map[string]any{"data": append(t.Data, grow...), "kept_from": from}).Error; err != nil {
@@ -166,7 +179,7 @@ func appendStream(tx *gorm.DB, t chunkRow, fresh string, from int64) error {
 		return nil
 	}
 	// start < from bounds the search to the few chunks the kept text just left.
-	if err := tx.Where("message_id = ? AND stream = ? AND start < ? AND start + length(data) <= ?", t.MessageID, t.Stream, from, from).
+	if err := tx.Scopes(streamOf(t.MessageID, t.Stream)).Where("start < ? AND start + length(data) <= ?", from, from).
 		Delete(&chunkRow{}).Error; err != nil {
 		return fmt.Errorf("trim output: %w", err)
 	}

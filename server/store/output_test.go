@@ -33,8 +33,10 @@ func watchChunks(t *testing.T, s *Store) *chunkWrites {
 			}
 			*n++
 			switch d := db.Statement.Dest.(type) {
-			case *chunkRow:
-				w.written += len(d.Data)
+			case *[]chunkRow:
+				for _, c := range *d {
+					w.written += len(c.Data)
+				}
 			case map[string]any:
 				data, _ := d["data"].([]byte)
 				w.written += len(data)

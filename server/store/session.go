@@ -167,16 +167,13 @@ func getSession(db *gorm.DB, id string) (sessionRow, error) {
 // server's process that learns late that its session ended (its lease was taken over)
 // cannot overwrite why.
 func (s *Store) SetSessionState(ctx context.Context, id string, state shared.SessionState, errText string) (shared.Session, error) {
-	res := s.db.WithContext(ctx).Model(&sessionRow{}).Where("id = ? AND state NOT IN ?", id, ended).
+	res := s.db.WithContext(ctx).Model(&sessionRow{}).Where("id = ? AND "+live, id).
 		Updates(map[string]any{"state": string(state), "error": storable(errText), "updated_at": s.stamp()})
 	if res.Error != nil {
 		return shared.Session{}, fmt.Errorf("set session state: %w", res.Error)
 	}
 	return s.GetSession(ctx, id)
 }
-
-// ended are the states a session never leaves.
-var ended = []string{string(shared.SessionFailed), string(shared.SessionClosed)}
 
 // SetSessionModes records the modes the agent offers and the one it is in.
 func (s *Store) SetSessionModes(ctx context.Context, id string, modes shared.Modes) (shared.Session, error) {
