@@ -59,8 +59,10 @@ func Run(ctx context.Context, in io.Reader, out io.Writer, cfg Config) error {
 	return nil
 }
 
-// Send sends one session/update.
+// Send sends one session/update. A handler may run before Run has set Conn (the SDK reads
+// as soon as it is made), so Send waits for it.
 func (a *Agent) Send(ctx context.Context, sid sdk.SessionId, u sdk.SessionUpdate) error {
+	<-a.ready
 	return a.Conn.SessionUpdate(ctx, sdk.SessionNotification{SessionId: sid, Update: u})
 }
 
