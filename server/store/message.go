@@ -291,7 +291,13 @@ func (s *Store) UpdateMessage(ctx context.Context, id string, u Update) (shared.
 		if err := putContent(tx, id, content); err != nil {
 			return err
 		}
-		return putOutput(tx, id, out)
+		if err := putOutput(tx, id, out); err != nil {
+			return err
+		}
+		if _, ended := cols["status"]; ended && md.Status.IsTerminal() {
+			return dropReserved(tx.Where("message_id = ?", id)) // the output is complete
+		}
+		return nil
 	})
 	if err != nil {
 		return shared.Message{}, false, fmt.Errorf("update message: %w", err)

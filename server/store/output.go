@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 	"unicode/utf8"
 
@@ -15,9 +16,18 @@ import (
 // chunk holds the bytes of one stream from its start position on, and records where the
 // kept text began (kept_from) when it was written. The kept text of a stream is the bytes
 // from the newest chunk's kept_from to the end of the newest chunk; chunks that end before
-// it are deleted. Exit code, signal, totals and times are the summary in the message's
-// metadata, so a flush of new output writes the new bytes, the message's row and nothing
-// else, and a change of status alone writes no body.
+// it are deleted, a few at a time. Exit code, signal, totals and times are the summary in
+// the message's metadata, so a flush of new output writes the new bytes, the message's row
+// and nothing else, and a change of status alone writes no body.
+//
+// A stream that outgrows its first chunk reserves the rows of its next chunks ahead, in one
+// statement: empty data, padded (pad) to chunkSize, so each takes its own page at once. In
+// SQLite every statement that adds a page also writes the file header, the pointer map, the
+// parent page and the key index; reserving reserveAhead chunks at a time pays for those
+// once per reserveAhead chunks instead of once per chunk, which a slow printer needs every
+// few flushes. A chunk written into a reserved row keeps data and pad at chunkSize, so the
+// row never shrinks (SQLite would rebalance it with its neighbours) and a flush writes only
+// the pages its bytes land on. The rows still reserved when the command ends are deleted.
 //
 // What is served is shared.Bound over the kept text: the same as Bound over the text the
 // writer last handed over, byte for byte, because the kept text is that text.
@@ -37,15 +47,33 @@ const rawLimit = shared.OutputLimit + utf8.UTFMax
 // of 4 KiB (a larger row spills into overflow pages, each written whole).
 const chunkSize = 3800
 
+// reserveAhead is how many chunk rows a growing stream reserves at a time; trimStep is
+// how far its kept text moves before the chunks it left are deleted.
+const (
+	reserveAhead = 8
+	trimStep     = reserveAhead * chunkSize
+)
+
 type chunkRow struct {
 	MessageID string
 	Stream    int
 	Start     int64
 	KeptFrom  int64
-	Data      []byte
+	Data      []byte // empty: a reserved row
+	Pad       []byte // nil, or zeros keeping data and pad at chunkSize
+	Padded    bool   `gorm:"->"` // read as pad IS NOT NULL, never the pad itself
 }
 
 func (chunkRow) TableName() string { return "shell_output_chunks" }
+
+// chunkColumns are the columns chunks are read with: the pad's bytes are never read.
+const chunkColumns = "message_id, stream, start, kept_from, data, pad IS NOT NULL AS padded"
+
+// padded returns c holding data, padded to chunkSize.
+func (c chunkRow) padded(data []byte) chunkRow {
+	c.Data, c.Pad = data, make([]byte, chunkSize-len(data))
+	return c
+}
 
 // kept is what is stored of one stream: its chunks in order, oldest first.
 type kept []chunkRow
@@ -71,7 +99,7 @@ func (k kept) text(at int64) []byte {
 
 // keptOf groups chunks read in (stream, start) order by stream.
 func keptOf(rows []chunkRow) (out, errs kept) {
-	for _, r := range rows {
+	for _, r := range filled(rows) {
 		if r.Stream == streamStdout {
 			out = append(out, r)
 		} else {
@@ -79,6 +107,11 @@ func keptOf(rows []chunkRow) (out, errs kept) {
 		}
 	}
 	return out, errs
+}
+
+// filled leaves out the reserved rows, in place.
+func filled(rows []chunkRow) kept {
+	return slices.DeleteFunc(rows, func(c chunkRow) bool { return len(c.Data) == 0 })
 }
 
 // putOutput stores out, the output of a command as its writer captured it (before any
@@ -108,26 +141,33 @@ func putStream(tx *gorm.DB, messageID string, stream int, body string, from *int
 		from = new(-int64(len(body)))
 	}
 	start := *from
+	// The newest chunk holding bytes, and the rows reserved after it.
 	var newest []chunkRow
-	if err := tx.Scopes(streamOf(messageID, stream)).Order("start DESC").Limit(1).Find(&newest).Error; err != nil {
+	if err := tx.Select(chunkColumns).Scopes(streamOf(messageID, stream)).Order("start DESC").Limit(reserveAhead + 1).
+		Find(&newest).Error; err != nil {
 		return fmt.Errorf("read stored output: %w", err)
 	}
-	if len(newest) == 1 {
-		if t := newest[0]; known && t.KeptFrom <= start && start <= t.end() && t.end() <= start+int64(len(body)) {
-			return appendStream(tx, t, body[t.end()-start:], start)
+	if len(newest) > 0 {
+		reserved := 0
+		for reserved < len(newest)-1 && len(newest[reserved].Data) == 0 {
+			reserved++
 		}
-		var k kept
-		if err := tx.Scopes(streamOf(messageID, stream)).Order("start").Find(&k).Error; err != nil {
+		if t := newest[reserved]; known && len(t.Data) > 0 && t.KeptFrom <= start && start <= t.end() && t.end() <= start+int64(len(body)) {
+			slices.Reverse(newest[:reserved])
+			return appendStream(tx, t, newest[:reserved], body[t.end()-start:], start)
+		}
+		var rows []chunkRow
+		if err := tx.Select(chunkColumns).Scopes(streamOf(messageID, stream)).Order("start").Find(&rows).Error; err != nil {
 			return fmt.Errorf("read stored output: %w", err)
 		}
-		if k.from() == start && string(k.text(start)) == body {
+		if k := filled(rows); k.from() == start && string(k.text(start)) == body {
 			return nil
 		}
 		if err := tx.Scopes(streamOf(messageID, stream)).Delete(&chunkRow{}).Error; err != nil {
 			return fmt.Errorf("replace output: %w", err)
 		}
 	}
-	return insertChunks(tx, chunkRow{MessageID: messageID, Stream: stream, Start: start, KeptFrom: start}, body)
+	return insertChunks(tx, chunkRow{MessageID: messageID, Stream: stream, Start: start, KeptFrom: start}, body, false)
 }
 
 // streamOf scopes a query of shell_output_chunks to one stream of one message.
@@ -138,18 +178,30 @@ func streamOf(messageID string, stream int) func(*gorm.DB) *gorm.DB {
 }
 
 // insertChunks stores text from c.Start on, in chunks of at most chunkSize bytes, in one
-// statement.
-func insertChunks(tx *gorm.DB, c chunkRow, text string) error {
+// statement; a growing stream's chunks are padded, and reserveAhead rows are reserved
+// after them.
+func insertChunks(tx *gorm.DB, c chunkRow, text string, growing bool) error {
 	if text == "" {
 		return nil
 	}
-	chunks := make([]chunkRow, 0, (len(text)+chunkSize-1)/chunkSize)
+	chunks := make([]chunkRow, 0, (len(text)+chunkSize-1)/chunkSize+reserveAhead)
 	for text != "" {
 		n := min(len(text), chunkSize)
 		c.Data = []byte(text[:n])
+		if growing {
+			c = c.padded(c.Data)
+		}
 		chunks = append(chunks, c)
 		c.Start += int64(n)
 		text = text[n:]
+	}
+	if growing {
+		// A reserved row starts where the chunk before it will end, full.
+		c.Start += int64(chunkSize - len(c.Data))
+		for range reserveAhead {
+			chunks = append(chunks, c.padded([]byte{}))
+			c.Start += chunkSize
+		}
 	}
 	if err := tx.Create(&chunks).Error; err != nil {
 		return fmt.Errorf("store output: %w", err)
@@ -161,27 +213,65 @@ func (c chunkRow) end() int64 { return c.Start + int64(len(c.Data)) }
 
 // appendStream stores fresh, the bytes from the end of the newest chunk t on, with the kept
 // text now starting at from, and deletes the chunks that end before it. The newest chunk
-// grows up to chunkSize before a new one starts: a flush of a few bytes rewrites one small
-// row in place instead of adding a row, an index entry and often a page.
-func appendStream(tx *gorm.DB, t chunkRow, fresh string, from int64) error {
-	newest := tx.Model(&chunkRow{}).Scopes(streamOf(t.MessageID, t.Stream)).Where("start = ?", t.Start)
+// grows up to chunkSize before the next starts, in the first of the rows reserved after it
+// (ascending) while they last: a flush of a few bytes rewrites one row in place instead of
+// adding a row, an index entry and often a page.
+func appendStream(tx *gorm.DB, t chunkRow, reserved []chunkRow, fresh string, from int64) error {
 	grow := fresh[:min(len(fresh), max(chunkSize-len(t.Data), 0))]
 	if grow != "" || from != t.KeptFrom {
-		if err := newest.Updates(map[string]any{"data": append(t.Data, grow...), "kept_from": from}).Error; err != nil {
-			return fmt.Errorf("append output: %w", err)
+		if err := setChunk(tx, t, append(t.Data, grow...), from); err != nil {
+			return err
 		}
 	}
-	if err := insertChunks(tx, chunkRow{MessageID: t.MessageID, Stream: t.Stream, Start: t.end() + int64(len(grow)), KeptFrom: from},
-		fresh[len(grow):]); err != nil {
-		return err
+	at, rest := t.end()+int64(len(grow)), fresh[len(grow):]
+	for ; rest != "" && len(reserved) > 0 && reserved[0].Start == at; reserved = reserved[1:] {
+		n := min(len(rest), chunkSize)
+		if err := setChunk(tx, reserved[0], []byte(rest[:n]), from); err != nil {
+			return err
+		}
+		at, rest = at+int64(n), rest[n:]
 	}
-	if from == t.KeptFrom {
+	if rest != "" {
+		if len(reserved) > 0 { // reserved for other positions
+			if err := dropReserved(tx.Scopes(streamOf(t.MessageID, t.Stream))); err != nil {
+				return err
+			}
+		}
+		if err := insertChunks(tx, chunkRow{MessageID: t.MessageID, Stream: t.Stream, Start: at, KeptFrom: from}, rest, true); err != nil {
+			return err
+		}
+	}
+	// The chunks the kept text has left are deleted reserveAhead at a time, as they are
+	// reserved: each page SQLite frees writes the header, the pointer map, the parent
+	// page and the key index too. Until then they are stored but not read (kept.text).
+	if from/trimStep == t.KeptFrom/trimStep {
 		return nil
 	}
-	// start < from bounds the search to the few chunks the kept text just left.
+	// start < from bounds the search to the chunks the kept text has left.
 	if err := tx.Scopes(streamOf(t.MessageID, t.Stream)).Where("start < ? AND start + length(data) <= ?", from, from).
 		Delete(&chunkRow{}).Error; err != nil {
 		return fmt.Errorf("trim output: %w", err)
+	}
+	return nil
+}
+
+// setChunk sets the bytes of the stored chunk c (a padded one stays padded to chunkSize)
+// and where the kept text starts.
+func setChunk(tx *gorm.DB, c chunkRow, data []byte, from int64) error {
+	cols := map[string]any{"data": data, "kept_from": from}
+	if c.Padded {
+		cols["pad"] = c.padded(data).Pad
+	}
+	if err := tx.Model(&chunkRow{}).Scopes(streamOf(c.MessageID, c.Stream)).Where("start = ?", c.Start).Updates(cols).Error; err != nil {
+		return fmt.Errorf("append output: %w", err)
+	}
+	return nil
+}
+
+// dropReserved deletes the reserved rows among the chunks scope selects.
+func dropReserved(scope *gorm.DB) error {
+	if err := scope.Where("length(data) = 0").Delete(&chunkRow{}).Error; err != nil {
+		return fmt.Errorf("drop reserved output rows: %w", err)
 	}
 	return nil
 }

@@ -235,6 +235,7 @@ var addedColumns = []struct{ table, column, decl string }{
 	{"task_sessions", "modes", "TEXT NOT NULL DEFAULT ''"},    // JSON of shared.Modes
 	{"task_sessions", "commands", "TEXT NOT NULL DEFAULT ''"}, // JSON of []shared.Command
 	{"task_sessions", "owner", "TEXT NOT NULL DEFAULT ''"},    // the replica running its agent (replica.go)
+	{"shell_output_chunks", "pad", "BLOB"},                    // zeros keeping a growing stream's rows at chunkSize (output.go)
 }
 
 // migrate applies the schema in one transaction (DDL is transactional in both

@@ -57,7 +57,7 @@ func (b *bench) live(ctx context.Context) error {
 	var rows [][]string
 	for _, sc := range scenarios {
 		for _, n := range liveClients {
-			var secs, notes, perSec, size, cpu, written, rss, total, kept dist
+			var secs, notes, perSec, size, cpu, written, perPrinted, rss, total, kept dist
 			for range sc.runs {
 				progress("   %s, %d clients", sc.name, n)
 				// The WAL starts empty, and the run pays for copying its own pages into
@@ -78,9 +78,12 @@ func (b *bench) live(ctx context.Context) error {
 				if err := json.Unmarshal(frames[len(frames)-1].payload, &last); err != nil {
 					return err
 				}
-				if se := shared.ShellOf(last); se != nil {
-					kept = append(kept, float64(se.Output.StdoutBytes))
+				se := shared.ShellOf(last)
+				if se == nil || se.Output.StdoutTotalBytes == 0 {
+					return fmt.Errorf("%s with %d clients: no output in the last notification", sc.name, n)
 				}
+				kept = append(kept, float64(se.Output.StdoutBytes))
+				perPrinted = append(perPrinted, float64(w.proc.WriteBytes+copied)/float64(se.Output.StdoutTotalBytes))
 				secs = append(secs, w.seconds)
 				notes = append(notes, float64(len(frames)))
 				perSec = append(perSec, perSecond(frames)...)
@@ -100,11 +103,11 @@ func (b *bench) live(ctx context.Context) error {
 			}
 			rows = append(rows, []string{sc.name, fmt.Sprint(n), secs.format(seconds), notes.format(count),
 				perSec.format(count), size.format(count), total.format(bytesIEC), cpu.format(seconds),
-				kept.format(bytesIEC), written.format(bytesIEC), rss.format(bytesIEC)})
+				kept.format(bytesIEC), written.format(bytesIEC), perPrinted.format(times), rss.format(bytesIEC)})
 		}
 	}
 	b.r.table([]string{"command", "clients", "duration", "notifications", "per second", "bytes per notification",
-		"sent to all clients", "server CPU", "stdout kept", "written to storage", "server RSS (max)"}, rows)
+		"sent to all clients", "server CPU", "stdout kept", "written to storage", "written per byte printed", "server RSS (max)"}, rows)
 	return nil
 }
 

@@ -46,6 +46,13 @@ func ratio(a, b dist) string {
 
 func count(v float64) string { return fmt.Sprintf("%.0f", v) }
 
+func times(v float64) string {
+	if v < 1 {
+		return fmt.Sprintf("%.2fx", v)
+	}
+	return fmt.Sprintf("%.1fx", v)
+}
+
 func micros(v float64) string {
 	if v >= 10000 {
 		return fmt.Sprintf("%.1f ms", v/1000)
