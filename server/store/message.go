@@ -295,7 +295,7 @@ func (s *Store) UpdateMessage(ctx context.Context, id string, u Update) (shared.
 			return err
 		}
 		if _, ended := cols["status"]; ended && md.Status.IsTerminal() {
-			return dropReserved(tx.Where("message_id = ?", id)) // the output is complete
+			return finishOutput(tx, id)
 		}
 		return nil
 	})

@@ -27,7 +27,8 @@ import (
 // once per reserveAhead chunks instead of once per chunk, which a slow printer needs every
 // few flushes. A chunk written into a reserved row keeps data and pad at chunkSize, so the
 // row never shrinks (SQLite would rebalance it with its neighbours) and a flush writes only
-// the pages its bytes land on. The rows still reserved when the command ends are deleted.
+// the pages its bytes land on. When the command ends, the rows still reserved go, and so do
+// the chunks its kept text has left.
 //
 // What is served is shared.Bound over the kept text: the same as Bound over the text the
 // writer last handed over, byte for byte, because the kept text is that text.
@@ -233,8 +234,8 @@ func appendStream(tx *gorm.DB, t chunkRow, reserved []chunkRow, fresh string, fr
 	}
 	if rest != "" {
 		if len(reserved) > 0 { // reserved for other positions
-			if err := dropReserved(tx.Scopes(streamOf(t.MessageID, t.Stream))); err != nil {
-				return err
+			if err := tx.Scopes(streamOf(t.MessageID, t.Stream)).Where("length(data) = 0").Delete(&chunkRow{}).Error; err != nil {
+				return fmt.Errorf("drop reserved output rows: %w", err)
 			}
 		}
 		if err := insertChunks(tx, chunkRow{MessageID: t.MessageID, Stream: t.Stream, Start: at, KeptFrom: from}, rest, true); err != nil {
@@ -268,10 +269,13 @@ func setChunk(tx *gorm.DB, c chunkRow, data []byte, from int64) error {
 	return nil
 }
 
-// dropReserved deletes the reserved rows among the chunks scope selects.
-func dropReserved(scope *gorm.DB) error {
-	if err := scope.Where("length(data) = 0").Delete(&chunkRow{}).Error; err != nil {
-		return fmt.Errorf("drop reserved output rows: %w", err)
+// finishOutput leaves a finished command's output as it is kept: the rows still reserved
+// and the chunks its kept text has left go.
+func finishOutput(tx *gorm.DB, messageID string) error {
+	if err := tx.Exec(`DELETE FROM shell_output_chunks WHERE message_id = ? AND (length(data) = 0 OR
+		start + length(data) <= (SELECT MAX(k.kept_from) FROM shell_output_chunks AS k
+			WHERE k.message_id = shell_output_chunks.message_id AND k.stream = shell_output_chunks.stream))`, messageID).Error; err != nil {
+		return fmt.Errorf("finish output: %w", err)
 	}
 	return nil
 }

@@ -237,8 +237,10 @@ func TestOutputWritesOnlyWhatIsNew(t *testing.T) {
 	if n := w.inserts + w.updates - before.inserts - before.updates; n != 0 || w.written != before.written {
 		t.Fatalf("a change of status wrote %d bytes of output in %d chunk statements", w.written-before.written, n)
 	}
-	if left := chunksOf(t, s, m.ID); len(filled(slices.Clone(left))) != len(left) {
-		t.Fatalf("%d rows still reserved for a finished command", len(left)-len(filled(slices.Clone(left))))
+	left := chunksOf(t, s, m.ID)
+	if kept := filled(slices.Clone(left)); len(kept) != len(left) || kept[0].end() <= kept.from() {
+		t.Fatalf("a finished command keeps %d rows reserved, and its first chunk ends at %d, the kept text starts at %d",
+			len(left)-len(kept), kept[0].end(), kept.from())
 	}
 	snap, err := s.GetShellOutput(ctx, sess.ID, m.ID)
 	if want, _ := shared.Bound(stream, shared.OutputLimit); err != nil || snap.Status != shared.StatusCompleted ||
