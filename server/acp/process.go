@@ -105,8 +105,8 @@ func ExecLauncher(executable string) Launcher {
 			Stderr: func() string {
 				mu.Lock()
 				defer mu.Unlock()
-				raw, cut := tail.tail()
-				s, _ := shared.Bound(tailText(raw, cut, false), stderrTail)
+				text, _, _ := tail.text(false)
+				s, _ := shared.Bound(text, stderrTail)
 				return s
 			},
 			Kill: func() { g.kill() },

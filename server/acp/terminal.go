@@ -93,7 +93,7 @@ func (s streams) restart() streams {
 
 // capture is the one builder of a command's output as handed to the store, which bounds
 // and summarises it: here the kept bytes are only copied out with whole characters at
-// both ends (see tailText), Truncated says bytes were lost before them, and the offsets
+// both ends (see tailRange), Truncated says bytes were lost before them, and the offsets
 // say where in each stream the text starts, so that the store writes only what is new.
 // partial: the command may still print.
 func (s *streams) capture(partial bool) shared.ShellOutput {
@@ -103,26 +103,20 @@ func (s *streams) capture(partial bool) shared.ShellOutput {
 		StdoutTotalBytes: s.stdout.total, StderrTotalBytes: s.stderr.total, StdoutOffset: &stdoutFrom, StderrOffset: &stderrFrom}
 }
 
-// text is the kept tail as tailText gives it, the position of its first byte in all the
-// bytes written, and whether bytes were lost before it.
+// text is the kept tail as text (tailRange), the position of its first byte in all the
+// bytes written, and whether bytes were lost before it. partial: the stream may go on.
 func (b *tailBuffer) text(partial bool) (string, int64, bool) {
 	raw, cut := b.tail()
 	i, j := tailRange(raw, cut, partial)
 	return string(raw[i:j]), b.origin + b.total - int64(len(raw)-i), cut
 }
 
-// tailText turns the kept tail of a byte stream into text that neither starts nor ends
-// inside a character. cut says bytes were lost before raw, so leading continuation bytes
-// are the rest of a cut character and are dropped rather than shown as U+FFFD. While the
-// stream may still grow (partial), an incomplete character at the end is held back until
-// its remaining bytes arrive. Invalid bytes stay: each reader applies shared.Bound with
-// its own limit, which replaces them.
-func tailText(raw []byte, cut, partial bool) string {
-	i, j := tailRange(raw, cut, partial)
-	return string(raw[i:j])
-}
-
-// tailRange is the part raw[i:j] of raw that tailText keeps.
+// tailRange is the part raw[i:j] of the kept tail of a byte stream that is text neither
+// starting nor ending inside a character. cut says bytes were lost before raw, so leading
+// continuation bytes are the rest of a cut character and are dropped rather than shown as
+// U+FFFD. While the stream may still grow (partial), an incomplete character at the end is
+// held back until its remaining bytes arrive. Invalid bytes stay: each reader applies
+// shared.Bound with its own limit, which replaces them.
 func tailRange(raw []byte, cut, partial bool) (i, j int) {
 	j = len(raw)
 	if cut {
@@ -271,8 +265,8 @@ func (t *terminal) kill() { t.group.kill() }
 func (t *terminal) output() (text string, truncated bool, status *exitStatus) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	raw, cut := t.combined.tail()
-	text, truncated = shared.Bound(tailText(raw, cut, !t.exited), t.limit)
+	text, _, cut := t.combined.text(!t.exited)
+	text, truncated = shared.Bound(text, t.limit)
 	truncated = truncated || cut
 	if t.exited {
 		s := t.status

@@ -276,8 +276,9 @@ func TestTailText(t *testing.T) {
 		{"ab\xe2\x82", false, true, "ab"},           // three-byte character, two bytes in
 		{"ab\xe2\x82\xac", false, true, "ab€"},      // complete
 	} {
-		if got := tailText([]byte(tc.raw), tc.cut, tc.partial); got != tc.want {
-			t.Errorf("tailText(%q, cut=%v, partial=%v) = %q, want %q", tc.raw, tc.cut, tc.partial, got, tc.want)
+		i, j := tailRange([]byte(tc.raw), tc.cut, tc.partial)
+		if got := tc.raw[i:j]; got != tc.want {
+			t.Errorf("tailRange(%q, cut=%v, partial=%v) = %q, want %q", tc.raw, tc.cut, tc.partial, got, tc.want)
 		}
 	}
 }

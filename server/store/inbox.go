@@ -1,13 +1,16 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"conch/shared"
 
 	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
 )
 
 // The inbox carries what a person asked of a session to the replica that runs its agent,
@@ -97,22 +100,12 @@ func (s *Store) forward(tx *gorm.DB, sess sessionRow, c Command) (string, error)
 // TakeCommands removes and returns the commands addressed to this replica, oldest first.
 func (s *Store) TakeCommands(ctx context.Context) ([]Command, error) {
 	var rows []commandRow
-	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		if err := tx.Where("owner = ?", s.replica).Order("created_at, id").Find(&rows).Error; err != nil {
-			return err
-		}
-		if len(rows) == 0 {
-			return nil
-		}
-		ids := make([]string, len(rows))
-		for i, r := range rows {
-			ids[i] = r.ID
-		}
-		return tx.Where("id IN ?", ids).Delete(&commandRow{}).Error
-	})
-	if err != nil {
+	if err := s.db.WithContext(ctx).Clauses(clause.Returning{}).Where("owner = ?", s.replica).Delete(&rows).Error; err != nil {
 		return nil, fmt.Errorf("take commands: %w", err)
 	}
+	slices.SortFunc(rows, func(a, b commandRow) int {
+		return cmp.Or(cmp.Compare(a.CreatedAt, b.CreatedAt), cmp.Compare(a.ID, b.ID))
+	})
 	out := make([]Command, len(rows))
 	for i, r := range rows {
 		out[i] = Command{ID: r.ID, Sender: r.Sender, SessionID: r.SessionID, Kind: CommandKind(r.Kind), MessageID: r.MessageID, Body: r.Body}
@@ -128,13 +121,5 @@ func (s *Store) ChangedSince(ctx context.Context, sessionID string, since time.T
 	if err != nil {
 		return nil, fmt.Errorf("changed messages: %w", err)
 	}
-	out := make([]shared.Message, 0, len(rows))
-	for _, r := range rows {
-		m, err := r.message()
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, m)
-	}
-	return out, nil
+	return messagesOf(rows)
 }

@@ -58,21 +58,29 @@ func (s *Store) ListMessages(ctx context.Context, q shared.ListRequest) (shared.
 	if n := withinBudget(rows); n < len(rows) {
 		rows, page.HasMore = rows[:n], true
 	}
-	page.Messages = make([]shared.Message, 0, len(rows)) // [] rather than null when empty
 	if newerFirst != (q.Sort == shared.SortDesc) {
 		slices.Reverse(rows)
 	}
-	for _, r := range rows {
-		m, err := r.message()
-		if err != nil {
-			return shared.MessagePage{}, err
-		}
-		page.Messages = append(page.Messages, m)
+	if page.Messages, err = messagesOf(rows); err != nil {
+		return shared.MessagePage{}, err
 	}
 	if n := len(page.Messages); n > 0 {
 		page.Cursor = page.Messages[n-1].ID
 	}
 	return page, nil
+}
+
+// messagesOf projects rows (message) in their order; [] rather than null when empty.
+func messagesOf(rows []messageRow) ([]shared.Message, error) {
+	msgs := make([]shared.Message, len(rows))
+	for i, r := range rows {
+		m, err := r.message()
+		if err != nil {
+			return nil, err
+		}
+		msgs[i] = m
+	}
+	return msgs, nil
 }
 
 // withinBudget is how many of rows, in the order they were read (away from the cursor),

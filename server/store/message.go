@@ -150,15 +150,7 @@ func (s *Store) CreateMessages(ctx context.Context, nms []NewMessage) ([]shared.
 	if err != nil {
 		return nil, fmt.Errorf("create message: %w", err)
 	}
-	msgs := make([]shared.Message, len(rows))
-	for i, r := range rows {
-		m, err := r.message()
-		if err != nil {
-			return nil, err
-		}
-		msgs[i] = m
-	}
-	return msgs, nil
+	return messagesOf(rows)
 }
 
 func (s *Store) insertMessage(tx *gorm.DB, sess sessionRow, author shared.AuthorType, typ shared.MessageType,

@@ -280,19 +280,19 @@ func finishOutput(tx *gorm.DB, messageID string) error {
 	return nil
 }
 
-// shellMessage scopes a query of "messages AS m" to one shell command of one session: an
-// absent message, one of another session and one that is not a shell command all fall
-// outside alike.
-func shellMessage(sessionID, messageID string) func(*gorm.DB) *gorm.DB {
+// messageOf scopes a query of "messages AS m" to one message of type typ of one session:
+// an absent message, one of another session and one of another type all fall outside
+// alike.
+func messageOf(typ shared.MessageType, sessionID, messageID string) func(*gorm.DB) *gorm.DB {
 	return func(db *gorm.DB) *gorm.DB {
-		return db.Where("m.id = ? AND m.session_id = ? AND m.type = ?", messageID, sessionID, string(shared.TypeToolExecute))
+		return db.Where("m.id = ? AND m.session_id = ? AND m.type = ?", messageID, sessionID, string(typ))
 	}
 }
 
 // GetShellOutputStamp answers as GetShellOutput does, but with only the output's
 // updated_at, without reading the body: enough to validate a cached snapshot.
 func (s *Store) GetShellOutputStamp(ctx context.Context, sessionID, messageID string) (time.Time, error) {
-	stamp, err := s.stampOf(ctx, shellMessage(sessionID, messageID))
+	stamp, err := s.stampOf(ctx, messageOf(shared.TypeToolExecute, sessionID, messageID))
 	if err != nil {
 		return time.Time{}, fmt.Errorf("get shell output stamp: %w", err)
 	}
@@ -332,7 +332,7 @@ func (s *Store) GetShellOutput(ctx context.Context, sessionID, messageID string)
 	err := s.db.WithContext(ctx).Table("messages AS m").
 		Select("m.id, m.type, m.status, m.updated_at, m.metadata, c.stream, c.start, c.kept_from, c.data").
 		Joins("LEFT JOIN shell_output_chunks AS c ON c.message_id = m.id").
-		Scopes(shellMessage(sessionID, messageID)).
+		Scopes(messageOf(shared.TypeToolExecute, sessionID, messageID)).
 		Order("c.stream, c.start").Scan(&rows).Error
 	if err != nil {
 		return shared.ShellOutputSnapshot{}, fmt.Errorf("get shell output: %w", err)

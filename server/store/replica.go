@@ -150,12 +150,14 @@ func (s *Store) Sweep(ctx context.Context) (Swept, error) {
 		}
 		out.Messages = append(out.Messages, msgs...)
 	}
-	for _, id := range closed {
-		sess, err := s.GetSession(ctx, id)
-		if err != nil {
+	if len(closed) > 0 {
+		var rows []sessionRow
+		if err := s.db.WithContext(ctx).Where("id IN ?", closed).Find(&rows).Error; err != nil {
 			return Swept{}, fmt.Errorf("sweep: %w", err)
 		}
-		out.Sessions = append(out.Sessions, sess)
+		for _, r := range rows {
+			out.Sessions = append(out.Sessions, r.session())
+		}
 	}
 	return out, nil
 }

@@ -113,18 +113,10 @@ func putContent(tx *gorm.DB, messageID string, kept *keptContent) error {
 		Create(&toolContentRow{MessageID: messageID, Items: raw, Truncated: kept.truncated}).Error
 }
 
-// toolCallMessage scopes a query of "messages AS m" to one tool call (not a shell
-// command) of one session, as shellMessage does for shell commands.
-func toolCallMessage(sessionID, messageID string) func(*gorm.DB) *gorm.DB {
-	return func(db *gorm.DB) *gorm.DB {
-		return db.Where("m.id = ? AND m.session_id = ? AND m.type = ?", messageID, sessionID, string(shared.TypeToolCall))
-	}
-}
-
 // GetToolContentStamp answers as GetToolContent does, but with only the content's
 // updated_at, without reading a body.
 func (s *Store) GetToolContentStamp(ctx context.Context, sessionID, messageID string) (time.Time, error) {
-	stamp, err := s.stampOf(ctx, toolCallMessage(sessionID, messageID))
+	stamp, err := s.stampOf(ctx, messageOf(shared.TypeToolCall, sessionID, messageID))
 	if err != nil {
 		return time.Time{}, fmt.Errorf("get tool content stamp: %w", err)
 	}
@@ -145,7 +137,7 @@ func (s *Store) GetToolContent(ctx context.Context, sessionID, messageID string)
 	res := s.db.WithContext(ctx).Table("messages AS m").
 		Select("m.id, m.status, m.updated_at, c.items, c.truncated").
 		Joins("LEFT JOIN tool_contents AS c ON c.message_id = m.id").
-		Scopes(toolCallMessage(sessionID, messageID)).
+		Scopes(messageOf(shared.TypeToolCall, sessionID, messageID)).
 		Limit(1).Scan(&r)
 	if res.Error != nil {
 		return shared.ToolContentSnapshot{}, fmt.Errorf("get tool content: %w", res.Error)
