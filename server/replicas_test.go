@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -15,6 +14,7 @@ import (
 	"time"
 
 	"conch/app/client"
+	"conch/internal/servetest"
 	"conch/server/acp"
 	"conch/server/internal/pgtest"
 	"conch/server/store"
@@ -40,28 +40,8 @@ func startReplica(t *testing.T, bin, dsn, agents string) *replicaProcess {
 	// With a database URL, session directories go under the home directory.
 	p.cmd.Env = append(os.Environ(), "HOME="+t.TempDir())
 	p.cmd.Stderr = p.logs
-	out, err := p.cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := p.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	p.base = servetest.Start(t, p.cmd, 60*time.Second, p.logs)
 	t.Cleanup(func() { p.kill() })
-	addr := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(out)
-		for sc.Scan() {
-			if a, ok := strings.CutPrefix(sc.Text(), "listening on "); ok {
-				addr <- a
-			}
-		}
-	}()
-	select {
-	case p.base = <-addr:
-	case <-time.After(60 * time.Second):
-		t.Fatalf("the server did not start:\n%s", p.logs)
-	}
 	return p
 }
 
@@ -84,10 +64,7 @@ type pair struct {
 // startPair starts A and B with the agent profiles of profiles(bin/conch), and dials B.
 func startPair(t *testing.T, profiles func(bin string) []acp.Profile) *pair {
 	t.Helper()
-	bin := os.Getenv("CONCH_BIN")
-	if bin == "" {
-		t.Skip("CONCH_BIN is not set (make test sets it to bin/conch)")
-	}
+	bin := servetest.Bin(t)
 	agents := filepath.Join(t.TempDir(), "agents.json")
 	raw, _ := json.Marshal(append([]acp.Profile{}, profiles(bin)...)) // [] rather than null
 	if err := os.WriteFile(agents, raw, 0o644); err != nil {

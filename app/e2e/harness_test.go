@@ -3,7 +3,6 @@
 package e2e
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -23,6 +22,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"conch/app/client"
+	"conch/internal/servetest"
 	"conch/shared"
 )
 
@@ -49,52 +49,16 @@ func startServer(t *testing.T) *server {
 // extra goes on its command line.
 func startServerAt(t *testing.T, addr, db string, extra ...string) *server {
 	t.Helper()
-	bin := conchBin(t)
-	cmd := exec.Command(bin, append([]string{"serve", "--addr", addr, "--db", db}, extra...)...)
+	cmd := exec.Command(servetest.Bin(t), append([]string{"serve", "--addr", addr, "--db", db}, extra...)...)
 	cmd.Dir = t.TempDir()
 	cmd.Stderr = &logWriter{t: t, prefix: "server: "}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // agents and commands die with it
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
 	s := &server{cmd: cmd, done: make(chan error, 1)}
-	listening := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(out)
-		for sc.Scan() {
-			if u, ok := strings.CutPrefix(sc.Text(), "listening on "); ok {
-				listening <- u
-			}
-		}
-	}()
+	s.URL = servetest.Start(t, cmd, deadline, nil) // its stderr is in the test's log
 	go func() { s.done <- cmd.Wait() }()
 	t.Cleanup(s.stop)
-	select {
-	case s.URL = <-listening:
-	case err := <-s.done:
-		t.Fatalf("server exited before listening: %v", err)
-	case <-time.After(deadline):
-		t.Fatal("server did not print its address")
-	}
 	s.API = client.New(s.URL)
 	return s
-}
-
-// conchBin is the built server under test, $CONCH_BIN.
-func conchBin(t *testing.T) string {
-	t.Helper()
-	bin := os.Getenv("CONCH_BIN")
-	if bin == "" {
-		t.Skip("CONCH_BIN is not set: browser end-to-end tests need the built server (make test sets it)")
-	}
-	if _, err := os.Stat(bin); err != nil {
-		t.Fatalf("CONCH_BIN: %v", err)
-	}
-	return bin
 }
 
 // stop ends the server and everything it started.

@@ -15,6 +15,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"conch/internal/servetest"
 	"conch/shared"
 )
 
@@ -32,7 +33,7 @@ func startAgentsServer(t *testing.T) (*server, string) {
 		t.Fatal(err)
 	}
 	profiles, err := json.Marshal([]map[string]any{
-		{"name": askingAgent, "description": "asks before each command", "command": conchBin(t), "args": []string{"agent", "shell", "--ask"}},
+		{"name": askingAgent, "description": "asks before each command", "command": servetest.Bin(t), "args": []string{"agent", "shell", "--ask"}},
 		{"name": scriptedAgent, "description": "the test binary as an agent", "command": exe, "env": map[string]string{"CONCH_E2E_AGENT": "script"}, "permission": "allow"},
 	})
 	if err != nil {

@@ -1,11 +1,9 @@
 package acp
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -15,6 +13,7 @@ import (
 	"time"
 
 	"conch/app/client"
+	"conch/internal/servetest"
 	"conch/shared"
 )
 
@@ -29,35 +28,10 @@ type server struct {
 
 func startServer(t *testing.T, db string) *server {
 	t.Helper()
-	bin := os.Getenv("CONCH_BIN")
-	if bin == "" {
-		t.Skip("CONCH_BIN is not set (make test sets it to bin/conch)")
-	}
-	cmd := exec.Command(bin, "serve", "--addr", "127.0.0.1:0", "--db", db)
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := &server{cmd: cmd, stderr: &bytes.Buffer{}}
-	cmd.Stderr = srv.stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	srv := &server{cmd: exec.Command(servetest.Bin(t), "serve", "--addr", "127.0.0.1:0", "--db", db), stderr: &bytes.Buffer{}}
+	srv.cmd.Stderr = srv.stderr
+	srv.base = servetest.Start(t, srv.cmd, waitLimit, srv.stderr)
 	t.Cleanup(func() { srv.stop(t, syscall.SIGKILL) })
-	addr := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(out)
-		for sc.Scan() {
-			if a, ok := strings.CutPrefix(sc.Text(), "listening on "); ok {
-				addr <- a
-			}
-		}
-	}()
-	select {
-	case srv.base = <-addr:
-	case <-time.After(waitLimit):
-		t.Fatalf("the server did not start: %s", srv.stderr)
-	}
 	return srv
 }
 

@@ -3,21 +3,18 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"os"
 	"strings"
 	"testing"
 	"time"
 
+	"conch/internal/servetest"
 	"conch/shared"
 )
 
 // TestHarnessAgainstRealServer runs the payload measurement against the real binary
 // (CONCH_BIN, as make test sets it) on a small seeded session.
 func TestHarnessAgainstRealServer(t *testing.T) {
-	bin := os.Getenv("CONCH_BIN")
-	if bin == "" {
-		t.Skip("CONCH_BIN is not set (make test sets it)")
-	}
+	bin := servetest.Bin(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	b := &bench{conchBin: bin, tmp: t.TempDir()}
