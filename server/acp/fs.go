@@ -1,13 +1,16 @@
 package acp
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"unicode/utf8"
 
 	sdk "github.com/coder/acp-go-sdk"
@@ -17,10 +20,13 @@ import (
 // session's working directory. Paths are resolved through an os.Root of that directory,
 // so neither "..", nor a symlink that resolves outside it, nor one swapped in between a
 // check and the use, reads or writes anything outside: such a request is refused with an
-// error that says why, and nothing is read or written.
+// error that says why, and nothing is read or written. What the agent's own commands
+// may have put there is refused too before a byte is read: anything but a regular file
+// (a FIFO would block forever), a file with hard links, a file over readFileLimit.
 
 const (
-	// readFileLimit bounds the file a read loads; readAnswerLimit the text it answers,
+	// readFileLimit bounds the file a request loads (a read, or a write for its diff);
+	// readAnswerLimit the text a read answers,
 	// which travels to the agent in one line (the SDK drops a connection on a line over
 	// 10 MiB).
 	readFileLimit   = 64 << 20
@@ -78,62 +84,89 @@ func (s *session) ReadTextFile(_ context.Context, p sdk.ReadTextFileRequest) (sd
 		return sdk.ReadTextFileResponse{}, err
 	}
 	defer root.Close()
-	f, err := root.Open(rel)
+	f, err := openFile(root, rel, os.O_RDONLY)
 	if err != nil {
 		return sdk.ReadTextFileResponse{}, rootError(p.Path, err)
 	}
 	defer f.Close()
-	fi, err := f.Stat()
-	switch {
-	case err != nil:
-		return sdk.ReadTextFileResponse{}, rootError(p.Path, err)
-	case !fi.Mode().IsRegular():
-		return sdk.ReadTextFileResponse{}, fsError("%s is not a regular file", p.Path)
-	case fi.Size() > readFileLimit:
-		return sdk.ReadTextFileResponse{}, fsError("%s is %d bytes, over the %d a read may load", p.Path, fi.Size(), readFileLimit)
-	}
-	data := make([]byte, fi.Size())
-	if _, err := f.ReadAt(data, 0); err != nil && fi.Size() > 0 {
-		return sdk.ReadTextFileResponse{}, rootError(p.Path, err)
+	data, err := load(p.Path, f)
+	if err != nil {
+		return sdk.ReadTextFileResponse{}, err
 	}
 	if !utf8.Valid(data) {
 		return sdk.ReadTextFileResponse{}, fsError("%s is not UTF-8 text", p.Path)
 	}
-	text, err := lineRange(string(data), p.Line, p.Limit)
+	i, j, err := lineRange(data, p.Line, p.Limit)
 	if err != nil {
 		return sdk.ReadTextFileResponse{}, err
 	}
-	if len(text) > readAnswerLimit {
-		return sdk.ReadTextFileResponse{}, fsError("the text asked for is %d bytes, over the %d one answer may carry: ask for fewer lines", len(text), readAnswerLimit)
+	if j-i > readAnswerLimit {
+		return sdk.ReadTextFileResponse{}, fsError("the text asked for is %d bytes, over the %d one answer may carry: ask for fewer lines", j-i, readAnswerLimit)
 	}
-	return sdk.ReadTextFileResponse{Content: text}, nil
+	return sdk.ReadTextFileResponse{Content: string(data[i:j])}, nil
 }
 
-// lineRange is limit lines of text from line (1-based); nil means from the first line,
-// to the end.
-func lineRange(text string, line, limit *int) (string, error) {
-	if line == nil && limit == nil {
-		return text, nil
+// openFile opens rel without waiting: a FIFO (or a device) would otherwise hold the
+// request, and the thread under it, until a writer comes, and nothing ends that wait.
+// O_NOCTTY: a terminal device must not become the server's controlling terminal.
+func openFile(root *os.Root, rel string, flag int) (*os.File, error) {
+	return root.OpenFile(rel, flag|syscall.O_NONBLOCK|syscall.O_NOCTTY, 0o644)
+}
+
+// load checks what f is (fstat: the file opened, not a path that may have been swapped
+// since) before it reads a byte: a regular file, of one link, within readFileLimit; then
+// reads it whole. A second link may be a hard link the agent's command made to a file
+// outside the session's directory, which os.Root cannot tell from the file itself.
+func load(path string, f *os.File) ([]byte, error) {
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, rootError(path, err)
 	}
-	start := 1
-	if line != nil {
-		if *line < 1 {
-			return "", fsError("line must be 1 or more, not %d", *line)
-		}
-		start = *line
+	switch st, _ := fi.Sys().(*syscall.Stat_t); {
+	case !fi.Mode().IsRegular():
+		return nil, fsError("%s is not a regular file (%s)", path, fi.Mode().Type())
+	case st != nil && st.Nlink > 1:
+		return nil, fsError("%s has %d hard links: a file with more than one may be a file outside the session's directory", path, st.Nlink)
+	case fi.Size() > readFileLimit:
+		return nil, fsError("%s is %d bytes, over the %d a request may load", path, fi.Size(), readFileLimit)
+	}
+	data := make([]byte, fi.Size())
+	n, err := f.ReadAt(data, 0)
+	if err != nil && !errors.Is(err, io.EOF) { // EOF: it shrank since the stat
+		return nil, rootError(path, err)
+	}
+	return data[:n], nil
+}
+
+// lineRange is where, in text, limit lines from line (1-based) are; nil means from the
+// first line, to the end. It only counts newlines: a file of millions of short lines
+// costs no more memory than its bytes.
+func lineRange(text []byte, line, limit *int) (i, j int, err error) {
+	if line != nil && *line < 1 {
+		return 0, 0, fsError("line must be 1 or more, not %d", *line)
 	}
 	if limit != nil && *limit < 0 {
-		return "", fsError("limit must not be negative, not %d", *limit)
+		return 0, 0, fsError("limit must not be negative, not %d", *limit)
 	}
-	lines := strings.SplitAfter(text, "\n")
-	if start > len(lines) {
-		return "", nil
+	// after returns the position past n more lines from at (or the end).
+	after := func(at, n int) int {
+		for ; n > 0 && at < len(text); n-- {
+			nl := bytes.IndexByte(text[at:], '\n')
+			if nl < 0 {
+				return len(text)
+			}
+			at += nl + 1
+		}
+		return at
 	}
-	lines = lines[start-1:]
-	if limit != nil && *limit < len(lines) {
-		lines = lines[:*limit]
+	if line != nil {
+		i = after(0, *line-1)
 	}
-	return strings.Join(lines, ""), nil
+	j = len(text)
+	if limit != nil {
+		j = after(i, *limit)
+	}
+	return i, j, nil
 }
 
 // WriteTextFile writes inside the session's directory (creating missing directories)
@@ -147,18 +180,32 @@ func (s *session) WriteTextFile(_ context.Context, p sdk.WriteTextFileRequest) (
 	if rel == "." {
 		return sdk.WriteTextFileResponse{}, fsError("%s is the session's directory, not a file", p.Path)
 	}
+	// One open file from the check to the write: the old text for the diff is read
+	// from the file the new text then replaces, under the same checks as a read.
 	var old *string
-	switch data, err := root.ReadFile(rel); {
-	case err == nil:
+	f, err := openFile(root, rel, os.O_RDWR)
+	if errors.Is(err, fs.ErrNotExist) {
+		if err := root.MkdirAll(filepath.Dir(rel), 0o755); err != nil {
+			return sdk.WriteTextFileResponse{}, rootError(p.Path, err)
+		}
+		f, err = openFile(root, rel, os.O_RDWR|os.O_CREATE|os.O_EXCL)
+	} else if err == nil {
+		var data []byte
+		if data, err = load(p.Path, f); err != nil {
+			f.Close()
+			return sdk.WriteTextFileResponse{}, err
+		}
 		text := string(data)
 		old = &text
-	case !errors.Is(err, fs.ErrNotExist):
+	}
+	if err != nil {
 		return sdk.WriteTextFileResponse{}, rootError(p.Path, err)
 	}
-	if err := root.MkdirAll(filepath.Dir(rel), 0o755); err != nil {
+	defer f.Close()
+	if err := f.Truncate(0); err != nil {
 		return sdk.WriteTextFileResponse{}, rootError(p.Path, err)
 	}
-	if err := root.WriteFile(rel, []byte(p.Content), 0o644); err != nil {
+	if _, err := f.WriteAt([]byte(p.Content), 0); err != nil {
 		return sdk.WriteTextFileResponse{}, rootError(p.Path, err)
 	}
 	s.rec.written(p.Path, old, p.Content)

@@ -4,7 +4,11 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"runtime"
+	"strconv"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
 
 	sdk "github.com/coder/acp-go-sdk"
@@ -111,5 +115,165 @@ func TestFilesInsideTheSessionOnly(t *testing.T) {
 	}
 	if first := shared.ToolContentOf(writes[0]); *first.Items[0].OldBytes != 0 || *first.Items[0].AddedLines != 3 {
 		t.Errorf("first write (a new file) recorded as %+v", first.Items[0])
+	}
+}
+
+// threads is how many threads this process has (the runtime under test runs in it).
+func threads(t *testing.T) int {
+	t.Helper()
+	status, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(status), "\n") {
+		if v, ok := strings.CutPrefix(line, "Threads:"); ok {
+			n, err := strconv.Atoi(strings.TrimSpace(v))
+			if err != nil {
+				t.Fatal(err)
+			}
+			return n
+		}
+	}
+	t.Fatal("no Threads line in /proc/self/status")
+	return 0
+}
+
+// What an agent's own commands can leave in its directory is refused before anything is
+// read, with an error that says why: a FIFO (whose open would wait for a writer forever,
+// holding a thread), a hard link to a file outside, and a sparse file over the size a
+// request may load (a write used to read it whole for its diff). The server stays up
+// meanwhile and nothing outside changes.
+func TestFilesHostileKinds(t *testing.T) {
+	const fifoRequests = 200
+	outside := t.TempDir()
+	secret := filepath.Join(outside, "secret.txt")
+	if err := os.WriteFile(secret, []byte("keep out\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var (
+		cwd     string
+		mu      sync.Mutex
+		answers = map[string]int{} // "read fifo: <error>" → how many
+	)
+	note := func(what string, err error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if err == nil {
+			answers[what+": ok"]++
+			return
+		}
+		answers[what+": "+err.Error()]++
+	}
+	env := newEnv(t, scripted(map[string]script{
+		"files": func(ctx context.Context, a *acptest.Agent, sid sdk.SessionId) error {
+			ctx, cancel := context.WithTimeout(ctx, waitLimit) // a request left waiting fails the test, not hangs it
+			defer cancel()
+			read := func(name string) {
+				_, err := a.Conn.ReadTextFile(ctx, sdk.ReadTextFileRequest{SessionId: sid, Path: filepath.Join(cwd, name)})
+				note("read "+name, err)
+			}
+			write := func(name string) {
+				_, err := a.Conn.WriteTextFile(ctx, sdk.WriteTextFileRequest{SessionId: sid, Path: filepath.Join(cwd, name), Content: "pwned\n"})
+				note("write "+name, err)
+			}
+			var wg sync.WaitGroup
+			for range fifoRequests {
+				wg.Go(func() { read("fifo") })
+				wg.Go(func() { write("fifo") })
+			}
+			wg.Wait()
+			for _, name := range []string{"hard.txt", "sparse"} {
+				read(name)
+				write(name)
+			}
+			return nil
+		},
+	}), false, Profile{Name: "scripted"})
+	sess := env.start(t, "scripted")
+	cwd = sess.Cwd
+	if err := syscall.Mkfifo(filepath.Join(cwd, "fifo"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Link(secret, filepath.Join(cwd, "hard.txt")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(cwd, "sparse"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// Just over the limit, not 100 GB: without the check the write would read it whole,
+	// and this machine is shared.
+	if err := os.Truncate(filepath.Join(cwd, "sparse"), readFileLimit+1); err != nil {
+		t.Fatal(err)
+	}
+	before := threads(t)
+	env.prompt(t, sess.ID, "files")
+
+	want := map[string]int{
+		"read fifo: is not a regular file":  fifoRequests,
+		"write fifo: is not a regular file": fifoRequests,
+		"read hard.txt: has 2 hard links":   1,
+		"write hard.txt: has 2 hard links":  1,
+		"read sparse: is 67108865 bytes":    1,
+		"write sparse: is 67108865 bytes":   1,
+	}
+	got := map[string]int{}
+	for answer, n := range answers {
+		for w := range want {
+			what, why, _ := strings.Cut(w, ": ")
+			if strings.HasPrefix(answer, what+": ") && strings.Contains(answer, why) {
+				got[w] += n
+			}
+		}
+	}
+	for w, n := range want {
+		if got[w] != n {
+			t.Errorf("%q answered %d times, want %d; all answers:\n%v", w, got[w], n, answers)
+		}
+	}
+	// The refused opens left no thread behind (each blocked open held one before).
+	if after := threads(t); after > before+fifoRequests/4 {
+		t.Errorf("threads went from %d to %d", before, after)
+	}
+	if data, _ := os.ReadFile(secret); string(data) != "keep out\n" {
+		t.Errorf("the file outside was changed: %q", data)
+	}
+	if fi, err := os.Stat(filepath.Join(cwd, "sparse")); err != nil || fi.Size() != readFileLimit+1 {
+		t.Errorf("the sparse file was changed: %v %v", fi.Size(), err)
+	}
+}
+
+// Picking lines costs no memory per line: a file of 8 Mi empty lines used to be split
+// into 8 Mi strings (128 MiB of headers) to answer one.
+func TestReadLinesBoundedMemory(t *testing.T) {
+	var (
+		cwd     string
+		content string
+		alloc   uint64
+		err     error
+	)
+	env := newEnv(t, scripted(map[string]script{
+		"lines": func(ctx context.Context, a *acptest.Agent, sid sdk.SessionId) error {
+			var ms runtime.MemStats
+			runtime.ReadMemStats(&ms)
+			start := ms.TotalAlloc
+			var r sdk.ReadTextFileResponse
+			r, err = a.Conn.ReadTextFile(ctx, sdk.ReadTextFileRequest{SessionId: sid, Path: filepath.Join(cwd, "lines"), Line: sdk.Ptr(4 << 20), Limit: sdk.Ptr(2)})
+			runtime.ReadMemStats(&ms)
+			alloc, content = ms.TotalAlloc-start, r.Content
+			return nil
+		},
+	}), false, Profile{Name: "scripted"})
+	sess := env.start(t, "scripted")
+	cwd = sess.Cwd
+	text := strings.Repeat("\n", 8<<20-1) + "last"
+	if err := os.WriteFile(filepath.Join(cwd, "lines"), []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	env.prompt(t, sess.ID, "lines")
+	if err != nil || content != "\n\n" {
+		t.Fatalf("read lines: %q, %v", content, err)
+	}
+	if alloc > 4*uint64(len(text)) {
+		t.Errorf("reading 2 lines of a %d-byte file allocated %d bytes", len(text), alloc)
 	}
 }
