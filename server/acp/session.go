@@ -55,6 +55,7 @@ type session struct {
 	closing  bool   // ends closed (server stop), not failed
 	reason   string // why it ends; the first reason wins
 	terms    map[string]*terminal
+	starting int // terminals being started, counted against terminalLimit
 	nextTerm int
 }
 
@@ -465,16 +466,23 @@ func (s *session) CreateTerminal(_ context.Context, p sdk.CreateTerminalRequest)
 		s.mu.Unlock()
 		return sdk.CreateTerminalResponse{}, errors.New("the session has ended")
 	}
+	if n := len(s.terms) + s.starting; n >= terminalLimit {
+		s.mu.Unlock()
+		return sdk.CreateTerminalResponse{}, sdk.NewInvalidParams(map[string]any{"error": fmt.Sprintf(
+			"the session has %d terminals, the most it may keep: release one (terminal/release) first", n)})
+	}
+	s.starting++
 	s.nextTerm++
 	id := fmt.Sprintf("term-%d", s.nextTerm)
 	s.mu.Unlock()
 	t, err := startTerminal(id, p.Command, p.Args, env, cwd, p.OutputByteLimit, s.m.cfg.Executable, s.m.clock.Now,
 		func(exited bool) { s.rec.terminalChanged(id, exited) })
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.starting--
 	if err != nil {
 		return sdk.CreateTerminalResponse{}, sdk.NewInternalError(map[string]any{"error": err.Error()})
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	if s.ended {
 		t.kill()
 		return sdk.CreateTerminalResponse{}, errors.New("the session has ended")

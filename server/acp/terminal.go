@@ -22,6 +22,13 @@ import (
 // connection on a line over 10 MiB; JSON escaping can grow text six-fold).
 const combinedLimit = 1 << 20
 
+// terminalLimit is how many terminals a session may keep at once, running or exited but
+// not released: each holds a process and up to about 3 MiB of buffers (twice keepLimit for
+// each of stdout and stderr, twice combinedLimit for terminal/output), so a session's
+// terminals stay under about 100 MiB. Agents release a terminal when its command is done;
+// 32 leaves room for the servers and watchers an agent keeps running besides.
+const terminalLimit = 32
+
 // keepLimit is how many raw bytes of a stream are kept: the store's bound plus room for it
 // to move its cut forward to a character start.
 const keepLimit = shared.OutputLimit + utf8.UTFMax

@@ -11,6 +11,9 @@ import (
 	"testing"
 	"time"
 
+	sdk "github.com/coder/acp-go-sdk"
+
+	"conch/server/acp/acptest"
 	"conch/shared"
 )
 
@@ -398,5 +401,57 @@ func TestCapturePositions(t *testing.T) {
 	if *o.StdoutOffset != end+1 || o.Stdout != "new" || o.StdoutTotalBytes != 3 || *o.StderrOffset != 1 {
 		t.Fatalf("restarted: %q at %d (total %d), stderr at %d; want it at %d", o.Stdout, *o.StdoutOffset,
 			o.StdoutTotalBytes, *o.StderrOffset, end+1)
+	}
+}
+
+// A session keeps at most terminalLimit terminals (running, or exited and not released):
+// creates past it, even all at once, are refused with a clear error and start nothing; a
+// release makes room again.
+func TestTerminalsPerSessionBounded(t *testing.T) {
+	const extra = 8
+	var (
+		mu       sync.Mutex
+		ids      []string
+		refusals []string
+		again    error
+	)
+	env := newEnv(t, scripted(map[string]script{
+		"terminals": func(ctx context.Context, a *acptest.Agent, sid sdk.SessionId) error {
+			var wg sync.WaitGroup
+			for range terminalLimit + extra {
+				wg.Go(func() {
+					r, err := a.Conn.CreateTerminal(ctx, sdk.CreateTerminalRequest{SessionId: sid, Command: "sleep", Args: []string{"300"}})
+					mu.Lock()
+					defer mu.Unlock()
+					if err != nil {
+						refusals = append(refusals, err.Error())
+					} else {
+						ids = append(ids, r.TerminalId)
+					}
+				})
+			}
+			wg.Wait()
+			if len(ids) == 0 {
+				return nil
+			}
+			if _, err := a.Conn.ReleaseTerminal(ctx, sdk.ReleaseTerminalRequest{SessionId: sid, TerminalId: ids[0]}); err != nil {
+				return err
+			}
+			_, again = a.Conn.CreateTerminal(ctx, sdk.CreateTerminalRequest{SessionId: sid, Command: "sleep", Args: []string{"300"}})
+			return nil
+		},
+	}), false, Profile{Name: "scripted"})
+	sess := env.start(t, "scripted")
+	env.prompt(t, sess.ID, "terminals")
+	if len(ids) != terminalLimit || len(refusals) != extra {
+		t.Fatalf("%d created, %d refused; want %d and %d", len(ids), len(refusals), terminalLimit, extra)
+	}
+	for _, r := range refusals {
+		if !strings.Contains(r, "release one") {
+			t.Errorf("refusal %q does not say what to do", r)
+		}
+	}
+	if again != nil {
+		t.Errorf("a create after a release: %v", again)
 	}
 }
