@@ -20,6 +20,8 @@ import (
 	"syscall"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"conch/app/cli"
 	"conch/app/ui"
 	"conch/server/acp"
@@ -107,7 +109,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	addr := flags.String("addr", env("CONCH_ADDR", "127.0.0.1:8080"), "listen address (env CONCH_ADDR)")
 	dbPath := flags.String("db", env("CONCH_DB", defaultDB()), "SQLite database file, or postgres:// URL (env CONCH_DB)")
 	agents := flags.String("agents", env("CONCH_AGENTS", ""), "JSON file of extra agent profiles (env CONCH_AGENTS)")
-	token := flags.String("token", env("CONCH_TOKEN", ""), "bearer token required by every API and WebSocket request (env CONCH_TOKEN)")
+	token := flags.String("token", env("CONCH_TOKEN", ""), "bearer token required by every API and WebSocket request (env CONCH_TOKEN; prefer it: a command line is readable by every process of the host)")
 	lease := replica.DefaultLease
 	if v := os.Getenv("CONCH_LEASE"); v != "" {
 		d, err := time.ParseDuration(v)
@@ -135,6 +137,17 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	log := slog.New(slog.NewTextHandler(stderr, nil))
+	// Agents and their commands run as this user: they must not read this process's
+	// memory or environment, where the token is (server/acp/nsinit.go says what holds
+	// where). Its command line stays readable by every process of the host.
+	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
+		log.Warn("the server stays dumpable: a process of its user may read its memory and environment", "err", err)
+	}
+	flags.Visit(func(f *flag.Flag) {
+		if f.Name == "token" {
+			log.Warn("--token is readable by every process of this host in /proc/PID/cmdline: set CONCH_TOKEN instead")
+		}
+	})
 	if !isLoopback(*addr) {
 		if *token == "" {
 			return fmt.Errorf("--addr %s is not a loopback address: set --token (or CONCH_TOKEN) to serve on it", *addr)

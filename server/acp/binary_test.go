@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -28,7 +29,14 @@ type server struct {
 
 func startServer(t *testing.T, db string) *server {
 	t.Helper()
+	return startServerAs(t, db, func(*exec.Cmd) {})
+}
+
+// startServerAs starts the server after setup has set its environment or credentials.
+func startServerAs(t *testing.T, db string, setup func(*exec.Cmd)) *server {
+	t.Helper()
 	srv := &server{cmd: exec.Command(servetest.Bin(t), "serve", "--addr", "127.0.0.1:0", "--db", db), stderr: &bytes.Buffer{}}
+	setup(srv.cmd)
 	srv.cmd.Stderr = srv.stderr
 	srv.base = servetest.Start(t, srv.cmd, waitLimit, srv.stderr)
 	t.Cleanup(func() { srv.stop(t, syscall.SIGKILL) })
@@ -148,6 +156,16 @@ func TestBinaryLiveOutput(t *testing.T) {
 // printed that many.
 func runUntilPrinted(ctx context.Context, t *testing.T, c *client.Client, sessionID, command string, lines int) []string {
 	t.Helper()
+	o := runUntil(ctx, t, c, sessionID, command, fmt.Sprintf("printed %d lines", lines), func(_ shared.Message, o shared.ShellOutput) bool {
+		return strings.Count(o.Stdout, "\n") >= lines
+	})
+	return strings.Split(o.Stdout, "\n")[:lines]
+}
+
+// runUntil sends command and polls its message until done says so about it and its
+// output, which it returns; the test fails at ctx's end, saying the command never did what.
+func runUntil(ctx context.Context, t *testing.T, c *client.Client, sessionID, command, what string, done func(shared.Message, shared.ShellOutput) bool) shared.ShellOutput {
+	t.Helper()
 	if _, err := c.SendMessage(ctx, sessionID, command, ""); err != nil {
 		t.Fatal(err)
 	}
@@ -157,19 +175,19 @@ func runUntilPrinted(ctx context.Context, t *testing.T, c *client.Client, sessio
 			t.Fatal(err)
 		}
 		for _, m := range page.Messages {
-			if se := shared.ShellOf(m); se != nil && se.Command == command && se.Output.StdoutBytes > 0 {
+			if se := shared.ShellOf(m); se != nil && se.Command == command {
 				snap, err := c.ShellOutput(ctx, sessionID, m.ID)
 				if err != nil {
 					t.Fatal(err)
 				}
-				if got := strings.Split(snap.Output.Stdout, "\n"); len(got) > lines {
-					return got[:lines]
+				if done(m, snap.Output) {
+					return snap.Output
 				}
 			}
 		}
 		select {
 		case <-ctx.Done():
-			t.Fatalf("%q did not print %d lines", command, lines)
+			t.Fatalf("%q never %s", command, what)
 		case <-time.After(50 * time.Millisecond):
 		}
 	}

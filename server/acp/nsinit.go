@@ -11,6 +11,8 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
 // No orphans: every agent and every command runs in a PID namespace of its own, whose
@@ -19,14 +21,29 @@ import (
 // and with it every process of the namespace: background children, double forks and
 // setsid daemons included. The same happens when the command ends: what it left running
 // in the background ends with it. The command itself is the init's child, not the init,
-// so it takes signals as usual (kill $$ works).
+// so it takes signals as usual (kill $$ works). Inside, $$ and $! are the namespace's
+// numbers and /proc still shows the host's.
 //
-// Limits: a PID namespace needs CAP_SYS_ADMIN or unprivileged user namespaces (a
-// non-root server adds a user namespace mapping only its own uid and gid, so setuid
-// programs such as sudo do not gain privileges inside). Where the kernel refuses (some
-// containers), commands run in a process group with Pdeathsig as before, and a
-// background child can then outlive a crashed server; the server logs this once.
-// Inside, $$ and $! are the namespace's numbers and /proc still shows the host's.
+// No reading the server: the namespace is in a user namespace of its own too, also when
+// the server runs as root. Capabilities held there do not reach processes outside it,
+// so an agent or command can neither read the server's memory nor its environment
+// (/proc/PID/mem, /proc/PID/environ: where the token may be), not even as root with
+// CAP_SYS_PTRACE; the server also makes itself non-dumpable (conch serve), which stops a
+// process of the same non-root user that is outside any namespace. A non-root server maps
+// only its own uid and gid, so setuid programs such as sudo gain nothing inside; a root
+// server maps every id to itself, so commands keep root's power over files (apt-get,
+// chown) but lose it over the server.
+//
+// Where the kernel refuses a user namespace (some containers), a root server uses a PID
+// namespace alone, and where it refuses that too, commands run in a process group with
+// Pdeathsig as before (a background child can then outlive a crashed server). The server
+// logs each fallback once, with what it gives up.
+//
+// A process limit: the init sets RLIMIT_NPROC (processLimit) for everything it starts.
+// In a user namespace the kernel counts a user's processes per namespace, so the limit is
+// one agent's or command's, not the user's across the host. The kernel never applies it
+// to uid 0, so under a root server it does nothing: a fork bomb there is stopped only by
+// the host's own limits (pid_max, the container's pids cgroup).
 
 // NamespaceInitArg is the first argument by which the conch binary runs as
 // RunNamespaceInit: conch ns-init -- PROGRAM ARGS...
@@ -51,6 +68,10 @@ func RunNamespaceInit(args []string) int {
 		return 2
 	}
 	status := os.NewFile(statusFD, "status")
+	limit := unix.Rlimit{Cur: processLimit, Max: processLimit}
+	if err := unix.Setrlimit(unix.RLIMIT_NPROC, &limit); err != nil {
+		fmt.Fprintln(os.Stderr, "conch: process limit:", err)
+	}
 	proc, err := os.StartProcess(args[1], args[1:], &os.ProcAttr{Files: []*os.File{os.Stdin, os.Stdout, os.Stderr}})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "conch:", err)
@@ -79,33 +100,65 @@ func RunNamespaceInit(args []string) int {
 	}
 }
 
-// namespaces reports, once per server, whether PID namespaces can be made here.
-var namespaces struct {
+// processLimit is the RLIMIT_NPROC of an agent's or a command's namespace. The kernel
+// counts threads too: a JVM or a browser under test takes hundreds, a parallel build on
+// many cores a few thousand; a fork bomb stops at this many, far below pid_max.
+const processLimit = 4096
+
+// isolation is how this server starts commands, found once (isolate).
+var isolation struct {
 	once sync.Once
-	ok   bool
+	attr *syscall.SysProcAttr // nil: a process group only
 }
 
-func namespaceAttr() *syscall.SysProcAttr {
-	attr := &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL, Cloneflags: syscall.CLONE_NEWPID}
-	if uid, gid := os.Getuid(), os.Getgid(); uid != 0 {
-		attr.Cloneflags |= syscall.CLONE_NEWUSER
-		attr.UidMappings = []syscall.SysProcIDMap{{ContainerID: uid, HostID: uid, Size: 1}}
-		attr.GidMappings = []syscall.SysProcIDMap{{ContainerID: gid, HostID: gid, Size: 1}}
+// way is one way to start a command, and what a fallback to the next one gives up.
+type way struct {
+	attr *syscall.SysProcAttr
+	lost string
+}
+
+// ways are the ways to start a command here, strongest first.
+func ways() []way {
+	const noPID = "commands run without a PID namespace: a background child of a command may outlive a crashed server"
+	userns := &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL, Cloneflags: syscall.CLONE_NEWPID | syscall.CLONE_NEWUSER}
+	uid, gid := os.Getuid(), os.Getgid()
+	if uid != 0 {
+		userns.UidMappings = []syscall.SysProcIDMap{{ContainerID: uid, HostID: uid, Size: 1}}
+		userns.GidMappings = []syscall.SysProcIDMap{{ContainerID: gid, HostID: gid, Size: 1}}
+		return []way{{userns, noPID}}
 	}
-	return attr
+	all := []syscall.SysProcIDMap{{ContainerID: 0, HostID: 0, Size: 1<<32 - 1}}
+	userns.UidMappings, userns.GidMappings, userns.GidMappingsEnableSetgroups = all, all, true
+	return []way{
+		{userns, "commands run without a user namespace: as root, an agent or command can read the server's memory and environment, the token included"},
+		{&syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL, Cloneflags: syscall.CLONE_NEWPID}, noPID}, // needs CAP_SYS_ADMIN
+	}
 }
 
-func namespacesWork(initExe string) bool {
-	namespaces.once.Do(func() {
-		probe := exec.Command(initExe, NamespaceInitArg, "--probe")
-		probe.SysProcAttr = namespaceAttr()
-		err := probe.Run()
-		namespaces.ok = err == nil
-		if err != nil {
-			slog.Warn("commands run without a PID namespace: a background child of a command may outlive a crashed server", "err", err)
+// isolate returns how to start a command here (a copy: the caller sets it on one command),
+// nil without initExe or when no namespace can be made. The first call tries each way
+// with a probe.
+func isolate(initExe string) *syscall.SysProcAttr {
+	if initExe == "" {
+		return nil
+	}
+	isolation.once.Do(func() {
+		for _, w := range ways() {
+			probe := exec.Command(initExe, NamespaceInitArg, "--probe")
+			probe.SysProcAttr = w.attr
+			err := probe.Run()
+			if err == nil {
+				isolation.attr = w.attr
+				return
+			}
+			slog.Warn(w.lost, "err", err)
 		}
 	})
-	return namespaces.ok
+	if isolation.attr == nil {
+		return nil
+	}
+	attr := *isolation.attr
+	return &attr
 }
 
 // readEnding reads what the init wrote to the status pipe; ok is false when it wrote

@@ -158,7 +158,7 @@ func startGroup(cmd *exec.Cmd, initExe string) (*group, error) {
 			f.Close()
 		}
 	}()
-	if initExe != "" && namespacesWork(initExe) {
+	if attr := isolate(initExe); attr != nil {
 		r, w, err := os.Pipe()
 		if err != nil {
 			return nil, err
@@ -167,7 +167,7 @@ func startGroup(cmd *exec.Cmd, initExe string) (*group, error) {
 		cmd.Args = append([]string{initExe, NamespaceInitArg, "--", cmd.Path}, cmd.Args[1:]...)
 		cmd.Path = initExe
 		cmd.ExtraFiles = []*os.File{w} // fd 3: statusFD
-		cmd.SysProcAttr = namespaceAttr()
+		cmd.SysProcAttr = attr
 	}
 	for _, into := range []*io.Writer{&cmd.Stdout, &cmd.Stderr} {
 		r, w, err := os.Pipe()
