@@ -26,9 +26,8 @@ import (
 
 const (
 	// readFileLimit bounds the file a request loads (a read, or a write for its diff);
-	// readAnswerLimit the text a read answers,
-	// which travels to the agent in one line (the SDK drops a connection on a line over
-	// 10 MiB).
+	// readAnswerLimit the text a read answers, which travels to the agent in one line
+	// (the SDK drops a connection on a line over 10 MiB).
 	readFileLimit   = 64 << 20
 	readAnswerLimit = 8 << 20
 )
