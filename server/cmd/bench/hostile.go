@@ -1,0 +1,297 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"conch/server/cmd/loadgen/load"
+	"conch/shared"
+)
+
+// The hostile step's bounds: each attack is one turn of at most attackLimit against a
+// server of its own, which the bench then stops (10 s at most, then SIGKILL).
+const (
+	attackLimit  = 45 * time.Second
+	probeEvery   = 20 * time.Millisecond // /healthz probes, each on its own: a hung server does not slow the rate
+	probeTimeout = 2 * time.Second
+	sampleEvery  = 50 * time.Millisecond // /proc readings
+	aliveTimeout = 5 * time.Second       // the /healthz answer after the attack that says the server is up
+)
+
+// failedProbe is a /healthz probe without a 200 answer within probeTimeout.
+const failedProbe = time.Duration(math.MaxInt64)
+
+// attackResult is what one attack did to its server.
+type attackResult struct {
+	turn        string          // how the agent's turn ended
+	probes      []time.Duration // /healthz latencies during the turn; failedProbe for each failure
+	start, peak load.Stat       // the server at the prompt; the highest readings during the turn
+	server      string          // after the turn: up, not answering, or died and how
+}
+
+// hostile runs each of the hostile agent's attacks (hostileagent.go) against a fresh
+// server and reports how the server bore it.
+func (b *bench) hostile(ctx context.Context) error {
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	var rows [][]string
+	var does []string
+	for _, at := range attacks {
+		progress("   %s", at.name)
+		res, err := b.attack(ctx, self, at)
+		if err != nil {
+			return fmt.Errorf("%s: %w", at.name, err)
+		}
+		rows = append(rows, res.row(at.name))
+		does = append(does, fmt.Sprintf("- **%s**: %s.", at.name, at.does))
+	}
+	b.r.h(2, "A hostile agent")
+	b.r.p("An ACP agent (`bench agent`, on the ACP Go SDK) attacks the server that runs it, as issue 19 describes: each "+
+		"attack is one prompt to a fresh server with the agent in an `--agents` profile (permission `allow`), in a "+
+		"directory of its own.\n\n%s", strings.Join(does, "\n"))
+	b.r.p("Meanwhile `/healthz` is requested on loopback every %s, each probe on its own connection slot with a %s "+
+		"timeout; a probe without a 200 answer in time is *failed* and counts as slowest in the percentiles. Memory "+
+		"is the server's VmRSS at the prompt and its VmHWM (the kernel's peak) sampled every %s; threads likewise. "+
+		"The turn may run %s; then the server must answer `/healthz` within %s to count as *up*.",
+		probeEvery, probeTimeout, sampleEvery, attackLimit, aliveTimeout)
+	b.r.table([]string{"attack", "turn", "/healthz probes (failed)", "p50", "p99", "max", "RSS at the prompt", "RSS peak",
+		"threads at the prompt, peak", "server after"}, rows)
+	return nil
+}
+
+// attack runs one attack on a server of its own, stopped before it returns. An error is
+// a bench that could not set the attack up; what the attack did to the server is the result.
+func (b *bench) attack(ctx context.Context, self string, at attack) (attackResult, error) {
+	var res attackResult
+	dir := filepath.Join(b.tmp, "hostile-"+at.name)
+	work := filepath.Join(dir, "work")
+	if err := os.MkdirAll(work, 0o755); err != nil {
+		return res, err
+	}
+	profiles, err := json.Marshal([]map[string]any{{"name": "hostile", "command": self, "args": []string{"agent"}, "permission": "allow"}})
+	if err != nil {
+		return res, err
+	}
+	agents := filepath.Join(dir, "agents.json")
+	if err := os.WriteFile(agents, profiles, 0o644); err != nil {
+		return res, err
+	}
+	srv, err := startConch(ctx, b.conchBin, filepath.Join(dir, "conch.db"), "--agents", agents)
+	if err != nil {
+		return res, err
+	}
+	defer srv.stop()
+	sess, err := srv.startSession(ctx, "hostile "+at.name, "hostile", work)
+	if err != nil {
+		return res, err
+	}
+	w, err := watchServer(srv)
+	if err != nil {
+		return res, err
+	}
+	pctx, cancel := context.WithTimeout(ctx, aliveTimeout)
+	var prompt shared.Message
+	err = srv.post(pctx, "/api/v1/task-sessions/"+sess.ID+"/messages", shared.AddRequest{Content: at.name}, &prompt, http.StatusAccepted)
+	cancel()
+	if err == nil {
+		res.turn, err = srv.awaitTurn(ctx, sess.ID)
+	}
+	res.probes, res.start, res.peak = w.stop()
+	if err != nil {
+		return res, err
+	}
+	res.server = srv.alive(ctx)
+	return res, nil
+}
+
+// awaitTurn waits for the session's first turn to end, for attackLimit at most, and says
+// how it ended. A server that does not answer is asked again: the probes measure it.
+func (c *conch) awaitTurn(ctx context.Context, sessionID string) (string, error) {
+	started := time.Now()
+	limit := time.NewTimer(attackLimit)
+	defer limit.Stop()
+	tick := time.NewTicker(250 * time.Millisecond)
+	defer tick.Stop()
+	running := false // seen running: a turn that failed goes back to ready without a stop reason
+	for {
+		select {
+		case <-ctx.Done():
+			return "", ctx.Err()
+		case <-c.exited:
+			return fmt.Sprintf("cut short by the server's death after %.1f s", time.Since(started).Seconds()), nil
+		case <-limit.C:
+			return fmt.Sprintf("still running after %s", attackLimit), nil
+		case <-tick.C:
+		}
+		gctx, cancel := context.WithTimeout(ctx, probeTimeout)
+		raw, err := c.get(gctx, "/api/v1/task-sessions/"+sessionID)
+		cancel()
+		var sess shared.Session
+		if err != nil || json.Unmarshal(raw, &sess) != nil {
+			continue
+		}
+		took := time.Since(started).Seconds()
+		switch {
+		case sess.LastStopReason != "":
+			return fmt.Sprintf("%s in %.1f s", sess.LastStopReason, took), nil
+		case sess.State.Ended():
+			return fmt.Sprintf("session %s in %.1f s", sess.State, took), nil
+		case sess.State == shared.SessionRunning:
+			running = true
+		case running:
+			return fmt.Sprintf("failed in %.1f s", took), nil
+		}
+	}
+}
+
+// alive says whether the server survived: up (it answers /healthz), not answering, or
+// died, with its exit and the line of its log that says why.
+func (c *conch) alive(ctx context.Context) string {
+	select {
+	case <-c.exited:
+		return fmt.Sprintf("died (%s): %s", c.cmd.ProcessState, crashLine(c.stderr.String()))
+	default:
+	}
+	ctx, cancel := context.WithTimeout(ctx, aliveTimeout)
+	defer cancel()
+	switch _, err := c.get(ctx, "/healthz"); {
+	case errors.Is(err, context.DeadlineExceeded):
+		return fmt.Sprintf("not answering /healthz within %s", aliveTimeout)
+	case err != nil:
+		return "unhealthy: " + strings.TrimSpace(err.Error())
+	}
+	return "up"
+}
+
+// crashLine is the line of a server's stderr that says why it died: the runtime's fatal
+// error or the panic, else the last line.
+func crashLine(stderr string) string {
+	lines := strings.Split(strings.TrimSpace(stderr), "\n")
+	for _, l := range lines {
+		if strings.HasPrefix(l, "fatal error:") || strings.HasPrefix(l, "panic:") {
+			return l
+		}
+	}
+	last, _ := shared.Bound(lines[len(lines)-1], 200)
+	return last
+}
+
+// row is the attack's line of the report's table.
+func (r attackResult) row(name string) []string {
+	failed := 0
+	for _, d := range r.probes {
+		if d == failedProbe {
+			failed++
+		}
+	}
+	kib := func(v int64) string { return bytesIEC(float64(v) * 1024) }
+	return []string{name, r.turn, fmt.Sprintf("%d (%d)", len(r.probes), failed),
+		latency(r.probes, 0.50), latency(r.probes, 0.99), latency(r.probes, 1),
+		kib(r.start.RSSKiB), kib(r.peak.HWMKiB), fmt.Sprintf("%d, %d", r.start.Threads, r.peak.Threads), r.server}
+}
+
+// latency is the nearest-rank q-th quantile (0 < q <= 1) of probes, formatted.
+func latency(probes []time.Duration, q float64) string {
+	if len(probes) == 0 {
+		return "-"
+	}
+	s := slices.Sorted(slices.Values(probes))
+	d := s[int(math.Ceil(q*float64(len(s))))-1]
+	if d == failedProbe {
+		return "failed"
+	}
+	return micros(float64(d) / float64(time.Microsecond))
+}
+
+// watch is the bench's view of a server under attack: /healthz probed at a steady rate,
+// and its memory and threads read from /proc.
+type watch struct {
+	srv     *conch
+	client  *http.Client
+	done    chan struct{}
+	wg      sync.WaitGroup // the ticking goroutines
+	probing sync.WaitGroup // the probes in flight
+
+	mu     sync.Mutex
+	probes []time.Duration
+	start  load.Stat
+	peak   load.Stat
+}
+
+func watchServer(srv *conch) (*watch, error) {
+	start, err := load.ReadStat(srv.PID)
+	if err != nil {
+		return nil, err
+	}
+	w := &watch{srv: srv, start: start, peak: start, done: make(chan struct{}), client: &http.Client{
+		Timeout:   probeTimeout,
+		Transport: &http.Transport{MaxIdleConnsPerHost: int(probeTimeout / probeEvery)},
+	}}
+	w.wg.Add(2)
+	go w.every(probeEvery, func() { w.probing.Go(w.probe) })
+	go w.every(sampleEvery, w.sample)
+	return w, nil
+}
+
+func (w *watch) every(d time.Duration, f func()) {
+	defer w.wg.Done()
+	t := time.NewTicker(d)
+	defer t.Stop()
+	for {
+		select {
+		case <-w.done:
+			return
+		case <-t.C:
+			f()
+		}
+	}
+}
+
+func (w *watch) probe() {
+	started := time.Now()
+	took := failedProbe
+	if resp, err := w.client.Get(w.srv.URL + "/healthz"); err == nil {
+		_, err = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if err == nil && resp.StatusCode == http.StatusOK {
+			took = time.Since(started)
+		}
+	}
+	w.mu.Lock()
+	w.probes = append(w.probes, took)
+	w.mu.Unlock()
+}
+
+// sample keeps the highest readings; a server that is gone has none.
+func (w *watch) sample() {
+	s, err := load.ReadStat(w.srv.PID)
+	if err != nil {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.peak.HWMKiB = max(w.peak.HWMKiB, s.HWMKiB)
+	w.peak.Threads = max(w.peak.Threads, s.Threads)
+}
+
+// stop ends the watch once the probes in flight have ended and returns what it saw.
+func (w *watch) stop() (probes []time.Duration, start, peak load.Stat) {
+	close(w.done)
+	w.wg.Wait()
+	w.probing.Wait()
+	w.client.CloseIdleConnections()
+	return w.probes, w.start, w.peak
+}
