@@ -20,9 +20,11 @@ import (
 )
 
 // The hostile step's bounds: each attack is one turn of at most attackLimit against a
-// server of its own, which the bench then stops (10 s at most, then SIGKILL).
+// server of its own, a page and a health check of aliveTimeout each, then the server is
+// stopped (10 s at most, then SIGKILL): under a minute and a quarter each, all of it
+// bounded however the server behaves.
 const (
-	attackLimit  = 45 * time.Second
+	attackLimit  = 40 * time.Second
 	probeEvery   = 20 * time.Millisecond // /healthz probes, each on its own: a hung server does not slow the rate
 	probeTimeout = 2 * time.Second
 	sampleEvery  = 50 * time.Millisecond // /proc readings
@@ -34,10 +36,11 @@ const failedProbe = time.Duration(math.MaxInt64)
 
 // attackResult is what one attack did to its server.
 type attackResult struct {
-	turn        string          // how the agent's turn ended
-	probes      []time.Duration // /healthz latencies during the turn; failedProbe for each failure
-	start, peak load.Stat       // the server at the prompt; the highest readings during the turn
-	server      string          // after the turn: up, not answering, or died and how
+	turn             string          // how the agent's turn ended
+	page             string          // the size of the session's page after the turn
+	probes           []time.Duration // /healthz latencies during the attack; failedProbe for each failure
+	start, peak, end load.Stat       // the server at the prompt, its highest readings, its last
+	server           string          // after the attack: up, not answering, or died and how
 }
 
 // hostile runs each of the hostile agent's attacks (hostileagent.go) against a fresh
@@ -52,23 +55,32 @@ func (b *bench) hostile(ctx context.Context) error {
 	for _, at := range attacks {
 		progress("   %s", at.name)
 		res, err := b.attack(ctx, self, at)
-		if err != nil {
-			return fmt.Errorf("%s: %w", at.name, err)
+		switch {
+		case ctx.Err() != nil:
+			return ctx.Err()
+		case err != nil: // the other attacks still run, each on its own server
+			b.notes = append(b.notes, fmt.Sprintf("hostile %s: %v", at.name, err))
+			row := slices.Repeat([]string{"-"}, 11)
+			row[0], row[1] = at.name, "not measured: "+err.Error()
+			rows = append(rows, row)
+		default:
+			rows = append(rows, res.row(at.name))
 		}
-		rows = append(rows, res.row(at.name))
 		does = append(does, fmt.Sprintf("- **%s**: %s.", at.name, at.does))
 	}
 	b.r.h(2, "A hostile agent")
 	b.r.p("An ACP agent (`bench agent`, on the ACP Go SDK) attacks the server that runs it, as issue 19 describes: each "+
 		"attack is one prompt to a fresh server with the agent in an `--agents` profile (permission `allow`), in a "+
 		"directory of its own.\n\n%s", strings.Join(does, "\n"))
-	b.r.p("Meanwhile `/healthz` is requested on loopback every %s, each probe on its own connection slot with a %s "+
-		"timeout; a probe without a 200 answer in time is *failed* and counts as slowest in the percentiles. Memory "+
-		"is the server's VmRSS at the prompt and its VmHWM (the kernel's peak) sampled every %s; threads likewise. "+
-		"The turn may run %s; then the server must answer `/healthz` within %s to count as *up*.",
-		probeEvery, probeTimeout, sampleEvery, attackLimit, aliveTimeout)
-	b.r.table([]string{"attack", "turn", "/healthz probes (failed)", "p50", "p99", "max", "RSS at the prompt", "RSS peak",
-		"threads at the prompt, peak", "server after"}, rows)
+	b.r.p("The turn may run %s. Then the bench reads the session's page (`/sessions/{id}`, as a person opening the "+
+		"session does), and the server must answer `/healthz` within %s to count as *up*. From "+
+		"the prompt until that page, `/healthz` is requested on loopback every %s, each probe a request of its own "+
+		"(a slow answer does not delay the next) with a %s timeout; a probe without a 200 answer in time is "+
+		"*failed* and counts as the slowest in the percentiles. Memory is the server's VmRSS at the prompt and the "+
+		"highest VmHWM (the kernel's own peak) read every %s; threads from the same readings.",
+		attackLimit, aliveTimeout, probeEvery, probeTimeout, sampleEvery)
+	b.r.table([]string{"attack", "turn", "session page", "/healthz probes (failed)", "p50", "p99", "max",
+		"RSS at the prompt", "RSS peak", "threads: prompt → peak → end", "server after"}, rows)
 	return nil
 }
 
@@ -94,7 +106,9 @@ func (b *bench) attack(ctx context.Context, self string, at attack) (attackResul
 		return res, err
 	}
 	defer srv.stop()
-	sess, err := srv.startSession(ctx, "hostile "+at.name, "hostile", work)
+	sctx, cancel := context.WithTimeout(ctx, 30*time.Second) // the agent starts as any does; a server that does not start it is not measured
+	sess, err := srv.startSession(sctx, "hostile "+at.name, "hostile", work)
+	cancel()
 	if err != nil {
 		return res, err
 	}
@@ -109,7 +123,10 @@ func (b *bench) attack(ctx context.Context, self string, at attack) (attackResul
 	if err == nil {
 		res.turn, err = srv.awaitTurn(ctx, sess.ID)
 	}
-	res.probes, res.start, res.peak = w.stop()
+	if err == nil {
+		res.page = srv.sessionPage(ctx, sess.ID)
+	}
+	res.probes, res.start, res.peak, res.end = w.stop()
 	if err != nil {
 		return res, err
 	}
@@ -157,12 +174,34 @@ func (c *conch) awaitTurn(ctx context.Context, sessionID string) (string, error)
 	}
 }
 
+// sessionPage reads the session's page (/sessions/{id}, prerendered on the server), as a
+// person opening the session does, and says how big it was.
+func (c *conch) sessionPage(ctx context.Context, sessionID string) string {
+	select {
+	case <-c.exited:
+		return "-"
+	default:
+	}
+	ctx, cancel := context.WithTimeout(ctx, aliveTimeout)
+	defer cancel()
+	page, err := c.get(ctx, "/sessions/"+sessionID)
+	if err != nil {
+		s, _ := shared.Bound("failed: "+err.Error(), 120)
+		return s
+	}
+	return bytesIEC(float64(len(page)))
+}
+
 // alive says whether the server survived: up (it answers /healthz), not answering, or
 // died, with its exit and the line of its log that says why.
 func (c *conch) alive(ctx context.Context) string {
 	select {
 	case <-c.exited:
-		return fmt.Sprintf("died (%s): %s", c.cmd.ProcessState, crashLine(c.stderr.String()))
+		why := c.cmd.ProcessState.String()
+		if line := crashLine(c.stderr.String()); line != "" {
+			why += ": " + line
+		}
+		return "died (" + why + ")"
 	default:
 	}
 	ctx, cancel := context.WithTimeout(ctx, aliveTimeout)
@@ -176,17 +215,16 @@ func (c *conch) alive(ctx context.Context) string {
 	return "up"
 }
 
-// crashLine is the line of a server's stderr that says why it died: the runtime's fatal
-// error or the panic, else the last line.
+// crashLine is the line of a server's stderr that says why it crashed: the runtime's
+// fatal error or the panic ("" if there is none: a signal, for one, leaves no line).
 func crashLine(stderr string) string {
-	lines := strings.Split(strings.TrimSpace(stderr), "\n")
-	for _, l := range lines {
+	for l := range strings.Lines(stderr) {
 		if strings.HasPrefix(l, "fatal error:") || strings.HasPrefix(l, "panic:") {
-			return l
+			l = strings.TrimSpace(l)
+			return strings.ToValidUTF8(l[:min(len(l), 200)], "")
 		}
 	}
-	last, _ := shared.Bound(lines[len(lines)-1], 200)
-	return last
+	return ""
 }
 
 // row is the attack's line of the report's table.
@@ -198,9 +236,10 @@ func (r attackResult) row(name string) []string {
 		}
 	}
 	kib := func(v int64) string { return bytesIEC(float64(v) * 1024) }
-	return []string{name, r.turn, fmt.Sprintf("%d (%d)", len(r.probes), failed),
+	return []string{name, r.turn, r.page, fmt.Sprintf("%d (%d)", len(r.probes), failed),
 		latency(r.probes, 0.50), latency(r.probes, 0.99), latency(r.probes, 1),
-		kib(r.start.RSSKiB), kib(r.peak.HWMKiB), fmt.Sprintf("%d, %d", r.start.Threads, r.peak.Threads), r.server}
+		kib(r.start.RSSKiB), kib(r.peak.HWMKiB), fmt.Sprintf("%d → %d → %d", r.start.Threads, r.peak.Threads, r.end.Threads),
+		r.server}
 }
 
 // latency is the nearest-rank q-th quantile (0 < q <= 1) of probes, formatted.
@@ -225,10 +264,9 @@ type watch struct {
 	wg      sync.WaitGroup // the ticking goroutines
 	probing sync.WaitGroup // the probes in flight
 
-	mu     sync.Mutex
-	probes []time.Duration
-	start  load.Stat
-	peak   load.Stat
+	mu               sync.Mutex
+	probes           []time.Duration
+	start, peak, end load.Stat
 }
 
 func watchServer(srv *conch) (*watch, error) {
@@ -236,7 +274,7 @@ func watchServer(srv *conch) (*watch, error) {
 	if err != nil {
 		return nil, err
 	}
-	w := &watch{srv: srv, start: start, peak: start, done: make(chan struct{}), client: &http.Client{
+	w := &watch{srv: srv, start: start, peak: start, end: start, done: make(chan struct{}), client: &http.Client{
 		Timeout:   probeTimeout,
 		Transport: &http.Transport{MaxIdleConnsPerHost: int(probeTimeout / probeEvery)},
 	}}
@@ -275,23 +313,25 @@ func (w *watch) probe() {
 	w.mu.Unlock()
 }
 
-// sample keeps the highest readings; a server that is gone has none.
+// sample keeps the highest and the last readings; a server that is gone has none.
 func (w *watch) sample() {
 	s, err := load.ReadStat(w.srv.PID)
-	if err != nil {
+	if err != nil || s.RSSKiB == 0 { // gone, or a zombie: no memory, no readings
 		return
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	w.end = s
 	w.peak.HWMKiB = max(w.peak.HWMKiB, s.HWMKiB)
 	w.peak.Threads = max(w.peak.Threads, s.Threads)
 }
 
 // stop ends the watch once the probes in flight have ended and returns what it saw.
-func (w *watch) stop() (probes []time.Duration, start, peak load.Stat) {
+func (w *watch) stop() (probes []time.Duration, start, peak, end load.Stat) {
 	close(w.done)
 	w.wg.Wait()
 	w.probing.Wait()
+	w.sample()
 	w.client.CloseIdleConnections()
-	return w.probes, w.start, w.peak
+	return w.probes, w.start, w.peak, w.end
 }

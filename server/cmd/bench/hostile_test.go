@@ -47,12 +47,15 @@ func TestLatency(t *testing.T) {
 func TestAttackRow(t *testing.T) {
 	r := attackResult{
 		turn:   "end_turn in 3.2 s",
+		page:   "1.5 KiB",
 		probes: []time.Duration{time.Millisecond, failedProbe, 2 * time.Millisecond},
 		start:  load.Stat{RSSKiB: 60 << 10, HWMKiB: 61 << 10, Threads: 12},
 		peak:   load.Stat{HWMKiB: 1 << 20, Threads: 212},
+		end:    load.Stat{Threads: 211},
 		server: "up",
 	}
-	want := []string{"fifo", "end_turn in 3.2 s", "3 (1)", "2000 us", "failed", "failed", "60.0 MiB", "1024.0 MiB", "12, 212", "up"}
+	want := []string{"fifo", "end_turn in 3.2 s", "1.5 KiB", "3 (1)", "2000 us", "failed", "failed", "60.0 MiB", "1024.0 MiB",
+		"12 → 212 → 211", "up"}
 	if got := r.row("fifo"); !slices.Equal(got, want) {
 		t.Errorf("row\n got %q\nwant %q", got, want)
 	}
@@ -62,9 +65,9 @@ func TestCrashLine(t *testing.T) {
 	tests := []struct{ stderr, want string }{
 		{"time=1 level=INFO msg=serving\nfatal error: runtime: out of memory\n\ngoroutine 1 gp=0x1 m=0 [running]:\n", "fatal error: runtime: out of memory"},
 		{"panic: assignment to entry in nil map\n\ngoroutine 7 [running]:\n", "panic: assignment to entry in nil map"},
-		{"time=1 level=INFO msg=serving\ntime=2 level=ERROR msg=\"store full\"\n", "time=2 level=ERROR msg=\"store full\""},
+		{"time=1 level=INFO msg=serving\ntime=2 level=ERROR msg=\"store full\"\n", ""},
 		{"", ""},
-		{strings.Repeat("x", 300), strings.Repeat("x", 200)},
+		{"panic: " + strings.Repeat("x", 300), "panic: " + strings.Repeat("x", 193)},
 	}
 	for _, tt := range tests {
 		if got := crashLine(tt.stderr); got != tt.want {
@@ -104,10 +107,10 @@ func TestWatchSamples(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w.sample()
-	_, start, peak := w.stop()
-	if start.RSSKiB <= 0 || start.Threads < 1 || peak.HWMKiB < start.RSSKiB || peak.Threads < start.Threads {
-		t.Fatalf("start %+v, peak %+v", start, peak)
+	_, start, peak, end := w.stop()
+	if start.RSSKiB <= 0 || start.Threads < 1 || peak.HWMKiB < start.RSSKiB || peak.Threads < start.Threads ||
+		end.RSSKiB <= 0 || end.Threads < 1 {
+		t.Fatalf("start %+v, peak %+v, end %+v", start, peak, end)
 	}
 }
 

@@ -29,7 +29,6 @@ const (
 	terminalBytes = 1_500_000
 	fifoReads     = 200
 	messageBytes  = 30_000_000
-	messageChunk  = 1_000_000 // a chunk per line well under the SDK's 10 MiB line limit
 	fifoWait      = 5 * time.Second
 )
 
@@ -45,8 +44,8 @@ var attacks = []attack{
 		}},
 	{"fifo", fmt.Sprintf("%d concurrent `fs/read_text_file` of a FIFO in the session's directory; the agent gives up on "+
 		"each after %s", fifoReads, fifoWait), readFIFO},
-	{"message", fmt.Sprintf("one agent message of %d MB, sent in %d chunks", messageBytes/1_000_000, messageBytes/messageChunk),
-		sendBigMessage},
+	{"message", fmt.Sprintf("one agent message of %d MB, in one `agent_message_chunk` (one line of JSON-RPC)",
+		messageBytes/1_000_000), sendBigMessage},
 }
 
 // hostileAgent is `bench agent`: an ACP agent on stdio whose prompt names the attack.
@@ -111,13 +110,7 @@ func readFIFO(ctx context.Context, a *acptest.Agent, sid sdk.SessionId) error {
 	return nil
 }
 
-// sendBigMessage sends one agent message of messageBytes in lines of 80 bytes.
+// sendBigMessage sends one agent message of messageBytes (lines of 80 bytes) in one update.
 func sendBigMessage(ctx context.Context, a *acptest.Agent, sid sdk.SessionId) error {
-	chunk := strings.Repeat(strings.Repeat("m", 79)+"\n", messageChunk/80)
-	for range messageBytes / len(chunk) {
-		if err := a.Send(ctx, sid, sdk.UpdateAgentMessageText(chunk)); err != nil {
-			return err
-		}
-	}
-	return nil
+	return a.Send(ctx, sid, sdk.UpdateAgentMessageText(strings.Repeat(strings.Repeat("m", 79)+"\n", messageBytes/80)))
 }
