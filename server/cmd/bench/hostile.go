@@ -61,7 +61,7 @@ func (b *bench) hostile(ctx context.Context) error {
 		case err != nil: // the other attacks still run, each on its own server
 			b.notes = append(b.notes, fmt.Sprintf("hostile %s: %v", at.name, err))
 			row := slices.Repeat([]string{"-"}, 11)
-			row[0], row[1] = at.name, "not measured: "+err.Error()
+			row[0], row[1] = at.name, cell("not measured: "+err.Error())
 			rows = append(rows, row)
 		default:
 			rows = append(rows, res.row(at.name))
@@ -142,7 +142,6 @@ func (c *conch) awaitTurn(ctx context.Context, sessionID string) (string, error)
 	defer limit.Stop()
 	tick := time.NewTicker(250 * time.Millisecond)
 	defer tick.Stop()
-	running := false // seen running: a turn that failed goes back to ready without a stop reason
 	for {
 		select {
 		case <-ctx.Done():
@@ -153,11 +152,8 @@ func (c *conch) awaitTurn(ctx context.Context, sessionID string) (string, error)
 			return fmt.Sprintf("still running after %s", attackLimit), nil
 		case <-tick.C:
 		}
-		gctx, cancel := context.WithTimeout(ctx, probeTimeout)
-		raw, err := c.get(gctx, "/api/v1/task-sessions/"+sessionID)
-		cancel()
 		var sess shared.Session
-		if err != nil || json.Unmarshal(raw, &sess) != nil {
+		if c.getJSON(ctx, "/api/v1/task-sessions/"+sessionID, &sess) != nil {
 			continue
 		}
 		took := time.Since(started).Seconds()
@@ -166,12 +162,27 @@ func (c *conch) awaitTurn(ctx context.Context, sessionID string) (string, error)
 			return fmt.Sprintf("%s in %.1f s", sess.LastStopReason, took), nil
 		case sess.State.Ended():
 			return fmt.Sprintf("session %s in %.1f s", sess.State, took), nil
-		case sess.State == shared.SessionRunning:
-			running = true
-		case running:
-			return fmt.Sprintf("failed in %.1f s", took), nil
+		case sess.State == shared.SessionReady:
+			// Ready without a stop reason: not started yet, or failed, which leaves an
+			// error as the newest message.
+			var page shared.MessagePage
+			err := c.getJSON(ctx, "/api/v1/task-sessions/"+sessionID+"/messages?sort=desc&limit=1", &page)
+			if err == nil && len(page.Messages) > 0 && page.Messages[0].Type == shared.TypeError {
+				return fmt.Sprintf("failed in %.1f s: %s", took, page.Messages[0].Content), nil
+			}
 		}
 	}
+}
+
+// getJSON decodes the answer to GET path into out, waiting probeTimeout at most.
+func (c *conch) getJSON(ctx context.Context, path string, out any) error {
+	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
+	defer cancel()
+	raw, err := c.get(ctx, path)
+	if err != nil {
+		return err
+	}
+	return json.Unmarshal(raw, out)
 }
 
 // sessionPage reads the session's page (/sessions/{id}, prerendered on the server), as a
@@ -186,14 +197,13 @@ func (c *conch) sessionPage(ctx context.Context, sessionID string) string {
 	defer cancel()
 	page, err := c.get(ctx, "/sessions/"+sessionID)
 	if err != nil {
-		s, _ := shared.Bound("failed: "+err.Error(), 120)
-		return s
+		return failure(err)
 	}
 	return bytesIEC(float64(len(page)))
 }
 
-// alive says whether the server survived: up (it answers /healthz), not answering, or
-// died, with its exit and the line of its log that says why.
+// alive says whether the server survived: up (it answers /healthz), or not, and how, or
+// died, and how.
 func (c *conch) alive(ctx context.Context) string {
 	select {
 	case <-c.exited:
@@ -206,13 +216,18 @@ func (c *conch) alive(ctx context.Context) string {
 	}
 	ctx, cancel := context.WithTimeout(ctx, aliveTimeout)
 	defer cancel()
-	switch _, err := c.get(ctx, "/healthz"); {
-	case errors.Is(err, context.DeadlineExceeded):
-		return fmt.Sprintf("not answering /healthz within %s", aliveTimeout)
-	case err != nil:
-		return "unhealthy: " + strings.TrimSpace(err.Error())
+	if _, err := c.get(ctx, "/healthz"); err != nil {
+		return "/healthz: " + failure(err)
 	}
 	return "up"
+}
+
+// failure says briefly why a request of the bench's own failed.
+func failure(err error) string {
+	if errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Sprintf("no answer within %s", aliveTimeout)
+	}
+	return "failed: " + err.Error()
 }
 
 // crashLine is the line of a server's stderr that says why it crashed: the runtime's
@@ -220,8 +235,7 @@ func (c *conch) alive(ctx context.Context) string {
 func crashLine(stderr string) string {
 	for l := range strings.Lines(stderr) {
 		if strings.HasPrefix(l, "fatal error:") || strings.HasPrefix(l, "panic:") {
-			l = strings.TrimSpace(l)
-			return strings.ToValidUTF8(l[:min(len(l), 200)], "")
+			return strings.TrimSpace(l)
 		}
 	}
 	return ""
@@ -236,10 +250,16 @@ func (r attackResult) row(name string) []string {
 		}
 	}
 	kib := func(v int64) string { return bytesIEC(float64(v) * 1024) }
-	return []string{name, r.turn, r.page, fmt.Sprintf("%d (%d)", len(r.probes), failed),
+	return []string{name, cell(r.turn), cell(r.page), fmt.Sprintf("%d (%d)", len(r.probes), failed),
 		latency(r.probes, 0.50), latency(r.probes, 0.99), latency(r.probes, 1),
 		kib(r.start.RSSKiB), kib(r.peak.HWMKiB), fmt.Sprintf("%d → %d → %d", r.start.Threads, r.peak.Threads, r.end.Threads),
-		r.server}
+		cell(r.server)}
+}
+
+// cell is text for a cell of a Markdown table: one line, no column breaks, 160 bytes at most.
+func cell(s string) string {
+	s = strings.ReplaceAll(strings.Join(strings.Fields(s), " "), "|", `\|`)
+	return strings.ToValidUTF8(s[:min(len(s), 160)], "")
 }
 
 // latency is the nearest-rank q-th quantile (0 < q <= 1) of probes, formatted.
