@@ -98,7 +98,7 @@ func TestAttackRow(t *testing.T) {
 	}
 	want := []string{"fifo", "end_turn in 3.2 s", "1.5 KiB", "3 (1)", "2000 us", "failed", "failed", "60.0 MiB", "1024.0 MiB",
 		"12 → 212 → 211", `died (exit status 2: fatal error: a \| b c ` + strings.Repeat("x", 160-43)}
-	if got := r.row("fifo"); !slices.Equal(got, want) {
+	if got := r.row("fifo"); !slices.Equal(got, want) || len(got) != len(hostileColumns) {
 		t.Errorf("row\n got %q\nwant %q", got, want)
 	}
 }
