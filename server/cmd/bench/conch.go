@@ -27,24 +27,30 @@ type conch struct {
 	PID    int
 	cmd    *exec.Cmd
 	stderr *tailBuffer
+	exited chan struct{} // closed once the server has exited and been reaped
 }
 
-// startConch starts bin/conch on a free loopback port and waits for its "listening on" line.
-func startConch(ctx context.Context, bin, db string) (*conch, error) {
-	cmd := exec.Command(bin, "serve", "--addr", "127.0.0.1:0", "--db", db)
-	cmd.Env = append(os.Environ(), "CONCH_TOKEN=", "CONCH_AGENTS=")
+// startConch starts bin/conch on a free loopback port and waits for its "listening on"
+// line; flags go to serve as given.
+func startConch(ctx context.Context, bin, db string, flags ...string) (*conch, error) {
+	cmd := exec.Command(bin, append([]string{"serve", "--addr", "127.0.0.1:0", "--db", db}, flags...)...)
+	// A crash's own line, not its goroutine dump, is what the stderr tail must keep.
+	cmd.Env = append(os.Environ(), "CONCH_TOKEN=", "CONCH_AGENTS=", "GOTRACEBACK=none")
 	// Its own process group, so that stopping it also ends the commands it runs.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// A child that inherited its stderr must not keep Wait, and so stop, waiting.
+	cmd.WaitDelay = 2 * time.Second
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		return nil, err
 	}
-	c := &conch{DB: db, cmd: cmd, stderr: &tailBuffer{max: 8 << 10}}
+	c := &conch{DB: db, cmd: cmd, stderr: &tailBuffer{max: 8 << 10}, exited: make(chan struct{})}
 	cmd.Stderr = c.stderr
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
 	c.PID = cmd.Process.Pid
+	go func() { _ = cmd.Wait(); close(c.exited) }()
 	lines := make(chan string, 1)
 	go func() {
 		sc := bufio.NewScanner(stdout)
@@ -64,6 +70,8 @@ func startConch(ctx context.Context, bin, db string) (*conch, error) {
 				c.URL = u
 				return c, nil
 			}
+		case <-c.exited:
+			return nil, fmt.Errorf("conch exited before listening: %s", c.stderr)
 		case <-timer.C:
 			c.stop()
 			return nil, fmt.Errorf("conch did not start within 30s: %s", c.stderr)
@@ -75,15 +83,19 @@ func startConch(ctx context.Context, bin, db string) (*conch, error) {
 }
 
 // stop ends the server (SIGTERM, then SIGKILL after 10 s) and the process group it leads.
+// A server that already died is only reaped.
 func (c *conch) stop() {
-	_ = syscall.Kill(-c.PID, syscall.SIGTERM)
-	done := make(chan struct{})
-	go func() { _ = c.cmd.Wait(); close(done) }()
 	select {
-	case <-done:
+	case <-c.exited:
+		return
+	default:
+	}
+	_ = syscall.Kill(-c.PID, syscall.SIGTERM)
+	select {
+	case <-c.exited:
 	case <-time.After(10 * time.Second):
 		_ = syscall.Kill(-c.PID, syscall.SIGKILL)
-		<-done
+		<-c.exited
 	}
 }
 
@@ -130,17 +142,22 @@ func (c *conch) do(ctx context.Context, method, path string, body []byte, want i
 
 // startShellSession creates a task and a session of the built-in shell agent.
 func (c *conch) startShellSession(ctx context.Context, title string) (shared.Session, error) {
+	return c.startSession(ctx, title, "shell", os.TempDir())
+}
+
+// startSession creates a task and a session of agent in cwd, ready for a prompt.
+func (c *conch) startSession(ctx context.Context, title, agent, cwd string) (shared.Session, error) {
 	var task shared.Task
 	if err := c.post(ctx, "/api/v1/tasks", map[string]string{"title": title}, &task, http.StatusCreated); err != nil {
 		return shared.Session{}, err
 	}
 	var sess shared.Session
-	if err := c.post(ctx, "/api/v1/tasks/"+task.ID+"/sessions", map[string]string{"agent": "shell", "cwd": os.TempDir()},
+	if err := c.post(ctx, "/api/v1/tasks/"+task.ID+"/sessions", map[string]string{"agent": agent, "cwd": cwd},
 		&sess, http.StatusCreated); err != nil {
 		return shared.Session{}, err
 	}
 	if sess.State != shared.SessionReady {
-		return shared.Session{}, fmt.Errorf("shell session is %s: %s", sess.State, sess.Error)
+		return shared.Session{}, fmt.Errorf("%s session is %s: %s", agent, sess.State, sess.Error)
 	}
 	return sess, nil
 }

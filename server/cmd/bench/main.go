@@ -53,6 +53,9 @@ func run(ctx context.Context, args []string) error {
 	if len(args) > 0 && args[0] == "emit" {
 		return emit(ctx, args[1:], os.Stdout)
 	}
+	if len(args) > 0 && args[0] == "agent" {
+		return hostileAgent(ctx)
+	}
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	b := &bench{}
 	fs.StringVar(&b.conchBin, "conch", "bin/conch", "the conch binary to measure")
@@ -64,7 +67,7 @@ func run(ctx context.Context, args []string) error {
 	burstMB := fs.Int("burst-mb", 50, "output of the fast command, MB")
 	growth := fs.String("growth", "1000,10000,100000", "session sizes of the growth benchmark")
 	fs.BoolVar(&b.browser, "browser", true, "run the headless Chromium benchmark")
-	only := fs.String("only", "", "run only these benchmarks (comma-separated: payload,snapshot,growth,parts,live,crowd,startup,browser,gobench,postgres)")
+	only := fs.String("only", "", "run only these benchmarks (comma-separated: payload,snapshot,growth,parts,live,crowd,startup,browser,gobench,postgres,hostile)")
 	fs.StringVar(&b.postgres, "postgres", os.Getenv("CONCH_BENCH_POSTGRES"),
 		"PostgreSQL server URL whose user may create databases, for the SQLite-against-PostgreSQL benchmark (env CONCH_BENCH_POSTGRES; default: a throwaway cluster from Debian's postgresql package)")
 	fs.StringVar(&b.web, "web", "web", "the folder holding app.wasm, app.wasm.gz and app.wasm.br")
@@ -108,6 +111,7 @@ func run(ctx context.Context, args []string) error {
 		{"browser", b.browserBench},
 		{"gobench", b.goBench},
 		{"postgres", b.postgresBench},
+		{"hostile", b.hostile},
 	}
 	var chosen []string
 	if *only != "" {

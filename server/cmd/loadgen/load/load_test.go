@@ -64,6 +64,9 @@ func TestReadStatOfSelf(t *testing.T) {
 	if s.RSSKiB <= 0 || s.CPUSeconds < 0 || s.AnonKiB <= 0 || s.FileKiB <= 0 {
 		t.Fatalf("got %+v", s)
 	}
+	if s.HWMKiB < s.RSSKiB || s.Threads < 1 {
+		t.Errorf("peak RSS %d KiB below RSS %d KiB, or %d threads", s.HWMKiB, s.RSSKiB, s.Threads)
+	}
 	// RSS is anonymous plus file-backed plus shared memory pages, which a test has none of.
 	if d := s.RSSKiB - s.AnonKiB - s.FileKiB; d < 0 || d > s.RSSKiB/10 {
 		t.Errorf("RSS %d KiB is not anonymous %d + file-backed %d KiB", s.RSSKiB, s.AnonKiB, s.FileKiB)

@@ -26,11 +26,13 @@ type Proc struct {
 // Stat is one reading of a process's counters.
 type Stat struct {
 	RSSKiB     int64
+	HWMKiB     int64 // the highest RSS the kernel saw since the process started (VmHWM)
 	AnonKiB    int64 // of RSS: the heap and stacks
 	FileKiB    int64 // of RSS: mapped file pages (the binary, the memory-mapped database)
 	CPUSeconds float64
 	ReadBytes  int64
 	WriteBytes int64
+	Threads    int64
 }
 
 // ReadStat reads the current counters of pid from /proc.
@@ -42,7 +44,8 @@ func ReadStat(pid int) (Stat, error) {
 	}
 	for line := range strings.Lines(string(status)) {
 		k, v, _ := strings.Cut(line, ":")
-		to := map[string]*int64{"VmRSS": &s.RSSKiB, "RssAnon": &s.AnonKiB, "RssFile": &s.FileKiB}[k]
+		to := map[string]*int64{"VmRSS": &s.RSSKiB, "VmHWM": &s.HWMKiB, "RssAnon": &s.AnonKiB, "RssFile": &s.FileKiB,
+			"Threads": &s.Threads}[k]
 		if f := strings.Fields(v); to != nil && len(f) > 0 {
 			*to, _ = strconv.ParseInt(f[0], 10, 64)
 		}
