@@ -41,3 +41,23 @@ func FuzzAttrText(f *testing.F) {
 		}
 	})
 }
+
+// FuzzResolve: whatever the location (go-app resolves the path asked for), the resolved
+// one is a clean URL; Conch's own locations stay as they are.
+func FuzzResolve(f *testing.F) {
+	own := []string{"/", "/web/app.css", "/sessions/0192-abc", "/api/v1/task-sessions/s%2F1/messages/m1/shell-output/raw?stream=stdout"}
+	for _, s := range own {
+		if got := (sameOrigin{}).Resolve(s); got != s {
+			f.Errorf("Resolve(%q) = %q", s, got)
+		}
+		f.Add(s)
+	}
+	for _, s := range []string{"", `/sessions/a?"><meta x>`, "/sessions/\x00\u202e'\\`", "/sessions/é#\"x"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if got := (sameOrigin{}).Resolve(s); !cleanURL(got) {
+			t.Fatalf("Resolve(%q) = %q", s, got)
+		}
+	})
+}

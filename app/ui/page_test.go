@@ -99,9 +99,9 @@ func prerender(t *testing.T, b shared.Boot) *html.Node {
 	return doc
 }
 
-// textAttrs are the attributes whose values carry an agent's text or ids; every other
-// attribute of the page must not depend on what the agent sent.
-var textAttrs = []string{"title", "aria-label", "value", "data-option-id"}
+// textAttrs are the attributes whose values carry an agent's text or ids (or, content,
+// the path asked for); every other attribute of the page must not depend on them.
+var textAttrs = []string{"title", "aria-label", "value", "data-option-id", "content"}
 
 // idAttrs carry ids the page sends back to the server as the agent sent them: they are
 // never shown, so they are not marked.
@@ -345,6 +345,28 @@ func TestCommandListKeepsAgentTextOutOfMarkup(t *testing.T) {
 	for name, s := range hostileStrings {
 		if got := list(s); !slices.Equal(got, want) {
 			t.Errorf("%s: the command list is %q, with harmless text %q", name, got, want)
+		}
+	}
+}
+
+// TestPrerenderedPageKeepsThePathOutOfMarkup: go-app writes the path asked for into the
+// page's head; a link to a path made of markup gives the page of any other path.
+func TestPrerenderedPageKeepsThePathOutOfMarkup(t *testing.T) {
+	Routes()
+	h := Handler([]byte("\x00asm"), false, nil)
+	page := func(path string) []string {
+		_, body := get(t, h, path)
+		doc, err := html.Parse(strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return shape(doc)
+	}
+	want := page("/sessions/s1")
+	for _, path := range []string{"/sessions/x%22%3E%3Cmeta%20http-equiv=refresh%20content=0%3E", "/sessions/a%3F%22%3E%3Cmeta%20x%3E",
+		"/sessions/%27%5C%22%00%E2%80%AE%3Cscript%3E"} {
+		if got := page(path); !slices.Equal(got, want) {
+			t.Errorf("GET %s: %q, want %q", path, got, want)
 		}
 	}
 }
