@@ -2,6 +2,7 @@ package shared
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"unicode"
 )
@@ -11,7 +12,9 @@ import (
 // the byte order mark, soft hyphens, tag characters) replaced by a visible marker such as
 // ⟨U+202E⟩, so that text cannot display as something else: "x\u202e#gnp.tahc" shows as
 // "x⟨U+202E⟩#gnp.tahc", not "xchat.png#". Everything else is kept. The UI applies it to
-// commands, working directories, titles and command output; stored text is never changed.
+// what it shows where that enters a page: a message, a session and a tool call's content
+// through their Visible methods, a command's output as it is parsed; stored text is never
+// changed.
 func Visible(s string) string {
 	if strings.IndexFunc(s, isFormat) < 0 {
 		return s
@@ -29,3 +32,87 @@ func Visible(s string) string {
 }
 
 func isFormat(r rune) bool { return unicode.Is(unicode.Cf, r) }
+
+// Visible returns m as a page shows it: every text in it marked (Visible). The ids are
+// kept as they came: a page never shows them, and sends some back (the option chosen).
+func (m Message) Visible() Message {
+	m.Content = Visible(m.Content)
+	if m.Metadata == nil {
+		return m
+	}
+	md := *m.Metadata
+	md.Title, md.Kind = Visible(md.Title), Visible(md.Kind)
+	md.Status, md.StopReason = ToolStatus(Visible(string(md.Status))), StopReason(Visible(string(md.StopReason)))
+	md.Options = slices.Clone(md.Options)
+	for i := range md.Options {
+		o := &md.Options[i]
+		o.Name, o.Kind = Visible(o.Name), Visible(o.Kind)
+	}
+	md.Entries = slices.Clone(md.Entries)
+	for i := range md.Entries {
+		e := &md.Entries[i]
+		e.Content, e.Priority, e.Status = Visible(e.Content), Visible(e.Priority), Visible(e.Status)
+	}
+	if n := md.Normalized; n != nil {
+		c := *n
+		if sh := c.ShellExec; sh != nil {
+			e := *sh
+			e.Command, e.WorkDir, e.Output.Signal = Visible(e.Command), Visible(e.WorkDir), Visible(e.Output.Signal)
+			c.ShellExec = &e
+		}
+		if tc := c.ToolContent; tc != nil {
+			s := *tc
+			s.Items = slices.Clone(s.Items)
+			for i := range s.Items {
+				it := &s.Items[i]
+				it.Type, it.Path = Visible(it.Type), Visible(it.Path)
+			}
+			c.ToolContent = &s
+		}
+		md.Normalized = &c
+	}
+	m.Metadata = &md
+	return m
+}
+
+// Visible returns s as a page shows it: every text in it marked (Visible), the mode ids
+// kept as the agent sent them (a page sends them back).
+func (s Session) Visible() Session {
+	s.Agent, s.Cwd, s.Error = Visible(s.Agent), Visible(s.Cwd), Visible(s.Error)
+	s.LastStopReason = StopReason(Visible(string(s.LastStopReason)))
+	if s.Modes != nil {
+		m := *s.Modes
+		m.Available = slices.Clone(m.Available)
+		for i := range m.Available {
+			a := &m.Available[i]
+			a.Name, a.Description = Visible(a.Name), Visible(a.Description)
+		}
+		s.Modes = &m
+	}
+	s.Commands = slices.Clone(s.Commands)
+	for i := range s.Commands {
+		c := &s.Commands[i]
+		c.Name, c.Description, c.Hint = Visible(c.Name), Visible(c.Description), Visible(c.Hint)
+	}
+	return s
+}
+
+// Visible returns s as a page shows it: every text in it marked (Visible).
+func (s ToolContentSnapshot) Visible() ToolContentSnapshot {
+	s.Status = ToolStatus(Visible(string(s.Status)))
+	s.Items = slices.Clone(s.Items)
+	for i := range s.Items {
+		it := &s.Items[i]
+		it.Type, it.Path = Visible(it.Type), Visible(it.Path)
+		it.OldText, it.NewText, it.Text = visiblePtr(it.OldText), visiblePtr(it.NewText), visiblePtr(it.Text)
+	}
+	return s
+}
+
+func visiblePtr(s *string) *string {
+	if s == nil {
+		return nil
+	}
+	v := Visible(*s)
+	return &v
+}

@@ -1,8 +1,11 @@
 package shared
 
 import (
+	"reflect"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 	"unicode"
 	"unicode/utf8"
 )
@@ -43,4 +46,106 @@ func FuzzVisible(f *testing.F) {
 			t.Fatalf("Visible is not idempotent on %q", s)
 		}
 	})
+}
+
+// TestVisibleValues: the Visible methods of the values that carry an agent's text to a
+// page mark every string in them but the ids (and Conch's own kinds), change nothing else,
+// and leave the value they were called on as it was. A field added later is marked unless
+// it is named here.
+func TestVisibleValues(t *testing.T) {
+	kept := []string{
+		"Message.ID", "Message.SessionID", "Message.TaskID", "Message.AuthorType", "Message.Type",
+		"Message.Metadata.ToolCallID", "Message.Metadata.ClientMessageID", "Message.Metadata.SelectedOptionID",
+		"Message.Metadata.Options.OptionID", "Message.Metadata.Normalized.Kind",
+		"Session.ID", "Session.TaskID", "Session.State", "Session.Modes.Current", "Session.Modes.Available.ID",
+		"ToolContentSnapshot.MessageID",
+	}
+	for _, tc := range []struct {
+		name    string
+		visible func(any) any
+		new     func() any
+	}{
+		{"Message", func(v any) any { return v.(Message).Visible() }, func() any { return filled[Message]() }},
+		{"Session", func(v any) any { return v.(Session).Visible() }, func() any { return filled[Session]() }},
+		{"ToolContentSnapshot", func(v any) any { return v.(ToolContentSnapshot).Visible() }, func() any { return filled[ToolContentSnapshot]() }},
+	} {
+		v := tc.new()
+		got := tc.visible(v)
+		compareVisible(t, reflect.ValueOf(got), reflect.ValueOf(tc.new()), tc.name, kept)
+		if !reflect.DeepEqual(v, tc.new()) {
+			t.Errorf("%s.Visible changed the value it was called on", tc.name)
+		}
+	}
+}
+
+// filled is a T with every string "x\u202e", every number 7, every bool true, every
+// pointer set and every slice of one element.
+func filled[T any]() T {
+	var v T
+	fill(reflect.ValueOf(&v).Elem())
+	return v
+}
+
+func fill(v reflect.Value) {
+	switch v.Kind() {
+	case reflect.String:
+		v.SetString("x\u202e")
+	case reflect.Bool:
+		v.SetBool(true)
+	case reflect.Int, reflect.Int64:
+		v.SetInt(7)
+	case reflect.Pointer:
+		v.Set(reflect.New(v.Type().Elem()))
+		fill(v.Elem())
+	case reflect.Slice:
+		v.Set(reflect.MakeSlice(v.Type(), 1, 1))
+		fill(v.Index(0))
+	case reflect.Struct:
+		if v.Type() == reflect.TypeFor[time.Time]() {
+			v.Set(reflect.ValueOf(time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)))
+			return
+		}
+		for i := range v.NumField() {
+			fill(v.Field(i))
+		}
+	}
+}
+
+// compareVisible fails t where got is not want marked, path by path.
+func compareVisible(t *testing.T, got, want reflect.Value, path string, kept []string) {
+	t.Helper()
+	switch got.Kind() {
+	case reflect.String:
+		w := want.String()
+		if !slices.Contains(kept, path) {
+			w = Visible(w)
+		}
+		if got.String() != w {
+			t.Errorf("%s is %q, want %q", path, got.String(), w)
+		}
+	case reflect.Pointer:
+		if got.IsNil() != want.IsNil() {
+			t.Fatalf("%s: nil %v, want %v", path, got.IsNil(), want.IsNil())
+		}
+		compareVisible(t, got.Elem(), want.Elem(), path, kept)
+	case reflect.Slice:
+		if got.Len() != want.Len() {
+			t.Fatalf("%s: %d elements, want %d", path, got.Len(), want.Len())
+		}
+		for i := range got.Len() {
+			compareVisible(t, got.Index(i), want.Index(i), path, kept)
+		}
+	case reflect.Struct:
+		if got.Type() != reflect.TypeFor[time.Time]() {
+			for i := range got.NumField() {
+				compareVisible(t, got.Field(i), want.Field(i), path+"."+got.Type().Field(i).Name, kept)
+			}
+			return
+		}
+		fallthrough // compared whole
+	default:
+		if got.Interface() != want.Interface() {
+			t.Errorf("%s is %v, want %v", path, got.Interface(), want.Interface())
+		}
+	}
 }

@@ -178,11 +178,11 @@ func (c *CommandRow) Render() app.UI {
 	return app.Div().Class(cls...).DataSet("message-id", c.Msg.ID).Body(
 		app.Div().Class("cmd-head").Body(
 			statusIcon(out, text),
-			app.Code().Class("cmd-text").Text(shared.Visible(command)),
+			app.Code().Class("cmd-text").Text(command),
 		),
 		app.Div().Class("cmd-meta").Body(
 			app.If(sh.WorkDir != "", func() app.UI {
-				return app.Span().Class("cwd").Title("Working directory").Text(shared.Visible(sh.WorkDir))
+				return app.Span().Class("cwd").Title("Working directory").Text(sh.WorkDir)
 			}),
 			app.Span().Class("status-text").Text(text),
 			app.If(sh.Output.StartedAt != nil, func() app.UI { return timing(sh.Output, c.status().IsTerminal()) }),
@@ -242,5 +242,5 @@ func timing(o shared.ShellOutputSummary, terminal bool) app.UI {
 
 func statusIcon(o Outcome, text string) app.UI {
 	glyph := map[Outcome]string{OutcomeRunning: "", OutcomeSucceeded: "✓", OutcomeFailed: "✕", OutcomeNeutral: "–"}[o]
-	return app.Span().Class("icon", "icon-"+string(o)).Role("img").Aria("label", text).Text(glyph)
+	return app.Span().Class("icon", "icon-"+string(o)).Role("img").Aria("label", attrText(text)).Text(glyph)
 }

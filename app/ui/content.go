@@ -78,6 +78,7 @@ func (r *ToolCallRow) fetch(ctx app.Context) {
 			r.cancel, r.loading = nil, false
 			switch {
 			case err == nil:
+				snap = snap.Visible() // like the message it belongs to
 				r.snap = &snap
 			case errors.Is(err, client.ErrUnreachable):
 				r.err = "Content unavailable: the server is unreachable."
@@ -114,7 +115,7 @@ func (r *ToolCallRow) renderItem(i int, s shared.ToolContentItemSummary) app.UI 
 	bodyID := "content-" + r.Msg.ID + "-" + strconv.Itoa(i)
 	return app.Div().Class("disclosure").Body(
 		app.Button().Class("disclosure-toggle").Type("button").
-			Aria("label", verb+strings.ToLower(label[:1])+label[1:]).
+			Aria("label", attrText(verb+strings.ToLower(label[:1])+label[1:])).
 			Aria("expanded", strconv.FormatBool(open)).Aria("controls", bodyID).
 			OnClick(r.toggle(i)).
 			Body(app.Span().Class("chevron").Aria("hidden", "true"), app.Text(label)),

@@ -21,10 +21,10 @@ func (p *SessionPage) modeSelect() app.UI {
 	modes := s.Modes.Available
 	return app.Label().Class("mode").Body(
 		app.Span().Text("Mode"),
-		app.Select().ID("mode-select").Disabled(!live || p.switching).OnChange(p.switchMode).Body(
+		disabled(app.Select().ID("mode-select"), !live || p.switching).OnChange(p.switchMode).Body(
 			app.Range(modes).Slice(func(i int) app.UI {
 				m := modes[i]
-				return app.Option().Value(m.ID).Selected(m.ID == s.Modes.Current).Title(m.Description).Text(m.Name)
+				return selected(app.Option().Value(attrText(m.ID)), m.ID == s.Modes.Current).Title(attrText(m.Description)).Text(m.Name)
 			}),
 		),
 	)

@@ -37,6 +37,6 @@ func notifyHidden(ctx app.Context, m shared.Message) {
 		!app.Window().Get("document").Get("hidden").Bool() || ctx.Notifications().Permission() != app.NotificationGranted {
 		return
 	}
-	ctx.Notifications().New(app.Notification{Title: "The agent asks permission", Body: m.Content,
+	ctx.Notifications().New(app.Notification{Title: "The agent asks permission", Body: m.Visible().Content, // shown like the page shows it
 		Path: "/sessions/" + m.SessionID, Tag: m.ID})
 }

@@ -172,10 +172,10 @@ func (c *CommandRow) toolbar(found int) app.UI {
 		app.Input().Type("search").Class("out-search").Placeholder("Search output").Aria("label", "Search output").
 			Value(t.query).OnInput(c.searchInput).OnKeyDown(c.searchKey),
 		app.Span().Class("out-count").Aria("live", "polite").Text(count),
-		app.Button().Type("button").Class("tool").Aria("label", "Previous match").Title("Previous match (Shift+Enter)").
-			Disabled(found == 0).OnClick(func(ctx app.Context, _ app.Event) { c.step(ctx, -1) }).Text("↑"),
-		app.Button().Type("button").Class("tool").Aria("label", "Next match").Title("Next match (Enter)").
-			Disabled(found == 0).OnClick(func(ctx app.Context, _ app.Event) { c.step(ctx, 1) }).Text("↓"),
+		disabled(app.Button().Type("button").Class("tool").Aria("label", "Previous match").Title("Previous match (Shift+Enter)"), found == 0).
+			OnClick(func(ctx app.Context, _ app.Event) { c.step(ctx, -1) }).Text("↑"),
+		disabled(app.Button().Type("button").Class("tool").Aria("label", "Next match").Title("Next match (Enter)"), found == 0).
+			OnClick(func(ctx app.Context, _ app.Event) { c.step(ctx, 1) }).Text("↓"),
 		app.Span().Class("out-tools-gap"),
 		app.Button().Type("button").Class("tool").OnClick(func(ctx app.Context, _ app.Event) { c.copy(ctx, -1) }).Text("Copy all"),
 		app.Button().Type("button").Class("tool", "tool-wrap").Aria("pressed", strconv.FormatBool(!t.nowrap)).

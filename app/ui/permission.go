@@ -50,7 +50,12 @@ func (r *PermissionRow) Render() app.UI {
 	}
 	pending := md.Status == shared.StatusPending
 	titleID := "perm-title-" + r.Msg.ID
-	return app.Div().Class("msg", "perm", "perm-"+string(md.Status)).DataSet("message-id", r.Msg.ID).
+	state := "perm-unknown" // a class name never carries what came with the message
+	switch md.Status {
+	case shared.StatusPending, shared.StatusSelected, shared.StatusCancelled:
+		state = "perm-" + string(md.Status)
+	}
+	return app.Div().Class("msg", "perm", state).DataSet("message-id", r.Msg.ID).
 		Role("group").Aria("labelledby", titleID).Body(
 		app.P().Class("perm-label").Text(permissionLabel(md)),
 		app.P().ID(titleID).Class("perm-title").Text(title),
@@ -62,8 +67,8 @@ func (r *PermissionRow) Render() app.UI {
 					if o.Allows() {
 						kind = "perm-allow"
 					}
-					return app.Button().Type("button").Class("perm-option", kind).DataSet("option-id", o.OptionID).
-						Disabled(r.sending != "").OnClick(r.choose(o.OptionID)).Text(o.Name)
+					return disabled(app.Button().Type("button").Class("perm-option", kind).DataSet("option-id", attrText(o.OptionID)), r.sending != "").
+						OnClick(r.choose(o.OptionID)).Text(o.Name)
 				}),
 			)
 		}),
@@ -86,7 +91,7 @@ func permissionLabel(md shared.Metadata) string {
 				return "Answered: " + o.Name
 			}
 		}
-		return "Answered: " + md.SelectedOptionID
+		return "Answered" // ids are never shown: they are kept as the agent sent them (shared.Message.Visible)
 	}
 	return "Not answered: the request was withdrawn"
 }

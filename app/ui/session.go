@@ -165,8 +165,10 @@ func (p *SessionPage) OnMount(ctx app.Context) {
 
 // setSession shows s unless the page already shows a newer version of the session: an
 // answer to a request (a mode switch) may arrive after notifications of later changes.
+// Every session on its way to the page enters here, and is kept as shown (Visible).
 func (p *SessionPage) setSession(s shared.Session) {
 	if p.session == nil || !s.UpdatedAt.Before(p.session.UpdatedAt) {
+		s = s.Visible()
 		p.session = &s
 	}
 }
@@ -454,7 +456,7 @@ func (p *SessionPage) Render() app.UI {
 	return app.Div().Class("page", "session-page").Body(
 		app.Header().Class("bar").Body(
 			app.A().Class("back").Href("/").Text("← Tasks"),
-			app.H1().Text(shared.Visible(title)),
+			app.H1().Text(title),
 			app.If(state != "", func() app.UI {
 				return app.Span().Class("badge", "state-"+string(state)).Text(string(state))
 			}),
@@ -470,7 +472,7 @@ func (p *SessionPage) Render() app.UI {
 		app.If(p.err != "", func() app.UI { return app.P().Class("alert").Text(p.err) }),
 		app.Main().Class("chat").Body(
 			app.If(p.hasOlder, func() app.UI {
-				return app.Button().Type("button").Class("older").Disabled(p.older).OnClick(p.loadOlder).
+				return disabled(app.Button().Type("button").Class("older"), p.older).OnClick(p.loadOlder).
 					Text(map[bool]string{true: "Loading…", false: "Load older messages"}[p.older])
 			}),
 			app.If(!p.loaded && !p.offline, func() app.UI {
@@ -496,7 +498,7 @@ func (p *SessionPage) Render() app.UI {
 				app.If(state == shared.SessionRunning, func() app.UI {
 					return app.Button().Type("button").Class("secondary").OnClick(p.cancelTurn).Text("Cancel turn")
 				}),
-				app.Button().Type("submit").Disabled(p.sending || state.Ended()).
+				disabled(app.Button().Type("submit"), p.sending || state.Ended()).
 					Text(map[bool]string{true: "Sending…", false: "Send"}[p.sending]),
 			),
 		),
@@ -573,7 +575,7 @@ func toolRow(m shared.Message, extra ...app.UI) app.UI {
 	return app.Div().Class("msg", "tool").DataSet("message-id", m.ID).Body(
 		append([]app.UI{
 			statusIcon(o, text),
-			app.Span().Class("tool-title").Text(shared.Visible(title)),
+			app.Span().Class("tool-title").Text(title),
 			app.Span().Class("status-text").Text(text),
 		}, extra...)...,
 	)
@@ -605,10 +607,11 @@ func planRow(m shared.Message) app.UI {
 			app.Range(entries).Slice(func(i int) app.UI {
 				e := entries[i]
 				mark, ok := marks[e.Status]
-				if !ok {
-					mark = [2]string{"○", e.Status}
+				state := "plan-" + e.Status
+				if !ok { // a class name never carries what the agent sent
+					mark, state = [2]string{"○", e.Status}, "plan-unknown"
 				}
-				return app.Li().Class("plan-entry", "plan-"+e.Status).Body(
+				return app.Li().Class("plan-entry", state).Body(
 					app.Span().Class("plan-mark").Aria("hidden", "true").Text(mark[0]),
 					app.Span().Class("sr-only").Text(mark[1]+": "),
 					app.Span().Class("plan-text").Text(e.Content),

@@ -129,11 +129,11 @@ func (p *TasksPage) Render() app.UI {
 				field("task-agent", "Agent", app.Select().ID("task-agent").OnChange(bind(&p.agent)).Body(
 					app.Range(p.agents).Slice(func(i int) app.UI {
 						a := p.agents[i]
-						return app.Option().Value(a.Name).Selected(a.Name == p.agent).Text(a.Name + optional(" · ", a.Description))
+						return selected(app.Option().Value(attrText(a.Name)), a.Name == p.agent).Text(a.Name + optional(" · ", a.Description))
 					}),
 				)),
 				field("task-cwd", "Working directory (optional)", app.Input().ID("task-cwd").Value(p.cwd).OnInput(bind(&p.cwd))),
-				app.Button().Type("submit").Disabled(p.busy || !p.loaded).Text("Create task and start session"),
+				disabled(app.Button().Type("submit"), p.busy || !p.loaded).Text("Create task and start session"),
 			),
 			app.H2().Text("Tasks"),
 			app.If(!p.loaded && !p.offline, func() app.UI { return app.P().Class("empty").Text("Loading tasks…") }),
@@ -206,16 +206,16 @@ func (p *TasksPage) renderTask(t shared.Task) app.UI {
 			}),
 		),
 		app.Div().Class("actions").Body(
-			app.Button().Type("button").Class("secondary").Disabled(p.busy || p.agent == "").OnClick(p.startOn(t.ID)).
+			disabled(app.Button().Type("button").Class("secondary"), p.busy || p.agent == "").OnClick(p.startOn(t.ID)).
 				Text("Start a "+p.agent+" session"),
 			app.If(!confirming, func() app.UI {
-				return app.Button().Type("button").Class("secondary", "danger").Disabled(p.busy).OnClick(p.askDelete(t.ID)).
-					Aria("label", "Delete task "+t.Title).Text("Delete")
+				return disabled(app.Button().Type("button").Class("secondary", "danger"), p.busy).OnClick(p.askDelete(t.ID)).
+					Aria("label", attrText("Delete task "+t.Title)).Text("Delete")
 			}).Else(func() app.UI {
 				return app.Span().Class("confirm").Role("group").Aria("label", "Confirm deletion").Body(
 					app.Span().Text("Delete this task, its sessions and their output for good?"),
-					app.Button().Type("button").Class("danger").Disabled(p.busy).OnClick(p.remove(t.ID)).Text("Delete for good"),
-					app.Button().Type("button").Class("secondary").Disabled(p.busy).OnClick(p.askDelete("")).Text("Keep it"),
+					disabled(app.Button().Type("button").Class("danger"), p.busy).OnClick(p.remove(t.ID)).Text("Delete for good"),
+					disabled(app.Button().Type("button").Class("secondary"), p.busy).OnClick(p.askDelete("")).Text("Keep it"),
 				)
 			}),
 		),

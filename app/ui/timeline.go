@@ -42,11 +42,14 @@ func before(a, b shared.Message) bool {
 
 // merge adds or replaces messages. An older copy of a message (by updated_at) never
 // replaces a newer one: a list answer may be older than a notification already applied.
+// The timeline keeps messages as the page shows them (shared.Message.Visible): every
+// message on its way to the page enters here or in addOlder.
 func (t *timeline) merge(ms ...shared.Message) {
 	if len(t.older) == 0 {
 		t.older = []*chunk{{}}
 	}
 	for _, m := range ms {
+		m = m.Visible()
 		if c, ok := t.at[m.ID]; ok {
 			i := c.index(m.ID)
 			if !m.UpdatedAt.Before(c.msgs[i].UpdatedAt) {
@@ -89,7 +92,7 @@ func (t *timeline) addOlder(ms []shared.Message) {
 	c := &chunk{}
 	for _, m := range ms {
 		if _, ok := t.at[m.ID]; !ok {
-			c.insert(m)
+			c.insert(m.Visible())
 		}
 	}
 	if len(c.msgs) == 0 {

@@ -6,6 +6,7 @@ package ui
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"net/url"
 	"strconv"
 	"strings"
 
@@ -75,11 +76,24 @@ const signInEnv = "CONCH_SIGN_IN"
 // read the working directory).
 type sameOrigin struct{}
 
+// Resolve returns location as an escaped URL. go-app also resolves the path of the page
+// asked for, which anyone can make a link to, and writes it into the page's head (og:url)
+// with Go quoting, not HTML escaping (see markup.go). A location that is no clean URL,
+// even once escaped (such a path may hold "?"), is taken as a path and escaped whole.
 func (sameOrigin) Resolve(location string) string {
 	if location == "" {
 		return "/"
 	}
-	return location
+	if u, err := url.Parse(location); err == nil && cleanURL(u.String()) {
+		return u.String()
+	}
+	return (&url.URL{Path: location}).EscapedPath()
+}
+
+// cleanURL reports whether s holds only printable ASCII with no meaning in HTML or in Go
+// quoting: what an escaped URL holds.
+func cleanURL(s string) bool {
+	return !strings.ContainsFunc(s, func(r rune) bool { return r <= ' ' || r > '~' || strings.ContainsRune("\"'<>\\`", r) })
 }
 
 func version(wasm []byte) string {
