@@ -90,6 +90,9 @@ type Metadata struct {
 	SelectedOptionID string             `json:"selected_option_id,omitempty"`
 	// Entries is a plan's checklist.
 	Entries []PlanEntry `json:"entries,omitempty"`
+	// Rejected marks a tool call the person (or the profile's policy) refused: it never
+	// ran, ends cancelled, and what the agent reports of it is not shown as output.
+	Rejected bool `json:"rejected,omitempty"`
 }
 
 // PlanEntry is one step of an agent's plan: ACP's priority (high | medium | low) and

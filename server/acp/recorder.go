@@ -137,6 +137,16 @@ func (r *recorder) permission(tc sdk.ToolCallUpdate) string {
 	return ""
 }
 
+// reject records that the person or the policy refused the tool call id.
+func (r *recorder) reject(id string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if it := r.tools[id]; it != nil && !it.sealed {
+		it.tool.reject()
+		r.mark(it, true)
+	}
+}
+
 // applyPlan replaces the turn's plan (ACP sends the whole plan each time): the first plan
 // of a turn is a new message, every later one updates it.
 func (r *recorder) applyPlan(entries []sdk.PlanEntry) {
