@@ -219,6 +219,9 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	log.Info("shutting down")
 	// fasthttp's shutdown neither waits for nor closes WebSockets: close them first (1001).
 	events.Close()
+	// Agents stop before the HTTP server drains (self.Close stops them again, a no-op), so
+	// no request waiting for an agent's answer (a mode switch) holds the drain up.
+	runtime.Close()
 	if err := server.ShutdownWithTimeout(10 * time.Second); err != nil {
 		log.Warn("shutdown", "err", err)
 	}

@@ -17,6 +17,7 @@ const (
 	CodeUnknownAction   = "unknown_action"    // a WebSocket action the server does not know
 	CodeConflict        = "conflict"          // the resource's state forbids it (a closed session)
 	CodeTooManyRequests = "too_many_requests" // wrong tokens came too fast from one address
+	CodeTimeout         = "timeout"           // the agent did not answer in time
 	CodeInternal        = "internal"          // the server failed; the details are in its log
 )
 

@@ -90,6 +90,12 @@ type Metadata struct {
 	SelectedOptionID string             `json:"selected_option_id,omitempty"`
 	// Entries is a plan's checklist.
 	Entries []PlanEntry `json:"entries,omitempty"`
+	// Rejected marks a tool call the person (or the profile's policy) refused: it never
+	// ran, ends cancelled, and what the agent reports of it is not shown as output.
+	Rejected bool `json:"rejected,omitempty"`
+	// TextTruncated marks a message some text of which Conch cut to its bounds (the
+	// content then ends saying so): an agent sent more than a message keeps.
+	TextTruncated bool `json:"text_truncated,omitempty"`
 }
 
 // PlanEntry is one step of an agent's plan: ACP's priority (high | medium | low) and

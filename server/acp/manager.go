@@ -53,6 +53,11 @@ type Config struct {
 	FlushInterval time.Duration
 	// StartTimeout bounds initialize + session/new; default 30s.
 	StartTimeout time.Duration
+	// RequestTimeout bounds every other request Conch sends to a live agent (a mode
+	// switch); past it the person is told the agent did not answer (shared.CodeTimeout).
+	// Default 10s: agents answer a switch of a setting at once, and it stays below how
+	// long another server waits for this one's answer (replica's answerWait).
+	RequestTimeout time.Duration
 	// StoreOutage is how long a session's writes may keep failing (a full disk) before the
 	// session is failed and its agent stopped; default 30s. The writes are retried after
 	// that too, until they succeed.
@@ -99,6 +104,9 @@ func NewManager(cfg Config) (*Manager, error) {
 	}
 	if cfg.StartTimeout <= 0 {
 		cfg.StartTimeout = 30 * time.Second
+	}
+	if cfg.RequestTimeout <= 0 {
+		cfg.RequestTimeout = 10 * time.Second
 	}
 	if cfg.StoreOutage <= 0 {
 		cfg.StoreOutage = 30 * time.Second

@@ -2,6 +2,7 @@ package acp
 
 import (
 	"context"
+	"errors"
 
 	sdk "github.com/coder/acp-go-sdk"
 
@@ -99,8 +100,11 @@ func (s *session) setMode(ctx context.Context, modeID string) (shared.Session, e
 	}
 	// Not under modesMu: the agent may report the switch (current_mode_update) before it
 	// answers, and the reader that takes that report must not wait for this call.
-	if _, err := s.conn.SetSessionMode(ctx, sdk.SetSessionModeRequest{SessionId: s.acpID, ModeId: sdk.SessionModeId(modeID)}); err != nil {
-		return shared.Session{}, shared.Errorf(shared.CodeConflict, "the agent did not switch modes: %s", turnError(err))
+	if err := s.request(ctx, sdk.AgentMethodSessionSetMode, func(ctx context.Context) error {
+		_, err := s.conn.SetSessionMode(ctx, sdk.SetSessionModeRequest{SessionId: s.acpID, ModeId: sdk.SessionModeId(modeID)})
+		return err
+	}); err != nil {
+		return shared.Session{}, err
 	}
 	s.modesMu.Lock()
 	defer s.modesMu.Unlock()
@@ -115,9 +119,31 @@ func (s *session) setMode(ctx context.Context, modeID string) (shared.Session, e
 	return sess, nil
 }
 
+// errNoAnswer is the cause of a request's end when the agent let RequestTimeout pass.
+var errNoAnswer = errors.New("no answer in time")
+
+// request sends one request to the agent through send, bounded by RequestTimeout. An
+// agent that does not answer in time is shared.CodeTimeout, one that refuses
+// shared.CodeConflict with its own words. (A turn, session/prompt, is bounded by the
+// person instead: it ends when they cancel it.)
+func (s *session) request(ctx context.Context, method string, send func(context.Context) error) error {
+	ctx, cancel := context.WithTimeoutCause(ctx, s.m.cfg.RequestTimeout, errNoAnswer)
+	defer cancel()
+	err := send(ctx)
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(context.Cause(ctx), errNoAnswer):
+		s.log.Warn("the agent did not answer in time", "method", method, "timeout", s.m.cfg.RequestTimeout)
+		return shared.Errorf(shared.CodeTimeout, "the agent did not answer %s within %s", method, s.m.cfg.RequestTimeout)
+	}
+	return shared.Errorf(shared.CodeConflict, "the agent refused %s: %s", method, turnError(err))
+}
+
 // SetMode switches the session's agent to one of the modes it offers. A mode it does not
 // offer is shared.CodeInvalid; a session without a live agent, or an agent that offers no
-// modes or refuses, shared.CodeConflict.
+// modes or refuses, shared.CodeConflict; an agent that does not answer within
+// RequestTimeout, shared.CodeTimeout.
 func (m *Manager) SetMode(ctx context.Context, sessionID, modeID string) (shared.Session, error) {
 	s, err := m.live(sessionID)
 	if err != nil {

@@ -3,6 +3,7 @@ package acp
 import (
 	"context"
 	"testing"
+	"time"
 
 	sdk "github.com/coder/acp-go-sdk"
 
@@ -62,5 +63,43 @@ func TestNoModes(t *testing.T) {
 	}
 	if _, err := env.m.SetMode(context.Background(), sess.ID, "code"); shared.ErrorCode(err) != shared.CodeConflict {
 		t.Errorf("set_mode without modes: %v", err)
+	}
+}
+
+// An agent that never answers a mode switch costs the person a timeout error
+// (RequestTimeout, short here), not a request blocked for good; the session goes on.
+func TestModeSwitchUnanswered(t *testing.T) {
+	env := newEnv(t, scriptedAs(acptest.Config{
+		Modes: &sdk.SessionModeState{CurrentModeId: "ask", AvailableModes: []sdk.SessionMode{{Id: "ask", Name: "Ask"}, {Id: "code", Name: "Code"}}},
+		ModeSwitch: func(ctx context.Context) error {
+			<-ctx.Done() // never answers on its own
+			return ctx.Err()
+		},
+		Scripts: map[string]script{"hello": func(ctx context.Context, a *acptest.Agent, sid sdk.SessionId) error {
+			return a.Send(ctx, sid, sdk.UpdateAgentMessageText("still here"))
+		}},
+	}), false, Profile{Name: "scripted"})
+	env.m.cfg.RequestTimeout = time.Millisecond
+	sess := env.start(t, "scripted")
+	done := make(chan error, 1)
+	go func() {
+		_, err := env.m.SetMode(context.Background(), sess.ID, "code")
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if shared.ErrorCode(err) != shared.CodeTimeout || err.Error() != "the agent did not answer session/set_mode within 1ms" {
+			t.Errorf("an unanswered switch: %v", err)
+		}
+	case <-time.After(waitLimit):
+		t.Fatal("the mode switch is still waiting for the agent")
+	}
+	stored, err := env.st.GetSession(context.Background(), sess.ID)
+	if err != nil || stored.Modes.Current != "ask" {
+		t.Errorf("after the timeout: %+v, %v", stored.Modes, err)
+	}
+	env.prompt(t, sess.ID, "hello")
+	if msgs := env.messages(t, sess.ID); msgs[len(msgs)-1].Content != "still here" {
+		t.Errorf("the session did not go on: %+v", msgs[len(msgs)-1])
 	}
 }

@@ -80,6 +80,7 @@ type toolCall struct {
 	WorkDir    string
 	TerminalID string // a client terminal shown in the content: its output wins
 	Shell      bool   // a shell command (kind execute, or shell output was seen)
+	Rejected   bool   // refused by the person or the profile's policy: it never ran
 
 	rank      int
 	metaTotal int // bytes of output received through _meta, of which stdout keeps the tail
@@ -130,13 +131,13 @@ func (tc *toolCall) apply(u toolUpdate) (major bool) {
 type header struct {
 	title, kind, command, workDir, terminal, signal string
 	status                                          shared.ToolStatus
-	shell                                           bool
+	shell, rejected                                 bool
 	exit                                            int // math.MinInt when unknown
 	content                                         int
 }
 
 func (tc *toolCall) header() header {
-	h := header{tc.Title, tc.Kind, tc.Command, tc.WorkDir, tc.TerminalID, tc.signal, tc.Status, tc.Shell, math.MinInt, 0}
+	h := header{tc.Title, tc.Kind, tc.Command, tc.WorkDir, tc.TerminalID, tc.signal, tc.Status, tc.Shell, tc.Rejected, math.MinInt, 0}
 	if !tc.Shell { // a shell command's content is output, whose growth is coalesced
 		h.content = tc.contentVersion
 	}
@@ -147,12 +148,19 @@ func (tc *toolCall) header() header {
 }
 
 // setStatus keeps a finished tool call finished: a late or out-of-order "in progress"
-// never revives it. Unknown strings (the SDK passes them through) change nothing.
+// never revives it, and a rejected call stays cancelled. Unknown strings (the SDK passes
+// them through) change nothing.
 func (tc *toolCall) setStatus(s shared.ToolStatus) {
-	if !s.Valid() || (tc.Status.IsTerminal() && !s.IsTerminal()) {
+	if !s.Valid() || tc.Rejected || (tc.Status.IsTerminal() && !s.IsTerminal()) {
 		return
 	}
 	tc.Status = s
+}
+
+// reject records that the call was refused: it ends cancelled, whatever the agent reports.
+func (tc *toolCall) reject() {
+	tc.setStatus(shared.StatusCancelled)
+	tc.Rejected = true
 }
 
 func statusOfACP(s string) shared.ToolStatus {
@@ -189,7 +197,7 @@ func (tc *toolCall) applyContent(content []sdk.ToolCallContent) {
 			items = append(items, shared.ToolContentItem{Type: shared.ContentText, Text: &t})
 		}
 	}
-	if hasText {
+	if content != nil { // ACP: a content list replaces the previous one, also when empty
 		tc.replace(rankText, unfence(text.String()), "")
 	}
 	switch {
@@ -318,8 +326,14 @@ func (tc *toolCall) replace(rank int, stdout, stderr string) {
 	tc.stderr.write([]byte(stderr))
 }
 
-// output is the output from the agent's own reports (not a client terminal).
+// output is the output from the agent's own reports (not a client terminal). A call that
+// has not run has none: a text block of a call still pending is not output (Gemini CLI
+// puts the command's description in its permission request), nor is anything the agent
+// reports of a rejected call (Gemini CLI reports the refusal as a text block).
 func (tc *toolCall) output() shared.ShellOutput {
+	if tc.Rejected || (tc.rank == rankText && tc.Status == shared.StatusPending) {
+		return shared.ShellOutput{}
+	}
 	o := tc.capture(false)
 	o.ExitCode, o.Signal = tc.exitCode, tc.signal
 	return o
@@ -334,7 +348,7 @@ func (tc *toolCall) output() shared.ShellOutput {
 // A call that is not a shell command carries its diff and text content instead, handed
 // over (items) only when it changed since the last render.
 func (tc *toolCall) render(sessionCwd string, term *shared.ShellOutput) (shared.MessageType, string, *shared.Metadata, *shared.ShellOutput, []shared.ToolContentItem) {
-	md := &shared.Metadata{ToolCallID: tc.ID, Title: tc.Title, Status: tc.Status, Kind: tc.Kind}
+	md := &shared.Metadata{ToolCallID: tc.ID, Title: tc.Title, Status: tc.Status, Kind: tc.Kind, Rejected: tc.Rejected}
 	content := tc.Title
 	if !tc.Shell {
 		if tc.contentVersion == 0 {

@@ -21,9 +21,23 @@ import (
 var cancelledOutcome = sdk.RequestPermissionOutcome{Cancelled: &sdk.RequestPermissionOutcomeCancelled{Outcome: "cancelled"}}
 
 // RequestPermission records the tool call it shows, then answers by the profile's policy:
-// allow and deny choose the first option of their kind, ask waits for the person.
+// allow and deny choose the first option of their kind, ask waits for the person. A call
+// refused by the option chosen is recorded as rejected: it never runs.
 func (s *session) RequestPermission(ctx context.Context, p sdk.RequestPermissionRequest) (sdk.RequestPermissionResponse, error) {
 	title := s.rec.permission(p.ToolCall)
+	outcome, err := s.decide(ctx, p, title)
+	if o := outcome.Selected; o != nil {
+		for _, opt := range p.Options {
+			if opt.OptionId == o.OptionId && !(shared.PermissionOption{Kind: string(opt.Kind)}).Allows() {
+				s.rec.reject(string(p.ToolCall.ToolCallId))
+			}
+		}
+	}
+	return sdk.RequestPermissionResponse{Outcome: outcome}, err
+}
+
+// decide answers a permission request by the profile's policy.
+func (s *session) decide(ctx context.Context, p sdk.RequestPermissionRequest, title string) (sdk.RequestPermissionOutcome, error) {
 	var kinds []sdk.PermissionOptionKind
 	switch s.profile.Permission {
 	case PermissionAllow:
@@ -31,17 +45,16 @@ func (s *session) RequestPermission(ctx context.Context, p sdk.RequestPermission
 	case PermissionDeny:
 		kinds = []sdk.PermissionOptionKind{sdk.PermissionOptionKindRejectOnce, sdk.PermissionOptionKindRejectAlways}
 	default:
-		outcome, err := s.ask(ctx, p, title)
-		return sdk.RequestPermissionResponse{Outcome: outcome}, err
+		return s.ask(ctx, p, title)
 	}
 	for _, k := range kinds {
 		for _, o := range p.Options {
 			if o.Kind == k {
-				return sdk.RequestPermissionResponse{Outcome: selected(o.OptionId)}, nil
+				return selected(o.OptionId), nil
 			}
 		}
 	}
-	return sdk.RequestPermissionResponse{Outcome: cancelledOutcome}, nil
+	return cancelledOutcome, nil
 }
 
 func selected(id sdk.PermissionOptionId) sdk.RequestPermissionOutcome {

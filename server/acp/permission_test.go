@@ -2,6 +2,8 @@ package acp
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -224,4 +226,81 @@ func TestShellAgentAsks(t *testing.T) {
 			t.Errorf("%s: call %s, last %q, file: %v", tt.option, m.Metadata.Status, msgs[len(msgs)-1].Content, statErr)
 		}
 	}
+}
+
+// geminiScript plays Gemini CLI on a shell command it must ask for: no tool_call, the
+// call appears first in the permission request (kind execute, status pending, title =
+// the command, the command's description as a text block), with Gemini's three options.
+// Allowed, it reports the output as a text block; refused, it reports the refusal as
+// Gemini's error path does (status failed, the reason as a text block).
+func geminiScript(answered chan<- struct{}) script {
+	calls := 0
+	return func(ctx context.Context, a *acptest.Agent, sid sdk.SessionId) error {
+		calls++
+		id := fmt.Sprintf("run_shell_command-%d", calls)
+		var p sdk.RequestPermissionRequest
+		if err := json.Unmarshal([]byte(`{"sessionId":"`+string(sid)+`","toolCall":{"toolCallId":"`+id+`","status":"pending",
+			"title":"rm -rf build","kind":"execute","content":[{"type":"content","content":{"type":"text","text":"Removes the build directory."}}]},
+			"options":[{"optionId":"proceed_always","name":"Always Allow rm","kind":"allow_always"},
+			{"optionId":"proceed_once","name":"Allow","kind":"allow_once"},{"optionId":"cancel","name":"Reject","kind":"reject_once"}]}`), &p); err != nil {
+			return err
+		}
+		resp, err := a.Conn.RequestPermission(ctx, p)
+		if err != nil {
+			return err
+		}
+		answered <- struct{}{}
+		if o := resp.Outcome.Selected; o != nil && o.OptionId != "cancel" {
+			return raw(ctx, a, sid, `{"sessionUpdate":"tool_call_update","toolCallId":"`+id+`","status":"completed",
+				"content":[{"type":"content","content":{"type":"text","text":"removed 3 files"}}]}`)
+		}
+		return raw(ctx, a, sid, `{"sessionUpdate":"tool_call_update","toolCallId":"`+id+`","status":"failed",
+			"content":[{"type":"content","content":{"type":"text","text":"Tool \"run_shell_command\" was canceled by the user."}}]}`)
+	}
+}
+
+// A command the agent asks for has not run: its description is not output. Rejected, it
+// says so, ends cancelled and shows no output, whatever text the agent reports after;
+// allowed, the text it reports is its output.
+func TestPermissionRejectedCommandHasNoOutput(t *testing.T) {
+	answered := make(chan struct{}, 1)
+	env := newEnv(t, scripted(map[string]script{"gemini": geminiScript(answered)}), false, Profile{Name: "gemini", Permission: PermissionAsk})
+	sess := env.start(t, "gemini")
+	for _, tt := range []struct {
+		option   string
+		status   shared.ToolStatus
+		rejected bool
+		stdout   string
+	}{
+		{"cancel", shared.StatusCancelled, true, ""},
+		{"proceed_once", shared.StatusCompleted, false, "removed 3 files"},
+	} {
+		before := len(env.messages(t, sess.ID))
+		env.promptAsync(t, sess.ID, "gemini")
+		var ask shared.Message
+		waitFor(t, env.ev, "the request", func() bool {
+			for _, m := range env.messages(t, sess.ID)[before:] {
+				if m.Type == shared.TypePermissionRequest {
+					ask = m
+					return true
+				}
+			}
+			return false
+		})
+		m, out := lastShell(t, env, sess.ID)
+		if se := shared.ShellOf(m); se.Output.HasOutput || out.Stdout != "" || m.Metadata.Status != shared.StatusPending {
+			t.Errorf("%s: before the answer the command shows %+v, output %q", tt.option, m.Metadata, out.Stdout)
+		}
+		if _, err := env.m.AnswerPermission(context.Background(), sess.ID, ask.ID, tt.option); err != nil {
+			t.Fatal(err)
+		}
+		<-answered
+		env.waitIdle(t, sess.ID)
+		m, out = lastShell(t, env, sess.ID)
+		if se := shared.ShellOf(m); m.Metadata.Status != tt.status || m.Metadata.Rejected != tt.rejected ||
+			se.Output.HasOutput != (tt.stdout != "") || out.Stdout != tt.stdout || se.Command != "rm -rf build" {
+			t.Errorf("%s: the command ends %+v %+v, output %q", tt.option, m.Metadata, se, out.Stdout)
+		}
+	}
+	assertEventsMatchStore(t, env, sess.ID)
 }

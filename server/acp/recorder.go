@@ -137,6 +137,16 @@ func (r *recorder) permission(tc sdk.ToolCallUpdate) string {
 	return ""
 }
 
+// reject records that the person or the policy refused the tool call id.
+func (r *recorder) reject(id string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if it := r.tools[id]; it != nil && !it.sealed {
+		it.tool.reject()
+		r.mark(it, true)
+	}
+}
+
 // applyPlan replaces the turn's plan (ACP sends the whole plan each time): the first plan
 // of a turn is a new message, every later one updates it.
 func (r *recorder) applyPlan(entries []sdk.PlanEntry) {
@@ -164,18 +174,27 @@ func (r *recorder) written(path string, oldText *string, newText string) {
 		Content: []sdk.ToolCallContent{diff}})
 }
 
-// appendText adds to the open text segment. A segment holds at most about
-// shared.OutputLimit bytes; past that the text goes on in a new message, so no single
-// message, and no rewrite of one, grows without bound.
+// appendText adds to the open text segment. A segment holds at most store.MaxTextBytes,
+// what the store keeps of one message's text; the text goes on in a new message, split
+// between characters, so no message, and no rewrite of one, grows without bound and the
+// store never has to cut one.
 func (r *recorder) appendText(cur **item, kind itemKind, text string) {
-	if text == "" {
-		return
+	for text != "" {
+		if *cur == nil || (*cur).text.Len() >= store.MaxTextBytes {
+			*cur = &item{kind: kind}
+		}
+		part := text
+		if room := store.MaxTextBytes - (*cur).text.Len(); len(part) > room {
+			part = store.CutText(part, room)
+			if part == "" { // not even one character fits: it starts the next segment
+				*cur = nil
+				continue
+			}
+		}
+		(*cur).text.WriteString(part)
+		r.mark(*cur, false)
+		text = text[len(part):]
 	}
-	if *cur == nil || (*cur).text.Len() >= shared.OutputLimit {
-		*cur = &item{kind: kind}
-	}
-	(*cur).text.WriteString(text)
-	r.mark(*cur, false)
 }
 
 func (r *recorder) applyTool(id string, u toolUpdate) {

@@ -2,13 +2,17 @@ package acp
 
 import (
 	"context"
+	"encoding/json"
 	"log/slog"
+	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	sdk "github.com/coder/acp-go-sdk"
 
 	"conch/server/acp/acptest"
+	"conch/server/store"
 	"conch/shared"
 )
 
@@ -115,5 +119,57 @@ func TestReleaseKnowsHowTheCommandEnded(t *testing.T) {
 	m, out := env.tool(t, sess.ID, "s")
 	if m.Metadata.Status != shared.StatusCancelled || out.Signal != "SIGKILL" {
 		t.Errorf("the released command: %s, signal %q; want cancelled by SIGKILL", m.Metadata.Status, out.Signal)
+	}
+}
+
+// An agent message of 30 MB, in one chunk or many, is stored as messages of at most
+// store.MaxTextBytes, split between characters, nothing lost or cut; a list page of them
+// stays within shared.MaxPageBytes.
+func TestLongAgentMessageIsSplit(t *testing.T) {
+	huge := "a" + strings.Repeat("é", 15<<20)
+	env := newEnv(t, scripted(map[string]script{
+		"one": func(ctx context.Context, a *acptest.Agent, sid sdk.SessionId) error {
+			return a.Send(ctx, sid, sdk.UpdateAgentMessageText(huge))
+		},
+		"many": func(ctx context.Context, a *acptest.Agent, sid sdk.SessionId) error {
+			for rest := huge; rest != ""; {
+				n := len(store.CutText(rest, 100_001)) // chunks of whole characters, as JSON carries them
+				if err := a.Send(ctx, sid, sdk.UpdateAgentMessageText(rest[:n])); err != nil {
+					return err
+				}
+				rest = rest[n:]
+			}
+			return nil
+		},
+	}), false, Profile{Name: "scripted"})
+	for _, prompt := range []string{"one", "many"} {
+		sess := env.start(t, "scripted")
+		env.prompt(t, sess.ID, prompt)
+		var got strings.Builder
+		for req := (shared.ListRequest{SessionID: sess.ID}); ; {
+			page, err := env.st.ListMessages(context.Background(), req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if raw, _ := json.Marshal(page); len(raw) > shared.MaxPageBytes {
+				t.Fatalf("%s: a page of %d messages is %d bytes", prompt, len(page.Messages), len(raw))
+			}
+			for _, m := range page.Messages {
+				if m.Type != shared.TypeMessage || m.AuthorType != shared.AuthorAgent {
+					continue
+				}
+				if len(m.Content) > store.MaxTextBytes || !utf8.ValidString(m.Content) || m.Metadata != nil {
+					t.Fatalf("%s: a message of %d bytes, metadata %+v", prompt, len(m.Content), m.Metadata)
+				}
+				got.WriteString(m.Content)
+			}
+			if !page.HasMore {
+				break
+			}
+			req.After = page.Cursor
+		}
+		if got.String() != huge {
+			t.Errorf("%s: %d bytes stored of %d", prompt, got.Len(), len(huge))
+		}
 	}
 }

@@ -198,6 +198,7 @@ var statusOf = map[string]int{
 	shared.CodeUnknownAction:   http.StatusNotFound,
 	shared.CodeConflict:        http.StatusConflict,
 	shared.CodeTooManyRequests: http.StatusTooManyRequests,
+	shared.CodeTimeout:         http.StatusGatewayTimeout,
 	shared.CodeInternal:        http.StatusInternalServerError,
 }
 

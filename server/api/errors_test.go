@@ -26,6 +26,7 @@ func TestEveryCodeHasOneStatus(t *testing.T) {
 		http.StatusConflict:            {shared.CodeConflict},
 		http.StatusTooManyRequests:     {shared.CodeTooManyRequests},
 		http.StatusInternalServerError: {shared.CodeInternal},
+		http.StatusGatewayTimeout:      {shared.CodeTimeout},
 	}
 	rows := 0
 	for status, codes := range want {

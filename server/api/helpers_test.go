@@ -59,7 +59,10 @@ type fakeRuntime struct {
 	stops     []string
 	answers   []string // "message: option"
 	promptErr error
-	panics    atomic.Bool // Agents and Prompt panic, as a bug would
+	// unanswered, when set, plays an agent that never answers a mode switch: SetMode
+	// waits until it is closed, then fails as the runtime's timeout does.
+	unanswered chan struct{}
+	panics     atomic.Bool // Agents and Prompt panic, as a bug would
 }
 
 func (f *fakeRuntime) Agents() []shared.Agent {
@@ -120,6 +123,10 @@ func (f *fakeRuntime) AnswerPermission(ctx context.Context, sessionID, messageID
 // SetMode switches to a mode the stored session offers, as the runtime does once the
 // agent agreed.
 func (f *fakeRuntime) SetMode(ctx context.Context, sessionID, modeID string) (shared.Session, error) {
+	if f.unanswered != nil {
+		<-f.unanswered
+		return shared.Session{}, shared.Errorf(shared.CodeTimeout, "the agent did not answer session/set_mode within 10s")
+	}
 	sess, err := f.store.GetSession(ctx, sessionID)
 	switch {
 	case err != nil:

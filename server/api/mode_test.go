@@ -48,3 +48,25 @@ func TestSetMode(t *testing.T) {
 		t.Errorf("session.set_mode to an unknown mode: %+v", p)
 	}
 }
+
+// A mode switch the agent does not answer keeps its WebSocket connection answering other
+// requests meanwhile, and ends with the runtime's timeout: 504 over REST, code timeout
+// on both.
+func TestSetModeUnanswered(t *testing.T) {
+	e := newEnv(t)
+	s := e.session()
+	e.rt.unanswered = make(chan struct{})
+	w := mustDial(t, e.listen())
+	w.send(`{"id":"switch","type":"request","action":"session.set_mode","payload":{"session_id":"` + s.ID + `","mode_id":"code"}}`)
+	if env := w.request(shared.ActionSubscribe, shared.SessionRef{SessionID: s.ID}); env.Type != shared.EnvelopeResponse {
+		t.Errorf("while a switch waits: %s %s", env.Type, env.Payload)
+	}
+	close(e.rt.unanswered)
+	if p := errorOf(t, w.reply("switch")); p.Code != shared.CodeTimeout {
+		t.Errorf("session.set_mode unanswered: %+v", p)
+	}
+	resp, body := e.do("POST", "/api/v1/task-sessions/"+s.ID+"/mode", `{"mode_id":"code"}`)
+	if want := `{"error":"the agent did not answer session/set_mode within 10s","code":"timeout"}`; resp.StatusCode != http.StatusGatewayTimeout || body != want {
+		t.Errorf("POST .../mode unanswered: %d %s, want 504 %s", resp.StatusCode, body, want)
+	}
+}

@@ -20,6 +20,8 @@ const (
 	writeWait  = 10 * time.Second
 	pongWait   = 60 * time.Second
 	pingPeriod = pongWait * 9 / 10
+	// maxApart bounds the requests of one connection that wait for an agent at once.
+	maxApart = 4
 )
 
 // The /ws protocol beyond CONTRACT.md: an error payload's code is one of shared's codes,
@@ -53,7 +55,11 @@ func (s *server) handleWS(conn *websocket.Conn) {
 	s.readLoop(ctx, conn, client)
 }
 
+// readLoop answers requests in order, except those that wait for an agent (a mode
+// switch, bounded by the runtime's request timeout): they are answered apart, so the
+// connection goes on answering everything else meanwhile.
 func (s *server) readLoop(ctx context.Context, conn *websocket.Conn, client *hub.Client) {
+	apart := make(chan struct{}, maxApart)
 	conn.SetReadLimit(int64(s.limit))
 	extend := func(string) error { return conn.SetReadDeadline(time.Now().Add(pongWait)) }
 	_ = extend("")
@@ -68,10 +74,23 @@ func (s *server) readLoop(ctx context.Context, conn *websocket.Conn, client *hub
 		}
 		_ = extend("")
 		var reply []byte
-		if kind != websocket.TextMessage {
-			reply = s.wsError(shared.Envelope{}, shared.Errorf(shared.CodeInvalid, "only text frames are accepted"))
-		} else {
-			reply = s.dispatch(ctx, client, data)
+		req, err := s.decodeRequest(kind, data)
+		switch {
+		case err != nil:
+			reply = s.wsError(req, err)
+		case req.Action != shared.ActionSetMode:
+			reply = s.dispatch(ctx, client, req)
+		default:
+			select {
+			case apart <- struct{}{}:
+				go func() {
+					defer func() { <-apart }()
+					client.Send(s.dispatchApart(ctx, client, req))
+				}()
+				continue
+			default:
+				reply = s.wsError(req, shared.Errorf(shared.CodeTooManyRequests, "%d requests of this connection already wait for agents", maxApart))
+			}
 		}
 		if !client.Send(reply) {
 			return
@@ -125,15 +144,35 @@ func closeNetwork(conn *websocket.Conn) {
 	_ = nc.Close()
 }
 
-// dispatch answers one request frame with a response or an error envelope.
-func (s *server) dispatch(ctx context.Context, client *hub.Client, data []byte) []byte {
+// decodeRequest reads one frame as a request envelope.
+func (s *server) decodeRequest(kind int, data []byte) (shared.Envelope, error) {
 	var req shared.Envelope
+	if kind != websocket.TextMessage {
+		return req, shared.Errorf(shared.CodeInvalid, "only text frames are accepted")
+	}
 	if err := decodeBody(data, &req); err != nil {
-		return s.wsError(req, shared.Errorf(shared.CodeInvalid, "bad envelope: %s", shared.ErrorMessage(err)))
+		return req, shared.Errorf(shared.CodeInvalid, "bad envelope: %s", shared.ErrorMessage(err))
 	}
 	if req.Type != "" && req.Type != shared.EnvelopeRequest {
-		return s.wsError(req, shared.Errorf(shared.CodeInvalid, `type must be "request"`))
+		return req, shared.Errorf(shared.CodeInvalid, `type must be "request"`)
 	}
+	return req, nil
+}
+
+// dispatchApart is dispatch off the read loop: a panic there is answered and logged
+// here, as handleWS does for the loop's own.
+func (s *server) dispatchApart(ctx context.Context, client *hub.Client, req shared.Envelope) (reply []byte) {
+	defer func() {
+		if r := recover(); r != nil {
+			s.log.Error("ws: panic", "panic", r, "stack", string(debug.Stack()))
+			reply = s.wsError(req, fmt.Errorf("panic: %v", r))
+		}
+	}()
+	return s.dispatch(ctx, client, req)
+}
+
+// dispatch answers one request with a response or an error envelope.
+func (s *server) dispatch(ctx context.Context, client *hub.Client, req shared.Envelope) []byte {
 	var (
 		result any
 		err    error

@@ -117,7 +117,7 @@ func (r *Replica) await(ctx context.Context, c store.Command, local func() error
 	case err = <-outcome:
 		return err
 	case <-time.After(answerWait):
-		return shared.Errorf(shared.CodeConflict, "the server running this session's agent did not answer within %s", answerWait)
+		return shared.Errorf(shared.CodeTimeout, "the server running this session's agent did not answer within %s", answerWait)
 	case <-ctx.Done():
 		return ctx.Err()
 	}

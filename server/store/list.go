@@ -83,12 +83,16 @@ func messagesOf(rows []messageRow) ([]shared.Message, error) {
 	return msgs, nil
 }
 
+// rowOverhead is what a message's JSON adds to its content and metadata (ids, times,
+// field names), counted so that a page's JSON, not only its texts, fits the budget.
+const rowOverhead = 512
+
 // withinBudget is how many of rows, in the order they were read (away from the cursor),
-// fit in shared.MaxPageBytes of content and metadata; at least one, so a page always moves.
+// fit in shared.MaxPageBytes; at least one, so a page always moves.
 func withinBudget(rows []messageRow) int {
 	used := 0
 	for i, r := range rows {
-		used += len(r.Content) + len(r.Metadata)
+		used += len(r.Content) + len(r.Metadata) + rowOverhead
 		if used > shared.MaxPageBytes && i > 0 {
 			return i
 		}

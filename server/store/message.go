@@ -155,13 +155,14 @@ func (s *Store) CreateMessages(ctx context.Context, nms []NewMessage) ([]shared.
 
 func (s *Store) insertMessage(tx *gorm.DB, sess sessionRow, author shared.AuthorType, typ shared.MessageType,
 	content string, md *shared.Metadata, clientID *string) (messageRow, error) {
+	content, md = bounded(content, md)
 	raw, err := encodeMetadata(md)
 	if err != nil {
 		return messageRow{}, err
 	}
 	now := s.stamp()
 	row := messageRow{ID: newID(), SessionID: sess.ID, TaskID: sess.TaskID, AuthorType: string(author),
-		Type: string(typ), Content: storable(content), Metadata: raw, ClientMessageID: clientID, CreatedAt: now, UpdatedAt: now}
+		Type: string(typ), Content: content, Metadata: raw, ClientMessageID: clientID, CreatedAt: now, UpdatedAt: now}
 	if md != nil {
 		row.Status = string(md.Status)
 	}
@@ -260,8 +261,13 @@ func (s *Store) UpdateMessage(ctx context.Context, id string, u Update) (shared.
 		// status unchanged would cost a page of the unfinished index on every flush).
 		row.UpdatedAt = s.stamp()
 		cols := map[string]any{"updated_at": row.UpdatedAt}
-		if u.Content != nil && storable(*u.Content) != row.Content {
-			row.Content = storable(*u.Content)
+		text := row.Content
+		if u.Content != nil {
+			text = *u.Content
+		}
+		text, md = bounded(text, md)
+		if text != row.Content {
+			row.Content = text
 			cols["content"] = row.Content
 		}
 		if md != nil {

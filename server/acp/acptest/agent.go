@@ -26,18 +26,22 @@ func (r StopWith) Error() string { return "stop: " + string(r) }
 
 // Agent is the scripted agent; Conn is its side of the connection.
 type Agent struct {
-	Conn    *sdk.AgentSideConnection
-	ready   chan struct{} // closed once Conn is set: the SDK may call us before that
-	scripts map[string]Script
+	Conn       *sdk.AgentSideConnection
+	ready      chan struct{} // closed once Conn is set: the SDK may call us before that
+	scripts    map[string]Script
+	modeSwitch func(context.Context) error
 
 	mu    sync.Mutex
 	modes *sdk.SessionModeState
 }
 
 // Config is an agent: its scripts, and the session modes it offers (nil: none).
+// ModeSwitch, when set, runs before each mode switch and refuses it with its error: a
+// test plays an agent that answers late, or never (it waits for ctx).
 type Config struct {
-	Scripts map[string]Script
-	Modes   *sdk.SessionModeState
+	Scripts    map[string]Script
+	Modes      *sdk.SessionModeState
+	ModeSwitch func(ctx context.Context) error
 }
 
 // Serve runs an agent of scripts, with no modes, over in/out until the client goes away
@@ -48,7 +52,7 @@ func Serve(ctx context.Context, in io.Reader, out io.Writer, scripts map[string]
 
 // Run runs the agent cfg describes over in/out until the client goes away or ctx ends.
 func Run(ctx context.Context, in io.Reader, out io.Writer, cfg Config) error {
-	a := &Agent{scripts: cfg.Scripts, modes: cfg.Modes, ready: make(chan struct{})}
+	a := &Agent{scripts: cfg.Scripts, modes: cfg.Modes, modeSwitch: cfg.ModeSwitch, ready: make(chan struct{})}
 	a.Conn = sdk.NewAgentSideConnection(a, out, in)
 	a.Conn.SetLogger(slog.New(slog.DiscardHandler))
 	close(a.ready)
@@ -117,6 +121,11 @@ func (a *Agent) SetSessionConfigOption(context.Context, sdk.SetSessionConfigOpti
 // SetSessionMode switches to a mode the agent offers and reports the switch, as agents
 // do when they change modes themselves.
 func (a *Agent) SetSessionMode(ctx context.Context, p sdk.SetSessionModeRequest) (sdk.SetSessionModeResponse, error) {
+	if a.modeSwitch != nil {
+		if err := a.modeSwitch(ctx); err != nil {
+			return sdk.SetSessionModeResponse{}, err
+		}
+	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.modes == nil {
