@@ -168,6 +168,9 @@ func (c *CommandRow) Render() app.UI {
 		command = c.Msg.Content
 	}
 	out, text := outcome(c.status(), sh.Output.ExitCode, sh.Output.Signal)
+	if rejected(c.Msg) {
+		out, text = OutcomeNeutral, "Command rejected"
+	}
 	view := c.machine().View()
 	bodyID := "output-" + c.Msg.ID
 

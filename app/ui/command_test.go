@@ -154,6 +154,18 @@ func TestCommandRowCollapsed(t *testing.T) {
 	}
 }
 
+// A command the person rejected never ran: the row says so and has no output to open,
+// whatever the agent reported of it.
+func TestCommandRowRejected(t *testing.T) {
+	m := shellMsg(shared.StatusCancelled, shared.ShellOutputSummary{})
+	m.Metadata.Rejected = true
+	checkHTML(t, compact(render(t, row(m, nil))), []string{"icon-neutral", "Command rejected"},
+		[]string{"Command cancelled", "<button", "Output ·"})
+	tool := shared.Message{ID: "t1", Type: shared.TypeToolCall, Content: "Edit a.go",
+		Metadata: &shared.Metadata{Status: shared.StatusCancelled, Rejected: true}}
+	checkHTML(t, compact(app.HTMLString(toolRow(tool))), []string{"Edit a.go", "Rejected"}, []string{"Cancelled"})
+}
+
 func TestCommandRowButtonMatch(t *testing.T) {
 	c := row(shellMsg(shared.StatusCompleted, shared.ShellOutputSummary{HasOutput: true, StdoutBytes: 3, ExitCode: intp(0)}), nil)
 	e := app.NewTestEngine()

@@ -114,6 +114,9 @@ func outcome(status shared.ToolStatus, exit *int, signal string) (Outcome, strin
 	}
 }
 
+// rejected reports a tool call the person (or the profile) refused: it never ran.
+func rejected(m shared.Message) bool { return m.Metadata != nil && m.Metadata.Rejected }
+
 // exitLabel is the transcript's last line once the command has finished.
 func exitLabel(exit *int) string {
 	if exit == nil {

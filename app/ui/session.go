@@ -569,7 +569,10 @@ func toolRow(m shared.Message, extra ...app.UI) app.UI {
 		status = md.Status
 	}
 	o, text := outcome(status, nil, "")
-	if status == shared.StatusCompleted {
+	switch {
+	case rejected(m):
+		o, text = OutcomeNeutral, "Rejected"
+	case status == shared.StatusCompleted:
 		o, text = OutcomeSucceeded, "Done"
 	}
 	return app.Div().Class("msg", "tool").DataSet("message-id", m.ID).Body(
