@@ -85,19 +85,21 @@ func (s *server) authenticate(c *fiber.Ctx) error {
 	return errUnauthorized
 }
 
-// checkToken is where every token guess goes (bearer, sign-in form, ?token= link). While
-// the client's address must wait, nothing is checked; a wrong token adds to its wait and
-// is logged, without the token.
+// checkToken is where every token guess goes (bearer, sign-in form, ?token= link). The
+// right token always passes, so one guesser cannot lock out the scripts behind its NAT,
+// and forgives nothing, so those scripts cannot reset the guesser's wait. A wrong token
+// adds to its address's wait and is logged, without the token; while the address waits,
+// it is refused with 429 and counts for nothing. The throttle slows and records guessing;
+// what makes guessing hopeless is the token's size (16 bytes or more on an open address).
 func (s *server) checkToken(c *fiber.Ctx, candidate, via string) error {
+	if s.validToken(candidate) {
+		return nil
+	}
 	addr := s.clientAddr(c)
 	if wait := s.throttle.wait(addr); wait > 0 {
 		secs := int((wait + time.Second - 1) / time.Second)
 		c.Set(fiber.HeaderRetryAfter, strconv.Itoa(secs))
 		return shared.Errorf(shared.CodeTooManyRequests, "Too many wrong tokens from your address: try again in %d s.", secs)
-	}
-	if s.validToken(candidate) {
-		s.throttle.succeeded(addr)
-		return nil
 	}
 	failures, wait := s.throttle.failed(addr)
 	s.log.Warn("wrong token", "client", addr.String(), "via", via, "failures", failures, "wait", wait)
