@@ -19,6 +19,7 @@ import (
 	"strings"
 	"syscall"
 	"time"
+	"unicode/utf8"
 
 	"golang.org/x/sys/unix"
 
@@ -148,6 +149,9 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			log.Warn("--token is readable by every process of this host in /proc/PID/cmdline: set CONCH_TOKEN instead")
 		}
 	})
+	if err := checkToken(*token); err != nil {
+		return err
+	}
 	if !isLoopback(*addr) {
 		if *token == "" {
 			return fmt.Errorf("--addr %s is not a loopback address: set --token (or CONCH_TOKEN) to serve on it", *addr)
@@ -260,6 +264,25 @@ func prune(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 
 // minOpenToken is the shortest token a server reachable from other hosts accepts.
 const minOpenToken = 16
+
+// tokenChars are those of RFC 6750's b64token, what "Authorization: Bearer" carries,
+// followed by "=" padding. Another token could never be presented (whitespace around it
+// is cut, a control character refused), so it is refused at start.
+const tokenChars = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~+/"
+
+// checkToken refuses a token that no client could present, naming its first wrong character.
+func checkToken(token string) error {
+	body := strings.TrimRight(token, "=")
+	at := strings.IndexFunc(body, func(r rune) bool { return !strings.ContainsRune(tokenChars, r) })
+	if token == "" || at < 0 && body != "" {
+		return nil
+	}
+	bad := '='
+	if at >= 0 {
+		bad, _ = utf8.DecodeRuneInString(body[at:])
+	}
+	return fmt.Errorf(`--token (or CONCH_TOKEN) may hold only letters, digits and "-._~+/" (then "=" at the end), as a bearer token (RFC 6750): it has %q at byte %d`, bad, max(at, 0))
+}
 
 // parseProxies reads --trusted-proxy values: addresses (one host each) or CIDR prefixes.
 func parseProxies(values []string) ([]netip.Prefix, error) {

@@ -230,22 +230,31 @@ func TestServeRefusesOpenAddressWithoutToken(t *testing.T) {
 }
 
 // TestServeRefusesWeakTokenOrBadProxy: a server reachable from other hosts needs a token
-// of at least 16 bytes; a --trusted-proxy must be an address or a CIDR prefix; a --lease
-// at least a second.
+// of at least 16 bytes; any token must be one an Authorization header can carry; a
+// --trusted-proxy must be an address or a CIDR prefix; a --lease at least a second.
 func TestServeRefusesWeakTokenOrBadProxy(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "x.db")
 	for _, tc := range []struct {
 		args []string
 		want string
 	}{
-		{[]string{"--addr", "0.0.0.0:0", "--token", "fifteen-bytes!!"}, "--token (or CONCH_TOKEN) must be at least 16 bytes, it has 15"},
+		{[]string{"--addr", "0.0.0.0:0", "--token", "fifteen-bytes.."}, "--token (or CONCH_TOKEN) must be at least 16 bytes, it has 15"},
+		// A token that no Authorization header can carry (RFC 6750's b64token) could never be presented.
+		{[]string{"--addr", "127.0.0.1:0", "--token", strings.Repeat("\t", 16)}, `--token (or CONCH_TOKEN) may hold only letters, digits and "-._~+/" (then "=" at the end), as a bearer token (RFC 6750): it has '\t' at byte 0`},
+		{[]string{"--addr", "127.0.0.1:0", "--token", "the-right-token-of-32-characters\n"}, `it has '\n' at byte 32`},
+		{[]string{"--addr", "0.0.0.0:0", "--token", " the-right-token-of-32-characters"}, `it has ' ' at byte 0`},
+		{[]string{"--addr", "127.0.0.1:0", "--token", "pass word with spaces"}, `it has ' ' at byte 4`},
+		{[]string{"--addr", "127.0.0.1:0", "--token", "padding=in-the-middle"}, `it has '=' at byte 7`},
 		{[]string{"--addr", "[::]:0", "--token", "short"}, "must be at least 16 bytes"},
 		{[]string{"--trusted-proxy", "10.0.0.1", "--trusted-proxy", "proxy.example"}, `--trusted-proxy "proxy.example" is neither an address nor a CIDR prefix`},
 		{[]string{"--trusted-proxy", "10.0.0.0/33"}, `--trusted-proxy "10.0.0.0/33"`},
 		{[]string{"--lease", "500ms"}, "--lease 500ms is too short: give 1s or more"},
 		{[]string{"--lease", "-15s"}, "--lease -15s is too short"},
 	} {
-		err := run(context.Background(), append([]string{"serve", "--db", db}, tc.args...), nil, io.Discard, io.Discard)
+		// Cancelled: a start that is not refused returns at once instead of serving.
+		stopped, stop := context.WithCancel(context.Background())
+		stop()
+		err := run(stopped, append([]string{"serve", "--db", db}, tc.args...), nil, io.Discard, io.Discard)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%v: err = %v, want %q", tc.args, err, tc.want)
 		}

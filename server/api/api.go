@@ -3,8 +3,8 @@
 // imports Fiber.
 //
 // Request bodies are strict: they must be valid UTF-8 holding one JSON object whose
-// fields are all known (a misspelt optional field would otherwise be dropped silently)
-// and of the right type. Anything else is 400 {"error": "..."} and stores nothing.
+// fields are all known (a misspelt optional field would otherwise be dropped silently),
+// each given once and spelt in the field's own letter case (checkKeys), and of the right type. Anything else is 400 {"error": "..."} and stores nothing.
 package api
 
 import (

@@ -22,7 +22,7 @@ import (
 )
 
 // cookieName is the sign-in cookie of the PWA, which cannot set an Authorization header on
-// page loads and WebSocket upgrades. It holds a session value, never the token.
+// page loads and WebSocket upgrades. It names a sign-in (cookieValue), never the token.
 const cookieName = "conch_session"
 
 // sessionLifetime is how long a sign-in lasts.
@@ -34,33 +34,40 @@ func (s *server) validToken(candidate string) bool {
 	return subtle.ConstantTimeCompare(want[:], got[:]) == 1
 }
 
-// sessionValue is "<expiry in Unix seconds>.<MAC of it>", the MAC keyed by a key derived
-// from the token: a new token ends every sign-in, and the cookie tells nothing of the token.
-func (s *server) sessionValue(expires time.Time) string {
-	exp := strconv.FormatInt(expires.Unix(), 10)
-	return exp + "." + s.sessionMAC(exp)
+// A cookie is "<sign-in id>.<MAC of the id>". The sign-in is a row of the store, which
+// every server of the database reads, so signing out ends it everywhere and for good; the
+// MAC is keyed by a key derived from the token, so a new token ends every sign-in. The
+// cookie tells nothing of the token.
+func (s *server) cookieValue(signIn string) string {
+	return signIn + "." + s.sessionMAC(signIn)
 }
 
-func (s *server) sessionMAC(exp string) string {
+func (s *server) sessionMAC(signIn string) string {
 	mac := hmac.New(sha256.New, s.sessionKey)
-	mac.Write([]byte(exp))
+	mac.Write([]byte(signIn))
 	return base64.RawURLEncoding.EncodeToString(mac.Sum(nil))
 }
 
-// validSession reports whether v is a session value of this token that has not expired.
-func (s *server) validSession(v string) bool {
-	exp, mac, ok := strings.Cut(v, ".")
-	if !ok {
-		return false
-	}
-	unix, err := strconv.ParseInt(exp, 10, 64)
-	return err == nil && s.now().Unix() < unix && hmac.Equal([]byte(mac), []byte(s.sessionMAC(exp)))
+// signInOf is the sign-in a cookie value of this token names.
+func (s *server) signInOf(v string) (string, bool) {
+	id, mac, ok := strings.Cut(v, ".")
+	return id, ok && id != "" && hmac.Equal([]byte(mac), []byte(s.sessionMAC(id)))
 }
 
-// sessionKeyOf derives the key of session MACs from the token.
+// signedIn reports whether the request's cookie names a sign-in of this token that has
+// neither expired nor been signed out.
+func (s *server) signedIn(c *fiber.Ctx) (bool, error) {
+	id, ok := s.signInOf(c.Cookies(cookieName))
+	if !ok {
+		return false, nil
+	}
+	return s.store.SignedIn(c.UserContext(), id, s.now())
+}
+
+// sessionKeyOf derives the key of cookie MACs from the token.
 func sessionKeyOf(token string) []byte {
 	mac := hmac.New(sha256.New, []byte(token))
-	mac.Write([]byte("conch session cookie v1"))
+	mac.Write([]byte("conch sign-in cookie v2"))
 	return mac.Sum(nil)
 }
 
@@ -76,8 +83,11 @@ func bearerToken(header string) (string, bool) {
 // authenticate accepts a request that carries a valid session cookie or the token as a
 // bearer token. A wrong bearer token counts as a guess (checkToken).
 func (s *server) authenticate(c *fiber.Ctx) error {
-	if s.token == "" || s.validSession(c.Cookies(cookieName)) {
+	if s.token == "" {
 		return nil
+	}
+	if in, err := s.signedIn(c); in || err != nil {
+		return err
 	}
 	if bearer, ok := bearerToken(c.Get(fiber.HeaderAuthorization)); ok {
 		return s.checkToken(c, bearer, "bearer")
@@ -85,19 +95,21 @@ func (s *server) authenticate(c *fiber.Ctx) error {
 	return errUnauthorized
 }
 
-// checkToken is where every token guess goes (bearer, sign-in form, ?token= link). While
-// the client's address must wait, nothing is checked; a wrong token adds to its wait and
-// is logged, without the token.
+// checkToken is where every token guess goes (bearer, sign-in form, ?token= link). The
+// right token always passes, so one guesser cannot lock out the scripts behind its NAT,
+// and forgives nothing, so those scripts cannot reset the guesser's wait. A wrong token
+// adds to its address's wait and is logged, without the token; while the address waits,
+// it is refused with 429 and counts for nothing. The throttle slows and records guessing;
+// what makes guessing hopeless is the token's size (16 bytes or more on an open address).
 func (s *server) checkToken(c *fiber.Ctx, candidate, via string) error {
+	if s.validToken(candidate) {
+		return nil
+	}
 	addr := s.clientAddr(c)
 	if wait := s.throttle.wait(addr); wait > 0 {
 		secs := int((wait + time.Second - 1) / time.Second)
 		c.Set(fiber.HeaderRetryAfter, strconv.Itoa(secs))
 		return shared.Errorf(shared.CodeTooManyRequests, "Too many wrong tokens from your address: try again in %d s.", secs)
-	}
-	if s.validToken(candidate) {
-		s.throttle.succeeded(addr)
-		return nil
 	}
 	failures, wait := s.throttle.failed(addr)
 	s.log.Warn("wrong token", "client", addr.String(), "via", via, "failures", failures, "wait", wait)
@@ -209,28 +221,36 @@ func (s *server) requirePageToken(c *fiber.Ctx) error {
 	}
 	if handoff := c.Query("token"); handoff != "" {
 		target := localPath(string(c.Request().Header.RequestURI()), "token")
-		if err := s.checkToken(c, handoff, "link"); err != nil {
+		if err := s.signIn(c, handoff, "link"); err != nil {
 			return s.loginPage(c, err, target)
 		}
-		s.setCookie(c)
 		return c.Redirect(target, http.StatusSeeOther)
 	}
 	err := s.authenticate(c)
 	if err == nil {
 		return c.Next()
 	}
-	if c.Method() != fiber.MethodGet && c.Method() != fiber.MethodHead {
+	if c.Method() != fiber.MethodGet && c.Method() != fiber.MethodHead || shared.ErrorCode(err) == shared.CodeInternal {
 		return s.fail(c, err)
 	}
 	return c.Redirect("/login?next="+url.QueryEscape(string(c.Request().Header.RequestURI())), http.StatusSeeOther)
 }
 
-// setCookie signs the browser in. Secure follows the request's scheme, which comes from
-// X-Forwarded-Proto only through a trusted proxy.
-func (s *server) setCookie(c *fiber.Ctx) {
-	c.Cookie(&fiber.Cookie{Name: cookieName, Value: s.sessionValue(s.now().Add(sessionLifetime)), Path: "/", HTTPOnly: true,
+// signIn signs the browser in when candidate is the token: a new sign-in and its cookie.
+// Secure follows the request's scheme, which comes from X-Forwarded-Proto only through a
+// trusted proxy.
+func (s *server) signIn(c *fiber.Ctx, candidate, via string) error {
+	if err := s.checkToken(c, candidate, via); err != nil {
+		return err
+	}
+	id, err := s.store.CreateSignIn(c.UserContext(), s.now().Add(sessionLifetime))
+	if err != nil {
+		return err
+	}
+	c.Cookie(&fiber.Cookie{Name: cookieName, Value: s.cookieValue(id), Path: "/", HTTPOnly: true,
 		SameSite: fiber.CookieSameSiteStrictMode, Secure: c.Protocol() == "https",
 		MaxAge: int(sessionLifetime / time.Second)})
+	return nil
 }
 
 // localPath turns a redirect target from the request into a path on this server. It is
@@ -269,18 +289,23 @@ func (s *server) handleLoginForm(c *fiber.Ctx) error {
 
 func (s *server) handleLogin(c *fiber.Ctx) error {
 	next := localPath(c.FormValue("next"))
-	if err := s.checkToken(c, c.FormValue("token"), "form"); err != nil {
+	if err := s.signIn(c, c.FormValue("token"), "form"); err != nil {
 		return s.loginPage(c, err, next)
 	}
-	s.setCookie(c)
 	return c.Redirect(next, http.StatusSeeOther)
 }
 
-// handleLogout signs the browser out: the cookie is replaced by an expired empty one.
-// Only a same-origin form may do it.
+// handleLogout signs the browser out: its sign-in ends, so a copy of the cookie is
+// worth nothing, and the cookie is replaced by an expired empty one. Only a same-origin
+// form may do it.
 func (s *server) handleLogout(c *fiber.Ctx) error {
 	if !sameOrigin(c) {
 		return s.fail(c, errCrossOrigin)
+	}
+	if id, ok := s.signInOf(c.Cookies(cookieName)); ok {
+		if err := s.store.DeleteSignIn(c.UserContext(), id); err != nil {
+			return s.fail(c, err)
+		}
 	}
 	c.Cookie(&fiber.Cookie{Name: cookieName, Path: "/", HTTPOnly: true,
 		SameSite: fiber.CookieSameSiteStrictMode, Secure: c.Protocol() == "https", Expires: time.Unix(0, 0)})

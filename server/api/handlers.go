@@ -271,52 +271,7 @@ func decodeBody(body []byte, v any) error {
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		return shared.Errorf(shared.CodeInvalid, "request body must hold exactly one JSON object")
 	}
-	if key, twice := duplicateKey(body); twice {
-		return shared.Errorf(shared.CodeInvalid, "key %q appears twice", key)
-	}
-	return nil
-}
-
-// duplicateKey finds a key given twice in one object of valid JSON: the decoder would
-// take the last one silently, and another reader the first.
-func duplicateKey(body []byte) (string, bool) {
-	type container struct {
-		keys    map[string]bool // nil for an array
-		wantKey bool
-	}
-	var open []*container
-	valueDone := func() {
-		if n := len(open); n > 0 && open[n-1].keys != nil {
-			open[n-1].wantKey = true
-		}
-	}
-	dec := json.NewDecoder(bytes.NewReader(body))
-	for {
-		tok, err := dec.Token()
-		if err != nil {
-			return "", false
-		}
-		if n := len(open); n > 0 && open[n-1].wantKey {
-			if key, ok := tok.(string); ok {
-				if open[n-1].keys[key] {
-					return key, true
-				}
-				open[n-1].keys[key], open[n-1].wantKey = true, false
-				continue
-			}
-		}
-		switch tok {
-		case json.Delim('{'):
-			open = append(open, &container{keys: map[string]bool{}, wantKey: true})
-		case json.Delim('['):
-			open = append(open, &container{})
-		case json.Delim('}'), json.Delim(']'):
-			open = open[:len(open)-1]
-			valueDone()
-		default:
-			valueDone()
-		}
-	}
+	return checkKeys(body, reflect.TypeOf(v))
 }
 
 func describeJSONError(err error) string {

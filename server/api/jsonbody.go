@@ -3,7 +3,12 @@ package api
 import (
 	"bytes"
 	"encoding/json"
+	"reflect"
+	"slices"
+	"strings"
 	"sync"
+
+	"conch/shared"
 
 	"github.com/gofiber/fiber/v2"
 )
@@ -33,4 +38,110 @@ func sendJSON(c *fiber.Ctx, v any) error {
 	c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSON)
 	c.Response().SetBody(bytes.TrimSuffix(buf.Bytes(), []byte("\n"))) // Encode ends with a newline; Marshal does not
 	return nil
+}
+
+// checkKeys walks the keys of body, valid JSON that decoded into a t, for what
+// encoding/json lets through silently: a key given twice in one object (the decoder keeps
+// the last, another reader the first) and a key that names a field only when letter case
+// is ignored ({"title":"a","Title":"b"} fills title with "b"). Either way a body could say
+// one thing to Conch and another to a proxy, a log or a person reading it.
+func checkKeys(body []byte, t reflect.Type) error {
+	type container struct {
+		fields map[string]reflect.Type // a struct's, by exact name; nil: any key
+		elem   reflect.Type            // of a map's or an array's values; nil: not known
+		keys   map[string]bool         // given so far; nil for an array
+		key    bool                    // the next token is a key
+	}
+	var open []*container
+	next := t // the type of the next value
+	dec := json.NewDecoder(bytes.NewReader(body))
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil // the end of a body decoded already
+		}
+		if n := len(open); n > 0 && open[n-1].key {
+			if key, ok := tok.(string); ok {
+				c := open[n-1]
+				if c.keys[key] {
+					return shared.Errorf(shared.CodeInvalid, "key %q appears twice", key)
+				}
+				next = c.elem
+				if c.fields != nil {
+					if next, ok = c.fields[key]; !ok {
+						return unknownCase(key, c.fields)
+					}
+				}
+				c.keys[key], c.key = true, false
+				continue
+			}
+		}
+		switch tok {
+		case json.Delim('{'):
+			c := &container{keys: map[string]bool{}}
+			if st := decodedAs(next, reflect.Struct); st != nil {
+				c.fields = fieldsOf(st)
+			} else if mt := decodedAs(next, reflect.Map); mt != nil {
+				c.elem = mt.Elem()
+			}
+			open = append(open, c)
+		case json.Delim('['):
+			c := &container{}
+			if at := decodedAs(next, reflect.Slice, reflect.Array); at != nil {
+				c.elem = at.Elem()
+			}
+			open = append(open, c)
+		case json.Delim('}'), json.Delim(']'):
+			open = open[:len(open)-1]
+		}
+		// A value ended, or a container began: an object wants a key, an array its next value.
+		if n := len(open); n > 0 {
+			open[n-1].key, next = open[n-1].keys != nil, open[n-1].elem
+		}
+	}
+}
+
+// unknownCase is the refusal of a key that matches a field only without regard to case.
+func unknownCase(key string, fields map[string]reflect.Type) error {
+	for name := range fields {
+		if strings.EqualFold(name, key) {
+			return shared.Errorf(shared.CodeInvalid, "unknown field %q; field names are case-sensitive: did you mean %q?", key, name)
+		}
+	}
+	return shared.Errorf(shared.CodeInvalid, "unknown field %q", key)
+}
+
+var unmarshalerType = reflect.TypeFor[json.Unmarshaler]()
+
+// decodedAs is t without pointers when it is of one of kinds and encoding/json decodes it
+// field by field or element by element; nil otherwise (also for an Unmarshaler such as
+// json.RawMessage, whose own decoding, if any, checks its keys).
+func decodedAs(t reflect.Type, kinds ...reflect.Kind) reflect.Type {
+	for t != nil && t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t == nil || reflect.PointerTo(t).Implements(unmarshalerType) || !slices.Contains(kinds, t.Kind()) {
+		return nil
+	}
+	return t
+}
+
+// fieldsOf maps the JSON names of a struct's fields to their types as encoding/json names
+// them: the tag's name or the Go name; an untagged embedded struct's fields promoted; of
+// two fields with one name, the shallower.
+func fieldsOf(t reflect.Type) map[string]reflect.Type {
+	fields, depth := map[string]reflect.Type{}, map[string]int{}
+	for _, f := range reflect.VisibleFields(t) {
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if name == "-" || !f.IsExported() && !f.Anonymous || f.Anonymous && name == "" && decodedAs(f.Type, reflect.Struct) != nil {
+			continue
+		}
+		if name == "" {
+			name = f.Name
+		}
+		if d, seen := depth[name]; !seen || len(f.Index) < d {
+			fields[name], depth[name] = f.Type, len(f.Index)
+		}
+	}
+	return fields
 }

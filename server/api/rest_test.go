@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -233,20 +234,48 @@ func TestCreateAndGetErrors(t *testing.T) {
 	}
 }
 
-func TestDuplicateKey(t *testing.T) {
-	for body, want := range map[string]string{
-		`{"a":1,"b":2}`:                       "",
-		`{"a":1,"a":2}`:                       "a",
-		`{"p":{"k":1,"k":2}}`:                 "k",
-		`{"a":[{"k":1},{"k":2}],"b":{"a":1}}`: "", // the same key in different objects
-		`[{"x":1},{"y":[1,{"x":2,"x":3}]}]`:   "x",
-		`{"a":"k","k":"a"}`:                   "", // a value is no key
-		`{"a":{},"b":[],"c":null,"a":true}`:   "a",
-		`{"type":"request","payload":{"content":"ls","content":"rm"}}`: "content",
+// TestCheckKeys: a key given twice in one object, or naming a field in another letter
+// case, is refused, at any depth and in the types the API decodes.
+func TestCheckKeys(t *testing.T) {
+	var (
+		task     = reflect.TypeFor[createTaskRequest]()
+		envelope = reflect.TypeFor[shared.Envelope]()
+		free     = reflect.TypeFor[any]()
+		list     = reflect.TypeOf(struct { // the WebSocket's message.list payload
+			shared.ListRequest
+			Limit json.RawMessage `json:"limit"`
+		}{})
+		nested = reflect.TypeOf(struct {
+			Items []*struct {
+				Name string `json:"name"`
+			} `json:"items"`
+			Env map[string]string `json:"env"`
+		}{})
+	)
+	for _, c := range []struct {
+		t          reflect.Type
+		body, want string
+	}{
+		{task, `{"title":"a","description":"b"}`, ""},
+		{task, `{"title":"a","title":"b"}`, `key "title" appears twice`},
+		{task, `{"title":"a","Title":"b"}`, `unknown field "Title"; field names are case-sensitive: did you mean "title"?`},
+		{task, `{"TITLE":"a"}`, `unknown field "TITLE"; field names are case-sensitive: did you mean "title"?`},
+		{task, `{"title":"k","description":"title"}`, ""}, // a value is no key
+		{envelope, `{"type":"request","action":"x","payload":{"content":"ls","content":"rm"}}`, `key "content" appears twice`},
+		{envelope, `{"type":"request","action":"x","payload":{"Content":"ls","content":"rm"}}`, ""}, // the payload's own decoding checks it
+		{envelope, `{"type":"request","Action":"x"}`, `unknown field "Action"; field names are case-sensitive: did you mean "action"?`},
+		{list, `{"session_id":"s","limit":5,"sort":"asc"}`, ""},
+		{list, `{"session_id":"s","Sort":"asc"}`, `unknown field "Sort"; field names are case-sensitive: did you mean "sort"?`},
+		{list, `{"Session_ID":"s"}`, `unknown field "Session_ID"; field names are case-sensitive: did you mean "session_id"?`},
+		{nested, `{"items":[{"name":"a"},{"name":"b"}],"env":{"A":"1","a":"2"}}`, ""}, // a map's keys are its own
+		{nested, `{"items":[{"name":"a"},{"Name":"b"}]}`, `unknown field "Name"; field names are case-sensitive: did you mean "name"?`},
+		{nested, `{"env":{"a":"1","a":"2"}}`, `key "a" appears twice`},
+		{free, `[{"x":1},{"y":[1,{"x":2,"x":3}]}]`, `key "x" appears twice`},
+		{free, `{"a":[{"k":1},{"k":2}],"b":{"a":1}}`, ""}, // the same key in different objects
+		{free, `{"a":{},"b":[],"c":null,"a":true}`, `key "a" appears twice`},
 	} {
-		key, twice := duplicateKey([]byte(body))
-		if twice != (want != "") || key != want {
-			t.Errorf("duplicateKey(%s) = %q, %v; want %q", body, key, twice, want)
+		if err := checkKeys([]byte(c.body), c.t); shared.ErrorMessage(err) != c.want || err != nil && shared.ErrorCode(err) != shared.CodeInvalid {
+			t.Errorf("%s into %v: %v, want %q", c.body, c.t, err, c.want)
 		}
 	}
 }
@@ -297,6 +326,8 @@ func TestBadBodiesStoreNothing(t *testing.T) {
 		{"long title", "task", `{"title":"` + strings.Repeat("t", shared.MaxTitleBytes+1) + `"}`, "title is longer than 500 bytes"},
 		{"duplicate key", "task", `{"title":"a","title":"b"}`, `key "title" appears twice`},
 		{"duplicate content", "message", `{"content":"ls","content":"rm -rf /"}`, `key "content" appears twice`},
+		{"title in two cases", "task", `{"title":"a","Title":"b"}`, `unknown field "Title"; field names are case-sensitive: did you mean "title"?`},
+		{"content in another case", "message", `{"Content":"rm -rf /"}`, `unknown field "Content"; field names are case-sensitive: did you mean "content"?`},
 		{"blank title", "task", `{"title":"  \n"}`, "title is required"},
 		{"null", "task", `null`, "title is required"},
 		{"invalid utf-8", "task", "{\"title\":\"a\xff\"}", "request body is not valid UTF-8"},

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"io/fs"
 	"mime"
+	"net/url"
 	"path"
 	"strconv"
 	"strings"
@@ -135,10 +136,13 @@ func accepts(header, coding string) bool {
 // session's newest messages (prerendered, and as its boot payload), so it is never answered
 // from a cache: go-app's ETag names the build, not the messages, and private messages
 // stay out of the browser's HTTP cache (the service worker keeps its own bounded copies,
-// which signing out clears).
+// which signing out clears). Which page it is comes from the path go-app routes by (the
+// adaptor hands it a request parsed from the request URI, so escapes are decoded), not
+// from Fiber's raw path: /%73essions/ID is a session page too.
 func (s *server) pages(ui fiber.Handler) fiber.Handler {
 	return func(c *fiber.Ctx) error {
-		if !strings.HasPrefix(c.Path(), "/sessions/") {
+		u, err := url.ParseRequestURI(string(c.Request().RequestURI()))
+		if err == nil && !strings.HasPrefix(u.Path, "/sessions/") {
 			return ui(c)
 		}
 		c.Request().Header.Del(fiber.HeaderIfNoneMatch)

@@ -1,7 +1,9 @@
 package api
 
 import (
+	"fmt"
 	"net/http"
+	"strings"
 	"testing"
 	"testing/fstest"
 )
@@ -63,5 +65,32 @@ func TestWasmHead(t *testing.T) {
 	resp, body := e.do("HEAD", "/web/app.wasm", "", "Accept-Encoding", "br")
 	if resp.StatusCode != http.StatusOK || body != "" || resp.Header.Get("Content-Length") != "2" || resp.Header.Get("Content-Encoding") != "br" {
 		t.Errorf("HEAD: %d %q %v", resp.StatusCode, body, resp.Header)
+	}
+}
+
+// TestSessionPageIsNeverCachedHoweverItsPathIsSpelt: go-app routes by the decoded path,
+// so every spelling of a session page's path is answered no-store, without the build's
+// ETag, and never 304 for that ETag.
+func TestSessionPageIsNeverCachedHoweverItsPathIsSpelt(t *testing.T) {
+	e := newEnv(t, withRealUI)
+	s := e.session()
+	e.text(s.ID, "private words")
+	home, _ := e.do("GET", "/", "")
+	build := home.Header.Get("ETag")
+	if build == "" {
+		t.Fatal("go-app's pages carry no ETag: this test cannot tell a cached answer")
+	}
+	for _, target := range []string{
+		"/sessions/" + s.ID,
+		"/%73essions/" + s.ID,
+		"/%73%65%73%73%69%6F%6E%73/" + s.ID,
+		"/sessions/" + fmt.Sprintf("%%%02X", s.ID[0]) + s.ID[1:],
+		"/sessions/" + s.ID + "?x=%2F",
+	} {
+		resp, body := e.do("GET", target, "", "If-None-Match", build)
+		cc, etag := resp.Header.Get("Cache-Control"), resp.Header.Get("ETag")
+		if resp.StatusCode != http.StatusOK || !strings.Contains(body, "private words") || cc != "no-store" || etag != "" {
+			t.Errorf("%s: %d, Cache-Control %q, ETag %q", target, resp.StatusCode, cc, etag)
+		}
 	}
 }

@@ -6,9 +6,10 @@ import (
 	"time"
 )
 
-// Failed sign-ins slow down the address they come from: after its n-th failure in a row
-// an address must wait min(firstDelay·2^(n-1), maxDelay) before its next attempt counts.
-// An address quiet for forgetAfter past its wait starts again from nothing; at most
+// Wrong tokens slow down the address they come from: after its n-th wrong token an
+// address must wait min(firstDelay·2^(n-1), maxDelay) before its next wrong token counts
+// (checkToken: the right token is never kept waiting, and forgives nothing). An address
+// without wrong tokens for forgetAfter past its wait starts again from nothing; at most
 // maxClients addresses are remembered (the one whose wait ended first is forgotten).
 const (
 	firstDelay  = time.Second
@@ -76,13 +77,6 @@ func (t *throttle) failed(addr netip.Addr) (int, time.Duration) {
 	}
 	s.until = now.Add(delay)
 	return s.failures, delay
-}
-
-// succeeded forgets addr's failures.
-func (t *throttle) succeeded(addr netip.Addr) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	delete(t.clients, clientKey(addr))
 }
 
 // makeRoom keeps the table under maxClients: forgotten addresses go first, then the one

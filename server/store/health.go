@@ -12,17 +12,24 @@ import (
 
 // writeHealth follows the outcome of the store's writes. A write that fails for a reason
 // of the database itself (full, read-only, I/O, locked, corrupt; not a constraint, which
-// is a refused request) makes the store failing until a write that changes a row succeeds
-// again. A full disk still takes writes that fit in free pages, so while it lasts the
-// state can turn healthy between two failing writes; the writers' retries turn it back.
+// is a refused request) makes the store failing until writes have succeeded for
+// healthyAfter. A full disk still takes the writes that fit in free pages: were one
+// success enough, the state would turn healthy between two failing writes and a probe
+// would see a healthy store while commands go unrecorded. The writers retry within 5 s
+// (acp's backoff), so a disk that stays full keeps the store failing throughout.
 type writeHealth struct {
 	now     func() time.Time
 	failure func(error) error // the dialect's
 
-	mu    sync.Mutex
-	err   error     // of the last write, nil when it succeeded
-	since time.Time // of the first failure in a row
+	mu      sync.Mutex
+	err     error     // of the last failure; nil before any
+	since   time.Time // of the first failure of the outage
+	last    time.Time // of the last failure
+	failing bool      // the last write failed
 }
+
+// healthyAfter is how long writes must succeed after a failure before the store is healthy.
+const healthyAfter = 30 * time.Second
 
 // WriteHealth is nil while the store's writes succeed, and says since when and why they
 // fail otherwise.
@@ -30,10 +37,15 @@ func (s *Store) WriteHealth() error {
 	h := s.health
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if h.err == nil {
+	if !h.down(h.now()) {
 		return nil
 	}
 	return fmt.Errorf("store writes failing since %s: %w", h.since.UTC().Format(time.RFC3339), h.err)
+}
+
+// down reports whether the store is failing at now (h.mu held).
+func (h *writeHealth) down(now time.Time) bool {
+	return h.err != nil && (h.failing || now.Sub(h.last) < healthyAfter)
 }
 
 func (h *writeHealth) note(tx *gorm.DB) {
@@ -43,14 +55,15 @@ func (h *writeHealth) note(tx *gorm.DB) {
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	switch {
-	case failure == nil:
-		h.err = nil
-	case h.err == nil:
-		h.err, h.since = failure, h.now()
-	default:
-		h.err = failure
+	if failure == nil {
+		h.failing = false
+		return
 	}
+	now := h.now()
+	if !h.down(now) {
+		h.since = now
+	}
+	h.err, h.last, h.failing = failure, now, true
 }
 
 // watchWrites registers the callbacks behind WriteHealth: after each insert, update,

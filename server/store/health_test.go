@@ -38,10 +38,17 @@ func fill(t *testing.T, s *Store, sessionID string) error {
 // TestWriteHealthFollowsAFullDisk: a real SQLite file that runs out of space (PRAGMA
 // max_page_count on every connection) makes writes fail with the database's reason and
 // WriteHealth say so from the first failure; reads go on; once there is room again the
-// next write succeeds and WriteHealth is nil.
+// next write succeeds, and WriteHealth is nil when writes have succeeded for healthyAfter
+// (fake clock).
 func TestWriteHealthFollowsAFullDisk(t *testing.T) {
 	pgtest.SQLiteOnly(t, "PRAGMA max_page_count makes the disk full")
-	s, path := open(t, time.Millisecond)
+	path := pgtest.DSN(t)
+	c := &clock{t: time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC), step: time.Millisecond}
+	s, err := Open(path, c.Now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
 	ctx := context.Background()
 	sess := newSession(t, s)
 	if err := s.WriteHealth(); err != nil {
@@ -50,7 +57,7 @@ func TestWriteHealthFollowsAFullDisk(t *testing.T) {
 	if err := s.LimitGrowth(ctx, 8); err != nil {
 		t.Fatal(err)
 	}
-	err := fill(t, s, sess.ID)
+	err = fill(t, s, sess.ID)
 	if err == nil || !strings.Contains(err.Error(), "database or disk is full") {
 		t.Fatalf("the write past the cap: %v", err)
 	}
@@ -78,7 +85,13 @@ func TestWriteHealthFollowsAFullDisk(t *testing.T) {
 	if _, err := s.CreateTask(ctx, "room again", strings.Repeat("x", 60<<10)); err != nil {
 		t.Fatalf("after the cap is lifted: %v", err)
 	}
+	if s.WriteHealth() == nil {
+		t.Fatal("one write that succeeded made the store healthy at once")
+	}
+	c.mu.Lock()
+	c.t = c.t.Add(healthyAfter)
+	c.mu.Unlock()
 	if err := s.WriteHealth(); err != nil {
-		t.Fatalf("after a write succeeded: %v", err)
+		t.Fatalf("writes succeeded for %s: %v", healthyAfter, err)
 	}
 }

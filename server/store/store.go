@@ -212,6 +212,10 @@ var schema = []string{
 		message_id TEXT PRIMARY KEY REFERENCES messages(id) ON DELETE CASCADE,
 		items TEXT NOT NULL,
 		truncated BOOLEAN NOT NULL DEFAULT FALSE)`,
+	// Browsers signed in (signin.go).
+	`CREATE TABLE IF NOT EXISTS sign_ins (
+		id TEXT PRIMARY KEY,
+		expires_at INTEGER NOT NULL)`,
 	// Replicas and their leases, and the commands addressed to them (replica.go, inbox.go).
 	`CREATE TABLE IF NOT EXISTS replicas (
 		id TEXT PRIMARY KEY,

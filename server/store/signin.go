@@ -1,0 +1,55 @@
+package store
+
+import (
+	"context"
+	"crypto/rand"
+	"fmt"
+	"time"
+
+	"gorm.io/gorm"
+)
+
+// A sign-in is a browser signed in with the token (server/api's cookie names it). It is a
+// row, not server memory, so that signing out ends it on every server of the database and
+// a copy of the cookie replayed afterwards is refused.
+type signInRow struct {
+	ID        string `gorm:"primaryKey"`
+	ExpiresAt int64
+}
+
+func (signInRow) TableName() string { return "sign_ins" }
+
+// CreateSignIn records a sign-in that lasts until expires and returns its id, 128 random
+// bits. The sign-ins that have expired go at the same time, so the table holds only
+// live ones (and those a new token ended, until they expire).
+func (s *Store) CreateSignIn(ctx context.Context, expires time.Time) (string, error) {
+	id := rand.Text()
+	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		if err := tx.Where("expires_at <= ?", s.now().UnixNano()).Delete(&signInRow{}).Error; err != nil {
+			return err
+		}
+		return tx.Create(&signInRow{ID: id, ExpiresAt: expires.UnixNano()}).Error
+	})
+	if err != nil {
+		return "", fmt.Errorf("create sign-in: %w", err)
+	}
+	return id, nil
+}
+
+// SignedIn reports whether the sign-in id exists and has not expired at at.
+func (s *Store) SignedIn(ctx context.Context, id string, at time.Time) (bool, error) {
+	var n int64
+	err := s.db.WithContext(ctx).Model(&signInRow{}).Where("id = ? AND expires_at > ?", id, at.UnixNano()).Count(&n).Error
+	if err != nil {
+		return false, fmt.Errorf("read sign-in: %w", err)
+	}
+	return n > 0, nil
+}
+
+// DeleteSignIn ends the sign-in id; one that does not exist is no error.
+func (s *Store) DeleteSignIn(ctx context.Context, id string) error {
+	if err := s.db.WithContext(ctx).Delete(&signInRow{}, "id = ?", id).Error; err != nil {
+		return fmt.Errorf("delete sign-in: %w", err)
+	}
+	return nil
+}
