@@ -137,11 +137,11 @@ func TestPagingAfterWhileWriting(t *testing.T) {
 	seen := map[string]bool{}
 	cursor := ""
 	// read pages after the cursor until there are no more.
-	read := func() {
+	read := func() error {
 		for {
 			page, err := s.ListMessages(ctx, shared.ListRequest{SessionID: sess.ID, After: cursor, Limit: new(7)})
 			if err != nil {
-				t.Fatal(err)
+				return err
 			}
 			for _, m := range page.Messages {
 				if seen[m.ID] {
@@ -153,7 +153,7 @@ func TestPagingAfterWhileWriting(t *testing.T) {
 				cursor = page.Cursor
 			}
 			if !page.HasMore {
-				return
+				return nil
 			}
 		}
 	}
@@ -163,7 +163,10 @@ func TestPagingAfterWhileWriting(t *testing.T) {
 			writing = false // one last pass reads what the last writes committed
 		default:
 		}
-		read()
+		if err := read(); err != nil {
+			<-done // the writers use the store until then
+			t.Fatal(err)
+		}
 	}
 	if len(seen) != writers*each {
 		t.Errorf("%d of %d messages seen paging after the cursor", len(seen), writers*each)
