@@ -96,7 +96,7 @@ func BenchmarkFloor(b *testing.B) {
 		}},
 		{"page/rows-scanned-no-decode", func() error {
 			_, err := scanMessages(s.db.Model(&messageRow{}).Where("session_id = ?", sessionID).
-				Order("created_at DESC, id DESC").Select(messageColumns).Limit(101), 101)
+				Order("seq DESC").Select(messageColumns).Limit(101), 101)
 			return err
 		}},
 	} {
@@ -167,3 +167,39 @@ func benchmarkFlush(b *testing.B, flush string) {
 
 // walFrameHeader is the bytes a WAL frame adds to its page.
 const walFrameHeader = 24
+
+// BenchmarkCreateMessage is the insert throughput of writers at once (8 a core): all in
+// one session, whose order they share, and each in a session of its own.
+func BenchmarkCreateMessage(b *testing.B) {
+	for _, c := range []struct {
+		name       string
+		oneSession bool
+	}{{"one-session", true}, {"own-sessions", false}} {
+		b.Run(c.name, func(b *testing.B) {
+			s, _ := open(b, time.Microsecond)
+			ctx := context.Background()
+			task, _ := s.CreateTask(ctx, "bench", "")
+			one, _ := s.CreateSession(ctx, task.ID, "shell", "/tmp")
+			b.SetParallelism(8)
+			b.ResetTimer() // not the database's creation
+			b.RunParallel(func(pb *testing.PB) {
+				id := one.ID
+				if !c.oneSession {
+					sess, err := s.CreateSession(ctx, task.ID, "shell", "/tmp")
+					if err != nil {
+						b.Error(err)
+						return
+					}
+					id = sess.ID
+				}
+				for pb.Next() {
+					if _, err := s.CreateMessage(ctx, NewMessage{SessionID: id, AuthorType: shared.AuthorAgent,
+						Type: shared.TypeMessage, Content: "reply"}); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+		})
+	}
+}

@@ -105,3 +105,70 @@ func TestConcurrentAnswersOneTaken(t *testing.T) {
 		}
 	}
 }
+
+// A reader paging after its cursor while prompts and agent messages are written at once
+// sees every message exactly once: the catch-up after a reconnect lists after the last
+// message it has, so a message that commits behind the cursor of a page already read
+// would be lost for good.
+func TestPagingAfterWhileWriting(t *testing.T) {
+	s, _ := open(t, time.Millisecond)
+	sess := newSession(t, s)
+	ctx := context.Background()
+	const writers, each = 8, 50
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		race(writers, func(i int) {
+			for range each {
+				var err error
+				if i%2 == 0 {
+					_, _, err = s.AddUserMessage(ctx, sess.ID, "prompt", "")
+				} else {
+					_, err = s.CreateMessage(ctx, NewMessage{SessionID: sess.ID, AuthorType: shared.AuthorAgent,
+						Type: shared.TypeMessage, Content: "reply"})
+				}
+				if err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}()
+	seen := map[string]bool{}
+	cursor := ""
+	// read pages after the cursor until there are no more.
+	read := func() error {
+		for {
+			page, err := s.ListMessages(ctx, shared.ListRequest{SessionID: sess.ID, After: cursor, Limit: new(7)})
+			if err != nil {
+				return err
+			}
+			for _, m := range page.Messages {
+				if seen[m.ID] {
+					t.Errorf("message %s listed twice", m.ID)
+				}
+				seen[m.ID] = true
+			}
+			if page.Cursor != "" {
+				cursor = page.Cursor
+			}
+			if !page.HasMore {
+				return nil
+			}
+		}
+	}
+	for writing := true; writing; {
+		select {
+		case <-done:
+			writing = false // one last pass reads what the last writes committed
+		default:
+		}
+		if err := read(); err != nil {
+			<-done // the writers use the store until then
+			t.Fatal(err)
+		}
+	}
+	if len(seen) != writers*each {
+		t.Errorf("%d of %d messages seen paging after the cursor", len(seen), writers*each)
+	}
+}

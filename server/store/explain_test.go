@@ -57,8 +57,8 @@ func TestExplainHotReads(t *testing.T) {
 	if len(plans) != 6 {
 		t.Fatalf("%d plans, want 6:\n%s", len(plans), strings.Join(read, "\n"))
 	}
-	if !strings.Contains(strings.Join(plans[1].Steps, "\n"), "idx_messages_session_order") {
-		t.Errorf("a list page does not walk idx_messages_session_order: %v", plans[1].Steps)
+	if !strings.Contains(strings.Join(plans[1].Steps, "\n"), "idx_messages_session_seq") {
+		t.Errorf("a list page does not walk idx_messages_session_seq: %v", plans[1].Steps)
 	}
 }
 

@@ -117,7 +117,7 @@ func (s *Store) TakeCommands(ctx context.Context) ([]Command, error) {
 // first: what a replica whose notifications stopped for a while may have missed.
 func (s *Store) ChangedSince(ctx context.Context, sessionID string, since time.Time) ([]shared.Message, error) {
 	rows, err := scanMessages(s.db.WithContext(ctx).Model(&messageRow{}).Select(messageColumns).
-		Where("session_id = ? AND updated_at >= ?", sessionID, since.UnixNano()).Order("created_at, id"), 0)
+		Where("session_id = ? AND updated_at >= ?", sessionID, since.UnixNano()).Order("seq"), 0)
 	if err != nil {
 		return nil, fmt.Errorf("changed messages: %w", err)
 	}

@@ -31,7 +31,7 @@ func (s *Store) ListMessages(ctx context.Context, q shared.ListRequest) (shared.
 	tx := db.Model(&messageRow{}).Where("session_id = ?", sessionID)
 	if cursor := q.Before + q.After; cursor != "" {
 		var c messageRow
-		err := db.Select("id, created_at").Take(&c, "id = ? AND session_id = ?", cursor, sessionID).Error
+		err := db.Select("seq").Take(&c, "id = ? AND session_id = ?", cursor, sessionID).Error
 		if errors.Is(err, gorm.ErrRecordNotFound) {
 			return shared.MessagePage{}, shared.Errorf(shared.CodeInvalid, "cursor is not a message of this session")
 		} else if err != nil {
@@ -41,12 +41,14 @@ func (s *Store) ListMessages(ctx context.Context, q shared.ListRequest) (shared.
 		if q.Before != "" {
 			op = "<"
 		}
-		tx = tx.Where("(created_at, id) "+op+" (?, ?)", c.CreatedAt, c.ID)
+		tx = tx.Where("seq "+op+" ?", c.Seq)
 	}
+	// Commit order (insertMessage): a reader paging after its cursor while others write
+	// never passes a message that commits later.
 	if newerFirst {
-		tx = tx.Order("created_at DESC, id DESC")
+		tx = tx.Order("seq DESC")
 	} else {
-		tx = tx.Order("created_at ASC, id ASC")
+		tx = tx.Order("seq ASC")
 	}
 	// No more rows than the session holds: a small session's page allocates little.
 	rows, err := scanMessages(tx.Select(messageColumns).Limit(limit+1), int(min(int64(limit+1), sess.MessageCount)))

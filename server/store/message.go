@@ -9,6 +9,7 @@ import (
 	"conch/shared"
 
 	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
 )
 
 type messageRow struct {
@@ -23,6 +24,7 @@ type messageRow struct {
 	ClientMessageID *string
 	CreatedAt       int64
 	UpdatedAt       int64
+	Seq             int64 // its place in its session's commit order, from 1 (insertMessage)
 }
 
 func (messageRow) TableName() string { return "messages" }
@@ -166,12 +168,18 @@ func (s *Store) insertMessage(tx *gorm.DB, sess sessionRow, author shared.Author
 	if md != nil {
 		row.Status = string(md.Status)
 	}
-	if err := tx.Create(&row).Error; err != nil {
+	// Lists page on seq, so seqs follow commit order: a seq that committed after a larger
+	// one would be behind the cursor of a reader that already listed the larger. The
+	// session's count is the seq: its row stays locked until the commit, so the writers of
+	// a session count in turn, and PostgreSQL returns the count from the row as the writer
+	// before left it. (SQLite's writers take turns anyway.)
+	counted := sessionRow{ID: sess.ID}
+	if err := tx.Model(&counted).Clauses(clause.Returning{Columns: []clause.Column{{Name: "message_count"}}}).
+		UpdateColumn("message_count", gorm.Expr("message_count + 1")).Error; err != nil {
 		return messageRow{}, err
 	}
-	err = tx.Model(&sessionRow{}).Where("id = ?", sess.ID).
-		UpdateColumn("message_count", gorm.Expr("message_count + 1")).Error
-	return row, err
+	row.Seq = counted.MessageCount
+	return row, tx.Create(&row).Error
 }
 
 // AddUserMessage stores a user prompt. A repeated clientMessageID in the same session
@@ -323,7 +331,7 @@ func (s *Store) GetMessage(ctx context.Context, id string) (shared.Message, erro
 func (s *Store) CancelActiveToolCalls(ctx context.Context, sessionID string) ([]shared.Message, error) {
 	var rows []messageRow
 	if err := s.db.WithContext(ctx).Where("session_id = ? AND "+unfinished, sessionID).
-		Order("created_at, id").Find(&rows).Error; err != nil {
+		Order("seq").Find(&rows).Error; err != nil {
 		return nil, fmt.Errorf("cancel tool calls: %w", err)
 	}
 	var out []shared.Message

@@ -191,8 +191,8 @@ var schema = []string{
 		client_message_id TEXT,
 		created_at INTEGER NOT NULL,
 		updated_at INTEGER NOT NULL)`,
-	// Keyset pagination reads this index in both directions.
-	`CREATE INDEX IF NOT EXISTS idx_messages_session_order ON messages (session_id, created_at, id)`,
+	// Lists walk (session_id, seq) instead (addedColumns).
+	`DROP INDEX IF EXISTS idx_messages_session_order`,
 	`CREATE UNIQUE INDEX IF NOT EXISTS idx_messages_client_id ON messages (session_id, client_message_id)
 		WHERE client_message_id IS NOT NULL`,
 	// Recovery and cancellation look for tool calls that are not finished: a partial index
@@ -233,13 +233,25 @@ var schema = []string{
 }
 
 // addedColumns came after their table: ALTER TABLE ADD COLUMN is not idempotent, so each
-// is added only when the table lacks it.
-var addedColumns = []struct{ table, column, decl string }{
-	{"task_sessions", "last_stop_reason", "TEXT NOT NULL DEFAULT ''"},
-	{"task_sessions", "modes", "TEXT NOT NULL DEFAULT ''"},    // JSON of shared.Modes
-	{"task_sessions", "commands", "TEXT NOT NULL DEFAULT ''"}, // JSON of []shared.Command
-	{"task_sessions", "owner", "TEXT NOT NULL DEFAULT ''"},    // the replica running its agent (replica.go)
-	{"shell_output_chunks", "pad", "BLOB"},                    // zeros keeping a growing stream's rows at chunkSize (output.go)
+// is added only when the table lacks it, and then what then says is done, in the same step.
+var addedColumns = []struct {
+	table, column, decl string
+	then                []string
+}{
+	{"task_sessions", "last_stop_reason", "TEXT NOT NULL DEFAULT ''", nil},
+	{"task_sessions", "modes", "TEXT NOT NULL DEFAULT ''", nil},    // JSON of shared.Modes
+	{"task_sessions", "commands", "TEXT NOT NULL DEFAULT ''", nil}, // JSON of []shared.Command
+	{"task_sessions", "owner", "TEXT NOT NULL DEFAULT ''", nil},    // the replica running its agent (replica.go)
+	{"shell_output_chunks", "pad", "BLOB", nil},                    // zeros keeping a growing stream's rows at chunkSize (output.go)
+	// A message's place in its session's commit order, which lists page on in both
+	// directions: its session's message count once it was added (insertMessage). Messages
+	// stored before keep their created order, and the counts are made to agree.
+	{"messages", "seq", "INTEGER NOT NULL DEFAULT 0", []string{
+		`UPDATE messages SET seq = n.seq FROM (SELECT id, ROW_NUMBER() OVER (PARTITION BY session_id ORDER BY created_at, id) AS seq
+			FROM messages) AS n WHERE messages.id = n.id`,
+		`UPDATE task_sessions SET message_count = (SELECT COUNT(*) FROM messages WHERE session_id = task_sessions.id)`,
+		`CREATE UNIQUE INDEX idx_messages_session_seq ON messages (session_id, seq)`,
+	}},
 }
 
 // migrate applies the schema in one transaction (DDL is transactional in both
@@ -267,8 +279,10 @@ func (s *Store) migrate() error {
 			if n > 0 {
 				continue
 			}
-			if err := tx.Exec(s.dialect.ddl("ALTER TABLE " + c.table + " ADD COLUMN " + c.column + " " + c.decl)).Error; err != nil {
-				return fmt.Errorf("add column %s.%s: %w", c.table, c.column, err)
+			for _, stmt := range append([]string{"ALTER TABLE " + c.table + " ADD COLUMN " + c.column + " " + c.decl}, c.then...) {
+				if err := tx.Exec(s.dialect.ddl(stmt)).Error; err != nil {
+					return fmt.Errorf("add column %s.%s: %w", c.table, c.column, err)
+				}
 			}
 		}
 		return nil
