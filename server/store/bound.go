@@ -10,7 +10,8 @@ import (
 // An agent's text is stored bounded, like its output (ADR-0042): one message sent as 30 MB
 // would otherwise be a 30 MB row, list page and session page. The bounds are applied here,
 // in the one write path of message rows (insertMessage, UpdateMessage), to the content and
-// to every string of the metadata (titles, commands, permission options, plan entries).
+// to every string of the metadata (titles, commands, permission options, plan entries,
+// diff paths).
 
 // MaxTextBytes bounds each text of a message row: 256 KiB, the bound of an output stream,
 // the largest text the chat shows. The recorder starts a new message before its text
@@ -51,12 +52,19 @@ func bounded(content string, md *shared.Metadata) (string, *shared.Metadata) {
 	for _, s := range []*string{&c.ToolCallID, &c.Title, &c.Kind, &c.SelectedOptionID} {
 		b.text(s)
 	}
-	if n := c.Normalized; n != nil && n.ShellExec != nil {
-		se := *n.ShellExec
-		b.text(&se.Command)
-		b.text(&se.WorkDir)
+	if n := c.Normalized; n != nil {
 		cn := *n
-		cn.ShellExec = &se
+		if n.ShellExec != nil {
+			se := *n.ShellExec
+			b.text(&se.Command)
+			b.text(&se.WorkDir)
+			cn.ShellExec = &se
+		}
+		if n.ToolContent != nil {
+			tc := *n.ToolContent
+			tc.Items = boundItems(&b, tc.Items, func(i *shared.ToolContentItemSummary) []*string { return []*string{&i.Type, &i.Path} })
+			cn.ToolContent = &tc
+		}
 		c.Normalized = &cn
 	}
 	c.Options = boundItems(&b, c.Options, func(o *shared.PermissionOption) []*string { return []*string{&o.OptionID, &o.Name, &o.Kind} })

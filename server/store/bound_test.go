@@ -72,3 +72,50 @@ func TestAgentTextIsBounded(t *testing.T) {
 		t.Errorf("a bounded message written again changed: %v %v", changed, err)
 	}
 }
+
+// A session's modes, commands and error come from the agent too: lists over the bound are
+// refused and leave what was stored; an error text is cut.
+func TestAgentSessionTextIsBounded(t *testing.T) {
+	s, _ := open(t, time.Millisecond)
+	ctx := context.Background()
+	sess := newSession(t, s)
+	small := shared.Modes{Current: "a", Available: []shared.SessionMode{{ID: "a", Name: "Ask"}}}
+	if _, err := s.SetSessionModes(ctx, sess.ID, small); err != nil {
+		t.Fatal(err)
+	}
+	huge := strings.Repeat("x", MaxTextBytes)
+	if _, err := s.SetSessionModes(ctx, sess.ID, shared.Modes{Current: "a", Available: []shared.SessionMode{{ID: "a", Description: huge}}}); shared.ErrorCode(err) != shared.CodeInvalid {
+		t.Fatalf("modes over the bound: err %v, want invalid", err)
+	}
+	if _, err := s.SetSessionCommands(ctx, sess.ID, []shared.Command{{Name: "c", Description: huge}}); shared.ErrorCode(err) != shared.CodeInvalid {
+		t.Fatalf("commands over the bound: err %v, want invalid", err)
+	}
+	got, err := s.SetSessionState(ctx, sess.ID, shared.SessionFailed, "x"+huge+huge)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Modes == nil || len(got.Modes.Available) != 1 || got.Modes.Available[0].Name != "Ask" || len(got.Commands) != 0 {
+		t.Errorf("a refused list changed what was stored: modes %+v, commands %d", got.Modes, len(got.Commands))
+	}
+	if len(got.Error) > MaxTextBytes || !strings.HasPrefix(got.Error, "xx") {
+		t.Errorf("error text: %d bytes, want at most %d", len(got.Error), MaxTextBytes)
+	}
+}
+
+// A diff's path is the agent's text too: the summary every list carries keeps it bounded.
+func TestAgentDiffPathIsBounded(t *testing.T) {
+	s, _ := open(t, time.Millisecond)
+	sess := newSession(t, s)
+	huge := "/" + strings.Repeat("p", 30<<20)
+	md := &shared.Metadata{Status: shared.StatusCompleted, Normalized: &shared.Normalized{Kind: shared.NormalizedToolContent}}
+	text := "new"
+	m, err := s.CreateMessage(context.Background(), NewMessage{SessionID: sess.ID, AuthorType: shared.AuthorAgent, Type: shared.TypeToolCall,
+		Content: "Edit", Metadata: md, ToolContent: []shared.ToolContentItem{{Type: "diff", Path: huge, NewText: &text}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	items := m.Metadata.Normalized.ToolContent.Items
+	if len(items) != 1 || len(items[0].Path) > MaxTextBytes || !strings.HasPrefix(huge, items[0].Path) || !m.Metadata.TextTruncated {
+		t.Errorf("diff path: %d items, %d bytes, truncated %v", len(items), len(items[0].Path), m.Metadata.TextTruncated)
+	}
+}

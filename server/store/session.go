@@ -168,7 +168,7 @@ func getSession(db *gorm.DB, id string) (sessionRow, error) {
 // cannot overwrite why.
 func (s *Store) SetSessionState(ctx context.Context, id string, state shared.SessionState, errText string) (shared.Session, error) {
 	res := s.db.WithContext(ctx).Model(&sessionRow{}).Where("id = ? AND "+live, id).
-		Updates(map[string]any{"state": string(state), "error": storable(errText), "updated_at": s.stamp()})
+		Updates(map[string]any{"state": string(state), "error": CutText(storable(errText), MaxTextBytes), "updated_at": s.stamp()})
 	if res.Error != nil {
 		return shared.Session{}, fmt.Errorf("set session state: %w", res.Error)
 	}
@@ -197,6 +197,9 @@ func (s *Store) setSessionJSON(ctx context.Context, id, column string, v any) (s
 			return shared.Session{}, fmt.Errorf("set session %s: %w", column, err)
 		}
 		raw = string(b)
+	}
+	if len(raw) > MaxTextBytes { // an agent's list, like its text (bound.go)
+		return shared.Session{}, shared.Errorf(shared.CodeInvalid, "the agent's %s are %d bytes of JSON, over the %d a session keeps: not stored", column, len(raw), MaxTextBytes)
 	}
 	res := s.db.WithContext(ctx).Model(&sessionRow{}).Where("id = ?", id).
 		Updates(map[string]any{column: raw, "updated_at": s.stamp()})
