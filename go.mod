@@ -20,6 +20,7 @@ require (
 	github.com/maxence-charriere/go-app/v10 v10.1.11
 	github.com/valyala/fasthttp v1.52.0
 	golang.org/x/net v0.35.0
+	golang.org/x/sync v0.22.0
 	golang.org/x/sys v0.30.0
 	gorm.io/driver/postgres v1.6.3
 	gorm.io/driver/sqlite v1.6.0
@@ -45,7 +46,6 @@ require (
 	github.com/valyala/bytebufferpool v1.0.0 // indirect
 	github.com/valyala/tcplisten v1.0.0 // indirect
 	go.yaml.in/yaml/v4 v4.0.0 // indirect
-	golang.org/x/sync v0.22.0 // indirect
 	golang.org/x/text v0.41.0 // indirect
 )
 

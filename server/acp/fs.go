@@ -30,6 +30,11 @@ const (
 	// (the SDK drops a connection on a line over 10 MiB).
 	readFileLimit   = 64 << 20
 	readAnswerLimit = 8 << 20
+	// loadBudget bounds the bytes all file requests of all sessions hold at once: each
+	// is within readFileLimit, but the SDK runs every request in a goroutine of its own,
+	// so a hundred at once would hold a hundred files. Past it a request is refused, not
+	// queued: the agent hears why and may ask again.
+	loadBudget = 4 * readFileLimit
 )
 
 // inCwd opens the session's directory as a root and returns the path relative to it.
@@ -88,10 +93,11 @@ func (s *session) ReadTextFile(_ context.Context, p sdk.ReadTextFileRequest) (sd
 		return sdk.ReadTextFileResponse{}, rootError(p.Path, err)
 	}
 	defer f.Close()
-	data, err := load(p.Path, f)
+	data, release, err := s.load(p.Path, f)
 	if err != nil {
 		return sdk.ReadTextFileResponse{}, err
 	}
+	defer release()
 	if !utf8.Valid(data) {
 		return sdk.ReadTextFileResponse{}, fsError("%s is not UTF-8 text", p.Path)
 	}
@@ -114,27 +120,35 @@ func openFile(root *os.Root, rel string, flag int) (*os.File, error) {
 
 // load checks what f is (fstat: the file opened, not a path that may have been swapped
 // since) before it reads a byte: a regular file, of one link, within readFileLimit; then
-// reads it whole. A second link may be a hard link the agent's command made to a file
-// outside the session's directory, which os.Root cannot tell from the file itself.
-func load(path string, f *os.File) ([]byte, error) {
+// takes its size from the server's loadBudget and reads it whole. A second link may be a
+// hard link the agent's command made to a file outside the session's directory, which
+// os.Root cannot tell from the file itself. release gives the size back once the caller
+// is done with the data.
+func (s *session) load(path string, f *os.File) (data []byte, release func(), err error) {
 	fi, err := f.Stat()
 	if err != nil {
-		return nil, rootError(path, err)
+		return nil, nil, rootError(path, err)
 	}
 	switch st, _ := fi.Sys().(*syscall.Stat_t); {
 	case !fi.Mode().IsRegular():
-		return nil, fsError("%s is not a regular file (%s)", path, fi.Mode().Type())
+		return nil, nil, fsError("%s is not a regular file (%s)", path, fi.Mode().Type())
 	case st != nil && st.Nlink > 1:
-		return nil, fsError("%s has %d hard links: a file with more than one may be a file outside the session's directory", path, st.Nlink)
+		return nil, nil, fsError("%s has %d hard links: a file with more than one may be a file outside the session's directory", path, st.Nlink)
 	case fi.Size() > readFileLimit:
-		return nil, fsError("%s is %d bytes, over the %d a request may load", path, fi.Size(), readFileLimit)
+		return nil, nil, fsError("%s is %d bytes, over the %d a request may load", path, fi.Size(), readFileLimit)
 	}
-	data := make([]byte, fi.Size())
+	size := fi.Size()
+	if !s.m.loads.TryAcquire(size) {
+		return nil, nil, fsError("the server is loading %d MiB of files for agents, its most at once: ask for %s again when your other requests are answered", loadBudget>>20, path)
+	}
+	release = func() { s.m.loads.Release(size) }
+	data = make([]byte, size)
 	n, err := f.ReadAt(data, 0)
 	if err != nil && !errors.Is(err, io.EOF) { // EOF: it shrank since the stat
-		return nil, rootError(path, err)
+		release()
+		return nil, nil, rootError(path, err)
 	}
-	return data[:n], nil
+	return data[:n], release, nil
 }
 
 // lineRange is where, in text, limit lines from line (1-based) are; nil means from the
@@ -189,11 +203,12 @@ func (s *session) WriteTextFile(_ context.Context, p sdk.WriteTextFileRequest) (
 		}
 		f, err = openFile(root, rel, os.O_RDWR|os.O_CREATE|os.O_EXCL)
 	} else if err == nil {
-		var data []byte
-		if data, err = load(p.Path, f); err != nil {
+		data, release, err := s.load(p.Path, f)
+		if err != nil {
 			f.Close()
 			return sdk.WriteTextFileResponse{}, err
 		}
+		defer release()
 		text := string(data)
 		old = &text
 	}

@@ -277,3 +277,38 @@ func TestReadLinesBoundedMemory(t *testing.T) {
 		t.Errorf("reading 2 lines of a %d-byte file allocated %d bytes", len(text), alloc)
 	}
 }
+
+// File requests together hold at most loadBudget bytes: a request that would pass it is
+// refused with the reason, and answered again once the bytes are given back.
+func TestFileLoadsWithinBudget(t *testing.T) {
+	var cwd string
+	var answers []string
+	env := newEnv(t, scripted(map[string]script{
+		"read": func(ctx context.Context, a *acptest.Agent, sid sdk.SessionId) error {
+			r, err := a.Conn.ReadTextFile(ctx, sdk.ReadTextFileRequest{SessionId: sid, Path: filepath.Join(cwd, "a.txt")})
+			if err != nil {
+				answers = append(answers, err.Error())
+			} else {
+				answers = append(answers, "ok: "+r.Content)
+			}
+			return nil
+		},
+	}), false, Profile{Name: "scripted"})
+	sess := env.start(t, "scripted")
+	cwd = sess.Cwd
+	if err := os.WriteFile(filepath.Join(cwd, "a.txt"), []byte("hello\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if !env.m.loads.TryAcquire(loadBudget - 3) { // other requests hold all but 3 bytes
+		t.Fatal("the budget is taken")
+	}
+	env.prompt(t, sess.ID, "read")
+	env.m.loads.Release(loadBudget - 3)
+	env.prompt(t, sess.ID, "read")
+	if len(answers) != 2 || !strings.Contains(answers[0], "its most at once") || answers[1] != "ok: hello\n" {
+		t.Fatalf("answers: %q", answers)
+	}
+	if !env.m.loads.TryAcquire(loadBudget) {
+		t.Error("a request kept its bytes after its answer")
+	}
+}

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"golang.org/x/sync/semaphore"
 
 	"conch/server/store"
 	"conch/shared"
@@ -83,6 +84,7 @@ type Manager struct {
 	closing  bool
 	closed   chan struct{} // closed by Close: writes that fail are no longer retried
 	wg       sync.WaitGroup
+	loads    *semaphore.Weighted // the bytes file requests hold (fs.go)
 }
 
 // NewManager checks cfg and fills its defaults.
@@ -125,7 +127,7 @@ func NewManager(cfg Config) (*Manager, error) {
 		cfg.Launch = ExecLauncher(cfg.Executable)
 	}
 	return &Manager{cfg: cfg, clock: clock{cfg.Now, cfg.After}, log: cfg.Logger, sessions: map[string]*session{},
-		closed: make(chan struct{})}, nil
+		closed: make(chan struct{}), loads: semaphore.NewWeighted(loadBudget)}, nil
 }
 
 // Agents lists the profiles for GET /api/v1/agents.
