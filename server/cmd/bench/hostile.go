@@ -15,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"conch/server/acp/acptest"
 	"conch/server/cmd/loadgen/load"
 	"conch/shared"
 )
@@ -43,7 +44,7 @@ type attackResult struct {
 	server           string          // after the attack: up, not answering, or died and how
 }
 
-// hostile runs each of the hostile agent's attacks (hostileagent.go) against a fresh
+// hostile runs each of the hostile agent's attacks (acptest.Attacks) against a fresh
 // server and reports how the server bore it.
 func (b *bench) hostile(ctx context.Context) error {
 	self, err := os.Executable()
@@ -52,21 +53,21 @@ func (b *bench) hostile(ctx context.Context) error {
 	}
 	var rows [][]string
 	var does []string
-	for _, at := range attacks {
-		progress("   %s", at.name)
+	for _, at := range acptest.Attacks {
+		progress("   %s", at.Name)
 		res, err := b.attack(ctx, self, at)
 		switch {
 		case ctx.Err() != nil:
 			return ctx.Err()
 		case err != nil: // the other attacks still run, each on its own server
-			b.notes = append(b.notes, fmt.Sprintf("hostile %s: %v", at.name, err))
+			b.notes = append(b.notes, fmt.Sprintf("hostile %s: %v", at.Name, err))
 			row := slices.Repeat([]string{"-"}, len(hostileColumns))
-			row[0], row[1] = at.name, cell("not measured: "+err.Error())
+			row[0], row[1] = at.Name, cell("not measured: "+err.Error())
 			rows = append(rows, row)
 		default:
-			rows = append(rows, res.row(at.name))
+			rows = append(rows, res.row(at.Name))
 		}
-		does = append(does, fmt.Sprintf("- **%s**: %s.", at.name, at.does))
+		does = append(does, fmt.Sprintf("- **%s**: %s.", at.Name, at.Does))
 	}
 	b.r.h(2, "A hostile agent")
 	b.r.p("An ACP agent (`bench agent`, on the ACP Go SDK) attacks the server that runs it, as issue 19 describes: each "+
@@ -89,9 +90,9 @@ var hostileColumns = []string{"attack", "turn", "session page", "/healthz probes
 
 // attack runs one attack on a server of its own, stopped before it returns. An error is
 // a bench that could not set the attack up; what the attack did to the server is the result.
-func (b *bench) attack(ctx context.Context, self string, at attack) (attackResult, error) {
+func (b *bench) attack(ctx context.Context, self string, at acptest.Attack) (attackResult, error) {
 	var res attackResult
-	dir := filepath.Join(b.tmp, "hostile-"+at.name)
+	dir := filepath.Join(b.tmp, "hostile-"+at.Name)
 	work := filepath.Join(dir, "work")
 	if err := os.MkdirAll(work, 0o755); err != nil {
 		return res, err
@@ -110,7 +111,7 @@ func (b *bench) attack(ctx context.Context, self string, at attack) (attackResul
 	}
 	defer srv.stop()
 	sctx, cancel := context.WithTimeout(ctx, 30*time.Second) // the agent starts as any does; a server that does not start it is not measured
-	sess, err := srv.startSession(sctx, "hostile "+at.name, "hostile", work)
+	sess, err := srv.startSession(sctx, "hostile "+at.Name, "hostile", work)
 	cancel()
 	if err != nil {
 		return res, err
@@ -121,7 +122,7 @@ func (b *bench) attack(ctx context.Context, self string, at attack) (attackResul
 	}
 	pctx, cancel := context.WithTimeout(ctx, aliveTimeout)
 	var prompt shared.Message
-	err = srv.post(pctx, "/api/v1/task-sessions/"+sess.ID+"/messages", shared.AddRequest{Content: at.name}, &prompt, http.StatusAccepted)
+	err = srv.post(pctx, "/api/v1/task-sessions/"+sess.ID+"/messages", shared.AddRequest{Content: at.Name}, &prompt, http.StatusAccepted)
 	cancel()
 	if err == nil {
 		res.turn, err = srv.awaitTurn(ctx, sess.ID)

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"conch/internal/servetest"
+	"conch/server/acp/acptest"
 	"conch/server/cmd/loadgen/load"
 	"conch/shared"
 )
@@ -22,7 +23,7 @@ import (
 // tests start.
 func TestMain(m *testing.M) {
 	if len(os.Args) > 1 && os.Args[1] == "agent" {
-		if err := hostileAgent(context.Background()); err != nil {
+		if err := acptest.ServeHostile(context.Background()); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)
 		}
@@ -44,7 +45,7 @@ func TestHostileAttackAgainstRealServer(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	b := &bench{conchBin: bin, tmp: t.TempDir()}
-	fifo := attacks[slices.IndexFunc(attacks, func(a attack) bool { return a.name == "fifo" })]
+	fifo := acptest.Attacks[slices.IndexFunc(acptest.Attacks, func(a acptest.Attack) bool { return a.Name == "fifo" })]
 	res, err := b.attack(ctx, self, fifo)
 	if err != nil {
 		t.Fatal(err)

@@ -20,6 +20,7 @@ import (
 	"syscall"
 	"time"
 
+	"conch/server/acp/acptest"
 	"conch/server/cmd/loadgen/load"
 )
 
@@ -54,7 +55,7 @@ func run(ctx context.Context, args []string) error {
 		return emit(ctx, args[1:], os.Stdout)
 	}
 	if len(args) > 0 && args[0] == "agent" {
-		return hostileAgent(ctx)
+		return acptest.ServeHostile(ctx)
 	}
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	b := &bench{}

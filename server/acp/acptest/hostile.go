@@ -1,4 +1,4 @@
-package main
+package acptest
 
 import (
 	"context"
@@ -10,16 +10,15 @@ import (
 	"syscall"
 	"time"
 
-	"conch/server/acp/acptest"
-
 	sdk "github.com/coder/acp-go-sdk"
 )
 
-// attack is one turn of the hostile agent (`bench agent`): the prompt that names it, what
-// it does, and its script.
-type attack struct {
-	name, does string
-	script     acptest.Script
+// Attack is one turn of a hostile agent (the bench's `bench agent`): the prompt that
+// names it, what it does, and its script. Agents are untrusted (docs/SECURITY.md); these
+// are the attacks the bench measures a server under.
+type Attack struct {
+	Name, Does string
+	Script     Script
 }
 
 // The sizes of issue 19's attacks.
@@ -32,14 +31,15 @@ const (
 	fifoWait      = 5 * time.Second
 )
 
-var attacks = []attack{
+// Attacks are the hostile agent's turns.
+var Attacks = []Attack{
 	{"print", "one command prints 1 GiB (80-byte lines) in a terminal the agent shows in a tool call, then releases it",
-		func(ctx context.Context, a *acptest.Agent, sid sdk.SessionId) error {
+		func(ctx context.Context, a *Agent, sid sdk.SessionId) error {
 			return printInTerminals(ctx, a, sid, 1, printBytes, true)
 		}},
 	{"terminals", fmt.Sprintf("%d terminals, each a command printing %.1f MB, each in a tool call, never released",
 		terminalCount, terminalBytes/1e6),
-		func(ctx context.Context, a *acptest.Agent, sid sdk.SessionId) error {
+		func(ctx context.Context, a *Agent, sid sdk.SessionId) error {
 			return printInTerminals(ctx, a, sid, terminalCount, terminalBytes, false)
 		}},
 	{"fifo", fmt.Sprintf("%d concurrent `fs/read_text_file` of a FIFO in the session's directory; the agent gives up on "+
@@ -48,19 +48,19 @@ var attacks = []attack{
 		messageBytes/1_000_000), sendBigMessage},
 }
 
-// hostileAgent is `bench agent`: an ACP agent on stdio whose prompt names the attack.
-func hostileAgent(ctx context.Context) error {
-	scripts := map[string]acptest.Script{}
-	for _, at := range attacks {
-		scripts[at.name] = at.script
+// ServeHostile runs an agent of the Attacks over stdio: its prompt names the attack.
+func ServeHostile(ctx context.Context) error {
+	scripts := map[string]Script{}
+	for _, at := range Attacks {
+		scripts[at.Name] = at.Script
 	}
-	return acptest.Serve(ctx, os.Stdin, os.Stdout, scripts)
+	return Serve(ctx, os.Stdin, os.Stdout, scripts)
 }
 
 // printInTerminals starts n terminals, each a command printing size bytes, shows each in a
 // tool call, and waits for them all to exit. A refused request is the client defending
 // itself: the agent stops asking and ends its turn as usual, which the bench sees.
-func printInTerminals(ctx context.Context, a *acptest.Agent, sid sdk.SessionId, n, size int, release bool) error {
+func printInTerminals(ctx context.Context, a *Agent, sid sdk.SessionId, n, size int, release bool) error {
 	command := fmt.Sprintf("yes %s | head -c %d", strings.Repeat("x", 79), size)
 	var ids []string
 	for i := range n {
@@ -91,7 +91,7 @@ func printInTerminals(ctx context.Context, a *acptest.Agent, sid sdk.SessionId, 
 
 // readFIFO makes a FIFO in its directory (the session's) and asks to read it many times at
 // once. Nothing ever writes to it: a client that opens it blocking waits forever.
-func readFIFO(ctx context.Context, a *acptest.Agent, sid sdk.SessionId) error {
+func readFIFO(ctx context.Context, a *Agent, sid sdk.SessionId) error {
 	dir, err := os.Getwd()
 	if err != nil {
 		return err
@@ -111,6 +111,6 @@ func readFIFO(ctx context.Context, a *acptest.Agent, sid sdk.SessionId) error {
 }
 
 // sendBigMessage sends one agent message of messageBytes (lines of 80 bytes) in one update.
-func sendBigMessage(ctx context.Context, a *acptest.Agent, sid sdk.SessionId) error {
+func sendBigMessage(ctx context.Context, a *Agent, sid sdk.SessionId) error {
 	return a.Send(ctx, sid, sdk.UpdateAgentMessageText(strings.Repeat(strings.Repeat("m", 79)+"\n", messageBytes/80)))
 }
