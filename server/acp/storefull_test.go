@@ -108,9 +108,8 @@ func TestStoreFullMidCommand(t *testing.T) {
 			t.Errorf("message %s is still %s", m.ID, m.Metadata.Status)
 		}
 	}
-	if err := env.st.WriteHealth(); err != nil {
-		t.Errorf("store health after: %v", err)
-	}
+	// The store's health turns back only after writes have succeeded for a while
+	// (store.TestWriteHealthFollowsAFullDisk, on a fake clock); this store is on the wall's.
 }
 
 // TestStoreFullAtShutdown: a server stopping while the store still refuses writes does not
