@@ -34,7 +34,7 @@ var readmeCommands = []struct {
 	{cmd: "make run CONCH_AGENTS=agents.json ADDR=127.0.0.1:9000",
 		skip: "builds in the repository; the server of the next command starts with this CONCH_AGENTS, as make run passes it"},
 	{cmd: "bin/conch serve --db ./conch.db", check: serves},
-	{cmd: "bin/conch agent shell", check: runs},       // its stdin ends at once: it ends, fine
+	{cmd: "bin/conch agent shell", check: runs},       // with no client on its stdin, it ends cleanly
 	{cmd: "bin/conch agent shell --ask", check: runs}, // likewise
 	{cmd: "bin/conch help", check: func(t *testing.T, r *readme, cmd string) {
 		out, _ := r.sh(t, cmd, 0)
