@@ -5,10 +5,11 @@ VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X conch/app/ui.Version=$(VERSION)
 ADDR ?= 127.0.0.1:8080
 DATA ?= $(HOME)/.local/share/conch
-WASM_PATH := $(shell $(GO) env GOROOT)/lib/wasm
+# Expanded when used, so that without Go the first word of make run is the needs line.
+WASM_PATH = $(shell $(GO) env GOROOT)/lib/wasm
 TEST_TIMEOUT ?= 30m
 
-.PHONY: all build wasm run test test-go test-wasm axe check fmt vet bench clean
+.PHONY: all needs build wasm run test test-go test-wasm axe check fmt vet bench clean
 
 all: build
 
@@ -29,8 +30,19 @@ web/app.wasm: $(shell find app shared wasm -name '*.go' -not -name '*_test.go') 
 build: web/app.wasm
 	$(GO) build -trimpath -ldflags='$(LDFLAGS)' -o bin/conch ./server
 
+## needs: what make run needs, checked before anything is built (README.md has the same line).
+## The SQLite driver is C, built through cgo with the compiler `go env CC` names.
+NEEDS := make run needs Go >= 1.26.8 and a C compiler for the cgo SQLite driver (Debian: gcc libc6-dev)
+needs:
+	@command -v $(GO) >/dev/null || { echo "$(NEEDS); $(GO) is not on PATH" >&2; exit 1; }
+	@v=$$($(GO) env GOVERSION); [ "$$(printf '%s\n' go1.26.8 $$v | sort -V | head -1)" = go1.26.8 ] || \
+	  { echo "$(NEEDS); $(GO) is $$v" >&2; exit 1; }
+	@cc=$$($(GO) env CC); printf '#include <stdlib.h>\nint main(void) { return 0; }\n' | \
+	  $$cc -x c -o /dev/null - 2>/dev/null || { echo "$(NEEDS); $$cc cannot build C" >&2; exit 1; }
+
 ## run: the app on http://$(ADDR), embedded SQLite, built-in shell agent.
-run: build
+run: needs
+	$(MAKE) --no-print-directory build
 	mkdir -p $(DATA)
 	./bin/conch serve --addr $(ADDR) --db $(DATA)/conch.db
 

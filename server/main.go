@@ -35,15 +35,24 @@ import (
 	"conch/web"
 )
 
-const usage = `usage:
-  conch serve [--addr 127.0.0.1:8080] [--db PATH] [--agents FILE] [--token TOKEN] [--trusted-proxy ADDR|CIDR]...
-              [--lease 15s]
-  conch agent shell [--ask]        the built-in shell agent, spoken to over stdio (ACP); with
-                                   --ask it asks permission (Allow / Deny) before each command
-  conch prune [--db PATH] --older-than 720h
-                                   delete the tasks idle for that long, with all they hold
-  conch ns-init -- CMD             internal: the first process of a command's PID namespace
-` + cli.Usage
+// The commands main runs itself; cli.Commands follow them in the usage. (`conch ns-init`,
+// the first process of a command's PID namespace, is internal and not listed.)
+var (
+	serveCommand = cli.Command{Name: "serve", Args: "[flags]",
+		Summary: "serve the API, the WebSocket and the browser UI, and run the sessions' agents"}
+	agentCommand = cli.Command{Name: "agent", Args: "shell [--ask]",
+		Summary: "the built-in shell agent, which the server speaks to over stdio (ACP); with --ask\n" +
+			"it asks permission (Allow / Deny) before each command"}
+	pruneCommand = cli.Command{Name: "prune", Args: "[--db PATH] --older-than 720h",
+		Summary: "delete the tasks idle for that long, with all they hold, straight from the database"}
+	commands = slices.Concat([]cli.Command{serveCommand, agentCommand, pruneCommand}, cli.Commands)
+)
+
+func usage(w io.Writer) {
+	fmt.Fprintln(w, "usage: conch COMMAND [ARGS]")
+	cli.Usage(w, commands)
+	fmt.Fprintln(w, "conch help COMMAND (or conch COMMAND -h) adds the command's flags.")
+}
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -56,33 +65,70 @@ func main() {
 	err := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 	var status cli.ExitStatus
 	switch {
+	case err == nil, errors.Is(err, flag.ErrHelp): // help was asked for, and printed
 	case errors.As(err, &status):
 		os.Exit(int(status)) // the command's own status; it said what happened
-	case err != nil:
+	default:
 		fmt.Fprintln(os.Stderr, "conch:", err)
 		os.Exit(1)
 	}
 }
 
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	name := ""
+	if len(args) > 0 {
+		name = args[0]
+	}
 	switch {
-	case len(args) >= 1 && args[0] == "serve":
+	case name == "help" && len(args) == 2 && listed(args[1]):
+		return run(ctx, []string{args[1], "-h"}, stdin, stdout, stderr)
+	case name == "help" && len(args) == 1, name == "-h", name == "-help", name == "--help":
+		usage(stdout)
+		return nil
+	case name == "serve":
 		return serve(ctx, args[1:], stdout, stderr)
-	case len(args) == 2 && args[0] == "agent" && args[1] == "shell":
-		return shellagent.Run(ctx, stdin, stdout)
-	case len(args) == 3 && args[0] == "agent" && args[1] == "shell" && args[2] == "--ask":
-		return shellagent.RunAsking(ctx, stdin, stdout)
-	case len(args) >= 1 && args[0] == "prune":
+	case name == "agent":
+		return agent(ctx, args[1:], stdin, stdout, stderr)
+	case name == "prune":
 		return prune(ctx, args[1:], stdout, stderr)
-	case len(args) >= 1 && slices.Contains(cli.Commands, args[0]):
+	case listed(name):
 		return cli.Run(ctx, args, stdout, stderr)
-	case len(args) >= 1 && args[0] == acp.NamespaceInitArg:
+	case name == acp.NamespaceInitArg:
 		os.Exit(acp.RunNamespaceInit(args[1:]))
 		return nil
+	case name == "":
+		usage(stderr)
+		return errors.New("give a command")
 	default:
-		fmt.Fprint(stderr, usage)
-		return errors.New("unknown command")
+		usage(stderr)
+		return fmt.Errorf("unknown command %q", strings.Join(args, " "))
 	}
+}
+
+func listed(name string) bool {
+	return slices.ContainsFunc(commands, func(c cli.Command) bool { return c.Name == name })
+}
+
+// agent runs a built-in agent over stdio: conch agent shell [--ask].
+func agent(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	flags := agentCommand.Flags(stdout, stderr)
+	ask := flags.Bool("ask", false, "ask permission (Allow / Deny) before each command")
+	if err := flags.Parse(args); err != nil { // conch agent -h
+		return err
+	}
+	if flags.Arg(0) != acp.ShellAgent {
+		return flags.Fail("the built-in agent is %s", acp.ShellAgent)
+	}
+	if err := flags.Parse(flags.Args()[1:]); err != nil { // its flags follow its name
+		return err
+	}
+	if flags.NArg() != 0 {
+		return flags.Fail("unexpected %q", flags.Args())
+	}
+	if *ask {
+		return shellagent.RunAsking(ctx, stdin, stdout)
+	}
+	return shellagent.Run(ctx, stdin, stdout)
 }
 
 func env(name, fallback string) string {
@@ -105,8 +151,7 @@ func defaultDB() string {
 const heapFloor = 32 << 20
 
 func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	flags := flag.NewFlagSet("serve", flag.ContinueOnError)
-	flags.SetOutput(stderr)
+	flags := serveCommand.Flags(stdout, stderr)
 	addr := flags.String("addr", env("CONCH_ADDR", "127.0.0.1:8080"), "listen address (env CONCH_ADDR)")
 	dbPath := flags.String("db", env("CONCH_DB", defaultDB()), "SQLite database file, or postgres:// URL (env CONCH_DB)")
 	agents := flags.String("agents", env("CONCH_AGENTS", ""), "JSON file of extra agent profiles (env CONCH_AGENTS)")
@@ -236,15 +281,14 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 // --older-than; tasks with a live session are kept. On PostgreSQL the servers are told,
 // and tell the browsers that watch the deleted sessions.
 func prune(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	flags := flag.NewFlagSet("prune", flag.ContinueOnError)
-	flags.SetOutput(stderr)
+	flags := pruneCommand.Flags(stdout, stderr)
 	dbPath := flags.String("db", env("CONCH_DB", defaultDB()), "SQLite database file, or postgres:// URL (env CONCH_DB)")
 	age := flags.Duration("older-than", 0, "delete tasks idle for longer than this, e.g. 720h (required)")
 	if err := flags.Parse(args); err != nil {
 		return err
 	}
 	if *age <= 0 {
-		return errors.New("prune: give --older-than, a positive duration such as 720h")
+		return flags.Fail("give --older-than, a positive duration such as 720h")
 	}
 	st, err := store.Open(*dbPath, nil)
 	if err != nil {

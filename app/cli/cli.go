@@ -25,39 +25,107 @@ import (
 	"conch/shared"
 )
 
-// Commands are the subcommands Run serves.
-var Commands = []string{"tasks", "run", "output", "tail"}
+// Command is one subcommand as its help shows it: `conch help` lists each command's
+// synopsis and summary, and `conch help NAME` (or `conch NAME -h`) adds its flags.
+type Command struct {
+	Name, Args, Summary string
+}
 
-// Usage describes them.
-const Usage = `  conch tasks                      tasks with their sessions and states
-  conch run [--agent A] [--task T] [--cwd D] -- COMMAND...
-                                   send one prompt (for the shell agent, a command) to a new
-                                   session and print it live; exits with the command's status
-  conch output [--stream S] MESSAGE_ID
-                                   a command's stored output, exact bytes (S: stdout or stderr)
-  conch tail SESSION_ID            follow a session live until interrupted
-  Each takes --server URL (env CONCH_SERVER, default http://127.0.0.1:8080)
-  and --token TOKEN (env CONCH_TOKEN).
-`
+// Commands are the subcommands Run serves.
+var Commands = []Command{
+	{"tasks", "[flags]", "tasks with their sessions and states"},
+	{"run", "[flags] -- COMMAND...", "send one prompt (for the shell agent, a command) to a new session working in\n" +
+		"the current directory, and print it live; exits with the command's status"},
+	{"output", "[flags] MESSAGE_ID", "a command's stored output, exact bytes: its stdout to stdout, its stderr to stderr"},
+	{"tail", "[flags] SESSION_ID", "follow a session live until interrupted"},
+}
+
+// Usage writes the synopsis and summary of each command.
+func Usage(w io.Writer, commands []Command) {
+	for _, c := range commands {
+		fmt.Fprintf(w, "  conch %s %s\n", c.Name, c.Args)
+		for line := range strings.Lines(c.Summary) {
+			fmt.Fprintf(w, "        %s", line)
+		}
+		fmt.Fprintln(w)
+	}
+}
+
+// Flags are the flags of one command, and its help.
+type Flags struct {
+	*flag.FlagSet
+	cmd            Command
+	stdout, stderr io.Writer
+}
+
+// Flags returns an empty flag set for c, whose help goes to stdout when asked for and to
+// stderr after a mistake.
+func (c Command) Flags(stdout, stderr io.Writer) *Flags {
+	fs := flag.NewFlagSet(c.Name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard) // Parse prints the help, the caller the error
+	return &Flags{FlagSet: fs, cmd: c, stdout: stdout, stderr: stderr}
+}
+
+// Parse parses args. Asked for help (-h, --help), it prints it and returns flag.ErrHelp,
+// which main ends with status 0.
+func (f *Flags) Parse(args []string) error {
+	err := f.FlagSet.Parse(args)
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		f.help(f.stdout)
+	case err != nil:
+		f.help(f.stderr)
+	}
+	return err
+}
+
+// Fail prints the help to stderr and returns the mistake.
+func (f *Flags) Fail(format string, args ...any) error {
+	f.help(f.stderr)
+	return fmt.Errorf("%s: %s", f.Name(), fmt.Sprintf(format, args...))
+}
+
+func (f *Flags) help(w io.Writer) {
+	// The default of --token comes from CONCH_TOKEN: help must not print it.
+	if t := f.Lookup("token"); t != nil {
+		t.DefValue = ""
+	}
+	fmt.Fprintln(w, "usage:")
+	Usage(w, []Command{f.cmd})
+	fmt.Fprintln(w, "flags:")
+	f.SetOutput(w)
+	f.PrintDefaults()
+	f.SetOutput(io.Discard)
+}
 
 // ExitStatus is the status conch run ends with when the command did not succeed.
 type ExitStatus int
 
 func (e ExitStatus) Error() string { return fmt.Sprintf("exit status %d", int(e)) }
 
-// Run runs the subcommand args[0]. A command that ran and failed is an ExitStatus.
+// Run runs the subcommand args[0], one of Commands. A command that ran and failed is an
+// ExitStatus.
 func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	if len(args) == 0 || !slices.Contains(Commands, args[0]) {
-		return fmt.Errorf("unknown command; usage:\n%s", Usage)
+	i := slices.IndexFunc(Commands, func(c Command) bool { return len(args) > 0 && c.Name == args[0] })
+	if i < 0 {
+		return errors.New("unknown command")
 	}
-	flags := flag.NewFlagSet(args[0], flag.ContinueOnError)
-	flags.SetOutput(stderr)
+	flags := Commands[i].Flags(stdout, stderr)
 	server := flags.String("server", cmp.Or(os.Getenv("CONCH_SERVER"), "http://127.0.0.1:8080"), "the Conch server (env CONCH_SERVER)")
 	token := flags.String("token", os.Getenv("CONCH_TOKEN"), "the server's token (env CONCH_TOKEN)")
-	agent := flags.String("agent", "shell", "run: the agent profile")
-	task := flags.String("task", "", "run: the task to add the session to (default: a new task)")
-	cwd := flags.String("cwd", "", "run: the session's working directory (default: chosen by the server)")
-	stream := flags.String("stream", "", "output: only stdout or stderr")
+	var agent, task, cwd, stream *string
+	switch args[0] {
+	case "run":
+		agent = flags.String("agent", "shell", "the agent profile")
+		task = flags.String("task", "", "the task to add the session to (default: a new task)")
+		// A reader of `conch run -- go test ./...` expects it to test this directory. A
+		// server on another host needs a directory of its own host, or --cwd= for a fresh
+		// one there.
+		here, _ := os.Getwd()
+		cwd = flags.String("cwd", here, "the session's working directory on the server's host; empty: a fresh one")
+	case "output":
+		stream = flags.String("stream", "", "only stdout or stderr")
+	}
 	if err := flags.Parse(args[1:]); err != nil {
 		return err
 	}
@@ -66,20 +134,23 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	rest := flags.Args()
 	switch args[0] {
 	case "tasks":
+		if len(rest) != 0 {
+			return flags.Fail("takes no arguments")
+		}
 		return tasks(ctx, api, stdout)
 	case "run":
 		if len(rest) == 0 {
-			return errors.New("run: give the command after --")
+			return flags.Fail("give the command after --")
 		}
 		return p.run(ctx, *agent, *task, *cwd, prompt(rest))
 	case "output":
 		if len(rest) != 1 || (*stream != "" && *stream != "stdout" && *stream != "stderr") {
-			return errors.New("usage: conch output [--stream stdout|stderr] MESSAGE_ID")
+			return flags.Fail("give one MESSAGE_ID, and --stream stdout or stderr if any")
 		}
 		return output(ctx, api, rest[0], *stream, stdout, stderr)
 	default: // tail
 		if len(rest) != 1 {
-			return errors.New("usage: conch tail SESSION_ID")
+			return flags.Fail("give one SESSION_ID")
 		}
 		return p.tail(ctx, rest[0])
 	}
