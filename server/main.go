@@ -245,7 +245,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	ui.Routes()
 	wasm, _ := fs.ReadFile(web.FS, "app.wasm") // absent before the UI is built: the server still serves the API
 	server := api.New(api.Config{Store: st, Hub: events, Events: self.Events(), Runtime: self, UI: ui.Handler(wasm, *token != "", api.Boot(st, time.Now)),
-		Web: web.FS, Token: *token, TrustedProxies: trusted, Logger: log})
+		Web: web.FS, Token: *token, TrustedProxies: trusted, Logger: log, FromAgent: acp.FromAgent})
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
 		return err

@@ -84,3 +84,31 @@ func TestProcessLimitApplied(t *testing.T) {
 	}
 	t.Fatalf("no Max processes in %q", limits)
 }
+
+// Without a token, the API on loopback is open to the host's processes but not to the
+// agents' own: a command's write is refused, so an agent cannot answer its own permission
+// requests. The test process, a process outside the agents, is served (it created the
+// task and session).
+func TestBinaryAgentCannotUseTheAPI(t *testing.T) {
+	srv := startServerAs(t, filepath.Join(t.TempDir(), "conch.db"), func(*exec.Cmd) {})
+	c := client.New(srv.base)
+	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+	defer cancel()
+	sess := startShell(t, c)
+	port := srv.base[strings.LastIndex(srv.base, ":")+1:]
+	body := `{"title":"from agent"}`
+	request := `printf 'POST /api/v1/tasks HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: ` +
+		strconv.Itoa(len(body)) + `\r\nConnection: close\r\n\r\n` + body + `' >&3`
+	command := "bash -c 'exec 3<>/dev/tcp/127.0.0.1/" + port + "; " + strings.ReplaceAll(request, "'", `'\''`) + "; cat <&3'"
+	o := runUntil(ctx, t, c, sess.ID, command, "ended", func(m shared.Message, _ shared.ShellOutput) bool { return m.Metadata.Status.IsTerminal() })
+	if !strings.Contains(o.Stdout, "403 Forbidden") || !strings.Contains(o.Stdout, "may not use") {
+		t.Errorf("the agent's request was answered: %q (stderr %q)", o.Stdout, o.Stderr)
+	}
+	tasks, err := c.ListTasks(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(tasks) != 1 {
+		t.Errorf("the agent created tasks: %+v", tasks)
+	}
+}

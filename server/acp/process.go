@@ -186,6 +186,7 @@ func startGroup(cmd *exec.Cmd, initExe string) (*group, error) {
 		g.closeReads()
 		return nil, err
 	}
+	addLeader(cmd.Process.Pid) // peer.go: what it starts is an agent's
 	return g, nil
 }
 
@@ -223,6 +224,7 @@ func (g *group) wait() (exitStatus, error) {
 	_ = syscall.Kill(-pid, syscall.SIGKILL)
 	g.reaped = true
 	g.mu.Unlock()
+	removeLeader(pid)
 	err := g.cmd.Wait()
 	if g.status != nil {
 		if st, ok := readEnding(g.status); ok {

@@ -82,6 +82,11 @@ type Config struct {
 	Now            func() time.Time // time.Now when nil
 	Logger         *slog.Logger
 	BodyLimit      int // bytes; DefaultBodyLimit when 0
+	// FromAgent reports whether a TCP connection (client, server) was opened by one of
+	// the agents this server runs or their commands (acp.FromAgent). Without a token their
+	// writes and WebSockets are refused: an agent must not answer its own permission
+	// requests. Nil: no such check.
+	FromAgent func(client, server netip.AddrPort) bool
 }
 
 type server struct {
@@ -94,6 +99,7 @@ type server struct {
 	log    *slog.Logger
 	limit  int
 	now    func() time.Time
+	agent  func(client, server netip.AddrPort) bool // Config.FromAgent
 
 	sessionKey []byte         // of the sign-in cookie's MAC, derived from token
 	proxies    []netip.Prefix // trusted
@@ -121,7 +127,7 @@ func New(cfg Config) *fiber.App {
 		cfg.Events = cfg.Hub
 	}
 	s := &server{store: cfg.Store, hub: cfg.Hub, events: cfg.Events, rt: cfg.Runtime, web: newAssets(cfg.Web),
-		token: cfg.Token, log: cfg.Logger, limit: cfg.BodyLimit, now: cfg.Now,
+		token: cfg.Token, log: cfg.Logger, limit: cfg.BodyLimit, now: cfg.Now, agent: cfg.FromAgent,
 		sessionKey: sessionKeyOf(cfg.Token), proxies: cfg.TrustedProxies, throttle: newThrottle(cfg.Now),
 		snapshots: newSnapshotCache(snapshotCacheBytes), reads: make(chan struct{}, runtime.GOMAXPROCS(0))}
 	proxies := make([]string, len(cfg.TrustedProxies))
@@ -184,6 +190,7 @@ var (
 	errNoRoute      = shared.Errorf(shared.CodeNotFound, "no such route")
 	errUnauthorized = shared.Errorf(shared.CodeUnauthorized, "missing or wrong token")
 	errCrossOrigin  = shared.Errorf(shared.CodeForbidden, "cross-origin request refused")
+	errFromAgent    = shared.Errorf(shared.CodeForbidden, "an agent (or a command it runs) may not use Conch's API: start the server with a token to keep the API for people")
 	errForeignHost  = shared.Errorf(shared.CodeForbidden, "host not allowed without a token")
 )
 

@@ -192,23 +192,44 @@ func sameOrigin(c *fiber.Ctx) bool {
 }
 
 // sameOriginWrites refuses cross-site writes: without a token, a page on another site
-// could otherwise post prompts that run shell commands.
+// could otherwise post prompts that run shell commands; and, without a token, writes
+// from the agents' own processes (agentPeer).
 func (s *server) sameOriginWrites(c *fiber.Ctx) error {
-	if c.Method() == fiber.MethodGet || c.Method() == fiber.MethodHead || sameOrigin(c) {
+	switch {
+	case c.Method() == fiber.MethodGet || c.Method() == fiber.MethodHead:
 		return c.Next()
-	}
-	return s.fail(c, errCrossOrigin)
-}
-
-// checkUpgrade admits only same-origin WebSocket upgrades.
-func (s *server) checkUpgrade(c *fiber.Ctx) error {
-	if !websocket.IsWebSocketUpgrade(c) {
-		return s.fail(c, shared.Errorf(shared.CodeInvalid, "websocket upgrade required"))
-	}
-	if !sameOrigin(c) {
+	case !sameOrigin(c):
 		return s.fail(c, errCrossOrigin)
+	case s.agentPeer(c):
+		return s.fail(c, errFromAgent)
 	}
 	return c.Next()
+}
+
+// checkUpgrade admits only same-origin WebSocket upgrades, and none from an agent.
+func (s *server) checkUpgrade(c *fiber.Ctx) error {
+	switch {
+	case !websocket.IsWebSocketUpgrade(c):
+		return s.fail(c, shared.Errorf(shared.CodeInvalid, "websocket upgrade required"))
+	case !sameOrigin(c):
+		return s.fail(c, errCrossOrigin)
+	case s.agentPeer(c):
+		return s.fail(c, errFromAgent)
+	}
+	return c.Next()
+}
+
+// agentPeer reports whether, on a server without a token, the request comes from one of
+// its agents or their commands: on loopback they could otherwise answer their own
+// permission requests. With a token they would need the token, which they cannot read
+// (docs/SECURITY.md).
+func (s *server) agentPeer(c *fiber.Ctx) bool {
+	if s.token != "" || s.agent == nil {
+		return false
+	}
+	client, ok1 := c.Context().RemoteAddr().(*net.TCPAddr)
+	local, ok2 := c.Context().LocalAddr().(*net.TCPAddr)
+	return !ok1 || !ok2 || s.agent(client.AddrPort(), local.AddrPort())
 }
 
 // requirePageToken guards the UI catch-all. A ?token= hand-off sets the cookie and
