@@ -4,6 +4,7 @@ package main
 
 import (
 	"cmp"
+	"os"
 	"os/exec"
 	"slices"
 	"strings"
@@ -107,7 +108,29 @@ func importers(pkgs []pkg, path string) []string {
 	return by
 }
 
+// The top level the design names (STYLE.md), besides dotfiles and the build outputs that
+// .gitignore names at the root: a new folder there fails TestLayers.
+var topLevel = []string{"app", "server", "shared", "wasm", "web", "docs", "go.mod", "go.sum", "Makefile", "README.md"}
+
 func TestLayers(t *testing.T) {
+	entries, err := os.ReadDir("..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ignore, err := os.ReadFile("../.gitignore")
+	if err != nil {
+		t.Fatal(err)
+	}
+	built := strings.Fields(string(ignore)) // "/bin/" names the build output bin at the root
+	for _, e := range entries {
+		name := e.Name()
+		if strings.HasPrefix(name, ".") || slices.Contains(topLevel, name) ||
+			slices.Contains(built, "/"+name+"/") || slices.Contains(built, "/"+name) {
+			continue
+		}
+		t.Errorf("%s at the top level: the design names only %s (STYLE.md); put it under one of them",
+			name, strings.Join(topLevel, ", "))
+	}
 	for _, p := range list(t, "", false, "./...") {
 		for _, imp := range p.imports {
 			for mod, owner := range owners {
