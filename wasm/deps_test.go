@@ -6,6 +6,7 @@ import (
 	"cmp"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -29,7 +30,7 @@ var allowed = map[string]struct {
 			// sergi/go-diff's +21 KB, which gives no hunks or line numbers to draw.
 			"github.com/aymanbagabas/go-udiff"},
 		// Its package initialisers alone (crypto/tls and the curves under it) add 340 KB
-		// to app.wasm.br: wasm/go-app/README.md.
+		// to app.wasm.br: server/cmd/slimapp says how go-app is built without it.
 		banned: []string{"net/http"},
 	},
 	"./shared/...": {
@@ -63,8 +64,17 @@ func list(t *testing.T, goos string, deps bool, pattern string) []pkg {
 	}
 	cmd := exec.Command("go", append(args, pattern)...)
 	cmd.Dir = ".."
+	cmd.Env = append(cmd.Environ(), "GOWORK=off") // the server's build: go-app as published
 	if goos == "js" {
-		cmd.Env = append(cmd.Environ(), "GOOS=js", "GOARCH=wasm")
+		// The browser build, as make wasm builds it: in the workspace server/cmd/slimapp writes.
+		work, err := filepath.Abs("../.cache/wasm/go.work")
+		if err == nil {
+			_, err = os.Stat(work)
+		}
+		if err != nil {
+			t.Fatalf("%v: make wasm writes it (go run ./server/cmd/slimapp)", err)
+		}
+		cmd.Env = append(cmd.Environ(), "GOWORK="+work, "GOOS=js", "GOARCH=wasm")
 	}
 	out, err := cmd.Output()
 	if err != nil {
