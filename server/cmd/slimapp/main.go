@@ -83,7 +83,15 @@ func run(out string) error {
 	if err := os.RemoveAll(filepath.Join(out, "go.work")); err != nil {
 		return err
 	}
-	cmd = exec.Command("go", "work", "init", root, "./go-app")
+	abs, err := filepath.Abs(out)
+	if err != nil {
+		return err
+	}
+	rel, err := filepath.Rel(abs, root) // so that the checkout may move
+	if err != nil {
+		return err
+	}
+	cmd = exec.Command("go", "work", "init", rel, "./go-app")
 	cmd.Dir, cmd.Env, cmd.Stderr = out, append(os.Environ(), "GOWORK="), os.Stderr
 	if err := cmd.Run(); err != nil {
 		return fmt.Errorf("go work init: %w", err)
