@@ -48,5 +48,3 @@ require (
 	go.yaml.in/yaml/v4 v4.0.0 // indirect
 	golang.org/x/text v0.41.0 // indirect
 )
-
-replace github.com/maxence-charriere/go-app/v10 => ./wasm/go-app

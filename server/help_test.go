@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"conch/internal/servetest"
+	"conch/server/servetest"
 )
 
 // conchBin runs the built binary with args and returns its streams and exit status.

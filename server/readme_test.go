@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"conch/app/client"
-	"conch/internal/servetest"
+	"conch/server/servetest"
 	"conch/shared"
 )
 

@@ -14,9 +14,9 @@ import (
 	"time"
 
 	"conch/app/client"
-	"conch/internal/servetest"
 	"conch/server/acp"
 	"conch/server/internal/pgtest"
+	"conch/server/servetest"
 	"conch/server/store"
 	"conch/shared"
 )

@@ -4,7 +4,9 @@ package main
 
 import (
 	"cmp"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -28,7 +30,7 @@ var allowed = map[string]struct {
 			// sergi/go-diff's +21 KB, which gives no hunks or line numbers to draw.
 			"github.com/aymanbagabas/go-udiff"},
 		// Its package initialisers alone (crypto/tls and the curves under it) add 340 KB
-		// to app.wasm.br: wasm/go-app/README.md.
+		// to app.wasm.br: server/cmd/slimapp says how go-app is built without it.
 		banned: []string{"net/http"},
 	},
 	"./shared/...": {
@@ -62,8 +64,17 @@ func list(t *testing.T, goos string, deps bool, pattern string) []pkg {
 	}
 	cmd := exec.Command("go", append(args, pattern)...)
 	cmd.Dir = ".."
+	cmd.Env = append(cmd.Environ(), "GOWORK=off") // the server's build: go-app as published
 	if goos == "js" {
-		cmd.Env = append(cmd.Environ(), "GOOS=js", "GOARCH=wasm")
+		// The browser build, as make wasm builds it: in the workspace server/cmd/slimapp writes.
+		work, err := filepath.Abs("../.cache/wasm/go.work")
+		if err == nil {
+			_, err = os.Stat(work)
+		}
+		if err != nil {
+			t.Fatalf("%v: make wasm writes it (go run ./server/cmd/slimapp)", err)
+		}
+		cmd.Env = append(cmd.Environ(), "GOWORK="+work, "GOOS=js", "GOARCH=wasm")
 	}
 	out, err := cmd.Output()
 	if err != nil {
@@ -107,7 +118,29 @@ func importers(pkgs []pkg, path string) []string {
 	return by
 }
 
+// The top level the design names (STYLE.md), besides dotfiles and the build outputs that
+// .gitignore names at the root: a new folder there fails TestLayers.
+var topLevel = []string{"app", "server", "shared", "wasm", "web", "docs", "go.mod", "go.sum", "Makefile", "README.md"}
+
 func TestLayers(t *testing.T) {
+	entries, err := os.ReadDir("..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ignore, err := os.ReadFile("../.gitignore")
+	if err != nil {
+		t.Fatal(err)
+	}
+	built := strings.Fields(string(ignore)) // "/bin/" names the build output bin at the root
+	for _, e := range entries {
+		name := e.Name()
+		if strings.HasPrefix(name, ".") || slices.Contains(topLevel, name) ||
+			slices.Contains(built, "/"+name+"/") || slices.Contains(built, "/"+name) {
+			continue
+		}
+		t.Errorf("%s at the top level: the design names only %s (STYLE.md); put it under one of them",
+			name, strings.Join(topLevel, ", "))
+	}
 	for _, p := range list(t, "", false, "./...") {
 		for _, imp := range p.imports {
 			for mod, owner := range owners {

@@ -22,7 +22,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"conch/app/client"
-	"conch/internal/servetest"
+	"conch/server/servetest"
 	"conch/shared"
 )
 

@@ -15,7 +15,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"conch/internal/servetest"
+	"conch/server/servetest"
 	"conch/shared"
 )
 

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"conch/internal/servetest"
+	"conch/server/servetest"
 	"conch/shared"
 )
 

@@ -13,9 +13,9 @@ import (
 	"testing"
 	"time"
 
-	"conch/internal/servetest"
 	"conch/server/acp/acptest"
 	"conch/server/cmd/loadgen/load"
+	"conch/server/servetest"
 	"conch/shared"
 )
 

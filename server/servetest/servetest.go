@@ -1,5 +1,7 @@
 // Package servetest runs the built server, $CONCH_BIN, for the tests that need the real
 // binary: `conch serve` on a loopback port of its own, found from its "listening on" line.
+// It lives beside the server rather than in server/internal because app/e2e, outside
+// server/, runs the binary too.
 package servetest
 
 import (

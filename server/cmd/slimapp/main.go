@@ -1,0 +1,232 @@
+// Command slimapp prepares the browser build of go-app: it copies pkg/app and pkg/errors of
+// the go-app version go.mod requires (from the module cache) into a git-ignored folder
+// without the code only the server runs, and writes a workspace file that builds ./wasm
+// against that copy. The server and every host test use go-app as published.
+//
+// Why: upstream's pkg/app imports net/http for Handler's methods and LocalDir, and a
+// GOOS=js build keeps the package initialisers of all it imports (crypto/tls and the curves
+// under it): about 330 KB of app.wasm.br. go build -overlay cannot hide those files, since
+// Go refuses overlays of files in the module cache. Run from the module root (make wasm):
+//
+//	go run ./server/cmd/slimapp -out .cache/wasm
+//	GOWORK=$PWD/.cache/wasm/go.work GOOS=js GOARCH=wasm go build ./wasm
+//
+// It fails when a declaration it cuts is no longer there (a new go-app version moved it):
+// then read the new version and update cut; wasm/deps_test.go fails if net/http comes back.
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"go/ast"
+	"go/format"
+	"go/parser"
+	"go/token"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+const module = "github.com/maxence-charriere/go-app/v10"
+
+// What the browser build does without: Handler's methods (serving pages and files), and
+// the resolvers that serve a folder through net/http, by name. Each must be found.
+var cut = []string{"Handler.*", "LocalDir", "PrefixedLocation", "GitHubPages",
+	"localResourceResolver", "localResourceResolver.Resolve",
+	"prefixedResourceResolver", "prefixedResourceResolver.Resolve"}
+
+func main() {
+	out := flag.String("out", ".cache/wasm", "the folder to write go.work and the copy (go-app/) into")
+	flag.Parse()
+	if err := run(*out); err != nil {
+		fmt.Fprintln(os.Stderr, "slimapp:", err)
+		os.Exit(1)
+	}
+}
+
+func run(out string) error {
+	root, err := os.Getwd()
+	if err != nil {
+		return err
+	}
+	// The version go.mod requires, from the module cache (downloaded if missing).
+	cmd := exec.Command("go", "mod", "download", "-json", module)
+	cmd.Env = append(os.Environ(), "GOWORK=off")
+	cmd.Stderr = os.Stderr
+	j, err := cmd.Output()
+	if err != nil {
+		return fmt.Errorf("go mod download %s: %w", module, err)
+	}
+	var mod struct{ Dir, Version string }
+	if err := json.Unmarshal(j, &mod); err != nil || mod.Dir == "" {
+		return fmt.Errorf("go mod download %s: no folder in %q (%v)", module, j, err)
+	}
+	copyDir := filepath.Join(out, "go-app")
+	if err := slimModule(mod.Dir, copyDir); err != nil {
+		return fmt.Errorf("%s %s: %w", module, mod.Version, err)
+	}
+	for _, name := range []string{"go.mod", "go.sum"} {
+		b, err := os.ReadFile(filepath.Join(mod.Dir, name))
+		if err == nil {
+			err = os.WriteFile(filepath.Join(copyDir, name), b, 0o644)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	// The workspace: Conch and the copy, which stands in for the module go.mod requires.
+	if err := os.RemoveAll(filepath.Join(out, "go.work")); err != nil {
+		return err
+	}
+	abs, err := filepath.Abs(out)
+	if err != nil {
+		return err
+	}
+	rel, err := filepath.Rel(abs, root) // so that the checkout may move
+	if err != nil {
+		return err
+	}
+	cmd = exec.Command("go", "work", "init", rel, "./go-app")
+	cmd.Dir, cmd.Env, cmd.Stderr = out, append(os.Environ(), "GOWORK="), os.Stderr
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("go work init: %w", err)
+	}
+	return nil
+}
+
+// slimModule copies pkg/app and pkg/errors of the module in dir into copyDir without what
+// cut names, and fails when any of it is missing.
+func slimModule(dir, copyDir string) error {
+	if err := os.RemoveAll(copyDir); err != nil {
+		return err
+	}
+	found := map[string]bool{}
+	for _, pkg := range []string{"pkg/app", "pkg/errors"} {
+		if err := copyPackage(filepath.Join(dir, pkg), filepath.Join(copyDir, pkg), found); err != nil {
+			return err
+		}
+	}
+	var missing []string
+	for _, name := range cut {
+		if !found[name] {
+			missing = append(missing, name)
+		}
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("no %s any more: read its pkg/app and update cut in server/cmd/slimapp",
+			strings.Join(missing, ", "))
+	}
+	return nil
+}
+
+// copyPackage writes the Go files of the package in src (no tests, no subfolders) into
+// dst, without the declarations cut names, noting in found the ones it met.
+func copyPackage(src, dst string, found map[string]bool) error {
+	entries, err := os.ReadDir(src)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(dst, 0o755); err != nil {
+		return err
+	}
+	for _, e := range entries {
+		name := e.Name()
+		if e.IsDir() || !strings.HasSuffix(name, ".go") || strings.HasSuffix(name, "_test.go") {
+			continue
+		}
+		text, err := os.ReadFile(filepath.Join(src, name))
+		if err != nil {
+			return err
+		}
+		if text, err = slim(name, text, found); err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(dst, name), text, 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// slim drops the declarations cut names from one file, with their comments, and the
+// imports nothing uses any more.
+func slim(name string, text []byte, found map[string]bool) ([]byte, error) {
+	fset := token.NewFileSet()
+	f, err := parser.ParseFile(fset, name, text, parser.ParseComments)
+	if err != nil {
+		return nil, err
+	}
+	comments, decls := ast.NewCommentMap(fset, f, f.Comments), len(f.Decls)
+	f.Decls = slices.DeleteFunc(f.Decls, func(d ast.Decl) bool {
+		key := declName(d)
+		if strings.HasPrefix(key, "Handler.") {
+			key = "Handler.*"
+		}
+		found[key] = found[key] || slices.Contains(cut, key)
+		return slices.Contains(cut, key)
+	})
+	if len(f.Decls) == decls {
+		return text, nil
+	}
+	f.Comments = comments.Filter(f).Comments() // the comments of what is left
+	pruneImports(f)
+	var buf bytes.Buffer
+	if err := format.Node(&buf, fset, f); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// declName is "F" for a function, "T.M" for a method of T or *T, "T" for a declaration of
+// the single type T, and "" for anything else.
+func declName(d ast.Decl) string {
+	switch d := d.(type) {
+	case *ast.FuncDecl:
+		if d.Recv == nil {
+			return d.Name.Name
+		}
+		t := d.Recv.List[0].Type
+		if star, ok := t.(*ast.StarExpr); ok {
+			t = star.X
+		}
+		if id, ok := t.(*ast.Ident); ok {
+			return id.Name + "." + d.Name.Name
+		}
+	case *ast.GenDecl:
+		if ts, ok := d.Specs[0].(*ast.TypeSpec); ok && len(d.Specs) == 1 && d.Tok == token.TYPE {
+			return ts.Name.Name
+		}
+	}
+	return ""
+}
+
+// pruneImports removes the imports no selector in f names any more.
+func pruneImports(f *ast.File) {
+	used := map[string]bool{}
+	ast.Inspect(f, func(n ast.Node) bool {
+		if sel, ok := n.(*ast.SelectorExpr); ok {
+			if id, ok := sel.X.(*ast.Ident); ok {
+				used[id.Name] = true
+			}
+		}
+		return true
+	})
+	for _, d := range f.Decls {
+		if g, ok := d.(*ast.GenDecl); ok && g.Tok == token.IMPORT {
+			g.Specs = slices.DeleteFunc(g.Specs, func(s ast.Spec) bool {
+				is := s.(*ast.ImportSpec)
+				path, _ := strconv.Unquote(is.Path.Value)
+				name := path[strings.LastIndex(path, "/")+1:]
+				if is.Name != nil {
+					name = is.Name.Name
+				}
+				return name != "_" && name != "." && !used[name]
+			})
+		}
+	}
+}
