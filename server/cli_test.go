@@ -3,7 +3,9 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -228,5 +230,106 @@ func TestCLIWrongToken(t *testing.T) {
 		if !errors.As(err, &exit) || exit.ExitCode() != 1 || !clear.Match(out) {
 			t.Errorf("bin/conch tasks with a wrong token: %v\n%s", err, out)
 		}
+	}
+}
+
+// --json prints one JSON object per line in the API's own shapes: tasks as GET
+// /api/v1/tasks lists them, byte for byte; run's and tail's messages as the list gives
+// them (run still ends with the command's status); output's snapshot as GET .../shell-output.
+func TestCLIJSON(t *testing.T) {
+	base, stop := startServer(t, filepath.Join(t.TempDir(), "conch.db"))
+	defer stop()
+	lines := func(what, out string) []string {
+		t.Helper()
+		ls := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+		for _, l := range ls {
+			if !json.Valid([]byte(l)) || !strings.HasPrefix(l, "{") {
+				t.Fatalf("%s: a line that is not one JSON object: %q", what, l)
+			}
+		}
+		return ls
+	}
+
+	stdout, stderr, err := conch(t, base, "run", "--json", "--", "echo out; exit 7")
+	if !errors.Is(err, cli.ExitStatus(7)) {
+		t.Fatalf("run --json ended with %v, want exit status 7\nstderr:\n%s", err, stderr)
+	}
+	last := map[string]shared.Message{} // by id: the newest line wins
+	var order []string
+	for _, l := range lines("run --json", stdout) {
+		var m shared.Message
+		if err := json.Unmarshal([]byte(l), &m); err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := last[m.ID]; !ok {
+			order = append(order, m.ID)
+		}
+		last[m.ID] = m
+	}
+	page, err := client.New(base).ListMessages(context.Background(), shared.ListRequest{SessionID: last[order[0]].SessionID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(page.Messages) != len(order) {
+		t.Fatalf("run --json printed %d messages, the session holds %d", len(order), len(page.Messages))
+	}
+	var command shared.Message
+	for i, m := range page.Messages {
+		want, _ := json.Marshal(m)
+		got, _ := json.Marshal(last[order[i]])
+		if string(got) != string(want) {
+			t.Errorf("message %d printed as\n%s\nlisted as\n%s", i, got, want)
+		}
+		if shared.ShellOf(m) != nil {
+			command = m
+		}
+	}
+	if sh := shared.ShellOf(command); sh == nil || sh.Output.ExitCode == nil || *sh.Output.ExitCode != 7 {
+		t.Fatalf("no command with exit code 7 among %d messages", len(page.Messages))
+	}
+
+	stdout, _, err = conch(t, base, "tasks", "--json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.Get(base + "/api/v1/tasks")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var listed struct {
+		Tasks []json.RawMessage `json:"tasks"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&listed); err != nil {
+		t.Fatal(err)
+	}
+	got := lines("tasks --json", stdout)
+	if len(got) != len(listed.Tasks) || got[0] != string(listed.Tasks[0]) {
+		t.Errorf("tasks --json:\n%s\nGET /api/v1/tasks:\n%s", stdout, listed.Tasks)
+	}
+
+	stdout, _, err = conch(t, base, "output", "--json", command.ID)
+	var snap shared.ShellOutputSnapshot
+	if err != nil || len(lines("output --json", stdout)) != 1 || json.Unmarshal([]byte(stdout), &snap) != nil ||
+		snap.MessageID != command.ID || snap.Output.Stdout != "out\n" || snap.Output.ExitCode == nil {
+		t.Errorf("output --json: %v\n%s", err, stdout)
+	}
+	if _, _, err := conch(t, base, "output", "--json", "--stream", "stdout", command.ID); err == nil {
+		t.Error("output took --json with --stream")
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	var out, errs syncBuffer
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, []string{"tail", "--json", "--server", base, command.SessionID}, nil, &out, &errs)
+	}()
+	waitFor(t, func() bool { return strings.Contains(errs.String(), "following live") })
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("tail --json ended with %v", err)
+	}
+	if n := len(lines("tail --json", out.String())); n != len(page.Messages) {
+		t.Errorf("tail --json printed %d lines for %d messages:\n%s", n, len(page.Messages), out.String())
 	}
 }

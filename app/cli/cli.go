@@ -10,6 +10,7 @@ package cli
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -113,6 +114,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	flags := Commands[i].Flags(stdout, stderr)
 	server := flags.String("server", cmp.Or(os.Getenv("CONCH_SERVER"), "http://127.0.0.1:8080"), "the Conch server (env CONCH_SERVER)")
 	token := flags.String("token", os.Getenv("CONCH_TOKEN"), "the server's token (env CONCH_TOKEN)")
+	asJSON := flags.Bool("json", false, "print one JSON object per line, in the API's shapes, instead of text")
 	var agent, task, cwd, stream *string
 	switch args[0] {
 	case "run":
@@ -131,23 +133,26 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	api := client.New(*server).WithToken(*token)
 	p := &printer{api: api, stdout: stdout, stderr: stderr, seen: map[string]*seen{}}
+	if *asJSON {
+		p.json = json.NewEncoder(stdout)
+	}
 	rest := flags.Args()
 	switch args[0] {
 	case "tasks":
 		if len(rest) != 0 {
 			return flags.Fail("takes no arguments")
 		}
-		return tasks(ctx, api, stdout)
+		return tasks(ctx, api, stdout, p.json)
 	case "run":
 		if len(rest) == 0 {
 			return flags.Fail("give the command after --")
 		}
 		return p.run(ctx, *agent, *task, *cwd, prompt(rest))
 	case "output":
-		if len(rest) != 1 || (*stream != "" && *stream != "stdout" && *stream != "stderr") {
-			return flags.Fail("give one MESSAGE_ID, and --stream stdout or stderr if any")
+		if len(rest) != 1 || (*stream != "" && *stream != "stdout" && *stream != "stderr") || (*stream != "" && *asJSON) {
+			return flags.Fail("give one MESSAGE_ID, and --stream stdout or stderr if any (not with --json)")
 		}
-		return output(ctx, api, rest[0], *stream, stdout, stderr)
+		return output(ctx, api, rest[0], *stream, stdout, stderr, p.json)
 	default: // tail
 		if len(rest) != 1 {
 			return flags.Fail("give one SESSION_ID")
@@ -165,10 +170,18 @@ func prompt(words []string) string {
 	return shared.ShellJoin(words...)
 }
 
-func tasks(ctx context.Context, api *client.Client, stdout io.Writer) error {
+func tasks(ctx context.Context, api *client.Client, stdout io.Writer, asJSON *json.Encoder) error {
 	list, err := api.ListTasks(ctx)
 	if err != nil {
 		return err
+	}
+	if asJSON != nil {
+		for _, t := range list {
+			if err := asJSON.Encode(t); err != nil {
+				return err
+			}
+		}
+		return nil
 	}
 	w := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(w, "TASK\tTITLE\tSESSION\tAGENT\tSTATE")
@@ -188,7 +201,7 @@ func tasks(ctx context.Context, api *client.Client, stdout io.Writer) error {
 }
 
 // output writes the stored bytes of a command: stdout to stdout, stderr to stderr.
-func output(ctx context.Context, api *client.Client, messageID, stream string, stdout, stderr io.Writer) error {
+func output(ctx context.Context, api *client.Client, messageID, stream string, stdout, stderr io.Writer, asJSON *json.Encoder) error {
 	m, err := api.GetMessage(ctx, messageID)
 	if err != nil {
 		return err
@@ -196,6 +209,9 @@ func output(ctx context.Context, api *client.Client, messageID, stream string, s
 	snap, err := api.ShellOutput(ctx, m.SessionID, m.ID)
 	if err != nil {
 		return err
+	}
+	if asJSON != nil {
+		return asJSON.Encode(snap)
 	}
 	if stream != "stderr" {
 		if _, err := io.WriteString(stdout, snap.Output.Stdout); err != nil {
@@ -226,6 +242,9 @@ type printer struct {
 	agent          string // run: the agent of the session
 	last           *seen  // the newest command of the turn
 	midline        bool   // agent text was shown without its line's end
+	// json, when set, prints every message shown as one line of the API's message shape
+	// (a changed message again, whole) instead of text; notes still go to stderr.
+	json *json.Encoder
 }
 
 // say prints one line of chatter to stderr.
@@ -401,10 +420,19 @@ func (p *printer) show(ctx context.Context, m shared.Message, live bool) {
 		p.seen[m.ID] = s
 	}
 	s.msg = m
+	se := shared.ShellOf(m)
+	if p.json != nil {
+		if se != nil && first {
+			p.last = s
+		}
+		if err := p.json.Encode(m); err != nil {
+			p.say("conch: %v", err)
+		}
+		return
+	}
 	if p.quiet && m.AuthorType == shared.AuthorUser {
 		return
 	}
-	se := shared.ShellOf(m)
 	switch {
 	case se != nil:
 		if first {

@@ -3,12 +3,16 @@
 package e2e
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/chromedp/cdproto/accessibility"
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 
 	"conch/shared"
@@ -89,4 +93,79 @@ func (b *browser) checkAxe(t *testing.T, page string) {
 		}
 	}
 	b.scheme(t, "")
+}
+
+// Every output disclosure is found by its role and its name: what it shows or hides,
+// then its visible label whole ("Show command output: Output · 8.7 KB", CONTRACT.md and
+// axe's label-in-name rule), as a screen reader, speech input or a script sees it.
+func TestDisclosuresByRoleAndName(t *testing.T) {
+	s := startServer(t)
+	sess := s.session(t, "disclosure names")
+	s.run(t, sess.ID, "echo a little output", nil)
+	long := s.run(t, sess.ID, "seq 1 3000; exit 3", nil)
+	b := newBrowser(t)
+	b.open(t, s.URL+"/sessions/"+sess.ID)
+	button := row(long.ID) + " button.disclosure-toggle"
+	b.waitFor(t, "both disclosures", `document.querySelectorAll("button.disclosure-toggle").length === 2`)
+	if n := b.findDisclosures(t); n != 2 {
+		t.Fatalf("%d disclosures found by role and name, want 2", n)
+	}
+	b.do(t, chromedp.Click(chromedp.CSS(button)))
+	b.waitFor(t, "the open transcript", fmt.Sprintf(`!!document.querySelector("#output-%s pre.stdout")`, long.ID))
+	if n := b.findDisclosures(t); n != 2 {
+		t.Fatalf("%d disclosures found by role and name with one open, want 2", n)
+	}
+}
+
+// findDisclosures finds every disclosure button of the page in the accessibility tree by
+// its role and the name its visible label and state give it, and returns how many it found.
+func (b *browser) findDisclosures(t *testing.T) int {
+	t.Helper()
+	type toggle struct {
+		Label   string `json:"label"`
+		Open    bool   `json:"open"`
+		Command bool   `json:"command"`
+	}
+	toggles := eval[[]toggle](t, b, `[...document.querySelectorAll("button.disclosure-toggle")].map(e => ({
+		label: e.textContent, open: e.getAttribute("aria-expanded") === "true", command: !!e.closest(".cmd")}))`)
+	for _, d := range toggles {
+		verb, subject := "Show ", "tool content"
+		if d.Open {
+			verb = "Hide "
+		}
+		if d.Command {
+			subject = "command output"
+		}
+		name := verb + subject + ": " + d.Label
+		if n := b.named(t, "button", name); n != 1 {
+			t.Errorf("%d buttons named %q, want 1", n, name)
+		}
+	}
+	return len(toggles)
+}
+
+// named counts the elements the accessibility tree exposes with this role and name.
+func (b *browser) named(t *testing.T, role, name string) int {
+	t.Helper()
+	n := 0
+	b.do(t, chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+		// The body by object, not DOM.getDocument: that would reset the node ids chromedp
+		// keeps for its own queries.
+		body, err := cdp.Call(ctx, tg, runtime.Evaluate, runtime.EvaluateParams{Expression: "document.body"})
+		if err != nil {
+			return err
+		}
+		found, err := cdp.Call(ctx, tg, accessibility.QueryAXTree,
+			accessibility.QueryAXTreeParams{ObjectID: body.Result.ObjectID, AccessibleName: name, Role: role})
+		if err != nil {
+			return err
+		}
+		for _, node := range found.Nodes {
+			if !node.Ignored {
+				n++
+			}
+		}
+		return nil
+	}))
+	return n
 }

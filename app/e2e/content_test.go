@@ -46,6 +46,9 @@ func TestDiffFetchedOnlyOnOpen(t *testing.T) {
 	if got := b.text(t, toggle); got != "Diff · /repo/big.txt · +4 −3" {
 		t.Errorf("label %q", got)
 	}
+	if n := b.named(t, "button", "Show tool content: Diff · /repo/big.txt · +4 −3"); n != 1 {
+		t.Errorf("%d buttons named by the diff's label, want 1", n)
+	}
 	time.Sleep(dwell) // nothing may be fetched before the person opens it
 	if n := b.snapshots(edit.ID); n != 0 {
 		t.Fatalf("%d content requests before opening", n)

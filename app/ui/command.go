@@ -201,17 +201,12 @@ func (c *CommandRow) Render() app.UI {
 }
 
 func (c *CommandRow) renderDisclosure(sum shared.ShellOutputSummary, view poll.View, bodyID string) app.UI {
-	// The name holds the visible label (WCAG 2.5.3): "Show command output · 8.7 KB".
 	label := outputLabel(sum)
-	name := "Show command output" + strings.TrimPrefix(label, "Output")
-	if view.Open {
-		name = "Hide command output" + strings.TrimPrefix(label, "Output")
-	}
 	return app.Div().Class("disclosure").Body(
 		app.Button().
 			Class("disclosure-toggle").
 			Type("button").
-			Aria("label", name).
+			Aria("label", disclosureName(view.Open, "command output", label)).
 			Aria("expanded", strconv.FormatBool(view.Open)).
 			Aria("controls", bodyID).
 			OnClick(c.toggle).
@@ -223,6 +218,18 @@ func (c *CommandRow) renderDisclosure(sum shared.ShellOutputSummary, view poll.V
 			return app.Div().ID(bodyID).Class(c.transcriptClasses()...).OnKeyDown(c.transcriptKey).Body(c.transcript(view)...)
 		}),
 	)
+}
+
+// disclosureName is a disclosure button's accessible name: what it shows or hides, then
+// its visible label whole, as written ("Show command output: Output · 8.7 KB"). The label
+// must appear verbatim (WCAG 2.5.3, axe's label-content-name-mismatch), so that speech
+// input and scripts that find the control by the text they see find it.
+func disclosureName(open bool, subject, label string) string {
+	verb := "Show "
+	if open {
+		verb = "Hide "
+	}
+	return verb + subject + ": " + label
 }
 
 // timing shows how long the command ran (or has been running), and on hover or focus

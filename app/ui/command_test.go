@@ -93,7 +93,7 @@ func TestCommandRowCollapsed(t *testing.T) {
 			name:   "finished with output: label from the summary, collapsed",
 			status: shared.StatusFailed,
 			sum:    shared.ShellOutputSummary{HasOutput: true, StdoutBytes: 800, StderrBytes: 12, ExitCode: intp(7)},
-			want: []string{`aria-label="Show command output · 812 B"`, `aria-expanded="false"`, "Output · 812 B",
+			want: []string{`aria-label="Show command output: Output · 812 B"`, `aria-expanded="false"`, "Output · 812 B",
 				"icon-failed", "Command failed", "/repo", "go test ./... -run &#39;TestVeryLongName&#39; -count=1"},
 			notWant: []string{"transcript", "Exit code"},
 		},
@@ -108,7 +108,7 @@ func TestCommandRowCollapsed(t *testing.T) {
 			name:   "truncated at the bound",
 			status: shared.StatusCompleted,
 			sum:    shared.ShellOutputSummary{HasOutput: true, StdoutBytes: 262144, Truncated: true, ExitCode: intp(0)},
-			want:   []string{"Output · 256 KB · truncated", "icon-succeeded", "Command succeeded"},
+			want:   []string{`aria-label="Show command output: Output · 256 KB · truncated"`, "icon-succeeded", "Command succeeded"},
 		},
 		{
 			name:    "no output: no disclosure at all",
@@ -176,7 +176,7 @@ func TestCommandRowButtonMatch(t *testing.T) {
 	err := app.TestMatch(c, app.TestUIDescriptor{
 		Path: app.TestPath(0, 2, 0),
 		Expected: app.Button().Class("disclosure-toggle").Type("button").
-			Aria("label", "Show command output · 3 B").Aria("expanded", "false").Aria("controls", "output-m1").
+			Aria("label", "Show command output: Output · 3 B").Aria("expanded", "false").Aria("controls", "output-m1").
 			OnClick(c.toggle),
 	})
 	if err != nil {
@@ -198,7 +198,7 @@ func TestCommandRowOpen(t *testing.T) {
 			status: running,
 			drive:  func(m *poll.Machine) { m.Open() },
 			// ("true" is encoded as a bare attribute on the host; the browser sets the string.)
-			want:    []string{`aria-label="Hide command output · 9 B"`, "aria-expanded", "Loading command output…"},
+			want:    []string{`aria-label="Hide command output: Output · 9 B"`, "aria-expanded", "Loading command output…"},
 			notWant: []string{"Exit code"},
 		},
 		{

@@ -108,14 +108,10 @@ func (r *ToolCallRow) renderItem(i int, s shared.ToolContentItemSummary) app.UI 
 		return app.P().Class("disclosure", "content-omitted").Text(label)
 	}
 	open := r.open[i]
-	verb := "Show "
-	if open {
-		verb = "Hide "
-	}
 	bodyID := "content-" + r.Msg.ID + "-" + strconv.Itoa(i)
 	return app.Div().Class("disclosure").Body(
 		app.Button().Class("disclosure-toggle").Type("button").
-			Aria("label", attrText(verb+strings.ToLower(label[:1])+label[1:])).
+			Aria("label", attrText(disclosureName(open, "tool content", label))).
 			Aria("expanded", strconv.FormatBool(open)).Aria("controls", bodyID).
 			OnClick(r.toggle(i)).
 			Body(app.Span().Class("chevron").Aria("hidden", "true"), app.Text(label)),

@@ -64,7 +64,7 @@ func TestToolCallRowCollapsed(t *testing.T) {
 			{Type: "diff", Path: "huge.go", OldBytes: n(0), NewBytes: n(9 << 20), Omitted: true},
 		}}}}}
 	html := app.HTMLString(renderMessage("s1", m))
-	for _, want := range []string{`data-message-id="t1"`, "Edit main.go", `aria-expanded="false"`, `aria-label="Show diff · main.go · +1 −0"`,
+	for _, want := range []string{`data-message-id="t1"`, "Edit main.go", `aria-expanded="false"`, `aria-label="Show tool content: Diff · main.go · +1 −0"`,
 		"Diff · main.go · +1 −0", "Diff · huge.go · too large to keep (9 MB)"} {
 		if !strings.Contains(html, want) {
 			t.Errorf("missing %q in\n%s", want, html)

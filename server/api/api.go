@@ -177,6 +177,7 @@ func New(cfg Config) *fiber.App {
 
 	app.Get("/ws", s.requireToken, s.checkUpgrade, websocket.New(s.handleWS, websocket.Config{
 		ReadBufferSize: 4096, WriteBufferSize: 4096,
+		EnableCompression: true, // permessage-deflate when the client offers it (ws.go, readFrame)
 	}))
 	app.Get("/web/*", s.handleAsset)
 	if s.token != "" {

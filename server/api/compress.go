@@ -76,11 +76,17 @@ func compress(name string, body []byte) []byte {
 	return body
 }
 
-// sendEncoded answers body, compressed as the client accepts; encoded gives the body in
-// an encoding (a cache may hold it already). The answer varies with Accept-Encoding.
-func sendEncoded(c *fiber.Ctx, body []byte, encoded func(name string) []byte) error {
+// encodingFor is the encoding of an answer of n bytes to c ("": as it is); the answer
+// varies with Accept-Encoding either way.
+func encodingFor(c *fiber.Ctx, n int) string {
 	c.Vary(fiber.HeaderAcceptEncoding)
-	name := negotiate(c.Get(fiber.HeaderAcceptEncoding), len(body))
+	return negotiate(c.Get(fiber.HeaderAcceptEncoding), n)
+}
+
+// sendEncoded answers body, compressed as the client accepts; encoded gives the body in
+// an encoding (a cache may hold it already).
+func sendEncoded(c *fiber.Ctx, body []byte, encoded func(name string) []byte) error {
+	name := encodingFor(c, len(body))
 	if name == "" {
 		return c.Send(body)
 	}

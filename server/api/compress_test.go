@@ -92,3 +92,34 @@ func BenchmarkCompress(b *testing.B) {
 		})
 	}
 }
+
+// Lists, and the session page that carries the newest of them, are compressed as the
+// client accepts like snapshots (CONTRACT.md: JSON answers over 1 KiB), the same bytes
+// once decoded; a client that accepts nothing gets them as they are.
+func TestListsCompressed(t *testing.T) {
+	e := newEnv(t, withRealUI)
+	sess := e.session()
+	for i := range 20 {
+		e.text(sess.ID, fmt.Sprintf("prompt %d: run the tests of the store again", i))
+		e.shell(sess.ID, "go test ./server/store/...", shared.StatusCompleted, &shared.ShellOutput{Stdout: "ok", ExitCode: intp(0)})
+	}
+	for _, target := range []string{
+		"/api/v1/task-sessions/" + sess.ID + "/messages?limit=40",
+		"/sessions/" + sess.ID,
+	} {
+		_, plain := e.do("GET", target, "")
+		for accept, want := range map[string]string{"gzip, deflate, br, zstd": "br", "gzip": "gzip", "": ""} {
+			res, raw := e.do("GET", target, "", "Accept-Encoding", accept)
+			got := res.Header.Get("Content-Encoding")
+			body, err := decoded(got, raw)
+			if got != want || err != nil || !strings.Contains(string(body), "prompt 19") || (want != "" && len(raw) >= len(body)) ||
+				res.Header.Get("Vary") != "Accept-Encoding" {
+				t.Errorf("%s, Accept-Encoding %q: Content-Encoding %q (want %q), %d bytes for %d, Vary %q, %v", target, accept,
+					got, want, len(raw), len(body), res.Header.Get("Vary"), err)
+			}
+			if strings.HasPrefix(target, "/api/") && string(body) != plain {
+				t.Errorf("%s, Accept-Encoding %q: decodes to another answer", target, accept)
+			}
+		}
+	}
+}

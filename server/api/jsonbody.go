@@ -22,7 +22,8 @@ var jsonBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 // maxPooledJSON keeps the rare huge answer's buffer out of the pool.
 const maxPooledJSON = 1 << 20
 
-// sendJSON answers v as JSON: the same bytes and Content-Type as c.JSON.
+// sendJSON answers v as JSON: the same bytes and Content-Type as c.JSON, compressed over
+// 1 KiB as the client accepts (lists are most of what a session page reads).
 func sendJSON(c *fiber.Ctx, v any) error {
 	buf := jsonBuffers.Get().(*bytes.Buffer)
 	defer func() {
@@ -36,7 +37,12 @@ func sendJSON(c *fiber.Ctx, v any) error {
 		return err
 	}
 	c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSON)
-	c.Response().SetBody(bytes.TrimSuffix(buf.Bytes(), []byte("\n"))) // Encode ends with a newline; Marshal does not
+	body := bytes.TrimSuffix(buf.Bytes(), []byte("\n")) // Encode ends with a newline; Marshal does not
+	if name := encodingFor(c, len(body)); name != "" {
+		c.Set(fiber.HeaderContentEncoding, name)
+		body = compress(name, body)
+	}
+	c.Response().SetBody(body)
 	return nil
 }
 

@@ -151,6 +151,13 @@ func (s *server) pages(ui fiber.Handler) fiber.Handler {
 		}
 		c.Response().Header.Del(fiber.HeaderETag)
 		c.Set(fiber.HeaderCacheControl, "no-store")
+		// The page carries the newest page of messages: compressed like the list itself.
+		if body := c.Response().Body(); len(c.Response().Header.Peek(fiber.HeaderContentEncoding)) == 0 {
+			if name := encodingFor(c, len(body)); name != "" {
+				c.Set(fiber.HeaderContentEncoding, name)
+				c.Response().SetBodyRaw(compress(name, body))
+			}
+		}
 		return nil
 	}
 }

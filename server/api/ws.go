@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"runtime/debug"
 	"time"
@@ -23,6 +24,13 @@ const (
 	// maxApart bounds the requests of one connection that wait for an agent at once.
 	maxApart = 4
 )
+
+// Frames are compressed (permessage-deflate, RFC 7692) when the client offers it, as
+// browsers do: a page of messages is JSON that repeats its keys, and shrinks about tenfold.
+// The library compresses without context takeover, so a connection keeps no compression
+// window between frames: it borrows one pooled compressor while its writer writes a frame
+// and one pooled decompressor while a frame is read, and what a frame decompresses to is
+// bounded by the body limit like an uncompressed one (readFrame).
 
 // The /ws protocol beyond CONTRACT.md: an error payload's code is one of shared's codes,
 // the same a REST answer to the same failure carries (invalid, not_found, conflict,
@@ -65,7 +73,7 @@ func (s *server) readLoop(ctx context.Context, conn *websocket.Conn, client *hub
 	_ = extend("")
 	conn.SetPongHandler(extend)
 	for {
-		kind, data, err := conn.ReadMessage()
+		kind, data, err := s.readFrame(conn)
 		if err != nil {
 			if websocket.IsUnexpectedCloseError(err, websocket.CloseNormalClosure, websocket.CloseGoingAway, websocket.CloseNoStatusReceived) {
 				s.log.Debug("ws: read ended", "err", err)
@@ -96,6 +104,22 @@ func (s *server) readLoop(ctx context.Context, conn *websocket.Conn, client *hub
 			return
 		}
 	}
+}
+
+// readFrame reads one whole frame. The read limit counts the bytes on the wire; a
+// compressed frame could decompress to a thousand times as many, so what it decompresses
+// to is bounded too, and a frame past the limit closes the connection with 1009 either way.
+func (s *server) readFrame(conn *websocket.Conn) (int, []byte, error) {
+	kind, r, err := conn.NextReader()
+	if err != nil {
+		return kind, nil, err
+	}
+	data, err := io.ReadAll(io.LimitReader(r, int64(s.limit)+1))
+	if err == nil && len(data) > s.limit {
+		_ = conn.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseMessageTooBig, ""), time.Now().Add(writeWait))
+		err = websocket.ErrReadLimit
+	}
+	return kind, data, err
 }
 
 func (s *server) writeLoop(conn *websocket.Conn, client *hub.Client) {

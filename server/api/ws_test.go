@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -25,10 +27,14 @@ type wsClient struct {
 }
 
 func dial(t *testing.T, addr string, header http.Header) (*wsClient, *http.Response, error) {
+	return dialWith(t, addr, &websocket.DialOptions{HTTPHeader: header})
+}
+
+func dialWith(t *testing.T, addr string, opts *websocket.DialOptions) (*wsClient, *http.Response, error) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	c, resp, err := websocket.Dial(ctx, "ws://"+addr+"/ws", &websocket.DialOptions{HTTPHeader: header})
+	c, resp, err := websocket.Dial(ctx, "ws://"+addr+"/ws", opts)
 	if err != nil {
 		return nil, resp, err
 	}
@@ -389,4 +395,60 @@ func TestWSBinaryAndOversizedFrames(t *testing.T) {
 	if status := websocket.CloseStatus(err); status != websocket.StatusMessageTooBig {
 		t.Errorf("oversized frame: %v (status %v)", err, status)
 	}
+}
+
+// A client that offers permessage-deflate, as browsers do, gets it: a list frame travels
+// compressed (its bytes on the wire a fraction of the frame's) and decodes to the REST
+// body. A compressed frame is held to the body limit by what it decompresses to, not by
+// its few bytes on the wire: past it the connection closes with 1009.
+func TestWSCompressed(t *testing.T) {
+	e := newEnv(t, func(c *Config) { c.BodyLimit = 4096 })
+	s := e.session()
+	for i := range 20 {
+		e.text(s.ID, fmt.Sprintf("prompt %d: run the tests of the store again", i))
+		e.shell(s.ID, "go test ./server/store/...", shared.StatusCompleted, &shared.ShellOutput{Stdout: "ok", ExitCode: intp(0)})
+	}
+	var read atomic.Int64 // bytes the client read from the network
+	tr := &http.Transport{DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := (&net.Dialer{}).DialContext(ctx, network, addr)
+		return countedConn{c, &read}, err
+	}}
+	w, resp, err := dialWith(t, e.listen(), &websocket.DialOptions{HTTPClient: &http.Client{Transport: tr},
+		CompressionMode: websocket.CompressionNoContextTakeover})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ext := resp.Header.Get("Sec-WebSocket-Extensions"); !strings.HasPrefix(ext, "permessage-deflate") {
+		t.Fatalf("permessage-deflate not negotiated: %q", ext)
+	}
+	before := read.Load()
+	env := w.request(shared.ActionMessageList, map[string]any{"session_id": s.ID, "limit": 40})
+	onWire := read.Load() - before
+	rest := e.expect(http.StatusOK, "GET", "/api/v1/task-sessions/"+s.ID+"/messages?limit=40", "", nil)
+	if env.Type != shared.EnvelopeResponse || string(env.Payload) != rest {
+		t.Fatalf("message.list %s %s\nREST %s", env.Type, env.Payload, rest)
+	}
+	if onWire <= 0 || onWire*4 > int64(len(rest)) {
+		t.Errorf("a %d B list took %d B on the wire, want under a quarter", len(rest), onWire)
+	}
+
+	w.send(`{"action":"message.add","payload":{"content":"` + strings.Repeat("x", 64<<10) + `"}}`)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, _, err = w.c.Read(ctx)
+	if status := websocket.CloseStatus(err); status != websocket.StatusMessageTooBig {
+		t.Errorf("a frame of 64 KiB compressed to a few hundred bytes: %v (status %v)", err, status)
+	}
+}
+
+// countedConn counts the bytes read from a connection.
+type countedConn struct {
+	net.Conn
+	n *atomic.Int64
+}
+
+func (c countedConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	c.n.Add(int64(n))
+	return n, err
 }

@@ -169,7 +169,11 @@ type wsClient struct {
 }
 
 func (c *conch) dialWS(ctx context.Context) (*wsClient, error) {
-	conn, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(c.URL, "http")+"/ws", nil)
+	return c.dialWSWith(ctx, nil)
+}
+
+func (c *conch) dialWSWith(ctx context.Context, opts *websocket.DialOptions) (*wsClient, error) {
+	conn, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(c.URL, "http")+"/ws", opts)
 	if err != nil {
 		return nil, err
 	}

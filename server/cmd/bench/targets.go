@@ -2,9 +2,10 @@ package main
 
 import "fmt"
 
-// targets are the figures issues 5 and 12 set goals for, filled by the benchmarks as they run.
+// targets are the figures issues 5, 12 and 20 set goals for, filled by the benchmarks as they run.
 type targets struct {
 	listBytesPerShell   []float64 // projected list bytes per shell message, one per stdout size
+	promptBytes         float64   // REST list bytes on the wire per prompt, a page of 20, brotli (issue 20)
 	inlineRatio256List  float64   // inline / projected REST list bytes at 256 KiB (half text messages)
 	inlineRatio256Shell float64   // the same per shell message
 	snapshot256At16     dist      // requests/s, 256 KiB snapshot, 16 connections
@@ -27,6 +28,7 @@ func (t targets) render(r *report) {
 	}
 	rows := [][]string{
 		{"list bytes per shell message, every stdout size", "<= 600 B", orNA(len(t.listBytesPerShell) > 0, fmt.Sprintf("%.0f B at most", worst), na)},
+		{"list bytes on the wire per prompt, a page of 20, compressed", "<= 250 B", orNA(t.promptBytes > 0, fmt.Sprintf("%.0f B", t.promptBytes), na)},
 		{"inline / projected list bytes at 256 KiB", ">= x300", orNA(t.inlineRatio256List > 0,
 			fmt.Sprintf("x%.0f for the list (half of it text messages), x%.0f per shell message", t.inlineRatio256List, t.inlineRatio256Shell), na)},
 		{"256 KiB snapshot at 16 connections", ">= 2,000 requests/s", orNA(len(t.snapshot256At16) > 0, t.snapshot256At16.format(count)+" requests/s", na)},
