@@ -554,7 +554,7 @@ func renderMessage(sessionID string, m shared.Message) app.UI {
 	case m.AuthorType == shared.AuthorUser:
 		return app.Div().Class("msg", "user").Body(app.Div().Class("bubble").Text(m.Content))
 	default:
-		return app.Div().Class("msg", "agent").Body(app.Div().Class("text").Text(m.Content))
+		return app.Div().Class("msg", "agent").Body(markdown(m.Content, "text"))
 	}
 }
 
@@ -617,7 +617,7 @@ func planRow(m shared.Message) app.UI {
 				return app.Li().Class("plan-entry", state).Body(
 					app.Span().Class("plan-mark").Aria("hidden", "true").Text(mark[0]),
 					app.Span().Class("sr-only").Text(mark[1]+": "),
-					app.Span().Class("plan-text").Text(e.Content),
+					markdown(e.Content, "plan-text"),
 					app.If(e.Priority == "high", func() app.UI { return app.Span().Class("plan-priority").Text("high priority") }),
 				)
 			}),
