@@ -19,6 +19,7 @@ require (
 	github.com/mattn/go-sqlite3 v1.14.22
 	github.com/maxence-charriere/go-app/v10 v10.1.11
 	github.com/valyala/fasthttp v1.52.0
+	github.com/yuin/goldmark v1.8.7
 	golang.org/x/net v0.35.0
 	golang.org/x/sync v0.22.0
 	golang.org/x/sys v0.30.0

@@ -62,6 +62,9 @@ var steps = map[string]acptest.Script{
 		}
 		return a.Send(ctx, sid, sdk.UpdateAgentMessageText("Edited big.txt."))
 	},
+	"markdown": func(ctx context.Context, a *acptest.Agent, sid sdk.SessionId) error {
+		return a.Send(ctx, sid, sdk.UpdateAgentMessageText(markdownReply))
+	},
 	"max tokens": func(ctx context.Context, a *acptest.Agent, sid sdk.SessionId) error {
 		if err := a.Send(ctx, sid, sdk.UpdateAgentMessageText("Here is the start of a very long answer")); err != nil {
 			return err

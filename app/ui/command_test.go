@@ -163,7 +163,7 @@ func TestCommandRowRejected(t *testing.T) {
 		[]string{"Command cancelled", "<button", "Output ·"})
 	tool := shared.Message{ID: "t1", Type: shared.TypeToolCall, Content: "Edit a.go",
 		Metadata: &shared.Metadata{Status: shared.StatusCancelled, Rejected: true}}
-	checkHTML(t, compact(app.HTMLString(toolRow(tool))), []string{"Edit a.go", "Rejected"}, []string{"Cancelled"})
+	checkHTML(t, compact(app.HTMLString(toolRow(tool, ""))), []string{"Edit a.go", "Rejected"}, []string{"Cancelled"})
 }
 
 func TestCommandRowButtonMatch(t *testing.T) {

@@ -25,6 +25,7 @@ type ToolCallRow struct {
 	app.Compo
 
 	SessionID string
+	Cwd       string // the session's directory, which paths are shown relative to
 	Msg       shared.Message
 
 	open    map[int]bool
@@ -93,25 +94,25 @@ func (r *ToolCallRow) fetch(ctx app.Context) {
 func (r *ToolCallRow) Render() app.UI {
 	sum := shared.ToolContentOf(r.Msg)
 	if sum == nil {
-		return toolRow(r.Msg)
+		return toolRow(r.Msg, r.Cwd)
 	}
 	var items []app.UI
 	for i, s := range sum.Items {
 		items = append(items, r.renderItem(i, s))
 	}
-	return toolRow(r.Msg, items...)
+	return toolRow(r.Msg, r.Cwd, items...)
 }
 
 func (r *ToolCallRow) renderItem(i int, s shared.ToolContentItemSummary) app.UI {
-	label := contentLabel(s)
+	label, full := contentLabel(relative(r.Cwd, s.Path), s), contentLabel(s.Path, s)
 	if s.Omitted {
-		return app.P().Class("disclosure", "content-omitted").Text(label)
+		return app.P().Class("disclosure", "content-omitted").Title(attrText(full)).Text(label)
 	}
 	open := r.open[i]
 	bodyID := "content-" + r.Msg.ID + "-" + strconv.Itoa(i)
 	return app.Div().Class("disclosure").Body(
 		app.Button().Class("disclosure-toggle").Type("button").
-			Aria("label", attrText(disclosureName(open, "tool content", label))).
+			Aria("label", attrText(disclosureName(open, "tool content", label))).Title(attrText(full)).
 			Aria("expanded", strconv.FormatBool(open)).Aria("controls", bodyID).
 			OnClick(r.toggle(i)).
 			Body(app.Span().Class("chevron").Aria("hidden", "true"), app.Text(label)),
@@ -146,16 +147,26 @@ func derefText(s *string) string {
 	return *s
 }
 
-// contentLabel is a disclosure's visible label, from the summary alone:
+// contentLabel is a disclosure's label, from the summary alone, with path for its path:
 // "Diff · path · +a −r", "Text · 812 B".
-func contentLabel(s shared.ToolContentItemSummary) string {
+func contentLabel(path string, s shared.ToolContentItemSummary) string {
 	if s.Type != shared.ContentDiff {
 		return "Text · " + sizeLabel(derefInt(s.Bytes))
 	}
 	if s.Omitted {
-		return "Diff · " + s.Path + " · too large to keep (" + sizeLabel(derefInt(s.OldBytes)+derefInt(s.NewBytes)) + ")"
+		return "Diff · " + path + " · too large to keep (" + sizeLabel(derefInt(s.OldBytes)+derefInt(s.NewBytes)) + ")"
 	}
-	return "Diff · " + s.Path + " · +" + strconv.Itoa(derefInt(s.AddedLines)) + " \u2212" + strconv.Itoa(derefInt(s.RemovedLines))
+	return "Diff · " + path + " · +" + strconv.Itoa(derefInt(s.AddedLines)) + " \u2212" + strconv.Itoa(derefInt(s.RemovedLines))
+}
+
+// relative is text (a path, a title holding paths) with the session's directory cwd
+// taken off the paths under it: "Write /home/me/sessions/ID/hello.py" reads "Write hello.py".
+func relative(cwd, text string) string {
+	cwd = strings.TrimRight(cwd, "/")
+	if cwd == "" || !strings.HasPrefix(cwd, "/") {
+		return text
+	}
+	return strings.ReplaceAll(text, cwd+"/", "")
 }
 
 func derefInt(n *int) int {

@@ -20,7 +20,7 @@ func TestContentLabel(t *testing.T) {
 		{shared.ToolContentItemSummary{Type: "diff", Path: "big.bin", OldBytes: n(0), NewBytes: n(5 << 20), Omitted: true}, "Diff · big.bin · too large to keep (5 MB)"},
 		{shared.ToolContentItemSummary{Type: "text", Bytes: n(812)}, "Text · 812 B"},
 	} {
-		if got := contentLabel(tt.s); got != tt.want {
+		if got := contentLabel(tt.s.Path, tt.s); got != tt.want {
 			t.Errorf("label %q, want %q", got, tt.want)
 		}
 	}
@@ -54,6 +54,25 @@ func TestDiffView(t *testing.T) {
 	}
 }
 
+// Paths under the session's directory are shown relative to it, in a tool's title and its
+// diffs' labels; the full path is the title (shown on hover).
+func TestToolCallRowRelativePaths(t *testing.T) {
+	n := func(v int) *int { return &v }
+	cwd := "/home/me/.conch/sessions/0192-abcd"
+	m := shared.Message{ID: "t1", Type: shared.TypeToolCall, Metadata: &shared.Metadata{Title: "Write " + cwd + "/src/hello.py", Status: shared.StatusCompleted,
+		Normalized: &shared.Normalized{Kind: shared.NormalizedToolContent, ToolContent: &shared.ToolContentSummary{Items: []shared.ToolContentItemSummary{
+			{Type: "diff", Path: cwd + "/src/hello.py", OldBytes: n(0), NewBytes: n(2), AddedLines: n(1), RemovedLines: n(0)},
+			{Type: "diff", Path: "/etc/hosts", OldBytes: n(0), NewBytes: n(2), AddedLines: n(1), RemovedLines: n(0)},
+		}}}}}
+	html := app.HTMLString(renderMessage("s1", cwd, m))
+	checkHTML(t, html, []string{
+		`title="Write ` + cwd + `/src/hello.py">Write src/hello.py</span>`,
+		"</span>\n      Diff · src/hello.py · +1 −0\n",
+		`title="Diff · ` + cwd + `/src/hello.py · +1 −0"`, `aria-label="Show tool content: Diff · src/hello.py · +1 −0"`,
+		"Diff · /etc/hosts · +1 −0",
+	}, []string{">Write " + cwd, "      Diff · " + cwd})
+}
+
 // A tool call with content shows one collapsed disclosure per item, labelled from the
 // summary; an omitted diff has no button.
 func TestToolCallRowCollapsed(t *testing.T) {
@@ -63,7 +82,7 @@ func TestToolCallRowCollapsed(t *testing.T) {
 			{Type: "diff", Path: "main.go", OldBytes: n(1), NewBytes: n(2), AddedLines: n(1), RemovedLines: n(0)},
 			{Type: "diff", Path: "huge.go", OldBytes: n(0), NewBytes: n(9 << 20), Omitted: true},
 		}}}}}
-	html := app.HTMLString(renderMessage("s1", m))
+	html := app.HTMLString(renderMessage("s1", "", m))
 	for _, want := range []string{`data-message-id="t1"`, "Edit main.go", `aria-expanded="false"`, `aria-label="Show tool content: Diff · main.go · +1 −0"`,
 		"Diff · main.go · +1 −0", "Diff · huge.go · too large to keep (9 MB)"} {
 		if !strings.Contains(html, want) {

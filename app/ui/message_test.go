@@ -93,7 +93,7 @@ func TestRenderMessage(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			html := app.HTMLString(renderMessage("s1", tt.msg))
+			html := app.HTMLString(renderMessage("s1", "", tt.msg))
 			checkHTML(t, html, tt.want, tt.not)
 		})
 	}

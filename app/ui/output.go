@@ -3,7 +3,6 @@ package ui
 import (
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/maxence-charriere/go-app/v10/pkg/app"
 
@@ -397,20 +396,10 @@ func (c *CommandRow) copy(ctx app.Context, i int) {
 	default:
 		text, what = r.text(i), streams[i].name
 	}
-	clipboard := app.Window().Get("navigator").Get("clipboard")
-	if !clipboard.Truthy() {
-		c.tools.note = "Copying is not available here"
-		return
-	}
-	clipboard.Call("writeText", text)
-	c.tools.note = "Copied " + what
-	note := c.tools.note
-	time.AfterFunc(2*time.Second, func() {
-		ctx.Dispatch(func(app.Context) {
-			if c.tools.note == note {
-				c.tools.note = ""
-			}
-		})
+	c.tools.note = toClipboard(ctx, text, "Copied "+what, func(note string) {
+		if c.tools.note == note {
+			c.tools.note = ""
+		}
 	})
 }
 

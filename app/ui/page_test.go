@@ -370,3 +370,79 @@ func TestPrerenderedPageKeepsThePathOutOfMarkup(t *testing.T) {
 		}
 	}
 }
+
+// hostileMarkdown is markdown an agent may send, with the links it makes: the address
+// (percent-encoded where a browser would) and the title (the address as written).
+var hostileMarkdown = map[string]struct {
+	src   string
+	links [][2]string
+}{
+	"quoted link": {`[x](<https://e.example/a"onmouseover="alert(1)'>) [y](https://e.example/?q="javascript:alert(1)"&amp;b=1&#35;c#d)`, [][2]string{
+		{`https://e.example/a%22onmouseover=%22alert(1)%27`, `https://e.example/a"onmouseover="alert(1)'`},
+		{`https://e.example/?q=%22javascript:alert(1)%22&b=1#c#d`, `https://e.example/?q="javascript:alert(1)"&b=1#c#d`}}},
+	"javascript":    {"[a](javascript:alert(1)) [b](JaVaScRiPt:alert(1)) [c](java&#115;cript:alert(1)) [d](javascript&#58;alert(1)) [e](&#x6A;avascript:alert(1)) <javascript:alert(1)>", nil},
+	"other schemes": {"[a](data:text/html,<script>alert(1)</script>) [b](file:///etc/passwd) [c](//evil.example/) [d](/api/v1/tasks) [e](vbscript:x)", nil},
+	"image": {`![x" onerror="alert(1)](https://tracker.example/p.png"x) ![y](<https://tracker.example/é\x>)`, [][2]string{
+		{`https://tracker.example/p.png%22x`, `https://tracker.example/p.png"x`},
+		{`https://tracker.example/%C3%A9%5Cx`, `https://tracker.example/é\x`}}},
+	"html":             {"<img src=x onerror=alert(1)>\n\n<iframe src=https://e.example></iframe> <a href=javascript:alert(1)>x</a>", nil},
+	"code language":    {"```\"><script>alert(1)</script>\nx\n```", nil},
+	"nested emphasis":  {strings.Repeat("*a ", 10000) + strings.Repeat(" a*", 10000), nil},
+	"nested strong":    {strings.Repeat("**", 10000) + "a" + strings.Repeat("**", 10000), nil},
+	"nested quotes":    {strings.Repeat("> ", 10000) + "x", nil},
+	"nested lists":     {strings.Repeat("- ", 10000) + "x", nil},
+	"nested links":     {strings.Repeat("[a", 10000) + strings.Repeat("](https://e.example/)", 10000), [][2]string{{"https://e.example/", "https://e.example/"}}},
+	"nested emphasis2": {strings.Repeat("_a ~~", 10000) + strings.Repeat("~~ a_", 10000), nil},
+}
+
+// TestPrerenderedMarkdownKeepsAgentTextOutOfMarkup: whatever markdown an agent sends, its
+// message and plan entries hold only the elements markdown maps to, with no attribute but
+// the fixed ones and a link's address and title; links (http, https, mailto only) read
+// back exactly, open in a new tab without opener or referrer; nothing is loaded; and
+// nesting thousands deep makes a page a few dozen elements deep.
+func TestPrerenderedMarkdownKeepsAgentTextOutOfMarkup(t *testing.T) {
+	tags := []string{"div", "p", "span", "strong", "em", "del", "code", "pre", "ul", "ol", "li", "blockquote",
+		"hr", "br", "a", "table", "thead", "tbody", "tr", "th", "td", "button"}
+	fixed := []string{"class", "scope", "type", "aria-hidden", "aria-live", "start", "target", "rel"}
+	for name, tt := range hostileMarkdown {
+		t.Run(name, func(t *testing.T) {
+			doc := prerender(t, bootWith(tt.src))
+			mds := find(doc, "md")
+			if len(mds) != 3 { // the agent's message and the plan's two entries
+				t.Fatalf("%d markdown blocks, want 3", len(mds))
+			}
+			for _, md := range mds {
+				var walk func(n *html.Node, depth int)
+				walk = func(n *html.Node, depth int) {
+					if depth > 2*markdownDepth+8 {
+						t.Fatalf("markdown nests deeper than %d", depth)
+					}
+					for c := range n.ChildNodes() {
+						if c.Type == html.ElementNode {
+							if !slices.Contains(tags, c.Data) {
+								t.Errorf("a <%s> element", c.Data)
+							}
+							for _, a := range c.Attr {
+								if !slices.Contains(fixed, a.Key) && (c.Data != "a" || a.Key != "href" && a.Key != "title") {
+									t.Errorf("<%s> has attribute %s=%.80q", c.Data, a.Key, a.Val)
+								}
+							}
+						}
+						walk(c, depth+1)
+					}
+				}
+				walk(md, 0)
+			}
+			var links [][2]string
+			for _, a := range elements(mds[len(mds)-1], "a") {
+				links = append(links, [2]string{attr(a, "href"), attr(a, "title")})
+				if attr(a, "target") != "_blank" || attr(a, "rel") != "noopener noreferrer" {
+					t.Errorf("link %.80q: target %q, rel %q", attr(a, "href"), attr(a, "target"), attr(a, "rel"))
+				}
+			}
+			if !slices.Equal(links, tt.links) {
+				t.Errorf("links (address, title) %q, want %q", links, tt.links)
+			}
+		})
+	}
+}

@@ -483,9 +483,9 @@ func (p *SessionPage) Render() app.UI {
 			}),
 			app.If(p.bootHTML != "", func() app.UI { return app.Raw(p.bootHTML) }),
 			app.Div().Class("messages").Role("log").Aria("label", "Conversation").Body(
-				&Chunk{SessionID: p.id, Chunks: views(p.tl.older)},
+				&Chunk{SessionID: p.id, Cwd: p.cwd(), Chunks: views(p.tl.older)},
 				app.Range(p.tl.newer).Slice(func(i int) app.UI {
-					return &Chunk{SessionID: p.id, Chunks: views(p.tl.newer[i : i+1])}
+					return &Chunk{SessionID: p.id, Cwd: p.cwd(), Chunks: views(p.tl.newer[i : i+1])}
 				}),
 			),
 		),
@@ -505,12 +505,21 @@ func (p *SessionPage) Render() app.UI {
 	)
 }
 
+// cwd is the session's directory, once the session is known.
+func (p *SessionPage) cwd() string {
+	if p.session == nil {
+		return ""
+	}
+	return p.session.Cwd
+}
+
 // Chunk renders the newest chunk of messages after the older ones, which it nests in
 // its first child: loading older messages fills that slot and moves nothing.
 type Chunk struct {
 	app.Compo
 
 	SessionID string
+	Cwd       string      // the session's directory, which paths are shown relative to
 	Chunks    []ChunkView // this chunk, then the older ones
 }
 
@@ -522,15 +531,15 @@ func (c *Chunk) Render() app.UI {
 	msgs := c.Chunks[0].Msgs
 	var older app.UI = app.Div().Class("chunk")
 	if len(c.Chunks) > 1 {
-		older = &Chunk{SessionID: c.SessionID, Chunks: c.Chunks[1:]}
+		older = &Chunk{SessionID: c.SessionID, Cwd: c.Cwd, Chunks: c.Chunks[1:]}
 	}
 	return app.Div().Class("chunk").Body(
 		older,
-		app.Range(msgs).Slice(func(i int) app.UI { return renderMessage(c.SessionID, msgs[i]) }),
+		app.Range(msgs).Slice(func(i int) app.UI { return renderMessage(c.SessionID, c.Cwd, msgs[i]) }),
 	)
 }
 
-func renderMessage(sessionID string, m shared.Message) app.UI {
+func renderMessage(sessionID, cwd string, m shared.Message) app.UI {
 	switch {
 	case shared.ShellOf(m) != nil:
 		return &CommandRow{SessionID: sessionID, Msg: m}
@@ -540,9 +549,9 @@ func renderMessage(sessionID string, m shared.Message) app.UI {
 			app.Div().Class("text").Text(m.Content),
 		)
 	case shared.ToolContentOf(m) != nil:
-		return &ToolCallRow{SessionID: sessionID, Msg: m}
+		return &ToolCallRow{SessionID: sessionID, Cwd: cwd, Msg: m}
 	case m.Type == shared.TypeToolCall || m.Type == shared.TypeToolExecute:
-		return toolRow(m)
+		return toolRow(m, cwd)
 	case m.Type == shared.TypeError:
 		return app.Div().Class("msg", "error").DataSet("message-id", m.ID).Text(m.Content)
 	case m.Type == shared.TypeStatus:
@@ -554,13 +563,14 @@ func renderMessage(sessionID string, m shared.Message) app.UI {
 	case m.AuthorType == shared.AuthorUser:
 		return app.Div().Class("msg", "user").Body(app.Div().Class("bubble").Text(m.Content))
 	default:
-		return app.Div().Class("msg", "agent").Body(app.Div().Class("text").Text(m.Content))
+		return app.Div().Class("msg", "agent").Body(markdown(m.Content, "text"))
 	}
 }
 
-// toolRow is a tool call that is not a shell command: its title and status, then extra
-// (its content's disclosures).
-func toolRow(m shared.Message, extra ...app.UI) app.UI {
+// toolRow is a tool call that is not a shell command: its title (paths in it relative to
+// cwd, the session's directory; the title as sent on hover) and status, then extra (its
+// content's disclosures).
+func toolRow(m shared.Message, cwd string, extra ...app.UI) app.UI {
 	title, status := m.Content, shared.ToolStatus("")
 	if md := m.Metadata; md != nil {
 		if md.Title != "" {
@@ -578,7 +588,7 @@ func toolRow(m shared.Message, extra ...app.UI) app.UI {
 	return app.Div().Class("msg", "tool").DataSet("message-id", m.ID).Body(
 		append([]app.UI{
 			statusIcon(o, text),
-			app.Span().Class("tool-title").Text(title),
+			app.Span().Class("tool-title").Title(attrText(title)).Text(relative(cwd, title)),
 			app.Span().Class("status-text").Text(text),
 		}, extra...)...,
 	)
@@ -617,7 +627,7 @@ func planRow(m shared.Message) app.UI {
 				return app.Li().Class("plan-entry", state).Body(
 					app.Span().Class("plan-mark").Aria("hidden", "true").Text(mark[0]),
 					app.Span().Class("sr-only").Text(mark[1]+": "),
-					app.Span().Class("plan-text").Text(e.Content),
+					markdown(e.Content, "plan-text"),
 					app.If(e.Priority == "high", func() app.UI { return app.Span().Class("plan-priority").Text("high priority") }),
 				)
 			}),

@@ -84,6 +84,9 @@ func (sameOrigin) Resolve(location string) string {
 	if location == "" {
 		return "/"
 	}
+	if cleanURL(location) && linkable(location) { // an agent's link (markdown.go), written for the attribute
+		return location
+	}
 	if u, err := url.Parse(location); err == nil && cleanURL(u.String()) {
 		return u.String()
 	}

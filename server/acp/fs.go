@@ -64,22 +64,43 @@ func within(dir, path string) (string, bool) {
 	return rel, err == nil && rel != ".." && !strings.HasPrefix(rel, "../")
 }
 
-// fsError is a refusal the agent reads: invalid params with the reason.
-func fsError(format string, args ...any) error {
-	return sdk.NewInvalidParams(map[string]any{"error": fmt.Sprintf(format, args...)})
+// The errors a file request answers, by JSON-RPC code: a missing file is ACP's "Resource
+// not found" (agents then create the file: Gemini CLI gives up on any other error when it
+// checks whether a file exists), a request Conch refuses (outside the directory, not a
+// regular file, too large) is "Invalid params", and what the system refuses (permission
+// denied, the server busy) is "Internal error". The reason is in the message too, after
+// the code's title: agents show the message and some read nothing else.
+const (
+	codeInvalidParams    = -32602
+	codeInternal         = -32603
+	codeResourceNotFound = -32002 // ACP's ErrorCode ResourceNotFound; the SDK has no helper for it
+)
+
+var codeTitles = map[int]string{codeInvalidParams: "Invalid params", codeInternal: "Internal error", codeResourceNotFound: "Resource not found"}
+
+func requestError(code int, format string, args ...any) error {
+	reason := fmt.Sprintf(format, args...)
+	return &sdk.RequestError{Code: code, Message: codeTitles[code] + ": " + reason, Data: map[string]any{"error": reason}}
 }
 
-// rootError turns what the root refused into words: an escape through a symlink, a
-// missing file, or the failure itself.
+// fsError is a request Conch refuses, with the reason.
+func fsError(format string, args ...any) error {
+	return requestError(codeInvalidParams, format, args...)
+}
+
+// rootError turns what the root refused into words: a missing file, an escape through a
+// symlink, a permission the system denies, or the failure itself.
 func rootError(path string, err error) error {
 	var pe *fs.PathError
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		return fsError("%s does not exist", path)
+		return requestError(codeResourceNotFound, "%s does not exist", path)
 	case errors.As(err, &pe) && strings.Contains(pe.Err.Error(), "escapes"):
 		return fsError("%s resolves outside the session's directory", path)
+	case errors.Is(err, fs.ErrPermission):
+		return requestError(codeInternal, "%s: permission denied", path)
 	}
-	return fsError("%s: %v", path, err)
+	return requestError(codeInternal, "%s: %v", path, err)
 }
 
 func (s *session) ReadTextFile(_ context.Context, p sdk.ReadTextFileRequest) (sdk.ReadTextFileResponse, error) {
@@ -139,7 +160,7 @@ func (s *session) load(path string, f *os.File) (data []byte, release func(), er
 	}
 	size := fi.Size()
 	if !s.m.loads.TryAcquire(size) {
-		return nil, nil, fsError("the server is loading %d MiB of files for agents, its most at once: ask for %s again when your other requests are answered", loadBudget>>20, path)
+		return nil, nil, requestError(codeInternal, "the server is loading %d MiB of files for agents, its most at once: ask for %s again when your other requests are answered", loadBudget>>20, path)
 	}
 	release = func() { s.m.loads.Release(size) }
 	data = make([]byte, size)

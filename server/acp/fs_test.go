@@ -2,6 +2,8 @@ package acp
 
 import (
 	"context"
+	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -32,7 +34,12 @@ func TestFilesInsideTheSessionOnly(t *testing.T) {
 			results = append(results, what+": ok")
 			return
 		}
-		results = append(results, what+": "+err.Error())
+		var re *sdk.RequestError
+		if !errors.As(err, &re) {
+			results = append(results, what+": "+err.Error())
+			return
+		}
+		results = append(results, what+": "+strconv.Itoa(re.Code)+" "+re.Message)
 	}
 	var cwd string
 	env := newEnv(t, scripted(map[string]script{
@@ -75,13 +82,14 @@ func TestFilesInsideTheSessionOnly(t *testing.T) {
 		"write /src/main.go: ok",
 		"write /src/main.go: ok",
 		"read /src/main.go: ok",
-		"read " + secret + ": is outside the session's directory",
-		"read " + filepath.Join(cwd, "../"+filepath.Base(outside)+"/secret.txt") + ": is outside the session's directory",
-		"read src/main.go: is not absolute",
-		"read /escape/secret.txt: resolves outside the session's directory",
-		"write /escape/secret.txt: resolves outside the session's directory",
-		"write /link.txt: resolves outside the session's directory",
-		"read /missing.txt: does not exist",
+		"read " + secret + ": -32602 Invalid params: " + secret + " is outside the session's directory",
+		"read " + filepath.Join(cwd, "../"+filepath.Base(outside)+"/secret.txt") + ": -32602 Invalid params: ",
+		"read src/main.go: -32602 Invalid params: path \"src/main.go\" is not absolute",
+		"read /escape/secret.txt: -32602 Invalid params: " + filepath.Join(cwd, "escape/secret.txt") + " resolves outside the session's directory",
+		"write /escape/secret.txt: -32602 Invalid params: " + filepath.Join(cwd, "escape/secret.txt") + " resolves outside the session's directory",
+		"write /link.txt: -32602 Invalid params: " + filepath.Join(cwd, "link.txt") + " resolves outside the session's directory",
+		// ACP's resource-not-found, its title in the message: what agents (Gemini CLI) read as "create it"
+		"read /missing.txt: -32002 Resource not found: " + filepath.Join(cwd, "missing.txt") + " does not exist",
 	}
 	if len(results) != len(want) {
 		t.Fatalf("results:\n%s", strings.Join(results, "\n"))
@@ -115,6 +123,17 @@ func TestFilesInsideTheSessionOnly(t *testing.T) {
 	}
 	if first := shared.ToolContentOf(writes[0]); *first.Items[0].OldBytes != 0 || *first.Items[0].AddedLines != 3 {
 		t.Errorf("first write (a new file) recorded as %+v", first.Items[0])
+	}
+}
+
+// A permission the system denies is no fault of the agent's request: an internal error
+// that says so (this runs as root in CI, where no file can deny a read, so the root's
+// error is given directly).
+func TestFilePermissionDenied(t *testing.T) {
+	err := rootError("/w/a.txt", &fs.PathError{Op: "openat", Path: "a.txt", Err: syscall.EACCES})
+	var re *sdk.RequestError
+	if !errors.As(err, &re) || re.Code != -32603 || re.Message != "Internal error: /w/a.txt: permission denied" {
+		t.Errorf("permission denied answers %v", err)
 	}
 }
 

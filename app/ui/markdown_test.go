@@ -1,0 +1,50 @@
+//go:build !js
+
+package ui
+
+import (
+	"testing"
+
+	"github.com/maxence-charriere/go-app/v10/pkg/app"
+)
+
+// TestMarkdown: an agent's markdown becomes elements (CommonMark and GitHub's tables,
+// strikethrough and task lists); HTML stays text, links are safe, images are not loaded.
+func TestMarkdown(t *testing.T) {
+	tests := []struct {
+		name, src string
+		want, not []string
+	}{
+		{"emphasis and code", "I created **hello.py** with a `greet` function.",
+			[]string{"<strong>hello.py</strong>", "<code>greet</code>"}, []string{"**", "`"}},
+		{"list", "Steps:\n\n- one\n- *two*\n\n1. a\n2. b",
+			[]string{"<ul>", "<li>", "<em>two</em>", "<ol>"}, []string{"- one"}},
+		{"ordered from 3", "3. c\n4. d", []string{`<ol start="3">`}, nil},
+		{"fenced code", "```go\nfunc main() {}\n```",
+			[]string{`class="md-code"`, `class="md-lang">go<`, "func main() {}", "Copy code"}, []string{"```"}},
+		{"code keeps escapes", "```\na \\* &amp; b\n```", []string{`a \* &amp;amp; b`}, nil},
+		{"table", "| a | b |\n|:-|-:|\n| 1 | **2** |",
+			[]string{"<table>", `<th`, `scope="col"`, `class="md-left"`, `>a</th>`, `class="md-right"`, "<strong>2</strong>"}, []string{"|"}},
+		{"strikethrough and tasks", "- [x] ~~old~~\n- [ ] new",
+			[]string{"<del>old</del>", "☑", "done: ", "☐", "to do: "}, []string{"[x]", "<input"}},
+		{"escapes and references", `\*not em\* &amp; &lt;b&gt; &#34;`, []string{`*not em* &amp; &lt;b&gt; &#34;`}, []string{"<em>", "<b>"}},
+		{"inline HTML is text", `a <b onclick="x()">b</b> <script>alert(1)</script>`,
+			[]string{"&lt;b onclick=&#34;x()&#34;&gt;b&lt;/b&gt;", "&lt;script&gt;"}, []string{"<b", "<script"}},
+		{"HTML block is text", "<div>\n<img src=x onerror=alert(1)>\n</div>",
+			[]string{`class="md-html"`, "&lt;img src=x"}, []string{"<img"}},
+		{"link", "[docs](https://example.com/a?b=1&c=2)",
+			[]string{`href="https://example.com/a?b=1&#38;c=2"`, `title="https://example.com/a?b=1&#38;c=2"`, `target="_blank"`, `rel="noopener noreferrer"`, `>docs</a>`}, nil},
+		{"autolinks", "<https://example.com> and <me@example.com>",
+			[]string{`href="https://example.com"`, `href="mailto:me@example.com"`}, nil},
+		{"other schemes are not links", "[a](javascript:alert(1)) [b](data:text/html,x) [c](hello.py) [d](//evil.example) [e](java&#115;cript:alert(1))",
+			[]string{"<span>a</span>", "<span>c</span>", "<span>e</span>"}, []string{"<a ", "href"}},
+		{"images are not loaded", "![a chart](https://tracker.example/p.png)",
+			[]string{"Image: a chart", `href="https://tracker.example/p.png"`}, []string{"<img", "src="}},
+		{"hard break", "a  \nb\nc", []string{"a\n    <br>\n    b c"}, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			checkHTML(t, app.HTMLString(markdown(tt.src, "text")), tt.want, tt.not)
+		})
+	}
+}
