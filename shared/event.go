@@ -42,7 +42,10 @@ const (
 	ActionPermissionAnswer = "permission.answer"
 	// ActionSetMode switches the agent's session mode (payload: ModeRequest); the
 	// response is the session.
-	ActionSetMode        = "session.set_mode"
+	ActionSetMode = "session.set_mode"
+	// ActionStop stops the session's agent while the session stays (payload: SessionRef);
+	// the response is the session, once the agent is gone.
+	ActionStop           = "session.stop"
 	ActionMessageAdded   = "session.message.added"
 	ActionMessageUpdated = "session.message.updated"
 	// ActionSessionUpdated is an extension: the session's state changed (payload: Session).

@@ -50,6 +50,9 @@ type Runtime interface {
 	Cancel(sessionID string) error
 	// Stop ends the session's agent and its commands, and returns once they are gone.
 	Stop(sessionID, reason string)
+	// StopAgent stops the session's agent and its commands while the session stays (its
+	// next prompt starts a new agent), and returns the session once they are gone.
+	StopAgent(ctx context.Context, sessionID string) (shared.Session, error)
 	// AnswerPermission answers a pending permission request with one of its options and
 	// returns the updated message (published to the hub by the runtime).
 	AnswerPermission(ctx context.Context, sessionID, messageID, optionID string) (shared.Message, error)
@@ -155,6 +158,7 @@ func New(cfg Config) *fiber.App {
 	v1.Get("/task-sessions/:session_id/messages", s.handleListMessages)
 	v1.Post("/task-sessions/:session_id/messages", s.handleAddMessage)
 	v1.Post("/task-sessions/:session_id/cancel", s.handleCancel)
+	v1.Post("/task-sessions/:session_id/stop", s.handleStop)
 	v1.Post("/task-sessions/:session_id/mode", s.handleSetMode)
 	v1.Get("/task-sessions/:session_id/messages/:message_id/shell-output", s.handleShellOutput)
 	v1.Get("/messages/:message_id", s.handleGetMessage)

@@ -205,6 +205,15 @@ func (s *server) handleCancel(c *fiber.Ctx) error {
 	return sendJSON(c.Status(http.StatusAccepted), sess)
 }
 
+// handleStop stops the session's agent; the session stays for the next prompt.
+func (s *server) handleStop(c *fiber.Ctx) error {
+	sess, err := s.rt.StopAgent(c.UserContext(), c.Params("session_id"))
+	if err != nil {
+		return s.fail(c, err)
+	}
+	return sendJSON(c, sess)
+}
+
 func (s *server) handleAnswerPermission(c *fiber.Ctx) error {
 	var req shared.PermissionAnswer
 	if err := decodeBody(c.Body(), &req); err != nil {

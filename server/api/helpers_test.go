@@ -106,6 +106,21 @@ func (f *fakeRuntime) Stop(sessionID, reason string) {
 	f.stops = append(f.stops, sessionID)
 }
 
+// StopAgent records the stop in the store and publishes it, as the runtime does once
+// the agent is gone.
+func (f *fakeRuntime) StopAgent(ctx context.Context, sessionID string) (shared.Session, error) {
+	sess, status, err := f.store.StopSession(ctx, sessionID, "The agent was stopped.")
+	if err != nil {
+		return sess, err
+	}
+	if status == nil {
+		return shared.Session{}, shared.Errorf(shared.CodeConflict, "session is %s", sess.State)
+	}
+	f.hub.MessageAdded(*status)
+	f.hub.SessionUpdated(sess)
+	return sess, nil
+}
+
 // AnswerPermission settles the request in the store and publishes it, as the runtime
 // does for a live agent, and records the answer the agent would get.
 func (f *fakeRuntime) AnswerPermission(ctx context.Context, sessionID, messageID, optionID string) (shared.Message, error) {

@@ -78,7 +78,7 @@ func (s *server) readLoop(ctx context.Context, conn *websocket.Conn, client *hub
 		switch {
 		case err != nil:
 			reply = s.wsError(req, err)
-		case req.Action != shared.ActionSetMode:
+		case req.Action != shared.ActionSetMode && req.Action != shared.ActionStop:
 			reply = s.dispatch(ctx, client, req)
 		default:
 			select {
@@ -214,6 +214,11 @@ func (s *server) dispatch(ctx context.Context, client *hub.Client, req shared.En
 		var p shared.ModeRequest
 		if err = decodePayload(req.Payload, &p, &p.SessionID); err == nil {
 			result, err = s.setMode(ctx, p)
+		}
+	case shared.ActionStop:
+		var ref shared.SessionRef
+		if err = decodePayload(req.Payload, &ref, &ref.SessionID); err == nil {
+			result, err = s.rt.StopAgent(ctx, ref.SessionID)
 		}
 	default:
 		err = shared.Errorf(shared.CodeUnknownAction, "unknown action %q", req.Action)
