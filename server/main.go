@@ -247,7 +247,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer st.Close()
-	events := hub.New(hub.Config{Logger: log})
+	events := hub.New(hub.Config{Logger: log, Task: st.TaskSummary})
 	// This process among the servers of the database: it ends what no live server runs
 	// (on SQLite, everything a previous process left live) before serving.
 	self, err := replica.New(replica.Config{Store: st, Hub: events, Lease: lease, Logger: log})

@@ -53,7 +53,18 @@ const (
 	// ActionSessionDeleted is an extension: the session was deleted with its task (payload:
 	// SessionRef); its subscriptions end.
 	ActionSessionDeleted = "session.deleted"
+	// ActionTasksSubscribe asks for the task list's changes (no payload; the response
+	// payload is {}): task.updated with one task as GET /api/v1/tasks lists it (a task
+	// created, a session's state, needs_attention), task.deleted with a TaskRef.
+	ActionTasksSubscribe = "tasks.subscribe"
+	ActionTaskUpdated    = "task.updated"
+	ActionTaskDeleted    = "task.deleted"
 )
+
+// TaskRef is the payload of task.deleted.
+type TaskRef struct {
+	TaskID string `json:"task_id"`
+}
 
 // SessionRef is the payload of subscribe and unsubscribe, both ways.
 type SessionRef struct {

@@ -65,6 +65,8 @@ type Runtime interface {
 type Events interface {
 	MessageAdded(shared.Message)
 	SessionDeleted(sessionID string)
+	TaskChanged(taskID string)
+	TaskDeleted(taskID string)
 }
 
 // Config wires the API to the rest of the server.

@@ -66,6 +66,7 @@ func (s *server) handleCreateTask(c *fiber.Ctx) error {
 	if err != nil {
 		return s.fail(c, err)
 	}
+	s.events.TaskChanged(task.ID)
 	return sendJSON(c.Status(http.StatusCreated), task)
 }
 
@@ -99,6 +100,7 @@ func (s *server) handleDeleteTask(c *fiber.Ctx) error {
 		}
 		s.events.SessionDeleted(sid)
 	}
+	s.events.TaskDeleted(id)
 	return c.SendStatus(http.StatusNoContent)
 }
 

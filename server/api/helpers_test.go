@@ -190,7 +190,7 @@ func newEnv(t testing.TB, opts ...option) *env {
 	t.Cleanup(func() { st.Close() })
 	logs := &lockedWriter{}
 	logger := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	h := hub.New(hub.Config{Now: clk.Now, Logger: logger})
+	h := hub.New(hub.Config{Now: clk.Now, Logger: logger, Task: st.TaskSummary})
 	rt := &fakeRuntime{store: st}
 	wall := &clock{t: time.Date(2026, 12, 2, 15, 0, 0, 0, time.UTC)}
 	cfg := Config{Store: st, Hub: h, Runtime: rt, UI: placeholderUI, Web: testWeb, Logger: logger, Now: wall.Now}

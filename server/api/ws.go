@@ -178,6 +178,9 @@ func (s *server) dispatch(ctx context.Context, client *hub.Client, req shared.En
 		err    error
 	)
 	switch req.Action {
+	case shared.ActionTasksSubscribe:
+		client.SubscribeTasks()
+		result = struct{}{}
 	case shared.ActionSubscribe:
 		result, err = s.wsSubscribe(ctx, client, req.Payload)
 	case shared.ActionUnsubscribe:

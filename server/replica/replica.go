@@ -311,7 +311,15 @@ func (r *Replica) handle(ctx context.Context, payload string) error {
 	if n.Replica == r.id {
 		return nil
 	}
+	if n.Task != "" && n.Kind != kindGone {
+		r.hub.TaskChanged(n.Task)
+	}
 	switch n.Kind {
+	case kindTask:
+		return nil
+	case kindGone:
+		r.hub.TaskDeleted(n.Task)
+		return nil
 	case kindCommand:
 		if n.To == r.id {
 			r.signal()

@@ -93,19 +93,44 @@ func (s *Store) GetTask(ctx context.Context, id string) (shared.Task, error) {
 // ListTasks returns every task, newest first, each with its sessions, newest first
 // (without their modes and commands).
 func (s *Store) ListTasks(ctx context.Context) ([]shared.Task, error) {
+	return s.listTasks(ctx, "")
+}
+
+// TaskSummary returns one task as the task list shows it: with its sessions and whether
+// it needs attention (the live task list's update, hub.TaskChanged).
+func (s *Store) TaskSummary(ctx context.Context, id string) (shared.Task, error) {
+	tasks, err := s.listTasks(ctx, id)
+	if err != nil {
+		return shared.Task{}, err
+	}
+	if len(tasks) == 0 {
+		return shared.Task{}, missing("task")
+	}
+	return tasks[0], nil
+}
+
+// listTasks is ListTasks of every task (id "") or of one.
+func (s *Store) listTasks(ctx context.Context, id string) ([]shared.Task, error) {
+	db := s.db.WithContext(ctx)
+	of := func(column string) *gorm.DB {
+		if id == "" {
+			return db
+		}
+		return db.Where(column+" = ?", id)
+	}
 	var rows []taskRow
-	if err := s.db.WithContext(ctx).Order("created_at DESC, id DESC").Find(&rows).Error; err != nil {
+	if err := of("id").Order("created_at DESC, id DESC").Find(&rows).Error; err != nil {
 		return nil, fmt.Errorf("list tasks: %w", err)
 	}
 	var sessions []sessionRow
 	// Without modes and commands: an agent's command list alone can be kilobytes, and the
 	// task list shows none of it (GET .../task-sessions/{id} has them).
-	if err := s.db.WithContext(ctx).Omit("modes", "commands").Order("created_at DESC, id DESC").Find(&sessions).Error; err != nil {
+	if err := of("task_id").Omit("modes", "commands").Order("created_at DESC, id DESC").Find(&sessions).Error; err != nil {
 		return nil, fmt.Errorf("list sessions: %w", err)
 	}
 	// Pending permission requests are unfinished rows: the partial index finds them.
 	var waiting []string
-	if err := s.db.WithContext(ctx).Model(&messageRow{}).Distinct("task_id").
+	if err := of("task_id").Model(&messageRow{}).Distinct("task_id").
 		Where(unfinished+" AND type = ?", string(shared.TypePermissionRequest)).Pluck("task_id", &waiting).Error; err != nil {
 		return nil, fmt.Errorf("list tasks needing attention: %w", err)
 	}
