@@ -390,7 +390,6 @@ func (s *session) work() {
 		s.mu.Lock()
 		if len(s.queue) == 0 || s.ended {
 			s.working = false
-			s.quiet = s.m.clock.Now()
 			s.mu.Unlock()
 			return
 		}
@@ -427,6 +426,7 @@ func (s *session) turn(content string) {
 	}
 	s.mu.Lock()
 	more := len(s.queue) > 0
+	s.quiet = s.m.clock.Now() // before the session says ready: the idle rule counts from here
 	s.mu.Unlock()
 	switch {
 	case !more: // the session as published with its new state carries the stop reason
