@@ -138,6 +138,24 @@ func env(name, fallback string) string {
 	return fallback
 }
 
+// defaultAgentIdle is how long an agent with nothing to do keeps running: each one holds
+// tens of MiB (docs/BENCHMARKS.md, idle agents), and a person who comes back after that
+// waits only for a new agent's start.
+const defaultAgentIdle = 15 * time.Minute
+
+// envDuration reads a duration from the environment variable name, def when unset.
+func envDuration(name string, def time.Duration) (time.Duration, error) {
+	v := os.Getenv(name)
+	if v == "" {
+		return def, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		return 0, fmt.Errorf("%s=%q is not a duration such as 15s", name, v)
+	}
+	return d, nil
+}
+
 func defaultDB() string {
 	if dir, err := os.UserHomeDir(); err == nil {
 		return filepath.Join(dir, ".local", "share", "conch", "conch.db")
@@ -156,16 +174,18 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	dbPath := flags.String("db", env("CONCH_DB", defaultDB()), "SQLite database file, or postgres:// URL (env CONCH_DB)")
 	agents := flags.String("agents", env("CONCH_AGENTS", ""), "JSON file of extra agent profiles (env CONCH_AGENTS)")
 	token := flags.String("token", env("CONCH_TOKEN", ""), "bearer token required by every API and WebSocket request (env CONCH_TOKEN; prefer it: a command line is readable by every process of the host)")
-	lease := replica.DefaultLease
-	if v := os.Getenv("CONCH_LEASE"); v != "" {
-		d, err := time.ParseDuration(v)
-		if err != nil {
-			return fmt.Errorf("CONCH_LEASE=%q is not a duration such as 15s", v)
-		}
-		lease = d
+	lease, err := envDuration("CONCH_LEASE", replica.DefaultLease)
+	if err != nil {
+		return err
 	}
 	flags.DurationVar(&lease, "lease", lease,
 		"with several servers on one PostgreSQL database, how long the sessions of a server that stopped answering stay live before another server closes them (env CONCH_LEASE)")
+	idle, err := envDuration("CONCH_AGENT_IDLE", defaultAgentIdle)
+	if err != nil {
+		return err
+	}
+	flags.DurationVar(&idle, "agent-idle", idle,
+		"stop an agent that has had nothing to do for this long; its session stays and the next prompt starts a new agent; 0 never stops one (env CONCH_AGENT_IDLE)")
 	var proxies []string
 	flags.Func("trusted-proxy", "address or CIDR of a reverse proxy whose X-Forwarded-* headers count; repeatable (env CONCH_TRUSTED_PROXIES, comma-separated)",
 		func(p string) error { proxies = append(proxies, p); return nil })
@@ -181,6 +201,9 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	if err := replica.CheckLease(lease); err != nil {
 		return err
+	}
+	if idle < 0 {
+		return fmt.Errorf("--agent-idle %s is negative: give 0 to keep agents running", idle)
 	}
 	log := slog.New(slog.NewTextHandler(stderr, nil))
 	// Agents and their commands run as this user: they must not read this process's
@@ -224,7 +247,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer st.Close()
-	events := hub.New(hub.Config{Logger: log})
+	events := hub.New(hub.Config{Logger: log, Task: st.TaskSummary})
 	// This process among the servers of the database: it ends what no live server runs
 	// (on SQLite, everything a previous process left live) before serving.
 	self, err := replica.New(replica.Config{Store: st, Hub: events, Lease: lease, Logger: log})
@@ -236,7 +259,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	defer self.Close()
 	runtime, err := acp.NewManager(acp.Config{Store: st, Events: self.Events(), Profiles: profiles,
-		DataDir: dataDir, Logger: log})
+		DataDir: dataDir, Logger: log, AgentIdle: idle})
 	if err != nil {
 		return err
 	}

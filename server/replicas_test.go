@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -225,12 +226,23 @@ func TestReplicasShareOneDatabase(t *testing.T) {
 		stop  func() error
 	}{
 		{"301.77", func() error { return onB.Cancel(ctx, other.ID) }},
+		// Stopped on B, the agent on A is gone; the next prompt, on B, starts a new one on A.
+		{"301.66", func() error {
+			s, err := onB.StopAgent(ctx, other.ID)
+			if err == nil && (!s.Stopped || s.State != shared.SessionReady) {
+				err = fmt.Errorf("stop on B answered %s, stopped %v", s.State, s.Stopped)
+			}
+			return err
+		}},
 		{"301.88", func() error { return onB.DeleteTask(ctx, other.TaskID) }},
 	} {
 		if _, err := onB.SendMessage(ctx, other.ID, "exec sleep "+step.sleep, ""); err != nil {
 			t.Fatal(err)
 		}
 		waitFor(t, func() bool { return running("sleep\x00" + step.sleep) })
+		if owner := ancestorOf(t, "sleep\x00"+step.sleep); owner != a.cmd.Process.Pid {
+			t.Fatalf("sleep %s runs under process %d, not A (%d)", step.sleep, owner, a.cmd.Process.Pid)
+		}
 		if err := step.stop(); err != nil {
 			t.Fatal(err)
 		}

@@ -42,7 +42,10 @@ const (
 	ActionPermissionAnswer = "permission.answer"
 	// ActionSetMode switches the agent's session mode (payload: ModeRequest); the
 	// response is the session.
-	ActionSetMode        = "session.set_mode"
+	ActionSetMode = "session.set_mode"
+	// ActionStop stops the session's agent while the session stays (payload: SessionRef);
+	// the response is the session, once the agent is gone.
+	ActionStop           = "session.stop"
 	ActionMessageAdded   = "session.message.added"
 	ActionMessageUpdated = "session.message.updated"
 	// ActionSessionUpdated is an extension: the session's state changed (payload: Session).
@@ -50,7 +53,18 @@ const (
 	// ActionSessionDeleted is an extension: the session was deleted with its task (payload:
 	// SessionRef); its subscriptions end.
 	ActionSessionDeleted = "session.deleted"
+	// ActionTasksSubscribe asks for the task list's changes (no payload; the response
+	// payload is {}): task.updated with one task as GET /api/v1/tasks lists it (a task
+	// created, a session's state, needs_attention), task.deleted with a TaskRef.
+	ActionTasksSubscribe = "tasks.subscribe"
+	ActionTaskUpdated    = "task.updated"
+	ActionTaskDeleted    = "task.deleted"
 )
+
+// TaskRef is the payload of task.deleted.
+type TaskRef struct {
+	TaskID string `json:"task_id"`
+}
 
 // SessionRef is the payload of subscribe and unsubscribe, both ways.
 type SessionRef struct {

@@ -189,6 +189,9 @@ type Session struct {
 	Error  string       `json:"error,omitempty"`
 	// LastStopReason is how the last turn ended; absent until a turn has ended.
 	LastStopReason StopReason `json:"last_stop_reason,omitempty"`
+	// Stopped is set while the session's agent process is stopped (by Stop, or idle for
+	// --agent-idle): the session stays ready, and its next prompt starts a new agent.
+	Stopped bool `json:"stopped,omitempty"`
 	// Modes are the agent's session modes (ACP session modes), when it offers any;
 	// Commands its slash commands (ACP available_commands_update), when it offers any.
 	Modes     *Modes    `json:"modes,omitempty"`

@@ -39,6 +39,7 @@ var Commands = []Command{
 		"the current directory, and print it live; exits with the command's status"},
 	{"output", "[flags] MESSAGE_ID", "a command's stored output, exact bytes: its stdout to stdout, its stderr to stderr"},
 	{"tail", "[flags] SESSION_ID", "follow a session live until interrupted"},
+	{"stop", "[flags] SESSION_ID", "stop the session's agent; the session stays, and its next prompt starts a new agent"},
 }
 
 // Usage writes the synopsis and summary of each command.
@@ -153,12 +154,15 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			return flags.Fail("give one MESSAGE_ID, and --stream stdout or stderr if any (not with --json)")
 		}
 		return output(ctx, api, rest[0], *stream, stdout, stderr, p.json)
-	default: // tail
-		if len(rest) != 1 {
-			return flags.Fail("give one SESSION_ID")
-		}
-		return p.tail(ctx, rest[0])
 	}
+	if len(rest) != 1 {
+		return flags.Fail("give one SESSION_ID")
+	}
+	if args[0] == "stop" {
+		_, err := api.StopAgent(ctx, rest[0])
+		return err
+	}
+	return p.tail(ctx, rest[0])
 }
 
 // prompt joins a command's words: one word is taken as written (a whole shell line such

@@ -128,6 +128,13 @@ func (c *Client) Cancel(ctx context.Context, sessionID string) error {
 	return c.call(ctx, "POST", "/api/v1/task-sessions/"+url.PathEscape(sessionID)+"/cancel", struct{}{}, nil)
 }
 
+// StopAgent stops the session's agent while the session stays; its next prompt starts a
+// new agent. It returns the session once the agent is gone.
+func (c *Client) StopAgent(ctx context.Context, sessionID string) (shared.Session, error) {
+	var s shared.Session
+	return s, c.call(ctx, "POST", "/api/v1/task-sessions/"+url.PathEscape(sessionID)+"/stop", struct{}{}, &s)
+}
+
 // SetMode switches the session's agent to one of the modes it offers.
 func (c *Client) SetMode(ctx context.Context, sessionID, modeID string) (shared.Session, error) {
 	var s shared.Session

@@ -75,6 +75,11 @@ func (c *Conn) Subscribe(ctx context.Context, sessionID string) error {
 	return c.request(ctx, shared.ActionSubscribe, shared.SessionRef{SessionID: sessionID}, nil)
 }
 
+// SubscribeTasks asks for the task list's changes: task.updated and task.deleted.
+func (c *Conn) SubscribeTasks(ctx context.Context) error {
+	return c.request(ctx, shared.ActionTasksSubscribe, struct{}{}, nil)
+}
+
 // Unsubscribe stops the session's notifications.
 func (c *Conn) Unsubscribe(ctx context.Context, sessionID string) error {
 	return c.request(ctx, shared.ActionUnsubscribe, shared.SessionRef{SessionID: sessionID}, nil)

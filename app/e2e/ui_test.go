@@ -418,7 +418,7 @@ func TestUnknownSession(t *testing.T) {
 		t.Fatal(err)
 	}
 	b.do(t, chromedp.Navigate(s.URL+"/sessions/no-such-session"))
-	b.waitFor(t, "the not-found message", `[...document.querySelectorAll(".alert")].some(e => e.textContent === "This session does not exist.")`)
+	b.waitFor(t, "the not-found page", `(document.querySelector("h1") || {}).textContent === "Session not found" && !document.body.innerText.includes("Loading messages")`)
 	select {
 	case <-dials:
 	case <-time.After(deadline):

@@ -43,6 +43,8 @@ type SessionPage struct {
 	err       string
 	draft     string
 	sending   bool
+	stopping  bool             // a stop of the agent is on its way
+	missing   bool             // the session does not exist
 	switching bool             // a mode switch is on its way
 	kept      time.Time        // when the server read the messages shown, until the app has listed them itself
 	bootHTML  string           // prerender only: the boot payload the page carries (bootScript)
@@ -100,7 +102,7 @@ func (p *SessionPage) OnNav(ctx app.Context) {
 		p.session, p.tl, p.loaded, p.hasOlder, p.kept = nil, timeline{}, false, false, time.Time{}
 	}
 	p.id, p.older = id, false
-	p.live, p.offline, p.err, p.draft, p.sending, p.switching = liveConnecting, false, "", "", false, false
+	p.live, p.offline, p.err, p.draft, p.sending, p.switching, p.stopping, p.missing = liveConnecting, false, "", "", false, false, false, false
 	p.ctx, p.cancel = context.WithCancel(context.Background())
 	if booted {
 		ctx.Defer(scrollToEnd)
@@ -192,7 +194,7 @@ func (p *SessionPage) follow(ctx app.Context, c context.Context, id string, load
 			return
 		}
 		if shared.ErrorCode(err) == shared.CodeNotFound {
-			p.apply(ctx, c, func(app.Context) { p.live, p.err = "", "This session does not exist." })
+			p.apply(ctx, c, p.notFound)
 			return // retrying cannot help
 		}
 		if synced {
@@ -224,7 +226,7 @@ func (p *SessionPage) refreshSession(ctx app.Context, c context.Context, id stri
 		case err == nil:
 			p.setSession(s)
 		case shared.ErrorCode(err) == shared.CodeNotFound:
-			p.err = "This session does not exist."
+			p.notFound(ctx)
 		case errors.Is(err, client.ErrUnreachable):
 			p.offline = true
 		default:
@@ -429,6 +431,37 @@ func (p *SessionPage) send(ctx app.Context, _ app.Event) {
 	})
 }
 
+// notFound shows that the session does not exist (never was, or was deleted before the
+// page opened): there is nothing to load or follow.
+func (p *SessionPage) notFound(ctx app.Context) {
+	p.live, p.missing, p.err = "", true, ""
+	ctx.Page().SetTitle("Session not found · Conch")
+}
+
+// stopAgent stops the session's agent; the session stays, and the chat says what the next
+// prompt does (the server's status message).
+func (p *SessionPage) stopAgent(ctx app.Context, _ app.Event) {
+	if p.stopping || p.ctx == nil {
+		return
+	}
+	p.stopping, p.err = true, ""
+	c, id := p.ctx, p.id
+	ctx.Async(func() {
+		s, err := api.StopAgent(c, id)
+		p.apply(ctx, c, func(app.Context) {
+			p.stopping = false
+			if err != nil {
+				p.offline = errors.Is(err, client.ErrUnreachable)
+				if !p.offline {
+					p.err = "Stop failed: " + err.Error()
+				}
+				return
+			}
+			p.setSession(s)
+		})
+	})
+}
+
 func (p *SessionPage) cancelTurn(ctx app.Context, _ app.Event) {
 	c, id := p.ctx, p.id
 	ctx.Async(func() {
@@ -449,9 +482,17 @@ func newClientMessageID() string {
 func (p *SessionPage) Render() app.UI {
 	state := shared.SessionState("")
 	title := "Session"
+	stopped := false
 	if s := p.session; s != nil {
-		state = s.State
+		state, stopped = s.State, s.Stopped
 		title = s.Agent + " session"
+	}
+	if p.missing {
+		return app.Div().Class("page", "session-page").Body(
+			app.Header().Class("bar").Body(app.A().Class("back").Href("/").Text("← Tasks"), app.H1().Text("Session not found")),
+			app.Main().Class("chat").Body(app.P().Class("empty").Text("There is no session "+p.id+
+				": it never existed, or it was deleted with its task. The task list has the sessions there are.")),
+		)
 	}
 	return app.Div().Class("page", "session-page").Body(
 		app.Header().Class("bar").Body(
@@ -459,6 +500,9 @@ func (p *SessionPage) Render() app.UI {
 			app.H1().Text(title),
 			app.If(state != "", func() app.UI {
 				return app.Span().Class("badge", "state-"+string(state)).Text(string(state))
+			}),
+			app.If(stopped, func() app.UI {
+				return app.Span().Class("badge", "agent-stopped").Title("The next prompt starts the agent again").Text("agent stopped")
 			}),
 			p.modeSelect(),
 			app.If(p.live != "", func() app.UI {
@@ -497,6 +541,11 @@ func (p *SessionPage) Render() app.UI {
 			app.Div().Class("prompt-actions").Body(
 				app.If(state == shared.SessionRunning, func() app.UI {
 					return app.Button().Type("button").Class("secondary").OnClick(p.cancelTurn).Text("Cancel turn")
+				}),
+				app.If((state == shared.SessionReady || state == shared.SessionRunning) && !stopped, func() app.UI {
+					return disabled(app.Button().Type("button").Class("secondary"), p.stopping).OnClick(p.stopAgent).
+						Title("End the agent's process; the next prompt starts it again, without the earlier turns").
+						Text(map[bool]string{true: "Stopping…", false: "Stop agent"}[p.stopping])
 				}),
 				disabled(app.Button().Type("submit"), p.sending || state.Ended()).
 					Text(map[bool]string{true: "Sending…", false: "Send"}[p.sending]),

@@ -5,11 +5,13 @@ import (
 	"errors"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/maxence-charriere/go-app/v10/pkg/app"
 
 	"conch/app/client"
 	"conch/shared"
+	"conch/shared/poll"
 )
 
 // TasksPage is /: the tasks with their sessions, and a form to start new work.
@@ -22,14 +24,22 @@ type TasksPage struct {
 	offline bool
 	err     string
 	busy    bool
-	confirm string // the task whose deletion awaits a second click
+	confirm string            // the task whose deletion awaits a second click
+	picked  map[string]string // the agent picked for a task's next session, by task id
+
+	live   bool            // the page follows the list's changes (data-live, for tests and people alike)
+	ctx    context.Context // the page's WebSocket; cancelled on dismount
+	cancel context.CancelFunc
 
 	title, description, agent, cwd string
 }
 
-// OnMount loads the tasks and agents, in the browser only.
+// OnMount loads the tasks and agents, in the browser only, and follows the task list's
+// changes.
 func (p *TasksPage) OnMount(ctx app.Context) {
 	ctx.Page().SetTitle("Conch")
+	p.ctx, p.cancel = context.WithCancel(context.Background())
+	go p.follow(ctx, p.ctx)
 	ctx.Async(func() {
 		c := context.Background()
 		tasks, err := api.ListTasks(c)
@@ -50,6 +60,80 @@ func (p *TasksPage) OnMount(ctx app.Context) {
 				p.agent = agents[0].Name
 			}
 		})
+	})
+}
+
+// OnDismount closes the page's WebSocket.
+func (p *TasksPage) OnDismount() {
+	if p.cancel != nil {
+		p.cancel()
+	}
+}
+
+// follow applies the task list's changes as they come; after a lost connection it
+// reconnects and lists again, so nothing missed meanwhile is lost.
+func (p *TasksPage) follow(ctx app.Context, c context.Context) {
+	for failures := 0; c.Err() == nil; failures++ {
+		conn, err := api.Dial(c)
+		if err == nil {
+			stop := context.AfterFunc(c, func() { conn.Close() })
+			if err = conn.SubscribeTasks(c); err == nil {
+				p.reload(ctx, c) // what changed before the subscription, or while disconnected
+				failures = 0
+				for env := range conn.Notifications() {
+					p.apply(ctx, c, env)
+				}
+				ctx.Dispatch(func(app.Context) { p.live = false })
+			}
+			stop()
+			conn.Close()
+		}
+		select {
+		case <-c.Done():
+			return
+		case <-time.After(poll.Backoff(failures + 1)):
+		}
+	}
+}
+
+// reload lists the tasks again.
+func (p *TasksPage) reload(ctx app.Context, c context.Context) {
+	tasks, err := api.ListTasks(c)
+	if err != nil {
+		return
+	}
+	ctx.Dispatch(func(app.Context) {
+		if c.Err() == nil {
+			p.tasks, p.loaded, p.live = tasks, true, true
+		}
+	})
+}
+
+// apply is one change of the task list: a task added or changed, or deleted.
+func (p *TasksPage) apply(ctx app.Context, c context.Context, env shared.Envelope) {
+	var t shared.Task
+	var ref shared.TaskRef
+	switch {
+	case env.Action == shared.ActionTaskUpdated && env.Decode(&t) == nil:
+		ref.TaskID = t.ID
+	case env.Action == shared.ActionTaskDeleted && env.Decode(&ref) == nil:
+	default:
+		return
+	}
+	ctx.Dispatch(func(app.Context) {
+		if c.Err() != nil {
+			return
+		}
+		i := slices.IndexFunc(p.tasks, func(have shared.Task) bool { return have.ID == ref.TaskID })
+		switch {
+		case t.ID == "" && i >= 0:
+			p.tasks = slices.Delete(p.tasks, i, i+1)
+		case t.ID != "" && i >= 0:
+			p.tasks[i] = t
+		case t.ID != "": // newest first, as the list is
+			at, _ := slices.BinarySearchFunc(p.tasks, t, func(have, t shared.Task) int { return t.CreatedAt.Compare(have.CreatedAt) })
+			p.tasks = slices.Insert(p.tasks, at, t)
+		}
 	})
 }
 
@@ -88,14 +172,36 @@ func (p *TasksPage) create(ctx app.Context, _ app.Event) {
 	})
 }
 
-// startOn starts another session on an existing task with the chosen agent.
-func (p *TasksPage) startOn(taskID string) app.EventHandler {
+// agentFor is the agent a task's next session starts with: the one picked for it, else
+// the agent of its newest session, else the New-task form's.
+func (p *TasksPage) agentFor(t shared.Task) string {
+	if a := p.picked[t.ID]; a != "" {
+		return a
+	}
+	if len(t.Sessions) > 0 {
+		return t.Sessions[0].Agent
+	}
+	return p.agent
+}
+
+// pick chooses the agent of a task's next session.
+func (p *TasksPage) pick(taskID string) app.EventHandler {
+	return func(ctx app.Context, _ app.Event) {
+		if p.picked == nil {
+			p.picked = map[string]string{}
+		}
+		p.picked[taskID] = ctx.JSSrc().Get("value").String()
+	}
+}
+
+// startOn starts another session on an existing task with its agent (agentFor).
+func (p *TasksPage) startOn(t shared.Task) app.EventHandler {
 	return func(ctx app.Context, _ app.Event) {
 		if p.busy {
 			return
 		}
 		p.busy, p.err = true, ""
-		agent, cwd := p.agent, strings.TrimSpace(p.cwd)
+		taskID, agent, cwd := t.ID, p.agentFor(t), strings.TrimSpace(p.cwd)
 		ctx.Async(func() {
 			s, err := api.StartSession(context.Background(), taskID, agent, cwd)
 			ctx.Dispatch(func(ctx app.Context) {
@@ -138,7 +244,7 @@ func (p *TasksPage) Render() app.UI {
 			app.H2().Text("Tasks"),
 			app.If(!p.loaded && !p.offline, func() app.UI { return app.P().Class("empty").Text("Loading tasks…") }),
 			app.If(p.loaded && len(p.tasks) == 0, func() app.UI { return app.P().Class("empty").Text("No tasks yet.") }),
-			app.Ul().Class("tasks").Body(
+			app.Ul().Class("tasks").DataSet("live", p.live).Body(
 				app.Range(p.tasks).Slice(func(i int) app.UI { return p.renderTask(p.tasks[i]) }),
 			),
 		),
@@ -206,8 +312,14 @@ func (p *TasksPage) renderTask(t shared.Task) app.UI {
 			}),
 		),
 		app.Div().Class("actions").Body(
-			disabled(app.Button().Type("button").Class("secondary"), p.busy || p.agent == "").OnClick(p.startOn(t.ID)).
-				Text("Start a "+p.agent+" session"),
+			app.Select().Class("agent-pick").Aria("label", attrText("Agent of the next session of "+t.Title)).OnChange(p.pick(t.ID)).Body(
+				app.Range(p.agents).Slice(func(i int) app.UI {
+					a := p.agents[i].Name
+					return selected(app.Option().Value(attrText(a)), a == p.agentFor(t)).Text(a)
+				}),
+			),
+			disabled(app.Button().Type("button").Class("secondary"), p.busy || p.agentFor(t) == "").OnClick(p.startOn(t)).
+				Text("Start a "+p.agentFor(t)+" session"),
 			app.If(!confirming, func() app.UI {
 				return disabled(app.Button().Type("button").Class("secondary", "danger"), p.busy).OnClick(p.askDelete(t.ID)).
 					Aria("label", attrText("Delete task "+t.Title)).Text("Delete")

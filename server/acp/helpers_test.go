@@ -92,6 +92,18 @@ func (c *fakeClock) Advance(d time.Duration) {
 	c.waiters = keep
 }
 
+// due reports whether a timer waits for the time at.
+func (c *fakeClock) due(at time.Time) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, w := range c.waiters {
+		if w.at.Equal(at) {
+			return true
+		}
+	}
+	return false
+}
+
 func (c *fakeClock) pending() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -63,6 +63,10 @@ type Config struct {
 	// session is failed and its agent stopped; default 30s. The writes are retried after
 	// that too, until they succeed.
 	StoreOutage time.Duration
+	// AgentIdle stops an agent that has had nothing to do for this long (no turn running
+	// or queued, no permission request pending); its session stays, and the next prompt
+	// starts a new agent. 0 keeps agents running (serve's --agent-idle, default 15m).
+	AgentIdle time.Duration
 }
 
 type clock struct {
@@ -190,8 +194,13 @@ func (m *Manager) StartSession(ctx context.Context, taskID, agent, cwd string) (
 	m.sessions[sess.ID] = s
 	m.wg.Add(1)
 	m.mu.Unlock()
+	return m.launch(s)
+}
 
-	proc, err := m.cfg.Launch(p, cwd)
+// launch starts the agent of s, registered and counted in wg, and waits (bounded) for
+// initialize and session/new.
+func (m *Manager) launch(s *session) (shared.Session, error) {
+	proc, err := m.cfg.Launch(s.profile, s.cwd)
 	if err != nil {
 		defer m.wg.Done()
 		return s.abandon(err)
@@ -201,6 +210,45 @@ func (m *Manager) StartSession(ctx context.Context, taskID, agent, cwd string) (
 		s.serve(proc)
 	}()
 	return s.start()
+}
+
+// restart starts a new agent for a session whose agent was stopped (StopAgent, the idle
+// rule), in the same directory; its turns wait for the start. The stopped agent's own
+// memory is lost: ACP session/load is the resume issue's.
+func (m *Manager) restart(id string) (*session, error) {
+	sess, err := m.cfg.Store.GetSession(context.Background(), id)
+	if err != nil {
+		return nil, err
+	}
+	if !sess.Stopped || sess.State.Ended() {
+		return nil, shared.Errorf(shared.CodeConflict, "session is %s", sess.State)
+	}
+	p, ok := m.profile(sess.Agent)
+	if !ok {
+		return nil, shared.Errorf(shared.CodeConflict, "the agent %q of this session is no longer configured", sess.Agent)
+	}
+	m.mu.Lock()
+	if s := m.sessions[id]; s != nil { // another prompt restarted it meanwhile
+		m.mu.Unlock()
+		return s, nil
+	}
+	if m.closing {
+		m.mu.Unlock()
+		return nil, shared.Errorf(shared.CodeConflict, "the server is stopping")
+	}
+	s := newSession(m, sess, p)
+	m.sessions[id] = s
+	m.wg.Add(1)
+	m.mu.Unlock()
+	if _, err := s.setState(shared.SessionStarting, ""); err != nil {
+		s.log.Error("record the agent's restart", "err", err)
+	}
+	go func() {
+		if _, err := m.launch(s); err != nil {
+			s.log.Error("restart the agent", "err", err)
+		}
+	}()
+	return s, nil
 }
 
 // closeUnstarted records a session created while the server was stopping: it never ran.
@@ -234,13 +282,40 @@ func (m *Manager) live(id string) (*session, error) {
 }
 
 // Prompt queues one turn; turns of a session run in order, in the background. A session
-// without a live agent (failed, closed) is shared.CodeConflict.
+// whose agent was stopped gets a new agent first; one that ended (failed, closed) is
+// shared.CodeConflict.
 func (m *Manager) Prompt(sessionID, content string) error {
-	s, err := m.live(sessionID)
-	if err != nil {
-		return err
+	for {
+		s, err := m.live(sessionID)
+		if shared.ErrorCode(err) == shared.CodeConflict {
+			s, err = m.restart(sessionID)
+		}
+		if err != nil {
+			return err
+		}
+		if err := s.enqueue(content); err != errEnded {
+			return err
+		}
+		<-s.done // the agent is being stopped: once it is, the session says what comes next
 	}
-	return s.enqueue(content)
+}
+
+// StopAgent stops the session's agent and its commands while the session stays (ready and
+// stopped, with a status message saying so), and returns the session once the agent is
+// gone. A running turn ends. A session whose agent is stopped already is answered as it
+// is; one that ended is shared.CodeConflict.
+func (m *Manager) StopAgent(ctx context.Context, sessionID string) (shared.Session, error) {
+	s, err := m.live(sessionID)
+	if err == nil {
+		s.park("The agent was stopped. "+restartNote, false, 0)
+	} else if shared.ErrorCode(err) != shared.CodeConflict {
+		return shared.Session{}, err
+	}
+	sess, err := m.cfg.Store.GetSession(ctx, sessionID)
+	if err == nil && !sess.Stopped {
+		return shared.Session{}, shared.Errorf(shared.CodeConflict, "session is %s", sess.State)
+	}
+	return sess, err
 }
 
 // Cancel asks the agent to cancel the running turn (ACP session/cancel).

@@ -52,8 +52,10 @@ type session struct {
 	queue    []string
 	working  bool
 	ended    bool
-	closing  bool   // ends closed (server stop), not failed
-	reason   string // why it ends; the first reason wins
+	closing  bool      // ends closed (server stop), not failed
+	parked   string    // the agent is being stopped while the session stays (park): the note for people
+	quiet    time.Time // since when the agent has had nothing to do (the idle rule)
+	reason   string    // why it ends; the first reason wins
 	terms    map[string]*terminal
 	starting int // terminals being started, counted against terminalLimit
 	nextTerm int
@@ -124,6 +126,12 @@ func (s *session) start() (shared.Session, error) {
 		<-s.done
 		return s.m.cfg.Store.GetSession(context.Background(), s.id)
 	}
+	s.mu.Lock()
+	s.quiet = s.m.clock.Now()
+	s.mu.Unlock()
+	if idle := s.m.cfg.AgentIdle; idle > 0 {
+		go s.watchIdle(idle)
+	}
 	return s.setState(shared.SessionReady, "")
 }
 
@@ -175,14 +183,62 @@ func (s *session) stop(reason string) {
 	<-s.done
 }
 
+// park stops the agent while the session stays, and returns once it is gone: a running
+// turn ends, and the session is recorded ready and stopped with note for people (end).
+// With ifIdle, an agent that has had something to do for less than idle is left running,
+// and park reports false.
+func (s *session) park(note string, ifIdle bool, idle time.Duration) bool {
+	s.permMu.Lock()
+	asking := len(s.asks) > 0
+	s.permMu.Unlock()
+	s.mu.Lock()
+	if ifIdle && (asking || s.working || len(s.queue) > 0 || s.m.clock.Now().Sub(s.quiet) < idle) {
+		s.mu.Unlock()
+		return false
+	}
+	if s.parked == "" {
+		s.parked = note // from now on a prompt waits for the end, then starts a new agent (Manager.Prompt)
+	}
+	s.mu.Unlock()
+	s.fail(note)
+	<-s.done
+	return true
+}
+
+// watchIdle parks the agent once it has had nothing to do for idle: no turn running or
+// queued, no permission request pending.
+func (s *session) watchIdle(idle time.Duration) {
+	wait := idle
+	for {
+		select {
+		case <-s.done:
+			return
+		case <-s.m.clock.After(wait):
+		}
+		if s.park(fmt.Sprintf("The agent was stopped after %s with nothing to do. %s", idle, restartNote), true, idle) {
+			return
+		}
+		s.mu.Lock()
+		wait = idle - s.m.clock.Now().Sub(s.quiet)
+		s.mu.Unlock()
+		if wait <= 0 { // busy now: look again a whole period after it was last quiet
+			wait = idle
+		}
+	}
+}
+
+// restartNote tells people what a stopped agent means for their next prompt.
+const restartNote = "Your next prompt starts it again, in the same directory, with no memory of the earlier turns."
+
 // end records the end of the agent: terminals are killed, open tool calls cancelled with
-// their output, and the session becomes failed (the agent died) or closed (server stop).
+// their output, and the session becomes failed (the agent died), closed (server stop) or
+// stays ready with its agent stopped (park).
 func (s *session) end() {
 	s.mu.Lock()
 	s.ended = true
 	terms := s.terms
 	s.terms = nil
-	closing, reason := s.closing, s.reason
+	closing, reason, parked := s.closing, s.reason, s.parked
 	s.mu.Unlock()
 	for _, t := range terms {
 		t.kill()
@@ -201,15 +257,39 @@ func (s *session) end() {
 	for _, m := range msgs {
 		s.m.cfg.Events.MessageUpdated(m)
 	}
-	state, errText := shared.SessionClosed, ""
-	if !closing {
-		state, errText = shared.SessionFailed, s.failure(reason)
-	}
-	if _, err = persist(s.m, func() (shared.Session, error) { return s.setState(state, errText) }); err != nil {
-		s.log.Error("record session end", "err", err)
+	if parked != "" && !closing {
+		s.recordParked(parked)
+	} else {
+		state, errText := shared.SessionClosed, ""
+		if !closing {
+			state, errText = shared.SessionFailed, s.failure(reason)
+		}
+		if _, err = persist(s.m, func() (shared.Session, error) { return s.setState(state, errText) }); err != nil {
+			s.log.Error("record session end", "err", err)
+		}
 	}
 	s.m.forget(s.id)
 	close(s.done)
+}
+
+// recordParked stores and publishes a session whose agent was stopped while it stays.
+func (s *session) recordParked(note string) {
+	type parked struct {
+		sess   shared.Session
+		status *shared.Message
+	}
+	p, err := persist(s.m, func() (parked, error) {
+		sess, status, err := s.m.cfg.Store.StopSession(context.Background(), s.id, note)
+		return parked{sess, status}, err
+	})
+	if err != nil {
+		s.log.Error("record the agent's stop", "err", err)
+		return
+	}
+	if p.status != nil {
+		s.m.cfg.Events.MessageAdded(*p.status)
+	}
+	s.m.cfg.Events.SessionUpdated(p.sess)
 }
 
 // storeDown fails the session whose writes have failed for the whole StoreOutage, so
@@ -287,11 +367,14 @@ func (s *session) setState(state shared.SessionState, errText string) (shared.Se
 	return sess, nil
 }
 
+// errEnded is enqueue's answer once the agent is ending: the caller waits for its end.
+var errEnded = shared.Errorf(shared.CodeConflict, "the session has ended")
+
 func (s *session) enqueue(content string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.ended {
-		return shared.Errorf(shared.CodeConflict, "the session has ended")
+	if s.ended || s.parked != "" {
+		return errEnded
 	}
 	s.queue = append(s.queue, content)
 	if !s.working {
@@ -343,6 +426,7 @@ func (s *session) turn(content string) {
 	}
 	s.mu.Lock()
 	more := len(s.queue) > 0
+	s.quiet = s.m.clock.Now() // before the session says ready: the idle rule counts from here
 	s.mu.Unlock()
 	switch {
 	case !more: // the session as published with its new state carries the stop reason

@@ -52,6 +52,9 @@ type Runtime interface {
 	Cancel(sessionID string) error
 	// Stop ends the session's agent and its commands, and returns once they are gone.
 	Stop(sessionID, reason string)
+	// StopAgent stops the session's agent and its commands while the session stays (its
+	// next prompt starts a new agent), and returns the session once they are gone.
+	StopAgent(ctx context.Context, sessionID string) (shared.Session, error)
 	// AnswerPermission answers a pending permission request with one of its options and
 	// returns the updated message (published to the hub by the runtime).
 	AnswerPermission(ctx context.Context, sessionID, messageID, optionID string) (shared.Message, error)
@@ -64,6 +67,8 @@ type Runtime interface {
 type Events interface {
 	MessageAdded(shared.Message)
 	SessionDeleted(sessionID string)
+	TaskChanged(taskID string)
+	TaskDeleted(taskID string)
 }
 
 // Config wires the API to the rest of the server.
@@ -163,6 +168,7 @@ func New(cfg Config) *fiber.App {
 	v1.Get("/task-sessions/:session_id/messages", s.handleListMessages)
 	v1.Post("/task-sessions/:session_id/messages", s.handleAddMessage)
 	v1.Post("/task-sessions/:session_id/cancel", s.handleCancel)
+	v1.Post("/task-sessions/:session_id/stop", s.handleStop)
 	v1.Post("/task-sessions/:session_id/mode", s.handleSetMode)
 	v1.Get("/task-sessions/:session_id/messages/:message_id/shell-output", s.handleShellOutput)
 	v1.Get("/messages/:message_id", s.handleGetMessage)

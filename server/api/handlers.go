@@ -66,6 +66,7 @@ func (s *server) handleCreateTask(c *fiber.Ctx) error {
 	if err != nil {
 		return s.fail(c, err)
 	}
+	s.events.TaskChanged(task.ID)
 	return sendJSON(c.Status(http.StatusCreated), task)
 }
 
@@ -99,6 +100,7 @@ func (s *server) handleDeleteTask(c *fiber.Ctx) error {
 		}
 		s.events.SessionDeleted(sid)
 	}
+	s.events.TaskDeleted(id)
 	return c.SendStatus(http.StatusNoContent)
 }
 
@@ -203,6 +205,15 @@ func (s *server) handleCancel(c *fiber.Ctx) error {
 	}
 	// The turn ends asynchronously (ACP session/cancel is a notification).
 	return sendJSON(c.Status(http.StatusAccepted), sess)
+}
+
+// handleStop stops the session's agent; the session stays for the next prompt.
+func (s *server) handleStop(c *fiber.Ctx) error {
+	sess, err := s.rt.StopAgent(c.UserContext(), c.Params("session_id"))
+	if err != nil {
+		return s.fail(c, err)
+	}
+	return sendJSON(c, sess)
 }
 
 func (s *server) handleAnswerPermission(c *fiber.Ctx) error {

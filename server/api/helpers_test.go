@@ -106,6 +106,21 @@ func (f *fakeRuntime) Stop(sessionID, reason string) {
 	f.stops = append(f.stops, sessionID)
 }
 
+// StopAgent records the stop in the store and publishes it, as the runtime does once
+// the agent is gone.
+func (f *fakeRuntime) StopAgent(ctx context.Context, sessionID string) (shared.Session, error) {
+	sess, status, err := f.store.StopSession(ctx, sessionID, "The agent was stopped.")
+	if err != nil {
+		return sess, err
+	}
+	if status == nil {
+		return shared.Session{}, shared.Errorf(shared.CodeConflict, "session is %s", sess.State)
+	}
+	f.hub.MessageAdded(*status)
+	f.hub.SessionUpdated(sess)
+	return sess, nil
+}
+
 // AnswerPermission settles the request in the store and publishes it, as the runtime
 // does for a live agent, and records the answer the agent would get.
 func (f *fakeRuntime) AnswerPermission(ctx context.Context, sessionID, messageID, optionID string) (shared.Message, error) {
@@ -175,7 +190,7 @@ func newEnv(t testing.TB, opts ...option) *env {
 	t.Cleanup(func() { st.Close() })
 	logs := &lockedWriter{}
 	logger := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	h := hub.New(hub.Config{Now: clk.Now, Logger: logger})
+	h := hub.New(hub.Config{Now: clk.Now, Logger: logger, Task: st.TaskSummary})
 	rt := &fakeRuntime{store: st}
 	wall := &clock{t: time.Date(2026, 12, 2, 15, 0, 0, 0, time.UTC)}
 	cfg := Config{Store: st, Hub: h, Runtime: rt, UI: placeholderUI, Web: testWeb, Logger: logger, Now: wall.Now}

@@ -530,3 +530,37 @@ func TestDeleteTask(t *testing.T) {
 	e.expect(http.StatusForbidden, "DELETE", "/api/v1/tasks/"+s2.TaskID, "", nil, "Origin", "https://evil.example")
 	e.expect(http.StatusOK, "GET", "/api/v1/tasks/"+s2.TaskID, "", nil)
 }
+
+// POST .../stop and session.stop answer the session with its agent stopped; a session
+// that ended is a conflict; a stopped session is told to its subscribers.
+func TestStopAgent(t *testing.T) {
+	e := newEnv(t)
+	s, other, closed := e.session(), e.session(), e.session()
+	if _, err := e.store.SetSessionState(context.Background(), closed.ID, shared.SessionClosed, ""); err != nil {
+		t.Fatal(err)
+	}
+	w := mustDial(t, e.listen())
+	w.request(shared.ActionSubscribe, shared.SessionRef{SessionID: s.ID})
+
+	var got shared.Session
+	e.expect(http.StatusOK, "POST", "/api/v1/task-sessions/"+s.ID+"/stop", "", &got)
+	if got.ID != s.ID || !got.Stopped || got.State != shared.SessionReady {
+		t.Errorf("answered %+v", got)
+	}
+	for {
+		var sess shared.Session
+		if env := w.next(); env.Action == shared.ActionSessionUpdated && env.Decode(&sess) == nil && sess.Stopped {
+			break
+		}
+	}
+	e.expect(http.StatusConflict, "POST", "/api/v1/task-sessions/"+closed.ID+"/stop", "", nil)
+	e.expect(http.StatusNotFound, "POST", "/api/v1/task-sessions/nope/stop", "", nil)
+
+	env := w.request(shared.ActionStop, shared.SessionRef{SessionID: other.ID})
+	if env.Type != shared.EnvelopeResponse || env.Decode(&got) != nil || got.ID != other.ID || !got.Stopped {
+		t.Errorf("session.stop answered %+v", env)
+	}
+	if p := errorOf(t, w.request(shared.ActionStop, shared.SessionRef{SessionID: closed.ID})); p.Code != shared.CodeConflict {
+		t.Errorf("session.stop of a closed session: %+v", p)
+	}
+}

@@ -86,7 +86,7 @@ func (s *server) readLoop(ctx context.Context, conn *websocket.Conn, client *hub
 		switch {
 		case err != nil:
 			reply = s.wsError(req, err)
-		case req.Action != shared.ActionSetMode:
+		case req.Action != shared.ActionSetMode && req.Action != shared.ActionStop:
 			reply = s.dispatch(ctx, client, req)
 		default:
 			select {
@@ -202,6 +202,9 @@ func (s *server) dispatch(ctx context.Context, client *hub.Client, req shared.En
 		err    error
 	)
 	switch req.Action {
+	case shared.ActionTasksSubscribe:
+		client.SubscribeTasks()
+		result = struct{}{}
 	case shared.ActionSubscribe:
 		result, err = s.wsSubscribe(ctx, client, req.Payload)
 	case shared.ActionUnsubscribe:
@@ -238,6 +241,11 @@ func (s *server) dispatch(ctx context.Context, client *hub.Client, req shared.En
 		var p shared.ModeRequest
 		if err = decodePayload(req.Payload, &p, &p.SessionID); err == nil {
 			result, err = s.setMode(ctx, p)
+		}
+	case shared.ActionStop:
+		var ref shared.SessionRef
+		if err = decodePayload(req.Payload, &ref, &ref.SessionID); err == nil {
+			result, err = s.rt.StopAgent(ctx, ref.SessionID)
 		}
 	default:
 		err = shared.Errorf(shared.CodeUnknownAction, "unknown action %q", req.Action)

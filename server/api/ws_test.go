@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"conch/server/hub"
+	"conch/server/store"
 	"conch/shared"
 
 	"github.com/coder/websocket"
@@ -451,4 +452,55 @@ func (c countedConn) Read(p []byte) (int, error) {
 	n, err := c.Conn.Read(p)
 	c.n.Add(int64(n))
 	return n, err
+}
+
+// The task list's clients get each change of a task as the list shows it: created, a
+// session's state, needs_attention, deleted.
+func TestWSTaskList(t *testing.T) {
+	e := newEnv(t)
+	w := mustDial(t, e.listen())
+	if env := w.request(shared.ActionTasksSubscribe, struct{}{}); env.Type != shared.EnvelopeResponse {
+		t.Fatalf("tasks.subscribe answered %+v", env)
+	}
+	nextTask := func(ok func(shared.Task) bool) {
+		t.Helper()
+		for {
+			env := w.next()
+			var task shared.Task
+			if env.Action == shared.ActionTaskUpdated && env.Decode(&task) == nil && ok(task) {
+				return
+			}
+		}
+	}
+	var created shared.Task
+	e.expect(http.StatusCreated, "POST", "/api/v1/tasks", `{"title":"from the CLI"}`, &created)
+	nextTask(func(task shared.Task) bool { return task.ID == created.ID && task.Title == "from the CLI" })
+
+	sess, err := e.rt.StartSession(context.Background(), created.ID, "shell", "/tmp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.rt.StopAgent(context.Background(), sess.ID); err != nil { // a change of the session's state, published
+		t.Fatal(err)
+	}
+	nextTask(func(task shared.Task) bool {
+		return task.ID == created.ID && len(task.Sessions) == 1 && task.Sessions[0].Stopped
+	})
+
+	ask, err := e.store.CreateMessage(context.Background(), store.NewMessage{SessionID: sess.ID, AuthorType: shared.AuthorAgent,
+		Type: shared.TypePermissionRequest, Content: "rm -rf build", Metadata: &shared.Metadata{ToolCallID: "c1", Title: "rm -rf build",
+			Status: shared.StatusPending, Options: []shared.PermissionOption{{OptionID: "allow", Name: "Allow", Kind: "allow_once"}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.hub.MessageAdded(ask)
+	nextTask(func(task shared.Task) bool { return task.ID == created.ID && task.NeedsAttention })
+
+	e.expect(http.StatusNoContent, "DELETE", "/api/v1/tasks/"+created.ID, "", nil)
+	for {
+		var ref shared.TaskRef
+		if env := w.next(); env.Action == shared.ActionTaskDeleted && env.Decode(&ref) == nil && ref.TaskID == created.ID {
+			break
+		}
+	}
 }

@@ -8,6 +8,7 @@
 package hub
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"log/slog"
@@ -41,7 +42,13 @@ type Config struct {
 	QueueBytes int              // bytes per client; DefaultQueueBytes when 0
 	Now        func() time.Time // envelope timestamps; time.Now when nil
 	Logger     *slog.Logger     // slog.Default() when nil
+	// Task reads a task as the task list shows it (store.TaskSummary), for the clients
+	// watching the list; without it, task changes reach no one.
+	Task func(ctx context.Context, id string) (shared.Task, error)
 }
+
+// tasksKey subscribes a client to the task list: no session has an empty id.
+const tasksKey = ""
 
 // Hub routes events to the clients subscribed to their session.
 type Hub struct {
@@ -51,9 +58,14 @@ type Hub struct {
 	log        *slog.Logger
 
 	mu      sync.RWMutex
-	subs    map[string]map[*Client]struct{} // session id -> subscribers
+	subs    map[string]map[*Client]struct{} // session id (tasksKey: the task list) -> subscribers
 	clients map[*Client]struct{}            // every open client
 	closed  bool
+
+	task    func(ctx context.Context, id string) (shared.Task, error)
+	tasksMu sync.Mutex
+	changed map[string]bool // tasks to read and send to the task list's clients
+	reading bool            // a goroutine reads them
 }
 
 // New returns an empty hub.
@@ -71,24 +83,82 @@ func New(cfg Config) *Hub {
 		cfg.Logger = slog.Default()
 	}
 	return &Hub{queueSize: cfg.QueueSize, queueBytes: cfg.QueueBytes, now: cfg.Now, log: cfg.Logger, subs: map[string]map[*Client]struct{}{},
-		clients: map[*Client]struct{}{}}
+		clients: map[*Client]struct{}{}, task: cfg.Task, changed: map[string]bool{}}
+}
+
+// SubscribeTasks adds the client to the task list's subscribers.
+func (c *Client) SubscribeTasks() { c.Subscribe(tasksKey) }
+
+// TaskChanged sends task.updated with the task as the list shows it to the task list's
+// clients. The task is read apart, once for changes that come together (a turn's states),
+// so publishing never waits for the store.
+func (h *Hub) TaskChanged(id string) {
+	if h.task == nil || h.Subscribers(tasksKey) == 0 {
+		return
+	}
+	h.tasksMu.Lock()
+	defer h.tasksMu.Unlock()
+	h.changed[id] = true
+	if !h.reading {
+		h.reading = true
+		go h.sendTasks()
+	}
+}
+
+// sendTasks reads and sends the changed tasks until none is left.
+func (h *Hub) sendTasks() {
+	for {
+		h.tasksMu.Lock()
+		ids := slices.Collect(maps.Keys(h.changed))
+		clear(h.changed)
+		if len(ids) == 0 {
+			h.reading = false
+			h.tasksMu.Unlock()
+			return
+		}
+		h.tasksMu.Unlock()
+		for _, id := range ids {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			t, err := h.task(ctx, id)
+			cancel()
+			switch {
+			case shared.ErrorCode(err) == shared.CodeNotFound: // deleted meanwhile: TaskDeleted tells
+			case err != nil:
+				h.log.Warn("hub: read a changed task", "task_id", id, "err", err)
+			default:
+				h.publish(tasksKey, shared.ActionTaskUpdated, "task:"+id, t)
+			}
+		}
+	}
+}
+
+// TaskDeleted sends task.deleted to the task list's clients.
+func (h *Hub) TaskDeleted(id string) {
+	h.publish(tasksKey, shared.ActionTaskDeleted, "", shared.TaskRef{TaskID: id})
 }
 
 // MessageAdded sends session.message.added to the message's session subscribers.
 // m must already be projected (as every store result is).
 func (h *Hub) MessageAdded(m shared.Message) {
 	h.publish(m.SessionID, shared.ActionMessageAdded, "", m)
+	if m.Type == shared.TypePermissionRequest { // the task's needs_attention
+		h.TaskChanged(m.TaskID)
+	}
 }
 
 // MessageUpdated sends session.message.updated; a pending update of the same message
 // in a client's queue is replaced rather than queued twice.
 func (h *Hub) MessageUpdated(m shared.Message) {
 	h.publish(m.SessionID, shared.ActionMessageUpdated, m.ID, m)
+	if m.Type == shared.TypePermissionRequest {
+		h.TaskChanged(m.TaskID)
+	}
 }
 
 // SessionUpdated sends session.updated (an extension) to the session's subscribers.
 func (h *Hub) SessionUpdated(s shared.Session) {
 	h.publish(s.ID, shared.ActionSessionUpdated, "", s)
+	h.TaskChanged(s.TaskID)
 }
 
 // SessionDeleted sends session.deleted (an extension) to the session's subscribers and
@@ -110,7 +180,8 @@ func (h *Hub) Subscribers(sessionID string) int {
 func (h *Hub) Sessions() []string {
 	h.mu.RLock()
 	defer h.mu.RUnlock()
-	return slices.Collect(maps.Keys(h.subs))
+	ids := slices.Collect(maps.Keys(h.subs))
+	return slices.DeleteFunc(ids, func(id string) bool { return id == tasksKey })
 }
 
 // publish encodes the notification once and offers it to every subscriber, which it

@@ -21,6 +21,8 @@ const (
 	kindDeleted = "deleted" // a session was deleted with its task
 	kindCommand = "command" // commands wait in the inbox of replica To
 	kindDone    = "done"    // replica To's command Message ran, failing with Code and Error if set
+	kindTask    = "task"    // task Task was created (its other changes ride on the notices above)
+	kindGone    = "gone"    // task Task was deleted
 )
 
 // maxErrorText bounds the error text of a done notice, far below PostgreSQL's 8000 bytes.
@@ -32,6 +34,7 @@ type notice struct {
 	Kind    string `json:"kind"`
 	Session string `json:"session,omitempty"`
 	Message string `json:"message,omitempty"`
+	Task    string `json:"task,omitempty"` // the task whose summary in the task list changed
 	To      string `json:"to,omitempty"`
 	Code    string `json:"code,omitempty"`
 	Error   string `json:"error,omitempty"`
@@ -61,19 +64,39 @@ func newBus(st *store.Store, h *hub.Hub, id string, log *slog.Logger) *Bus {
 // MessageAdded publishes a new message.
 func (b *Bus) MessageAdded(m shared.Message) {
 	b.hub.MessageAdded(m)
-	b.tell(notice{Kind: kindAdded, Session: m.SessionID, Message: m.ID})
+	b.tell(notice{Kind: kindAdded, Session: m.SessionID, Message: m.ID, Task: attention(m)})
 }
 
 // MessageUpdated publishes a changed message.
 func (b *Bus) MessageUpdated(m shared.Message) {
 	b.hub.MessageUpdated(m)
-	b.tell(notice{Kind: kindUpdated, Session: m.SessionID, Message: m.ID})
+	b.tell(notice{Kind: kindUpdated, Session: m.SessionID, Message: m.ID, Task: attention(m)})
 }
 
-// SessionUpdated publishes a changed session.
+// attention is the task of a permission request, whose needs_attention it may change.
+func attention(m shared.Message) string {
+	if m.Type == shared.TypePermissionRequest {
+		return m.TaskID
+	}
+	return ""
+}
+
+// SessionUpdated publishes a changed session (and its task's summary).
 func (b *Bus) SessionUpdated(s shared.Session) {
 	b.hub.SessionUpdated(s)
-	b.tell(notice{Kind: kindSession, Session: s.ID})
+	b.tell(notice{Kind: kindSession, Session: s.ID, Task: s.TaskID})
+}
+
+// TaskChanged publishes a new task's summary to the task list.
+func (b *Bus) TaskChanged(id string) {
+	b.hub.TaskChanged(id)
+	b.tell(notice{Kind: kindTask, Task: id})
+}
+
+// TaskDeleted tells the task list that a task was deleted.
+func (b *Bus) TaskDeleted(id string) {
+	b.hub.TaskDeleted(id)
+	b.tell(notice{Kind: kindGone, Task: id})
 }
 
 // SessionDeleted publishes a deleted session; the replica running its agent stops it.

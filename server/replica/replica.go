@@ -222,15 +222,18 @@ func (r *Replica) runCommands(ctx context.Context) {
 			r.bus.done(c.Sender, c.ID, err)
 		case store.CommandPermission:
 			r.local.Answered(c.SessionID, c.MessageID, c.Body)
-		case store.CommandMode, store.CommandStop:
+		case store.CommandMode, store.CommandStop, store.CommandStopAgent:
 			// Apart: the agent's answer must not hold up the lease's renewal.
 			go func() {
 				ctx, cancel := context.WithTimeout(ctx, answerWait)
 				defer cancel()
 				var err error
-				if c.Kind == store.CommandMode {
+				switch c.Kind {
+				case store.CommandMode:
 					_, err = r.local.SetMode(ctx, c.SessionID, c.Body)
-				} else {
+				case store.CommandStopAgent:
+					_, err = r.local.StopAgent(ctx, c.SessionID)
+				default:
 					r.local.Stop(c.SessionID, c.Body)
 				}
 				r.bus.done(c.Sender, c.ID, err)
@@ -308,7 +311,15 @@ func (r *Replica) handle(ctx context.Context, payload string) error {
 	if n.Replica == r.id {
 		return nil
 	}
+	if n.Task != "" && n.Kind != kindGone {
+		r.hub.TaskChanged(n.Task)
+	}
 	switch n.Kind {
+	case kindTask:
+		return nil
+	case kindGone:
+		r.hub.TaskDeleted(n.Task)
+		return nil
 	case kindCommand:
 		if n.To == r.id {
 			r.signal()

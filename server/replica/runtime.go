@@ -54,6 +54,20 @@ func (r *Replica) Stop(sessionID, reason string) {
 	}
 }
 
+// StopAgent stops the session's agent while the session stays, here or on the replica
+// that runs it, and returns the session once the agent is gone.
+func (r *Replica) StopAgent(ctx context.Context, sessionID string) (shared.Session, error) {
+	var sess shared.Session
+	err := r.await(ctx, store.Command{SessionID: sessionID, Kind: store.CommandStopAgent}, func() (err error) {
+		sess, err = r.local.StopAgent(ctx, sessionID)
+		return err
+	})
+	if err != nil || sess.ID != "" {
+		return sess, err
+	}
+	return r.store.GetSession(ctx, sessionID)
+}
+
 // AnswerPermission answers a pending permission request. When another replica runs the
 // agent, the answer is stored here and addressed to the owner in the same commit; the
 // owner hands it to the agent.

@@ -39,6 +39,7 @@ type sessionRow struct {
 	Modes          string // JSON, "" when the agent offers none
 	Commands       string // JSON, "" when the agent offers none
 	Owner          string // the replica that runs its agent (replica.go)
+	Stopped        bool
 	MessageCount   int64
 	CreatedAt      int64
 	UpdatedAt      int64
@@ -50,7 +51,7 @@ func (sessionRow) TableName() string { return "task_sessions" }
 // package; a value that does not decode is left out rather than failing the session.
 func (r sessionRow) session() shared.Session {
 	s := shared.Session{ID: r.ID, TaskID: r.TaskID, Agent: r.Agent, Cwd: r.Cwd,
-		State: shared.SessionState(r.State), Error: r.Error, LastStopReason: shared.StopReason(r.LastStopReason),
+		State: shared.SessionState(r.State), Error: r.Error, LastStopReason: shared.StopReason(r.LastStopReason), Stopped: r.Stopped,
 		CreatedAt: fromNanos(r.CreatedAt), UpdatedAt: fromNanos(r.UpdatedAt)}
 	if r.Modes != "" && json.Unmarshal([]byte(r.Modes), &s.Modes) != nil {
 		s.Modes = nil
@@ -92,19 +93,44 @@ func (s *Store) GetTask(ctx context.Context, id string) (shared.Task, error) {
 // ListTasks returns every task, newest first, each with its sessions, newest first
 // (without their modes and commands).
 func (s *Store) ListTasks(ctx context.Context) ([]shared.Task, error) {
+	return s.listTasks(ctx, "")
+}
+
+// TaskSummary returns one task as the task list shows it: with its sessions and whether
+// it needs attention (the live task list's update, hub.TaskChanged).
+func (s *Store) TaskSummary(ctx context.Context, id string) (shared.Task, error) {
+	tasks, err := s.listTasks(ctx, id)
+	if err != nil {
+		return shared.Task{}, err
+	}
+	if len(tasks) == 0 {
+		return shared.Task{}, missing("task")
+	}
+	return tasks[0], nil
+}
+
+// listTasks is ListTasks of every task (id "") or of one.
+func (s *Store) listTasks(ctx context.Context, id string) ([]shared.Task, error) {
+	db := s.db.WithContext(ctx)
+	of := func(column string) *gorm.DB {
+		if id == "" {
+			return db
+		}
+		return db.Where(column+" = ?", id)
+	}
 	var rows []taskRow
-	if err := s.db.WithContext(ctx).Order("created_at DESC, id DESC").Find(&rows).Error; err != nil {
+	if err := of("id").Order("created_at DESC, id DESC").Find(&rows).Error; err != nil {
 		return nil, fmt.Errorf("list tasks: %w", err)
 	}
 	var sessions []sessionRow
 	// Without modes and commands: an agent's command list alone can be kilobytes, and the
 	// task list shows none of it (GET .../task-sessions/{id} has them).
-	if err := s.db.WithContext(ctx).Omit("modes", "commands").Order("created_at DESC, id DESC").Find(&sessions).Error; err != nil {
+	if err := of("task_id").Omit("modes", "commands").Order("created_at DESC, id DESC").Find(&sessions).Error; err != nil {
 		return nil, fmt.Errorf("list sessions: %w", err)
 	}
 	// Pending permission requests are unfinished rows: the partial index finds them.
 	var waiting []string
-	if err := s.db.WithContext(ctx).Model(&messageRow{}).Distinct("task_id").
+	if err := of("task_id").Model(&messageRow{}).Distinct("task_id").
 		Where(unfinished+" AND type = ?", string(shared.TypePermissionRequest)).Pluck("task_id", &waiting).Error; err != nil {
 		return nil, fmt.Errorf("list tasks needing attention: %w", err)
 	}
@@ -162,17 +188,41 @@ func getSession(db *gorm.DB, id string) (sessionRow, error) {
 	return row, nil
 }
 
-// SetSessionState records a session's new state and error text. A session that ended
-// (failed or closed) stays as it ended, with the reason it was given first: another
-// server's process that learns late that its session ended (its lease was taken over)
-// cannot overwrite why.
+// SetSessionState records a session's new state and error text; its agent is no longer
+// stopped (StopSession). A session that ended (failed or closed) stays as it ended, with
+// the reason it was given first: another server's process that learns late that its
+// session ended (its lease was taken over) cannot overwrite why.
 func (s *Store) SetSessionState(ctx context.Context, id string, state shared.SessionState, errText string) (shared.Session, error) {
 	res := s.db.WithContext(ctx).Model(&sessionRow{}).Where("id = ? AND "+live, id).
-		Updates(map[string]any{"state": string(state), "error": CutText(storable(errText), MaxTextBytes), "updated_at": s.stamp()})
+		Updates(map[string]any{"state": string(state), "error": CutText(storable(errText), MaxTextBytes), "stopped": false, "updated_at": s.stamp()})
 	if res.Error != nil {
 		return shared.Session{}, fmt.Errorf("set session state: %w", res.Error)
 	}
 	return s.GetSession(ctx, id)
+}
+
+// StopSession records that the session's agent process was stopped while the session
+// stays: ready and stopped, with a status message (author system) saying so for people,
+// in one transaction. A session that has ended is left as it is (nil message).
+func (s *Store) StopSession(ctx context.Context, id, text string) (shared.Session, *shared.Message, error) {
+	var status *shared.Message
+	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		sess, err := getSession(locked(tx), id)
+		if err != nil || shared.SessionState(sess.State).Ended() {
+			return err
+		}
+		if err := tx.Model(&sessionRow{}).Where("id = ?", id).Updates(map[string]any{"state": string(shared.SessionReady),
+			"error": "", "stopped": true, "updated_at": s.stamp()}).Error; err != nil {
+			return err
+		}
+		status, err = s.addStatus(tx, sess, text, nil)
+		return err
+	})
+	if err != nil {
+		return shared.Session{}, nil, fmt.Errorf("stop session: %w", err)
+	}
+	sess, err := s.GetSession(ctx, id)
+	return sess, status, err
 }
 
 // SetSessionModes records the modes the agent offers and the one it is in.
@@ -230,16 +280,21 @@ func (s *Store) EndTurn(ctx context.Context, sessionID string, reason shared.Sto
 		if text == "" {
 			return nil
 		}
-		row, err := s.insertMessage(tx, sess, shared.AuthorSystem, shared.TypeStatus, text, &shared.Metadata{StopReason: reason}, nil)
-		if err != nil {
-			return err
-		}
-		m, err := row.message()
-		status = &m
+		status, err = s.addStatus(tx, sess, text, &shared.Metadata{StopReason: reason})
 		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("end turn: %w", err)
 	}
 	return status, nil
+}
+
+// addStatus adds a status message (author system) for people to the session, in tx.
+func (s *Store) addStatus(tx *gorm.DB, sess sessionRow, text string, md *shared.Metadata) (*shared.Message, error) {
+	row, err := s.insertMessage(tx, sess, shared.AuthorSystem, shared.TypeStatus, text, md, nil)
+	if err != nil {
+		return nil, err
+	}
+	m, err := row.message()
+	return &m, err
 }

@@ -252,6 +252,8 @@ var addedColumns = []struct {
 		`UPDATE task_sessions SET message_count = (SELECT COUNT(*) FROM messages WHERE session_id = task_sessions.id)`,
 		`CREATE UNIQUE INDEX idx_messages_session_seq ON messages (session_id, seq)`,
 	}},
+	// Its agent was stopped while the session stays: the next prompt starts one (StopSession).
+	{"task_sessions", "stopped", "BOOLEAN NOT NULL DEFAULT FALSE", nil},
 }
 
 // migrate applies the schema in one transaction (DDL is transactional in both
