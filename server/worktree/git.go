@@ -64,7 +64,7 @@ func env(config [][2]string) []string {
 		"GIT_CONFIG_GLOBAL=" + os.DevNull,
 		"GIT_TERMINAL_PROMPT=0",
 		"GIT_PAGER=cat",
-		"GIT_OPTIONAL_LOCKS=0",     // reading never rewrites the index the agent is using
+		"GIT_OPTIONAL_LOCKS=0",    // reading never rewrites the index the agent is using
 		"GIT_LITERAL_PATHSPECS=1", // a file name is a name, never a pattern
 		"GIT_CONFIG_COUNT=" + strconv.Itoa(len(config)),
 	}
