@@ -39,7 +39,7 @@ type ChangedFile struct {
 // like tool content: each side whole, or both omitted when a side is over DiffSideLimit;
 // none for a binary file. OldText is absent for an added file, NewText for a deleted one.
 type FileDiff struct {
-	ChangedFile
+	File    ChangedFile `json:"file"`
 	OldText *string `json:"old_text,omitempty"`
 	NewText *string `json:"new_text,omitempty"`
 	Omitted bool    `json:"omitted,omitempty"`

@@ -190,7 +190,7 @@ func Diff(ctx context.Context, dir, base, branch, path string) (shared.FileDiff,
 		if f.Path != path {
 			continue
 		}
-		d := shared.FileDiff{ChangedFile: f.ChangedFile}
+		d := shared.FileDiff{File: f.ChangedFile}
 		if f.Binary {
 			return d, nil
 		}
@@ -201,7 +201,7 @@ func Diff(ctx context.Context, dir, base, branch, path string) (shared.FileDiff,
 			}
 			text, err := git(ctx, dir, shared.DiffSideLimit, nil, "cat-file", "blob", c.MergeBase+":"+old)
 			if errors.Is(err, errTooLarge) {
-				return shared.FileDiff{ChangedFile: f.ChangedFile, Omitted: true}, nil
+				return shared.FileDiff{File: f.ChangedFile, Omitted: true}, nil
 			} else if err != nil {
 				return shared.FileDiff{}, err
 			}
@@ -211,7 +211,7 @@ func Diff(ctx context.Context, dir, base, branch, path string) (shared.FileDiff,
 		if f.Status != shared.FileDeleted {
 			text, err := readWorktree(dir, f.path)
 			if errors.Is(err, errTooLarge) {
-				return shared.FileDiff{ChangedFile: f.ChangedFile, Omitted: true}, nil
+				return shared.FileDiff{File: f.ChangedFile, Omitted: true}, nil
 			} else if err != nil {
 				return shared.FileDiff{}, err
 			}

@@ -4,51 +4,13 @@ import (
 	"context"
 	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"conch/server/worktree/gittest"
 	"conch/shared"
 )
-
-// repo makes a real repository on branch main with one commit of files.
-func repo(t *testing.T, files map[string]string) string {
-	t.Helper()
-	dir := t.TempDir()
-	sh(t, dir, "init", "-q", "-b", "main")
-	write(t, dir, files)
-	sh(t, dir, "add", "-A")
-	sh(t, dir, "commit", "-q", "--allow-empty", "-m", "start")
-	return dir
-}
-
-// sh runs git as a person would in dir (not through this package).
-func sh(t *testing.T, dir string, args ...string) string {
-	t.Helper()
-	cmd := exec.Command("git", args...)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1",
-		"GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@example.com", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@example.com")
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("git %v: %v: %s", args, err, out)
-	}
-	return strings.TrimSpace(string(out))
-}
-
-func write(t *testing.T, dir string, files map[string]string) {
-	t.Helper()
-	for name, text := range files {
-		p := filepath.Join(dir, name)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
 
 func code(err error) string {
 	if err == nil {
@@ -59,8 +21,8 @@ func code(err error) string {
 
 func TestRepoRefusesWhatIsNotAWorkTreeTop(t *testing.T) {
 	ctx := context.Background()
-	r := repo(t, map[string]string{"sub/a.txt": "a\n"})
-	sh(t, r, "checkout", "-q", "--detach")
+	r := gittest.Repo(t, map[string]string{"sub/a.txt": "a\n"})
+	gittest.Git(t, r, "checkout", "-q", "--detach")
 	for _, tc := range []struct{ name, path, base, want string }{
 		{"relative", "repo", "main", "repo must be an absolute path"},
 		{"missing", filepath.Join(r, "nope"), "main", "not a directory"},
@@ -75,7 +37,7 @@ func TestRepoRefusesWhatIsNotAWorkTreeTop(t *testing.T) {
 			t.Errorf("%s: %v, want invalid %q", tc.name, err, tc.want)
 		}
 	}
-	sh(t, r, "checkout", "-q", "main")
+	gittest.Git(t, r, "checkout", "-q", "main")
 	if path, base, err := Repo(ctx, r+"/", ""); err != nil || path != r || base != "main" {
 		t.Errorf("Repo(%s/) = %s %s %v", r, path, base, err)
 	}
@@ -84,8 +46,8 @@ func TestRepoRefusesWhatIsNotAWorkTreeTop(t *testing.T) {
 // The server's own GIT_* variables never reach git: GIT_DIR pointing elsewhere would
 // make every command work on another repository.
 func TestServerGitEnvironmentDoesNotLeak(t *testing.T) {
-	other := repo(t, nil)
-	r := repo(t, map[string]string{"a.txt": "a\n"})
+	other := gittest.Repo(t, nil)
+	r := gittest.Repo(t, map[string]string{"a.txt": "a\n"})
 	t.Setenv("GIT_DIR", filepath.Join(other, ".git"))
 	t.Setenv("GIT_WORK_TREE", other)
 	dir, err := Add(context.Background(), r, "main", "conch/env")
@@ -97,14 +59,14 @@ func TestServerGitEnvironmentDoesNotLeak(t *testing.T) {
 	}
 	os.Unsetenv("GIT_DIR")
 	os.Unsetenv("GIT_WORK_TREE")
-	if got := sh(t, other, "branch", "--list", "conch/*"); got != "" {
+	if got := gittest.Git(t, other, "branch", "--list", "conch/*"); got != "" {
 		t.Errorf("the other repository got branch %q", got)
 	}
 }
 
 func TestAddRemoveKeepsBranch(t *testing.T) {
 	ctx := context.Background()
-	r := repo(t, map[string]string{"a.txt": "a\n"})
+	r := gittest.Repo(t, map[string]string{"a.txt": "a\n"})
 	branch := Branch("0190a1b2-c3d4-7e5f", "Fix the \"login\" page\n‮ now!")
 	if branch != "conch/0190a1b2-fix-the-login-page-now" {
 		t.Errorf("branch %q", branch)
@@ -113,30 +75,30 @@ func TestAddRemoveKeepsBranch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := sh(t, dir, "branch", "--show-current"); got != branch {
+	if got := gittest.Git(t, dir, "branch", "--show-current"); got != branch {
 		t.Errorf("worktree on %q", got)
 	}
-	if got := sh(t, r, "status", "--porcelain"); got != "" {
+	if got := gittest.Git(t, r, "status", "--porcelain"); got != "" {
 		t.Errorf("the repository's own status: %q", got)
 	}
-	before := sh(t, r, "worktree", "list", "--porcelain")
+	before := gittest.Git(t, r, "worktree", "list", "--porcelain")
 	if _, err := Add(ctx, r, "main", branch); code(err) != shared.CodeConflict {
 		t.Errorf("second Add: %v, want conflict", err)
 	}
 	if _, err := Add(ctx, r, "nope", "conch/other"); code(err) != shared.CodeInvalid {
 		t.Errorf("Add from an unknown base: %v", err)
 	}
-	if after := sh(t, r, "worktree", "list", "--porcelain"); after != before || sh(t, r, "branch", "--list", "conch/other") != "" {
+	if after := gittest.Git(t, r, "worktree", "list", "--porcelain"); after != before || gittest.Git(t, r, "branch", "--list", "conch/other") != "" {
 		t.Errorf("a refused Add changed the repository:\n%s\n%s", before, after)
 	}
-	write(t, dir, map[string]string{"a.txt": "changed\n"})
+	gittest.Write(t, dir, map[string]string{"a.txt": "changed\n"})
 	if err := Remove(ctx, r, dir); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("worktree still there: %v", err)
 	}
-	if got := sh(t, r, "branch", "--list", branch); !strings.Contains(got, branch) {
+	if got := gittest.Git(t, r, "branch", "--list", branch); !strings.Contains(got, branch) {
 		t.Errorf("branch gone: %q", got)
 	}
 }
@@ -146,14 +108,14 @@ func TestAddRemoveKeepsBranch(t *testing.T) {
 func TestRepositoryProgramsNeverRun(t *testing.T) {
 	ctx := context.Background()
 	marks := t.TempDir()
-	r := repo(t, map[string]string{"a.txt": "a\n", ".gitattributes": "*.txt filter=evil diff=evil\n"})
+	r := gittest.Repo(t, map[string]string{"a.txt": "a\n", ".gitattributes": "*.txt filter=evil diff=evil\n"})
 	mark := func(name string) string { return "touch " + filepath.Join(marks, name) + "; cat" }
-	sh(t, r, "config", "filter.evil.clean", mark("clean"))
-	sh(t, r, "config", "filter.evil.smudge", mark("smudge"))
-	sh(t, r, "config", "diff.evil.textconv", mark("textconv"))
-	sh(t, r, "config", "diff.external", mark("external"))
-	sh(t, r, "config", "core.fsmonitor", mark("fsmonitor"))
-	write(t, r, map[string]string{".git/hooks/post-checkout": "#!/bin/sh\n" + mark("hook") + "\n"})
+	gittest.Git(t, r, "config", "filter.evil.clean", mark("clean"))
+	gittest.Git(t, r, "config", "filter.evil.smudge", mark("smudge"))
+	gittest.Git(t, r, "config", "diff.evil.textconv", mark("textconv"))
+	gittest.Git(t, r, "config", "diff.external", mark("external"))
+	gittest.Git(t, r, "config", "core.fsmonitor", mark("fsmonitor"))
+	gittest.Write(t, r, map[string]string{".git/hooks/post-checkout": "#!/bin/sh\n" + mark("hook") + "\n"})
 	if err := os.Chmod(filepath.Join(r, ".git/hooks/post-checkout"), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -161,7 +123,7 @@ func TestRepositoryProgramsNeverRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	write(t, dir, map[string]string{"a.txt": "b\n", "new.txt": "n\n"})
+	gittest.Write(t, dir, map[string]string{"a.txt": "b\n", "new.txt": "n\n"})
 	if _, err := Diff(ctx, dir, "main", "conch/evil", "a.txt"); err != nil {
 		t.Fatal(err)
 	}
@@ -174,28 +136,28 @@ func TestRepositoryProgramsNeverRun(t *testing.T) {
 func TestChangesAndDiff(t *testing.T) {
 	ctx := context.Background()
 	odd := "quote\"d\nnew\u202eline-\xff.txt"
-	r := repo(t, map[string]string{"keep.txt": "1\n2\n3\n", "gone.txt": "g\n", "moved.txt": strings.Repeat("same line\n", 20),
+	r := gittest.Repo(t, map[string]string{"keep.txt": "1\n2\n3\n", "gone.txt": "g\n", "moved.txt": strings.Repeat("same line\n", 20),
 		"big.txt": "x\n", "bin.dat": "\x00\x01"})
 	dir, err := Add(ctx, r, "main", "conch/work")
 	if err != nil {
 		t.Fatal(err)
 	}
 	// One commit on the branch, one on the base, and uncommitted work.
-	write(t, dir, map[string]string{"keep.txt": "1\ntwo\n3\n4\n"})
-	sh(t, dir, "commit", "-q", "-am", "edit keep")
-	write(t, r, map[string]string{"base.txt": "b\n"})
-	sh(t, r, "add", "base.txt")
-	sh(t, r, "commit", "-q", "-m", "base moves on")
+	gittest.Write(t, dir, map[string]string{"keep.txt": "1\ntwo\n3\n4\n"})
+	gittest.Git(t, dir, "commit", "-q", "-am", "edit keep")
+	gittest.Write(t, r, map[string]string{"base.txt": "b\n"})
+	gittest.Git(t, r, "add", "base.txt")
+	gittest.Git(t, r, "commit", "-q", "-m", "base moves on")
 	os.Remove(filepath.Join(dir, "gone.txt"))
 	os.Rename(filepath.Join(dir, "moved.txt"), filepath.Join(dir, "renamed.txt"))
-	write(t, dir, map[string]string{odd: "odd\n", "bin.dat": "\x00\x02\x03", "big.txt": strings.Repeat("y", shared.DiffSideLimit+1),
+	gittest.Write(t, dir, map[string]string{odd: "odd\n", "bin.dat": "\x00\x02\x03", "big.txt": strings.Repeat("y", shared.DiffSideLimit+1),
 		"ignored.log": "x", ".gitignore": "*.log\n"})
 
 	c, err := Changes(ctx, dir, "main", "conch/work")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Ahead != 1 || c.Behind != 1 || c.Head != sh(t, dir, "rev-parse", "HEAD") || c.Base != "main" || c.Branch != "conch/work" {
+	if c.Ahead != 1 || c.Behind != 1 || c.Head != gittest.Git(t, dir, "rev-parse", "HEAD") || c.Base != "main" || c.Branch != "conch/work" {
 		t.Errorf("summary %+v", c)
 	}
 	got := map[string]shared.ChangedFile{}
@@ -220,7 +182,7 @@ func TestChangesAndDiff(t *testing.T) {
 			t.Errorf("%q: %+v, want %+v", p, got[p], w)
 		}
 	}
-	if got := sh(t, dir, "status", "--porcelain", "--untracked-files=all"); !strings.Contains(got, "?? ") {
+	if got := gittest.Git(t, dir, "status", "--porcelain", "--untracked-files=all"); !strings.Contains(got, "?? ") {
 		t.Errorf("reading the changes touched the worktree's index: %q", got)
 	}
 
@@ -240,7 +202,7 @@ func TestChangesAndDiff(t *testing.T) {
 	if d, err := Diff(ctx, dir, "main", "conch/work", "big.txt"); err != nil || !d.Omitted || d.OldText != nil || d.NewText != nil {
 		t.Errorf("big.txt: omitted %v, %v", d.Omitted, err)
 	}
-	if d, err := Diff(ctx, dir, "main", "conch/work", "bin.dat"); err != nil || !d.Binary || d.OldText != nil || d.NewText != nil {
+	if d, err := Diff(ctx, dir, "main", "conch/work", "bin.dat"); err != nil || !d.File.Binary || d.OldText != nil || d.NewText != nil {
 		t.Errorf("bin.dat: %+v %v", d, err)
 	}
 	for _, p := range []string{"ignored.log", "../" + filepath.Base(r) + "/keep.txt", "base.txt", ""} {
