@@ -40,7 +40,7 @@ type ChangedFile struct {
 // none for a binary file. OldText is absent for an added file, NewText for a deleted one.
 type FileDiff struct {
 	File    ChangedFile `json:"file"`
-	OldText *string `json:"old_text,omitempty"`
-	NewText *string `json:"new_text,omitempty"`
-	Omitted bool    `json:"omitted,omitempty"`
+	OldText *string     `json:"old_text,omitempty"`
+	NewText *string     `json:"new_text,omitempty"`
+	Omitted bool        `json:"omitted,omitempty"`
 }

@@ -81,10 +81,10 @@ func TestTaskRepositoryRefused(t *testing.T) {
 	e := newEnv(t)
 	repo := gittest.Repo(t, nil)
 	for body, want := range map[string]string{
-		`{"title":"t","repo":"relative"}`:                                 "repo must be an absolute path",
-		fmt.Sprintf(`{"title":"t","repo":%q}`, t.TempDir()):               "is not a git work tree",
-		fmt.Sprintf(`{"title":"t","repo":%q,"base_branch":"dev"}`, repo):  `no branch \"dev\"`,
-		`{"title":"t","base_branch":"main"}`:                              "base_branch needs a repo",
+		`{"title":"t","repo":"relative"}`:                                "repo must be an absolute path",
+		fmt.Sprintf(`{"title":"t","repo":%q}`, t.TempDir()):              "is not a git work tree",
+		fmt.Sprintf(`{"title":"t","repo":%q,"base_branch":"dev"}`, repo): `no branch \"dev\"`,
+		`{"title":"t","base_branch":"main"}`:                             "base_branch needs a repo",
 		fmt.Sprintf(`{"title":"t","repo":%q}`, filepath.Join(repo, "x")): "not a directory",
 	} {
 		if got := e.expect(http.StatusBadRequest, "POST", "/api/v1/tasks", body, nil); !strings.Contains(got, want) {
