@@ -206,6 +206,7 @@ func (p *TasksPage) renderTask(t shared.Task) app.UI {
 			}),
 		),
 		app.Div().Class("actions").Body(
+			changesLink(t),
 			disabled(app.Button().Type("button").Class("secondary"), p.busy || p.agent == "").OnClick(p.startOn(t.ID)).
 				Text("Start a "+p.agent+" session"),
 			app.If(!confirming, func() app.UI {
