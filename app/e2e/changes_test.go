@@ -48,14 +48,14 @@ func TestChangesView(t *testing.T) {
 		listed.Sessions = nil // the same for both: one session, or none
 		b, _ := json.Marshal(listed)
 		t.Logf("listed without sessions, %q: %d B", listed.Title, len(b))
-		if listed.ID == plain.ID && len(b) > 200 || listed.ID == task.ID && len(b) > 200+len(repo)*2+len(listed.Branch)*2 {
+		if listed.ID == plain.ID && len(b) > 200 || listed.ID == task.ID && len(b) > 250+len(listed.Repo)+len(listed.Branch)+len(listed.Worktree) {
 			t.Errorf("task listed in %d B: %s", len(b), b)
 		}
 	}
 
 	b := newBrowser(t)
-	b.open(t, s.URL+"/tasks/"+task.ID+"/changes")
-	b.waitApp(t)
+	b.do(t, chromedp.Navigate(s.URL+"/tasks/"+task.ID+"/changes"))
+	b.waitFor(t, "the WASM app", `!document.getElementById("app-wasm-loader")`)
 	toggle := `.changed-file button.disclosure-toggle`
 	b.waitFor(t, "the file list", fmt.Sprintf(`document.querySelectorAll(%q).length === 2`, toggle))
 	if got := eval[[]string](t, b, `[...document.querySelectorAll(".changed-file button")].map(e => e.textContent)`); fmt.Sprint(got) != `[a "quoted" name.txt · added · +1 −0 notes.txt · modified · +2 −1]` {
@@ -68,7 +68,7 @@ func TestChangesView(t *testing.T) {
 	if n := b.snapshots("diff:notes.txt"); n != 0 {
 		t.Fatalf("%d diff requests before opening", n)
 	}
-	b.do(t, chromedp.Click(`.changed-file.file-modified button.disclosure-toggle`, chromedp.ByQuery))
+	b.do(t, chromedp.Click(chromedp.CSS(`.changed-file.file-modified button.disclosure-toggle`)))
 	added := `[...document.querySelectorAll(".dl-add")].map(e => e.textContent)`
 	b.waitFor(t, "the diff", `document.querySelectorAll(".dl-add").length === 2`)
 	if got := eval[[]string](t, b, added); fmt.Sprint(got) != "[2+2 4+four]" {
@@ -81,7 +81,6 @@ func TestChangesView(t *testing.T) {
 
 	// The task list leads there.
 	b.do(t, chromedp.EmulateViewport(1280, 900))
-	b.open(t, s.URL+"/")
-	b.waitApp(t)
+	b.do(t, chromedp.Navigate(s.URL+"/"))
 	b.waitFor(t, "the Changes link", fmt.Sprintf(`!!document.querySelector('a[href="/tasks/%s/changes"]')`, task.ID))
 }
