@@ -163,6 +163,13 @@ type Task struct {
 	// NeedsAttention is set by the task list while one of the sessions has a permission
 	// request waiting for its person.
 	NeedsAttention bool `json:"needs_attention,omitempty"`
+	// Repo and BaseBranch are the git repository (an absolute path on the server) and the
+	// branch a task on one works from; Branch and Worktree are set once its first session
+	// has made the task's own worktree (docs/API.md, "Repositories and worktrees").
+	Repo       string `json:"repo,omitempty"`
+	BaseBranch string `json:"base_branch,omitempty"`
+	Branch     string `json:"branch,omitempty"`
+	Worktree   string `json:"worktree,omitempty"`
 }
 
 // SessionState is the life cycle of a task session.

@@ -66,8 +66,18 @@ func (c *Client) ListTasks(ctx context.Context) ([]shared.Task, error) {
 
 // CreateTask creates a task.
 func (c *Client) CreateTask(ctx context.Context, title, description string) (shared.Task, error) {
+	return c.CreateTaskOn(ctx, title, description, "", "")
+}
+
+// CreateTaskOn creates a task on a git repository (an absolute path on the server) and
+// its base branch ("": the repository's current branch); its sessions run in a worktree
+// of their own.
+func (c *Client) CreateTaskOn(ctx context.Context, title, description, repo, base string) (shared.Task, error) {
 	var t shared.Task
 	in := map[string]string{"title": title, "description": description}
+	if repo != "" {
+		in["repo"], in["base_branch"] = repo, base
+	}
 	return t, c.call(ctx, "POST", "/api/v1/tasks", in, &t)
 }
 
@@ -284,4 +294,16 @@ func (c *Client) callIfNoneMatch(ctx context.Context, method, path string, v *ve
 		return fmt.Errorf("%s %s: decoding the answer: %w", method, path, err)
 	}
 	return nil
+}
+
+// Changes summarizes what a task on a repository changed (no diff bodies).
+func (c *Client) Changes(ctx context.Context, taskID string) (shared.Changes, error) {
+	var ch shared.Changes
+	return ch, c.call(ctx, "GET", "/api/v1/tasks/"+url.PathEscape(taskID)+"/changes", nil, &ch)
+}
+
+// ChangeDiff fetches one changed file's texts (path as the summary lists it).
+func (c *Client) ChangeDiff(ctx context.Context, taskID, path string) (shared.FileDiff, error) {
+	var d shared.FileDiff
+	return d, c.call(ctx, "GET", "/api/v1/tasks/"+url.PathEscape(taskID)+"/changes/diff?path="+url.QueryEscape(path), nil, &d)
 }

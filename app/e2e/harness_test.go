@@ -268,11 +268,18 @@ func (b *browser) observe(ev any) {
 	switch e := ev.(type) {
 	case *network.EventRequestWillBeSent:
 		u, err := url.Parse(e.Request.URL)
-		if err != nil || !strings.HasSuffix(u.Path, "/shell-output") && !strings.HasSuffix(u.Path, "/tool-content") {
+		var id string
+		switch {
+		case err != nil:
+			return
+		case strings.HasSuffix(u.Path, "/shell-output") || strings.HasSuffix(u.Path, "/tool-content"):
+			parts := strings.Split(u.Path, "/")
+			id = parts[len(parts)-2]
+		case strings.HasSuffix(u.Path, "/changes/diff"): // a task's file, counted as "diff:PATH"
+			id = "diff:" + u.Query().Get("path")
+		default:
 			return
 		}
-		parts := strings.Split(u.Path, "/")
-		id := parts[len(parts)-2]
 		b.requests[id]++
 		b.pending[e.RequestID] = &snapshotLoad{message: id, ifNoneMatch: header(e.Request.Headers, "If-None-Match"),
 			offsets: u.Query().Has("stdout_offset")}

@@ -312,6 +312,7 @@ func (p *TasksPage) renderTask(t shared.Task) app.UI {
 			}),
 		),
 		app.Div().Class("actions").Body(
+			changesLink(t),
 			app.Select().Class("agent-pick").Aria("label", attrText("Agent of the next session of "+t.Title)).OnChange(p.pick(t.ID)).Body(
 				app.Range(p.agents).Slice(func(i int) app.UI {
 					a := p.agents[i].Name

@@ -28,6 +28,7 @@ var api = client.New("")
 func Routes() {
 	app.Route("/", func() app.Composer { return &TasksPage{} })
 	app.RouteWithRegexp("^/sessions/[^/]+$", newSessionPage)
+	app.RouteWithRegexp("^/tasks/[^/]+/changes$", newChangesPage)
 }
 
 // Handler returns the go-app handler that serves the pages and the PWA files (manifest,

@@ -17,6 +17,7 @@ import (
 	"net/netip"
 	"runtime"
 	"runtime/debug"
+	"sync"
 	"time"
 
 	"conch/server/hub"
@@ -114,6 +115,7 @@ type server struct {
 
 	snapshots *snapshotCache
 	reads     chan struct{} // admitReads' slots
+	worktrees sync.Mutex    // held while a task's first session makes its worktree (changes.go)
 }
 
 // New returns the Fiber app serving everything.
@@ -164,6 +166,8 @@ func New(cfg Config) *fiber.App {
 	v1.Get("/tasks/:task_id", s.handleGetTask)
 	v1.Delete("/tasks/:task_id", s.handleDeleteTask)
 	v1.Post("/tasks/:task_id/sessions", s.handleCreateSession)
+	v1.Get("/tasks/:task_id/changes", s.handleChanges)
+	v1.Get("/tasks/:task_id/changes/diff", s.handleChangesDiff)
 	v1.Get("/task-sessions/:session_id", s.handleGetSession)
 	v1.Get("/task-sessions/:session_id/messages", s.handleListMessages)
 	v1.Post("/task-sessions/:session_id/messages", s.handleAddMessage)

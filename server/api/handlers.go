@@ -55,6 +55,8 @@ func (s *server) handleListTasks(c *fiber.Ctx) error {
 type createTaskRequest struct {
 	Title       string `json:"title"`
 	Description string `json:"description"`
+	Repo        string `json:"repo"`
+	BaseBranch  string `json:"base_branch"`
 }
 
 func (s *server) handleCreateTask(c *fiber.Ctx) error {
@@ -62,7 +64,11 @@ func (s *server) handleCreateTask(c *fiber.Ctx) error {
 	if err := decodeBody(c.Body(), &req); err != nil {
 		return s.fail(c, err)
 	}
-	task, err := s.store.CreateTask(c.UserContext(), req.Title, req.Description)
+	repo, base, err := checkRepo(c.UserContext(), req.Repo, req.BaseBranch)
+	if err != nil {
+		return s.fail(c, err)
+	}
+	task, err := s.store.CreateTaskOn(c.UserContext(), req.Title, req.Description, repo, base)
 	if err != nil {
 		return s.fail(c, err)
 	}
@@ -82,6 +88,10 @@ func (s *server) handleGetTask(c *fiber.Ctx) error {
 // in one transaction, and tells the sessions' subscribers.
 func (s *server) handleDeleteTask(c *fiber.Ctx) error {
 	ctx, id := c.UserContext(), c.Params("task_id")
+	task, err := s.store.GetTask(ctx, id)
+	if err != nil {
+		return s.fail(c, err)
+	}
 	live, err := s.store.TaskSessions(ctx, id)
 	if err != nil {
 		return s.fail(c, err)
@@ -100,6 +110,7 @@ func (s *server) handleDeleteTask(c *fiber.Ctx) error {
 		}
 		s.events.SessionDeleted(sid)
 	}
+	s.removeWorktree(task)
 	s.events.TaskDeleted(id)
 	return c.SendStatus(http.StatusNoContent)
 }
@@ -117,10 +128,28 @@ func (s *server) handleCreateSession(c *fiber.Ctx) error {
 	if strings.TrimSpace(req.Agent) == "" {
 		return s.fail(c, shared.Errorf(shared.CodeInvalid, "agent is required"))
 	}
-	// A session that failed to start is still created: 201 with state failed and its error.
-	sess, err := s.rt.StartSession(c.UserContext(), c.Params("task_id"), req.Agent, req.Cwd)
+	ctx := c.UserContext()
+	task, err := s.store.GetTask(ctx, c.Params("task_id"))
 	if err != nil {
 		return s.fail(c, err)
+	}
+	cwd, made := req.Cwd, ""
+	if task.Repo != "" {
+		if cwd != "" {
+			return s.fail(c, shared.Errorf(shared.CodeInvalid, "a task on a repository runs its sessions in its own worktree: leave cwd out"))
+		}
+		if task, made, err = s.ensureWorktree(ctx, task); err != nil {
+			return s.fail(c, err)
+		}
+		cwd = task.Worktree
+	}
+	// A session that failed to start is still created: 201 with state failed and its error.
+	sess, err := s.rt.StartSession(ctx, task.ID, req.Agent, cwd)
+	if err != nil {
+		return s.fail(c, err)
+	}
+	if made != "" {
+		s.addStatus(ctx, sess.ID, made)
 	}
 	return sendJSON(c.Status(http.StatusCreated), sess)
 }

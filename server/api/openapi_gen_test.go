@@ -53,6 +53,9 @@ var generated = map[string]any{
 	"Modes":                  shared.Modes{},
 	"Command":                shared.Command{},
 	"ModeRequest":            shared.ModeRequest{},
+	"Changes":                shared.Changes{},
+	"ChangedFile":            shared.ChangedFile{},
+	"FileDiff":               shared.FileDiff{},
 }
 
 // openAPIDocument is openapi.in.json with the generated schemas filled in.

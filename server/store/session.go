@@ -17,6 +17,10 @@ type taskRow struct {
 	ID          string
 	Title       string
 	Description string
+	Repo        string
+	BaseBranch  string
+	Branch      string
+	Worktree    string
 	CreatedAt   int64
 	UpdatedAt   int64
 }
@@ -25,6 +29,7 @@ func (taskRow) TableName() string { return "tasks" }
 
 func (r taskRow) task() shared.Task {
 	return shared.Task{ID: r.ID, Title: r.Title, Description: r.Description,
+		Repo: r.Repo, BaseBranch: r.BaseBranch, Branch: r.Branch, Worktree: r.Worktree,
 		CreatedAt: fromNanos(r.CreatedAt), UpdatedAt: fromNanos(r.UpdatedAt)}
 }
 
@@ -64,6 +69,12 @@ func (r sessionRow) session() shared.Session {
 
 // CreateTask stores a new task.
 func (s *Store) CreateTask(ctx context.Context, title, description string) (shared.Task, error) {
+	return s.CreateTaskOn(ctx, title, description, "", "")
+}
+
+// CreateTaskOn stores a new task on a git repository and its base branch (both checked by
+// the caller, server/worktree; "" for a task on none).
+func (s *Store) CreateTaskOn(ctx context.Context, title, description, repo, base string) (shared.Task, error) {
 	if strings.TrimSpace(title) == "" {
 		return shared.Task{}, shared.Errorf(shared.CodeInvalid, "title is required")
 	}
@@ -74,7 +85,10 @@ func (s *Store) CreateTask(ctx context.Context, title, description string) (shar
 		return shared.Task{}, err
 	}
 	now := s.stamp()
-	row := taskRow{ID: newID(), Title: title, Description: description, CreatedAt: now, UpdatedAt: now}
+	if err := errors.Join(shared.CheckText("repo", repo), shared.CheckText("base_branch", base)); err != nil {
+		return shared.Task{}, err
+	}
+	row := taskRow{ID: newID(), Title: title, Description: description, Repo: repo, BaseBranch: base, CreatedAt: now, UpdatedAt: now}
 	if err := s.db.WithContext(ctx).Create(&row).Error; err != nil {
 		return shared.Task{}, fmt.Errorf("create task: %w", err)
 	}
@@ -88,6 +102,24 @@ func (s *Store) GetTask(ctx context.Context, id string) (shared.Task, error) {
 		return shared.Task{}, notFound(err, "task")
 	}
 	return row.task(), nil
+}
+
+// SetTaskWorktree records the branch and worktree made for a task, once: it answers
+// CodeConflict when the task has one already.
+func (s *Store) SetTaskWorktree(ctx context.Context, id, branch, worktree string) (shared.Task, error) {
+	if err := errors.Join(shared.CheckText("branch", branch), shared.CheckText("worktree", worktree)); err != nil {
+		return shared.Task{}, err
+	}
+	res := s.db.WithContext(ctx).Model(&taskRow{}).Where("id = ? AND worktree = ''", id).
+		Updates(map[string]any{"branch": branch, "worktree": worktree, "updated_at": s.stamp()})
+	if res.Error != nil {
+		return shared.Task{}, fmt.Errorf("set task worktree: %w", res.Error)
+	}
+	t, err := s.GetTask(ctx, id)
+	if err == nil && res.RowsAffected == 0 {
+		err = shared.Errorf(shared.CodeConflict, "the task has a worktree already")
+	}
+	return t, err
 }
 
 // ListTasks returns every task, newest first, each with its sessions, newest first

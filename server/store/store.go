@@ -238,6 +238,11 @@ var addedColumns = []struct {
 	table, column, decl string
 	then                []string
 }{
+	// A task's git repository, base branch, and the branch and worktree made for it.
+	{"tasks", "repo", "TEXT NOT NULL DEFAULT ''", nil},
+	{"tasks", "base_branch", "TEXT NOT NULL DEFAULT ''", nil},
+	{"tasks", "branch", "TEXT NOT NULL DEFAULT ''", nil},
+	{"tasks", "worktree", "TEXT NOT NULL DEFAULT ''", nil},
 	{"task_sessions", "last_stop_reason", "TEXT NOT NULL DEFAULT ''", nil},
 	{"task_sessions", "modes", "TEXT NOT NULL DEFAULT ''", nil},    // JSON of shared.Modes
 	{"task_sessions", "commands", "TEXT NOT NULL DEFAULT ''", nil}, // JSON of []shared.Command

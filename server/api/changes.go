@@ -1,0 +1,106 @@
+package api
+
+import (
+	"context"
+	"log/slog"
+
+	"conch/server/store"
+	"conch/server/worktree"
+	"conch/shared"
+
+	"github.com/gofiber/fiber/v2"
+)
+
+// checkRepo checks a task request's repository and base branch (docs/API.md,
+// "Repositories and worktrees"); no repository, no base.
+func checkRepo(ctx context.Context, repo, base string) (string, string, error) {
+	if repo == "" {
+		if base != "" {
+			return "", "", shared.Errorf(shared.CodeInvalid, "base_branch needs a repo")
+		}
+		return "", "", nil
+	}
+	if err := shared.CheckText("repo", repo); err != nil {
+		return "", "", err
+	}
+	return worktree.Repo(ctx, repo, base)
+}
+
+// ensureWorktree gives a task on a repository its worktree when it has none yet, and says
+// so for people (made); one at a time, so two first sessions make one worktree.
+func (s *server) ensureWorktree(ctx context.Context, task shared.Task) (shared.Task, string, error) {
+	s.worktrees.Lock()
+	defer s.worktrees.Unlock()
+	task, err := s.store.GetTask(ctx, task.ID)
+	if err != nil || task.Worktree != "" {
+		return task, "", err
+	}
+	branch := worktree.Branch(task.ID, task.Title)
+	dir, err := worktree.Add(ctx, task.Repo, task.BaseBranch, branch)
+	if err != nil {
+		return task, "", err
+	}
+	if task, err = s.store.SetTaskWorktree(ctx, task.ID, branch, dir); err != nil {
+		_ = worktree.Remove(context.Background(), task.Repo, dir)
+		return task, "", err
+	}
+	return task, "Made worktree " + dir + " on a new branch " + branch + " from " + task.BaseBranch + ".", nil
+}
+
+// addStatus adds a status message for people to a session and publishes it.
+func (s *server) addStatus(ctx context.Context, sessionID, text string) {
+	msg, err := s.store.CreateMessage(ctx, store.NewMessage{SessionID: sessionID, AuthorType: shared.AuthorSystem,
+		Type: shared.TypeStatus, Content: text})
+	if err != nil {
+		s.log.Error("status message", "session", sessionID, "err", err)
+		return
+	}
+	s.events.MessageAdded(msg)
+}
+
+// removeWorktree removes a deleted task's worktree (its branch stays). The task is gone
+// already, so a failure is only logged: the worktree is then git's to prune.
+func (s *server) removeWorktree(task shared.Task) {
+	if task.Worktree == "" {
+		return
+	}
+	err := worktree.Remove(context.Background(), task.Repo, task.Worktree)
+	s.log.Info("worktree removed with its task", "task", task.ID, "worktree", task.Worktree, "branch kept", task.Branch, slog.Any("err", err))
+}
+
+// repoTask is the task of the request, which must have a worktree.
+func (s *server) repoTask(c *fiber.Ctx) (shared.Task, error) {
+	task, err := s.store.GetTask(c.UserContext(), c.Params("task_id"))
+	if err == nil && task.Worktree == "" {
+		err = shared.Errorf(shared.CodeNotFound, "the task has no worktree: it names no repository or has had no session yet")
+	}
+	return task, err
+}
+
+func (s *server) handleChanges(c *fiber.Ctx) error {
+	task, err := s.repoTask(c)
+	if err != nil {
+		return s.fail(c, err)
+	}
+	changes, err := worktree.Changes(c.UserContext(), task.Worktree, task.BaseBranch, task.Branch)
+	if err != nil {
+		return s.fail(c, err)
+	}
+	return sendJSON(c, changes)
+}
+
+func (s *server) handleChangesDiff(c *fiber.Ctx) error {
+	task, err := s.repoTask(c)
+	if err != nil {
+		return s.fail(c, err)
+	}
+	path := c.Query("path")
+	if path == "" {
+		return s.fail(c, shared.Errorf(shared.CodeInvalid, "path is required"))
+	}
+	d, err := worktree.Diff(c.UserContext(), task.Worktree, task.BaseBranch, task.Branch, path)
+	if err != nil {
+		return s.fail(c, err)
+	}
+	return sendJSON(c, d)
+}

@@ -1,0 +1,108 @@
+package api
+
+import (
+	"fmt"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"conch/server/worktree/gittest"
+	"conch/shared"
+)
+
+// A task on a real repository: its first session makes its worktree and says so, the
+// second reuses it, the changes summary lists the worktree's work without any body, one
+// file's diff has its texts, and deleting the task removes the worktree and keeps the branch.
+func TestTaskOnRepository(t *testing.T) {
+	e := newEnv(t)
+	repo := gittest.Repo(t, map[string]string{"a.txt": "one\n"})
+	var task shared.Task
+	e.expect(http.StatusCreated, "POST", "/api/v1/tasks", fmt.Sprintf(`{"title":"Fix \"it\"","repo":%q}`, repo), &task)
+	if task.Repo != repo || task.BaseBranch != "main" || task.Worktree != "" {
+		t.Fatalf("task %+v", task)
+	}
+	e.expect(http.StatusNotFound, "GET", "/api/v1/tasks/"+task.ID+"/changes", "", nil)
+
+	var s1, s2 shared.Session
+	e.expect(http.StatusCreated, "POST", "/api/v1/tasks/"+task.ID+"/sessions", `{"agent":"shell"}`, &s1)
+	e.expect(http.StatusCreated, "POST", "/api/v1/tasks/"+task.ID+"/sessions", `{"agent":"shell"}`, &s2)
+	e.expect(http.StatusOK, "GET", "/api/v1/tasks/"+task.ID, "", &task)
+	wantBranch := "conch/" + task.ID[:8] + "-fix-it"
+	if task.Branch != wantBranch || s1.Cwd != task.Worktree || s2.Cwd != task.Worktree {
+		t.Fatalf("task %+v, sessions in %s and %s", task, s1.Cwd, s2.Cwd)
+	}
+	var page shared.MessagePage
+	e.expect(http.StatusOK, "GET", "/api/v1/task-sessions/"+s1.ID+"/messages", "", &page)
+	if len(page.Messages) != 1 || page.Messages[0].Type != shared.TypeStatus || !strings.Contains(page.Messages[0].Content, wantBranch) {
+		t.Errorf("first session's messages %+v", page.Messages)
+	}
+	e.expect(http.StatusOK, "GET", "/api/v1/task-sessions/"+s2.ID+"/messages", "", &page)
+	if len(page.Messages) != 0 {
+		t.Errorf("second session's messages %+v", page.Messages)
+	}
+	e.expect(http.StatusBadRequest, "POST", "/api/v1/tasks/"+task.ID+"/sessions", `{"agent":"shell","cwd":"/tmp"}`, nil)
+
+	gittest.Write(t, task.Worktree, map[string]string{"a.txt": "one\ntwo\n", "b.txt": "new\n"})
+	got := e.expect(http.StatusOK, "GET", "/api/v1/tasks/"+task.ID+"/changes", "", nil)
+	head := gittest.Git(t, repo, "rev-parse", "main")
+	want := fmt.Sprintf(`{"base":"main","branch":%q,"head":%q,"merge_base":%q,"ahead":0,"behind":0,"files":[`+
+		`{"path":"a.txt","status":"modified","added_lines":1,"removed_lines":0},{"path":"b.txt","status":"added","added_lines":1,"removed_lines":0}]}`,
+		wantBranch, head, head)
+	if got != want {
+		t.Errorf("changes\n got %s\nwant %s", got, want)
+	}
+	got = e.expect(http.StatusOK, "GET", "/api/v1/tasks/"+task.ID+"/changes/diff?path=a.txt", "", nil)
+	if want := `{"file":{"path":"a.txt","status":"modified","added_lines":1,"removed_lines":0},"old_text":"one\n","new_text":"one\ntwo\n"}`; got != want {
+		t.Errorf("diff\n got %s\nwant %s", got, want)
+	}
+	e.expect(http.StatusNotFound, "GET", "/api/v1/tasks/"+task.ID+"/changes/diff?path="+url.QueryEscape("../a.txt"), "", nil)
+	e.expect(http.StatusBadRequest, "GET", "/api/v1/tasks/"+task.ID+"/changes/diff", "", nil)
+
+	list := e.expect(http.StatusOK, "GET", "/api/v1/tasks", "", nil)
+	if strings.Contains(list, "two") || !strings.Contains(list, `"worktree":`) {
+		t.Errorf("task list %s", list)
+	}
+
+	e.expect(http.StatusNoContent, "DELETE", "/api/v1/tasks/"+task.ID, "", nil)
+	if _, err := os.Stat(task.Worktree); !os.IsNotExist(err) {
+		t.Errorf("worktree after delete: %v", err)
+	}
+	if got := gittest.Git(t, repo, "branch", "--list", wantBranch); !strings.Contains(got, wantBranch) {
+		t.Errorf("branch after delete: %q", got)
+	}
+}
+
+// A bad repository or base is refused with a clear error, and stores nothing; a branch
+// that exists already fails the session, and leaves the repository as it was.
+func TestTaskRepositoryRefused(t *testing.T) {
+	e := newEnv(t)
+	repo := gittest.Repo(t, nil)
+	for body, want := range map[string]string{
+		`{"title":"t","repo":"relative"}`:                                "repo must be an absolute path",
+		fmt.Sprintf(`{"title":"t","repo":%q}`, t.TempDir()):              "is not a git work tree",
+		fmt.Sprintf(`{"title":"t","repo":%q,"base_branch":"dev"}`, repo): `no branch \"dev\"`,
+		`{"title":"t","base_branch":"main"}`:                             "base_branch needs a repo",
+		fmt.Sprintf(`{"title":"t","repo":%q}`, filepath.Join(repo, "x")): "not a directory",
+	} {
+		if got := e.expect(http.StatusBadRequest, "POST", "/api/v1/tasks", body, nil); !strings.Contains(got, want) {
+			t.Errorf("%s: %s, want %q", body, got, want)
+		}
+	}
+	if got := e.expect(http.StatusOK, "GET", "/api/v1/tasks", "", nil); got != `{"tasks":[]}`+"\n" && got != `{"tasks":[]}` {
+		t.Errorf("tasks stored: %s", got)
+	}
+	var task shared.Task
+	e.expect(http.StatusCreated, "POST", "/api/v1/tasks", fmt.Sprintf(`{"title":"taken","repo":%q}`, repo), &task)
+	branch := "conch/" + task.ID[:8] + "-taken"
+	gittest.Git(t, repo, "branch", branch)
+	before := gittest.Git(t, repo, "worktree", "list")
+	if got := e.expect(http.StatusConflict, "POST", "/api/v1/tasks/"+task.ID+"/sessions", `{"agent":"shell"}`, nil); !strings.Contains(got, "exists already") {
+		t.Errorf("session on a taken branch: %s", got)
+	}
+	if after := gittest.Git(t, repo, "worktree", "list"); after != before {
+		t.Errorf("worktrees %q, were %q", after, before)
+	}
+}

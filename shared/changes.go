@@ -1,0 +1,46 @@
+package shared
+
+// Changes is what a task on a repository changed, against its base branch: the commits of
+// its branch and the uncommitted work of its worktree, file by file, without any diff body
+// (GET /api/v1/tasks/{id}/changes). Each file's diff is fetched on demand (FileDiff).
+type Changes struct {
+	Base   string `json:"base"`
+	Branch string `json:"branch"`
+	// Head is the branch's commit; MergeBase the commit of the base the change is measured from.
+	Head      string `json:"head"`
+	MergeBase string `json:"merge_base"`
+	// Ahead and Behind count the commits the branch has that the base has not, and the
+	// other way round.
+	Ahead  int           `json:"ahead"`
+	Behind int           `json:"behind"`
+	Files  []ChangedFile `json:"files"`
+}
+
+// Change statuses of a file.
+const (
+	FileAdded    = "added"
+	FileModified = "modified"
+	FileDeleted  = "deleted"
+	FileRenamed  = "renamed"
+)
+
+// ChangedFile is one file of a task's change. Paths are as git names them, relative to the
+// worktree, made valid UTF-8; OldPath is set for a rename. A binary file has no line counts.
+type ChangedFile struct {
+	Path         string `json:"path"`
+	OldPath      string `json:"old_path,omitempty"`
+	Status       string `json:"status"`
+	Binary       bool   `json:"binary,omitempty"`
+	AddedLines   int    `json:"added_lines"`
+	RemovedLines int    `json:"removed_lines"`
+}
+
+// FileDiff is one file's change with its two texts (GET .../changes/diff?path=P), bounded
+// like tool content: each side whole, or both omitted when a side is over DiffSideLimit;
+// none for a binary file. OldText is absent for an added file, NewText for a deleted one.
+type FileDiff struct {
+	File    ChangedFile `json:"file"`
+	OldText *string     `json:"old_text,omitempty"`
+	NewText *string     `json:"new_text,omitempty"`
+	Omitted bool        `json:"omitted,omitempty"`
+}
