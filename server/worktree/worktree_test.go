@@ -101,6 +101,9 @@ func TestAddRemoveKeepsBranch(t *testing.T) {
 	if got := gittest.Git(t, r, "branch", "--list", branch); !strings.Contains(got, branch) {
 		t.Errorf("branch gone: %q", got)
 	}
+	if got := gittest.Git(t, r, "show", branch+":a.txt"); got != "changed" { // the uncommitted change, kept
+		t.Errorf("the branch's a.txt: %q", got)
+	}
 }
 
 // A repository's configuration can be written by the agent working in it: none of the
