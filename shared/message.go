@@ -199,6 +199,10 @@ type Session struct {
 	// Stopped is set while the session's agent process is stopped (by Stop, or idle for
 	// --agent-idle): the session stays ready, and its next prompt starts a new agent.
 	Stopped bool `json:"stopped,omitempty"`
+	// Resumable is set when the agent can take up this conversation again (it advertised
+	// ACP session/resume or session/load): its next start, after Stop, the idle rule or a
+	// restart of the server, resumes it rather than starting with no memory.
+	Resumable bool `json:"resumable,omitempty"`
 	// Modes are the agent's session modes (ACP session modes), when it offers any;
 	// Commands its slash commands (ACP available_commands_update), when it offers any.
 	Modes     *Modes    `json:"modes,omitempty"`

@@ -5,8 +5,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -14,7 +16,9 @@ import (
 	"time"
 
 	"conch/app/client"
+	"conch/server/acp/acptest"
 	"conch/server/servetest"
+	"conch/server/store"
 	"conch/shared"
 )
 
@@ -272,4 +276,86 @@ func TestBinaryRestartWhileRunning(t *testing.T) {
 		t.Error("the command is gone after restart")
 	}
 	srv.stop(t, syscall.SIGTERM)
+}
+
+// A server killed (kill -9) while a session of an agent that can resume is live leaves it
+// resumable: the restarted server's next prompt starts the agent again in the same
+// directory, and the agent, a real process, answers from its memory of the earlier turn.
+// It logs the time from the restart to that first answer.
+func TestBinaryRestartResumes(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	db, agents := filepath.Join(dir, "conch.db"), filepath.Join(dir, "agents.json")
+	profiles, _ := json.Marshal([]Profile{{Name: "resumer", Command: exe, Env: map[string]string{"CONCH_ACP_TEST_AGENT": "resume"}, Permission: PermissionAllow}})
+	if err := os.WriteFile(agents, profiles, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	withAgents := func(cmd *exec.Cmd) { cmd.Args = append(cmd.Args, "--agents", agents) }
+	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+	defer cancel()
+	srv := startServerAs(t, db, withAgents)
+	c := client.New(srv.base)
+	task, err := c.CreateTask(ctx, "resume", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sess, err := c.StartSession(ctx, task.ID, "resumer", t.TempDir())
+	if err != nil || !sess.Resumable {
+		t.Fatalf("session %+v: %v", sess, err)
+	}
+	waitAnswer(ctx, t, c, sess.ID, "hello", "hi")
+	srv.stop(t, syscall.SIGKILL)
+
+	began := time.Now()
+	srv = startServerAs(t, db, withAgents)
+	c = client.New(srv.base)
+	got, err := c.GetSession(ctx, sess.ID)
+	if err != nil || got.State != shared.SessionReady || !got.Stopped || !got.Resumable {
+		t.Fatalf("session after restart: %+v %v", got, err)
+	}
+	waitAnswer(ctx, t, c, sess.ID, acptest.Recall, "I remember: hello")
+	t.Logf("restart to the resumed session's first answer: %s", time.Since(began).Round(time.Millisecond))
+
+	page, err := c.ListMessages(ctx, shared.ListRequest{SessionID: sess.ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var status []string
+	for _, m := range page.Messages {
+		if m.Type == shared.TypeStatus {
+			status = append(status, m.Content)
+		}
+	}
+	if want := []string{store.ResumableNote, "The agent resumed this conversation."}; !slices.Equal(status, want) {
+		t.Errorf("status messages %q, want %q", status, want)
+	}
+	srv.stop(t, syscall.SIGTERM)
+}
+
+// waitAnswer sends prompt and polls the session's messages until an agent message reads
+// answer; the test fails at ctx's end.
+func waitAnswer(ctx context.Context, t *testing.T, c *client.Client, sessionID, prompt, answer string) {
+	t.Helper()
+	if _, err := c.SendMessage(ctx, sessionID, prompt, ""); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		page, err := c.ListMessages(ctx, shared.ListRequest{SessionID: sessionID})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range page.Messages {
+			if m.Type == shared.TypeMessage && m.AuthorType == shared.AuthorAgent && m.Content == answer {
+				return
+			}
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("no answer %q to %q", answer, prompt)
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
 }

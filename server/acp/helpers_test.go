@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	sdk "github.com/coder/acp-go-sdk"
+
 	"conch/server/acp/acptest"
 	"conch/server/shellagent"
 	"conch/server/store"
@@ -34,6 +36,15 @@ func TestMain(m *testing.M) {
 		os.Exit(0)
 	case "crash":
 		crashAgent()
+	case "resume": // a third-party agent that can take a session up again (acptest.Recall)
+		hello := func(ctx context.Context, a *acptest.Agent, sid sdk.SessionId) error {
+			return a.Send(ctx, sid, sdk.UpdateAgentMessageText("hi"))
+		}
+		if err := acptest.Run(context.Background(), os.Stdin, os.Stdout, acptest.Config{Scripts: map[string]script{"hello": hello}, Resume: true}); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		os.Exit(0)
 	case "die-at-start":
 		fmt.Fprintln(os.Stderr, "cannot find my config")
 		os.Exit(2)

@@ -43,15 +43,15 @@ func (env *testEnv) statusTexts(t testing.TB, sessionID string) []string {
 	return out
 }
 
-// restartAndRun prompts a session whose agent was stopped and waits for the new agent to
-// run the command to its end; it returns the command's stdout.
-func (env *testEnv) restartAndRun(t testing.TB, sessionID, cmd string) string {
+// restart prompts a session whose agent was stopped and waits for the new agent's turn
+// to end.
+func (env *testEnv) restart(t testing.TB, sessionID, content string) {
 	t.Helper()
-	if _, _, err := env.st.AddUserMessage(context.Background(), sessionID, cmd, ""); err != nil {
+	if _, _, err := env.st.AddUserMessage(context.Background(), sessionID, content, ""); err != nil {
 		t.Fatal(err)
 	}
 	before := len(env.ev.states(sessionID))
-	if err := env.m.Prompt(sessionID, cmd); err != nil {
+	if err := env.m.Prompt(sessionID, content); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, env.ev, "the new agent's turn to end", func() bool {
@@ -61,6 +61,13 @@ func (env *testEnv) restartAndRun(t testing.TB, sessionID, cmd string) string {
 	if s := env.ev.states(sessionID)[before]; s != shared.SessionStarting {
 		t.Errorf("the restarted session was first %s, want starting", s)
 	}
+}
+
+// restartAndRun prompts a session whose agent was stopped and waits for the new agent to
+// run the command to its end; it returns the command's stdout.
+func (env *testEnv) restartAndRun(t testing.TB, sessionID, cmd string) string {
+	t.Helper()
+	env.restart(t, sessionID, cmd)
 	// The newest command by its message: a new agent numbers its tool calls afresh.
 	msgs := env.messages(t, sessionID)
 	for i := len(msgs) - 1; i >= 0; i-- {

@@ -15,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	sdk "github.com/coder/acp-go-sdk"
 	"github.com/google/uuid"
 	"golang.org/x/sync/semaphore"
 
@@ -213,10 +214,12 @@ func (m *Manager) launch(s *session) (shared.Session, error) {
 }
 
 // restart starts a new agent for a session whose agent was stopped (StopAgent, the idle
-// rule), in the same directory; its turns wait for the start. The stopped agent's own
-// memory is lost: ACP session/load is the resume issue's.
+// rule, a sweep of a server that stopped), in the same directory; its turns wait for the
+// start. An agent that can takes the conversation up again (session/resume or
+// session/load); another starts with no memory of it.
 func (m *Manager) restart(id string) (*session, error) {
-	sess, err := m.cfg.Store.GetSession(context.Background(), id)
+	ctx := context.Background()
+	sess, err := m.cfg.Store.GetSession(ctx, id)
 	if err != nil {
 		return nil, err
 	}
@@ -226,6 +229,13 @@ func (m *Manager) restart(id string) (*session, error) {
 	p, ok := m.profile(sess.Agent)
 	if !ok {
 		return nil, shared.Errorf(shared.CodeConflict, "the agent %q of this session is no longer configured", sess.Agent)
+	}
+	if err := m.cfg.Store.ClaimSession(ctx, id); err != nil {
+		return nil, err
+	}
+	agentSession, by, err := m.cfg.Store.AgentSession(ctx, id)
+	if err != nil {
+		return nil, err
 	}
 	m.mu.Lock()
 	if s := m.sessions[id]; s != nil { // another prompt restarted it meanwhile
@@ -237,6 +247,9 @@ func (m *Manager) restart(id string) (*session, error) {
 		return nil, shared.Errorf(shared.CodeConflict, "the server is stopping")
 	}
 	s := newSession(m, sess, p)
+	if by != "" {
+		s.resumeID = sdk.SessionId(agentSession)
+	}
 	m.sessions[id] = s
 	m.wg.Add(1)
 	m.mu.Unlock()
@@ -307,7 +320,7 @@ func (m *Manager) Prompt(sessionID, content string) error {
 func (m *Manager) StopAgent(ctx context.Context, sessionID string) (shared.Session, error) {
 	s, err := m.live(sessionID)
 	if err == nil {
-		s.park("The agent was stopped. "+restartNote, false, 0)
+		s.park("The agent was stopped. "+s.restartNote(), false, 0)
 	} else if shared.ErrorCode(err) != shared.CodeConflict {
 		return shared.Session{}, err
 	}

@@ -38,7 +38,12 @@ func (s *session) update(u sdk.SessionUpdate) {
 		}
 		s.publish(s.m.cfg.Store.SetSessionCommands(context.Background(), s.id, cmds))
 	default:
-		s.rec.update(u)
+		s.mu.Lock()
+		replay := s.replaying
+		s.mu.Unlock()
+		if !replay { // session/load's replay of what is stored already
+			s.rec.update(u)
+		}
 	}
 }
 

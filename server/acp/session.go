@@ -35,7 +35,9 @@ type session struct {
 	connected chan struct{} // closed once conn is set
 	guarded   chan struct{} // closed when the agent's stdout is fully read
 	acpID     sdk.SessionId
-	started   chan struct{} // closed when initialize + session/new are over, either way
+	resumeID  sdk.SessionId // the agent's id of the conversation to take up again ("": a new one)
+	resumeBy  string        // how the agent takes a conversation up again (store.ResumeBy, LoadBy), "" when it cannot
+	started   chan struct{} // closed when initialize + session/new (or resume, load) are over, either way
 	done      chan struct{} // closed when the session has ended
 
 	stateMu sync.Mutex
@@ -48,17 +50,18 @@ type session struct {
 	permMu sync.Mutex                                   // held while a request is stored and registered, answered or cancelled
 	asks   map[string]chan sdk.RequestPermissionOutcome // pending permission requests by message id
 
-	mu       sync.Mutex
-	queue    []string
-	working  bool
-	ended    bool
-	closing  bool      // ends closed (server stop), not failed
-	parked   string    // the agent is being stopped while the session stays (park): the note for people
-	quiet    time.Time // since when the agent has had nothing to do (the idle rule)
-	reason   string    // why it ends; the first reason wins
-	terms    map[string]*terminal
-	starting int // terminals being started, counted against terminalLimit
-	nextTerm int
+	mu        sync.Mutex
+	replaying bool // session/load is replaying the conversation, which is stored already
+	queue     []string
+	working   bool
+	ended     bool
+	closing   bool      // ends closed (server stop), not failed
+	parked    string    // the agent is being stopped while the session stays (park): the note for people
+	quiet     time.Time // since when the agent has had nothing to do (the idle rule)
+	reason    string    // why it ends; the first reason wins
+	terms     map[string]*terminal
+	starting  int // terminals being started, counted against terminalLimit
+	nextTerm  int
 }
 
 func newSession(m *Manager, sess shared.Session, p Profile) *session {
@@ -150,15 +153,86 @@ func (s *session) handshake(ctx context.Context) error {
 	if init.ProtocolVersion != sdk.ProtocolVersionNumber {
 		return fmt.Errorf("initialize: the agent speaks ACP version %d, Conch speaks %d", init.ProtocolVersion, sdk.ProtocolVersionNumber)
 	}
+	caps := init.AgentCapabilities
+	s.mu.Lock()
+	switch {
+	case caps.SessionCapabilities.Resume != nil:
+		s.resumeBy = store.ResumeBy
+	case caps.LoadSession:
+		s.resumeBy = store.LoadBy
+	}
+	s.mu.Unlock()
+	if s.resumeID != "" {
+		modes, err := s.takeUp(ctx)
+		if err == nil {
+			s.acpID = s.resumeID
+			s.offered(modes)
+			s.say("The agent resumed this conversation.")
+			return nil
+		}
+		s.log.Warn("the agent did not take the conversation up again", "err", err)
+		s.say("The agent started again with no memory of the earlier turns: " + takeUpFailure(err))
+	}
 	ns, err := s.conn.NewSession(ctx, sdk.NewSessionRequest{Cwd: s.cwd, McpServers: []sdk.McpServer{}})
 	if err != nil {
 		return fmt.Errorf("session/new: %w", err)
 	}
 	s.acpID = ns.SessionId
-	if m := ns.Modes; m != nil && len(m.AvailableModes) > 0 {
-		s.recordModes(modesOf(m))
+	s.offered(ns.Modes)
+	if _, err := s.m.cfg.Store.SetAgentSession(context.Background(), s.id, string(ns.SessionId), s.resumeBy); err != nil {
+		s.mu.Lock()
+		s.resumeBy = "" // a hostile or broken id: this conversation cannot be taken up again
+		s.mu.Unlock()
+		s.log.Warn("the agent's session id is not kept", "err", err)
 	}
 	return nil
+}
+
+// takeUp asks the new agent for the conversation of resumeID in the same directory: by
+// session/resume, or else session/load, whose replay is dropped (it is stored already).
+// It returns the modes the agent answered with.
+func (s *session) takeUp(ctx context.Context) (*sdk.SessionModeState, error) {
+	switch s.resumeBy {
+	case store.ResumeBy:
+		r, err := s.conn.ResumeSession(ctx, sdk.ResumeSessionRequest{SessionId: s.resumeID, Cwd: s.cwd, McpServers: []sdk.McpServer{}})
+		return r.Modes, err
+	case store.LoadBy:
+		s.setReplaying(true)
+		defer s.setReplaying(false)
+		r, err := s.conn.LoadSession(ctx, sdk.LoadSessionRequest{SessionId: s.resumeID, Cwd: s.cwd, McpServers: []sdk.McpServer{}})
+		return r.Modes, err
+	}
+	return nil, errors.New("it no longer offers session/resume nor session/load")
+}
+
+// takeUpFailure is what people read of why the agent did not resume: the agent's own
+// words, bounded (they are hostile text, shown as text).
+func takeUpFailure(err error) string {
+	return store.CutText(turnError(err), 500)
+}
+
+// offered records the modes the agent offers, if any.
+func (s *session) offered(m *sdk.SessionModeState) {
+	if m != nil && len(m.AvailableModes) > 0 {
+		s.recordModes(modesOf(m))
+	}
+}
+
+func (s *session) setReplaying(on bool) {
+	s.mu.Lock()
+	s.replaying = on
+	s.mu.Unlock()
+}
+
+// say adds and publishes a status message for people.
+func (s *session) say(text string) {
+	m, err := s.m.cfg.Store.CreateMessage(context.Background(), store.NewMessage{SessionID: s.id,
+		AuthorType: shared.AuthorSystem, Type: shared.TypeStatus, Content: text})
+	if err != nil {
+		s.log.Error("store a status message", "err", err, "text", text)
+		return
+	}
+	s.m.cfg.Events.MessageAdded(m)
 }
 
 // fail ends the session with reason: the agent is killed, and its end is recorded by serve.
@@ -215,7 +289,7 @@ func (s *session) watchIdle(idle time.Duration) {
 			return
 		case <-s.m.clock.After(wait):
 		}
-		if s.park(fmt.Sprintf("The agent was stopped after %s with nothing to do. %s", idle, restartNote), true, idle) {
+		if s.park(fmt.Sprintf("The agent was stopped after %s with nothing to do. %s", idle, s.restartNote()), true, idle) {
 			return
 		}
 		s.mu.Lock()
@@ -229,6 +303,19 @@ func (s *session) watchIdle(idle time.Duration) {
 
 // restartNote tells people what a stopped agent means for their next prompt.
 const restartNote = "Your next prompt starts it again, in the same directory, with no memory of the earlier turns."
+
+// resumeNote is restartNote for an agent that can take the conversation up again.
+const resumeNote = "Your next prompt starts it again, in the same directory, and it resumes this conversation."
+
+// restartNote is what a stop of this agent means for the next prompt.
+func (s *session) restartNote() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.resumeBy != "" {
+		return resumeNote
+	}
+	return restartNote
+}
 
 // end records the end of the agent: terminals are killed, open tool calls cancelled with
 // their output, and the session becomes failed (the agent died), closed (server stop) or

@@ -199,6 +199,9 @@ func (r *Replica) sweep(ctx context.Context) error {
 	for _, m := range swept.Messages {
 		r.bus.MessageUpdated(m)
 	}
+	for _, m := range swept.Added {
+		r.bus.MessageAdded(m)
+	}
 	for _, s := range swept.Sessions {
 		r.bus.SessionUpdated(s)
 	}

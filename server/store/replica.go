@@ -93,17 +93,24 @@ func (s *Store) Leave(ctx context.Context) error {
 // Replica is the id Join gave this store's process ("" before Join).
 func (s *Store) Replica() string { return s.replica }
 
+// ResumableNote is the status message of a session a sweep left resumable.
+const ResumableNote = "The server stopped while this session was live. Your next prompt starts the agent again, in the same directory, and it resumes this conversation."
+
 // Swept is what a sweep changed, for publishing.
 type Swept struct {
-	Sessions []shared.Session // closed
+	Sessions []shared.Session // closed, or left resumable
 	Messages []shared.Message // cancelled tool calls and permission requests
+	Added    []shared.Message // the status messages of the sessions left resumable
 }
 
 // Sweep ends what no live replica runs: the leases that ran out are deleted, and the live
 // sessions of replicas without a lease (and of none, like sessions of a process before
 // this one) become closed, their unfinished tool calls and pending permission requests
-// cancelled, output kept. Sessions are closed in one transaction with row locks, so of
-// two replicas sweeping at once each session is closed by one. Commands addressed to a
+// cancelled, output kept. A session whose agent can take it up again (SetAgentSession)
+// is left resumable instead: ready, its agent stopped, owned by no replica, so that the
+// next prompt on any replica resumes it (ClaimSession). Sessions are closed in one
+// transaction with row locks, so of two replicas sweeping at once each session is closed
+// by one. Commands addressed to a
 // replica that is gone are dropped: its sessions are closed.
 func (s *Store) Sweep(ctx context.Context) (Swept, error) {
 	var (
@@ -118,18 +125,38 @@ func (s *Store) Sweep(ctx context.Context) (Swept, error) {
 		if err := tx.Where("lease_until < ? AND id <> ?", now, s.replica).Delete(&replicaRow{}).Error; err != nil {
 			return err
 		}
-		q := locked(tx.Model(&sessionRow{})).Where(live + " AND id NOT IN (" + leased + ")")
+		// Not those left resumable already: no replica owns them until a prompt claims one.
+		q := locked(tx.Model(&sessionRow{})).Where(live + " AND id NOT IN (" + leased + ") AND NOT (stopped AND owner = '' AND agent_resume <> '')")
 		if s.replica != "" { // its own, when its lease was taken over, are its to end (Renew)
 			q = q.Where("owner <> ?", s.replica)
 		}
 		if err := q.Pluck("id", &closed).Error; err != nil {
 			return err
 		}
-		if len(closed) > 0 {
-			if err := tx.Model(&sessionRow{}).Where("id IN ?", closed).
-				Updates(map[string]any{"state": string(shared.SessionClosed), "error": SweptError, "updated_at": now}).Error; err != nil {
+		if len(closed) == 0 {
+			return tx.Where("owner NOT IN (SELECT id FROM replicas)").Delete(&commandRow{}).Error
+		}
+		var resumable []sessionRow
+		if err := tx.Where("id IN ? AND agent_resume <> ''", closed).Find(&resumable).Error; err != nil {
+			return err
+		}
+		if err := tx.Model(&sessionRow{}).Where("id IN ? AND agent_resume = ''", closed).
+			Updates(map[string]any{"state": string(shared.SessionClosed), "error": SweptError, "updated_at": now}).Error; err != nil {
+			return err
+		}
+		for _, r := range resumable {
+			if err := tx.Model(&sessionRow{}).Where("id = ?", r.ID).Updates(map[string]any{"state": string(shared.SessionReady),
+				"error": "", "stopped": true, "owner": "", "updated_at": now}).Error; err != nil {
 				return err
 			}
+			if r.Stopped { // its stop was said already, and what the next prompt does
+				continue
+			}
+			status, err := s.addStatus(tx, r, ResumableNote, nil)
+			if err != nil {
+				return err
+			}
+			out.Added = append(out.Added, *status)
 		}
 		return tx.Where("owner NOT IN (SELECT id FROM replicas)").Delete(&commandRow{}).Error
 	})

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -300,5 +301,69 @@ func TestJoinOnSQLiteTakesOverAtOnce(t *testing.T) {
 	}
 	if got, _ := next.GetSession(ctx, sess.ID); got.State != shared.SessionClosed {
 		t.Fatalf("the previous process's session is %s", got.State)
+	}
+}
+
+// A start-up sweep leaves a session whose agent can resume ready, stopped, owned by no
+// one and saying so, its running command cancelled; the others close as before. The
+// process it was taken from cannot end it; a prompt's ClaimSession makes it the new
+// server's. An agent's session id that is not plain text, or too long, is not stored.
+func TestSweepLeavesResumableSessions(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "conch.db")
+	c := &clock{t: time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)}
+	ctx := context.Background()
+	old, err := Open(path, c.Now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer old.Close()
+	if err := old.Join(ctx, "old", time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	resumable, plain := newSession(t, old), newSession(t, old)
+	for _, bad := range []string{"", strings.Repeat("x", MaxAgentSessionBytes+1), "a\nb", "\xff", "<b>\x1b[31m"} {
+		if _, err := old.SetAgentSession(ctx, resumable.ID, bad, ResumeBy); shared.ErrorCode(err) != shared.CodeInvalid {
+			t.Errorf("agent session %q: %v, want invalid", bad, err)
+		}
+	}
+	if got, err := old.SetAgentSession(ctx, resumable.ID, "agent-1", LoadBy); err != nil || !got.Resumable {
+		t.Fatalf("SetAgentSession: %+v %v", got, err)
+	}
+	cmd := commandRunning(t, old, resumable.ID)
+
+	next, err := Open(path, c.Now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer next.Close()
+	if err := next.Join(ctx, "next", time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	swept, err := next.Sweep(ctx)
+	if err != nil || len(swept.Sessions) != 2 || len(swept.Messages) != 1 || swept.Messages[0].ID != cmd.ID ||
+		len(swept.Added) != 1 || swept.Added[0].Content != ResumableNote || swept.Added[0].SessionID != resumable.ID {
+		t.Fatalf("start-up sweep: %+v %v", swept, err)
+	}
+	if got, _ := next.GetSession(ctx, plain.ID); got.State != shared.SessionClosed {
+		t.Errorf("the session of an agent that cannot resume is %s", got.State)
+	}
+	got, _ := next.GetSession(ctx, resumable.ID)
+	if got.State != shared.SessionReady || !got.Stopped || !got.Resumable || got.Error != "" {
+		t.Fatalf("the resumable session: %+v", got)
+	}
+	if again, err := next.Sweep(ctx); err != nil || len(again.Sessions)+len(again.Added) != 0 {
+		t.Fatalf("second sweep: %+v %v", again, err)
+	}
+	if late, _ := old.SetSessionState(ctx, resumable.ID, shared.SessionClosed, "the server stopped"); late.State != shared.SessionReady {
+		t.Errorf("the old process ended the resumable session: %s", late.State)
+	}
+	if err := next.ClaimSession(ctx, resumable.ID); err != nil {
+		t.Fatal(err)
+	}
+	if err := old.ClaimSession(ctx, resumable.ID); shared.ErrorCode(err) != shared.CodeConflict {
+		t.Errorf("a second claim: %v, want a conflict", err)
+	}
+	if id, by, err := next.AgentSession(ctx, resumable.ID); id != "agent-1" || by != LoadBy || err != nil {
+		t.Errorf("AgentSession: %q %q %v", id, by, err)
 	}
 }

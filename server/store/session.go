@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"conch/shared"
 
@@ -45,6 +47,8 @@ type sessionRow struct {
 	Commands       string // JSON, "" when the agent offers none
 	Owner          string // the replica that runs its agent (replica.go)
 	Stopped        bool
+	AgentSession   string // the agent's own session id: hostile text, never shown
+	AgentResume    string // ResumeBy or LoadBy, "" when the agent can do neither
 	MessageCount   int64
 	CreatedAt      int64
 	UpdatedAt      int64
@@ -57,7 +61,7 @@ func (sessionRow) TableName() string { return "task_sessions" }
 func (r sessionRow) session() shared.Session {
 	s := shared.Session{ID: r.ID, TaskID: r.TaskID, Agent: r.Agent, Cwd: r.Cwd,
 		State: shared.SessionState(r.State), Error: r.Error, LastStopReason: shared.StopReason(r.LastStopReason), Stopped: r.Stopped,
-		CreatedAt: fromNanos(r.CreatedAt), UpdatedAt: fromNanos(r.UpdatedAt)}
+		Resumable: r.AgentResume != "", CreatedAt: fromNanos(r.CreatedAt), UpdatedAt: fromNanos(r.UpdatedAt)}
 	if r.Modes != "" && json.Unmarshal([]byte(r.Modes), &s.Modes) != nil {
 		s.Modes = nil
 	}
@@ -223,9 +227,10 @@ func getSession(db *gorm.DB, id string) (sessionRow, error) {
 // SetSessionState records a session's new state and error text; its agent is no longer
 // stopped (StopSession). A session that ended (failed or closed) stays as it ended, with
 // the reason it was given first: another server's process that learns late that its
-// session ended (its lease was taken over) cannot overwrite why.
+// session ended (its lease was taken over) cannot overwrite why. Nor can it end a session
+// that a sweep left resumable (no longer its: ClaimSession).
 func (s *Store) SetSessionState(ctx context.Context, id string, state shared.SessionState, errText string) (shared.Session, error) {
-	res := s.db.WithContext(ctx).Model(&sessionRow{}).Where("id = ? AND "+live, id).
+	res := s.db.WithContext(ctx).Model(&sessionRow{}).Where("id = ? AND owner = ? AND "+live, id, s.replica).
 		Updates(map[string]any{"state": string(state), "error": CutText(storable(errText), MaxTextBytes), "stopped": false, "updated_at": s.stamp()})
 	if res.Error != nil {
 		return shared.Session{}, fmt.Errorf("set session state: %w", res.Error)
@@ -240,7 +245,7 @@ func (s *Store) StopSession(ctx context.Context, id, text string) (shared.Sessio
 	var status *shared.Message
 	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		sess, err := getSession(locked(tx), id)
-		if err != nil || shared.SessionState(sess.State).Ended() {
+		if err != nil || shared.SessionState(sess.State).Ended() || sess.Owner != s.replica {
 			return err
 		}
 		if err := tx.Model(&sessionRow{}).Where("id = ?", id).Updates(map[string]any{"state": string(shared.SessionReady),
@@ -255,6 +260,66 @@ func (s *Store) StopSession(ctx context.Context, id, text string) (shared.Sessio
 	}
 	sess, err := s.GetSession(ctx, id)
 	return sess, status, err
+}
+
+// How a new agent takes up a session's conversation again (ACP): session/resume, which
+// replays nothing, or session/load, which replays the conversation.
+const (
+	ResumeBy = "resume"
+	LoadBy   = "load"
+)
+
+// MaxAgentSessionBytes bounds the agent's own session id: ids are UUIDs or like them.
+const MaxAgentSessionBytes = 256
+
+// SetAgentSession records the agent's own id of the session and how a new agent takes it
+// up again (ResumeBy, LoadBy, or "" when it cannot: the id is then forgotten). An id that
+// is empty, over MaxAgentSessionBytes, not UTF-8 or holding control characters is
+// shared.CodeInvalid and changes nothing.
+func (s *Store) SetAgentSession(ctx context.Context, id, agentSession, by string) (shared.Session, error) {
+	switch {
+	case by == "":
+		agentSession = ""
+	case by != ResumeBy && by != LoadBy:
+		return shared.Session{}, shared.Errorf(shared.CodeInvalid, "unknown way to resume %q", by)
+	case agentSession == "" || len(agentSession) > MaxAgentSessionBytes || !utf8.ValidString(agentSession) ||
+		strings.ContainsFunc(agentSession, unicode.IsControl):
+		return shared.Session{}, shared.Errorf(shared.CodeInvalid, "the agent's session id is empty, over %d bytes, or not plain text: not stored", MaxAgentSessionBytes)
+	}
+	res := s.db.WithContext(ctx).Model(&sessionRow{}).Where("id = ?", id).
+		Updates(map[string]any{"agent_session": agentSession, "agent_resume": by, "updated_at": s.stamp()})
+	if res.Error != nil {
+		return shared.Session{}, fmt.Errorf("set the agent's session: %w", res.Error)
+	}
+	if res.RowsAffected == 0 {
+		return shared.Session{}, missing("session")
+	}
+	return s.GetSession(ctx, id)
+}
+
+// AgentSession returns the agent's own id of the session and how to take it up again
+// (SetAgentSession); "", "" when there is none.
+func (s *Store) AgentSession(ctx context.Context, id string) (agentSession, by string, err error) {
+	row, err := getSession(s.db.WithContext(ctx).Select("id", "agent_session", "agent_resume"), id)
+	return row.AgentSession, row.AgentResume, err
+}
+
+// ClaimSession makes this replica the one that runs the session's agent, when no replica
+// does (a session a sweep left resumable) or this one does already. Another replica's is
+// shared.CodeConflict.
+func (s *Store) ClaimSession(ctx context.Context, id string) error {
+	res := s.db.WithContext(ctx).Model(&sessionRow{}).Where("id = ? AND (owner = '' OR owner = ?)", id, s.replica).
+		Updates(map[string]any{"owner": s.replica, "updated_at": s.stamp()})
+	if res.Error != nil {
+		return fmt.Errorf("claim session: %w", res.Error)
+	}
+	if res.RowsAffected == 0 {
+		if _, err := s.GetSession(ctx, id); err != nil {
+			return err
+		}
+		return shared.Errorf(shared.CodeConflict, "another server runs this session's agent")
+	}
+	return nil
 }
 
 // SetSessionModes records the modes the agent offers and the one it is in.

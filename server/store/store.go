@@ -259,6 +259,10 @@ var addedColumns = []struct {
 	}},
 	// Its agent was stopped while the session stays: the next prompt starts one (StopSession).
 	{"task_sessions", "stopped", "BOOLEAN NOT NULL DEFAULT FALSE", nil},
+	// The agent's own id of the conversation, and how a new agent takes it up again
+	// (SetAgentSession).
+	{"task_sessions", "agent_session", "TEXT NOT NULL DEFAULT ''", nil},
+	{"task_sessions", "agent_resume", "TEXT NOT NULL DEFAULT ''", nil},
 }
 
 // migrate applies the schema in one transaction (DDL is transactional in both

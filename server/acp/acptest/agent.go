@@ -5,11 +5,16 @@ package acptest
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
 	"sync"
+	"time"
 
 	sdk "github.com/coder/acp-go-sdk"
 )
@@ -33,16 +38,35 @@ type Agent struct {
 
 	mu    sync.Mutex
 	modes *sdk.SessionModeState
+	cfg   Config
+	cwds  map[sdk.SessionId]string // the directory of each session opened here
 }
 
 // Config is an agent: its scripts, and the session modes it offers (nil: none).
 // ModeSwitch, when set, runs before each mode switch and refuses it with its error: a
 // test plays an agent that answers late, or never (it waits for ctx).
+//
+// Resume and Load advertise session/resume and session/load. Such an agent remembers
+// its sessions' prompts in a file of the session's directory (Memory), so another process
+// of it can take a session up again: the Recall script answers with what it remembers.
+// Load replays every remembered prompt as an agent message first. OnTakeUp, when set, is
+// told of each resume or load (method and session id) before it is answered.
 type Config struct {
 	Scripts    map[string]Script
 	Modes      *sdk.SessionModeState
 	ModeSwitch func(ctx context.Context) error
+	Resume     bool
+	Load       bool
+	OnTakeUp   func(method string, sid sdk.SessionId)
 }
+
+// Memory is the file, in a session's directory, where an agent that can resume keeps
+// what it remembers: a JSON object of each session id's prompts.
+const Memory = ".acptest-memory.json"
+
+// Recall is the prompt an agent that can resume answers with the prompts it remembers of
+// the session, before this one: "I remember: a, b".
+const Recall = "recall"
 
 // Serve runs an agent of scripts, with no modes, over in/out until the client goes away
 // or ctx ends.
@@ -52,7 +76,8 @@ func Serve(ctx context.Context, in io.Reader, out io.Writer, scripts map[string]
 
 // Run runs the agent cfg describes over in/out until the client goes away or ctx ends.
 func Run(ctx context.Context, in io.Reader, out io.Writer, cfg Config) error {
-	a := &Agent{scripts: cfg.Scripts, modes: cfg.Modes, modeSwitch: cfg.ModeSwitch, ready: make(chan struct{})}
+	a := &Agent{scripts: cfg.Scripts, modes: cfg.Modes, modeSwitch: cfg.ModeSwitch, ready: make(chan struct{}), cfg: cfg,
+		cwds: map[sdk.SessionId]string{}}
 	a.Conn = sdk.NewAgentSideConnection(a, out, in)
 	a.Conn.SetLogger(slog.New(slog.DiscardHandler))
 	close(a.ready)
@@ -77,6 +102,16 @@ func (a *Agent) Prompt(ctx context.Context, p sdk.PromptRequest) (sdk.PromptResp
 	if len(p.Prompt) > 0 && p.Prompt[0].Text != nil {
 		name = p.Prompt[0].Text.Text
 	}
+	if a.cfg.Resume || a.cfg.Load {
+		earlier, err := a.remember(p.SessionId, name)
+		if err != nil {
+			return sdk.PromptResponse{}, err
+		}
+		if name == Recall {
+			text := "I remember: " + strings.Join(earlier, ", ")
+			return sdk.PromptResponse{StopReason: sdk.StopReasonEndTurn}, a.Send(ctx, p.SessionId, sdk.UpdateAgentMessageText(text))
+		}
+	}
 	script, ok := a.scripts[name]
 	if !ok {
 		return sdk.PromptResponse{}, fmt.Errorf("no script %q", name)
@@ -92,15 +127,29 @@ func (a *Agent) Prompt(ctx context.Context, p sdk.PromptRequest) (sdk.PromptResp
 }
 
 func (a *Agent) Initialize(context.Context, sdk.InitializeRequest) (sdk.InitializeResponse, error) {
-	return sdk.InitializeResponse{ProtocolVersion: sdk.ProtocolVersionNumber, AuthMethods: []sdk.AuthMethod{}}, nil
+	caps := sdk.AgentCapabilities{LoadSession: a.cfg.Load}
+	if a.cfg.Resume {
+		caps.SessionCapabilities.Resume = &sdk.SessionResumeCapabilities{}
+	}
+	return sdk.InitializeResponse{ProtocolVersion: sdk.ProtocolVersionNumber, AuthMethods: []sdk.AuthMethod{}, AgentCapabilities: caps}, nil
 }
 func (a *Agent) Authenticate(context.Context, sdk.AuthenticateRequest) (sdk.AuthenticateResponse, error) {
 	return sdk.AuthenticateResponse{}, nil
 }
-func (a *Agent) NewSession(context.Context, sdk.NewSessionRequest) (sdk.NewSessionResponse, error) {
+
+// NewSession opens a session; an agent that can resume gives each a new id.
+func (a *Agent) NewSession(_ context.Context, p sdk.NewSessionRequest) (sdk.NewSessionResponse, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	return sdk.NewSessionResponse{SessionId: "scripted", Modes: a.modes}, nil
+	sid := sdk.SessionId("scripted")
+	if a.cfg.Resume || a.cfg.Load {
+		sid = sdk.SessionId(fmt.Sprintf("scripted-%d", time.Now().UnixNano()))
+		a.cwds[sid] = p.Cwd
+		if _, err := a.keep(sid); err != nil {
+			return sdk.NewSessionResponse{}, err
+		}
+	}
+	return sdk.NewSessionResponse{SessionId: sid, Modes: a.modes}, nil
 }
 
 // Cancel needs nothing more: the SDK cancels the running Prompt's context.
@@ -111,8 +160,95 @@ func (a *Agent) CloseSession(context.Context, sdk.CloseSessionRequest) (sdk.Clos
 func (a *Agent) ListSessions(context.Context, sdk.ListSessionsRequest) (sdk.ListSessionsResponse, error) {
 	return sdk.ListSessionsResponse{}, nil
 }
-func (a *Agent) ResumeSession(context.Context, sdk.ResumeSessionRequest) (sdk.ResumeSessionResponse, error) {
-	return sdk.ResumeSessionResponse{}, nil
+
+// ResumeSession takes up a session remembered in cwd, replaying nothing.
+func (a *Agent) ResumeSession(_ context.Context, p sdk.ResumeSessionRequest) (sdk.ResumeSessionResponse, error) {
+	if !a.cfg.Resume {
+		return sdk.ResumeSessionResponse{}, sdk.NewMethodNotFound(sdk.AgentMethodSessionResume)
+	}
+	if _, err := a.takeUp(sdk.AgentMethodSessionResume, p.SessionId, p.Cwd); err != nil {
+		return sdk.ResumeSessionResponse{}, err
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return sdk.ResumeSessionResponse{Modes: a.modes}, nil
+}
+
+// LoadSession takes up a session remembered in cwd and replays its prompts as agent
+// messages before it answers, as ACP asks.
+func (a *Agent) LoadSession(ctx context.Context, p sdk.LoadSessionRequest) (sdk.LoadSessionResponse, error) {
+	if !a.cfg.Load {
+		return sdk.LoadSessionResponse{}, sdk.NewMethodNotFound(sdk.AgentMethodSessionLoad)
+	}
+	earlier, err := a.takeUp(sdk.AgentMethodSessionLoad, p.SessionId, p.Cwd)
+	if err != nil {
+		return sdk.LoadSessionResponse{}, err
+	}
+	for _, e := range earlier {
+		if err := a.Send(ctx, p.SessionId, sdk.UpdateAgentMessageText("replayed: "+e)); err != nil {
+			return sdk.LoadSessionResponse{}, err
+		}
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return sdk.LoadSessionResponse{Modes: a.modes}, nil
+}
+
+// takeUp finds a session remembered in cwd and returns its prompts.
+func (a *Agent) takeUp(method string, sid sdk.SessionId, cwd string) ([]string, error) {
+	if a.cfg.OnTakeUp != nil {
+		a.cfg.OnTakeUp(method, sid)
+	}
+	mem, err := readMemory(cwd)
+	if err != nil {
+		return nil, err
+	}
+	earlier, ok := mem[sid]
+	if !ok {
+		return nil, sdk.NewInvalidParams(map[string]any{"error": "unknown session " + string(sid)})
+	}
+	a.mu.Lock()
+	a.cwds[sid] = cwd
+	a.mu.Unlock()
+	return earlier, nil
+}
+
+// remember adds a prompt to the session's memory and returns the ones before it.
+func (a *Agent) remember(sid sdk.SessionId, prompt string) ([]string, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.keep(sid, prompt)
+}
+
+// keep adds prompts to the session's memory file and returns the ones before; a.mu is held.
+func (a *Agent) keep(sid sdk.SessionId, prompts ...string) ([]string, error) {
+	cwd, ok := a.cwds[sid]
+	if !ok {
+		return nil, fmt.Errorf("unknown session %s", sid)
+	}
+	mem, err := readMemory(cwd)
+	if err != nil {
+		return nil, err
+	}
+	earlier := mem[sid]
+	mem[sid] = append(append([]string{}, earlier...), prompts...)
+	raw, err := json.Marshal(mem)
+	if err != nil {
+		return nil, err
+	}
+	return earlier, os.WriteFile(filepath.Join(cwd, Memory), raw, 0o644)
+}
+
+func readMemory(cwd string) (map[sdk.SessionId][]string, error) {
+	mem := map[sdk.SessionId][]string{}
+	raw, err := os.ReadFile(filepath.Join(cwd, Memory))
+	if errors.Is(err, os.ErrNotExist) {
+		return mem, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return mem, json.Unmarshal(raw, &mem)
 }
 func (a *Agent) SetSessionConfigOption(context.Context, sdk.SetSessionConfigOptionRequest) (sdk.SetSessionConfigOptionResponse, error) {
 	return sdk.SetSessionConfigOptionResponse{}, nil
@@ -140,4 +276,7 @@ func (a *Agent) SetSessionMode(ctx context.Context, p sdk.SetSessionModeRequest)
 	return sdk.SetSessionModeResponse{}, sdk.NewInvalidParams(map[string]any{"error": "no mode " + string(p.ModeId)})
 }
 
-var _ sdk.Agent = (*Agent)(nil)
+var (
+	_ sdk.Agent       = (*Agent)(nil)
+	_ sdk.AgentLoader = (*Agent)(nil)
+)
