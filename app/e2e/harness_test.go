@@ -260,7 +260,7 @@ func newBrowser(t *testing.T, extra ...chromedp.ExecAllocatorOption) *browser {
 	return b
 }
 
-// observe follows the output snapshot (and tool content) requests through the browser's
+// observe follows the output snapshot (and tool content, error detail) requests through the browser's
 // network events.
 func (b *browser) observe(ev any) {
 	b.mu.Lock()
@@ -268,7 +268,8 @@ func (b *browser) observe(ev any) {
 	switch e := ev.(type) {
 	case *network.EventRequestWillBeSent:
 		u, err := url.Parse(e.Request.URL)
-		if err != nil || !strings.HasSuffix(u.Path, "/shell-output") && !strings.HasSuffix(u.Path, "/tool-content") {
+		if err != nil || !strings.HasSuffix(u.Path, "/shell-output") && !strings.HasSuffix(u.Path, "/tool-content") &&
+			!strings.HasSuffix(u.Path, "/error-detail") {
 			return
 		}
 		parts := strings.Split(u.Path, "/")
