@@ -96,6 +96,9 @@ type Metadata struct {
 	// TextTruncated marks a message some text of which Conch cut to its bounds (the
 	// content then ends saying so): an agent sent more than a message keeps.
 	TextTruncated bool `json:"text_truncated,omitempty"`
+	// DetailBytes is, on an error message whose text is more than its headline (the
+	// content), the size of the whole text, fetched on demand (ErrorDetail).
+	DetailBytes int `json:"detail_bytes,omitempty"`
 }
 
 // PlanEntry is one step of an agent's plan: ACP's priority (high | medium | low) and

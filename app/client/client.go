@@ -232,6 +232,14 @@ func (c *Client) ToolContent(ctx context.Context, sessionID, messageID string) (
 	return snap, err
 }
 
+// ErrorDetail fetches the whole text of an error message, of which messages carry the
+// headline (GET .../error-detail).
+func (c *Client) ErrorDetail(ctx context.Context, sessionID, messageID string) (shared.ErrorDetail, error) {
+	var d shared.ErrorDetail
+	err := c.call(ctx, "GET", messagePath(sessionID, messageID)+"/error-detail", nil, &d)
+	return d, err
+}
+
 // call sends in as JSON (when not nil) and decodes a 2xx answer into out (when not nil;
 // a *[]byte takes the body as it is).
 func (c *Client) call(ctx context.Context, method, path string, in, out any) error {

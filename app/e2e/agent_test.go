@@ -103,4 +103,7 @@ var steps = map[string]acptest.Script{
 	"fail": func(context.Context, *acptest.Agent, sdk.SessionId) error {
 		return errors.New("model overloaded, try again later")
 	},
+	"fail long": func(context.Context, *acptest.Agent, sdk.SessionId) error {
+		return sdk.NewInternalError(map[string]any{"error": longTurnError})
+	},
 }

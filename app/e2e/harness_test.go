@@ -260,7 +260,7 @@ func newBrowser(t *testing.T, extra ...chromedp.ExecAllocatorOption) *browser {
 	return b
 }
 
-// observe follows the output snapshot (and tool content) requests through the browser's
+// observe follows the output snapshot (and tool content, error detail) requests through the browser's
 // network events.
 func (b *browser) observe(ev any) {
 	b.mu.Lock()
@@ -272,7 +272,7 @@ func (b *browser) observe(ev any) {
 		switch {
 		case err != nil:
 			return
-		case strings.HasSuffix(u.Path, "/shell-output") || strings.HasSuffix(u.Path, "/tool-content"):
+		case strings.HasSuffix(u.Path, "/shell-output") || strings.HasSuffix(u.Path, "/tool-content") || strings.HasSuffix(u.Path, "/error-detail"):
 			parts := strings.Split(u.Path, "/")
 			id = parts[len(parts)-2]
 		case strings.HasSuffix(u.Path, "/changes/diff"): // a task's file, counted as "diff:PATH"

@@ -2,14 +2,12 @@ package ui
 
 import (
 	"context"
-	"errors"
 	"strconv"
 	"strings"
 
 	udiff "github.com/aymanbagabas/go-udiff"
 	"github.com/maxence-charriere/go-app/v10/pkg/app"
 
-	"conch/app/client"
 	"conch/shared"
 )
 
@@ -28,23 +26,13 @@ type ToolCallRow struct {
 	Cwd       string // the session's directory, which paths are shown relative to
 	Msg       shared.Message
 
-	open    map[int]bool
-	snap    *shared.ToolContentSnapshot
-	loading bool
-	err     string
-	cancel  context.CancelFunc // the fetch in flight
+	open map[int]bool
+	snap *shared.ToolContentSnapshot
+	onDemand
 }
 
 // OnDismount aborts a fetch in flight.
 func (r *ToolCallRow) OnDismount() { r.abort() }
-
-func (r *ToolCallRow) abort() {
-	if r.cancel != nil {
-		r.cancel()
-		r.cancel = nil
-	}
-	r.loading = false
-}
 
 func (r *ToolCallRow) toggle(i int) app.EventHandler {
 	return func(ctx app.Context, _ app.Event) {
@@ -67,27 +55,13 @@ func (r *ToolCallRow) toggle(i int) app.EventHandler {
 }
 
 func (r *ToolCallRow) fetch(ctx app.Context) {
-	c, cancel := context.WithCancel(context.Background())
-	r.cancel, r.loading, r.err = cancel, true, ""
 	sid, mid := r.SessionID, r.Msg.ID
-	ctx.Async(func() {
-		snap, err := api.ToolContent(c, sid, mid)
-		ctx.Dispatch(func(app.Context) {
-			if c.Err() != nil { // closed or left meanwhile
-				return
-			}
-			r.cancel, r.loading = nil, false
-			switch {
-			case err == nil:
-				snap = snap.Visible() // like the message it belongs to
-				r.snap = &snap
-			case errors.Is(err, client.ErrUnreachable):
-				r.err = "Content unavailable: the server is unreachable."
-			default:
-				r.err = "Content unavailable: " + shared.ErrorMessage(err)
-			}
+	fetchOnDemand(&r.onDemand, ctx, "Content",
+		func(c context.Context) (shared.ToolContentSnapshot, error) { return api.ToolContent(c, sid, mid) },
+		func(snap shared.ToolContentSnapshot) {
+			snap = snap.Visible() // like the message it belongs to
+			r.snap = &snap
 		})
-	})
 }
 
 // Render draws the row and its open items.

@@ -66,7 +66,7 @@ func TestToolCallRowRelativePaths(t *testing.T) {
 		}}}}}
 	html := app.HTMLString(renderMessage("s1", cwd, m))
 	checkHTML(t, html, []string{
-		`title="Write ` + cwd + `/src/hello.py">Write src/hello.py</span>`,
+		`title="Write ` + cwd + `/src/hello.py"`, `>Write src/hello.py</span>`, // go-app orders attributes as it likes
 		"</span>\n      Diff · src/hello.py · +1 −0\n",
 		`title="Diff · ` + cwd + `/src/hello.py · +1 −0"`, `aria-label="Show tool content: Diff · src/hello.py · +1 −0"`,
 		"Diff · /etc/hosts · +1 −0",

@@ -35,6 +35,15 @@ func TestRenderMessage(t *testing.T) {
 			name: "error",
 			msg:  shared.Message{ID: "4", AuthorType: shared.AuthorAgent, Type: shared.TypeError, Content: "agent crashed"},
 			want: []string{`class="msg error"`, "agent crashed"},
+			not:  []string{"<button"},
+		},
+		{
+			name: "a long error: its headline, the rest behind a collapsed disclosure",
+			msg: shared.Message{ID: "5", AuthorType: shared.AuthorAgent, Type: shared.TypeError, Content: "The agent's turn failed: quota",
+				Metadata: &shared.Metadata{DetailBytes: 20480}},
+			want: []string{`class="msg error"`, `data-message-id="5"`, "The agent&#39;s turn failed: quota", `aria-expanded="false"`,
+				`aria-controls="error-5"`, "Details · 20 KB"},
+			not: []string{`id="error-5"`},
 		},
 		{
 			name: "a turn stopped at the token limit",

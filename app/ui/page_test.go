@@ -49,6 +49,7 @@ func bootWith(s string) shared.Boot {
 		msg(shared.TypeMessage, shared.AuthorAgent, nil),
 		msg(shared.TypeThinking, shared.AuthorAgent, nil),
 		msg(shared.TypeError, shared.AuthorAgent, nil),
+		msg(shared.TypeError, shared.AuthorAgent, &shared.Metadata{DetailBytes: 3}),
 		msg(shared.TypeStatus, shared.AuthorSystem, &shared.Metadata{StopReason: shared.StopReason(s)}),
 		msg(shared.TypePermissionRequest, shared.AuthorAgent, &shared.Metadata{ToolCallID: s, Title: s, Kind: s,
 			Status: shared.StatusPending, Options: options}),
@@ -71,7 +72,8 @@ func bootWith(s string) shared.Boot {
 	}
 	slices.Reverse(msgs) // a boot's page is newest first
 	return shared.Boot{
-		Session: shared.Session{ID: "s1", TaskID: "t1", Agent: s, Cwd: s, State: shared.SessionReady, Error: s,
+		Session: shared.Session{ID: "s1", TaskID: "t1", Agent: s, Cwd: s, State: shared.SessionReady,
+			Error:          s + "\n" + s, // more than its headline: the whole text behind a disclosure
 			LastStopReason: shared.StopReason(s),
 			Modes: &shared.Modes{Current: s + "2", Available: []shared.SessionMode{
 				{ID: s, Name: s, Description: s}, {ID: s + "2", Name: s, Description: s}}},

@@ -511,7 +511,7 @@ func (p *SessionPage) Render() app.UI {
 		),
 		&Notices{Offline: p.offline, Kept: p.kept},
 		app.If(p.session != nil && p.session.Error != "", func() app.UI {
-			return app.P().Class("alert").Text("Agent error: " + p.session.Error)
+			return errorAlert(p.session.Error)
 		}),
 		app.If(p.err != "", func() app.UI { return app.P().Class("alert").Text(p.err) }),
 		app.Main().Class("chat").Body(
@@ -602,7 +602,7 @@ func renderMessage(sessionID, cwd string, m shared.Message) app.UI {
 	case m.Type == shared.TypeToolCall || m.Type == shared.TypeToolExecute:
 		return toolRow(m, cwd)
 	case m.Type == shared.TypeError:
-		return app.Div().Class("msg", "error").DataSet("message-id", m.ID).Text(m.Content)
+		return &ErrorRow{SessionID: sessionID, Msg: m}
 	case m.Type == shared.TypeStatus:
 		return statusRow(m)
 	case m.Type == shared.TypePermissionRequest:

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -329,5 +330,59 @@ func TestFileLoadsWithinBudget(t *testing.T) {
 	}
 	if !env.m.loads.TryAcquire(loadBudget) {
 		t.Error("a request kept its bytes after its answer")
+	}
+}
+
+// One edit the agent reports as its own tool call and also writes through the client is
+// one diff: the write is the diff of the agent's call, whether the call showed the diff
+// before the write (as when asking permission) or only after it. A write no call of the
+// agent's claims is a tool call of its own.
+func TestAgentEditWrittenThroughConchIsOneDiff(t *testing.T) {
+	var cwd string
+	edit := func(ctx context.Context, a *acptest.Agent, sid sdk.SessionId, id, name string, before bool) error {
+		path := filepath.Join(cwd, name)
+		diff := []sdk.ToolCallContent{sdk.ToolDiffContent(path, "print('hi')\n")}
+		start := []sdk.ToolCallStartOpt{sdk.WithStartKind(sdk.ToolKindEdit), sdk.WithStartStatus(sdk.ToolCallStatusInProgress)}
+		if before {
+			start = append(start, sdk.WithStartContent(diff))
+		}
+		if err := a.Send(ctx, sid, sdk.StartToolCall(sdk.ToolCallId(id), "WriteFile "+name, start...)); err != nil {
+			return err
+		}
+		if _, err := a.Conn.WriteTextFile(ctx, sdk.WriteTextFileRequest{SessionId: sid, Path: path, Content: "print('hi')\n"}); err != nil {
+			return err
+		}
+		return a.Send(ctx, sid, sdk.UpdateToolCall(sdk.ToolCallId(id), sdk.WithUpdateStatus(sdk.ToolCallStatusCompleted), sdk.WithUpdateContent(diff)))
+	}
+	env := newEnv(t, scripted(map[string]script{
+		"edits": func(ctx context.Context, a *acptest.Agent, sid sdk.SessionId) error {
+			if err := edit(ctx, a, sid, "w1", "hello.py", true); err != nil {
+				return err
+			}
+			if err := edit(ctx, a, sid, "w2", "world.py", false); err != nil {
+				return err
+			}
+			_, err := a.Conn.WriteTextFile(ctx, sdk.WriteTextFileRequest{SessionId: sid, Path: filepath.Join(cwd, "notes.txt"), Content: "x\n"})
+			return err
+		},
+	}), false, Profile{Name: "scripted"})
+	sess := env.start(t, "scripted")
+	cwd = sess.Cwd
+	env.prompt(t, sess.ID, "edits")
+	diffs := map[string]int{} // path -> diffs shown
+	calls := []string{}
+	for _, m := range env.messages(t, sess.ID) {
+		if c := shared.ToolContentOf(m); c != nil {
+			calls = append(calls, m.Metadata.ToolCallID)
+			for _, it := range c.Items {
+				if it.Type == shared.ContentDiff {
+					diffs[strings.TrimPrefix(it.Path, cwd+"/")]++
+				}
+			}
+		}
+	}
+	if want := map[string]int{"hello.py": 1, "world.py": 1, "notes.txt": 1}; !maps.Equal(diffs, want) || len(calls) != 3 ||
+		calls[0] != "w1" || calls[1] != "w2" || !strings.HasPrefix(calls[2], "conch-write-") {
+		t.Errorf("diffs %v in tool calls %v; want one diff each, in w1, w2 and a write of Conch's", diffs, calls)
 	}
 }

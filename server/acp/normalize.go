@@ -3,6 +3,7 @@ package acp
 import (
 	"encoding/json"
 	"math"
+	"slices"
 	"strings"
 
 	sdk "github.com/coder/acp-go-sdk"
@@ -207,6 +208,23 @@ func (tc *toolCall) applyContent(content []sdk.ToolCallContent) {
 		tc.content = items
 		tc.contentVersion++
 	}
+}
+
+// setDiff makes a write through the client the call's diff of path, in place of one the
+// agent reported (what was written is what happened).
+func (tc *toolCall) setDiff(path string, oldText *string, newText string) {
+	d := shared.ToolContentItem{Type: shared.ContentDiff, Path: path, OldText: new(""), NewText: &newText}
+	if oldText != nil {
+		d.OldText = oldText
+	}
+	items := slices.Clone(tc.content)
+	if i := slices.IndexFunc(items, func(c shared.ToolContentItem) bool { return c.Type == shared.ContentDiff && c.Path == path }); i >= 0 {
+		items[i] = d
+	} else {
+		items = append(items, d)
+	}
+	tc.content = items
+	tc.contentVersion++
 }
 
 // unfence removes a Markdown code fence around a whole text block (```console ... ```),

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -161,17 +162,48 @@ func (r *recorder) applyPlan(entries []sdk.PlanEntry) {
 	r.mark(r.plan, true)
 }
 
-// written records a write through the client (fs/write_text_file) as a completed edit
-// with its diff, a tool call of its own. oldText is nil for a new file.
+// written records a write through the client (fs/write_text_file) as its diff (oldText
+// nil for a new file). An agent that reports the edit as its own tool call (Gemini CLI
+// does, before it writes) gets the diff there, so one edit is one diff; other writes are
+// completed edits, tool calls of their own.
 func (r *recorder) written(path string, oldText *string, newText string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if it := r.editing(path); it != nil {
+		it.tool.setDiff(path, oldText, newText)
+		r.mark(it, true)
+		return
+	}
 	r.writes++
 	diff := sdk.ToolDiffContent(path, newText)
 	diff.Diff.OldText = oldText
 	title, kind, status := "Write "+path, string(sdk.ToolKindEdit), string(sdk.ToolCallStatusCompleted)
 	r.applyTool(fmt.Sprintf("conch-write-%d", r.writes), toolUpdate{Title: &title, Kind: &kind, Status: &status,
 		Content: []sdk.ToolCallContent{diff}})
+}
+
+// editing returns the agent's unfinished tool call a write of path belongs to: the one
+// whose diff is of path, else the one edit; nil when there is none, or no single one.
+func (r *recorder) editing(path string) *item {
+	var withDiff, edits []*item
+	for _, it := range r.tools {
+		tc := it.tool
+		if it.sealed || tc.Shell || tc.Status.IsTerminal() {
+			continue
+		}
+		if slices.ContainsFunc(tc.content, func(c shared.ToolContentItem) bool { return c.Type == shared.ContentDiff && c.Path == path }) {
+			withDiff = append(withDiff, it)
+		}
+		if tc.Kind == string(sdk.ToolKindEdit) {
+			edits = append(edits, it)
+		}
+	}
+	for _, found := range [][]*item{withDiff, edits} {
+		if len(found) == 1 {
+			return found[0]
+		}
+	}
+	return nil
 }
 
 // appendText adds to the open text segment. A segment holds at most store.MaxTextBytes,

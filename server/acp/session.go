@@ -502,7 +502,7 @@ func (s *session) turn(content string) {
 	stopped := false // the session changed: a stop reason was stored
 	if err != nil {
 		m, serr := s.m.cfg.Store.CreateMessage(context.Background(), store.NewMessage{SessionID: s.id,
-			AuthorType: shared.AuthorAgent, Type: shared.TypeError, Content: "The agent's turn failed: " + turnError(err)})
+			AuthorType: shared.AuthorAgent, Type: shared.TypeError, Content: "The agent's turn failed: " + unescape(turnError(err))})
 		if serr != nil {
 			s.log.Error("store turn error", "err", serr, "turn_err", err)
 		} else {
@@ -586,6 +586,23 @@ func turnError(err error) string {
 		return detail
 	}
 	return re.Message + ": " + detail
+}
+
+// jsonEscapes turns a JSON string's escapes back into what they stand for. The escaped
+// backslash comes first, so that `\\n` reads as a backslash and an n.
+var jsonEscapes = strings.NewReplacer(`\\`, `\`, `\n`, "\n", `\t`, "\t", `\r`, "", `\"`, `"`, `\/`, "/")
+
+// unescape undoes the escaping of text an agent quoted as JSON, maybe more than once (an
+// error message that embeds a JSON answer that embeds a prompt): text that shows `\n`
+// where it means a new line reads as lines again.
+func unescape(s string) string {
+	for range 3 {
+		if !strings.Contains(s, `\n`) {
+			break
+		}
+		s = jsonEscapes.Replace(s)
+	}
+	return s
 }
 
 func (s *session) cancel() error {

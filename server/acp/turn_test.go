@@ -3,6 +3,7 @@ package acp
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 
 	sdk "github.com/coder/acp-go-sdk"
@@ -86,18 +87,38 @@ func TestTurnErrorText(t *testing.T) {
 		"rpc": func(context.Context, *acptest.Agent, sdk.SessionId) error {
 			return sdk.NewAuthRequired(map[string]any{"details": "log in with `gemini auth`"})
 		},
+		// As Gemini CLI fails a turn: its model's answer quoted as JSON, prompt included.
+		"long": func(context.Context, *acptest.Agent, sdk.SessionId) error {
+			return sdk.NewInternalError(map[string]any{"error": `{"error": {"message": "Request contains an invalid argument.\n\nPrompt:\n` +
+				strings.Repeat(`You are an interactive CLI agent \"gemini\".\n`, 200) + `"}}`})
+		},
 	}), false, Profile{Name: "scripted"})
 	sess := env.start(t, "scripted")
 	env.prompt(t, sess.ID, "refuse")
-	for prompt, want := range map[string]string{
-		"fail": "The agent's turn failed: Internal error: model overloaded, try again later",
-		"rpc":  "The agent's turn failed: Authentication required: log in with `gemini auth`",
+	for _, c := range [][2]string{
+		{"fail", "The agent's turn failed: Internal error: model overloaded, try again later"},
+		{"rpc", "The agent's turn failed: Authentication required: log in with `gemini auth`"},
+		{"long", `The agent's turn failed: Internal error: {"error": {"message": "Request contains an invalid argument.`},
 	} {
+		prompt, want := c[0], c[1]
 		env.prompt(t, sess.ID, prompt)
 		msgs := env.messages(t, sess.ID)
 		if last := msgs[len(msgs)-1]; last.Type != shared.TypeError || last.Content != want {
 			t.Errorf("%s: last message %s %q, want %q", prompt, last.Type, last.Content, want)
 		}
+	}
+	// The long one's whole text is kept, as lines: no escape left.
+	msgs := env.messages(t, sess.ID)
+	last := msgs[len(msgs)-1]
+	detail, err := env.st.GetErrorDetail(context.Background(), sess.ID, last.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if last.Metadata == nil || last.Metadata.DetailBytes != len(detail.Text) {
+		t.Errorf("metadata %+v, whole text %d bytes", last.Metadata, len(detail.Text))
+	}
+	if n := strings.Count(detail.Text, "\n"); n != 203 || strings.Contains(detail.Text, `\`) || !strings.Contains(detail.Text, `agent "gemini".`) {
+		t.Errorf("whole text has %d lines, or escapes left: %.300q", n, detail.Text)
 	}
 	got, err := env.st.GetSession(context.Background(), sess.ID)
 	if err != nil {

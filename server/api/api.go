@@ -182,6 +182,7 @@ func New(cfg Config) *fiber.App {
 	})
 	v1.Get("/task-sessions/:session_id/messages/:message_id/shell-output/raw", s.handleShellOutputRaw)
 	v1.Get("/task-sessions/:session_id/messages/:message_id/tool-content", s.handleToolContent)
+	v1.Get("/task-sessions/:session_id/messages/:message_id/error-detail", s.handleErrorDetail)
 	v1.Post("/task-sessions/:session_id/permissions/:message_id", s.handleAnswerPermission)
 	api.All("/*", func(c *fiber.Ctx) error { return s.fail(c, errNoRoute) })
 

@@ -48,6 +48,7 @@ var generated = map[string]any{
 	"ToolContentItemSummary": shared.ToolContentItemSummary{},
 	"ToolContentSummary":     shared.ToolContentSummary{},
 	"ToolContentSnapshot":    shared.ToolContentSnapshot{},
+	"ErrorDetail":            shared.ErrorDetail{},
 	"PlanEntry":              shared.PlanEntry{},
 	"SessionMode":            shared.SessionMode{},
 	"Modes":                  shared.Modes{},

@@ -42,6 +42,15 @@ func (s *server) handleToolContent(c *fiber.Ctx) error {
 	})
 }
 
+// handleErrorDetail answers the whole text of an error message, of which messages carry
+// the headline, with the same rules.
+func (s *server) handleErrorDetail(c *fiber.Ctx) error {
+	return s.snapshot(c, s.store.GetErrorDetailStamp, true, func(ctx context.Context, sessionID, messageID string) (any, time.Time, error) {
+		d, err := s.store.GetErrorDetail(ctx, sessionID, messageID)
+		return d, d.UpdatedAt, err
+	})
+}
+
 // snapshot answers a body fetched on demand. A cheap scoped lookup of the body's version
 // (stamp) comes first: it answers 404 without reading a body, 304 to a client that
 // already holds this version, and otherwise, when cached, picks the encoded body (and its

@@ -41,6 +41,15 @@ func (r messageRow) message() (shared.Message, error) {
 			return shared.Message{}, fmt.Errorf("decode metadata of message %s: %w", r.ID, err)
 		}
 	}
+	if m.Type == shared.TypeError {
+		// An error's whole text can fill screens: messages carry its headline (GetErrorDetail).
+		if line, more := shared.Headline(r.Content); more {
+			if m.Metadata == nil {
+				m.Metadata = new(shared.Metadata)
+			}
+			m.Content, m.Metadata.DetailBytes = line, len(r.Content)
+		}
+	}
 	if se := shared.ShellOf(m); se != nil {
 		// Summaries stored before the totals existed count none: produced >= kept.
 		o := &se.Output

@@ -388,3 +388,33 @@ func (s *Store) moveOutputBodies(tx *gorm.DB) error {
 	}
 	return nil
 }
+
+// GetErrorDetailStamp answers as GetErrorDetail does, but with only the message's
+// updated_at, without reading its text.
+func (s *Store) GetErrorDetailStamp(ctx context.Context, sessionID, messageID string) (time.Time, error) {
+	stamp, err := s.stampOf(ctx, messageOf(shared.TypeError, sessionID, messageID))
+	if err != nil {
+		return time.Time{}, fmt.Errorf("get error detail stamp: %w", err)
+	}
+	return stamp, nil
+}
+
+// GetErrorDetail returns the whole stored text of an error message of the session, of
+// which lists carry the headline. An absent message, one of another session and one that
+// is not an error are all "message not found".
+func (s *Store) GetErrorDetail(ctx context.Context, sessionID, messageID string) (shared.ErrorDetail, error) {
+	var r struct {
+		ID        string
+		Content   string
+		UpdatedAt int64
+	}
+	res := s.db.WithContext(ctx).Table("messages AS m").Select("m.id, m.content, m.updated_at").
+		Scopes(messageOf(shared.TypeError, sessionID, messageID)).Limit(1).Scan(&r)
+	if res.Error != nil {
+		return shared.ErrorDetail{}, fmt.Errorf("get error detail: %w", res.Error)
+	}
+	if res.RowsAffected == 0 {
+		return shared.ErrorDetail{}, missing("message")
+	}
+	return shared.ErrorDetail{MessageID: r.ID, UpdatedAt: fromNanos(r.UpdatedAt), Text: r.Content}, nil
+}
