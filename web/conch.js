@@ -1,13 +1,17 @@
 // Conch's own page script, loaded from a file (not inline) so the Content-Security-Policy
 // allows scripts from this origin only. It runs before go-app's deferred scripts.
 
-// The update notice made reliable: go-app's own "updatefound" listener is attached late
-// and can miss an update, while a controller change on a page that already had a
-// controller always means a new version has taken over.
+// The update notice, said only when it is true: a controller change on a page that already
+// had a controller means a new version has taken over (conchWorkerReplaced, which the
+// notice requires). go-app's own "updatefound" listener is attached late and can miss an
+// update, and it also fires on a first visit, when the first worker claims the page.
+var conchWorkerReplaced = false;
 if ("serviceWorker" in navigator) {
   const hadController = !!navigator.serviceWorker.controller;
   navigator.serviceWorker.addEventListener("controllerchange", () => {
-    if (hadController && typeof goappOnUpdate === "function") goappOnUpdate();
+    if (!hadController) return;
+    conchWorkerReplaced = true;
+    if (typeof goappOnUpdate === "function") goappOnUpdate();
   });
 }
 
