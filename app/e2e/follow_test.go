@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/chromedp/cdproto/fetch"
+	"github.com/chromedp/cdproto/input"
 	"github.com/chromedp/chromedp"
 
 	"conch/shared"
@@ -94,4 +95,80 @@ return s.textContent === "Send" && !s.disabled && document.getElementById("promp
 	if got := eval[string](t, b, `[...document.querySelectorAll(".alert")].map(e => e.textContent).join("\n")`); got != "" {
 		t.Fatalf("banners after the answer: %s", got)
 	}
+}
+
+// The page follows live output while the person is at its end: the newest line of a
+// printing command stays in view above the prompt bar, on a desktop and on a phone. Read
+// higher up, the page stays put and offers "jump to newest"; the session's header stays
+// in view.
+func TestPageFollowsLiveOutput(t *testing.T) {
+	s := startServer(t)
+	sess := s.session(t, "follow")
+	filler := ":"
+	for i := 1; i <= 60; i++ {
+		filler += fmt.Sprintf("\n# an earlier line %d", i)
+	}
+	s.run(t, sess.ID, filler, nil)
+	m := s.run(t, sess.ID, `for i in $(seq 1 100000); do echo "line $i"; sleep 0.05; done`, func(m shared.Message) bool {
+		return m.Metadata.Status == shared.StatusRunning && shared.ShellOf(m).Output.StdoutBytes > 0
+	})
+	out := "#output-" + m.ID
+	newest := fmt.Sprintf(`Number(([...document.querySelectorAll(%q)].pop() || {dataset: {n: 0}}).dataset.n)`, out+" pre.stdout .ln")
+	atEnd := `scrollY + innerHeight >= document.documentElement.scrollHeight - 2`
+	// The newest line drawn is fully above the prompt bar.
+	newestShown := fmt.Sprintf(`(() => { const l = [...document.querySelectorAll(%q)].pop(), p = document.querySelector(".prompt");
+return !!l && l.getBoundingClientRect().bottom <= p.getBoundingClientRect().top + 1; })()`, out+" pre.stdout .ln")
+	headerShown := `document.querySelector(".session-page .bar").getBoundingClientRect().top === 0`
+	jump := `(() => { const j = document.querySelector(".jump"); return !!j && j.getClientRects().length > 0; })()`
+	moreLines := func(b *browser) {
+		t.Helper()
+		b.waitFor(t, "more lines", fmt.Sprintf(`%s >= %d`, newest, eval[int](t, b, newest)+10))
+	}
+
+	for _, size := range []struct {
+		w, h   int64
+		mobile bool
+	}{{1280, 900, false}, {393, 851, true}} {
+		b := newBrowser(t)
+		if size.mobile {
+			b.do(t, chromedp.EmulateViewport(size.w, size.h, chromedp.EmulateScale(2.75), chromedp.EmulateMobile))
+		}
+		b.open(t, s.URL+"/sessions/"+sess.ID)
+		toggle := row(m.ID) + " button.disclosure-toggle"
+		b.waitFor(t, "the disclosure", fmt.Sprintf(`!!document.querySelector(%q)`, toggle))
+		b.do(t, chromedp.Evaluate[chromedp.Void](fmt.Sprintf(`document.querySelector(%q).click()`, toggle)))
+		moreLines(b)
+		b.waitFor(t, fmt.Sprintf("at %dx%d the newest line in view, at the end of the page", size.w, size.h), newestShown+" && "+atEnd+" && !"+jump)
+		moreLines(b)
+		if !eval[bool](t, b, newestShown+" && "+atEnd) {
+			t.Fatalf("at %dx%d the page stopped following", size.w, size.h)
+		}
+
+		// Higher up the page stays where the person is, and offers the newest.
+		b.wheelUp(t)
+		b.waitFor(t, "jump to newest", jump)
+		y := eval[float64](t, b, `scrollY`)
+		moreLines(b)
+		if got := eval[float64](t, b, `scrollY`); got != y {
+			t.Fatalf("at %dx%d the page moved from %v to %v while the person read higher up", size.w, size.h, y, got)
+		}
+		if !eval[bool](t, b, headerShown) {
+			t.Fatalf("at %dx%d the session's header scrolled away", size.w, size.h)
+		}
+		b.do(t, chromedp.Click(chromedp.CSS(".jump")))
+		b.waitFor(t, "the end of the page again", newestShown+" && "+atEnd+" && !"+jump)
+		if !size.mobile { // the pictures, at each size and scheme: following, then reading higher up
+			b.screenshots(t, "follow", "")
+			b.do(t, chromedp.EmulateViewport(size.w, size.h))
+			b.wheelUp(t)
+			b.waitFor(t, "jump to newest", jump)
+			b.screenshots(t, "jump", "")
+		}
+	}
+}
+
+// wheelUp turns the mouse wheel up over the page, as a person scrolls back.
+func (b *browser) wheelUp(t *testing.T) {
+	t.Helper()
+	send(t, b, input.DispatchMouseEvent, input.DispatchMouseEventParams{Type: input.DispatchMouseEventTypeMouseWheel, X: 100, Y: 200, DeltaX: -1, DeltaY: -600}) // deltaX is required, and 0 would be left out
 }

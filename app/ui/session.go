@@ -351,16 +351,14 @@ func (p *SessionPage) notify(ctx app.Context, c context.Context, id string, env 
 	}
 }
 
-// show merges messages, following the end of the chat when the reader is already there.
-// The prompt on its way is sent once its stored message is among them, whichever way it
+// show merges messages (the page follows the end of the chat while the reader is there:
+// web/conch.js). The prompt on its way is sent once its stored message is among them, whichever way it
 // came (the WebSocket, or the POST's answer, which may come long after: it waits until the
 // turn is queued).
 func (p *SessionPage) show(ctx app.Context, msgs []shared.Message) {
 	if len(msgs) == 0 {
 		return
 	}
-	follow := p.loaded && atEnd()
-	last := p.tl.last()
 	p.tl.merge(msgs...)
 	for _, m := range msgs {
 		if p.pending != "" && m.Metadata != nil && m.Metadata.ClientMessageID == p.pending {
@@ -368,18 +366,9 @@ func (p *SessionPage) show(ctx app.Context, msgs []shared.Message) {
 			if box := app.Window().GetElementByID("prompt-input"); box.Truthy() {
 				box.Set("value", "") // the box's text is its value, which rendering does not reset
 			}
-			follow = true
+			ctx.Defer(scrollToEnd) // the person's own prompt: back to the end, to follow its turn
 		}
 	}
-	if follow && p.tl.last() != last {
-		ctx.Defer(scrollToEnd)
-	}
-}
-
-func atEnd() bool {
-	w := app.Window()
-	doc := w.Get("document").Get("documentElement")
-	return w.Get("scrollY").Float()+w.Get("innerHeight").Float() >= doc.Get("scrollHeight").Float()-120
 }
 
 func scrollToEnd(app.Context) {
@@ -550,6 +539,7 @@ func (p *SessionPage) Render() app.UI {
 			),
 		),
 		app.Form().Class("prompt").OnSubmit(p.send).Body(
+			app.Button().Type("button").Class("jump").OnClick(func(ctx app.Context, _ app.Event) { scrollToEnd(ctx) }).Text("↓ Jump to newest"),
 			app.Label().For("prompt-input").Class("sr-only").Text("Prompt"),
 			app.Textarea().ID("prompt-input").Rows(2).Placeholder("A shell command, or a prompt for the agent").
 				Text(p.draft).OnInput(p.onInput),
