@@ -1,13 +1,17 @@
 // Conch's own page script, loaded from a file (not inline) so the Content-Security-Policy
 // allows scripts from this origin only. It runs before go-app's deferred scripts.
 
-// The update notice made reliable: go-app's own "updatefound" listener is attached late
-// and can miss an update, while a controller change on a page that already had a
-// controller always means a new version has taken over.
+// The update notice, said only when it is true: a controller change on a page that already
+// had a controller means a new version has taken over (conchWorkerReplaced, which the
+// notice requires). go-app's own "updatefound" listener is attached late and can miss an
+// update, and it also fires on a first visit, when the first worker claims the page.
+var conchWorkerReplaced = false;
 if ("serviceWorker" in navigator) {
   const hadController = !!navigator.serviceWorker.controller;
   navigator.serviceWorker.addEventListener("controllerchange", () => {
-    if (hadController && typeof goappOnUpdate === "function") goappOnUpdate();
+    if (!hadController) return;
+    conchWorkerReplaced = true;
+    if (typeof goappOnUpdate === "function") goappOnUpdate();
   });
 }
 
@@ -22,10 +26,32 @@ document.addEventListener("keydown", (e) => {
   }
 }, true);
 
-// A session page arrives with its newest messages already rendered by the server: show the
-// end of the chat, where the reader starts, before the app has loaded.
+// A session page follows its end while the person is there: whatever grows (a new message,
+// an open output, the prerendered messages before the app has loaded) keeps the newest in
+// view. Once the page moves away from the end, by the person (wheel, touch, keys, the
+// scrollbar) or by the page (a search match or a focused control scrolled into view, find
+// in page), it stays put and the root has the class "away", which shows "jump to newest";
+// reaching the end again follows again. A move that comes with a change of the page's
+// height, or to the very top, is layout (go-app replacing the prerendered page empties it
+// for a moment, which clamps it to the top) and is undone while following. Done here, not in Go: the scroll must land in the frame of the
+// growth.
 document.addEventListener("DOMContentLoaded", () => {
-  if (document.querySelector(".session-page .messages .msg")) {
-    window.scrollTo(0, document.documentElement.scrollHeight);
+  const root = document.documentElement;
+  let following = true, moved = false, height = root.scrollHeight;
+  const move = (e) => { if (!e.target.isContentEditable && !/^(INPUT|TEXTAREA|SELECT)$/.test(e.target.tagName)) moved = true; };
+  for (const type of ["wheel", "touchmove", "keydown", "mousedown"]) {
+    addEventListener(type, move, {passive: true, capture: true});
   }
+  const toEnd = () => {
+    height = root.scrollHeight;
+    if (following && document.querySelector(".session-page")) window.scrollTo(0, height);
+  };
+  addEventListener("scroll", () => {
+    const end = scrollY + innerHeight >= root.scrollHeight - 24;
+    if (end || moved || (root.scrollHeight === height && scrollY > 0)) following = end;
+    moved = false;
+    root.classList.toggle("away", !following);
+    toEnd();
+  }, {passive: true});
+  new ResizeObserver(toEnd).observe(document.body);
 });

@@ -17,10 +17,17 @@ type Notices struct {
 }
 
 // OnMount picks up an update found before this page was shown.
-func (n *Notices) OnMount(ctx app.Context) { n.update = ctx.AppUpdateAvailable() }
+func (n *Notices) OnMount(ctx app.Context) { n.update = updated(ctx) }
 
-// OnAppUpdate is called by go-app when a new version has been installed.
-func (n *Notices) OnAppUpdate(ctx app.Context) { n.update = ctx.AppUpdateAvailable() }
+// OnAppUpdate is called by go-app when a worker has been activated, also the first one.
+func (n *Notices) OnAppUpdate(ctx app.Context) { n.update = updated(ctx) }
+
+// updated reports whether a new version is ready: go-app says so also when the first
+// worker takes a page on a first visit, so the page's script (conch.js) must have seen a
+// worker replace an older one.
+func updated(ctx app.Context) bool {
+	return ctx.AppUpdateAvailable() && app.Window().Get("conchWorkerReplaced").Truthy()
+}
 
 func (n *Notices) reload(ctx app.Context, _ app.Event) { ctx.Reload() }
 

@@ -42,7 +42,7 @@ type SessionPage struct {
 	offline   bool
 	err       string
 	draft     string
-	sending   bool
+	pending   string           // the client message id of the prompt on its way, until the store has it
 	stopping  bool             // a stop of the agent is on its way
 	missing   bool             // the session does not exist
 	switching bool             // a mode switch is on its way
@@ -102,7 +102,7 @@ func (p *SessionPage) OnNav(ctx app.Context) {
 		p.session, p.tl, p.loaded, p.hasOlder, p.kept = nil, timeline{}, false, false, time.Time{}
 	}
 	p.id, p.older = id, false
-	p.live, p.offline, p.err, p.draft, p.sending, p.switching, p.stopping, p.missing = liveConnecting, false, "", "", false, false, false, false
+	p.live, p.offline, p.err, p.draft, p.pending, p.switching, p.stopping, p.missing = liveConnecting, false, "", "", "", false, false, false
 	p.ctx, p.cancel = context.WithCancel(context.Background())
 	if booted {
 		ctx.Defer(scrollToEnd)
@@ -351,23 +351,24 @@ func (p *SessionPage) notify(ctx app.Context, c context.Context, id string, env 
 	}
 }
 
-// show merges messages, following the end of the chat when the reader is already there.
+// show merges messages (the page follows the end of the chat while the reader is there:
+// web/conch.js). The prompt on its way is sent once its stored message is among them, whichever way it
+// came (the WebSocket, or the POST's answer, which may come long after: it waits until the
+// turn is queued).
 func (p *SessionPage) show(ctx app.Context, msgs []shared.Message) {
 	if len(msgs) == 0 {
 		return
 	}
-	follow := p.loaded && atEnd()
-	last := p.tl.last()
 	p.tl.merge(msgs...)
-	if follow && p.tl.last() != last {
-		ctx.Defer(scrollToEnd)
+	for _, m := range msgs {
+		if p.pending != "" && m.Metadata != nil && m.Metadata.ClientMessageID == p.pending {
+			p.pending, p.draft = "", ""
+			if box := app.Window().GetElementByID("prompt-input"); box.Truthy() {
+				box.Set("value", "") // the box's text is its value, which rendering does not reset
+			}
+			ctx.Defer(scrollToEnd) // the person's own prompt: back to the end, to follow its turn
+		}
 	}
-}
-
-func atEnd() bool {
-	w := app.Window()
-	doc := w.Get("document").Get("documentElement")
-	return w.Get("scrollY").Float()+w.Get("innerHeight").Float() >= doc.Get("scrollHeight").Float()-120
 }
 
 func scrollToEnd(app.Context) {
@@ -405,28 +406,25 @@ func (p *SessionPage) onInput(ctx app.Context, _ app.Event) {
 // send posts the prompt box (Enter submits it: see formScript).
 func (p *SessionPage) send(ctx app.Context, _ app.Event) {
 	content := strings.TrimSpace(p.draft)
-	if content == "" || p.sending || p.ctx == nil {
+	if content == "" || p.pending != "" || p.ctx == nil {
 		return
 	}
-	p.sending, p.err = true, ""
 	c, id, cmid := p.ctx, p.id, newClientMessageID()
+	p.pending, p.err = cmid, ""
 	ctx.Async(func() {
 		m, err := api.SendMessage(c, id, content, cmid)
 		p.apply(ctx, c, func(ctx app.Context) {
-			p.sending = false
-			if err != nil {
-				p.offline = errors.Is(err, client.ErrUnreachable)
-				if !p.offline {
-					p.err = "Not sent: " + err.Error()
-				}
+			if err == nil {
+				p.show(ctx, []shared.Message{m})
 				return
 			}
-			p.draft = ""
-			if box := app.Window().GetElementByID("prompt-input"); box.Truthy() {
-				box.Set("value", "") // the box's text is its value, which rendering does not reset
+			if p.pending == cmid { // not stored: the prompt stays in the box
+				p.pending = ""
 			}
-			p.show(ctx, []shared.Message{m})
-			ctx.Defer(scrollToEnd)
+			p.offline = errors.Is(err, client.ErrUnreachable)
+			if !p.offline {
+				p.err = "Not sent: " + err.Error()
+			}
 		})
 	})
 }
@@ -510,22 +508,29 @@ func (p *SessionPage) Render() app.UI {
 			}),
 		),
 		&Notices{Offline: p.offline, Kept: p.kept},
-		app.If(p.session != nil && p.session.Error != "", func() app.UI {
-			return errorAlert(p.session.Error)
-		}),
-		app.If(p.err != "", func() app.UI { return app.P().Class("alert").Text(p.err) }),
+		// What comes and goes sits in boxes that stay: go-app matches children by position,
+		// so a banner appearing before the chat would replace the chat, and every open
+		// output in it would close and forget its search.
+		app.Div().Class("alerts").Body(
+			app.If(p.session != nil && p.session.Error != "", func() app.UI {
+				return errorAlert(p.session.Error)
+			}),
+			app.If(p.err != "", func() app.UI { return app.P().Class("alert").Text(p.err) }),
+		),
 		app.Main().Class("chat").Body(
-			app.If(p.hasOlder, func() app.UI {
-				return disabled(app.Button().Type("button").Class("older"), p.older).OnClick(p.loadOlder).
-					Text(map[bool]string{true: "Loading…", false: "Load older messages"}[p.older])
-			}),
-			app.If(!p.loaded && !p.offline, func() app.UI {
-				return app.P().Class("empty").Text("Loading messages…")
-			}),
-			app.If(p.loaded && p.tl.len() == 0, func() app.UI {
-				return app.P().Class("empty").Text("No messages yet. Type a shell command below.")
-			}),
-			app.If(p.bootHTML != "", func() app.UI { return app.Raw(p.bootHTML) }),
+			app.Div().Class("chat-start").Body(
+				app.If(p.hasOlder, func() app.UI {
+					return disabled(app.Button().Type("button").Class("older"), p.older).OnClick(p.loadOlder).
+						Text(map[bool]string{true: "Loading…", false: "Load older messages"}[p.older])
+				}),
+				app.If(!p.loaded && !p.offline, func() app.UI {
+					return app.P().Class("empty").Text("Loading messages…")
+				}),
+				app.If(p.loaded && p.tl.len() == 0, func() app.UI {
+					return app.P().Class("empty").Text("No messages yet. Type a shell command below.")
+				}),
+				app.If(p.bootHTML != "", func() app.UI { return app.Raw(p.bootHTML) }),
+			),
 			app.Div().Class("messages").Role("log").Aria("label", "Conversation").Body(
 				&Chunk{SessionID: p.id, Cwd: p.cwd(), Chunks: views(p.tl.older)},
 				app.Range(p.tl.newer).Slice(func(i int) app.UI {
@@ -534,6 +539,7 @@ func (p *SessionPage) Render() app.UI {
 			),
 		),
 		app.Form().Class("prompt").OnSubmit(p.send).Body(
+			app.Button().Type("button").Class("jump").OnClick(func(ctx app.Context, _ app.Event) { scrollToEnd(ctx) }).Text("↓ Jump to newest"),
 			app.Label().For("prompt-input").Class("sr-only").Text("Prompt"),
 			app.Textarea().ID("prompt-input").Rows(2).Placeholder("A shell command, or a prompt for the agent").
 				Text(p.draft).OnInput(p.onInput),
@@ -547,8 +553,8 @@ func (p *SessionPage) Render() app.UI {
 						Title("End the agent's process; the next prompt starts it again, without the earlier turns").
 						Text(map[bool]string{true: "Stopping…", false: "Stop agent"}[p.stopping])
 				}),
-				disabled(app.Button().Type("submit"), p.sending || state.Ended()).
-					Text(map[bool]string{true: "Sending…", false: "Send"}[p.sending]),
+				disabled(app.Button().Type("submit"), p.pending != "" || state.Ended()).
+					Text(map[bool]string{true: "Sending…", false: "Send"}[p.pending != ""]),
 			),
 		),
 	)
