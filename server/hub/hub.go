@@ -66,6 +66,7 @@ type Hub struct {
 	tasksMu sync.Mutex
 	changed map[string]bool // tasks to read and send to the task list's clients
 	reading bool            // a goroutine reads them
+	gone    map[string]bool // tasks deleted while it reads: a task it read before is not sent
 }
 
 // New returns an empty hub.
@@ -83,7 +84,7 @@ func New(cfg Config) *Hub {
 		cfg.Logger = slog.Default()
 	}
 	return &Hub{queueSize: cfg.QueueSize, queueBytes: cfg.QueueBytes, now: cfg.Now, log: cfg.Logger, subs: map[string]map[*Client]struct{}{},
-		clients: map[*Client]struct{}{}, task: cfg.Task, changed: map[string]bool{}}
+		clients: map[*Client]struct{}{}, task: cfg.Task, changed: map[string]bool{}, gone: map[string]bool{}}
 }
 
 // SubscribeTasks adds the client to the task list's subscribers.
@@ -113,6 +114,7 @@ func (h *Hub) sendTasks() {
 		clear(h.changed)
 		if len(ids) == 0 {
 			h.reading = false
+			clear(h.gone)
 			h.tasksMu.Unlock()
 			return
 		}
@@ -126,14 +128,31 @@ func (h *Hub) sendTasks() {
 			case err != nil:
 				h.log.Warn("hub: read a changed task", "task_id", id, "err", err)
 			default:
-				h.publish(tasksKey, shared.ActionTaskUpdated, "task:"+id, t)
+				h.publishTask(id, t)
 			}
 		}
 	}
 }
 
-// TaskDeleted sends task.deleted to the task list's clients.
+// publishTask sends a task read before its deletion only if the deletion has not been
+// sent meanwhile: after task.deleted, a task.updated would bring it back to the list.
+func (h *Hub) publishTask(id string, t shared.Task) {
+	h.tasksMu.Lock()
+	defer h.tasksMu.Unlock()
+	if !h.gone[id] {
+		h.publish(tasksKey, shared.ActionTaskUpdated, "task:"+id, t)
+	}
+}
+
+// TaskDeleted sends task.deleted to the task list's clients, and drops the task's
+// pending or in-flight task.updated.
 func (h *Hub) TaskDeleted(id string) {
+	h.tasksMu.Lock()
+	defer h.tasksMu.Unlock()
+	delete(h.changed, id)
+	if h.reading {
+		h.gone[id] = true
+	}
 	h.publish(tasksKey, shared.ActionTaskDeleted, "", shared.TaskRef{TaskID: id})
 }
 

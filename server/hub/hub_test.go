@@ -1,11 +1,13 @@
 package hub
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -338,5 +340,59 @@ func BenchmarkPublish200Subscribers(b *testing.B) {
 		for _, c := range clients {
 			c.Take()
 		}
+	}
+}
+
+// A task read for task.updated just before its deletion is not sent after its task.deleted:
+// the list would show the deleted task again.
+func TestTaskDeletedWhileRead(t *testing.T) {
+	reading, release := make(chan string), make(chan struct{})
+	h := New(Config{QueueSize: 8, Now: func() time.Time { return t0 }, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Task: func(_ context.Context, id string) (shared.Task, error) {
+			reading <- id
+			<-release
+			return shared.Task{ID: id, Title: id}, nil
+		}})
+	c := h.Connect()
+	defer c.Close()
+	c.SubscribeTasks()
+	deadline := time.After(10 * time.Second)
+	read := func(want string) {
+		select {
+		case id := <-reading:
+			if id != want {
+				t.Fatalf("read %s, want %s", id, want)
+			}
+		case <-deadline:
+			t.Fatalf("%s never read", want)
+		}
+	}
+	h.TaskChanged("t1")
+	read("t1") // t1 is read, as it was before its deletion
+	h.TaskDeleted("t1")
+	h.TaskChanged("t2")
+	close(release)
+	read("t2")
+	var got []string
+	for !slices.Contains(got, shared.ActionTaskUpdated+" t2") {
+		select {
+		case <-c.Ready():
+		case <-deadline:
+			t.Fatalf("t2's update never came: %v", got)
+		}
+		for _, raw := range c.Take() {
+			var env shared.Envelope
+			var ref struct {
+				ID     string `json:"id"`
+				TaskID string `json:"task_id"`
+			}
+			if json.Unmarshal(raw, &env) != nil || json.Unmarshal(env.Payload, &ref) != nil {
+				t.Fatalf("frame %s", raw)
+			}
+			got = append(got, env.Action+" "+ref.ID+ref.TaskID)
+		}
+	}
+	if want := []string{shared.ActionTaskDeleted + " t1", shared.ActionTaskUpdated + " t2"}; !slices.Equal(got, want) {
+		t.Errorf("frames %v, want %v", got, want)
 	}
 }
