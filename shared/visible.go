@@ -15,14 +15,19 @@ import (
 // what it shows where that enters a page: a message, a session and a tool call's content
 // through their Visible methods, a command's output as it is parsed; stored text is never
 // changed.
+//
+// One exception: a zero-width joiner between two pictographs joins them into one emoji
+// (👩‍💻, ❤️‍🔥); it hides nothing there and is kept.
 func Visible(s string) string {
 	if strings.IndexFunc(s, isFormat) < 0 {
 		return s
 	}
 	var b strings.Builder
 	b.Grow(len(s) + 16)
-	for _, r := range s {
-		if isFormat(r) {
+	runes := []rune(s)
+	for i, r := range runes {
+		joins := r == zwj && i > 0 && i+1 < len(runes) && pictograph(runes[i-1]) && pictograph(runes[i+1])
+		if isFormat(r) && !joins {
 			fmt.Fprintf(&b, "⟨U+%04X⟩", r)
 		} else {
 			b.WriteRune(r)
@@ -31,7 +36,15 @@ func Visible(s string) string {
 	return b.String()
 }
 
+const zwj = '\u200d'
+
 func isFormat(r rune) bool { return unicode.Is(unicode.Cf, r) }
+
+// pictograph reports a rune an emoji's joiner may stand beside: a symbol, the emoji
+// presentation selector, or a skin tone.
+func pictograph(r rune) bool {
+	return unicode.Is(unicode.So, r) || r == '\ufe0f' || r >= 0x1F3FB && r <= 0x1F3FF
+}
 
 // Visible returns m as a page shows it: every text in it marked (Visible). The ids are
 // kept as they came: a page never shows them, and sends some back (the option chosen).

@@ -20,7 +20,9 @@ func TestVisible(t *testing.T) {
 		{"rm\u200b -rf", "rm⟨U+200B⟩ -rf"},
 		{"\ufeffBOM", "⟨U+FEFF⟩BOM"},
 		{"tag\U000E0041", "tag⟨U+E0041⟩"},
-		{"é ü 日本 ✓\ttab\nline", "é ü 日本 ✓\ttab\nline"}, // letters, marks, symbols, whitespace stay
+		{"é ü 日本 ✓\ttab\nline", "é ü 日本 ✓\ttab\nline"},                             // letters, marks, symbols, whitespace stay
+		{"👩\u200d💻 ❤\ufe0f\u200d🔥 👋🏽\u200d", "👩\u200d💻 ❤\ufe0f\u200d🔥 👋🏽⟨U+200D⟩"}, // an emoji's joiners stay
+		{"rm\u200d -rf a\u200db 👩\u200db", "rm⟨U+200D⟩ -rf a⟨U+200D⟩b 👩⟨U+200D⟩b"},
 	} {
 		if got := Visible(tc.in); got != tc.want {
 			t.Errorf("Visible(%q) = %q, want %q", tc.in, got, tc.want)
@@ -36,8 +38,11 @@ func FuzzVisible(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, s string) {
 		got := Visible(s)
-		if strings.IndexFunc(got, func(r rune) bool { return unicode.Is(unicode.Cf, r) }) >= 0 {
-			t.Fatalf("Visible(%q) = %q keeps a format character", s, got)
+		runes := []rune(got)
+		for i, r := range runes {
+			if unicode.Is(unicode.Cf, r) && (r != zwj || i == 0 || i+1 == len(runes) || !pictograph(runes[i-1]) || !pictograph(runes[i+1])) {
+				t.Fatalf("Visible(%q) = %q keeps a format character that is not an emoji's joiner", s, got)
+			}
 		}
 		if utf8.ValidString(s) && strings.IndexFunc(s, isFormat) < 0 && got != s {
 			t.Fatalf("Visible(%q) = %q changed text without format characters", s, got)
