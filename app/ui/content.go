@@ -197,7 +197,8 @@ func diffView(oldText, newText string) app.UI {
 	return diffBox(width, rows)
 }
 
-// diffBox holds a diff's rows; the line number columns are as wide as its largest number.
+// diffBox holds a diff's rows; the line number columns are as wide as its largest number,
+// through a class (ln3 … ln8, app.css): the page's CSP refuses style attributes.
 func diffBox(digits int, rows []app.UI) app.UI {
-	return app.Div().Class("diff").Style("--ln", strconv.Itoa(max(digits, 3))+"ch").Body(rows...)
+	return app.Div().Class("diff", "ln"+strconv.Itoa(min(max(digits, 3), 8))).Body(rows...)
 }

@@ -40,10 +40,14 @@ func TestDiffView(t *testing.T) {
 		`<span class="ln">3</span><span class="ln">3</span><span class="dt"> three</span>`,
 		`<span class="ln"></span><span class="ln">5</span><span class="dt">+five</span>`,
 		"&lt;b&gt;four&lt;/b&gt;",
+		`<div class="diff ln3">`, // the number columns' width by class: the CSP refuses style attributes
 	} {
 		if !strings.Contains(html, want) {
 			t.Errorf("missing %q in\n%s", want, html)
 		}
+	}
+	if strings.Contains(html, "style=") {
+		t.Errorf("a style attribute, which the CSP refuses:\n%s", html)
 	}
 	if got := app.HTMLString(diffView("same\n", "same\n")); !strings.Contains(got, "No change.") {
 		t.Errorf("no change: %s", got)
