@@ -114,3 +114,16 @@ func ask(status shared.ToolStatus, selected string) shared.Message {
 		Metadata: &shared.Metadata{ToolCallID: "c1", Title: "rm -rf build", Status: status, SelectedOptionID: selected,
 			Options: []shared.PermissionOption{{OptionID: "yes", Name: "Allow once", Kind: "allow_once"}, {OptionID: "no", Name: "Reject", Kind: "reject_once"}}}}
 }
+
+// An empty session invites a command from the built-in shell agent's person, a request
+// from any other agent's.
+func TestEmptyHint(t *testing.T) {
+	for agent, want := range map[string]string{
+		"shell":  "No messages yet. Type a shell command below.",
+		"gemini": "No messages yet. Tell the agent what to do below.",
+	} {
+		if got := emptyHint(&shared.Session{Agent: agent}); got != want {
+			t.Errorf("%s: %q, want %q", agent, got, want)
+		}
+	}
+}

@@ -527,7 +527,7 @@ func (p *SessionPage) Render() app.UI {
 					return app.P().Class("empty").Text("Loading messages…")
 				}),
 				app.If(p.loaded && p.tl.len() == 0, func() app.UI {
-					return app.P().Class("empty").Text("No messages yet. Type a shell command below.")
+					return app.P().Class("empty").Text(emptyHint(p.session))
 				}),
 				app.If(p.bootHTML != "", func() app.UI { return app.Raw(p.bootHTML) }),
 			),
@@ -688,4 +688,13 @@ func planRow(m shared.Message) app.UI {
 			}),
 		),
 	)
+}
+
+// emptyHint invites the first prompt in the words of the session's agent: the built-in
+// shell agent takes a command, any other agent a request.
+func emptyHint(s *shared.Session) string {
+	if s == nil || s.Agent == "shell" {
+		return "No messages yet. Type a shell command below."
+	}
+	return "No messages yet. Tell the agent what to do below."
 }
