@@ -114,6 +114,7 @@ func run(ctx context.Context, args []string) error {
 		{"gobench", b.goBench},
 		{"postgres", b.postgresBench},
 		{"hostile", b.hostile},
+		{"idle", b.idle},
 	}
 	var chosen []string
 	if *only != "" {
