@@ -170,7 +170,30 @@ func runUntilPrinted(ctx context.Context, t *testing.T, c *client.Client, sessio
 // output, which it returns; the test fails at ctx's end, saying the command never did what.
 func runUntil(ctx context.Context, t *testing.T, c *client.Client, sessionID, command, what string, done func(shared.Message, shared.ShellOutput) bool) shared.ShellOutput {
 	t.Helper()
-	if _, err := c.SendMessage(ctx, sessionID, command, ""); err != nil {
+	var out shared.ShellOutput
+	sendUntil(ctx, t, c, sessionID, command, what, func(ms []shared.Message) bool {
+		for _, m := range ms {
+			if se := shared.ShellOf(m); se != nil && se.Command == command {
+				snap, err := c.ShellOutput(ctx, sessionID, m.ID)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if done(m, snap.Output) {
+					out = snap.Output
+					return true
+				}
+			}
+		}
+		return false
+	})
+	return out
+}
+
+// sendUntil sends prompt and polls the session's messages until found holds of them; the
+// test fails at ctx's end, saying the prompt never did what.
+func sendUntil(ctx context.Context, t *testing.T, c *client.Client, sessionID, prompt, what string, found func([]shared.Message) bool) {
+	t.Helper()
+	if _, err := c.SendMessage(ctx, sessionID, prompt, ""); err != nil {
 		t.Fatal(err)
 	}
 	for {
@@ -178,20 +201,12 @@ func runUntil(ctx context.Context, t *testing.T, c *client.Client, sessionID, co
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, m := range page.Messages {
-			if se := shared.ShellOf(m); se != nil && se.Command == command {
-				snap, err := c.ShellOutput(ctx, sessionID, m.ID)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if done(m, snap.Output) {
-					return snap.Output
-				}
-			}
+		if found(page.Messages) {
+			return
 		}
 		select {
 		case <-ctx.Done():
-			t.Fatalf("%q never %s", command, what)
+			t.Fatalf("%q never %s", prompt, what)
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
@@ -339,23 +354,9 @@ func TestBinaryRestartResumes(t *testing.T) {
 // answer; the test fails at ctx's end.
 func waitAnswer(ctx context.Context, t *testing.T, c *client.Client, sessionID, prompt, answer string) {
 	t.Helper()
-	if _, err := c.SendMessage(ctx, sessionID, prompt, ""); err != nil {
-		t.Fatal(err)
-	}
-	for {
-		page, err := c.ListMessages(ctx, shared.ListRequest{SessionID: sessionID})
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, m := range page.Messages {
-			if m.Type == shared.TypeMessage && m.AuthorType == shared.AuthorAgent && m.Content == answer {
-				return
-			}
-		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("no answer %q to %q", answer, prompt)
-		case <-time.After(10 * time.Millisecond):
-		}
-	}
+	sendUntil(ctx, t, c, sessionID, prompt, "was answered "+strconv.Quote(answer), func(ms []shared.Message) bool {
+		return slices.ContainsFunc(ms, func(m shared.Message) bool {
+			return m.Type == shared.TypeMessage && m.AuthorType == shared.AuthorAgent && m.Content == answer
+		})
+	})
 }

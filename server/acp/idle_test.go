@@ -34,9 +34,15 @@ func (env *testEnv) stopped(t testing.TB, sessionID string) shared.Session {
 // statusTexts lists the session's status messages.
 func (env *testEnv) statusTexts(t testing.TB, sessionID string) []string {
 	t.Helper()
+	return env.texts(t, sessionID, shared.TypeStatus, shared.AuthorSystem)
+}
+
+// texts lists the contents of the session's messages of a type by an author.
+func (env *testEnv) texts(t testing.TB, sessionID string, typ shared.MessageType, author shared.AuthorType) []string {
+	t.Helper()
 	var out []string
 	for _, m := range env.messages(t, sessionID) {
-		if m.Type == shared.TypeStatus && m.AuthorType == shared.AuthorSystem {
+		if m.Type == typ && m.AuthorType == author {
 			out = append(out, m.Content)
 		}
 	}
@@ -47,13 +53,8 @@ func (env *testEnv) statusTexts(t testing.TB, sessionID string) []string {
 // to end.
 func (env *testEnv) restart(t testing.TB, sessionID, content string) {
 	t.Helper()
-	if _, _, err := env.st.AddUserMessage(context.Background(), sessionID, content, ""); err != nil {
-		t.Fatal(err)
-	}
 	before := len(env.ev.states(sessionID))
-	if err := env.m.Prompt(sessionID, content); err != nil {
-		t.Fatal(err)
-	}
+	env.promptAsync(t, sessionID, content)
 	waitFor(t, env.ev, "the new agent's turn to end", func() bool {
 		s := env.ev.states(sessionID)[before:]
 		return slices.Contains(s, shared.SessionRunning) && s[len(s)-1] == shared.SessionReady

@@ -35,13 +35,7 @@ func (c *takeUps) list() []string {
 // agentTexts lists the session's stored agent messages.
 func (env *testEnv) agentTexts(t testing.TB, sessionID string) []string {
 	t.Helper()
-	var out []string
-	for _, m := range env.messages(t, sessionID) {
-		if m.Type == shared.TypeMessage && m.AuthorType == shared.AuthorAgent {
-			out = append(out, m.Content)
-		}
-	}
-	return out
+	return env.texts(t, sessionID, shared.TypeMessage, shared.AuthorAgent)
 }
 
 // An agent that advertises session/resume or session/load has its session id stored; a
