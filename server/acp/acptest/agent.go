@@ -32,7 +32,7 @@ func (r StopWith) Error() string { return "stop: " + string(r) }
 // Agent is the scripted agent; Conn is its side of the connection.
 type Agent struct {
 	Conn       *sdk.AgentSideConnection
-	ready      chan struct{} // closed once Conn is set: the SDK may call us before that
+	ready      chan struct{} // closed once Conn is set; the connection reads nothing before
 	scripts    map[string]Script
 	modeSwitch func(context.Context) error
 
@@ -78,7 +78,9 @@ func Serve(ctx context.Context, in io.Reader, out io.Writer, scripts map[string]
 func Run(ctx context.Context, in io.Reader, out io.Writer, cfg Config) error {
 	a := &Agent{scripts: cfg.Scripts, modes: cfg.Modes, modeSwitch: cfg.ModeSwitch, ready: make(chan struct{}), cfg: cfg,
 		cwds: map[sdk.SessionId]string{}}
-	a.Conn = sdk.NewAgentSideConnection(a, out, in)
+	// The SDK reads as soon as the connection is made, and its reader reads the logger
+	// when the input ends: nothing is read before SetLogger has written it.
+	a.Conn = sdk.NewAgentSideConnection(a, out, gated{in, a.ready})
 	a.Conn.SetLogger(slog.New(slog.DiscardHandler))
 	close(a.ready)
 	select {
@@ -88,16 +90,25 @@ func Run(ctx context.Context, in io.Reader, out io.Writer, cfg Config) error {
 	return nil
 }
 
-// Send sends one session/update. A handler may run before Run has set Conn (the SDK reads
-// as soon as it is made), so Send waits for it.
+// gated reads from r once ready is closed.
+type gated struct {
+	r     io.Reader
+	ready <-chan struct{}
+}
+
+func (g gated) Read(p []byte) (int, error) {
+	<-g.ready
+	return g.r.Read(p)
+}
+
+// Send sends one session/update. Handlers run only once Conn is set: the connection reads
+// nothing before (gated).
 func (a *Agent) Send(ctx context.Context, sid sdk.SessionId, u sdk.SessionUpdate) error {
-	<-a.ready
 	return a.Conn.SessionUpdate(ctx, sdk.SessionNotification{SessionId: sid, Update: u})
 }
 
 // Prompt runs the script the prompt's text names.
 func (a *Agent) Prompt(ctx context.Context, p sdk.PromptRequest) (sdk.PromptResponse, error) {
-	<-a.ready
 	name := ""
 	if len(p.Prompt) > 0 && p.Prompt[0].Text != nil {
 		name = p.Prompt[0].Text.Text
