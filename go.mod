@@ -20,9 +20,9 @@ require (
 	github.com/maxence-charriere/go-app/v10 v10.1.11
 	github.com/valyala/fasthttp v1.52.0
 	github.com/yuin/goldmark v1.8.7
-	golang.org/x/net v0.35.0
-	golang.org/x/sync v0.22.0
-	golang.org/x/sys v0.30.0
+	golang.org/x/net v0.62.0
+	golang.org/x/sync v0.25.0
+	golang.org/x/sys v0.50.0
 	gorm.io/driver/postgres v1.6.3
 	gorm.io/driver/sqlite v1.6.0
 	gorm.io/gorm v1.31.2
@@ -47,5 +47,6 @@ require (
 	github.com/valyala/bytebufferpool v1.0.0 // indirect
 	github.com/valyala/tcplisten v1.0.0 // indirect
 	go.yaml.in/yaml/v4 v4.0.0 // indirect
-	golang.org/x/text v0.41.0 // indirect
+	golang.org/x/crypto v0.59.0 // indirect
+	golang.org/x/text v0.44.0 // indirect
 )

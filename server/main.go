@@ -32,6 +32,7 @@ import (
 	"conch/server/replica"
 	"conch/server/shellagent"
 	"conch/server/store"
+	"conch/shared"
 	"conch/web"
 )
 
@@ -281,6 +282,11 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	// Tests and scripts read the bound address (with --addr 127.0.0.1:0) from this line.
 	fmt.Fprintf(stdout, "listening on http://%s\n", ln.Addr())
 	log.Info("serving", "addr", ln.Addr().String(), "db", store.Redact(*dbPath), "agents", len(profiles))
+	if *token != "" {
+		if err := printSetupLink(ctx, stdout, st, ln.Addr().String()); err != nil {
+			return err
+		}
+	}
 	served := make(chan error, 1)
 	go func() { served <- server.Listener(ln) }()
 	select {
@@ -326,6 +332,21 @@ func prune(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stderr, "prune: the running servers were not told: %v\n", err)
 	}
 	fmt.Fprintf(stdout, "deleted %d tasks idle for more than %s\n", n, *age)
+	return nil
+}
+
+// printSetupLink prints, while the database has no admin account, a one-time link that
+// makes one (a new link each start; each lasts a day). Until then the token signs in.
+func printSetupLink(ctx context.Context, stdout io.Writer, st *store.Store, addr string) error {
+	admins, err := st.CountAdmins(ctx)
+	if err != nil || admins > 0 {
+		return err
+	}
+	inv, err := api.Invite(ctx, st, shared.RoleAdmin, time.Now().Add(24*time.Hour))
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "no admin account yet: create it within a day at http://%s%s\n", addr, inv.URL)
 	return nil
 }
 

@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"conch/server/store"
 	"conch/shared"
 
 	"github.com/gofiber/contrib/websocket"
@@ -54,14 +55,22 @@ func (s *server) signInOf(v string) (string, bool) {
 	return id, ok && id != "" && hmac.Equal([]byte(mac), []byte(s.sessionMAC(id)))
 }
 
-// signedIn reports whether the request's cookie names a sign-in of this token that has
-// neither expired nor been signed out.
-func (s *server) signedIn(c *fiber.Ctx) (bool, error) {
+// signedIn is the account whose sign-in the request's cookie names, when it has neither
+// expired nor been signed out.
+func (s *server) signedIn(c *fiber.Ctx) (shared.Account, bool, error) {
 	id, ok := s.signInOf(c.Cookies(cookieName))
 	if !ok {
-		return false, nil
+		return shared.Account{}, false, nil
 	}
-	return s.store.SignedIn(c.UserContext(), id, s.now())
+	accountID, ok, err := s.store.SignedIn(c.UserContext(), id, s.now())
+	if !ok || err != nil || accountID == "" {
+		return tokenAccount, ok, err
+	}
+	acc, err := s.store.Account(c.UserContext(), accountID)
+	if shared.ErrorCode(err) == shared.CodeNotFound { // deleted since
+		return shared.Account{}, false, nil
+	}
+	return acc, err == nil, err
 }
 
 // sessionKeyOf derives the key of cookie MACs from the token.
@@ -80,19 +89,27 @@ func bearerToken(header string) (string, bool) {
 	return strings.TrimSpace(token), true
 }
 
-// authenticate accepts a request that carries a valid session cookie or the token as a
-// bearer token. A wrong bearer token counts as a guess (checkToken).
-func (s *server) authenticate(c *fiber.Ctx) error {
+// authenticate is the account of a request: a valid sign-in cookie's, the token's (as a
+// bearer token) or a personal access token's. On a server without a token everyone is
+// the local admin. A wrong bearer token counts as a guess (checkToken).
+func (s *server) authenticate(c *fiber.Ctx) (shared.Account, error) {
 	if s.token == "" {
-		return nil
+		return localAccount, nil
 	}
-	if in, err := s.signedIn(c); in || err != nil {
-		return err
+	if acc, in, err := s.signedIn(c); in || err != nil {
+		return acc, err
 	}
-	if bearer, ok := bearerToken(c.Get(fiber.HeaderAuthorization)); ok {
-		return s.checkToken(c, bearer, "bearer")
+	bearer, ok := bearerToken(c.Get(fiber.HeaderAuthorization))
+	if !ok {
+		return shared.Account{}, errUnauthorized
 	}
-	return errUnauthorized
+	if strings.HasPrefix(bearer, accessTokenPrefix) {
+		acc, err := s.store.AccountByToken(c.UserContext(), hashSecret(bearer))
+		if !store.IsUnknownToken(err) {
+			return acc, err
+		}
+	}
+	return tokenAccount, s.checkToken(c, bearer, "bearer")
 }
 
 // checkToken is where every token guess goes (bearer, sign-in form, ?token= link). The
@@ -107,13 +124,17 @@ func (s *server) checkToken(c *fiber.Ctx, candidate, via string) error {
 	}
 	addr := s.clientAddr(c)
 	if wait := s.throttle.wait(addr); wait > 0 {
-		secs := int((wait + time.Second - 1) / time.Second)
-		c.Set(fiber.HeaderRetryAfter, strconv.Itoa(secs))
-		return shared.Errorf(shared.CodeTooManyRequests, "Too many wrong tokens from your address: try again in %d s.", secs)
+		return s.tooManyGuesses(c, wait)
 	}
 	failures, wait := s.throttle.failed(addr)
 	s.log.Warn("wrong token", "client", addr.String(), "via", via, "failures", failures, "wait", wait)
 	return errUnauthorized
+}
+
+func (s *server) tooManyGuesses(c *fiber.Ctx, wait time.Duration) error {
+	secs := int((wait + time.Second - 1) / time.Second)
+	c.Set(fiber.HeaderRetryAfter, strconv.Itoa(secs))
+	return shared.Errorf(shared.CodeTooManyRequests, "Too many wrong tokens from your address: try again in %d s.", secs)
 }
 
 // clientAddr is the address a request comes from: its peer, or, when the peer is a
@@ -146,10 +167,12 @@ func (s *server) trustedProxy(addr netip.Addr) bool {
 	return false
 }
 
-// requireToken guards the API and the WebSocket.
+// requireToken guards the API and the WebSocket, and keeps the request's account for the
+// role checks (authz.go).
 func (s *server) requireToken(c *fiber.Ctx) error {
-	err := s.authenticate(c)
+	acc, err := s.authenticate(c)
 	if err == nil {
+		c.Locals(accountKey, acc)
 		return c.Next()
 	}
 	if shared.ErrorCode(err) == shared.CodeUnauthorized {
@@ -247,7 +270,7 @@ func (s *server) requirePageToken(c *fiber.Ctx) error {
 		}
 		return c.Redirect(target, http.StatusSeeOther)
 	}
-	err := s.authenticate(c)
+	_, err := s.authenticate(c)
 	if err == nil {
 		return c.Next()
 	}
@@ -264,7 +287,13 @@ func (s *server) signIn(c *fiber.Ctx, candidate, via string) error {
 	if err := s.checkToken(c, candidate, via); err != nil {
 		return err
 	}
-	id, err := s.store.CreateSignIn(c.UserContext(), s.now().Add(sessionLifetime))
+	return s.startSignIn(c, "")
+}
+
+// startSignIn signs the browser in as an account ("" for the token): a new sign-in and
+// its cookie.
+func (s *server) startSignIn(c *fiber.Ctx, accountID string) error {
+	id, err := s.store.CreateSignIn(c.UserContext(), accountID, s.now().Add(sessionLifetime))
 	if err != nil {
 		return err
 	}
@@ -308,21 +337,54 @@ func (s *server) handleLoginForm(c *fiber.Ctx) error {
 	return s.loginPage(c, nil, c.Query("next"))
 }
 
+// handleLogin signs in with a login and password, or with the token.
 func (s *server) handleLogin(c *fiber.Ctx) error {
 	next := localPath(c.FormValue("next"))
-	if err := s.signIn(c, c.FormValue("token"), "form"); err != nil {
+	var err error
+	if login := c.FormValue("login"); login != "" {
+		err = s.passwordSignIn(c, login, c.FormValue("password"))
+	} else {
+		err = s.signIn(c, c.FormValue("token"), "form")
+	}
+	if err != nil {
 		return s.loginPage(c, err, next)
 	}
 	return c.Redirect(next, http.StatusSeeOther)
 }
 
-// handleLogout signs the browser out: its sign-in ends, so a copy of the cookie is
-// worth nothing, and the cookie is replaced by an expired empty one. Only a same-origin
-// form may do it.
-func (s *server) handleLogout(c *fiber.Ctx) error {
+// passwordSignIn signs an account in. A wrong login or password is a guess like a wrong
+// token (the same throttle), and takes as long either way (dummyHash).
+func (s *server) passwordSignIn(c *fiber.Ctx, login, password string) error {
+	addr := s.clientAddr(c)
+	if wait := s.throttle.wait(addr); wait > 0 {
+		return s.tooManyGuesses(c, wait)
+	}
+	acc, hash, err := s.store.AccountByLogin(c.UserContext(), login)
+	switch {
+	case store.IsNoSuchLogin(err):
+		passwordMatches(dummyHash(), password)
+	case err != nil:
+		return err
+	case passwordMatches(hash, password):
+		return s.startSignIn(c, acc.ID)
+	}
+	failures, wait := s.throttle.failed(addr)
+	s.log.Warn("wrong password", "client", addr.String(), "failures", failures, "wait", wait)
+	return errWrongPassword
+}
+
+// sameOriginForm refuses a form posted from another site.
+func (s *server) sameOriginForm(c *fiber.Ctx) error {
 	if !sameOrigin(c) {
 		return s.fail(c, errCrossOrigin)
 	}
+	return c.Next()
+}
+
+// handleLogout signs the browser out: its sign-in ends, so a copy of the cookie is
+// worth nothing, and the cookie is replaced by an expired empty one. Only a same-origin
+// form may do it (sameOriginForm).
+func (s *server) handleLogout(c *fiber.Ctx) error {
 	if id, ok := s.signInOf(c.Cookies(cookieName)); ok {
 		if err := s.store.DeleteSignIn(c.UserContext(), id); err != nil {
 			return s.fail(c, err)
@@ -349,9 +411,13 @@ var loginTemplate = template.Must(template.New("login").Parse(`<!doctype html>
 <main><form class="new-task" method="post" action="/login">
 <h2>Sign in</h2>
 {{if .Error}}<p class="alert" role="alert">{{.Error}}</p>{{end}}
-<div class="field"><label for="token">Access token</label>
+{{if .Accounts}}<div class="field"><label for="login">Login</label>
+<input id="login" name="login" autocomplete="username" required autofocus></div>
+<div class="field"><label for="password">Password</label>
+<input id="password" name="password" type="password" autocomplete="current-password" required></div>
+{{else}}<div class="field"><label for="token">Access token</label>
 <input id="token" name="token" type="password" autocomplete="current-password" required autofocus></div>
-<p class="empty">The token this server was started with.</p>
+<p class="empty">The token this server was started with.</p>{{end}}
 <input type="hidden" name="next" value="{{.Next}}">
 <button type="submit">Sign in</button>
 </form></main></div></body></html>
@@ -363,11 +429,20 @@ func (s *server) loginPage(c *fiber.Ctx, err error, next string) error {
 	if err != nil {
 		e := s.report(err)
 		status, problem = statusOf[e.Code], e.Message
-		if e.Code == shared.CodeUnauthorized {
+		if e.Code == shared.CodeUnauthorized && err != errWrongPassword {
 			problem = "That token is not valid."
 		}
 	}
 	c.Status(status).Type("html", "utf-8")
 	c.Set(fiber.HeaderCacheControl, "no-store")
-	return loginTemplate.Execute(c, struct{ Error, Next string }{problem, localPath(next)})
+	// Once accounts exist people sign in with their own; the token still signs in the
+	// API's scripts, and a browser through a ?token= link.
+	admins, err := s.store.CountAdmins(c.UserContext())
+	if err != nil {
+		return s.fail(c, err)
+	}
+	return loginTemplate.Execute(c, struct {
+		Error, Next string
+		Accounts    bool
+	}{problem, localPath(next), admins > 0})
 }

@@ -57,6 +57,11 @@ var generated = map[string]any{
 	"Changes":                shared.Changes{},
 	"ChangedFile":            shared.ChangedFile{},
 	"FileDiff":               shared.FileDiff{},
+	"Account":                shared.Account{},
+	"NewAccount":             shared.NewAccount{},
+	"Invitation":             shared.Invitation{},
+	"AccessToken":            shared.AccessToken{},
+	"NewAccessToken":         shared.NewAccessToken{},
 }
 
 // openAPIDocument is openapi.in.json with the generated schemas filled in.

@@ -60,13 +60,14 @@ func (s *server) handleWS(conn *websocket.Conn) {
 		client.Close()
 		<-writerDone
 	}()
-	s.readLoop(ctx, conn, client)
+	acc, _ := conn.Locals(accountKey).(shared.Account)
+	s.readLoop(ctx, conn, client, acc)
 }
 
 // readLoop answers requests in order, except those that wait for an agent (a mode
 // switch, bounded by the runtime's request timeout): they are answered apart, so the
 // connection goes on answering everything else meanwhile.
-func (s *server) readLoop(ctx context.Context, conn *websocket.Conn, client *hub.Client) {
+func (s *server) readLoop(ctx context.Context, conn *websocket.Conn, client *hub.Client, acc shared.Account) {
 	apart := make(chan struct{}, maxApart)
 	conn.SetReadLimit(int64(s.limit))
 	extend := func(string) error { return conn.SetReadDeadline(time.Now().Add(pongWait)) }
@@ -83,6 +84,9 @@ func (s *server) readLoop(ctx context.Context, conn *websocket.Conn, client *hub
 		_ = extend("")
 		var reply []byte
 		req, err := s.decodeRequest(kind, data)
+		if need, known := wsNeeds[req.Action]; known && err == nil {
+			err = permits(acc, need)
+		}
 		switch {
 		case err != nil:
 			reply = s.wsError(req, err)

@@ -14,21 +14,22 @@ import (
 // a copy of the cookie replayed afterwards is refused.
 type signInRow struct {
 	ID        string `gorm:"primaryKey"`
+	AccountID string // "" for the token's own sign-in (shared.Account)
 	ExpiresAt int64
 }
 
 func (signInRow) TableName() string { return "sign_ins" }
 
-// CreateSignIn records a sign-in that lasts until expires and returns its id, 128 random
-// bits. The sign-ins that have expired go at the same time, so the table holds only
+// CreateSignIn records a sign-in of an account ("" for the token) that lasts until
+// expires and returns its id, 128 random bits. The sign-ins that have expired go at the same time, so the table holds only
 // live ones (and those a new token ended, until they expire).
-func (s *Store) CreateSignIn(ctx context.Context, expires time.Time) (string, error) {
+func (s *Store) CreateSignIn(ctx context.Context, accountID string, expires time.Time) (string, error) {
 	id := rand.Text()
 	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		if err := tx.Where("expires_at <= ?", s.now().UnixNano()).Delete(&signInRow{}).Error; err != nil {
 			return err
 		}
-		return tx.Create(&signInRow{ID: id, ExpiresAt: expires.UnixNano()}).Error
+		return tx.Create(&signInRow{ID: id, AccountID: accountID, ExpiresAt: expires.UnixNano()}).Error
 	})
 	if err != nil {
 		return "", fmt.Errorf("create sign-in: %w", err)
@@ -36,14 +37,17 @@ func (s *Store) CreateSignIn(ctx context.Context, expires time.Time) (string, er
 	return id, nil
 }
 
-// SignedIn reports whether the sign-in id exists and has not expired at at.
-func (s *Store) SignedIn(ctx context.Context, id string, at time.Time) (bool, error) {
-	var n int64
-	err := s.db.WithContext(ctx).Model(&signInRow{}).Where("id = ? AND expires_at > ?", id, at.UnixNano()).Count(&n).Error
+// SignedIn reports whether the sign-in id exists and has not expired at at, and whose it is.
+func (s *Store) SignedIn(ctx context.Context, id string, at time.Time) (accountID string, ok bool, err error) {
+	var rows []signInRow
+	err = s.db.WithContext(ctx).Where("id = ? AND expires_at > ?", id, at.UnixNano()).Limit(1).Find(&rows).Error
 	if err != nil {
-		return false, fmt.Errorf("read sign-in: %w", err)
+		return "", false, fmt.Errorf("read sign-in: %w", err)
 	}
-	return n > 0, nil
+	if len(rows) == 0 {
+		return "", false, nil
+	}
+	return rows[0].AccountID, true, nil
 }
 
 // DeleteSignIn ends the sign-in id; one that does not exist is no error.

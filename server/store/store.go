@@ -216,6 +216,25 @@ var schema = []string{
 	`CREATE TABLE IF NOT EXISTS sign_ins (
 		id TEXT PRIMARY KEY,
 		expires_at INTEGER NOT NULL)`,
+	// Accounts, their access tokens and invitations (account.go).
+	`CREATE TABLE IF NOT EXISTS accounts (
+		id TEXT PRIMARY KEY,
+		login TEXT NOT NULL UNIQUE,
+		role TEXT NOT NULL,
+		password_hash TEXT NOT NULL DEFAULT '',
+		created_at INTEGER NOT NULL)`,
+	`CREATE TABLE IF NOT EXISTS access_tokens (
+		id TEXT PRIMARY KEY,
+		account_id TEXT NOT NULL REFERENCES accounts(id) ON DELETE CASCADE,
+		name TEXT NOT NULL,
+		hash TEXT NOT NULL UNIQUE,
+		created_at INTEGER NOT NULL,
+		last_used_at INTEGER NOT NULL DEFAULT 0)`,
+	`CREATE INDEX IF NOT EXISTS idx_access_tokens_account ON access_tokens (account_id, created_at)`,
+	`CREATE TABLE IF NOT EXISTS invitations (
+		hash TEXT PRIMARY KEY,
+		role TEXT NOT NULL,
+		expires_at INTEGER NOT NULL)`,
 	// Replicas and their leases, and the commands addressed to them (replica.go, inbox.go).
 	`CREATE TABLE IF NOT EXISTS replicas (
 		id TEXT PRIMARY KEY,
@@ -263,6 +282,8 @@ var addedColumns = []struct {
 	// (SetAgentSession).
 	{"task_sessions", "agent_session", "TEXT NOT NULL DEFAULT ''", nil},
 	{"task_sessions", "agent_resume", "TEXT NOT NULL DEFAULT ''", nil},
+	// Whose sign-in it is: "" for the token's (account.go).
+	{"sign_ins", "account_id", "TEXT NOT NULL DEFAULT ''", nil},
 }
 
 // migrate applies the schema in one transaction (DDL is transactional in both

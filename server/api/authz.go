@@ -1,0 +1,267 @@
+package api
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"html/template"
+	"net/http"
+	"regexp"
+	"time"
+	"unicode/utf8"
+
+	"conch/server/store"
+	"conch/shared"
+
+	"github.com/gofiber/fiber/v2"
+)
+
+// Who may do what is decided here, for REST and WebSocket alike: every route is
+// registered with the least role it needs (as), every WebSocket action has one (wsNeeds),
+// and both ask permits. docs/API.md, "Accounts and roles".
+
+// accountKey holds the request's account in Fiber's locals (requireToken).
+const accountKey = "conch.account"
+
+var (
+	// tokenAccount is who the server's --token is: the admin of scripts made before
+	// accounts. It has no row, so no access tokens of its own.
+	tokenAccount = shared.Account{Login: "token", Role: shared.RoleAdmin}
+	// localAccount is everyone on a server without a token, which serves loopback only.
+	localAccount = shared.Account{Login: "local", Role: shared.RoleAdmin}
+)
+
+var (
+	errWrongPassword = shared.Errorf(shared.CodeUnauthorized, "That login and password do not match.")
+	errNoOwnTokens   = shared.Errorf(shared.CodeInvalid, "the server's token has no access tokens of its own: sign in with an account")
+)
+
+// wsNeeds is the least role of each WebSocket action.
+var wsNeeds = map[string]string{
+	shared.ActionTasksSubscribe:   shared.RoleViewer,
+	shared.ActionSubscribe:        shared.RoleViewer,
+	shared.ActionUnsubscribe:      shared.RoleViewer,
+	shared.ActionMessageList:      shared.RoleViewer,
+	shared.ActionMessageAdd:       shared.RoleMember,
+	shared.ActionPermissionAnswer: shared.RoleMember,
+	shared.ActionSetMode:          shared.RoleMember,
+	shared.ActionStop:             shared.RoleMember,
+}
+
+// permits reports whether acc's role reaches need.
+func permits(acc shared.Account, need string) error {
+	if shared.RoleRank(acc.Role) >= shared.RoleRank(need) {
+		return nil
+	}
+	return shared.Errorf(shared.CodeForbidden, "this needs the %s role; %s is %s", need, acc.Login, acc.Role)
+}
+
+// as is the middleware of a route that needs role.
+func (s *server) as(role string) fiber.Handler {
+	return func(c *fiber.Ctx) error {
+		if err := permits(accountOf(c), role); err != nil {
+			return s.fail(c, err)
+		}
+		return c.Next()
+	}
+}
+
+// accountOf is the account requireToken found for the request.
+func accountOf(c *fiber.Ctx) shared.Account {
+	acc, _ := c.Locals(accountKey).(shared.Account)
+	return acc
+}
+
+// accessTokenPrefix starts every personal access token, so that a leaked one is easy to
+// find (secret scanners) and the server knows to look it up rather than compare it with
+// its --token.
+const accessTokenPrefix = "conch_"
+
+// hashSecret is how access tokens and invitation codes are stored: they are 130 random
+// bits, so a fast hash is enough.
+func hashSecret(secret string) string {
+	sum := sha256.Sum256([]byte(secret))
+	return hex.EncodeToString(sum[:])
+}
+
+var loginPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._@-]{0,63}$`)
+
+// checkNewAccount is the rule for a login and a password.
+func checkNewAccount(login, password string) error {
+	switch {
+	case !loginPattern.MatchString(login):
+		return shared.Errorf(shared.CodeInvalid, "a login is 1 to 64 letters, digits, '.', '_', '@' or '-', starting with a letter or digit")
+	case utf8.RuneCountInString(password) < 10 || len(password) > 256 || !utf8.ValidString(password):
+		return shared.Errorf(shared.CodeInvalid, "a password is 10 to 256 bytes of UTF-8, at least 10 characters")
+	}
+	return nil
+}
+
+func (s *server) handleMe(c *fiber.Ctx) error { return sendJSON(c, accountOf(c)) }
+
+func (s *server) handleListAccounts(c *fiber.Ctx) error {
+	accounts, err := s.store.Accounts(c.UserContext())
+	if err != nil {
+		return s.fail(c, err)
+	}
+	return sendJSON(c, struct {
+		Accounts []shared.Account `json:"accounts"`
+	}{accounts})
+}
+
+// handleCreateAccount makes an account at once when given a password, or else an
+// invitation (201 either way).
+func (s *server) handleCreateAccount(c *fiber.Ctx) error {
+	var req shared.NewAccount
+	if err := decodeBody(c.Body(), &req); err != nil {
+		return s.fail(c, err)
+	}
+	if shared.RoleRank(req.Role) == 0 {
+		return s.fail(c, shared.Errorf(shared.CodeInvalid, "role must be admin, member or viewer"))
+	}
+	if req.Password == "" && req.Login == "" {
+		inv, err := s.invite(c.UserContext(), req.Role)
+		if err != nil {
+			return s.fail(c, err)
+		}
+		return sendJSON(c.Status(http.StatusCreated), inv)
+	}
+	if err := checkNewAccount(req.Login, req.Password); err != nil {
+		return s.fail(c, err)
+	}
+	acc, err := s.store.CreateAccount(c.UserContext(), req.Login, req.Role, hashPassword(req.Password))
+	if err != nil {
+		return s.fail(c, err)
+	}
+	return sendJSON(c.Status(http.StatusCreated), acc)
+}
+
+func (s *server) handleDeleteAccount(c *fiber.Ctx) error {
+	if err := s.store.DeleteAccount(c.UserContext(), c.Params("account_id")); err != nil {
+		return s.fail(c, err)
+	}
+	return c.SendStatus(http.StatusNoContent)
+}
+
+// invitationLifetime is how long an invitation link works.
+const invitationLifetime = 7 * 24 * time.Hour
+
+func (s *server) invite(ctx context.Context, role string) (shared.Invitation, error) {
+	return Invite(ctx, s.store, role, s.now().Add(invitationLifetime))
+}
+
+// Invite makes a one-time link that creates an account of role until expires. The server
+// calls it at start-up for the first admin (serve), and admins through the API.
+func Invite(ctx context.Context, st *store.Store, role string, expires time.Time) (shared.Invitation, error) {
+	code := rand.Text()
+	if err := st.CreateInvitation(ctx, hashSecret(code), role, expires); err != nil {
+		return shared.Invitation{}, err
+	}
+	return shared.Invitation{Role: role, URL: "/invite/" + code, ExpiresAt: expires.UTC()}, nil
+}
+
+func (s *server) handleListTokens(c *fiber.Ctx) error {
+	acc := accountOf(c)
+	if acc.ID == "" {
+		return s.fail(c, errNoOwnTokens)
+	}
+	tokens, err := s.store.AccessTokens(c.UserContext(), acc.ID)
+	if err != nil {
+		return s.fail(c, err)
+	}
+	return sendJSON(c, struct {
+		Tokens []shared.AccessToken `json:"tokens"`
+	}{tokens})
+}
+
+// handleCreateToken makes a token of the signed-in account; its secret is in this answer
+// only.
+func (s *server) handleCreateToken(c *fiber.Ctx) error {
+	acc := accountOf(c)
+	if acc.ID == "" {
+		return s.fail(c, errNoOwnTokens)
+	}
+	var req shared.NewAccessToken
+	if err := decodeBody(c.Body(), &req); err != nil {
+		return s.fail(c, err)
+	}
+	if req.Name == "" || len(req.Name) > 100 || !utf8.ValidString(req.Name) {
+		return s.fail(c, shared.Errorf(shared.CodeInvalid, "name is 1 to 100 bytes of UTF-8"))
+	}
+	secret := accessTokenPrefix + rand.Text()
+	tok, err := s.store.CreateAccessToken(c.UserContext(), acc.ID, req.Name, hashSecret(secret))
+	if err != nil {
+		return s.fail(c, err)
+	}
+	tok.Token = secret
+	return sendJSON(c.Status(http.StatusCreated), tok)
+}
+
+func (s *server) handleDeleteToken(c *fiber.Ctx) error {
+	acc := accountOf(c)
+	if acc.ID == "" {
+		return s.fail(c, errNoOwnTokens)
+	}
+	if err := s.store.DeleteAccessToken(c.UserContext(), acc.ID, c.Params("token_id")); err != nil {
+		return s.fail(c, err)
+	}
+	return c.SendStatus(http.StatusNoContent)
+}
+
+// The invitation page sets a login and password for a new account, then signs it in.
+var inviteTemplate = template.Must(template.New("invite").Parse(`<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="theme-color" content="#111827">
+<title>Create your account · Conch</title>
+<link rel="icon" href="/web/icon.svg"><link rel="stylesheet" href="/web/app.css">
+</head><body><div class="page login-page">
+<header class="bar"><h1>Conch</h1></header>
+<main><form class="new-task" method="post">
+<h2>Create your account</h2>
+{{if .Error}}<p class="alert" role="alert">{{.Error}}</p>{{end}}
+{{if .Role}}<p class="empty">You are invited as {{.Role}}.</p>
+<div class="field"><label for="login">Login</label>
+<input id="login" name="login" autocomplete="username" required autofocus></div>
+<div class="field"><label for="password">Password</label>
+<input id="password" name="password" type="password" autocomplete="new-password" minlength="10" required></div>
+<button type="submit">Create account</button>{{end}}
+</form></main></div></body></html>
+`))
+
+func (s *server) invitePage(c *fiber.Ctx, err error, role string) error {
+	status, problem := http.StatusOK, ""
+	if err != nil {
+		e := s.report(err)
+		status, problem = statusOf[e.Code], e.Message
+	}
+	c.Status(status).Type("html", "utf-8")
+	c.Set(fiber.HeaderCacheControl, "no-store")
+	c.Set("Referrer-Policy", "no-referrer") // the code is in the URL
+	return inviteTemplate.Execute(c, struct{ Error, Role string }{problem, role})
+}
+
+func (s *server) handleInviteForm(c *fiber.Ctx) error {
+	role, err := s.store.InvitationValid(c.UserContext(), hashSecret(c.Params("code")))
+	return s.invitePage(c, err, role)
+}
+
+func (s *server) handleInvite(c *fiber.Ctx) error {
+	hash := hashSecret(c.Params("code"))
+	role, err := s.store.InvitationValid(c.UserContext(), hash)
+	if err != nil {
+		return s.invitePage(c, err, "")
+	}
+	login, password := c.FormValue("login"), c.FormValue("password")
+	if err := checkNewAccount(login, password); err != nil {
+		return s.invitePage(c, err, role)
+	}
+	acc, err := s.store.AcceptInvitation(c.UserContext(), hash, login, hashPassword(password))
+	if err == nil {
+		err = s.startSignIn(c, acc.ID)
+	}
+	if err != nil {
+		return s.invitePage(c, err, role)
+	}
+	return c.Redirect("/", http.StatusSeeOther)
+}

@@ -1,0 +1,232 @@
+package api
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+
+	"conch/shared"
+)
+
+// routeNeeds is the least role each API route needs, written out apart from the routes
+// themselves: a route missing here, or registered with another role, fails
+// TestEveryRouteChecksItsRole.
+var routeNeeds = map[string]string{
+	"GET /api/v1/me":                                                              shared.RoleViewer,
+	"GET /api/v1/tokens":                                                          shared.RoleViewer,
+	"POST /api/v1/tokens":                                                         shared.RoleViewer,
+	"DELETE /api/v1/tokens/:token_id":                                             shared.RoleViewer,
+	"GET /api/v1/accounts":                                                        shared.RoleAdmin,
+	"POST /api/v1/accounts":                                                       shared.RoleAdmin,
+	"DELETE /api/v1/accounts/:account_id":                                         shared.RoleAdmin,
+	"GET /api/v1/agents":                                                          shared.RoleViewer,
+	"GET /api/v1/tasks":                                                           shared.RoleViewer,
+	"POST /api/v1/tasks":                                                          shared.RoleMember,
+	"GET /api/v1/tasks/:task_id":                                                  shared.RoleViewer,
+	"DELETE /api/v1/tasks/:task_id":                                               shared.RoleMember,
+	"POST /api/v1/tasks/:task_id/sessions":                                        shared.RoleMember,
+	"GET /api/v1/tasks/:task_id/changes":                                          shared.RoleViewer,
+	"GET /api/v1/tasks/:task_id/changes/diff":                                     shared.RoleViewer,
+	"GET /api/v1/task-sessions/:session_id":                                       shared.RoleViewer,
+	"GET /api/v1/task-sessions/:session_id/messages":                              shared.RoleViewer,
+	"POST /api/v1/task-sessions/:session_id/messages":                             shared.RoleMember,
+	"POST /api/v1/task-sessions/:session_id/cancel":                               shared.RoleMember,
+	"POST /api/v1/task-sessions/:session_id/stop":                                 shared.RoleMember,
+	"POST /api/v1/task-sessions/:session_id/mode":                                 shared.RoleMember,
+	"GET /api/v1/task-sessions/:session_id/messages/:message_id/shell-output":     shared.RoleViewer,
+	"GET /api/v1/task-sessions/:session_id/messages/:message_id/shell-output/raw": shared.RoleViewer,
+	"GET /api/v1/task-sessions/:session_id/messages/:message_id/tool-content":     shared.RoleViewer,
+	"GET /api/v1/task-sessions/:session_id/messages/:message_id/error-detail":     shared.RoleViewer,
+	"POST /api/v1/task-sessions/:session_id/permissions/:message_id":              shared.RoleMember,
+	"GET /api/v1/messages/:message_id":                                            shared.RoleViewer,
+	"GET /api/v1/openapi.json":                                                    shared.RoleViewer,
+}
+
+// accountWithToken makes an account of role and returns a bearer header of a personal
+// access token of it, made through the API as the account itself.
+func (e *env) accountWithToken(login, role string) []string {
+	e.t.Helper()
+	acc, err := e.store.CreateAccount(context.Background(), login, role, hashPassword("correct horse battery"))
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	cookie := e.signInAs(login, "correct horse battery")
+	var tok shared.AccessToken
+	e.expect(http.StatusCreated, "POST", "/api/v1/tokens", `{"name":"tests"}`, &tok, "Cookie", cookie)
+	if !strings.HasPrefix(tok.Token, accessTokenPrefix) || tok.ID == "" || acc.ID == "" {
+		e.t.Fatalf("token %+v of %+v", tok, acc)
+	}
+	return []string{"Authorization", "Bearer " + tok.Token}
+}
+
+// signInAs signs in through the form with a login and password; it returns the cookie.
+func (e *env) signInAs(login, password string) string {
+	e.t.Helper()
+	resp, body := e.do("POST", "/login", "login="+url.QueryEscape(login)+"&password="+url.QueryEscape(password), "Content-Type", form)
+	if resp.StatusCode != http.StatusSeeOther || len(resp.Cookies()) != 1 {
+		e.t.Fatalf("sign-in of %s: %d %s", login, resp.StatusCode, body)
+	}
+	return cookieName + "=" + resp.Cookies()[0].Value
+}
+
+// Every API route asks for a role, and the one routeNeeds says: each route is called
+// by each role, and answers 403 exactly when the role is below its need.
+func TestEveryRouteChecksItsRole(t *testing.T) {
+	e := newEnv(t, withToken)
+	sess := e.session()
+	msg := e.text(sess.ID, "hello")
+	ids := strings.NewReplacer(":task_id", sess.TaskID, ":session_id", sess.ID, ":message_id", msg.ID,
+		":account_id", "no-such-account", ":token_id", "no-such-token")
+	headers := map[string][]string{}
+	for _, role := range shared.Roles {
+		headers[role] = e.accountWithToken("a-"+role, role)
+	}
+	seen := map[string]bool{}
+	for _, r := range e.app.GetRoutes(true) {
+		if !strings.HasPrefix(r.Path, "/api/v1/") || r.Method == "HEAD" { // HEAD runs GET's handlers
+			continue
+		}
+		key := r.Method + " " + r.Path
+		seen[key] = true
+		need, ok := routeNeeds[key]
+		if !ok {
+			t.Errorf("%s has no role in routeNeeds", key)
+			continue
+		}
+		for _, role := range shared.Roles {
+			// A body that fails decoding still answers after the role check; what matters
+			// is only whether the check refused.
+			body := ""
+			if r.Method == "POST" {
+				body = `{}`
+			}
+			resp, raw := e.do(r.Method, ids.Replace(r.Path), body, headers[role]...)
+			refused := resp.StatusCode == http.StatusForbidden && strings.Contains(raw, "needs the "+need+" role")
+			if want := shared.RoleRank(role) < shared.RoleRank(need); refused != want {
+				t.Errorf("%s as %s: %d %s; refused %v, want %v", key, role, resp.StatusCode, raw, refused, want)
+			}
+		}
+	}
+	for key := range routeNeeds {
+		if !seen[key] {
+			t.Errorf("routeNeeds names %s, which is not a route", key)
+		}
+	}
+}
+
+// A WebSocket action needs the role its REST twin needs: a viewer may subscribe and list,
+// not prompt.
+func TestWebSocketActionsCheckRoles(t *testing.T) {
+	e := newEnv(t, withToken)
+	sess := e.session()
+	viewer := e.accountWithToken("viewer1", shared.RoleViewer)
+	addr := e.listen()
+	w, resp, err := dial(t, addr, http.Header{viewer[0]: {viewer[1]}})
+	if err != nil {
+		t.Fatalf("dial: %v (%v)", err, resp)
+	}
+	if got := w.request(shared.ActionSubscribe, shared.SessionRef{SessionID: sess.ID}); got.Type != shared.EnvelopeResponse {
+		t.Errorf("viewer's subscribe: %+v", got)
+	}
+	got := w.request(shared.ActionMessageAdd, shared.AddRequest{SessionID: sess.ID, Content: "rm -rf /"})
+	if got.Type != shared.EnvelopeError || !strings.Contains(string(got.Payload), `"code":"forbidden"`) {
+		t.Errorf("viewer's message.add: %+v", got)
+	}
+	if page, err := e.store.ListMessages(context.Background(), shared.ListRequest{SessionID: sess.ID}); err != nil || len(page.Messages) != 0 {
+		t.Errorf("after a refused prompt the session holds %+v, %v", page, err)
+	}
+}
+
+// Accounts sign in with their password, an invitation makes one account once, tokens are
+// shown once and stop working when revoked or when their account goes.
+func TestAccountsAndTokens(t *testing.T) {
+	e := newEnv(t, withToken)
+	admin := []string{"Authorization", "Bearer " + token}
+	var acc shared.Account
+	e.expect(http.StatusCreated, "POST", "/api/v1/accounts", `{"login":"ada","role":"member","password":"a long password"}`, &acc, admin...)
+	if acc.Login != "ada" || acc.Role != shared.RoleMember {
+		t.Fatalf("account %+v", acc)
+	}
+	e.expect(http.StatusConflict, "POST", "/api/v1/accounts", `{"login":"ada","role":"viewer","password":"another password"}`, nil, admin...)
+	for _, bad := range []string{`{"login":"ada2","role":"owner","password":"a long password"}`, `{"login":"ada 2","role":"member","password":"a long password"}`,
+		`{"login":"ada2","role":"member","password":"short"}`} {
+		e.expect(http.StatusBadRequest, "POST", "/api/v1/accounts", bad, nil, admin...)
+	}
+
+	// The password signs in; a wrong one says so and counts as a guess.
+	resp, body := e.do("POST", "/login", "login=ada&password=wrong+password", "Content-Type", form)
+	if resp.StatusCode != http.StatusUnauthorized || !strings.Contains(body, "That login and password do not match.") {
+		t.Errorf("wrong password: %d %s", resp.StatusCode, body)
+	}
+	e.clock.advance(maxDelay)
+	cookie := e.signInAs("ada", "a long password")
+	var me shared.Account
+	e.expect(http.StatusOK, "GET", "/api/v1/me", "", &me, "Cookie", cookie)
+	if me.ID != acc.ID || me.Role != shared.RoleMember {
+		t.Errorf("me %+v", me)
+	}
+
+	// A token's secret is in its creation's answer only.
+	var tok shared.AccessToken
+	e.expect(http.StatusCreated, "POST", "/api/v1/tokens", `{"name":"laptop"}`, &tok, "Cookie", cookie)
+	bearer := []string{"Authorization", "Bearer " + tok.Token}
+	e.expect(http.StatusOK, "GET", "/api/v1/me", "", &me, bearer...)
+	var list struct{ Tokens []shared.AccessToken }
+	raw := e.expect(http.StatusOK, "GET", "/api/v1/tokens", "", &list, bearer...)
+	if len(list.Tokens) != 1 || list.Tokens[0].Token != "" || strings.Contains(raw, tok.Token) || list.Tokens[0].LastUsedAt == nil {
+		t.Errorf("tokens %s", raw)
+	}
+	e.expect(http.StatusNoContent, "DELETE", "/api/v1/tokens/"+tok.ID, "", nil, "Cookie", cookie)
+	e.expect(http.StatusUnauthorized, "GET", "/api/v1/me", "", nil, bearer...)
+	e.clock.advance(maxDelay)
+	e.expect(http.StatusBadRequest, "POST", "/api/v1/tokens", `{"name":"x"}`, nil, admin...) // the server's token has none
+
+	// An invitation makes one account, once.
+	var inv shared.Invitation
+	e.expect(http.StatusCreated, "POST", "/api/v1/accounts", `{"role":"viewer"}`, &inv, admin...)
+	if !strings.HasPrefix(inv.URL, "/invite/") || inv.Role != shared.RoleViewer {
+		t.Fatalf("invitation %+v", inv)
+	}
+	if _, page := e.do("GET", inv.URL, ""); !strings.Contains(page, "You are invited as viewer.") {
+		t.Errorf("invitation page %s", page)
+	}
+	resp, _ = e.do("POST", inv.URL, "login=bob&password=bobs+long+password", "Content-Type", form)
+	if resp.StatusCode != http.StatusSeeOther || len(resp.Cookies()) != 1 {
+		t.Fatalf("accept invitation: %d", resp.StatusCode)
+	}
+	e.expect(http.StatusOK, "GET", "/api/v1/me", "", &me, "Cookie", cookieName+"="+resp.Cookies()[0].Value)
+	if me.Login != "bob" || me.Role != shared.RoleViewer {
+		t.Errorf("invited %+v", me)
+	}
+	if resp, _ := e.do("POST", inv.URL, "login=eve&password=eves+long+password", "Content-Type", form); resp.StatusCode != http.StatusNotFound {
+		t.Errorf("second use of an invitation: %d", resp.StatusCode)
+	}
+	if _, _, err := e.store.AccountByLogin(context.Background(), "eve"); err == nil {
+		t.Error("a used invitation made a second account")
+	}
+
+	// Deleting an account ends its sign-ins at once; the last admin stays.
+	e.expect(http.StatusNoContent, "DELETE", "/api/v1/accounts/"+acc.ID, "", nil, admin...)
+	e.expect(http.StatusUnauthorized, "GET", "/api/v1/me", "", nil, "Cookie", cookie)
+	e.clock.advance(maxDelay)
+	boss, err := e.store.CreateAccount(context.Background(), "boss", shared.RoleAdmin, hashPassword("the boss password"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.expect(http.StatusConflict, "DELETE", "/api/v1/accounts/"+boss.ID, "", nil, admin...)
+}
+
+func TestPasswordHash(t *testing.T) {
+	h := hashPassword("correct horse battery")
+	if !passwordMatches(h, "correct horse battery") || passwordMatches(h, "correct horse batterY") || h == hashPassword("correct horse battery") {
+		t.Errorf("hash %s", h)
+	}
+	for _, bad := range []string{"", "$argon2id$v=19$m=0,t=1,p=1$AAAA$AAAA", "$argon2id$v=19$m=1048576,t=1,p=1$AAAA$AAAA",
+		"$argon2i$v=19$m=19456,t=2,p=1$AAAA$AAAA", strings.Replace(h, "$v=19$", "$v=16$", 1), h + "$"} {
+		if passwordMatches(bad, "correct horse battery") {
+			t.Errorf("%q matched", bad)
+		}
+	}
+}

@@ -1,0 +1,290 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"conch/shared"
+
+	"github.com/google/uuid"
+	"gorm.io/gorm"
+)
+
+// Accounts are the people who sign in (shared.Account); the password hash is server/api's
+// (an argon2id PHC string), stored here as it is given. Access tokens and invitations are
+// stored only as hashes of their secrets, so a copy of the database signs no one in.
+
+type accountRow struct {
+	ID           string `gorm:"primaryKey"`
+	Login        string
+	Role         string
+	PasswordHash string
+	CreatedAt    int64 `gorm:"autoCreateTime:false"`
+}
+
+func (accountRow) TableName() string { return "accounts" }
+
+func (r accountRow) account() shared.Account {
+	return shared.Account{ID: r.ID, Login: r.Login, Role: r.Role, CreatedAt: time.Unix(0, r.CreatedAt).UTC()}
+}
+
+type accessTokenRow struct {
+	ID         string `gorm:"primaryKey"`
+	AccountID  string
+	Name       string
+	Hash       string
+	CreatedAt  int64 `gorm:"autoCreateTime:false"`
+	LastUsedAt int64
+}
+
+func (accessTokenRow) TableName() string { return "access_tokens" }
+
+type invitationRow struct {
+	Hash      string `gorm:"primaryKey"`
+	Role      string
+	ExpiresAt int64
+}
+
+func (invitationRow) TableName() string { return "invitations" }
+
+var (
+	errNoAccount   = shared.Errorf(shared.CodeNotFound, "account not found")
+	errLoginTaken  = shared.Errorf(shared.CodeConflict, "that login is taken")
+	errNoToken     = shared.Errorf(shared.CodeNotFound, "token not found")
+	errInvitation  = shared.Errorf(shared.CodeNotFound, "this invitation is not valid: it was used, it expired, or the link is wrong")
+	errLastAdmin   = shared.Errorf(shared.CodeConflict, "the last admin account cannot be deleted")
+	errNoSuchLogin = errors.New("no such login")
+)
+
+// CreateAccount makes an account; a login that exists is a conflict.
+func (s *Store) CreateAccount(ctx context.Context, login, role, passwordHash string) (shared.Account, error) {
+	row := accountRow{ID: uuid.NewString(), Login: login, Role: role, PasswordHash: passwordHash, CreatedAt: s.stamp()}
+	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		return createAccount(tx, &row)
+	})
+	if err != nil {
+		return shared.Account{}, err
+	}
+	return row.account(), nil
+}
+
+func createAccount(tx *gorm.DB, row *accountRow) error {
+	var n int64
+	if err := tx.Model(&accountRow{}).Where("login = ?", row.Login).Count(&n).Error; err != nil {
+		return fmt.Errorf("read accounts: %w", err)
+	}
+	if n > 0 {
+		return errLoginTaken
+	}
+	if err := tx.Create(row).Error; err != nil {
+		return fmt.Errorf("create account: %w", err)
+	}
+	return nil
+}
+
+// AccountByLogin is the account of a login and its password hash. A login that does not
+// exist is an error apart from a failing store, so that sign-in can tell them apart
+// without saying which to the person.
+func (s *Store) AccountByLogin(ctx context.Context, login string) (shared.Account, string, error) {
+	var row accountRow
+	err := s.db.WithContext(ctx).Where("login = ?", login).Take(&row).Error
+	switch {
+	case errors.Is(err, gorm.ErrRecordNotFound):
+		return shared.Account{}, "", errNoSuchLogin
+	case err != nil:
+		return shared.Account{}, "", fmt.Errorf("read account: %w", err)
+	}
+	return row.account(), row.PasswordHash, nil
+}
+
+// IsNoSuchLogin reports whether err is AccountByLogin's "no such login".
+func IsNoSuchLogin(err error) bool { return errors.Is(err, errNoSuchLogin) }
+
+// Account is one account.
+func (s *Store) Account(ctx context.Context, id string) (shared.Account, error) {
+	var row accountRow
+	err := s.db.WithContext(ctx).Where("id = ?", id).Take(&row).Error
+	switch {
+	case errors.Is(err, gorm.ErrRecordNotFound):
+		return shared.Account{}, errNoAccount
+	case err != nil:
+		return shared.Account{}, fmt.Errorf("read account: %w", err)
+	}
+	return row.account(), nil
+}
+
+// Accounts lists every account, oldest first.
+func (s *Store) Accounts(ctx context.Context) ([]shared.Account, error) {
+	var rows []accountRow
+	if err := s.db.WithContext(ctx).Order("created_at, id").Find(&rows).Error; err != nil {
+		return nil, fmt.Errorf("list accounts: %w", err)
+	}
+	out := make([]shared.Account, len(rows))
+	for i, r := range rows {
+		out[i] = r.account()
+	}
+	return out, nil
+}
+
+// CountAdmins counts the admin accounts.
+func (s *Store) CountAdmins(ctx context.Context) (int64, error) {
+	var n int64
+	if err := s.db.WithContext(ctx).Model(&accountRow{}).Where("role = ?", shared.RoleAdmin).Count(&n).Error; err != nil {
+		return 0, fmt.Errorf("count admins: %w", err)
+	}
+	return n, nil
+}
+
+// DeleteAccount deletes an account with its access tokens and sign-ins, at once on every
+// server of the database. The last admin stays, so that someone can still manage accounts.
+func (s *Store) DeleteAccount(ctx context.Context, id string) error {
+	return s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		var row accountRow
+		err := tx.Where("id = ?", id).Take(&row).Error
+		switch {
+		case errors.Is(err, gorm.ErrRecordNotFound):
+			return errNoAccount
+		case err != nil:
+			return fmt.Errorf("read account: %w", err)
+		}
+		if row.Role == shared.RoleAdmin {
+			var admins int64
+			if err := tx.Model(&accountRow{}).Where("role = ?", shared.RoleAdmin).Count(&admins).Error; err != nil {
+				return fmt.Errorf("count admins: %w", err)
+			}
+			if admins <= 1 {
+				return errLastAdmin
+			}
+		}
+		for _, del := range []struct {
+			model any
+			where string
+		}{{&accessTokenRow{}, "account_id = ?"}, {&signInRow{}, "account_id = ?"}, {&accountRow{}, "id = ?"}} {
+			if err := tx.Where(del.where, id).Delete(del.model).Error; err != nil {
+				return fmt.Errorf("delete account: %w", err)
+			}
+		}
+		return nil
+	})
+}
+
+// CreateInvitation stores an invitation by the hash of its code.
+func (s *Store) CreateInvitation(ctx context.Context, hash, role string, expires time.Time) error {
+	err := s.db.WithContext(ctx).Create(&invitationRow{Hash: hash, Role: role, ExpiresAt: expires.UnixNano()}).Error
+	if err != nil {
+		return fmt.Errorf("create invitation: %w", err)
+	}
+	return nil
+}
+
+// AcceptInvitation uses the invitation of hash, once: it makes the account in the same
+// transaction, so two people with one link cannot both get in.
+func (s *Store) AcceptInvitation(ctx context.Context, hash, login, passwordHash string) (shared.Account, error) {
+	row := accountRow{ID: uuid.NewString(), Login: login, PasswordHash: passwordHash, CreatedAt: s.stamp()}
+	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		var inv invitationRow
+		err := tx.Where("hash = ? AND expires_at > ?", hash, s.stamp()).Take(&inv).Error
+		switch {
+		case errors.Is(err, gorm.ErrRecordNotFound):
+			return errInvitation
+		case err != nil:
+			return fmt.Errorf("read invitation: %w", err)
+		}
+		if err := tx.Where("hash = ?", hash).Delete(&invitationRow{}).Error; err != nil {
+			return fmt.Errorf("use invitation: %w", err)
+		}
+		row.Role = inv.Role
+		return createAccount(tx, &row)
+	})
+	if err != nil {
+		return shared.Account{}, err
+	}
+	return row.account(), nil
+}
+
+// InvitationValid reports whether an unexpired invitation has hash, and its role.
+func (s *Store) InvitationValid(ctx context.Context, hash string) (string, error) {
+	var inv invitationRow
+	err := s.db.WithContext(ctx).Where("hash = ? AND expires_at > ?", hash, s.stamp()).Take(&inv).Error
+	switch {
+	case errors.Is(err, gorm.ErrRecordNotFound):
+		return "", errInvitation
+	case err != nil:
+		return "", fmt.Errorf("read invitation: %w", err)
+	}
+	return inv.Role, nil
+}
+
+// CreateAccessToken stores a token of an account by the hash of its secret.
+func (s *Store) CreateAccessToken(ctx context.Context, accountID, name, hash string) (shared.AccessToken, error) {
+	row := accessTokenRow{ID: uuid.NewString(), AccountID: accountID, Name: name, Hash: hash, CreatedAt: s.stamp()}
+	if err := s.db.WithContext(ctx).Create(&row).Error; err != nil {
+		return shared.AccessToken{}, fmt.Errorf("create token: %w", err)
+	}
+	return row.token(), nil
+}
+
+func (r accessTokenRow) token() shared.AccessToken {
+	t := shared.AccessToken{ID: r.ID, Name: r.Name, CreatedAt: time.Unix(0, r.CreatedAt).UTC()}
+	if r.LastUsedAt != 0 {
+		used := time.Unix(0, r.LastUsedAt).UTC()
+		t.LastUsedAt = &used
+	}
+	return t
+}
+
+// AccessTokens lists an account's tokens, oldest first; never their secrets.
+func (s *Store) AccessTokens(ctx context.Context, accountID string) ([]shared.AccessToken, error) {
+	var rows []accessTokenRow
+	if err := s.db.WithContext(ctx).Where("account_id = ?", accountID).Order("created_at, id").Find(&rows).Error; err != nil {
+		return nil, fmt.Errorf("list tokens: %w", err)
+	}
+	out := make([]shared.AccessToken, len(rows))
+	for i, r := range rows {
+		out[i] = r.token()
+	}
+	return out, nil
+}
+
+// DeleteAccessToken revokes one of an account's tokens; another account's is not found.
+func (s *Store) DeleteAccessToken(ctx context.Context, accountID, id string) error {
+	res := s.db.WithContext(ctx).Where("id = ? AND account_id = ?", id, accountID).Delete(&accessTokenRow{})
+	if res.Error != nil {
+		return fmt.Errorf("delete token: %w", res.Error)
+	}
+	if res.RowsAffected == 0 {
+		return errNoToken
+	}
+	return nil
+}
+
+// AccountByToken is the account whose access token has hash, and records its use. A
+// hash no token has is errNoToken.
+func (s *Store) AccountByToken(ctx context.Context, hash string) (shared.Account, error) {
+	var acc shared.Account
+	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		var tok accessTokenRow
+		err := tx.Where("hash = ?", hash).Take(&tok).Error
+		switch {
+		case errors.Is(err, gorm.ErrRecordNotFound):
+			return errNoToken
+		case err != nil:
+			return fmt.Errorf("read token: %w", err)
+		}
+		var row accountRow
+		if err := tx.Where("id = ?", tok.AccountID).Take(&row).Error; err != nil {
+			return fmt.Errorf("read token's account: %w", err) // deleted together (DeleteAccount)
+		}
+		acc = row.account()
+		// Its use is recorded once a minute at most: not a write per request.
+		now := s.stamp()
+		return tx.Model(&accessTokenRow{}).Where("id = ? AND last_used_at < ?", tok.ID, now-int64(time.Minute)).
+			Update("last_used_at", now).Error
+	})
+	return acc, err
+}
+
+// IsUnknownToken reports whether err is AccountByToken's "no token has this hash".
+func IsUnknownToken(err error) bool { return errors.Is(err, errNoToken) }

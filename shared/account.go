@@ -1,0 +1,67 @@
+package shared
+
+import "time"
+
+// The roles of an account, from most to least allowed (docs/API.md, "Accounts and roles"):
+// an admin may do everything, accounts included; a member may use tasks and sessions; a
+// viewer may only read.
+const (
+	RoleAdmin  = "admin"
+	RoleMember = "member"
+	RoleViewer = "viewer"
+)
+
+// Roles lists the roles, most allowed first.
+var Roles = []string{RoleAdmin, RoleMember, RoleViewer}
+
+// RoleRank orders roles: a higher rank may do all a lower one may. An unknown role ranks 0.
+func RoleRank(role string) int {
+	switch role {
+	case RoleAdmin:
+		return 3
+	case RoleMember:
+		return 2
+	case RoleViewer:
+		return 1
+	}
+	return 0
+}
+
+// Account is a person who signs in. The server's --token acts as the account "token", an
+// admin with no row, so scripts made before accounts keep working.
+type Account struct {
+	ID        string    `json:"id"`
+	Login     string    `json:"login"`
+	Role      string    `json:"role"`
+	CreatedAt time.Time `json:"created_at"`
+}
+
+// NewAccount asks for an account (POST /api/v1/accounts). With a password the account is
+// made at once; without one the answer is an invitation whose link sets it.
+type NewAccount struct {
+	Login    string `json:"login,omitempty"`
+	Role     string `json:"role"`
+	Password string `json:"password,omitempty"`
+}
+
+// Invitation is a one-time link that makes an account of its role.
+type Invitation struct {
+	Role      string    `json:"role"`
+	URL       string    `json:"url"` // a path on this server, with the one-time code
+	ExpiresAt time.Time `json:"expires_at"`
+}
+
+// AccessToken is a personal access token of an account, for the CLI and scripts. Only its
+// hash is stored; Token, the secret itself, is in the one answer that creates it.
+type AccessToken struct {
+	ID         string     `json:"id"`
+	Name       string     `json:"name"`
+	CreatedAt  time.Time  `json:"created_at"`
+	LastUsedAt *time.Time `json:"last_used_at,omitempty"`
+	Token      string     `json:"token,omitempty"`
+}
+
+// NewAccessToken asks for a token (POST /api/v1/tokens).
+type NewAccessToken struct {
+	Name string `json:"name"`
+}
