@@ -65,3 +65,16 @@ type AccessToken struct {
 type NewAccessToken struct {
 	Name string `json:"name"`
 }
+
+// AuditEvent is one thing a person did (GET /api/v1/audit, one JSON object a line):
+// Action is the route ("POST /api/v1/tasks/:task_id/…") or WebSocket action, and the ids
+// name what it was done to.
+type AuditEvent struct {
+	At        time.Time `json:"at"`
+	Login     string    `json:"login"`
+	Action    string    `json:"action"`
+	TaskID    string    `json:"task_id,omitempty"`
+	SessionID string    `json:"session_id,omitempty"`
+	MessageID string    `json:"message_id,omitempty"`
+	Detail    string    `json:"detail,omitempty"`
+}

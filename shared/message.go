@@ -83,6 +83,9 @@ type Metadata struct {
 	Status          ToolStatus  `json:"status,omitempty"`
 	Kind            string      `json:"kind,omitempty"` // the ACP tool kind (execute, read, edit, ...)
 	ClientMessageID string      `json:"client_message_id,omitempty"`
+	// Author is the login of the account that sent a person's prompt, on servers with
+	// accounts or a token (docs/API.md, "Accounts and roles").
+	Author string `json:"author,omitempty"`
 	Normalized      *Normalized `json:"normalized,omitempty"`
 	StopReason      StopReason  `json:"stop_reason,omitempty"` // status messages
 	// Permission requests: what the agent offers, and what the person chose.
@@ -173,6 +176,9 @@ type Task struct {
 	BaseBranch string `json:"base_branch,omitempty"`
 	Branch     string `json:"branch,omitempty"`
 	Worktree   string `json:"worktree,omitempty"`
+	// Owner is the login of the account that made the task; empty when the server's
+	// token or a server without one made it (docs/API.md, "Accounts and roles").
+	Owner string `json:"owner,omitempty"`
 }
 
 // SessionState is the life cycle of a task session.

@@ -257,7 +257,7 @@ func (env *testEnv) prompt(t testing.TB, sessionID, content string) {
 
 func (env *testEnv) promptAsync(t testing.TB, sessionID, content string) {
 	t.Helper()
-	if _, _, err := env.st.AddUserMessage(context.Background(), sessionID, content, ""); err != nil {
+	if _, _, err := env.st.AddUserMessage(context.Background(), sessionID, content, "", ""); err != nil {
 		t.Fatal(err)
 	}
 	before := len(env.ev.states(sessionID))

@@ -173,6 +173,7 @@ func (s *server) requireToken(c *fiber.Ctx) error {
 	acc, err := s.authenticate(c)
 	if err == nil {
 		c.Locals(accountKey, acc)
+		c.SetUserContext(withAccount(c.UserContext(), acc))
 		return c.Next()
 	}
 	if shared.ErrorCode(err) == shared.CodeUnauthorized {

@@ -1,11 +1,14 @@
 package api
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"html/template"
+	"math"
 	"net/http"
 	"regexp"
 	"time"
@@ -21,8 +24,24 @@ import (
 // registered with the least role it needs (as), every WebSocket action has one (wsNeeds),
 // and both ask permits. docs/API.md, "Accounts and roles".
 
-// accountKey holds the request's account in Fiber's locals (requireToken).
+// accountKey holds the request's account in Fiber's locals, which a WebSocket keeps
+// (requireToken); handlers read it from their context (accountFrom).
 const accountKey = "conch.account"
+
+type accountCtx struct{}
+
+// madeTaskKey holds, in Fiber's locals, the id of a task a request made, for its audit.
+const madeTaskKey = "conch.made-task"
+
+func withAccount(ctx context.Context, acc shared.Account) context.Context {
+	return context.WithValue(ctx, accountCtx{}, acc)
+}
+
+// accountFrom is the account of the request whose context ctx is.
+func accountFrom(ctx context.Context) shared.Account {
+	acc, _ := ctx.Value(accountCtx{}).(shared.Account)
+	return acc
+}
 
 var (
 	// tokenAccount is who the server's --token is: the admin of scripts made before
@@ -49,6 +68,35 @@ var wsNeeds = map[string]string{
 	shared.ActionStop:             shared.RoleMember,
 }
 
+// wsAllowed checks a WebSocket request as as checks a route; a write returns its audit
+// event. The payload is read here only for its ids; the action decodes it strictly.
+func (s *server) wsAllowed(ctx context.Context, req shared.Envelope) (*shared.AuditEvent, error) {
+	need, known := wsNeeds[req.Action]
+	acc := accountFrom(ctx)
+	if !known || need == shared.RoleViewer {
+		return nil, permits(acc, need)
+	}
+	if err := permits(acc, need); err != nil {
+		return nil, err
+	}
+	var ids struct {
+		SessionID string `json:"session_id"`
+		MessageID string `json:"message_id"`
+	}
+	_ = json.Unmarshal(req.Payload, &ids)
+	event := shared.AuditEvent{Login: acc.Login, Action: req.Action, SessionID: ids.SessionID, MessageID: ids.MessageID}
+	return &event, s.mayEdit(ctx, acc, &event)
+}
+
+// person is the account of the request when it is a person's own, the zero account for
+// the server's token and a server without one: what owns a task and signs a prompt.
+func person(ctx context.Context) shared.Account {
+	if acc := accountFrom(ctx); acc.ID != "" {
+		return acc
+	}
+	return shared.Account{}
+}
+
 // permits reports whether acc's role reaches need.
 func permits(acc shared.Account, need string) error {
 	if shared.RoleRank(acc.Role) >= shared.RoleRank(need) {
@@ -57,20 +105,73 @@ func permits(acc shared.Account, need string) error {
 	return shared.Errorf(shared.CodeForbidden, "this needs the %s role; %s is %s", need, acc.Login, acc.Role)
 }
 
-// as is the middleware of a route that needs role.
+// as is the middleware of a route that needs role. A write to a task (a route that names
+// one, or a session of one) also needs the account to be one of the task's editors; and
+// every write that succeeds goes to the audit.
 func (s *server) as(role string) fiber.Handler {
 	return func(c *fiber.Ctx) error {
-		if err := permits(accountOf(c), role); err != nil {
+		ctx, acc := c.UserContext(), accountFrom(c.UserContext())
+		if err := permits(acc, role); err != nil {
 			return s.fail(c, err)
 		}
-		return c.Next()
+		event := shared.AuditEvent{Login: acc.Login, Action: c.Method() + " " + c.Route().Path,
+			TaskID: c.Params("task_id"), SessionID: c.Params("session_id"), MessageID: c.Params("message_id")}
+		if role == shared.RoleMember {
+			if err := s.mayEdit(ctx, acc, &event); err != nil {
+				return s.fail(c, err)
+			}
+		}
+		if err := c.Next(); err != nil || c.Method() == fiber.MethodGet || c.Response().StatusCode() >= 400 {
+			return err
+		}
+		if made, ok := c.Locals(madeTaskKey).(string); ok {
+			event.TaskID = made
+		}
+		return s.audit(ctx, event)
 	}
 }
 
-// accountOf is the account requireToken found for the request.
-func accountOf(c *fiber.Ctx) shared.Account {
-	acc, _ := c.Locals(accountKey).(shared.Account)
-	return acc
+// mayEdit refuses a write to a task the account may not edit. The task is the one the
+// event names, or the one of its session (filled in); one that does not exist is left
+// to the handler's own not-found answer.
+func (s *server) mayEdit(ctx context.Context, acc shared.Account, event *shared.AuditEvent) error {
+	if acc.Role == shared.RoleAdmin {
+		return nil
+	}
+	if event.TaskID == "" && event.SessionID != "" {
+		sess, err := s.store.GetSession(ctx, event.SessionID)
+		if shared.ErrorCode(err) == shared.CodeNotFound {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		event.TaskID = sess.TaskID
+	}
+	if event.TaskID == "" {
+		return nil // a new task: anyone of the role
+	}
+	ok, err := s.store.MayEdit(ctx, acc, event.TaskID)
+	if err != nil || ok {
+		return err
+	}
+	return shared.Errorf(shared.CodeForbidden, "%s may not change this task: it is %s's; ask them or an admin to share it", acc.Login, s.ownerOf(ctx, event.TaskID))
+}
+
+func (s *server) ownerOf(ctx context.Context, taskID string) string {
+	if t, err := s.store.GetTask(ctx, taskID); err == nil && t.Owner != "" {
+		return t.Owner
+	}
+	return "the admins"
+}
+
+// audit records a write that succeeded. A store that cannot record it is logged, not
+// answered: the write itself is done.
+func (s *server) audit(ctx context.Context, e shared.AuditEvent) error {
+	if err := s.store.Record(context.WithoutCancel(ctx), e); err != nil {
+		s.log.Error("audit", "action", e.Action, "login", e.Login, "err", err)
+	}
+	return nil
 }
 
 // accessTokenPrefix starts every personal access token, so that a leaked one is easy to
@@ -98,7 +199,7 @@ func checkNewAccount(login, password string) error {
 	return nil
 }
 
-func (s *server) handleMe(c *fiber.Ctx) error { return sendJSON(c, accountOf(c)) }
+func (s *server) handleMe(c *fiber.Ctx) error { return sendJSON(c, accountFrom(c.UserContext())) }
 
 func (s *server) handleListAccounts(c *fiber.Ctx) error {
 	accounts, err := s.store.Accounts(c.UserContext())
@@ -162,7 +263,7 @@ func Invite(ctx context.Context, st *store.Store, role string, expires time.Time
 }
 
 func (s *server) handleListTokens(c *fiber.Ctx) error {
-	acc := accountOf(c)
+	acc := accountFrom(c.UserContext())
 	if acc.ID == "" {
 		return s.fail(c, errNoOwnTokens)
 	}
@@ -178,7 +279,7 @@ func (s *server) handleListTokens(c *fiber.Ctx) error {
 // handleCreateToken makes a token of the signed-in account; its secret is in this answer
 // only.
 func (s *server) handleCreateToken(c *fiber.Ctx) error {
-	acc := accountOf(c)
+	acc := accountFrom(c.UserContext())
 	if acc.ID == "" {
 		return s.fail(c, errNoOwnTokens)
 	}
@@ -199,7 +300,7 @@ func (s *server) handleCreateToken(c *fiber.Ctx) error {
 }
 
 func (s *server) handleDeleteToken(c *fiber.Ctx) error {
-	acc := accountOf(c)
+	acc := accountFrom(c.UserContext())
 	if acc.ID == "" {
 		return s.fail(c, errNoOwnTokens)
 	}
@@ -265,3 +366,90 @@ func (s *server) handleInvite(c *fiber.Ctx) error {
 	}
 	return c.Redirect("/", http.StatusSeeOther)
 }
+
+func (s *server) handleListEditors(c *fiber.Ctx) error {
+	editors, err := s.store.TaskEditors(c.UserContext(), c.Params("task_id"))
+	if err != nil {
+		return s.fail(c, err)
+	}
+	return sendJSON(c, struct {
+		Editors []shared.Account `json:"editors"`
+	}{editors})
+}
+
+// mayShare: only the task's owner and admins share it or take it back (its editors may
+// edit it, not hand it on).
+func (s *server) mayShare(ctx context.Context, taskID string) error {
+	acc := accountFrom(ctx)
+	task, err := s.store.GetTask(ctx, taskID)
+	switch {
+	case err != nil:
+		return err
+	case acc.Role == shared.RoleAdmin || acc.ID != "" && task.Owner == acc.Login:
+		return nil
+	}
+	return shared.Errorf(shared.CodeForbidden, "only %s or an admin may share this task", s.ownerOf(ctx, taskID))
+}
+
+func (s *server) handleAddEditor(c *fiber.Ctx) error {
+	var req struct {
+		Login string `json:"login"`
+	}
+	if err := decodeBody(c.Body(), &req); err != nil {
+		return s.fail(c, err)
+	}
+	if err := s.mayShare(c.UserContext(), c.Params("task_id")); err != nil {
+		return s.fail(c, err)
+	}
+	acc, err := s.store.ShareTask(c.UserContext(), c.Params("task_id"), req.Login)
+	if err != nil {
+		return s.fail(c, err)
+	}
+	return sendJSON(c, acc)
+}
+
+func (s *server) handleRemoveEditor(c *fiber.Ctx) error {
+	if err := s.mayShare(c.UserContext(), c.Params("task_id")); err != nil {
+		return s.fail(c, err)
+	}
+	if err := s.store.UnshareTask(c.UserContext(), c.Params("task_id"), c.Params("account_id")); err != nil {
+		return s.fail(c, err)
+	}
+	return c.SendStatus(http.StatusNoContent)
+}
+
+// handleAudit answers the audit from ?from= to ?to= (RFC 3339; by default from a day ago,
+// to the end) as JSON lines, oldest first.
+func (s *server) handleAudit(c *fiber.Ctx) error {
+	to, from := time.Unix(0, math.MaxInt64), s.now().Add(-24*time.Hour)
+	for _, q := range []struct {
+		name string
+		t    *time.Time
+	}{{"from", &from}, {"to", &to}} {
+		if v := c.Query(q.name); v != "" {
+			t, err := time.Parse(time.RFC3339, v)
+			if err != nil {
+				return s.fail(c, shared.Errorf(shared.CodeInvalid, "%s must be an RFC 3339 time, like 2026-12-04T09:00:00Z", q.name))
+			}
+			*q.t = t
+		}
+	}
+	var out bytes.Buffer
+	enc := json.NewEncoder(&out)
+	err := s.store.Audit(c.UserContext(), from, to, func(e shared.AuditEvent) error {
+		if out.Len() > maxAuditBytes {
+			return errAuditTooLong
+		}
+		return enc.Encode(e)
+	})
+	if err != nil {
+		return s.fail(c, err)
+	}
+	c.Set(fiber.HeaderContentType, "application/jsonl")
+	return c.Send(out.Bytes())
+}
+
+// maxAuditBytes bounds one answer of the audit: a longer span is asked in parts.
+const maxAuditBytes = 32 << 20
+
+var errAuditTooLong = shared.Errorf(shared.CodeTooLarge, "the audit of this span is over 32 MiB: ask for a shorter one (from, to)")

@@ -2,8 +2,10 @@ package api
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"testing"
 
@@ -21,6 +23,10 @@ var routeNeeds = map[string]string{
 	"GET /api/v1/accounts":                                                        shared.RoleAdmin,
 	"POST /api/v1/accounts":                                                       shared.RoleAdmin,
 	"DELETE /api/v1/accounts/:account_id":                                         shared.RoleAdmin,
+	"GET /api/v1/audit":                                                           shared.RoleAdmin,
+	"GET /api/v1/tasks/:task_id/editors":                                          shared.RoleViewer,
+	"POST /api/v1/tasks/:task_id/editors":                                         shared.RoleMember,
+	"DELETE /api/v1/tasks/:task_id/editors/:account_id":                           shared.RoleMember,
 	"GET /api/v1/agents":                                                          shared.RoleViewer,
 	"GET /api/v1/tasks":                                                           shared.RoleViewer,
 	"POST /api/v1/tasks":                                                          shared.RoleMember,
@@ -228,5 +234,75 @@ func TestPasswordHash(t *testing.T) {
 		if passwordMatches(bad, "correct horse battery") {
 			t.Errorf("%q matched", bad)
 		}
+	}
+}
+
+// A member changes the tasks it made and those shared with it, reads the others, and
+// cannot hand on what was shared with it; the audit records each write that went
+// through, with who did it, and none that was refused.
+func TestTaskOwnersEditorsAndAudit(t *testing.T) {
+	e := newEnv(t, withToken)
+	admin := []string{"Authorization", "Bearer " + token}
+	ada, bob := e.accountWithToken("ada", shared.RoleMember), e.accountWithToken("bob", shared.RoleMember)
+	vic := e.accountWithToken("vic", shared.RoleViewer)
+
+	var task shared.Task
+	e.expect(http.StatusCreated, "POST", "/api/v1/tasks", `{"title":"ada's"}`, &task, ada...)
+	if task.Owner != "ada" {
+		t.Fatalf("owner %q", task.Owner)
+	}
+	var sess shared.Session
+	e.expect(http.StatusCreated, "POST", "/api/v1/tasks/"+task.ID+"/sessions", `{"agent":"shell","cwd":"/repo"}`, &sess, ada...)
+	e.expect(http.StatusOK, "GET", "/api/v1/tasks/"+task.ID, "", nil, bob...) // reading is open to every role
+	prompt := "/api/v1/task-sessions/" + sess.ID + "/messages"
+	if _, body := e.do("POST", prompt, `{"content":"ls"}`, bob...); !strings.Contains(body, "bob may not change this task: it is ada's") {
+		t.Errorf("bob's prompt on ada's task: %s", body)
+	}
+	e.expect(http.StatusForbidden, "DELETE", "/api/v1/tasks/"+task.ID, "", nil, bob...)
+	e.expect(http.StatusForbidden, "POST", "/api/v1/tasks/"+task.ID+"/editors", `{"login":"bob"}`, nil, vic...)
+
+	// Shared with bob: he may prompt, signed with his login, but not share it on.
+	var got shared.Account
+	e.expect(http.StatusOK, "POST", "/api/v1/tasks/"+task.ID+"/editors", `{"login":"bob"}`, &got, ada...)
+	var msg shared.Message
+	e.expect(http.StatusAccepted, "POST", prompt, `{"content":"ls"}`, &msg, bob...)
+	if msg.Metadata == nil || msg.Metadata.Author != "bob" {
+		t.Errorf("bob's prompt: %+v", msg.Metadata)
+	}
+	if _, body := e.do("POST", "/api/v1/tasks/"+task.ID+"/editors", `{"login":"vic"}`, bob...); !strings.Contains(body, "only ada or an admin may share this task") {
+		t.Errorf("bob shares on: %s", body)
+	}
+	var editors struct{ Editors []shared.Account }
+	e.expect(http.StatusOK, "GET", "/api/v1/tasks/"+task.ID+"/editors", "", &editors, vic...)
+	if len(editors.Editors) != 1 || editors.Editors[0].Login != "bob" {
+		t.Errorf("editors %+v", editors)
+	}
+	e.expect(http.StatusNoContent, "DELETE", "/api/v1/tasks/"+task.ID+"/editors/"+got.ID, "", nil, ada...)
+	e.expect(http.StatusForbidden, "POST", prompt, `{"content":"pwd"}`, nil, bob...)
+	e.expect(http.StatusNoContent, "DELETE", "/api/v1/tasks/"+task.ID, "", nil, admin...) // admins change any task
+
+	e.expect(http.StatusForbidden, "GET", "/api/v1/audit", "", nil, ada...)
+	_, lines := e.do("GET", "/api/v1/audit", "", admin...)
+	var events []string
+	for line := range strings.Lines(lines) {
+		var ev shared.AuditEvent
+		if err := json.Unmarshal([]byte(line), &ev); err != nil {
+			t.Fatalf("audit line %q: %v", line, err)
+		}
+		if ev.Action == "POST /api/v1/tokens" {
+			continue // the tokens accountWithToken made
+		}
+		events = append(events, ev.Login+" "+ev.Action+" "+ev.TaskID)
+	}
+	want := []string{
+		"ada POST /api/v1/tasks " + task.ID, // the new task's id, from the answer
+		"ada POST /api/v1/tasks/:task_id/sessions " + task.ID,
+		"ada POST /api/v1/tasks/:task_id/editors " + task.ID,
+		"bob POST /api/v1/task-sessions/:session_id/messages " + task.ID,
+		"ada DELETE /api/v1/tasks/:task_id/editors/:account_id " + task.ID,
+		"token DELETE /api/v1/tasks/:task_id " + task.ID,
+	}
+	if !slices.Equal(events, want) {
+		t.Errorf("audit:\n%s\nwant:\n%s", strings.Join(events, "\n"), strings.Join(want, "\n"))
 	}
 }

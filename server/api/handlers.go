@@ -68,11 +68,12 @@ func (s *server) handleCreateTask(c *fiber.Ctx) error {
 	if err != nil {
 		return s.fail(c, err)
 	}
-	task, err := s.store.CreateTaskOn(c.UserContext(), req.Title, req.Description, repo, base)
+	task, err := s.store.CreateTaskOn(c.UserContext(), req.Title, req.Description, repo, base, person(c.UserContext()))
 	if err != nil {
 		return s.fail(c, err)
 	}
 	s.events.TaskChanged(task.ID)
+	c.Locals(madeTaskKey, task.ID)
 	return sendJSON(c.Status(http.StatusCreated), task)
 }
 
@@ -212,7 +213,7 @@ func (s *server) addMessage(ctx context.Context, sessionID string, req shared.Ad
 	if err := shared.CheckLength("content", req.Content, shared.MaxPromptBytes); err != nil {
 		return shared.Message{}, err
 	}
-	msg, created, err := s.store.AddUserMessage(ctx, sessionID, req.Content, req.ClientMessageID)
+	msg, created, err := s.store.AddUserMessage(ctx, sessionID, req.Content, req.ClientMessageID, person(ctx).Login)
 	if err != nil || !created {
 		return msg, err
 	}

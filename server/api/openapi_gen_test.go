@@ -62,6 +62,7 @@ var generated = map[string]any{
 	"Invitation":             shared.Invitation{},
 	"AccessToken":            shared.AccessToken{},
 	"NewAccessToken":         shared.NewAccessToken{},
+	"AuditEvent":             shared.AuditEvent{},
 }
 
 // openAPIDocument is openapi.in.json with the generated schemas filled in.

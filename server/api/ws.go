@@ -44,7 +44,8 @@ const (
 // pings. contrib/websocket pools the Conn once this returns, so it waits for the writer.
 func (s *server) handleWS(conn *websocket.Conn) {
 	client := s.hub.Connect()
-	ctx, cancel := context.WithCancel(context.Background())
+	acc, _ := conn.Locals(accountKey).(shared.Account)
+	ctx, cancel := context.WithCancel(withAccount(context.Background(), acc))
 	writerDone := make(chan struct{})
 	go func() {
 		defer close(writerDone)
@@ -60,14 +61,13 @@ func (s *server) handleWS(conn *websocket.Conn) {
 		client.Close()
 		<-writerDone
 	}()
-	acc, _ := conn.Locals(accountKey).(shared.Account)
-	s.readLoop(ctx, conn, client, acc)
+	s.readLoop(ctx, conn, client)
 }
 
 // readLoop answers requests in order, except those that wait for an agent (a mode
 // switch, bounded by the runtime's request timeout): they are answered apart, so the
 // connection goes on answering everything else meanwhile.
-func (s *server) readLoop(ctx context.Context, conn *websocket.Conn, client *hub.Client, acc shared.Account) {
+func (s *server) readLoop(ctx context.Context, conn *websocket.Conn, client *hub.Client) {
 	apart := make(chan struct{}, maxApart)
 	conn.SetReadLimit(int64(s.limit))
 	extend := func(string) error { return conn.SetReadDeadline(time.Now().Add(pongWait)) }
@@ -84,9 +84,6 @@ func (s *server) readLoop(ctx context.Context, conn *websocket.Conn, client *hub
 		_ = extend("")
 		var reply []byte
 		req, err := s.decodeRequest(kind, data)
-		if need, known := wsNeeds[req.Action]; known && err == nil {
-			err = permits(acc, need)
-		}
 		switch {
 		case err != nil:
 			reply = s.wsError(req, err)
@@ -201,10 +198,11 @@ func (s *server) dispatchApart(ctx context.Context, client *hub.Client, req shar
 
 // dispatch answers one request with a response or an error envelope.
 func (s *server) dispatch(ctx context.Context, client *hub.Client, req shared.Envelope) []byte {
-	var (
-		result any
-		err    error
-	)
+	write, err := s.wsAllowed(ctx, req)
+	if err != nil {
+		return s.wsError(req, err)
+	}
+	var result any
 	switch req.Action {
 	case shared.ActionTasksSubscribe:
 		client.SubscribeTasks()
@@ -256,6 +254,9 @@ func (s *server) dispatch(ctx context.Context, client *hub.Client, req shared.En
 	}
 	if err != nil {
 		return s.wsError(req, err)
+	}
+	if write != nil {
+		_ = s.audit(ctx, *write)
 	}
 	frame, err := s.hub.Encode(shared.EnvelopeResponse, req.Action, req.ID, result)
 	if err != nil {

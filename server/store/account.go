@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/uuid"
 	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
 )
 
 // Accounts are the people who sign in (shared.Account); the password hash is server/api's
@@ -161,7 +162,7 @@ func (s *Store) DeleteAccount(ctx context.Context, id string) error {
 		for _, del := range []struct {
 			model any
 			where string
-		}{{&accessTokenRow{}, "account_id = ?"}, {&signInRow{}, "account_id = ?"}, {&accountRow{}, "id = ?"}} {
+		}{{&accessTokenRow{}, "account_id = ?"}, {&signInRow{}, "account_id = ?"}, {&taskEditorRow{}, "account_id = ?"}, {&accountRow{}, "id = ?"}} {
 			if err := tx.Where(del.where, id).Delete(del.model).Error; err != nil {
 				return fmt.Errorf("delete account: %w", err)
 			}
@@ -288,3 +289,123 @@ func (s *Store) AccountByToken(ctx context.Context, hash string) (shared.Account
 
 // IsUnknownToken reports whether err is AccountByToken's "no token has this hash".
 func IsUnknownToken(err error) bool { return errors.Is(err, errNoToken) }
+
+type taskEditorRow struct {
+	TaskID    string `gorm:"primaryKey"`
+	AccountID string `gorm:"primaryKey"`
+}
+
+func (taskEditorRow) TableName() string { return "task_editors" }
+
+// MayEdit reports whether acc may change the task: an admin any task, a member the
+// tasks it made and those shared with it for editing, a viewer none.
+func (s *Store) MayEdit(ctx context.Context, acc shared.Account, taskID string) (bool, error) {
+	switch {
+	case acc.Role == shared.RoleAdmin:
+		return true, nil
+	case acc.Role != shared.RoleMember || acc.ID == "":
+		return false, nil
+	}
+	var n int64
+	err := s.db.WithContext(ctx).Model(&taskRow{}).Where("id = ? AND (owner_id = ? OR EXISTS (SELECT 1 FROM task_editors e WHERE e.task_id = tasks.id AND e.account_id = ?))",
+		taskID, acc.ID, acc.ID).Count(&n).Error
+	if err != nil {
+		return false, fmt.Errorf("read task's editors: %w", err)
+	}
+	return n > 0, nil
+}
+
+// ShareTask lets the account of login edit the task; sharing twice is no error.
+func (s *Store) ShareTask(ctx context.Context, taskID, login string) (shared.Account, error) {
+	acc, _, err := s.AccountByLogin(ctx, login)
+	if IsNoSuchLogin(err) {
+		return shared.Account{}, errNoAccount
+	}
+	if err != nil {
+		return shared.Account{}, err
+	}
+	if _, err := s.GetTask(ctx, taskID); err != nil {
+		return shared.Account{}, err
+	}
+	err = s.db.WithContext(ctx).Clauses(clause.OnConflict{DoNothing: true}).Create(&taskEditorRow{TaskID: taskID, AccountID: acc.ID}).Error
+	if err != nil {
+		return shared.Account{}, fmt.Errorf("share task: %w", err)
+	}
+	return acc, nil
+}
+
+// UnshareTask takes an editor's access back; one that had none is not found.
+func (s *Store) UnshareTask(ctx context.Context, taskID, accountID string) error {
+	res := s.db.WithContext(ctx).Where("task_id = ? AND account_id = ?", taskID, accountID).Delete(&taskEditorRow{})
+	if res.Error != nil {
+		return fmt.Errorf("unshare task: %w", res.Error)
+	}
+	if res.RowsAffected == 0 {
+		return shared.Errorf(shared.CodeNotFound, "that account is not an editor of this task")
+	}
+	return nil
+}
+
+// TaskEditors lists the accounts a task is shared with, by login.
+func (s *Store) TaskEditors(ctx context.Context, taskID string) ([]shared.Account, error) {
+	var rows []accountRow
+	err := s.db.WithContext(ctx).Joins("JOIN task_editors e ON e.account_id = accounts.id").
+		Where("e.task_id = ?", taskID).Order("accounts.login").Find(&rows).Error
+	if err != nil {
+		return nil, fmt.Errorf("list task's editors: %w", err)
+	}
+	out := make([]shared.Account, len(rows))
+	for i, r := range rows {
+		out[i] = r.account()
+	}
+	return out, nil
+}
+
+type auditRow struct {
+	ID        string `gorm:"primaryKey"`
+	At        int64
+	Login     string
+	Action    string
+	TaskID    string
+	SessionID string
+	MessageID string
+	Detail    string
+}
+
+func (auditRow) TableName() string { return "audit" }
+
+// Record adds what a person did to the audit. It outlives what it names: deleting a task
+// keeps the record that someone deleted it.
+func (s *Store) Record(ctx context.Context, e shared.AuditEvent) error {
+	row := auditRow{ID: newID(), At: s.stamp(), Login: e.Login, Action: e.Action, TaskID: e.TaskID,
+		SessionID: e.SessionID, MessageID: e.MessageID, Detail: e.Detail}
+	if err := s.db.WithContext(ctx).Create(&row).Error; err != nil {
+		return fmt.Errorf("record audit: %w", err)
+	}
+	return nil
+}
+
+// Audit calls yield with each event from from (inclusive) to to (exclusive), oldest first,
+// reading a page at a time so that a long audit is never held whole.
+func (s *Store) Audit(ctx context.Context, from, to time.Time, yield func(shared.AuditEvent) error) error {
+	const page = 500
+	at, id := from.UnixNano(), ""
+	for {
+		var rows []auditRow
+		err := s.db.WithContext(ctx).Where("(at > ? OR at = ? AND id > ?) AND at < ?", at, at, id, to.UnixNano()).
+			Order("at, id").Limit(page).Find(&rows).Error
+		if err != nil {
+			return fmt.Errorf("read audit: %w", err)
+		}
+		for _, r := range rows {
+			if err := yield(shared.AuditEvent{At: time.Unix(0, r.At).UTC(), Login: r.Login, Action: r.Action,
+				TaskID: r.TaskID, SessionID: r.SessionID, MessageID: r.MessageID, Detail: r.Detail}); err != nil {
+				return err
+			}
+		}
+		if len(rows) < page {
+			return nil
+		}
+		at, id = rows[len(rows)-1].At, rows[len(rows)-1].ID
+	}
+}

@@ -34,7 +34,7 @@ func TestConcurrentPromptsOneClientID(t *testing.T) {
 	ids, created, errs := make([]string, n), make([]bool, n), make([]error, n)
 	race(n, func(i int) {
 		var m shared.Message
-		m, created[i], errs[i] = s.AddUserMessage(context.Background(), sess.ID, "hello", "client-1")
+		m, created[i], errs[i] = s.AddUserMessage(context.Background(), sess.ID, "hello", "client-1", "")
 		ids[i] = m.ID
 	})
 	firsts := 0
@@ -122,7 +122,7 @@ func TestPagingAfterWhileWriting(t *testing.T) {
 			for range each {
 				var err error
 				if i%2 == 0 {
-					_, _, err = s.AddUserMessage(ctx, sess.ID, "prompt", "")
+					_, _, err = s.AddUserMessage(ctx, sess.ID, "prompt", "", "")
 				} else {
 					_, err = s.CreateMessage(ctx, NewMessage{SessionID: sess.ID, AuthorType: shared.AuthorAgent,
 						Type: shared.TypeMessage, Content: "reply"})

@@ -192,9 +192,10 @@ func (s *Store) insertMessage(tx *gorm.DB, sess sessionRow, author shared.Author
 }
 
 // AddUserMessage stores a user prompt. A repeated clientMessageID in the same session
-// returns the first message with created == false. Failed and closed sessions take no
+// returns the first message with created == false; author is the login of the account
+// that sent it ("" for none). Failed and closed sessions take no
 // new prompts (a conflict).
-func (s *Store) AddUserMessage(ctx context.Context, sessionID, content, clientMessageID string) (shared.Message, bool, error) {
+func (s *Store) AddUserMessage(ctx context.Context, sessionID, content, clientMessageID, author string) (shared.Message, bool, error) {
 	var (
 		row     messageRow
 		created bool
@@ -219,7 +220,9 @@ func (s *Store) AddUserMessage(ctx context.Context, sessionID, content, clientMe
 				return err
 			}
 			clientID = &clientMessageID
-			md = &shared.Metadata{ClientMessageID: clientMessageID}
+		}
+		if clientMessageID != "" || author != "" {
+			md = &shared.Metadata{ClientMessageID: clientMessageID, Author: author}
 		}
 		if st := shared.SessionState(sess.State); st.Ended() {
 			return shared.Errorf(shared.CodeConflict, "session is %s", st)

@@ -178,11 +178,11 @@ func TestInbox(t *testing.T) {
 	if _, err := a.SetSessionState(ctx, sess.ID, shared.SessionReady, ""); err != nil {
 		t.Fatal(err)
 	}
-	prompt, created, err := b.AddUserMessage(ctx, sess.ID, "echo hi", "c-1")
+	prompt, created, err := b.AddUserMessage(ctx, sess.ID, "echo hi", "c-1", "")
 	if err != nil || !created {
 		t.Fatal(created, err)
 	}
-	if _, created, err := b.AddUserMessage(ctx, sess.ID, "echo hi", "c-1"); err != nil || created {
+	if _, created, err := b.AddUserMessage(ctx, sess.ID, "echo hi", "c-1", ""); err != nil || created {
 		t.Fatalf("a repeated client_message_id: created %v, %v", created, err)
 	}
 	ask, err := a.CreateMessage(ctx, NewMessage{SessionID: sess.ID, AuthorType: shared.AuthorAgent, Type: shared.TypePermissionRequest,
@@ -224,7 +224,7 @@ func TestInbox(t *testing.T) {
 	clk.advance(testLease + time.Second) // a is gone, not swept yet
 	before, _ := b.ListMessages(ctx, shared.ListRequest{SessionID: sess.ID})
 	for _, try := range []func() error{
-		func() error { _, _, err := b.AddUserMessage(ctx, sess.ID, "echo late", ""); return err },
+		func() error { _, _, err := b.AddUserMessage(ctx, sess.ID, "echo late", "", ""); return err },
 		func() error { _, err := b.Forward(ctx, Command{SessionID: sess.ID, Kind: CommandCancel}); return err },
 	} {
 		if err := try(); shared.ErrorCode(err) != shared.CodeConflict || shared.ErrorMessage(err) != errOwnerGone.Error() {

@@ -23,6 +23,8 @@ type taskRow struct {
 	BaseBranch  string
 	Branch      string
 	Worktree    string
+	OwnerID     string // the account that made it; "" for the token's or a server without one
+	OwnerLogin  string // its login, which never changes
 	CreatedAt   int64
 	UpdatedAt   int64
 }
@@ -31,7 +33,7 @@ func (taskRow) TableName() string { return "tasks" }
 
 func (r taskRow) task() shared.Task {
 	return shared.Task{ID: r.ID, Title: r.Title, Description: r.Description,
-		Repo: r.Repo, BaseBranch: r.BaseBranch, Branch: r.Branch, Worktree: r.Worktree,
+		Repo: r.Repo, BaseBranch: r.BaseBranch, Branch: r.Branch, Worktree: r.Worktree, Owner: r.OwnerLogin,
 		CreatedAt: fromNanos(r.CreatedAt), UpdatedAt: fromNanos(r.UpdatedAt)}
 }
 
@@ -73,12 +75,12 @@ func (r sessionRow) session() shared.Session {
 
 // CreateTask stores a new task.
 func (s *Store) CreateTask(ctx context.Context, title, description string) (shared.Task, error) {
-	return s.CreateTaskOn(ctx, title, description, "", "")
+	return s.CreateTaskOn(ctx, title, description, "", "", shared.Account{})
 }
 
-// CreateTaskOn stores a new task on a git repository and its base branch (both checked by
-// the caller, server/worktree; "" for a task on none).
-func (s *Store) CreateTaskOn(ctx context.Context, title, description, repo, base string) (shared.Task, error) {
+// CreateTaskOn stores a new task of owner on a git repository and its base branch (both
+// checked by the caller, server/worktree; "" for a task on none).
+func (s *Store) CreateTaskOn(ctx context.Context, title, description, repo, base string, owner shared.Account) (shared.Task, error) {
 	if strings.TrimSpace(title) == "" {
 		return shared.Task{}, shared.Errorf(shared.CodeInvalid, "title is required")
 	}
@@ -92,7 +94,8 @@ func (s *Store) CreateTaskOn(ctx context.Context, title, description, repo, base
 	if err := errors.Join(shared.CheckText("repo", repo), shared.CheckText("base_branch", base)); err != nil {
 		return shared.Task{}, err
 	}
-	row := taskRow{ID: newID(), Title: title, Description: description, Repo: repo, BaseBranch: base, CreatedAt: now, UpdatedAt: now}
+	row := taskRow{ID: newID(), Title: title, Description: description, Repo: repo, BaseBranch: base,
+		OwnerID: owner.ID, OwnerLogin: owner.Login, CreatedAt: now, UpdatedAt: now}
 	if err := s.db.WithContext(ctx).Create(&row).Error; err != nil {
 		return shared.Task{}, fmt.Errorf("create task: %w", err)
 	}

@@ -231,6 +231,21 @@ var schema = []string{
 		created_at INTEGER NOT NULL,
 		last_used_at INTEGER NOT NULL DEFAULT 0)`,
 	`CREATE INDEX IF NOT EXISTS idx_access_tokens_account ON access_tokens (account_id, created_at)`,
+	// The accounts a task is shared with for editing, and what people did (account.go).
+	`CREATE TABLE IF NOT EXISTS task_editors (
+		task_id TEXT NOT NULL REFERENCES tasks(id) ON DELETE CASCADE,
+		account_id TEXT NOT NULL REFERENCES accounts(id) ON DELETE CASCADE,
+		PRIMARY KEY (task_id, account_id))`,
+	`CREATE TABLE IF NOT EXISTS audit (
+		id TEXT PRIMARY KEY,
+		at INTEGER NOT NULL,
+		login TEXT NOT NULL,
+		action TEXT NOT NULL,
+		task_id TEXT NOT NULL DEFAULT '',
+		session_id TEXT NOT NULL DEFAULT '',
+		message_id TEXT NOT NULL DEFAULT '',
+		detail TEXT NOT NULL DEFAULT '')`,
+	`CREATE INDEX IF NOT EXISTS idx_audit_at ON audit (at, id)`,
 	`CREATE TABLE IF NOT EXISTS invitations (
 		hash TEXT PRIMARY KEY,
 		role TEXT NOT NULL,
@@ -284,6 +299,9 @@ var addedColumns = []struct {
 	{"task_sessions", "agent_resume", "TEXT NOT NULL DEFAULT ''", nil},
 	// Whose sign-in it is: "" for the token's (account.go).
 	{"sign_ins", "account_id", "TEXT NOT NULL DEFAULT ''", nil},
+	// Who made a task (account.go).
+	{"tasks", "owner_id", "TEXT NOT NULL DEFAULT ''", nil},
+	{"tasks", "owner_login", "TEXT NOT NULL DEFAULT ''", nil},
 }
 
 // migrate applies the schema in one transaction (DDL is transactional in both
