@@ -78,16 +78,16 @@ type Message struct {
 
 // Metadata is carried by tool messages (tool_execute and tool_call) and user messages.
 type Metadata struct {
-	ToolCallID      string      `json:"tool_call_id,omitempty"`
-	Title           string      `json:"title,omitempty"`
-	Status          ToolStatus  `json:"status,omitempty"`
-	Kind            string      `json:"kind,omitempty"` // the ACP tool kind (execute, read, edit, ...)
-	ClientMessageID string      `json:"client_message_id,omitempty"`
+	ToolCallID      string     `json:"tool_call_id,omitempty"`
+	Title           string     `json:"title,omitempty"`
+	Status          ToolStatus `json:"status,omitempty"`
+	Kind            string     `json:"kind,omitempty"` // the ACP tool kind (execute, read, edit, ...)
+	ClientMessageID string     `json:"client_message_id,omitempty"`
 	// Author is the login of the account that sent a person's prompt, on servers with
 	// accounts or a token (docs/API.md, "Accounts and roles").
-	Author string `json:"author,omitempty"`
-	Normalized      *Normalized `json:"normalized,omitempty"`
-	StopReason      StopReason  `json:"stop_reason,omitempty"` // status messages
+	Author     string      `json:"author,omitempty"`
+	Normalized *Normalized `json:"normalized,omitempty"`
+	StopReason StopReason  `json:"stop_reason,omitempty"` // status messages
 	// Permission requests: what the agent offers, and what the person chose.
 	Options          []PermissionOption `json:"options,omitempty"`
 	SelectedOptionID string             `json:"selected_option_id,omitempty"`

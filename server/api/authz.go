@@ -3,10 +3,10 @@ package api
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"html/template"
 	"math"
 	"net/http"
