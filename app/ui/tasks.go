@@ -222,7 +222,10 @@ func (p *TasksPage) Render() app.UI {
 		app.Header().Class("bar").Body(
 			app.H1().Text("Conch"),
 			app.If(app.Getenv(signInEnv) != "", func() app.UI {
-				return app.Button().Type("button").Class("secondary").OnClick(p.signOut).Text("Sign out")
+				return app.Div().Class("bar-actions").Body(
+					app.A().Class("button", "secondary").Href("/account").Text("Account"),
+					app.Button().Type("button").Class("secondary").OnClick(p.signOut).Text("Sign out"),
+				)
 			}),
 		),
 		&Notices{Offline: p.offline},

@@ -29,6 +29,7 @@ func Routes() {
 	app.Route("/", func() app.Composer { return &TasksPage{} })
 	app.RouteWithRegexp("^/sessions/[^/]+$", newSessionPage)
 	app.RouteWithRegexp("^/tasks/[^/]+/changes$", newChangesPage)
+	app.Route("/account", newAccountPage)
 }
 
 // Handler returns the go-app handler that serves the pages and the PWA files (manifest,

@@ -338,7 +338,9 @@ func (s *server) invitePage(c *fiber.Ctx, err error, role string) error {
 	}
 	c.Status(status).Type("html", "utf-8")
 	c.Set(fiber.HeaderCacheControl, "no-store")
-	c.Set("Referrer-Policy", "no-referrer") // the code is in the URL
+	// The code is in the URL: no other site gets it, and the form's own post carries its
+	// Origin (sameOriginForm), which under "no-referrer" a browser sends as "null".
+	c.Set(fiber.HeaderReferrerPolicy, "same-origin")
 	return inviteTemplate.Execute(c, struct{ Error, Role string }{problem, role})
 }
 

@@ -1,0 +1,53 @@
+package client
+
+import (
+	"context"
+	"net/url"
+
+	"conch/shared"
+)
+
+// Me is the account of this client: a person's, "token" for the server's token, or
+// "local" on a server without one.
+func (c *Client) Me(ctx context.Context) (shared.Account, error) {
+	var a shared.Account
+	return a, c.call(ctx, "GET", "/api/v1/me", nil, &a)
+}
+
+// Accounts lists every account (admins only).
+func (c *Client) Accounts(ctx context.Context) ([]shared.Account, error) {
+	var out struct {
+		Accounts []shared.Account `json:"accounts"`
+	}
+	return out.Accounts, c.call(ctx, "GET", "/api/v1/accounts", nil, &out)
+}
+
+// Invite makes a one-time link that creates an account of role (admins only).
+func (c *Client) Invite(ctx context.Context, role string) (shared.Invitation, error) {
+	var inv shared.Invitation
+	return inv, c.call(ctx, "POST", "/api/v1/accounts", shared.NewAccount{Role: role}, &inv)
+}
+
+// DeleteAccount deletes an account with its sign-ins and tokens (admins only).
+func (c *Client) DeleteAccount(ctx context.Context, id string) error {
+	return c.call(ctx, "DELETE", "/api/v1/accounts/"+url.PathEscape(id), nil, nil)
+}
+
+// AccessTokens lists this account's tokens, without their secrets.
+func (c *Client) AccessTokens(ctx context.Context) ([]shared.AccessToken, error) {
+	var out struct {
+		Tokens []shared.AccessToken `json:"tokens"`
+	}
+	return out.Tokens, c.call(ctx, "GET", "/api/v1/tokens", nil, &out)
+}
+
+// CreateAccessToken makes a token of this account; its Token is the secret, shown once.
+func (c *Client) CreateAccessToken(ctx context.Context, name string) (shared.AccessToken, error) {
+	var t shared.AccessToken
+	return t, c.call(ctx, "POST", "/api/v1/tokens", shared.NewAccessToken{Name: name}, &t)
+}
+
+// RevokeAccessToken revokes one of this account's tokens.
+func (c *Client) RevokeAccessToken(ctx context.Context, id string) error {
+	return c.call(ctx, "DELETE", "/api/v1/tokens/"+url.PathEscape(id), nil, nil)
+}

@@ -1,0 +1,89 @@
+package e2e
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/chromedp/chromedp"
+
+	"conch/shared"
+)
+
+// fillAndSubmit types values into a form's inputs by id and submits it, waiting for the
+// page the server answers.
+func (b *browser) fillAndSubmit(t *testing.T, values map[string]string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(b.ctx, deadline)
+	defer cancel()
+	var steps []chromedp.Action[chromedp.Void]
+	for id, v := range values {
+		steps = append(steps, chromedp.SendKeys(chromedp.CSS("#"+id), v))
+	}
+	steps = append(steps, chromedp.Submit(chromedp.CSS("form")))
+	if _, err := chromedp.RunResponse(ctx, steps...); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// People get in through invitation links and sign in as themselves: an admin invited by
+// the token makes an access token and a viewer's invitation on the Account page, and the
+// viewer can read tasks but not create one. Screenshots: artifacts/account-*.png.
+func TestAccountsInTheBrowser(t *testing.T) {
+	s := startServerWithToken(t)
+	ctx := context.Background()
+	inv, err := s.API.Invite(ctx, shared.RoleAdmin)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	admin := newBrowser(t)
+	admin.do(t, chromedp.Navigate(s.URL+inv.URL))
+	if got := admin.text(t, "form"); !strings.Contains(got, "You are invited as admin.") {
+		t.Fatalf("invitation page: %q", got)
+	}
+	admin.fillAndSubmit(t, map[string]string{"login": "ada", "password": "ada's long password"})
+	admin.waitFor(t, "the task list, signed in", `location.pathname === "/" && !document.getElementById("app-wasm-loader") && !!document.querySelector(".bar-actions")`)
+	admin.do(t, chromedp.Click(chromedp.CSS(`a[href="/account"]`)))
+	admin.waitFor(t, "the account page", `(document.querySelector(".account-page main") || {textContent: ""}).textContent.includes("ada · admin")`)
+
+	admin.do(t, chromedp.SendKeys(chromedp.CSS("#token-name"), "laptop"), chromedp.Click(chromedp.CSS(".account-card form.inline-form button")))
+	admin.waitFor(t, "the new token's secret", `!!document.querySelector(".secret-value")`)
+	secret := admin.text(t, ".secret-value")
+	if !strings.HasPrefix(secret, "conch_") {
+		t.Fatalf("secret %q", secret)
+	}
+	if me, err := s.API.WithToken(secret).Me(ctx); err != nil || me.Login != "ada" {
+		t.Errorf("the token made in the page is %+v, %v", me, err)
+	}
+	admin.waitFor(t, "the token in the list", `document.querySelector(".account-list").textContent.includes("laptop")`)
+	if name := eval[string](t, admin, `document.querySelector("#token-name").value`); name != "" {
+		t.Errorf("after the token was made its name field holds %q", name)
+	}
+
+	admin.do(t, chromedp.Evaluate[chromedp.Void](`const r = document.querySelector("#invite-role"); r.value = "viewer"; r.dispatchEvent(new Event("change"))`),
+		chromedp.Click(chromedp.CSS(`#invite-role ~ button, form.inline-form:has(#invite-role) button`)))
+	admin.waitFor(t, "the invitation link", `[...document.querySelectorAll(".secret-value")].some(e => e.textContent.includes("/invite/"))`)
+	link := eval[string](t, admin, `[...document.querySelectorAll(".secret-value")].map(e => e.textContent).find(t => t.includes("/invite/"))`)
+	admin.screenshots(t, "account", "")
+
+	viewer := newBrowser(t)
+	viewer.do(t, chromedp.Navigate(link))
+	if got := viewer.text(t, "form"); !strings.Contains(got, "You are invited as viewer.") {
+		t.Fatalf("the viewer's invitation page: %q", got)
+	}
+	viewer.fillAndSubmit(t, map[string]string{"login": "vic", "password": "vic's long password"})
+	viewer.waitFor(t, "the task list for the viewer", `location.pathname === "/" && !document.getElementById("app-wasm-loader") && !!document.querySelector(".bar-actions")`)
+	viewer.do(t, chromedp.SendKeys(chromedp.CSS("#task-title"), "not allowed"), chromedp.Click(chromedp.CSS("form.new-task button[type=submit]")))
+	viewer.waitFor(t, "the refusal", `(document.querySelector(".alert") || {textContent: ""}).textContent.includes("needs the member role")`)
+	if tasks, err := s.API.ListTasks(ctx); err != nil || len(tasks) != 0 {
+		t.Errorf("after the viewer's refused task: %d tasks, %v", len(tasks), err)
+	}
+
+	// A second use of the link gets nowhere.
+	again := newBrowser(t)
+	again.do(t, chromedp.Navigate(link))
+	if got := again.text(t, "main"); !strings.Contains(got, "this invitation is not valid") {
+		t.Errorf("a used link: %q", got)
+	}
+}
