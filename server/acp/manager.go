@@ -1,6 +1,6 @@
 // Package acp is Conch's ACP client runtime: it starts agent processes, speaks ACP to
 // them, runs the terminals they ask for, and turns everything they report into stored
-// messages and live events (ADR-0042: bodies are stored, browsers get summaries).
+// messages and live events (bodies are stored, browsers get summaries).
 package acp
 
 import (
@@ -23,7 +23,8 @@ import (
 	"conch/shared"
 )
 
-// Events receives what the runtime committed; *hub.Hub implements it.
+// Events receives what the runtime committed. Production wires *replica.Bus (this
+// process's hub and the other servers of the database); the tests, a recorder of their own.
 type Events interface {
 	MessageAdded(shared.Message)
 	MessageUpdated(shared.Message)

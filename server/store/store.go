@@ -2,7 +2,7 @@
 // (dialect.go holds what differs between the two). It is the only package that imports GORM.
 //
 // Output bodies live in their own table, as chunks appended per stream (output.go): the
-// messages table holds only the body-free metadata (ADR-0042's summary), so listing a
+// messages table holds only the body-free metadata (the summary), so listing a
 // session never reads or decodes a body, and new output of a running command writes its
 // new bytes and the message's small metadata value, never what was stored before.
 package store
@@ -240,7 +240,7 @@ func newID() string { return uuid.Must(uuid.NewV7()).String() }
 func fromNanos(n int64) time.Time { return time.Unix(0, n).UTC() }
 
 // missing is the error clients see for a task, session or message that is not there:
-// "task not found", "session not found", "message not found" (CONTRACT.md).
+// "task not found", "session not found", "message not found" (docs/API.md, "Errors").
 func missing(noun string) error {
 	return shared.Errorf(shared.CodeNotFound, "%s not found", noun)
 }
