@@ -69,8 +69,9 @@ func newSession(m *Manager, sess shared.Session, p Profile) *session {
 		log:       m.log.With("session", sess.ID, "agent", p.Name),
 		connected: make(chan struct{}), guarded: make(chan struct{}), started: make(chan struct{}), done: make(chan struct{}),
 		terms: map[string]*terminal{}, asks: map[string]chan sdk.RequestPermissionOutcome{}}
-	s.rec = newRecorder(sess.ID, sess.Cwd, m.cfg.Store, m.cfg.Events, m.clock, m.cfg.FlushInterval, s.log, s.terminal,
-		m.cfg.StoreOutage, s.storeDown, m.closed)
+	s.rec = newRecorder(recorderConfig{sessionID: sess.ID, cwd: sess.Cwd, store: m.cfg.Store, events: m.cfg.Events,
+		clock: m.clock, interval: m.cfg.FlushInterval, log: s.log, terminal: s.terminal,
+		outage: m.cfg.StoreOutage, stuck: s.storeDown, giveUp: m.closed})
 	return s
 }
 
