@@ -20,8 +20,6 @@ type chunkWrites struct {
 	written, inserts, updates, deletes int
 }
 
-func (w *chunkWrites) statements() int { return w.inserts + w.updates + w.deletes }
-
 // watchChunks counts every write to shell_output_chunks from now on.
 func watchChunks(t *testing.T, s *Store) *chunkWrites {
 	t.Helper()
