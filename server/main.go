@@ -125,6 +125,7 @@ func agent(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 	if flags.NArg() != 0 {
 		return flags.Fail("unexpected %q", flags.Args())
 	}
+	shellagent.Version = ui.Version
 	if *ask {
 		return shellagent.RunAsking(ctx, stdin, stdout)
 	}
@@ -214,7 +215,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	defer self.Close()
 	runtime, err := acp.NewManager(acp.Config{Store: st, Events: self.Events(), Profiles: profiles,
-		DataDir: dataDir, Logger: log, AgentIdle: cfg.idle})
+		DataDir: dataDir, Logger: log, AgentIdle: cfg.idle, Version: ui.Version})
 	if err != nil {
 		return err
 	}

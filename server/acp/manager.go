@@ -69,6 +69,9 @@ type Config struct {
 	// or queued, no permission request pending); its session stays, and the next prompt
 	// starts a new agent. 0 keeps agents running (serve's --agent-idle, default 15m).
 	AgentIdle time.Duration
+	// Version is the build's, which agents are told in initialize's clientInfo; "dev"
+	// when empty (a build without the Makefile's version).
+	Version string
 }
 
 type clock struct {

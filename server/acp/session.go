@@ -1,6 +1,7 @@
 package acp
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -146,7 +147,7 @@ func (s *session) handshake(ctx context.Context) error {
 			Fs: sdk.FileSystemCapabilities{ReadTextFile: true, WriteTextFile: true}, // inside the cwd only (fs.go)
 			// Agents that run commands themselves then report their output (ACP-NOTES.md).
 			Meta: map[string]any{"terminal_output": true}},
-		ClientInfo: &sdk.Implementation{Name: "conch", Version: "1"},
+		ClientInfo: &sdk.Implementation{Name: "conch", Version: cmp.Or(s.m.cfg.Version, "dev")},
 	})
 	if err != nil {
 		return fmt.Errorf("initialize: %w", err)
