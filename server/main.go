@@ -126,6 +126,7 @@ func agent(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 	if flags.NArg() != 0 {
 		return flags.Fail("unexpected %q", flags.Args())
 	}
+	shellagent.Version = ui.Version
 	if *ask {
 		return shellagent.RunAsking(ctx, stdin, stdout)
 	}
@@ -170,41 +171,9 @@ func defaultDB() string {
 const heapFloor = 32 << 20
 
 func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	flags := serveCommand.Flags(stdout, stderr)
-	addr := flags.String("addr", env("CONCH_ADDR", "127.0.0.1:8080"), "listen address (env CONCH_ADDR)")
-	dbPath := flags.String("db", env("CONCH_DB", defaultDB()), "SQLite database file, or postgres:// URL (env CONCH_DB)")
-	agents := flags.String("agents", env("CONCH_AGENTS", ""), "JSON file of extra agent profiles (env CONCH_AGENTS)")
-	token := flags.String("token", env("CONCH_TOKEN", ""), "bearer token required by every API and WebSocket request (env CONCH_TOKEN; prefer it: a command line is readable by every process of the host)")
-	lease, err := envDuration("CONCH_LEASE", replica.DefaultLease)
+	cfg, err := parseServe(args, stdout, stderr)
 	if err != nil {
 		return err
-	}
-	flags.DurationVar(&lease, "lease", lease,
-		"with several servers on one PostgreSQL database, how long the sessions of a server that stopped answering stay live before another server closes them (env CONCH_LEASE)")
-	idle, err := envDuration("CONCH_AGENT_IDLE", defaultAgentIdle)
-	if err != nil {
-		return err
-	}
-	flags.DurationVar(&idle, "agent-idle", idle,
-		"stop an agent that has had nothing to do for this long; its session stays and the next prompt starts a new agent; 0 never stops one (env CONCH_AGENT_IDLE)")
-	var proxies []string
-	flags.Func("trusted-proxy", "address or CIDR of a reverse proxy whose X-Forwarded-* headers count; repeatable (env CONCH_TRUSTED_PROXIES, comma-separated)",
-		func(p string) error { proxies = append(proxies, p); return nil })
-	if err := flags.Parse(args); err != nil {
-		return err
-	}
-	if proxies == nil {
-		proxies = strings.FieldsFunc(os.Getenv("CONCH_TRUSTED_PROXIES"), func(r rune) bool { return r == ',' || r == ' ' })
-	}
-	trusted, err := parseProxies(proxies)
-	if err != nil {
-		return err
-	}
-	if err := replica.CheckLease(lease); err != nil {
-		return err
-	}
-	if idle < 0 {
-		return fmt.Errorf("--agent-idle %s is negative: give 0 to keep agents running", idle)
 	}
 	log := slog.New(slog.NewTextHandler(stderr, nil))
 	// Agents and their commands run as this user: they must not read this process's
@@ -213,23 +182,10 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
 		log.Warn("the server stays dumpable: a process of its user may read its memory and environment", "err", err)
 	}
-	flags.Visit(func(f *flag.Flag) {
-		if f.Name == "token" {
-			log.Warn("--token is readable by every process of this host in /proc/PID/cmdline: set CONCH_TOKEN instead")
-		}
-	})
-	if err := checkToken(*token); err != nil {
-		return err
+	if cfg.tokenFlag {
+		log.Warn("--token is readable by every process of this host in /proc/PID/cmdline: set CONCH_TOKEN instead")
 	}
-	if !isLoopback(*addr) {
-		if *token == "" {
-			return fmt.Errorf("--addr %s is not a loopback address: set --token (or CONCH_TOKEN) to serve on it", *addr)
-		}
-		if len(*token) < minOpenToken {
-			return fmt.Errorf("--addr %s is not a loopback address: --token (or CONCH_TOKEN) must be at least %d bytes, it has %d", *addr, minOpenToken, len(*token))
-		}
-	}
-	profiles, err := acp.LoadProfiles(*agents)
+	profiles, err := acp.LoadProfiles(cfg.agents)
 	if err != nil {
 		return err
 	}
@@ -237,13 +193,13 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	// directory with a database URL); agents run in them from other directories than
 	// ours, so the path must not be relative.
 	dataDir := filepath.Dir(defaultDB())
-	if !store.IsURL(*dbPath) {
-		dataDir = filepath.Dir(*dbPath)
+	if !store.IsURL(cfg.db) {
+		dataDir = filepath.Dir(cfg.db)
 	}
 	if dataDir, err = filepath.Abs(dataDir); err != nil {
 		return err
 	}
-	st, err := store.Open(*dbPath, nil)
+	st, err := store.Open(cfg.db, nil)
 	if err != nil {
 		return err
 	}
@@ -251,7 +207,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	events := hub.New(hub.Config{Logger: log, Task: st.TaskSummary})
 	// This process among the servers of the database: it ends what no live server runs
 	// (on SQLite, everything a previous process left live) before serving.
-	self, err := replica.New(replica.Config{Store: st, Hub: events, Lease: lease, Logger: log})
+	self, err := replica.New(replica.Config{Store: st, Hub: events, Lease: cfg.lease, Logger: log})
 	if err != nil {
 		return err
 	}
@@ -260,7 +216,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	defer self.Close()
 	runtime, err := acp.NewManager(acp.Config{Store: st, Events: self.Events(), Profiles: profiles,
-		DataDir: dataDir, Logger: log, AgentIdle: idle})
+		DataDir: dataDir, Logger: log, AgentIdle: cfg.idle, Version: ui.Version})
 	if err != nil {
 		return err
 	}
@@ -268,9 +224,9 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 
 	ui.Routes()
 	wasm, _ := fs.ReadFile(web.FS, "app.wasm") // absent before the UI is built: the server still serves the API
-	server := api.New(api.Config{Store: st, Hub: events, Events: self.Events(), Runtime: self, UI: ui.Handler(wasm, *token != "", api.Boot(st, time.Now)),
-		Web: web.FS, Token: *token, TrustedProxies: trusted, Logger: log, FromAgent: acp.FromAgent})
-	ln, err := net.Listen("tcp", *addr)
+	server := api.New(api.Config{Store: st, Hub: events, Events: self.Events(), Runtime: self, UI: ui.Handler(wasm, cfg.token != "", api.Boot(st, time.Now)),
+		Web: web.FS, Token: cfg.token, TrustedProxies: cfg.trusted, Logger: log, FromAgent: acp.FromAgent})
+	ln, err := net.Listen("tcp", cfg.addr)
 	if err != nil {
 		return err
 	}
@@ -281,8 +237,8 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	// Tests and scripts read the bound address (with --addr 127.0.0.1:0) from this line.
 	fmt.Fprintf(stdout, "listening on http://%s\n", ln.Addr())
-	log.Info("serving", "addr", ln.Addr().String(), "db", store.Redact(*dbPath), "agents", len(profiles))
-	if *token != "" {
+	log.Info("serving", "addr", ln.Addr().String(), "db", store.Redact(cfg.db), "agents", len(profiles))
+	if cfg.token != "" {
 		if err := printSetupLink(ctx, stdout, st, ln.Addr().String()); err != nil {
 			return err
 		}
@@ -304,6 +260,68 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		log.Warn("shutdown", "err", err)
 	}
 	return nil
+}
+
+// serveConfig is what `conch serve` was asked for, by its flags and environment, checked.
+type serveConfig struct {
+	addr, db, agents, token string
+	lease, idle             time.Duration
+	trusted                 []netip.Prefix
+	tokenFlag               bool // the token came as --token, on the command line
+}
+
+// parseServe reads and checks serve's flags and environment; it opens and starts nothing.
+func parseServe(args []string, stdout, stderr io.Writer) (serveConfig, error) {
+	flags := serveCommand.Flags(stdout, stderr)
+	addr := flags.String("addr", env("CONCH_ADDR", "127.0.0.1:8080"), "listen address (env CONCH_ADDR)")
+	dbPath := flags.String("db", env("CONCH_DB", defaultDB()), "SQLite database file, or postgres:// URL (env CONCH_DB)")
+	agents := flags.String("agents", env("CONCH_AGENTS", ""), "JSON file of extra agent profiles (env CONCH_AGENTS)")
+	token := flags.String("token", env("CONCH_TOKEN", ""), "bearer token required by every API and WebSocket request (env CONCH_TOKEN; prefer it: a command line is readable by every process of the host)")
+	lease, err := envDuration("CONCH_LEASE", replica.DefaultLease)
+	if err != nil {
+		return serveConfig{}, err
+	}
+	flags.DurationVar(&lease, "lease", lease,
+		"with several servers on one PostgreSQL database, how long the sessions of a server that stopped answering stay live before another server closes them (env CONCH_LEASE)")
+	idle, err := envDuration("CONCH_AGENT_IDLE", defaultAgentIdle)
+	if err != nil {
+		return serveConfig{}, err
+	}
+	flags.DurationVar(&idle, "agent-idle", idle,
+		"stop an agent that has had nothing to do for this long; its session stays and the next prompt starts a new agent; 0 never stops one (env CONCH_AGENT_IDLE)")
+	var proxies []string
+	flags.Func("trusted-proxy", "address or CIDR of a reverse proxy whose X-Forwarded-* headers count; repeatable (env CONCH_TRUSTED_PROXIES, comma-separated)",
+		func(p string) error { proxies = append(proxies, p); return nil })
+	if err := flags.Parse(args); err != nil {
+		return serveConfig{}, err
+	}
+	if proxies == nil {
+		proxies = strings.FieldsFunc(os.Getenv("CONCH_TRUSTED_PROXIES"), func(r rune) bool { return r == ',' || r == ' ' })
+	}
+	trusted, err := parseProxies(proxies)
+	if err != nil {
+		return serveConfig{}, err
+	}
+	if err := replica.CheckLease(lease); err != nil {
+		return serveConfig{}, err
+	}
+	if idle < 0 {
+		return serveConfig{}, fmt.Errorf("--agent-idle %s is negative: give 0 to keep agents running", idle)
+	}
+	cfg := serveConfig{addr: *addr, db: *dbPath, agents: *agents, token: *token, lease: lease, idle: idle, trusted: trusted}
+	flags.Visit(func(f *flag.Flag) { cfg.tokenFlag = cfg.tokenFlag || f.Name == "token" })
+	if err := checkToken(cfg.token); err != nil {
+		return serveConfig{}, err
+	}
+	if !isLoopback(*addr) {
+		if *token == "" {
+			return serveConfig{}, fmt.Errorf("--addr %s is not a loopback address: set --token (or CONCH_TOKEN) to serve on it", *addr)
+		}
+		if len(*token) < minOpenToken {
+			return serveConfig{}, fmt.Errorf("--addr %s is not a loopback address: --token (or CONCH_TOKEN) must be at least %d bytes, it has %d", *addr, minOpenToken, len(*token))
+		}
+	}
+	return cfg, nil
 }
 
 // prune deletes, straight from the database, the tasks whose last activity is older than

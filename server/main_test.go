@@ -268,3 +268,24 @@ func TestServeRefusesWeakTokenOrBadProxy(t *testing.T) {
 		t.Errorf("a refused start created the database: %v", err)
 	}
 }
+
+// parseServe takes the environment where no flag is given, a flag over it, and notes a
+// token given on the command line (serve warns that every process can read it there).
+func TestParseServe(t *testing.T) {
+	t.Setenv("CONCH_ADDR", "127.0.0.1:9")
+	t.Setenv("CONCH_TOKEN", "a-token-from-the-environment")
+	t.Setenv("CONCH_AGENT_IDLE", "0s")
+	t.Setenv("CONCH_TRUSTED_PROXIES", "10.0.0.1, 10.1.0.0/16")
+	cfg, err := parseServe([]string{"--db", "x.db", "--lease", "20s"}, io.Discard, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := fmt.Sprintf("%s %s %s %s %s %v %v", cfg.addr, cfg.db, cfg.token, cfg.lease, cfg.idle, cfg.trusted, cfg.tokenFlag); got !=
+		"127.0.0.1:9 x.db a-token-from-the-environment 20s 0s [10.0.0.1/32 10.1.0.0/16] false" {
+		t.Errorf("from the environment: %s", got)
+	}
+	cfg, err = parseServe([]string{"--token", "a-token-on-the-command-line", "--trusted-proxy", "10.2.0.0/16"}, io.Discard, io.Discard)
+	if err != nil || cfg.token != "a-token-on-the-command-line" || !cfg.tokenFlag || fmt.Sprint(cfg.trusted) != "[10.2.0.0/16]" {
+		t.Errorf("flags over the environment: %+v, %v", cfg, err)
+	}
+}

@@ -21,7 +21,7 @@ const (
 	CodeInternal        = "internal"          // the server failed; the details are in its log
 )
 
-// internalMessage is all a client learns of an internal failure (CONTRACT.md).
+// internalMessage is all a client learns of an internal failure (docs/API.md, "Errors").
 const internalMessage = "request failed"
 
 // Error is a failure a client may see: a code and a message for people, with no

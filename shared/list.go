@@ -36,7 +36,7 @@ type ListRequest struct {
 
 var errLimit = Errorf(CodeInvalid, "limit must be a positive integer")
 
-// Normalize is the one check of a list request (CONTRACT.md, "Message lists"): it
+// Normalize is the one check of a list request (docs/API.md, "Pages of messages"): it
 // refuses a limit that is not positive, both cursors and an unknown sort, and fills in
 // the defaults, so that Limit is set, at most MaxPageLimit, and Sort is asc or desc.
 func (r ListRequest) Normalize() (ListRequest, error) {

@@ -82,7 +82,7 @@ func (s ShellOutputSnapshot) End() Offsets {
 	return Offsets{max(s.Output.StdoutTotalBytes, int64(len(s.Output.Stdout))), max(s.Output.StderrTotalBytes, int64(len(s.Output.Stderr)))}
 }
 
-// Since answers offsets from the whole snapshot s (CONTRACT.md, "Shell output, richer"):
+// Since answers offsets from the whole snapshot s (docs/API.md, "Output: the snapshot, and polling politely"):
 // only what each stream produced after them while the kept tail still reaches back to
 // them (Append true), else all of s (Append false). The kept text of a stream holds the
 // last bytes produced, so it starts at total - kept; an offset before that start, past

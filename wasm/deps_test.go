@@ -7,24 +7,24 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
 )
 
-// What each build may pull in besides the standard library, by package path prefix. A new
-// edge fails TestDependencies with the importer named: add it here only on purpose (every
-// package in the browser build adds to app.wasm; shared stays standard library only, so
-// it builds anywhere and carries no server code).
+// What each build may pull in besides the standard library and Conch's own packages (whose
+// imports the layer map checks), by package path prefix. A new edge fails TestDependencies
+// with the importer named: add it here only on purpose (every package in the browser build
+// adds to app.wasm; shared stays standard library only, so it builds anywhere and carries
+// no server code).
 var allowed = map[string]struct {
 	goos     string
-	packages []string
 	prefixes []string
 	banned   []string // standard packages too costly for the build
 }{
 	"./wasm": {
-		goos:     "js",
-		packages: []string{"conch/wasm", "conch/app/ui", "conch/app/term", "conch/app/client", "conch/shared", "conch/shared/poll"},
+		goos: "js",
 		prefixes: []string{"github.com/maxence-charriere/go-app/v10/", "github.com/google/uuid",
 			// The diff view's hunks and line numbers: +24 KB of app.wasm.br, measured against
 			// sergi/go-diff's +21 KB, which gives no hunks or line numbers to draw.
@@ -36,12 +36,10 @@ var allowed = map[string]struct {
 		// to app.wasm.br: server/cmd/slimapp says how go-app is built without it.
 		banned: []string{"net/http"},
 	},
-	"./shared/...": {
-		packages: []string{"conch/shared", "conch/shared/poll"},
-	},
+	"./shared/...": {},
 }
 
-// Only these packages may import a module of this list directly (STYLE.md's layering).
+// Only these packages may import a module of this list directly.
 var owners = map[string]string{
 	"gorm.io/":                      "conch/server/store",
 	"github.com/mattn/go-sqlite3":   "conch/server/store",
@@ -92,15 +90,17 @@ func list(t *testing.T, goos string, deps bool, pattern string) []pkg {
 }
 
 func TestDependencies(t *testing.T) {
+	layers := readLayers(t)
 	for pattern, rule := range allowed {
 		pkgs := list(t, rule.goos, true, pattern)
+		checkLayers(t, layers, pkgs)
 		for _, p := range pkgs {
 			if slices.Contains(rule.banned, p.path) {
 				t.Errorf("%s (GOOS=%s) now depends on %s, imported by %s: see the reason in wasm/deps_test.go",
 					pattern, rule.goos, p.path, strings.Join(importers(pkgs, p.path), ", "))
 				continue
 			}
-			if p.standard || slices.Contains(rule.packages, p.path) ||
+			if p.standard || strings.HasPrefix(p.path, module) ||
 				slices.ContainsFunc(rule.prefixes, func(pre string) bool { return strings.HasPrefix(p.path, pre) }) {
 				continue
 			}
@@ -121,7 +121,7 @@ func importers(pkgs []pkg, path string) []string {
 	return by
 }
 
-// The top level the design names (STYLE.md), besides dotfiles and the build outputs that
+// The top level the design names (docs/ARCHITECTURE.md), besides dotfiles and the build outputs that
 // .gitignore names at the root: a new folder there fails TestLayers.
 var topLevel = []string{"app", "server", "shared", "wasm", "web", "docs", "go.mod", "go.sum", "Makefile", "README.md"}
 
@@ -141,15 +141,80 @@ func TestLayers(t *testing.T) {
 			slices.Contains(built, "/"+name+"/") || slices.Contains(built, "/"+name) {
 			continue
 		}
-		t.Errorf("%s at the top level: the design names only %s (STYLE.md); put it under one of them",
+		t.Errorf("%s at the top level: the design names only %s; put it under one of them",
 			name, strings.Join(topLevel, ", "))
 	}
-	for _, p := range list(t, "", false, "./...") {
+	pkgs := list(t, "", false, "./...")
+	checkLayers(t, readLayers(t), pkgs)
+	for _, p := range pkgs {
 		for _, imp := range p.imports {
 			for mod, owner := range owners {
 				if strings.HasPrefix(imp, mod) && !slices.Contains(strings.Fields(owner), p.path) {
-					t.Errorf("%s imports %s: only %s may (STYLE.md); go through it instead", p.path, imp, owner)
+					t.Errorf("%s imports %s: only %s may; go through it instead", p.path, imp, owner)
 				}
+			}
+		}
+	}
+}
+
+// module is the path of Conch's own packages.
+const module = "conch/"
+
+// layerRow matches a row of docs/ARCHITECTURE.md's table of packages: the package in
+// backticks first (then words, as "(main)"), the packages it may import last.
+var (
+	layerRow = regexp.MustCompile("^\\| `([a-z0-9/.]+)`[^|]*\\|.*\\|([^|]*)\\|$")
+	quoted   = regexp.MustCompile("`([a-z0-9/.]+)`")
+)
+
+// readLayers reads the layer map from docs/ARCHITECTURE.md's table: for each package (or
+// folder of packages, "server/cmd/..."), the Conch packages it may import.
+func readLayers(t *testing.T) map[string][]string {
+	t.Helper()
+	doc, err := os.ReadFile("../docs/ARCHITECTURE.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	layers := map[string][]string{}
+	for _, line := range strings.Split(string(doc), "\n") {
+		row := layerRow.FindStringSubmatch(line)
+		if row == nil {
+			continue
+		}
+		var may []string
+		for _, q := range quoted.FindAllStringSubmatch(row[2], -1) {
+			may = append(may, module+q[1])
+		}
+		layers[strings.TrimSuffix(module+row[1], "/")] = may
+	}
+	if len(layers) == 0 {
+		t.Fatal("docs/ARCHITECTURE.md has no table of packages")
+	}
+	return layers
+}
+
+// checkLayers fails on each import between Conch's packages that the layer map does not
+// list, and on a package of pkgs that has no row.
+func checkLayers(t *testing.T, layers map[string][]string, pkgs []pkg) {
+	t.Helper()
+	for _, p := range pkgs {
+		if !strings.HasPrefix(p.path, module) {
+			continue
+		}
+		may, ok := layers[p.path]
+		for name, list := range layers {
+			if !ok && strings.HasSuffix(name, "/...") && strings.HasPrefix(p.path, strings.TrimSuffix(name, "...")) {
+				may, ok = list, true
+			}
+		}
+		if !ok {
+			t.Errorf("%s has no row in docs/ARCHITECTURE.md's table of packages: add one, with what it may import", p.path)
+			continue
+		}
+		for _, imp := range p.imports {
+			if strings.HasPrefix(imp, module) && !slices.Contains(may, imp) {
+				t.Errorf("%s imports %s, which docs/ARCHITECTURE.md's table of packages does not allow: "+
+					"go through a package it may import, or change the map there on purpose", p.path, imp)
 			}
 		}
 	}

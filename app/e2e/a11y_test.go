@@ -96,7 +96,7 @@ func (b *browser) checkAxe(t *testing.T, page string) {
 }
 
 // Every output disclosure is found by its role and its name: what it shows or hides,
-// then its visible label whole ("Show command output: Output · 8.7 KB", CONTRACT.md and
+// then its visible label whole ("Show command output: Output · 8.7 KB", by
 // axe's label-in-name rule), as a screen reader, speech input or a script sees it.
 func TestDisclosuresByRoleAndName(t *testing.T) {
 	s := startServer(t)

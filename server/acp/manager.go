@@ -1,6 +1,6 @@
 // Package acp is Conch's ACP client runtime: it starts agent processes, speaks ACP to
 // them, runs the terminals they ask for, and turns everything they report into stored
-// messages and live events (ADR-0042: bodies are stored, browsers get summaries).
+// messages and live events (bodies are stored, browsers get summaries).
 package acp
 
 import (
@@ -23,7 +23,8 @@ import (
 	"conch/shared"
 )
 
-// Events receives what the runtime committed; *hub.Hub implements it.
+// Events receives what the runtime committed. Production wires *replica.Bus (this
+// process's hub and the other servers of the database); the tests, a recorder of their own.
 type Events interface {
 	MessageAdded(shared.Message)
 	MessageUpdated(shared.Message)
@@ -68,6 +69,9 @@ type Config struct {
 	// or queued, no permission request pending); its session stays, and the next prompt
 	// starts a new agent. 0 keeps agents running (serve's --agent-idle, default 15m).
 	AgentIdle time.Duration
+	// Version is the build's, which agents are told in initialize's clientInfo; "dev"
+	// when empty (a build without the Makefile's version).
+	Version string
 }
 
 type clock struct {

@@ -63,18 +63,24 @@ type job struct {
 	tool    []shared.ToolContentItem // a tool call's content, when it changed
 }
 
-type recorder struct {
+// recorderConfig is what a recorder is given: its session, where it writes, how often,
+// and when it gives up.
+type recorderConfig struct {
 	sessionID, cwd string
 	store          *store.Store
 	events         Events
 	clock          clock
-	interval       time.Duration
+	interval       time.Duration // output growth is written at most this often
 	log            *slog.Logger
 	terminal       func(id string) *terminal // a live terminal of the session, or nil
 	outage         time.Duration             // how long writes may fail before stuck
 	stuck          func(error)               // called once when they have failed that long
 	giveUp         <-chan struct{}           // closed when the manager stops
-	abandoned      bool                      // gave up: failed writes are dropped (writer only)
+}
+
+type recorder struct {
+	recorderConfig
+	abandoned bool // gave up: failed writes are dropped (writer only)
 
 	mu            sync.Mutex
 	queue         []*item // items to store, in order of their first change
@@ -89,10 +95,8 @@ type recorder struct {
 	done          chan struct{}
 }
 
-func newRecorder(sessionID, cwd string, st *store.Store, ev Events, c clock, interval time.Duration, log *slog.Logger,
-	term func(string) *terminal, outage time.Duration, stuck func(error), giveUp <-chan struct{}) *recorder {
-	r := &recorder{sessionID: sessionID, cwd: cwd, store: st, events: ev, clock: c, interval: interval, log: log,
-		terminal: term, outage: outage, stuck: stuck, giveUp: giveUp, tools: map[string]*item{}, byTerm: map[string][]*item{},
+func newRecorder(cfg recorderConfig) *recorder {
+	r := &recorder{recorderConfig: cfg, tools: map[string]*item{}, byTerm: map[string][]*item{},
 		wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
 	go r.run()
 	return r

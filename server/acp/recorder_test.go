@@ -21,8 +21,9 @@ import (
 func TestRecorderCoalesces(t *testing.T) {
 	env := newEnv(t, scripted(nil), false, Profile{Name: "scripted"})
 	sess := env.start(t, "scripted")
-	r := newRecorder(sess.ID, sess.Cwd, env.st, env.ev, clock{env.clock.Now, env.clock.After}, 250*time.Millisecond,
-		slog.New(slog.DiscardHandler), func(string) *terminal { return nil }, time.Minute, func(error) { t.Error("stuck") }, nil)
+	r := newRecorder(recorderConfig{sessionID: sess.ID, cwd: sess.Cwd, store: env.st, events: env.ev,
+		clock: clock{env.clock.Now, env.clock.After}, interval: 250 * time.Millisecond, log: slog.New(slog.DiscardHandler),
+		terminal: func(string) *terminal { return nil }, outage: time.Minute, stuck: func(error) { t.Error("stuck") }})
 	defer r.close()
 	updated := func() int { _, n := env.ev.counts(); return n }
 

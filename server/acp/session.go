@@ -1,6 +1,7 @@
 package acp
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -69,8 +70,9 @@ func newSession(m *Manager, sess shared.Session, p Profile) *session {
 		log:       m.log.With("session", sess.ID, "agent", p.Name),
 		connected: make(chan struct{}), guarded: make(chan struct{}), started: make(chan struct{}), done: make(chan struct{}),
 		terms: map[string]*terminal{}, asks: map[string]chan sdk.RequestPermissionOutcome{}}
-	s.rec = newRecorder(sess.ID, sess.Cwd, m.cfg.Store, m.cfg.Events, m.clock, m.cfg.FlushInterval, s.log, s.terminal,
-		m.cfg.StoreOutage, s.storeDown, m.closed)
+	s.rec = newRecorder(recorderConfig{sessionID: sess.ID, cwd: sess.Cwd, store: m.cfg.Store, events: m.cfg.Events,
+		clock: m.clock, interval: m.cfg.FlushInterval, log: s.log, terminal: s.terminal,
+		outage: m.cfg.StoreOutage, stuck: s.storeDown, giveUp: m.closed})
 	return s
 }
 
@@ -145,7 +147,7 @@ func (s *session) handshake(ctx context.Context) error {
 			Fs: sdk.FileSystemCapabilities{ReadTextFile: true, WriteTextFile: true}, // inside the cwd only (fs.go)
 			// Agents that run commands themselves then report their output (ACP-NOTES.md).
 			Meta: map[string]any{"terminal_output": true}},
-		ClientInfo: &sdk.Implementation{Name: "conch", Version: "1"},
+		ClientInfo: &sdk.Implementation{Name: "conch", Version: cmp.Or(s.m.cfg.Version, "dev")},
 	})
 	if err != nil {
 		return fmt.Errorf("initialize: %w", err)

@@ -1,4 +1,4 @@
-// Package api is Conch's HTTP face: the REST API of CONTRACT.md, the /ws WebSocket, the
+// Package api is Conch's HTTP face: the REST API of docs/API.md, the /ws WebSocket, the
 // static /web/ assets and, last, the go-app UI handler. It is the only package that
 // imports Fiber.
 //
@@ -42,7 +42,8 @@ var OpenAPI []byte
 // DefaultBodyLimit bounds request bodies and WebSocket frames when Config.BodyLimit is 0.
 const DefaultBodyLimit = 1 << 20
 
-// Runtime runs agent sessions; *acp.Manager implements it.
+// Runtime runs agent sessions. Production wires *replica.Replica, which runs a session's
+// agent here or asks the server that owns it (checked in server/replica/api_test.go).
 type Runtime interface {
 	Agents() []shared.Agent
 	// StartSession creates the session, starts its agent and returns it ready, or failed with its error.
@@ -225,7 +226,7 @@ var (
 // the code itself; code and message come from report for both.
 var statusOf = map[string]int{
 	shared.CodeInvalid:         http.StatusBadRequest,
-	shared.CodeTooLarge:        http.StatusBadRequest, // CONTRACT.md: like any other bad body
+	shared.CodeTooLarge:        http.StatusBadRequest, // like any other bad body (docs/API.md, "Errors")
 	shared.CodeUnauthorized:    http.StatusUnauthorized,
 	shared.CodeForbidden:       http.StatusForbidden,
 	shared.CodeNotFound:        http.StatusNotFound,

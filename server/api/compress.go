@@ -10,8 +10,8 @@ import (
 	"github.com/gofiber/fiber/v2"
 )
 
-// compressMin is the smallest answer worth compressing (CONTRACT.md, "Shell output,
-// richer": answers over 1 KiB).
+// compressMin is the smallest answer worth compressing: answers over 1 KiB (docs/API.md,
+// "Output: the snapshot, and polling politely").
 const compressMin = 1 << 10
 
 // brotliLevel trades size for time on bodies compressed while a client waits: on a

@@ -94,7 +94,7 @@ func BenchmarkCompress(b *testing.B) {
 }
 
 // Lists, and the session page that carries the newest of them, are compressed as the
-// client accepts like snapshots (CONTRACT.md: JSON answers over 1 KiB), the same bytes
+// client accepts like snapshots (docs/API.md: JSON answers over 1 KiB), the same bytes
 // once decoded; a client that accepts nothing gets them as they are.
 func TestListsCompressed(t *testing.T) {
 	e := newEnv(t, withRealUI)

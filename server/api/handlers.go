@@ -192,11 +192,10 @@ func (s *server) handleAddMessage(c *fiber.Ctx) error {
 	if err := decodeBody(c.Body(), &req); err != nil {
 		return s.fail(c, err)
 	}
-	sessionID := c.Params("session_id")
-	if req.SessionID != "" && req.SessionID != sessionID {
-		return s.fail(c, shared.Errorf(shared.CodeInvalid, "session_id does not match the path"))
+	if err := fromPath(c, pathID{"session_id", &req.SessionID}); err != nil {
+		return s.fail(c, err)
 	}
-	msg, err := s.addMessage(c.UserContext(), sessionID, req)
+	msg, err := s.addMessage(c.UserContext(), req.SessionID, req)
 	if err != nil {
 		return s.fail(c, err)
 	}
@@ -251,11 +250,9 @@ func (s *server) handleAnswerPermission(c *fiber.Ctx) error {
 	if err := decodeBody(c.Body(), &req); err != nil {
 		return s.fail(c, err)
 	}
-	sessionID, messageID := c.Params("session_id"), c.Params("message_id")
-	if req.SessionID != "" && req.SessionID != sessionID || req.MessageID != "" && req.MessageID != messageID {
-		return s.fail(c, shared.Errorf(shared.CodeInvalid, "session_id and message_id must match the path"))
+	if err := fromPath(c, pathID{"session_id", &req.SessionID}, pathID{"message_id", &req.MessageID}); err != nil {
+		return s.fail(c, err)
 	}
-	req.SessionID, req.MessageID = sessionID, messageID
 	msg, err := s.answerPermission(c.UserContext(), req)
 	if err != nil {
 		return s.fail(c, err)
@@ -280,10 +277,9 @@ func (s *server) handleSetMode(c *fiber.Ctx) error {
 	if err := decodeBody(c.Body(), &req); err != nil {
 		return s.fail(c, err)
 	}
-	if req.SessionID != "" && req.SessionID != c.Params("session_id") {
-		return s.fail(c, shared.Errorf(shared.CodeInvalid, "session_id does not match the path"))
+	if err := fromPath(c, pathID{"session_id", &req.SessionID}); err != nil {
+		return s.fail(c, err)
 	}
-	req.SessionID = c.Params("session_id")
 	sess, err := s.setMode(c.UserContext(), req)
 	if err != nil {
 		return s.fail(c, err)
@@ -365,4 +361,25 @@ func jsonKind(t reflect.Type) string {
 	default:
 		return "an object"
 	}
+}
+
+// pathID is an id a request body may repeat from its path: the route parameter's name
+// (the body's field has the same) and the body's value.
+type pathID struct {
+	name string
+	id   *string
+}
+
+// fromPath gives each id of a body the path's value: one the body leaves out is taken
+// from the path, one that names something else is refused.
+func fromPath(c *fiber.Ctx, ids ...pathID) error {
+	for _, p := range ids {
+		if path := c.Params(p.name); *p.id != "" && *p.id != path {
+			return shared.Errorf(shared.CodeInvalid, "%s does not match the path", p.name)
+		}
+	}
+	for _, p := range ids {
+		*p.id = c.Params(p.name)
+	}
+	return nil
 }

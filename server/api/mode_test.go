@@ -27,6 +27,7 @@ func TestSetMode(t *testing.T) {
 		{path, `{"mode_id":"yolo"}`, 400, `{"error":"mode \"yolo\" is not offered by the agent","code":"invalid"}`},
 		{path, `{}`, 400, `{"error":"mode_id is required","code":"invalid"}`},
 		{path, `{"mode":"code"}`, 400, `{"error":"unknown field \"mode\"","code":"invalid"}`},
+		{path, `{"mode_id":"code","session_id":"` + plain.ID + `"}`, 400, `{"error":"session_id does not match the path","code":"invalid"}`},
 		{"/api/v1/task-sessions/" + plain.ID + "/mode", `{"mode_id":"code"}`, 409, `{"error":"the agent offers no modes","code":"conflict"}`},
 		{"/api/v1/task-sessions/nope/mode", `{"mode_id":"code"}`, 404, `{"error":"session not found","code":"not_found"}`},
 	} {

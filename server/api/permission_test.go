@@ -54,7 +54,9 @@ func TestAnswerPermission(t *testing.T) {
 		{"an option of the wrong type", path(s.ID, ask.ID), `{"option_id":1}`, 400, `{"error":"field \"option_id\" must be a string","code":"invalid"}`},
 		{"an unknown field", path(s.ID, ask.ID), `{"option":"allow"}`, 400, `{"error":"unknown field \"option\"","code":"invalid"}`},
 		{"a body naming another message", path(s.ID, ask.ID), `{"option_id":"allow","message_id":"x"}`, 400,
-			`{"error":"session_id and message_id must match the path","code":"invalid"}`},
+			`{"error":"message_id does not match the path","code":"invalid"}`},
+		{"a body naming another session", path(s.ID, ask.ID), `{"option_id":"allow","session_id":"` + other.ID + `"}`, 400,
+			`{"error":"session_id does not match the path","code":"invalid"}`},
 	} {
 		resp, body := e.do("POST", tt.target, tt.body)
 		if resp.StatusCode != tt.status || body != tt.want {

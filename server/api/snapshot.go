@@ -17,7 +17,7 @@ import (
 // the 256 KiB bound of both streams.
 const snapshotCacheBytes = 64 << 20
 
-// handleShellOutput answers the output snapshot (CONTRACT.md, "The output snapshot"),
+// handleShellOutput answers the output snapshot (docs/API.md, "Output: the snapshot, and polling politely"),
 // or with offsets only what came after them (Extensions, "Shell output, richer").
 func (s *server) handleShellOutput(c *fiber.Ctx) error {
 	from, offsets, err := offsetsOf(c)
@@ -34,7 +34,7 @@ func (s *server) handleShellOutput(c *fiber.Ctx) error {
 }
 
 // handleToolContent answers the content of a tool call that is not a shell command
-// (CONTRACT.md, "Tool content on demand"), with the same rules.
+// (docs/API.md, "Routes"), with the same rules.
 func (s *server) handleToolContent(c *fiber.Ctx) error {
 	return s.snapshot(c, s.store.GetToolContentStamp, true, func(ctx context.Context, sessionID, messageID string) (any, time.Time, error) {
 		snap, err := s.store.GetToolContent(ctx, sessionID, messageID)
@@ -61,7 +61,7 @@ func (s *server) snapshot(c *fiber.Ctx, stampOf func(ctx context.Context, sessio
 	ctx, sessionID, messageID := c.UserContext(), c.Params("session_id"), c.Params("message_id")
 	stamp, err := stampOf(ctx, sessionID, messageID)
 	if err != nil {
-		// One text for absent, cross-session and of another kind alike (CONTRACT.md).
+		// One text for absent, cross-session and of another kind alike (docs/API.md).
 		return s.fail(c, err)
 	}
 	c.Set(fiber.HeaderCacheControl, "no-cache")
@@ -115,7 +115,7 @@ func offsetsOf(c *fiber.Ctx) (from shared.Offsets, ok bool, err error) {
 }
 
 // handleShellOutputRaw answers one stream of the stored output as a text file to save
-// (CONTRACT.md, Extensions, "Shell output, richer"): the stored bytes exactly, escape
+// (docs/API.md, "Output: the snapshot, and polling politely"): the stored bytes exactly, escape
 // sequences included. Not found as for the snapshot.
 func (s *server) handleShellOutputRaw(c *fiber.Ctx) error {
 	stream := c.Query("stream")

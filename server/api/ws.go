@@ -32,7 +32,7 @@ const (
 // and one pooled decompressor while a frame is read, and what a frame decompresses to is
 // bounded by the body limit like an uncompressed one (readFrame).
 
-// The /ws protocol beyond CONTRACT.md: an error payload's code is one of shared's codes,
+// The /ws protocol (docs/API.md, "The WebSocket"): an error payload's code is one of shared's codes,
 // the same a REST answer to the same failure carries (invalid, not_found, conflict,
 // unknown_action, internal, ...; invalid was called bad_request before); requests may
 // omit "type". The server closes with 1008 when the client fell too far behind
@@ -147,7 +147,7 @@ func (s *server) writeLoop(conn *websocket.Conn, client *hub.Client) {
 			code, reason := websocket.CloseNormalClosure, ""
 			switch cause := client.Err(); {
 			case errors.Is(cause, hub.ErrSlow):
-				// The client missed events; it must re-list after reconnecting (CONTRACT.md).
+				// The client missed events; it must re-list after reconnecting (docs/API.md, "The WebSocket").
 				code, reason = websocket.ClosePolicyViolation, "too slow: reconnect and re-list"
 			case errors.Is(cause, hub.ErrShutdown):
 				code, reason = websocket.CloseGoingAway, cause.Error()

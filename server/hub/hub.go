@@ -4,7 +4,7 @@
 // and in bytes (a frame may be a page of 4 MiB). A pending
 // session.message.updated frame is replaced by a newer one for the same message (latest
 // wins), and a client whose queue is still full is disconnected; it re-lists on reconnect
-// (CONTRACT.md, "WebSocket /ws").
+// (docs/API.md, "The WebSocket").
 package hub
 
 import (

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"conch/server/acp"
 	"conch/server/hub"
 	"conch/server/store"
 	"conch/shared"
@@ -56,6 +57,8 @@ type Bus struct {
 	queued  map[notice]bool
 	ready   chan struct{} // capacity 1: "pending is not empty"
 }
+
+var _ acp.Events = (*Bus)(nil)
 
 func newBus(st *store.Store, h *hub.Hub, id string, log *slog.Logger) *Bus {
 	return &Bus{hub: h, store: st, id: id, log: log, queued: map[notice]bool{}, ready: make(chan struct{}, 1)}

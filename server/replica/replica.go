@@ -1,5 +1,5 @@
 // Package replica lets several `conch serve` processes share one PostgreSQL database
-// (CONTRACT.md, "PostgreSQL and several replicas"). Each process is a replica under a
+// (README.md, "Several servers behind a load balancer"). Each process is a replica under a
 // lease it renews (store/replica.go). An agent runs on the replica where its session was
 // started; requests for it that reach another replica are committed to the owner's inbox
 // (store/inbox.go) and woken with a notification. What a replica commits reaches the

@@ -4,6 +4,7 @@
 package shellagent
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -23,6 +24,10 @@ const outputLimit = 64 << 10
 
 // cleanupTimeout bounds the calls made after a cancel, when the turn's context is done.
 const cleanupTimeout = 10 * time.Second
+
+// Version is the build's, which clients are told in initialize's agentInfo ("dev" when
+// empty); the conch binary sets it from its own (server/main.go).
+var Version string
 
 // Run serves one client over in/out until the client goes away or ctx ends.
 func Run(ctx context.Context, in io.Reader, out io.Writer) error { return serve(ctx, in, out, false) }
@@ -66,7 +71,7 @@ type agent struct {
 
 func (a *agent) Initialize(context.Context, sdk.InitializeRequest) (sdk.InitializeResponse, error) {
 	return sdk.InitializeResponse{ProtocolVersion: sdk.ProtocolVersionNumber, AuthMethods: []sdk.AuthMethod{},
-		AgentInfo: &sdk.Implementation{Name: "conch-shell", Version: "1"}}, nil
+		AgentInfo: &sdk.Implementation{Name: "conch-shell", Version: cmp.Or(Version, "dev")}}, nil
 }
 
 func (a *agent) Authenticate(context.Context, sdk.AuthenticateRequest) (sdk.AuthenticateResponse, error) {

@@ -62,3 +62,15 @@ func TestSetSessionModeRefused(t *testing.T) {
 		t.Fatalf("answer %s, want a method-not-found error for request 1", line)
 	}
 }
+
+// The agent tells its client the build's version ("dev" without one).
+func TestAgentInfoVersion(t *testing.T) {
+	defer func(v string) { Version = v }(Version)
+	for version, want := range map[string]string{"v1.4.0-3-gabc123": "v1.4.0-3-gabc123", "": "dev"} {
+		Version = version
+		resp, err := (&agent{}).Initialize(context.Background(), sdk.InitializeRequest{ProtocolVersion: sdk.ProtocolVersionNumber})
+		if err != nil || resp.AgentInfo == nil || resp.AgentInfo.Name != "conch-shell" || resp.AgentInfo.Version != want {
+			t.Errorf("Version %q: agentInfo %+v (%v)", version, resp.AgentInfo, err)
+		}
+	}
+}

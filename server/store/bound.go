@@ -7,7 +7,7 @@ import (
 	"conch/shared"
 )
 
-// An agent's text is stored bounded, like its output (ADR-0042): one message sent as 30 MB
+// An agent's text is stored bounded, like its output: one message sent as 30 MB
 // would otherwise be a 30 MB row, list page and session page. The bounds are applied here,
 // in the one write path of message rows (insertMessage, UpdateMessage), to the content and
 // to every string of the metadata (titles, commands, permission options, plan entries,

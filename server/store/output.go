@@ -363,32 +363,6 @@ func (s *Store) GetShellOutput(ctx context.Context, sessionID, messageID string)
 			StartedAt: sum.StartedAt, FinishedAt: sum.FinishedAt}.Bounded()}, nil
 }
 
-// moveOutputBodies moves the bodies of a database made before chunks (the table
-// shell_outputs) into chunks, once, in the migration's transaction. The rest of that
-// table (exit code, totals, times) is the summary the messages already hold.
-func (s *Store) moveOutputBodies(tx *gorm.DB) error {
-	var n int64
-	if err := tx.Raw(s.dialect.countColumn, "shell_outputs", "stdout").Scan(&n).Error; err != nil {
-		return fmt.Errorf("look for shell_outputs: %w", err)
-	}
-	if n == 0 {
-		return nil
-	}
-	for stream, column := range map[int]string{streamStdout: "stdout", streamStderr: "stderr"} {
-		// Stored as text without positions is (putStream): ending just before position 0.
-		data := fmt.Sprintf(s.dialect.textBytes, column)
-		if err := tx.Exec(fmt.Sprintf(`INSERT INTO shell_output_chunks (message_id, stream, start, kept_from, data)
-			SELECT message_id, %d, -length(%s), -length(%s), %s FROM shell_outputs WHERE %s <> ''`,
-			stream, data, data, data, column)).Error; err != nil {
-			return fmt.Errorf("move %s bodies into chunks: %w", column, err)
-		}
-	}
-	if err := tx.Exec("DROP TABLE shell_outputs").Error; err != nil {
-		return fmt.Errorf("drop shell_outputs: %w", err)
-	}
-	return nil
-}
-
 // GetErrorDetailStamp answers as GetErrorDetail does, but with only the message's
 // updated_at, without reading its text.
 func (s *Store) GetErrorDetailStamp(ctx context.Context, sessionID, messageID string) (time.Time, error) {

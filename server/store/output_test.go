@@ -3,7 +3,6 @@ package store
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -20,8 +19,6 @@ import (
 type chunkWrites struct {
 	written, inserts, updates, deletes int
 }
-
-func (w *chunkWrites) statements() int { return w.inserts + w.updates + w.deletes }
 
 // watchChunks counts every write to shell_output_chunks from now on.
 func watchChunks(t *testing.T, s *Store) *chunkWrites {
@@ -286,49 +283,5 @@ func TestOutputFromARestartedStreamReplaces(t *testing.T) {
 	}
 	if n := len(chunksOf(t, s, m.ID)); n != 0 {
 		t.Fatalf("%d chunks left for an empty output", n)
-	}
-}
-
-// A database made before chunks keeps its outputs: the bodies move into chunks once, at
-// the first start, and the old table goes.
-func TestOutputBodiesMoveIntoChunks(t *testing.T) {
-	s, path := open(t, time.Millisecond)
-	sess := newSession(t, s)
-	ctx := context.Background()
-	m, err := s.CreateMessage(ctx, NewMessage{SessionID: sess.ID, AuthorType: shared.AuthorAgent,
-		Type: shared.TypeToolExecute, Metadata: shellMeta(shared.StatusCompleted),
-		Output: &shared.ShellOutput{Stdout: "old é 🙂\n", Stderr: "warn\n", ExitCode: new(0)}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	// The table as the previous schema made it, holding the bodies.
-	for _, stmt := range []string{
-		"DELETE FROM shell_output_chunks",
-		`CREATE TABLE shell_outputs (message_id TEXT PRIMARY KEY REFERENCES messages(id) ON DELETE CASCADE,
-			stdout TEXT NOT NULL DEFAULT '', stderr TEXT NOT NULL DEFAULT '', exit_code INTEGER,
-			signal TEXT NOT NULL DEFAULT '', truncated BOOLEAN NOT NULL DEFAULT FALSE,
-			stdout_total INTEGER NOT NULL DEFAULT 0, stderr_total INTEGER NOT NULL DEFAULT 0,
-			started_at INTEGER, finished_at INTEGER)`,
-		fmt.Sprintf("INSERT INTO shell_outputs (message_id, stdout, stderr, exit_code, stdout_total, stderr_total) VALUES ('%s', 'old é 🙂\n', 'warn\n', 0, 12, 5)", m.ID),
-	} {
-		if err := s.db.Exec(s.dialect.ddl(stmt)).Error; err != nil {
-			t.Fatal(err)
-		}
-	}
-	s.Close()
-	for range 2 { // and again: moved once
-		s2, err := Open(path, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		snap, err := s2.GetShellOutput(ctx, sess.ID, m.ID)
-		if err != nil || snap.Output.Stdout != "old é 🙂\n" || snap.Output.Stderr != "warn\n" || *snap.Output.ExitCode != 0 {
-			t.Fatalf("moved output: %+v (%v)", snap.Output, err)
-		}
-		var n int64
-		if err := s2.db.Raw(s2.dialect.countColumn, "shell_outputs", "stdout").Scan(&n).Error; err != nil || n != 0 {
-			t.Fatalf("shell_outputs still there: %d (%v)", n, err)
-		}
-		s2.Close()
 	}
 }

@@ -2,7 +2,7 @@
 // (dialect.go holds what differs between the two). It is the only package that imports GORM.
 //
 // Output bodies live in their own table, as chunks appended per stream (output.go): the
-// messages table holds only the body-free metadata (ADR-0042's summary), so listing a
+// messages table holds only the body-free metadata (the summary), so listing a
 // session never reads or decodes a body, and new output of a running command writes its
 // new bytes and the message's small metadata value, never what was stored before.
 package store
@@ -56,8 +56,28 @@ type Store struct {
 }
 
 // Open opens (and creates, on first start) the database: a SQLite file at a path, or the
-// PostgreSQL database a postgres:// or postgresql:// URL names. now == nil means time.Now.
+// PostgreSQL database a postgres:// or postgresql:// URL names, and brings its schema up to
+// date (migrate.go). now == nil means time.Now.
 func Open(db string, now func() time.Time) (*Store, error) {
+	s, err := connect(db, now)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.migrate(context.Background()); err != nil {
+		s.Close()
+		return nil, err
+	}
+	if s.dialect.sqlite {
+		if err := s.incrementalVacuum(); err != nil {
+			s.Close()
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+// connect opens the database as Open does, leaving its schema as it is.
+func connect(db string, now func() time.Time) (*Store, error) {
 	if now == nil {
 		now = time.Now
 	}
@@ -106,16 +126,6 @@ func Open(db string, now func() time.Time) (*Store, error) {
 	if err := watchWrites(gdb, s.health); err != nil {
 		return nil, fmt.Errorf("open %s: %w", name, err)
 	}
-	if err := s.migrate(); err != nil {
-		s.Close()
-		return nil, err
-	}
-	if d.sqlite {
-		if err := s.incrementalVacuum(); err != nil {
-			s.Close()
-			return nil, err
-		}
-	}
 	return s, nil
 }
 
@@ -158,186 +168,6 @@ const (
 	unfinished = "status IN ('pending', 'running')"
 	live       = "state IN ('starting', 'ready', 'running')"
 )
-
-// schema is applied on every start; each statement is idempotent.
-var schema = []string{
-	`CREATE TABLE IF NOT EXISTS tasks (
-		id TEXT PRIMARY KEY,
-		title TEXT NOT NULL,
-		description TEXT NOT NULL DEFAULT '',
-		created_at INTEGER NOT NULL,
-		updated_at INTEGER NOT NULL)`,
-	`CREATE INDEX IF NOT EXISTS idx_tasks_created ON tasks (created_at, id)`,
-	`CREATE TABLE IF NOT EXISTS task_sessions (
-		id TEXT PRIMARY KEY,
-		task_id TEXT NOT NULL REFERENCES tasks(id) ON DELETE CASCADE,
-		agent TEXT NOT NULL,
-		cwd TEXT NOT NULL,
-		state TEXT NOT NULL,
-		error TEXT NOT NULL DEFAULT '',
-		message_count INTEGER NOT NULL DEFAULT 0,
-		created_at INTEGER NOT NULL,
-		updated_at INTEGER NOT NULL)`,
-	`CREATE INDEX IF NOT EXISTS idx_sessions_task ON task_sessions (task_id, created_at)`,
-	`CREATE TABLE IF NOT EXISTS messages (
-		id TEXT PRIMARY KEY,
-		session_id TEXT NOT NULL REFERENCES task_sessions(id) ON DELETE CASCADE,
-		task_id TEXT NOT NULL,
-		author_type TEXT NOT NULL,
-		type TEXT NOT NULL,
-		content TEXT NOT NULL DEFAULT '',
-		metadata TEXT,
-		status TEXT NOT NULL DEFAULT '',
-		client_message_id TEXT,
-		created_at INTEGER NOT NULL,
-		updated_at INTEGER NOT NULL)`,
-	// Lists walk (session_id, seq) instead (addedColumns).
-	`DROP INDEX IF EXISTS idx_messages_session_order`,
-	`CREATE UNIQUE INDEX IF NOT EXISTS idx_messages_client_id ON messages (session_id, client_message_id)
-		WHERE client_message_id IS NOT NULL`,
-	// Recovery and cancellation look for tool calls that are not finished: a partial index
-	// holds only those, led by status so that recovery searches it rather than scanning.
-	`DROP INDEX IF EXISTS idx_messages_active`,
-	`CREATE INDEX IF NOT EXISTS idx_messages_unfinished ON messages (status, session_id) WHERE ` + unfinished,
-	`CREATE INDEX IF NOT EXISTS idx_sessions_live ON task_sessions (state) WHERE ` + live,
-	// Output, appended per stream (output.go).
-	`CREATE TABLE IF NOT EXISTS shell_output_chunks (
-		message_id TEXT NOT NULL REFERENCES messages(id) ON DELETE CASCADE,
-		stream INTEGER NOT NULL,
-		start INTEGER NOT NULL,
-		kept_from INTEGER NOT NULL,
-		data BLOB NOT NULL,
-		PRIMARY KEY (message_id, stream, start))`,
-	`CREATE TABLE IF NOT EXISTS tool_contents (
-		message_id TEXT PRIMARY KEY REFERENCES messages(id) ON DELETE CASCADE,
-		items TEXT NOT NULL,
-		truncated BOOLEAN NOT NULL DEFAULT FALSE)`,
-	// Browsers signed in (signin.go).
-	`CREATE TABLE IF NOT EXISTS sign_ins (
-		id TEXT PRIMARY KEY,
-		expires_at INTEGER NOT NULL)`,
-	// Accounts, their access tokens and invitations (account.go).
-	`CREATE TABLE IF NOT EXISTS accounts (
-		id TEXT PRIMARY KEY,
-		login TEXT NOT NULL UNIQUE,
-		role TEXT NOT NULL,
-		password_hash TEXT NOT NULL DEFAULT '',
-		created_at INTEGER NOT NULL)`,
-	`CREATE TABLE IF NOT EXISTS access_tokens (
-		id TEXT PRIMARY KEY,
-		account_id TEXT NOT NULL REFERENCES accounts(id) ON DELETE CASCADE,
-		name TEXT NOT NULL,
-		hash TEXT NOT NULL UNIQUE,
-		created_at INTEGER NOT NULL,
-		last_used_at INTEGER NOT NULL DEFAULT 0)`,
-	`CREATE INDEX IF NOT EXISTS idx_access_tokens_account ON access_tokens (account_id, created_at)`,
-	// The accounts a task is shared with for editing, and what people did (account.go).
-	`CREATE TABLE IF NOT EXISTS task_editors (
-		task_id TEXT NOT NULL REFERENCES tasks(id) ON DELETE CASCADE,
-		account_id TEXT NOT NULL REFERENCES accounts(id) ON DELETE CASCADE,
-		PRIMARY KEY (task_id, account_id))`,
-	`CREATE TABLE IF NOT EXISTS audit (
-		id TEXT PRIMARY KEY,
-		at INTEGER NOT NULL,
-		login TEXT NOT NULL,
-		action TEXT NOT NULL,
-		task_id TEXT NOT NULL DEFAULT '',
-		session_id TEXT NOT NULL DEFAULT '',
-		message_id TEXT NOT NULL DEFAULT '',
-		detail TEXT NOT NULL DEFAULT '')`,
-	`CREATE INDEX IF NOT EXISTS idx_audit_at ON audit (at, id)`,
-	`CREATE TABLE IF NOT EXISTS invitations (
-		hash TEXT PRIMARY KEY,
-		role TEXT NOT NULL,
-		expires_at INTEGER NOT NULL)`,
-	// Replicas and their leases, and the commands addressed to them (replica.go, inbox.go).
-	`CREATE TABLE IF NOT EXISTS replicas (
-		id TEXT PRIMARY KEY,
-		lease_until INTEGER NOT NULL)`,
-	`CREATE TABLE IF NOT EXISTS inbox (
-		id TEXT PRIMARY KEY,
-		owner TEXT NOT NULL,
-		sender TEXT NOT NULL,
-		session_id TEXT NOT NULL REFERENCES task_sessions(id) ON DELETE CASCADE,
-		kind TEXT NOT NULL,
-		message_id TEXT NOT NULL DEFAULT '',
-		body TEXT NOT NULL DEFAULT '',
-		created_at INTEGER NOT NULL)`,
-	`CREATE INDEX IF NOT EXISTS idx_inbox_owner ON inbox (owner, created_at, id)`,
-}
-
-// addedColumns came after their table: ALTER TABLE ADD COLUMN is not idempotent, so each
-// is added only when the table lacks it, and then what then says is done, in the same step.
-var addedColumns = []struct {
-	table, column, decl string
-	then                []string
-}{
-	// A task's git repository, base branch, and the branch and worktree made for it.
-	{"tasks", "repo", "TEXT NOT NULL DEFAULT ''", nil},
-	{"tasks", "base_branch", "TEXT NOT NULL DEFAULT ''", nil},
-	{"tasks", "branch", "TEXT NOT NULL DEFAULT ''", nil},
-	{"tasks", "worktree", "TEXT NOT NULL DEFAULT ''", nil},
-	{"task_sessions", "last_stop_reason", "TEXT NOT NULL DEFAULT ''", nil},
-	{"task_sessions", "modes", "TEXT NOT NULL DEFAULT ''", nil},    // JSON of shared.Modes
-	{"task_sessions", "commands", "TEXT NOT NULL DEFAULT ''", nil}, // JSON of []shared.Command
-	{"task_sessions", "owner", "TEXT NOT NULL DEFAULT ''", nil},    // the replica running its agent (replica.go)
-	{"shell_output_chunks", "pad", "BLOB", nil},                    // zeros keeping a growing stream's rows at chunkSize (output.go)
-	// A message's place in its session's commit order, which lists page on in both
-	// directions: its session's message count once it was added (insertMessage). Messages
-	// stored before keep their created order, and the counts are made to agree.
-	{"messages", "seq", "INTEGER NOT NULL DEFAULT 0", []string{
-		`UPDATE messages SET seq = n.seq FROM (SELECT id, ROW_NUMBER() OVER (PARTITION BY session_id ORDER BY created_at, id) AS seq
-			FROM messages) AS n WHERE messages.id = n.id`,
-		`UPDATE task_sessions SET message_count = (SELECT COUNT(*) FROM messages WHERE session_id = task_sessions.id)`,
-		`CREATE UNIQUE INDEX idx_messages_session_seq ON messages (session_id, seq)`,
-	}},
-	// Its agent was stopped while the session stays: the next prompt starts one (StopSession).
-	{"task_sessions", "stopped", "BOOLEAN NOT NULL DEFAULT FALSE", nil},
-	// The agent's own id of the conversation, and how a new agent takes it up again
-	// (SetAgentSession).
-	{"task_sessions", "agent_session", "TEXT NOT NULL DEFAULT ''", nil},
-	{"task_sessions", "agent_resume", "TEXT NOT NULL DEFAULT ''", nil},
-	// Whose sign-in it is: "" for the token's (account.go).
-	{"sign_ins", "account_id", "TEXT NOT NULL DEFAULT ''", nil},
-	// Who made a task (account.go).
-	{"tasks", "owner_id", "TEXT NOT NULL DEFAULT ''", nil},
-	{"tasks", "owner_login", "TEXT NOT NULL DEFAULT ''", nil},
-}
-
-// migrate applies the schema in one transaction (DDL is transactional in both
-// databases), so that servers starting together on one database take turns.
-func (s *Store) migrate() error {
-	return s.db.Transaction(func(tx *gorm.DB) error {
-		if s.dialect.migrationLock != "" {
-			if err := tx.Exec(s.dialect.migrationLock).Error; err != nil {
-				return fmt.Errorf("lock the schema: %w", err)
-			}
-		}
-		for _, stmt := range schema {
-			if err := tx.Exec(s.dialect.ddl(stmt)).Error; err != nil {
-				return fmt.Errorf("create schema: %w", err)
-			}
-		}
-		if err := s.moveOutputBodies(tx); err != nil {
-			return err
-		}
-		for _, c := range addedColumns {
-			var n int64
-			if err := tx.Raw(s.dialect.countColumn, c.table, c.column).Scan(&n).Error; err != nil {
-				return fmt.Errorf("read the columns of %s: %w", c.table, err)
-			}
-			if n > 0 {
-				continue
-			}
-			for _, stmt := range append([]string{"ALTER TABLE " + c.table + " ADD COLUMN " + c.column + " " + c.decl}, c.then...) {
-				if err := tx.Exec(s.dialect.ddl(stmt)).Error; err != nil {
-					return fmt.Errorf("add column %s.%s: %w", c.table, c.column, err)
-				}
-			}
-		}
-		return nil
-	})
-}
 
 // incrementalVacuum makes sure the file gives deleted tasks' pages back (DeleteTask):
 // a database made before Conch could delete is rewritten once with VACUUM.
@@ -410,7 +240,7 @@ func newID() string { return uuid.Must(uuid.NewV7()).String() }
 func fromNanos(n int64) time.Time { return time.Unix(0, n).UTC() }
 
 // missing is the error clients see for a task, session or message that is not there:
-// "task not found", "session not found", "message not found" (CONTRACT.md).
+// "task not found", "session not found", "message not found" (docs/API.md, "Errors").
 func missing(noun string) error {
 	return shared.Errorf(shared.CodeNotFound, "%s not found", noun)
 }

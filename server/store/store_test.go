@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"os"
 	"strings"
 	"sync"
@@ -350,103 +349,6 @@ func TestWritesApplyOutputRules(t *testing.T) {
 				t.Errorf("%s, %s: status %s, summary %s, stored %d bytes (%v); want %s, %s, %d bytes",
 					tt.name, write, m.Metadata.Status, sum, len(snap.Output.Stdout), err, tt.wantStatus, tt.wantSum, len(tt.wantStdout))
 			}
-		}
-	}
-}
-
-// A database made before the output totals and times existed gains their columns on
-// open, keeps its rows, and opening again changes nothing.
-func TestOpenAddsOutputColumns(t *testing.T) {
-	s, path := open(t, time.Millisecond)
-	sess := newSession(t, s)
-	ctx := context.Background()
-	m, err := s.CreateMessage(ctx, NewMessage{SessionID: sess.ID, AuthorType: shared.AuthorAgent, Type: shared.TypeToolExecute,
-		Metadata: shellMeta(shared.StatusCompleted), Output: &shared.ShellOutput{Stdout: "old"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	dropAddedColumns(t, s)
-	s.Close()
-	for range 2 {
-		again, err := Open(path, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		snap, err := again.GetShellOutput(ctx, sess.ID, m.ID)
-		again.Close()
-		if err != nil || snap.Output.Stdout != "old" || snap.Output.StdoutTotalBytes != 3 || snap.Output.StartedAt != nil {
-			t.Fatalf("after reopening: %+v, %v", snap.Output, err)
-		}
-	}
-}
-
-// dropAddedColumns makes s's database one made before addedColumns existed.
-func dropAddedColumns(t *testing.T, s *Store) {
-	t.Helper()
-	stmts := []string{"DROP INDEX idx_messages_session_seq"} // SQLite drops no indexed column
-	for _, c := range addedColumns {
-		stmts = append(stmts, "ALTER TABLE "+c.table+" DROP COLUMN "+c.column)
-	}
-	for _, stmt := range stmts {
-		if err := s.db.Exec(stmt).Error; err != nil {
-			t.Fatal(err)
-		}
-	}
-}
-
-// Messages stored before lists followed commit order keep their created order, each
-// session's apart, and a message added after the upgrade comes after them, also to a
-// reader paging after the last of them; the sessions' counts are right again.
-func TestOpenNumbersOldMessages(t *testing.T) {
-	s, path := open(t, time.Millisecond)
-	ctx := context.Background()
-	sessions := []shared.Session{newSession(t, s), newSession(t, s)}
-	var stored [2][]shared.Message
-	add := func(i int) []shared.Message {
-		m, err := s.CreateMessage(ctx, NewMessage{SessionID: sessions[i].ID, AuthorType: shared.AuthorAgent,
-			Type: shared.TypeMessage, Content: fmt.Sprintf("%d.%d ", i, len(stored[i]))})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return []shared.Message{m}
-	}
-	for range 3 {
-		for i := range sessions {
-			stored[i] = append(stored[i], add(i)...)
-		}
-	}
-	// The first message was created last: the created order is the one kept.
-	if err := s.db.Exec("UPDATE messages SET created_at = created_at + ? WHERE id = ?", time.Hour, stored[0][0].ID).Error; err != nil {
-		t.Fatal(err)
-	}
-	stored[0] = append(stored[0][1:], stored[0][0])
-	// A count that went astray would give a new message a seq taken.
-	if err := s.db.Exec("UPDATE task_sessions SET message_count = 1").Error; err != nil {
-		t.Fatal(err)
-	}
-	dropAddedColumns(t, s)
-	s.Close()
-	s, err := Open(path, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	for i, sess := range sessions {
-		last := stored[i][len(stored[i])-1].ID
-		added := add(i)
-		all, err := s.ListMessages(ctx, shared.ListRequest{SessionID: sess.ID})
-		if err != nil {
-			t.Fatal(err)
-		}
-		after, err := s.ListMessages(ctx, shared.ListRequest{SessionID: sess.ID, After: last})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got, want := ids(all.Messages), ids(append(stored[i], added...)); got != want || all.Total != 4 {
-			t.Errorf("session %d lists %s of %d, want %s of 4", i, got, all.Total, want)
-		}
-		if got, want := ids(after.Messages), ids(added); got != want {
-			t.Errorf("session %d lists %s after the last old message, want %s", i, got, want)
 		}
 	}
 }

@@ -2,14 +2,9 @@ package store
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
-	"path/filepath"
 	"testing"
 
-	_ "github.com/mattn/go-sqlite3"
-
-	"conch/server/internal/pgtest"
 	"conch/shared"
 )
 
@@ -50,42 +45,6 @@ func TestEndTurn(t *testing.T) {
 	}
 	if _, err := s.EndTurn(ctx, "nope", shared.StopRefusal); shared.ErrorCode(err) != shared.CodeNotFound {
 		t.Errorf("unknown session: %v", err)
-	}
-}
-
-// A database made before last_stop_reason existed gains the column when opened, keeping
-// its sessions; opening it again changes nothing.
-func TestOpenAddsColumnsToOlderDatabases(t *testing.T) {
-	pgtest.SQLiteOnly(t, "an older SQLite file; TestOpenAddsOutputColumns covers both")
-	path := filepath.Join(t.TempDir(), "old.db")
-	db, err := sql.Open("sqlite3", path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, stmt := range []string{
-		`CREATE TABLE tasks (id TEXT PRIMARY KEY, title TEXT NOT NULL, description TEXT NOT NULL DEFAULT '',
-			created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL)`,
-		`CREATE TABLE task_sessions (id TEXT PRIMARY KEY, task_id TEXT NOT NULL REFERENCES tasks(id) ON DELETE CASCADE,
-			agent TEXT NOT NULL, cwd TEXT NOT NULL, state TEXT NOT NULL, error TEXT NOT NULL DEFAULT '',
-			message_count INTEGER NOT NULL DEFAULT 0, created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL)`,
-		`INSERT INTO tasks VALUES ('t1', 'old', '', 1, 1)`,
-		`INSERT INTO task_sessions VALUES ('s1', 't1', 'shell', '/tmp', 'closed', '', 0, 1, 1)`,
-	} {
-		if _, err := db.Exec(stmt); err != nil {
-			t.Fatal(err)
-		}
-	}
-	db.Close()
-	for range 2 {
-		s, err := Open(path, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		sess, err := s.GetSession(context.Background(), "s1")
-		s.Close()
-		if err != nil || sess.State != shared.SessionClosed || sess.LastStopReason != "" {
-			t.Fatalf("old session: %+v, %v", sess, err)
-		}
 	}
 }
 

@@ -1,4 +1,4 @@
-// Package poll is the state machine behind a command's output disclosure (ADR-0042):
+// Package poll is the state machine behind a command's output disclosure (docs/ARCHITECTURE.md, step 5):
 // fetch a snapshot when opened, poll while the command runs, back off on failures,
 // fetch exactly one final snapshot when the projected status turns terminal, and stop.
 //

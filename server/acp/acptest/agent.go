@@ -58,6 +58,8 @@ type Config struct {
 	Resume     bool
 	Load       bool
 	OnTakeUp   func(method string, sid sdk.SessionId)
+	// OnInitialize, when set, is given the client's initialize request.
+	OnInitialize func(sdk.InitializeRequest)
 }
 
 // Memory is the file, in a session's directory, where an agent that can resume keeps
@@ -137,7 +139,10 @@ func (a *Agent) Prompt(ctx context.Context, p sdk.PromptRequest) (sdk.PromptResp
 	return sdk.PromptResponse{StopReason: sdk.StopReasonEndTurn}, nil
 }
 
-func (a *Agent) Initialize(context.Context, sdk.InitializeRequest) (sdk.InitializeResponse, error) {
+func (a *Agent) Initialize(_ context.Context, req sdk.InitializeRequest) (sdk.InitializeResponse, error) {
+	if a.cfg.OnInitialize != nil {
+		a.cfg.OnInitialize(req)
+	}
 	caps := sdk.AgentCapabilities{LoadSession: a.cfg.Load}
 	if a.cfg.Resume {
 		caps.SessionCapabilities.Resume = &sdk.SessionResumeCapabilities{}
