@@ -9,7 +9,7 @@ DATA ?= $(HOME)/.local/share/conch
 WASM_PATH = $(shell $(GO) env GOROOT)/lib/wasm
 TEST_TIMEOUT ?= 30m
 
-.PHONY: all needs build wasm run test test-go test-wasm axe check fmt vet bench clean
+.PHONY: all needs build wasm run test test-go test-wasm axe gemini check fmt vet bench clean
 
 all: build
 
@@ -56,7 +56,7 @@ run: needs
 	./bin/conch serve --addr $(ADDR) --db $(DATA)/conch.db
 
 ## test: every test (unit, store, API, WebSocket, UI, browser end to end).
-test: build axe test-go test-wasm
+test: build axe gemini test-go test-wasm
 
 ## axe: axe-core, which the accessibility browser test runs in the page, installed with npm
 ## into the git-ignored .cache/axe once (later runs need no network).
@@ -65,6 +65,14 @@ axe: $(AXE)
 
 $(AXE):
 	npm install --prefix .cache/axe --no-save --no-audit --no-fund axe-core@4
+
+## gemini: Gemini CLI, which a browser test runs as a real agent (offline, scripted model
+## replies), installed with npm into the git-ignored .cache/gemini once (100 MB).
+GEMINI := .cache/gemini/node_modules/@google/gemini-cli/bundle/gemini.js
+gemini: $(GEMINI)
+
+$(GEMINI):
+	npm install --prefix .cache/gemini --no-save --no-audit --no-fund @google/gemini-cli@0.61.0
 
 # Every package but the browser tests runs under the race detector; the browser tests
 # drive bin/conch and Chromium, whose races the detector cannot see from the test process.

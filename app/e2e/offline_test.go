@@ -3,6 +3,7 @@
 package e2e
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -222,4 +223,36 @@ func TestSessionPagePrerendersNewestMessages(t *testing.T) {
 	if n := eval[int](t, a, `document.querySelectorAll(".messages .cmd").length`); n != 25 {
 		t.Errorf("the app shows %d commands, want 25", n)
 	}
+}
+
+// An error's whole text opened online is read again offline, after a reload with the
+// server gone, from the service worker's copy.
+func TestOpenedErrorDetailReadableOffline(t *testing.T) {
+	s, sess, b := openScripted(t, "offline error")
+	ctx, cancel := context.WithTimeout(context.Background(), deadline)
+	defer cancel()
+	if _, err := s.API.SendMessage(ctx, sess.ID, "fail long", ""); err != nil {
+		t.Fatal(err)
+	}
+	toggle, text := ".msg.error button.disclosure-toggle", ".msg.error pre.error-text"
+	b.waitFor(t, "the error's disclosure", fmt.Sprintf(`!!document.querySelector(%q)`, toggle))
+	b.waitFor(t, "the service worker", `navigator.serviceWorker.controller !== null`)
+	b.do(t, chromedp.Reload()) // the first load came before the worker: this one is kept
+	b.waitApp(t)
+	b.waitFor(t, "the kept page", keptPages+fmt.Sprintf(`.then(k => k.includes(%q))`, "/sessions/"+sess.ID))
+	b.waitFor(t, "the error's disclosure", fmt.Sprintf(`!!document.querySelector(%q)`, toggle))
+	b.do(t, chromedp.Click(chromedp.CSS(toggle)))
+	b.waitFor(t, "the whole error", fmt.Sprintf(`!!document.querySelector(%q)`, text))
+	b.waitFor(t, "the worker's copy", `(async () => (await (await caches.open("conch-outputs")).keys()).some(r => r.url.endsWith("/error-detail")))()`)
+
+	s.stop()
+	b.do(t, chromedp.Reload())
+	b.waitApp(t)
+	b.waitFor(t, "the offline notice", `!!document.querySelector(".notice.offline")`)
+	b.do(t, chromedp.Click(chromedp.CSS(toggle)))
+	b.waitFor(t, "the whole error offline", fmt.Sprintf(`!!document.querySelector(%q)`, text))
+	if got := b.text(t, text); strings.Count(got, "\n") != 123 || !strings.Contains(got, `agent "gemini" specializing`) {
+		t.Errorf("the offline error, %d lines: %.300q", strings.Count(got, "\n"), got)
+	}
+	b.screenshots(t, "offline-error-detail", text)
 }

@@ -83,7 +83,7 @@ func TestHandler(t *testing.T) {
 
 	t.Run("the worker keeps session pages and serves them or the cached shell for navigations offline, keeps opened outputs and bypasses the rest of the API", func(t *testing.T) {
 		_, body := get(t, h, "/app-worker.js")
-		for _, want := range []string{`request.mode === "navigate"`, `caches.match("/")`, `"/api/"`, `"/shell-output"`, `"/tool-content"`,
+		for _, want := range []string{`request.mode === "navigate"`, `caches.match("/")`, `"/api/"`, `"/shell-output"`, `"/tool-content"`, `"/error-detail"`,
 			`key !== outputsCache && key !== pagesCache`, `const pagesKept = 16;`, `"conch:keep-page"`, `navigationPreload.enable()`, `event.preloadResponse`, `"X-Conch-Offline"`, `"/web/icon.svg"`, `"/web/app.css"`, `"/web/conch.js"`} {
 			if !strings.Contains(body, want) {
 				t.Errorf("app-worker.js lacks %s", want)

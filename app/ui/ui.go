@@ -117,8 +117,8 @@ func version(wasm []byte) string {
 // shows (a message "conch:keep-page": pages opened inside the app are no navigation).
 // When the network fails, the kept copy of the page answers, else the cached shell (the
 // WASM app then renders the route itself); the page says it is offline and since when its
-// messages are. The outputs a person opened
-// (GET .../shell-output and .../tool-content) go to the network too, and their whole 200
+// messages are. The bodies a person opened (GET .../shell-output, .../tool-content and an
+// error's .../error-detail) go to the network too, and their whole 200
 // answers are kept in the "conch-outputs" cache, newest outputsKept of them; when the
 // network fails, the kept copy answers, marked X-Conch-Offline: 1 so the page can say it
 // may be stale. The rest of the API, the WebSocket and other methods bypass the worker, so
@@ -135,7 +135,8 @@ const conchFetch = `self.addEventListener("fetch", (event) => {
     return;
   }
   if (url.pathname.startsWith("/api/") &&
-      (url.pathname.endsWith("/shell-output") || url.pathname.endsWith("/tool-content"))) {
+      (url.pathname.endsWith("/shell-output") || url.pathname.endsWith("/tool-content") ||
+       url.pathname.endsWith("/error-detail"))) {
     event.respondWith(output(event, request, url));
     return;
   }

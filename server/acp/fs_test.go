@@ -335,32 +335,49 @@ func TestFileLoadsWithinBudget(t *testing.T) {
 
 // One edit the agent reports as its own tool call and also writes through the client is
 // one diff: the write is the diff of the agent's call, whether the call showed the diff
-// before the write (as when asking permission) or only after it. A write no call of the
-// agent's claims is a tool call of its own.
+// before the write (as when asking permission), only after it, or the call was reported
+// only after the write. A write no call of the agent's claims is a tool call of its own.
 func TestAgentEditWrittenThroughConchIsOneDiff(t *testing.T) {
 	var cwd string
-	edit := func(ctx context.Context, a *acptest.Agent, sid sdk.SessionId, id, name string, before bool) error {
+	const (
+		diffFirst  = iota // the call shows the diff, then the agent writes
+		diffLater         // the call, the write, then the diff
+		writeFirst        // the write, then the call (with only a location of the file)
+	)
+	edit := func(ctx context.Context, a *acptest.Agent, sid sdk.SessionId, id, name string, order int) error {
 		path := filepath.Join(cwd, name)
 		diff := []sdk.ToolCallContent{sdk.ToolDiffContent(path, "print('hi')\n")}
-		start := []sdk.ToolCallStartOpt{sdk.WithStartKind(sdk.ToolKindEdit), sdk.WithStartStatus(sdk.ToolCallStatusInProgress)}
-		if before {
+		write := func() error {
+			_, err := a.Conn.WriteTextFile(ctx, sdk.WriteTextFileRequest{SessionId: sid, Path: path, Content: "print('hi')\n"})
+			return err
+		}
+		start := []sdk.ToolCallStartOpt{sdk.WithStartKind(sdk.ToolKindEdit), sdk.WithStartStatus(sdk.ToolCallStatusInProgress),
+			sdk.WithStartLocations([]sdk.ToolCallLocation{{Path: path}})}
+		if order == diffFirst {
 			start = append(start, sdk.WithStartContent(diff))
 		}
-		if err := a.Send(ctx, sid, sdk.StartToolCall(sdk.ToolCallId(id), "WriteFile "+name, start...)); err != nil {
-			return err
+		steps := []func() error{
+			func() error {
+				return a.Send(ctx, sid, sdk.StartToolCall(sdk.ToolCallId(id), "WriteFile "+name, start...))
+			},
+			write,
 		}
-		if _, err := a.Conn.WriteTextFile(ctx, sdk.WriteTextFileRequest{SessionId: sid, Path: path, Content: "print('hi')\n"}); err != nil {
-			return err
+		if order == writeFirst {
+			steps[0], steps[1] = steps[1], steps[0]
+		}
+		for _, step := range steps {
+			if err := step(); err != nil {
+				return err
+			}
 		}
 		return a.Send(ctx, sid, sdk.UpdateToolCall(sdk.ToolCallId(id), sdk.WithUpdateStatus(sdk.ToolCallStatusCompleted), sdk.WithUpdateContent(diff)))
 	}
 	env := newEnv(t, scripted(map[string]script{
 		"edits": func(ctx context.Context, a *acptest.Agent, sid sdk.SessionId) error {
-			if err := edit(ctx, a, sid, "w1", "hello.py", true); err != nil {
-				return err
-			}
-			if err := edit(ctx, a, sid, "w2", "world.py", false); err != nil {
-				return err
+			for i, name := range []string{"hello.py", "world.py", "late.py"} {
+				if err := edit(ctx, a, sid, "w"+strconv.Itoa(i+1), name, i); err != nil {
+					return err
+				}
 			}
 			_, err := a.Conn.WriteTextFile(ctx, sdk.WriteTextFileRequest{SessionId: sid, Path: filepath.Join(cwd, "notes.txt"), Content: "x\n"})
 			return err
@@ -381,8 +398,8 @@ func TestAgentEditWrittenThroughConchIsOneDiff(t *testing.T) {
 			}
 		}
 	}
-	if want := map[string]int{"hello.py": 1, "world.py": 1, "notes.txt": 1}; !maps.Equal(diffs, want) || len(calls) != 3 ||
-		calls[0] != "w1" || calls[1] != "w2" || !strings.HasPrefix(calls[2], "conch-write-") {
-		t.Errorf("diffs %v in tool calls %v; want one diff each, in w1, w2 and a write of Conch's", diffs, calls)
+	if want := map[string]int{"hello.py": 1, "world.py": 1, "late.py": 1, "notes.txt": 1}; !maps.Equal(diffs, want) || len(calls) != 4 ||
+		calls[0] != "w1" || calls[1] != "w2" || calls[2] != "w3" || !strings.HasPrefix(calls[3], "conch-write-") {
+		t.Errorf("diffs %v in tool calls %v; want one diff each, in w1, w2, w3 and a write of Conch's", diffs, calls)
 	}
 }

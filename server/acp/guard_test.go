@@ -85,11 +85,12 @@ func TestLoadProfiles(t *testing.T) {
 		}
 		return p
 	}
-	ps, err := LoadProfiles(write(`[{"name":"gemini","description":"Gemini CLI","command":"gemini","args":["--acp"],"env":{"A":"b"},"permission":"deny"}]`))
+	ps, err := LoadProfiles(write(`[{"name":"gemini","description":"Gemini CLI","command":"gemini","args":["--acp"],"env":{"A":"b"},"permission":"deny","no_read_text_file":true}]`))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(ps) != 2 || ps[0].Name != ShellAgent || ps[1].Name != "gemini" || ps[1].Env["A"] != "b" || ps[1].Permission != PermissionDeny {
+	if len(ps) != 2 || ps[0].Name != ShellAgent || ps[1].Name != "gemini" || ps[1].Env["A"] != "b" || ps[1].Permission != PermissionDeny ||
+		!ps[1].NoReadTextFile || ps[0].NoReadTextFile {
 		t.Errorf("profiles = %+v", ps)
 	}
 	if ps, err := LoadProfiles(write(`[{"name":"a","command":"a"},{"name":"b","command":"b","permission":"ask"}]`)); err != nil ||

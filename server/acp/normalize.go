@@ -34,10 +34,11 @@ type toolUpdate struct {
 	RawInput  any
 	RawOutput any
 	Meta      map[string]any
+	Locations []sdk.ToolCallLocation // the files the call touches (only to match a write it reports late)
 }
 
 func fromToolCall(u *sdk.SessionUpdateToolCall) toolUpdate {
-	tu := toolUpdate{Title: &u.Title, Content: u.Content, RawInput: u.RawInput, RawOutput: u.RawOutput, Meta: u.Meta}
+	tu := toolUpdate{Title: &u.Title, Content: u.Content, RawInput: u.RawInput, RawOutput: u.RawOutput, Meta: u.Meta, Locations: u.Locations}
 	if u.Kind != "" {
 		k := string(u.Kind)
 		tu.Kind = &k
@@ -50,16 +51,16 @@ func fromToolCall(u *sdk.SessionUpdateToolCall) toolUpdate {
 }
 
 func fromToolCallUpdate(u *sdk.SessionToolCallUpdate) toolUpdate {
-	return fromFields(u.Title, u.Kind, u.Status, u.Content, u.RawInput, u.RawOutput, u.Meta)
+	return fromFields(u.Title, u.Kind, u.Status, u.Content, u.RawInput, u.RawOutput, u.Meta, u.Locations)
 }
 
 func fromPermission(u *sdk.ToolCallUpdate) toolUpdate {
-	return fromFields(u.Title, u.Kind, u.Status, u.Content, u.RawInput, u.RawOutput, u.Meta)
+	return fromFields(u.Title, u.Kind, u.Status, u.Content, u.RawInput, u.RawOutput, u.Meta, u.Locations)
 }
 
 func fromFields(title *string, kind *sdk.ToolKind, status *sdk.ToolCallStatus, content []sdk.ToolCallContent,
-	rawIn, rawOut any, meta map[string]any) toolUpdate {
-	tu := toolUpdate{Title: title, Content: content, RawInput: rawIn, RawOutput: rawOut, Meta: meta}
+	rawIn, rawOut any, meta map[string]any, locations []sdk.ToolCallLocation) toolUpdate {
+	tu := toolUpdate{Title: title, Content: content, RawInput: rawIn, RawOutput: rawOut, Meta: meta, Locations: locations}
 	if kind != nil {
 		k := string(*kind)
 		tu.Kind = &k

@@ -29,6 +29,11 @@ type Profile struct {
 	Args        []string          `json:"args,omitempty"`
 	Env         map[string]string `json:"env,omitempty"`
 	Permission  string            `json:"permission,omitempty"`
+	// NoReadTextFile leaves fs/read_text_file out of the capabilities Conch offers, so the
+	// agent reads files itself (writes still come through Conch, which shows their diffs).
+	// Gemini CLI 0.61.0 needs it to create a file: it reads the path first, and takes the
+	// client's error object, not-found (-32002) included, for a failure of its own.
+	NoReadTextFile bool `json:"no_read_text_file,omitempty"`
 }
 
 // BuiltinShell is the built-in shell agent: `conch agent shell`.

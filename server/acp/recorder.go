@@ -49,6 +49,7 @@ type item struct {
 
 	dirty, major, queued bool
 	sealed               bool      // the turn ended and its final state is stored
+	written              string    // the path of Conch's own call for a write no agent call claimed yet
 	saved                time.Time // last write
 }
 
@@ -169,7 +170,8 @@ func (r *recorder) applyPlan(entries []sdk.PlanEntry) {
 // written records a write through the client (fs/write_text_file) as its diff (oldText
 // nil for a new file). An agent that reports the edit as its own tool call (Gemini CLI
 // does, before it writes) gets the diff there, so one edit is one diff; other writes are
-// completed edits, tool calls of their own.
+// completed edits, tool calls of their own until the agent reports a call of that path
+// later in the turn (applyTool).
 func (r *recorder) written(path string, oldText *string, newText string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -182,8 +184,35 @@ func (r *recorder) written(path string, oldText *string, newText string) {
 	diff := sdk.ToolDiffContent(path, newText)
 	diff.Diff.OldText = oldText
 	title, kind, status := "Write "+path, string(sdk.ToolKindEdit), string(sdk.ToolCallStatusCompleted)
-	r.applyTool(fmt.Sprintf("conch-write-%d", r.writes), toolUpdate{Title: &title, Kind: &kind, Status: &status,
-		Content: []sdk.ToolCallContent{diff}})
+	id := fmt.Sprintf("conch-write-%d", r.writes)
+	r.newTool(id).written = path // made here, so it never claims an earlier write of the path
+	r.applyTool(id, toolUpdate{Title: &title, Kind: &kind, Status: &status, Content: []sdk.ToolCallContent{diff}})
+}
+
+// claim returns the item of this turn's write through the client that a new tool call of
+// the agent's reports after the fact (a call whose diff or location is the written path,
+// not a command), taking it out of Conch's name; nil when there is none.
+func (r *recorder) claim(u toolUpdate) *item {
+	if u.Kind != nil && *u.Kind == string(sdk.ToolKindExecute) {
+		return nil
+	}
+	var paths []string
+	for _, c := range u.Content {
+		if c.Diff != nil {
+			paths = append(paths, c.Diff.Path)
+		}
+	}
+	for _, l := range u.Locations {
+		paths = append(paths, l.Path)
+	}
+	for id, it := range r.tools {
+		if it.written != "" && !it.sealed && slices.Contains(paths, it.written) {
+			delete(r.tools, id)
+			it.written = ""
+			return it
+		}
+	}
+	return nil
 }
 
 // editing returns the agent's unfinished tool call a write of path belongs to: the one
@@ -237,24 +266,36 @@ func (r *recorder) applyTool(id string, u toolUpdate) {
 	if id == "" {
 		return
 	}
-	it := r.tools[id]
+	it, renamed := r.tools[id], false
 	if it == nil {
-		it = &item{kind: kindTool, tool: newToolCall(id)}
-		r.tools[id] = it
-		// Text after a new tool call is a new message, so the transcript keeps its order.
-		r.text, r.thought = nil, nil
+		// A write reported late keeps its row, now the agent's call: one edit, one row.
+		if it = r.claim(u); it != nil {
+			it.tool.ID, renamed = id, true
+			r.tools[id] = it
+		} else {
+			it = r.newTool(id)
+		}
 	}
 	if it.sealed {
 		r.log.Debug("update for a finished tool call ignored", "session", r.sessionID, "tool_call", id)
 		return
 	}
 	prevTerm := it.tool.TerminalID
-	major := it.tool.apply(u)
+	major := it.tool.apply(u) || renamed
 	if id := it.tool.TerminalID; id != prevTerm {
 		it.term = r.terminal(id)
 		r.byTerm[id] = append(r.byTerm[id], it)
 	}
 	r.mark(it, major)
+}
+
+// newTool adds the tool call id. Text after a new tool call is a new message, so the
+// transcript keeps its order.
+func (r *recorder) newTool(id string) *item {
+	it := &item{kind: kindTool, tool: newToolCall(id)}
+	r.tools[id] = it
+	r.text, r.thought = nil, nil
+	return it
 }
 
 // terminalChanged is called by a terminal when its output grew or it exited.

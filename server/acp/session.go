@@ -144,7 +144,7 @@ func (s *session) handshake(ctx context.Context) error {
 	init, err := s.conn.Initialize(ctx, sdk.InitializeRequest{
 		ProtocolVersion: sdk.ProtocolVersionNumber,
 		ClientCapabilities: sdk.ClientCapabilities{Terminal: true,
-			Fs: sdk.FileSystemCapabilities{ReadTextFile: true, WriteTextFile: true}, // inside the cwd only (fs.go)
+			Fs: sdk.FileSystemCapabilities{ReadTextFile: !s.profile.NoReadTextFile, WriteTextFile: true}, // inside the cwd only (fs.go)
 			// Agents that run commands themselves then report their output (ACP-NOTES.md).
 			Meta: map[string]any{"terminal_output": true}},
 		ClientInfo: &sdk.Implementation{Name: "conch", Version: cmp.Or(s.m.cfg.Version, "dev")},
