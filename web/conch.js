@@ -55,3 +55,22 @@ document.addEventListener("DOMContentLoaded", () => {
   }, {passive: true});
   new ResizeObserver(toEnd).observe(document.body);
 });
+
+// An open output box follows its running command's output (CommandRow.follow in
+// app/ui/output.go) until the person scrolls it away from its end. Whether they have is
+// kept here, as the box's conchAway, from the box's own scroll events: a box measured when
+// new output arrives may sit above its end because the window changed size (a shorter
+// box, lines wrapped anew), and it then never followed again. A resize keeps the boxes
+// that follow at their end.
+const conchBoxes = ".cmd-running .transcript, .cmd-running .term";
+document.addEventListener("scroll", (e) => {
+  const box = e.target;
+  if (box instanceof Element && box.matches(conchBoxes)) {
+    box.conchAway = box.scrollHeight - box.scrollTop - box.clientHeight > 8;
+  }
+}, {capture: true, passive: true});
+addEventListener("resize", () => {
+  for (const box of document.querySelectorAll(conchBoxes)) {
+    if (!box.conchAway) box.scrollTop = box.scrollHeight;
+  }
+});

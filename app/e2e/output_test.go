@@ -144,9 +144,10 @@ func TestRowFacts(t *testing.T) {
 		t.Fatal(err)
 	}
 	b.waitFor(t, "the cancelled command", fmt.Sprintf(`!!document.querySelector(%q)`, row(id)+".cmd-neutral"))
-	// Cancelling kills the command's process group, and the agent's release of the terminal
-	// answers once the process is gone: the row names the signal and how long it ran.
-	b.waitFor(t, "the signal", fmt.Sprintf(`(document.querySelector(%q) || {}).textContent === "ended by SIGKILL"`, row(id)+" .signal"))
+	// Cancelling stops the command's process group (SIGINT first), and the agent's release
+	// of the terminal answers once the process is gone: the row names the signal and how
+	// long it ran.
+	b.waitFor(t, "the signal", fmt.Sprintf(`(document.querySelector(%q) || {}).textContent === "ended by SIGINT"`, row(id)+" .signal"))
 	if got := b.text(t, row(id)+" .timing"); !strings.HasPrefix(got, "ran ") {
 		t.Errorf("cancelled command's timing %q", got)
 	}

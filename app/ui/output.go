@@ -422,9 +422,9 @@ func (c *CommandRow) transcriptKey(ctx app.Context, e app.Event) {
 }
 
 // follow keeps a running command's output scrolled to its end when new output arrives,
-// but only where the person was at the end already (or nothing was drawn yet): someone
-// reading further up stays where they are. A command opened after it finished starts at
-// the top.
+// unless the person scrolled it away from its end (web/conch.js keeps that as the box's
+// conchAway): someone reading further up stays where they are. A command opened after it
+// finished starts at the top.
 func (c *CommandRow) follow(ctx app.Context, status shared.ToolStatus) {
 	if status.IsTerminal() && c.machine().View().Snapshot == nil {
 		return
@@ -433,8 +433,7 @@ func (c *CommandRow) follow(ctx app.Context, status shared.ToolStatus) {
 	doc := app.Window().Get("document")
 	scrollers := doc.Call("querySelectorAll", sel)
 	for i := 0; i < scrollers.Length(); i++ {
-		e := scrollers.Index(i)
-		if e.Get("scrollHeight").Float()-e.Get("scrollTop").Float()-e.Get("clientHeight").Float() > 8 {
+		if scrollers.Index(i).Get("conchAway").Truthy() {
 			return
 		}
 	}

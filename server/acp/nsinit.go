@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
+	"os/signal"
 	"strconv"
 	"strings"
 	"sync"
@@ -51,8 +52,13 @@ const NamespaceInitArg = "ns-init"
 
 // statusFD is where the init writes how the command ended ("exit N" or "signal NAME"):
 // its exit status cannot say it, since the init of a namespace cannot be killed by a
-// signal sent from inside it.
+// signal sent from inside it. Before that it writes startedLine once the command runs.
 const statusFD = 3
+
+// startedLine tells the server that the init is ready for a stop's signals (see
+// RunNamespaceInit) and the command has started: a signal sent earlier would end the
+// init, and with it the command, or be lost.
+const startedLine = "started"
 
 // RunNamespaceInit is the first process of a command's PID namespace: it runs the
 // command as its child with the same stdio, reaps every process orphaned inside, writes
@@ -68,6 +74,10 @@ func RunNamespaceInit(args []string) int {
 		return 2
 	}
 	status := os.NewFile(statusFD, "status")
+	// A stop's SIGINT and SIGTERM go to the whole process group, the command included,
+	// which decides itself how to end. The init must outlive it to report that: Go's
+	// default for these signals would exit it, and the kernel then kills the command.
+	signal.Notify(make(chan os.Signal, 1), syscall.SIGINT, syscall.SIGTERM)
 	limit := unix.Rlimit{Cur: processLimit, Max: processLimit}
 	if err := unix.Setrlimit(unix.RLIMIT_NPROC, &limit); err != nil {
 		fmt.Fprintln(os.Stderr, "conch: process limit:", err)
@@ -78,6 +88,7 @@ func RunNamespaceInit(args []string) int {
 		fmt.Fprintln(status, "exit 127")
 		return 127
 	}
+	fmt.Fprintln(status, startedLine)
 	for {
 		var ws syscall.WaitStatus
 		pid, err := syscall.Wait4(-1, &ws, 0, nil)
@@ -161,11 +172,13 @@ func isolate(initExe string) *syscall.SysProcAttr {
 	return &attr
 }
 
-// readEnding reads what the init wrote to the status pipe; ok is false when it wrote
-// nothing (it was killed, or there was no init).
-func readEnding(r *os.File) (exitStatus, bool) {
-	line, _ := bufio.NewReader(r).ReadString('\n')
-	r.Close()
+// readEnding reads how the command ended from what the init wrote to the status pipe;
+// ok is false when it did not say (it was killed).
+func readEnding(r *bufio.Reader) (exitStatus, bool) {
+	line, _ := r.ReadString('\n')
+	if strings.TrimSpace(line) == startedLine {
+		line, _ = r.ReadString('\n')
+	}
 	kind, value, _ := strings.Cut(strings.TrimSpace(line), " ")
 	switch kind {
 	case "exit":

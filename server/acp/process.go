@@ -1,6 +1,7 @@
 package acp
 
 import (
+	"bufio"
 	"fmt"
 	"io"
 	"os"
@@ -109,7 +110,7 @@ func ExecLauncher(executable string) Launcher {
 				s, _ := shared.Bound(text, stderrTail)
 				return s
 			},
-			Kill: func() { g.kill() },
+			Kill: func() { g.signal(syscall.SIGKILL) },
 		}, nil
 	}
 }
@@ -134,7 +135,8 @@ func childEnv() []string {
 type group struct {
 	cmd            *exec.Cmd
 	stdout, stderr *os.File
-	status         *os.File // the namespace init's report; nil without one
+	status         *os.File      // the namespace init's report; nil without one
+	report         *bufio.Reader // reads status
 
 	mu     sync.Mutex
 	reaped bool // the leader's pid, and so the group's number, may belong to another process
@@ -187,6 +189,12 @@ func startGroup(cmd *exec.Cmd, initExe string) (*group, error) {
 		return nil, err
 	}
 	addLeader(cmd.Process.Pid) // peer.go: what it starts is an agent's
+	if g.status != nil {
+		// Wait until the init says the command runs (or has ended): from then on a stop's
+		// signals reach the command and the init stays to report how it ended (nsinit.go).
+		g.report = bufio.NewReader(g.status)
+		_, _ = g.report.Peek(1)
+	}
 	return g, nil
 }
 
@@ -198,16 +206,16 @@ func (g *group) closeReads() {
 	}
 }
 
-// kill ends the whole group with SIGKILL (its namespace with it), unless the leader has
-// been reaped: its number may belong to someone else by then. It reports whether it sent
-// the signal.
-func (g *group) kill() bool {
+// signal sends sig to the whole group (SIGKILL ends its namespace with it), unless the
+// leader has been reaped: its number may belong to someone else by then. It reports
+// whether it sent the signal.
+func (g *group) signal(sig syscall.Signal) bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.reaped {
 		return false
 	}
-	_ = syscall.Kill(-g.cmd.Process.Pid, syscall.SIGKILL) // ESRCH: the group is already gone
+	_ = syscall.Kill(-g.cmd.Process.Pid, sig) // ESRCH: the group is already gone
 	return true
 }
 
@@ -227,7 +235,9 @@ func (g *group) wait() (exitStatus, error) {
 	removeLeader(pid)
 	err := g.cmd.Wait()
 	if g.status != nil {
-		if st, ok := readEnding(g.status); ok {
+		st, ok := readEnding(g.report)
+		g.status.Close()
+		if ok {
 			return st, nil
 		}
 	}

@@ -118,8 +118,8 @@ func TestReleaseKnowsHowTheCommandEnded(t *testing.T) {
 	sess := env.start(t, "scripted")
 	env.prompt(t, sess.ID, "release running")
 	m, out := env.tool(t, sess.ID, "s")
-	if m.Metadata.Status != shared.StatusCancelled || out.Signal != "SIGKILL" {
-		t.Errorf("the released command: %s, signal %q; want cancelled by SIGKILL", m.Metadata.Status, out.Signal)
+	if m.Metadata.Status != shared.StatusCancelled || out.Signal != "SIGINT" {
+		t.Errorf("the released command: %s, signal %q; want cancelled, stopped by SIGINT", m.Metadata.Status, out.Signal)
 	}
 }
 

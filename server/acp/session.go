@@ -665,7 +665,7 @@ func (s *session) CreateTerminal(_ context.Context, p sdk.CreateTerminalRequest)
 	s.nextTerm++
 	id := fmt.Sprintf("term-%d", s.nextTerm)
 	s.mu.Unlock()
-	t, err := startTerminal(id, p.Command, p.Args, env, cwd, p.OutputByteLimit, s.m.cfg.Executable, s.m.clock.Now,
+	t, err := startTerminal(id, p.Command, p.Args, env, cwd, p.OutputByteLimit, s.m.cfg.Executable, s.m.clock,
 		func(exited bool) { s.rec.terminalChanged(id, exited) })
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -711,20 +711,22 @@ func (s *session) KillTerminal(_ context.Context, p sdk.KillTerminalRequest) (sd
 	if err != nil {
 		return sdk.KillTerminalResponse{}, err
 	}
-	t.kill()
+	t.stop()
 	return sdk.KillTerminalResponse{}, nil
 }
 
-// ReleaseTerminal kills the command if it still runs and forgets the id; a tool call
-// showing the terminal keeps its output. It answers once the command is gone (within a
-// bound), so that how it ended (the signal of a cancelled command) is known before the
-// agent ends its turn and the turn's messages are sealed.
+// ReleaseTerminal stops the command if it still runs (terminal.stop) and forgets the id;
+// a tool call showing the terminal keeps its output. It answers once the command is gone
+// (within a bound past stop's last signal), so that how it ended (the signal that stopped
+// a cancelled command) is known before the agent ends its turn and the turn's messages
+// are sealed.
 func (s *session) ReleaseTerminal(_ context.Context, p sdk.ReleaseTerminalRequest) (sdk.ReleaseTerminalResponse, error) {
 	t, err := s.liveTerminal(p.TerminalId)
 	if err != nil {
 		return sdk.ReleaseTerminalResponse{}, err
 	}
-	t.kill()
+	t.stop()
+	<-t.stopped
 	s.waitBounded(t.done)
 	s.mu.Lock()
 	delete(s.terms, p.TerminalId)

@@ -98,8 +98,9 @@ func TestShellAgentSignal(t *testing.T) {
 	}
 }
 
-// Cancel kills the running command (and its children), the tool call ends cancelled with
-// the output it had, and the session is ready for the next prompt.
+// Cancel stops the running command (and its children) with SIGINT first, the tool call
+// ends cancelled with the output it had and the signal, the agent says how it ended, and
+// the session is ready for the next prompt.
 func TestShellAgentCancel(t *testing.T) {
 	env := newEnv(t, shellInProcess, true)
 	sess := env.start(t, ShellAgent)
@@ -114,8 +115,11 @@ func TestShellAgentCancel(t *testing.T) {
 	}
 	env.waitIdle(t, sess.ID)
 	m, out := lastShell(t, env, sess.ID)
-	if m.Metadata.Status != shared.StatusCancelled || !strings.HasPrefix(out.Stdout, "started ") {
-		t.Errorf("%s %+v", m.Metadata.Status, out)
+	if m.Metadata.Status != shared.StatusCancelled || !strings.HasPrefix(out.Stdout, "started ") || out.Signal != "SIGINT" {
+		t.Errorf("%s %+v, want cancelled, stopped by SIGINT", m.Metadata.Status, out)
+	}
+	if said := env.texts(t, sess.ID, shared.TypeMessage, shared.AuthorAgent); len(said) == 0 || !strings.HasPrefix(said[len(said)-1], "Cancelled: killed by SIGINT after ") {
+		t.Errorf("the agent said %q, want how the command ended", said)
 	}
 	waitGone(t, pid)
 	env.prompt(t, sess.ID, "echo after")

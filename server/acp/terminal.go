@@ -33,6 +33,13 @@ const terminalLimit = 32
 // to move its cut forward to a character start.
 const keepLimit = shared.OutputLimit + utf8.UTFMax
 
+// stopGrace is how long a command is given to end after each signal of stop but the last.
+const stopGrace = 3 * time.Second
+
+// stopSignals are the signals stop sends, in order: what Ctrl-C sends, then what kill
+// sends, then the one that cannot be caught.
+var stopSignals = []syscall.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGKILL}
+
 // drainGrace is how long an exited command's pipes may stay open (a background child
 // holding them) before the exit is reported anyway.
 const drainGrace = 200 * time.Millisecond
@@ -157,14 +164,17 @@ type terminal struct {
 	limit   int // outputByteLimit for terminal/output
 	group   *group
 	changed func(exited bool) // called (without locks held) when output grew or the command exited
-	now     func() time.Time
+	clock   clock             // times the output and stop's grace periods
 	started time.Time
+	stopper sync.Once
+	stopped chan struct{} // closed once stop has sent its last signal or seen the command end
 
 	mu sync.Mutex
 	streams
 	combined tailBuffer
 	exited   bool
 	status   exitStatus
+	sent     string        // the last signal stop sent, once it has sent one
 	finished time.Time     // when the process ended (its pipes may drain a little longer)
 	done     chan struct{} // closed once exited (and the pipes drained, or drainGrace passed)
 }
@@ -173,7 +183,7 @@ type terminal struct {
 // the conch binary, nsinit.go) with env added to ours.
 // A command without args that is not a program on PATH is run by sh -c, since agents
 // often send a whole command line as the command.
-func startTerminal(id, command string, args []string, env []string, cwd string, outputLimit *int, initExe string, now func() time.Time, changed func(exited bool)) (*terminal, error) {
+func startTerminal(id, command string, args []string, env []string, cwd string, outputLimit *int, initExe string, c clock, changed func(exited bool)) (*terminal, error) {
 	if command == "" {
 		return nil, errors.New("empty command")
 	}
@@ -189,10 +199,11 @@ func startTerminal(id, command string, args []string, env []string, cwd string, 
 		limit = min(*outputLimit, combinedLimit)
 	}
 	t := &terminal{
-		id: id, cwd: cwd, limit: limit, changed: changed, now: now,
+		id: id, cwd: cwd, limit: limit, changed: changed, clock: c,
 		streams:  newStreams(),
 		combined: tailBuffer{max: limit + utf8.UTFMax},
 		done:     make(chan struct{}),
+		stopped:  make(chan struct{}),
 	}
 	cmd := exec.Command(command, args...)
 	cmd.Dir = cwd
@@ -201,7 +212,7 @@ func startTerminal(id, command string, args []string, env []string, cwd string, 
 	if err != nil {
 		return nil, err
 	}
-	t.group, t.started = g, now()
+	t.group, t.started = g, c.Now()
 	var readers sync.WaitGroup
 	readers.Add(2)
 	go t.read(g.stdout, &t.stdout, &readers)
@@ -231,7 +242,7 @@ func (t *terminal) read(r *os.File, into *tailBuffer, wg *sync.WaitGroup) {
 
 func (t *terminal) wait(readers *sync.WaitGroup) {
 	status, _ := t.group.wait() // an error says no more than status
-	finished := t.now()
+	finished := t.clock.Now()
 	drained := make(chan struct{})
 	go func() { readers.Wait(); close(drained) }()
 	grace := time.NewTimer(drainGrace)
@@ -264,9 +275,40 @@ func signalName(s syscall.Signal) string {
 	return fmt.Sprintf("SIG%d", int(s))
 }
 
-// kill ends the whole process group, children included, unless it has already ended.
-// The terminal stays readable.
-func (t *terminal) kill() { t.group.kill() }
+// kill ends the whole process group, children included, at once, unless it has already
+// ended. The terminal stays readable.
+func (t *terminal) kill() { t.group.signal(syscall.SIGKILL) }
+
+// stop ends the whole process group as a person at a terminal would, and returns at once:
+// SIGINT, so that the command can stop cleanly (a build removes its partial files, a test
+// runner prints its summary); SIGTERM after stopGrace if it still runs; SIGKILL after
+// another. The output then says which signal it was last sent. A second call does nothing.
+func (t *terminal) stop() {
+	t.stopper.Do(func() { go t.escalate() })
+}
+
+func (t *terminal) escalate() {
+	defer close(t.stopped)
+	for i, sig := range stopSignals {
+		if i > 0 {
+			select {
+			case <-t.done:
+				return
+			case <-t.clock.After(stopGrace):
+			}
+		}
+		t.mu.Lock()
+		if t.exited {
+			t.mu.Unlock()
+			return
+		}
+		t.sent = signalName(sig) // before the signal: the command may end at once
+		t.mu.Unlock()
+		if !t.group.signal(sig) {
+			return
+		}
+	}
+}
 
 // output is the combined stream for terminal/output, honouring outputByteLimit.
 func (t *terminal) output() (text string, truncated bool, status *exitStatus) {
@@ -292,6 +334,11 @@ func (t *terminal) shellOutput() shared.ShellOutput {
 	if t.exited {
 		finished := t.finished
 		o.ExitCode, o.Signal, o.FinishedAt = t.status.Code, t.status.Signal, &finished
+		if o.Signal == "" {
+			// A command that caught stop's signal and exited still ended because of it
+			// (a shell's trap exits 130 on SIGINT): the person is told which it was.
+			o.Signal = t.sent
+		}
 	}
 	return o
 }

@@ -27,13 +27,16 @@ func run(t *testing.T, script string, limit *int) *terminal {
 
 func start(t *testing.T, script string, limit *int) *terminal {
 	t.Helper()
-	term, err := startTerminal("t1", "sh", []string{"-c", script}, []string{"CONCH_TEST=yes"}, t.TempDir(), limit, testExe(t), time.Now, func(bool) {})
+	term, err := startTerminal("t1", "sh", []string{"-c", script}, []string{"CONCH_TEST=yes"}, t.TempDir(), limit, testExe(t), realClock, func(bool) {})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(term.kill)
 	return term
 }
+
+// realClock is the clock of tests whose timing rules are not under test.
+var realClock = clock{time.Now, time.After}
 
 // testExe is this test binary, which plays the conch binary's ns-init (TestMain).
 func testExe(t testing.TB) string {
@@ -215,13 +218,66 @@ func TestTerminalKillGroup(t *testing.T) {
 	waitGone(t, child)
 }
 
+// stop sends SIGINT, then SIGTERM, then SIGKILL, each a grace period (on the runtime's
+// clock) after the last while the command still runs, and the stored output says which
+// signal ended it, with or without a PID namespace.
+func TestTerminalStop(t *testing.T) {
+	const ready = "echo ready; "
+	loop := "while :; do sleep 0.05; done"
+	for _, tc := range []struct {
+		name, script string
+		handled      []string // what the command prints for each signal it catches
+		code         int      // -1: none
+		signal       string   // the stored output's
+	}{
+		{"ends on SIGINT", ready + "exec sleep 300", nil, -1, "SIGINT"},
+		{"exits from its SIGINT trap", "trap 'echo INT; exit 130' INT; " + ready + loop, []string{"INT"}, 130, "SIGINT"},
+		{"ends on SIGTERM", "trap 'echo INT' INT; " + ready + loop, []string{"INT"}, -1, "SIGTERM"},
+		{"needs SIGKILL", "trap 'echo INT' INT; trap 'echo TERM' TERM; " + ready + loop, []string{"INT", "TERM"}, -1, "SIGKILL"},
+	} {
+		for name, exe := range map[string]string{"namespace": testExe(t), "process group only": ""} {
+			t.Run(tc.name+"/"+name, func(t *testing.T) {
+				clk, ev := newFakeClock(), newEvents()
+				term, err := startTerminal("t", "sh", []string{"-c", tc.script}, nil, t.TempDir(), nil, exe, clock{clk.Now, clk.After}, func(bool) { ev.note() })
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(term.kill)
+				printed := func(line string) func() bool {
+					return func() bool { text, _, _ := term.output(); return strings.Contains(text, line+"\n") }
+				}
+				waitFor(t, ev, "the command to start", printed("ready"))
+				term.stop()
+				for _, line := range tc.handled {
+					waitFor(t, ev, "the command to catch SIG"+line, printed(line))
+					if tc.code < 0 { // the trap does not exit: the next signal is due after a grace period
+						waitFor(t, ev, "the next grace period", func() bool { return clk.pending() > 0 })
+						clk.Advance(stopGrace)
+					}
+				}
+				st := wait(t, term)
+				o := term.shellOutput()
+				if o.Signal != tc.signal {
+					t.Errorf("stored signal = %q, want %q (status %+v)", o.Signal, tc.signal, st)
+				}
+				if tc.code < 0 && st.Code != nil || tc.code >= 0 && (st.Code == nil || *st.Code != tc.code) {
+					t.Errorf("status = %+v, want exit code %d", st, tc.code)
+				}
+				if ran, want := o.FinishedAt.Sub(*o.StartedAt), time.Duration(len(stopSignals)-1)*stopGrace; tc.signal == "SIGKILL" && ran != want {
+					t.Errorf("killed after %v on the clock, want %v", ran, want)
+				}
+			})
+		}
+	}
+}
+
 // A command's background children end with it, with or without a PID namespace; once its
 // leader is reaped, the group is never signalled again (its number may be reused).
 func TestTerminalGroupEndsWithCommand(t *testing.T) {
 	for name, exe := range map[string]string{"namespace": testExe(t), "process group only": ""} {
 		t.Run(name, func(t *testing.T) {
 			script := "(" + hostPID + "; exec sleep 300) > pid & while [ ! -s pid ]; do sleep 0.01; done; cat pid"
-			term, err := startTerminal("t", "sh", []string{"-c", script}, nil, t.TempDir(), nil, exe, time.Now, func(bool) {})
+			term, err := startTerminal("t", "sh", []string{"-c", script}, nil, t.TempDir(), nil, exe, realClock, func(bool) {})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -233,7 +289,7 @@ func TestTerminalGroupEndsWithCommand(t *testing.T) {
 				t.Fatalf("no child pid: %v", err)
 			}
 			waitGone(t, child)
-			if term.group.kill() {
+			if term.group.signal(syscall.SIGKILL) {
 				t.Error("kill signalled the group of a reaped leader")
 			}
 		})
@@ -325,7 +381,7 @@ func TestTerminalBadRequests(t *testing.T) {
 		{"true", nil, "/no/such/dir", nil},
 		{"true", nil, t.TempDir(), &neg},
 	} {
-		if term, err := startTerminal("t", tc.command, tc.args, nil, tc.cwd, tc.limit, testExe(t), time.Now, func(bool) {}); err == nil {
+		if term, err := startTerminal("t", tc.command, tc.args, nil, tc.cwd, tc.limit, testExe(t), realClock, func(bool) {}); err == nil {
 			term.kill()
 			t.Errorf("startTerminal(%q in %s, limit %v) succeeded", tc.command, tc.cwd, tc.limit)
 		}
@@ -334,7 +390,7 @@ func TestTerminalBadRequests(t *testing.T) {
 
 // A command line without args runs through sh -c, as agents often send one.
 func TestTerminalCommandLine(t *testing.T) {
-	term, err := startTerminal("t", "echo one && echo two", nil, nil, t.TempDir(), nil, testExe(t), time.Now, func(bool) {})
+	term, err := startTerminal("t", "echo one && echo two", nil, nil, t.TempDir(), nil, testExe(t), realClock, func(bool) {})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -357,7 +413,7 @@ func TestTerminalCountsAndTimes(t *testing.T) {
 		return t0.Add(time.Duration(ticks) * time.Second)
 	}
 	// 400 KiB to stdout (past the kept tail), 5 bytes to stderr.
-	term, err := startTerminal("t1", "sh", []string{"-c", "head -c 409600 /dev/zero | tr '\\0' x; printf 'warn\\n' >&2"}, nil, t.TempDir(), nil, testExe(t), now, func(bool) {})
+	term, err := startTerminal("t1", "sh", []string{"-c", "head -c 409600 /dev/zero | tr '\\0' x; printf 'warn\\n' >&2"}, nil, t.TempDir(), nil, testExe(t), clock{now, time.After}, func(bool) {})
 	if err != nil {
 		t.Fatal(err)
 	}

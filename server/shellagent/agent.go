@@ -191,11 +191,7 @@ func (a *agent) run(ctx context.Context, sid sdk.SessionId, cwd string, callID s
 	exit, err := a.conn.WaitForTerminalExit(ctx, sdk.WaitForTerminalExitRequest{SessionId: sid, TerminalId: tid})
 	if err != nil {
 		if ctx.Err() != nil {
-			// Cancelled: kill the command; the client ends the open tool call as cancelled.
-			kctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
-			defer cancel()
-			_, _ = a.conn.KillTerminal(kctx, sdk.KillTerminalRequest{SessionId: sid, TerminalId: tid})
-			return sdk.PromptResponse{StopReason: sdk.StopReasonCancelled}, nil
+			return a.stop(sid, tid, started)
 		}
 		return sdk.PromptResponse{}, err
 	}
@@ -210,6 +206,24 @@ func (a *agent) run(ctx context.Context, sid sdk.SessionId, cwd string, callID s
 		return sdk.PromptResponse{}, err
 	}
 	return a.say(ctx, sid, summary, sdk.StopReasonEndTurn)
+}
+
+// stop ends a cancelled turn's command: the client stops it (Conch sends SIGINT, then
+// SIGTERM and SIGKILL while it keeps running), and the turn ends once it is gone, saying
+// how it ended; the client ends the open tool call as cancelled.
+func (a *agent) stop(sid sdk.SessionId, tid string, started time.Time) (sdk.PromptResponse, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
+	defer cancel()
+	cancelled := sdk.PromptResponse{StopReason: sdk.StopReasonCancelled}
+	if _, err := a.conn.KillTerminal(ctx, sdk.KillTerminalRequest{SessionId: sid, TerminalId: tid}); err != nil {
+		return cancelled, nil
+	}
+	exit, err := a.conn.WaitForTerminalExit(ctx, sdk.WaitForTerminalExitRequest{SessionId: sid, TerminalId: tid})
+	if err != nil {
+		return cancelled, nil
+	}
+	_, _, summary := outcome(exit, time.Since(started))
+	return a.say(ctx, sid, "Cancelled: "+summary, sdk.StopReasonCancelled)
 }
 
 // outcome is the final status, rawOutput and summary line of an exited command.
