@@ -225,7 +225,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	ui.Routes()
 	wasm, _ := fs.ReadFile(web.FS, "app.wasm") // absent before the UI is built: the server still serves the API
 	server := api.New(api.Config{Store: st, Hub: events, Events: self.Events(), Runtime: self, UI: ui.Handler(wasm, cfg.token != "", api.Boot(st, time.Now)),
-		Web: web.FS, Token: cfg.token, TrustedProxies: cfg.trusted, Logger: log, FromAgent: acp.FromAgent})
+		Web: web.FS, Token: cfg.token, TrustedProxies: cfg.trusted, Logger: log, FromAgent: acp.FromAgent, OIDC: cfg.oidc})
 	ln, err := net.Listen("tcp", cfg.addr)
 	if err != nil {
 		return err
@@ -267,7 +267,8 @@ type serveConfig struct {
 	addr, db, agents, token string
 	lease, idle             time.Duration
 	trusted                 []netip.Prefix
-	tokenFlag               bool // the token came as --token, on the command line
+	tokenFlag               bool      // the token came as --token, on the command line
+	oidc                    *api.OIDC // single sign-on, when an issuer is named
 }
 
 // parseServe reads and checks serve's flags and environment; it opens and starts nothing.
@@ -289,6 +290,10 @@ func parseServe(args []string, stdout, stderr io.Writer) (serveConfig, error) {
 	}
 	flags.DurationVar(&idle, "agent-idle", idle,
 		"stop an agent that has had nothing to do for this long; its session stays and the next prompt starts a new agent; 0 never stops one (env CONCH_AGENT_IDLE)")
+	issuer := flags.String("oidc-issuer", env("CONCH_OIDC_ISSUER", ""), "OpenID Connect issuer URL people may sign in through, with --token (env CONCH_OIDC_ISSUER)")
+	clientID := flags.String("oidc-client-id", env("CONCH_OIDC_CLIENT_ID", ""), "this server's client id at the issuer; its secret comes from env CONCH_OIDC_CLIENT_SECRET (env CONCH_OIDC_CLIENT_ID)")
+	groups := flags.String("oidc-groups", env("CONCH_OIDC_GROUPS", ""), "the issuer's groups and the roles they give, e.g. conch-admins=admin,developers=member (env CONCH_OIDC_GROUPS)")
+	defaultRole := flags.String("oidc-default-role", env("CONCH_OIDC_DEFAULT_ROLE", ""), "the role of someone in none of --oidc-groups; empty turns them away (env CONCH_OIDC_DEFAULT_ROLE)")
 	var proxies []string
 	flags.Func("trusted-proxy", "address or CIDR of a reverse proxy whose X-Forwarded-* headers count; repeatable (env CONCH_TRUSTED_PROXIES, comma-separated)",
 		func(p string) error { proxies = append(proxies, p); return nil })
@@ -309,6 +314,14 @@ func parseServe(args []string, stdout, stderr io.Writer) (serveConfig, error) {
 		return serveConfig{}, fmt.Errorf("--agent-idle %s is negative: give 0 to keep agents running", idle)
 	}
 	cfg := serveConfig{addr: *addr, db: *dbPath, agents: *agents, token: *token, lease: lease, idle: idle, trusted: trusted}
+	if *issuer != "" {
+		if cfg.oidc, err = parseOIDC(*issuer, *clientID, *groups, *defaultRole); err != nil {
+			return serveConfig{}, err
+		}
+		if *token == "" {
+			return serveConfig{}, fmt.Errorf("--oidc-issuer needs --token (or CONCH_TOKEN): single sign-on is for a server people sign in to")
+		}
+	}
 	flags.Visit(func(f *flag.Flag) { cfg.tokenFlag = cfg.tokenFlag || f.Name == "token" })
 	if err := checkToken(cfg.token); err != nil {
 		return serveConfig{}, err
@@ -322,6 +335,23 @@ func parseServe(args []string, stdout, stderr io.Writer) (serveConfig, error) {
 		}
 	}
 	return cfg, nil
+}
+
+// parseOIDC reads the single sign-on settings; groups is "group=role,group=role".
+func parseOIDC(issuer, clientID, groups, defaultRole string) (*api.OIDC, error) {
+	o := &api.OIDC{Issuer: issuer, ClientID: clientID, ClientSecret: os.Getenv("CONCH_OIDC_CLIENT_SECRET"),
+		Groups: map[string]string{}, DefaultRole: defaultRole}
+	for _, pair := range strings.FieldsFunc(groups, func(r rune) bool { return r == ',' }) {
+		g, r, ok := strings.Cut(strings.TrimSpace(pair), "=")
+		if !ok || g == "" {
+			return nil, fmt.Errorf("--oidc-groups: %q is not group=role", pair)
+		}
+		o.Groups[g] = r
+	}
+	if err := o.Check(); err != nil {
+		return nil, fmt.Errorf("--oidc-issuer: %w", err)
+	}
+	return o, nil
 }
 
 // prune deletes, straight from the database, the tasks whose last activity is older than

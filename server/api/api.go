@@ -96,6 +96,8 @@ type Config struct {
 	// writes and WebSockets are refused: an agent must not answer its own permission
 	// requests. Nil: no such check.
 	FromAgent func(client, server netip.AddrPort) bool
+	// OIDC, when set with a Token, lets people sign in through an identity provider.
+	OIDC *OIDC
 }
 
 type server struct {
@@ -117,6 +119,7 @@ type server struct {
 	snapshots *snapshotCache
 	reads     chan struct{} // admitReads' slots
 	worktrees sync.Mutex    // held while a task's first session makes its worktree (changes.go)
+	oidc      *oidcFlow     // nil without single sign-on
 }
 
 // New returns the Fiber app serving everything.
@@ -140,6 +143,9 @@ func New(cfg Config) *fiber.App {
 		token: cfg.Token, log: cfg.Logger, limit: cfg.BodyLimit, now: cfg.Now, agent: cfg.FromAgent,
 		sessionKey: sessionKeyOf(cfg.Token), proxies: cfg.TrustedProxies, throttle: newThrottle(cfg.Now),
 		snapshots: newSnapshotCache(snapshotCacheBytes), reads: make(chan struct{}, runtime.GOMAXPROCS(0))}
+	if cfg.OIDC != nil && cfg.Token != "" {
+		s.oidc = &oidcFlow{cfg: *cfg.OIDC}
+	}
 	proxies := make([]string, len(cfg.TrustedProxies))
 	for i, p := range cfg.TrustedProxies {
 		proxies[i] = p.String()
@@ -207,6 +213,10 @@ func New(cfg Config) *fiber.App {
 		app.Get("/login", s.handleLoginForm)
 		app.Post("/login", s.handleLogin)
 		app.Post("/logout", s.sameOriginForm, s.handleLogout)
+		if s.oidc != nil {
+			app.Get("/login/oidc", s.handleOIDCStart)
+			app.Get("/login/oidc/callback", s.handleOIDCCallback)
+		}
 		app.Get("/invite/:code", s.handleInviteForm)
 		app.Post("/invite/:code", s.sameOriginForm, s.handleInvite)
 	}

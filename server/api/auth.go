@@ -412,6 +412,7 @@ var loginTemplate = template.Must(template.New("login").Parse(`<!doctype html>
 <main><form class="new-task" method="post" action="/login">
 <h2>Sign in</h2>
 {{if .Error}}<p class="alert" role="alert">{{.Error}}</p>{{end}}
+{{if .SSO}}<p><a class="button" href="/login/oidc?next={{.Next}}">Sign in with single sign-on</a></p>{{end}}
 {{if .Accounts}}<div class="field"><label for="login">Login</label>
 <input id="login" name="login" autocomplete="username" required autofocus></div>
 <div class="field"><label for="password">Password</label>
@@ -443,7 +444,7 @@ func (s *server) loginPage(c *fiber.Ctx, err error, next string) error {
 		return s.fail(c, err)
 	}
 	return loginTemplate.Execute(c, struct {
-		Error, Next string
-		Accounts    bool
-	}{problem, localPath(next), admins > 0})
+		Error, Next   string
+		Accounts, SSO bool
+	}{problem, localPath(next), admins > 0, s.oidc != nil})
 }

@@ -306,3 +306,40 @@ func TestTaskOwnersEditorsAndAudit(t *testing.T) {
 		t.Errorf("audit:\n%s\nwant:\n%s", strings.Join(events, "\n"), strings.Join(want, "\n"))
 	}
 }
+
+func TestSingleSignOnRules(t *testing.T) {
+	f := &oidcFlow{cfg: OIDC{Groups: map[string]string{"devs": shared.RoleMember, "leads": shared.RoleAdmin, "auditors": shared.RoleViewer}}}
+	for _, c := range []struct {
+		groups []string
+		want   string
+	}{{nil, ""}, {[]string{"interns"}, ""}, {[]string{"auditors", "devs"}, shared.RoleMember}, {[]string{"leads", "auditors"}, shared.RoleAdmin}} {
+		if got := f.roleOf(c.groups); got != c.want {
+			t.Errorf("roleOf(%v) = %q, want %q", c.groups, got, c.want)
+		}
+	}
+	f.cfg.DefaultRole = shared.RoleViewer
+	if got := f.roleOf([]string{"interns"}); got != shared.RoleViewer {
+		t.Errorf("with a default role: %q", got)
+	}
+	for _, c := range []struct {
+		claims oidcClaims
+		want   string
+	}{
+		{oidcClaims{Subject: "s", PreferredUsername: "Grace Hopper", Email: "g@x"}, "GraceHopper"},
+		{oidcClaims{Subject: "s", Email: "grace.h@example.com"}, "grace.h"},
+		{oidcClaims{Subject: "00u1-abc"}, "00u1-abc"},
+		{oidcClaims{Subject: "\u202e..", PreferredUsername: "\u202e"}, "user"},
+		{oidcClaims{PreferredUsername: "-._x" + strings.Repeat("y", 100)}, "x" + strings.Repeat("y", 55)},
+	} {
+		got := loginFrom(c.claims)
+		if got != c.want || !loginPattern.MatchString(got) {
+			t.Errorf("loginFrom(%+v) = %q, want %q", c.claims, got, c.want)
+		}
+	}
+	for _, bad := range []OIDC{{ClientID: "c"}, {Issuer: "http://i"}, {Issuer: "http://i", ClientID: "c", Groups: map[string]string{"g": "owner"}},
+		{Issuer: "http://i", ClientID: "c", DefaultRole: "root"}} {
+		if bad.Check() == nil {
+			t.Errorf("%+v passed", bad)
+		}
+	}
+}

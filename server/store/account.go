@@ -22,6 +22,8 @@ type accountRow struct {
 	Login        string
 	Role         string
 	PasswordHash string
+	OidcIssuer   string // with OidcSubject, who the identity provider says it is (ExternalAccount)
+	OidcSubject  string
 	CreatedAt    int64 `gorm:"autoCreateTime:false"`
 }
 
@@ -83,6 +85,40 @@ func createAccount(tx *gorm.DB, row *accountRow) error {
 		return fmt.Errorf("create account: %w", err)
 	}
 	return nil
+}
+
+// ExternalAccount is the account of subject at an OpenID Connect issuer, with role, the
+// one the provider's groups give now: made on the first sign-in with login (or login-2,
+// login-3, … when it is taken), its role updated on later ones.
+func (s *Store) ExternalAccount(ctx context.Context, issuer, subject, login, role string) (shared.Account, error) {
+	var row accountRow
+	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		err := tx.Where("oidc_issuer = ? AND oidc_subject = ?", issuer, subject).Take(&row).Error
+		switch {
+		case err == nil:
+			if row.Role == role {
+				return nil
+			}
+			row.Role = role
+			return tx.Model(&row).Update("role", role).Error
+		case !errors.Is(err, gorm.ErrRecordNotFound):
+			return fmt.Errorf("read account: %w", err)
+		}
+		for n := 1; n <= 100; n++ {
+			row = accountRow{ID: uuid.NewString(), Login: login, Role: role, OidcIssuer: issuer, OidcSubject: subject, CreatedAt: s.stamp()}
+			if n > 1 {
+				row.Login = fmt.Sprintf("%s-%d", login, n)
+			}
+			if err := createAccount(tx, &row); err != errLoginTaken {
+				return err
+			}
+		}
+		return errLoginTaken
+	})
+	if err != nil {
+		return shared.Account{}, err
+	}
+	return row.account(), nil
 }
 
 // AccountByLogin is the account of a login and its password hash. A login that does not

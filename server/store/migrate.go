@@ -161,7 +161,10 @@ var steps = []step{
 			login TEXT NOT NULL UNIQUE,
 			role TEXT NOT NULL,
 			password_hash TEXT NOT NULL DEFAULT '',
+			oidc_issuer TEXT NOT NULL DEFAULT '',
+			oidc_subject TEXT NOT NULL DEFAULT '',
 			created_at INTEGER NOT NULL)`,
+		`CREATE UNIQUE INDEX idx_accounts_oidc ON accounts (oidc_issuer, oidc_subject) WHERE oidc_subject <> ''`,
 		`CREATE TABLE access_tokens (
 			id TEXT PRIMARY KEY,
 			account_id TEXT NOT NULL REFERENCES accounts(id) ON DELETE CASCADE,
