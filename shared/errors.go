@@ -31,6 +31,8 @@ const internalMessage = "request failed"
 type Error struct {
 	Code    string `json:"code"`
 	Message string `json:"message"`
+	// Paths are the files a conflict is about (landing a task's branch), as git names them.
+	Paths []string `json:"paths,omitempty"`
 }
 
 func (e *Error) Error() string { return e.Message }

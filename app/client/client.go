@@ -193,7 +193,7 @@ func answerError(status int, body []byte) *shared.Error {
 	if json.Unmarshal(body, &e) != nil || e.Error == "" {
 		e.Error = strings.TrimSpace(string(body))
 	}
-	return &shared.Error{Code: e.Code, Message: e.Error}
+	return &shared.Error{Code: e.Code, Message: e.Error, Paths: e.Paths}
 }
 
 // ShellOutputRawURL is where one stream ("stdout" or "stderr") of a command's stored
@@ -304,6 +304,12 @@ func (c *Client) callIfNoneMatch(ctx context.Context, method, path string, v *ve
 	return nil
 }
 
+// GetTask reads one task.
+func (c *Client) GetTask(ctx context.Context, id string) (shared.Task, error) {
+	var t shared.Task
+	return t, c.call(ctx, "GET", "/api/v1/tasks/"+url.PathEscape(id), nil, &t)
+}
+
 // Changes summarizes what a task on a repository changed (no diff bodies).
 func (c *Client) Changes(ctx context.Context, taskID string) (shared.Changes, error) {
 	var ch shared.Changes
@@ -314,4 +320,26 @@ func (c *Client) Changes(ctx context.Context, taskID string) (shared.Changes, er
 func (c *Client) ChangeDiff(ctx context.Context, taskID, path string) (shared.FileDiff, error) {
 	var d shared.FileDiff
 	return d, c.call(ctx, "GET", "/api/v1/tasks/"+url.PathEscape(taskID)+"/changes/diff?path="+url.QueryEscape(path), nil, &d)
+}
+
+// Commit commits all of a task's uncommitted work on its branch, and returns its changes.
+func (c *Client) Commit(ctx context.Context, taskID, message string) (shared.Changes, error) {
+	return c.land(ctx, taskID, "commit", map[string]string{"message": message})
+}
+
+// Merge brings a task's branch onto its base branch locally, by mode "merge" or "rebase".
+// A conflict is a *shared.Error of code conflict whose Paths name the files; it changed nothing.
+func (c *Client) Merge(ctx context.Context, taskID, mode string) (shared.Changes, error) {
+	return c.land(ctx, taskID, "merge", map[string]string{"mode": mode})
+}
+
+// Push pushes a task's branch to its repository's remote origin.
+func (c *Client) Push(ctx context.Context, taskID string) (shared.Changes, error) {
+	return c.land(ctx, taskID, "push", nil)
+}
+
+// land posts one step of landing a task (POST /api/v1/tasks/{id}/STEP).
+func (c *Client) land(ctx context.Context, taskID, step string, in any) (shared.Changes, error) {
+	var ch shared.Changes
+	return ch, c.call(ctx, "POST", "/api/v1/tasks/"+url.PathEscape(taskID)+"/"+step, in, &ch)
 }

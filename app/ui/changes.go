@@ -25,6 +25,11 @@ type ChangesPage struct {
 	raw     []string           // the files' paths as listed: the diff route's names for them
 	files   []*fileView        // by index in changes.Files
 	cancel  context.CancelFunc // of the page's fetches
+
+	message string        // the commit message being written
+	landing string        // the landing step in flight ("commit", "merge", "rebase", "push"), or ""
+	landed  string        // what the last step did, for people
+	failed  *shared.Error // why the last step failed (a conflict names its files)
 }
 
 // fileView is one file's disclosure.
@@ -63,17 +68,23 @@ func (p *ChangesPage) load(ctx app.Context, c context.Context) {
 			}
 			p.loading = false
 			if err != nil {
-				p.err = unavailable("Changes", err)
+				p.err = whyNot("Changes unavailable", err)
 				return
 			}
-			p.raw = make([]string, len(ch.Files))
-			for i, f := range ch.Files { // marked once, where they enter the page
-				p.raw[i] = f.Path
-				ch.Files[i].Path, ch.Files[i].OldPath = shared.Visible(f.Path), shared.Visible(f.OldPath)
-			}
-			p.changes, p.files = &ch, make([]*fileView, len(ch.Files))
+			p.show(ch)
 		})
 	})
+}
+
+// show puts a summary on the page; the diffs opened so far are closed and fetched afresh
+// when opened again.
+func (p *ChangesPage) show(ch shared.Changes) {
+	p.raw = make([]string, len(ch.Files))
+	for i, f := range ch.Files { // marked once, where they enter the page
+		p.raw[i] = f.Path
+		ch.Files[i].Path, ch.Files[i].OldPath = shared.Visible(f.Path), shared.Visible(f.OldPath)
+	}
+	p.changes, p.files = &ch, make([]*fileView, len(ch.Files))
 }
 
 func (p *ChangesPage) refresh(ctx app.Context, _ app.Event) {
@@ -83,12 +94,12 @@ func (p *ChangesPage) refresh(ctx app.Context, _ app.Event) {
 	p.load(ctx, c)
 }
 
-// unavailable says why something could not be fetched.
-func unavailable(what string, err error) string {
+// whyNot says why something could not be done: what failed, then the reason.
+func whyNot(what string, err error) string {
 	if errors.Is(err, client.ErrUnreachable) {
-		return what + " unavailable: the server is unreachable."
+		return what + ": the server is unreachable."
 	}
-	return what + " unavailable: " + shared.ErrorMessage(err)
+	return what + ": " + shared.ErrorMessage(err)
 }
 
 // toggle opens or closes file i; the first opening fetches its diff.
@@ -110,7 +121,7 @@ func (p *ChangesPage) toggle(i int) app.EventHandler {
 			d, err := api.ChangeDiff(c, id, path)
 			ctx.Dispatch(func(app.Context) {
 				if err != nil {
-					v.err = unavailable("Diff", err)
+					v.err = whyNot("Diff unavailable", err)
 					return
 				}
 				d.File = f
@@ -138,7 +149,7 @@ func (p *ChangesPage) Render() app.UI {
 			disabled(app.Button().Type("button").Class("secondary"), p.loading).OnClick(p.refresh).Text("Refresh"),
 		),
 		app.If(p.err != "", func() app.UI { return app.P().Class("alert").Role("alert").Text(p.err) }),
-		app.Main().Body(p.renderChanges()),
+		app.Main().Body(p.renderChanges(), p.renderLand()),
 	)
 }
 
@@ -154,6 +165,88 @@ func (p *ChangesPage) renderChanges() app.UI {
 		),
 		app.If(len(ch.Files) == 0, func() app.UI { return app.P().Class("empty").Text("No changes yet.") }),
 		app.Ul().Class("changed-files").Body(app.Range(ch.Files).Slice(func(i int) app.UI { return p.renderFile(i) })),
+	)
+}
+
+// land runs one step of landing the task (step "commit", "merge", "rebase" or "push"),
+// then shows the summary it answers.
+func (p *ChangesPage) land(step string) app.EventHandler {
+	return func(ctx app.Context, _ app.Event) {
+		message := strings.TrimSpace(p.message)
+		if p.landing != "" || step == "commit" && message == "" {
+			return
+		}
+		p.landing, p.landed, p.failed = step, "", nil
+		c, id := context.Background(), p.taskID
+		ctx.Async(func() {
+			var ch shared.Changes
+			var err error
+			switch step {
+			case "commit":
+				ch, err = api.Commit(c, id, message)
+			case "push":
+				ch, err = api.Push(c, id)
+			default:
+				ch, err = api.Merge(c, id, step)
+			}
+			ctx.Dispatch(func(ctx app.Context) {
+				p.landing = ""
+				if err != nil {
+					p.failed = &shared.Error{Code: shared.ErrorCode(err), Message: whyNot(landingNames[step]+" failed", err)}
+					if e := (*shared.Error)(nil); errors.As(err, &e) {
+						p.failed.Paths = e.Paths
+					}
+					return
+				}
+				if step == "commit" {
+					p.message = ""
+				}
+				p.landed = landingNames[step] + " done."
+				p.show(ch)
+			})
+		})
+	}
+}
+
+// landingNames name the landing steps for people.
+var landingNames = map[string]string{"commit": "Commit", "merge": "Merge", "rebase": "Rebase", "push": "Push"}
+
+// renderLand draws the landing steps: a commit message and its button, merge or rebase
+// onto the base, push; and what the last step did or why it failed.
+func (p *ChangesPage) renderLand() app.UI {
+	ch := p.changes
+	if ch == nil {
+		return nil
+	}
+	base := shared.Visible(ch.Base)
+	busy := p.landing != ""
+	step := func(name, label, title string) app.UI {
+		return disabled(app.Button().Type("button").Class("secondary"), busy).Title(attrText(title)).OnClick(p.land(name)).
+			Text(map[bool]string{true: label + "…", false: label}[p.landing == name])
+	}
+	return app.Section().Class("land").Aria("label", "Land the change").Body(
+		app.H2().Text("Land it"),
+		app.Form().Class("commit-form").OnSubmit(p.land("commit")).Body(
+			app.Label().For("commit-message").Text("Commit message"),
+			app.Textarea().ID("commit-message").Rows(2).Placeholder("What the task changed, and why").
+				Text(p.message).OnInput(bind(&p.message)),
+			disabled(app.Button().Type("submit"), busy || strings.TrimSpace(p.message) == "").
+				Text(map[bool]string{true: "Committing…", false: "Commit all changes"}[p.landing == "commit"]),
+		),
+		app.Div().Class("land-actions").Body(
+			step("merge", "Merge into "+base, "A merge commit of the task's branch on "+base),
+			step("rebase", "Rebase onto "+base, "The task's commits replayed on "+base+", which then moves to them"),
+			step("push", "Push", "Push the task's branch to the repository's remote origin"),
+		),
+		app.If(p.landed != "", func() app.UI { return app.P().Class("land-done").Role("status").Text(p.landed) }),
+		app.If(p.failed != nil, func() app.UI {
+			return app.Div().Class("alert", "land-failed").Role("alert").Body(
+				app.P().Text(p.failed.Message),
+				app.Ul().Class("conflicts").Body(app.Range(p.failed.Paths).Slice(func(i int) app.UI {
+					return app.Li().Body(app.Code().Text(shared.Visible(p.failed.Paths[i])))
+				})),
+			)
+		}),
 	)
 }
 

@@ -168,6 +168,9 @@ func New(cfg Config) *fiber.App {
 	v1.Post("/tasks/:task_id/sessions", s.handleCreateSession)
 	v1.Get("/tasks/:task_id/changes", s.handleChanges)
 	v1.Get("/tasks/:task_id/changes/diff", s.handleChangesDiff)
+	v1.Post("/tasks/:task_id/commit", s.handleCommit)
+	v1.Post("/tasks/:task_id/merge", s.handleMerge)
+	v1.Post("/tasks/:task_id/push", s.handlePush)
 	v1.Get("/task-sessions/:session_id", s.handleGetSession)
 	v1.Get("/task-sessions/:session_id/messages", s.handleListMessages)
 	v1.Post("/task-sessions/:session_id/messages", s.handleAddMessage)
@@ -227,6 +230,9 @@ var statusOf = map[string]int{
 // its message, with no internal context. An internal failure's details go to the log.
 func (s *server) report(err error, attrs ...any) shared.Error {
 	e := shared.Error{Code: shared.ErrorCode(err), Message: shared.ErrorMessage(err)}
+	if se := (*shared.Error)(nil); errors.As(err, &se) {
+		e.Paths = se.Paths
+	}
 	if e.Code == shared.CodeInternal {
 		s.log.Error("request failed", append(attrs, "err", err)...)
 	}
@@ -236,7 +242,7 @@ func (s *server) report(err error, attrs ...any) shared.Error {
 // fail answers err as {"error": "...", "code": "..."}.
 func (s *server) fail(c *fiber.Ctx, err error) error {
 	e := s.report(err, "method", c.Method(), "path", c.Path())
-	return sendJSON(c.Status(statusOf[e.Code]), shared.ErrorBody{Error: e.Message, Code: e.Code})
+	return sendJSON(c.Status(statusOf[e.Code]), shared.ErrorBody{Error: e.Message, Code: e.Code, Paths: e.Paths})
 }
 
 func (s *server) logPanic(c *fiber.Ctx, r any) {

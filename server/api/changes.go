@@ -104,3 +104,65 @@ func (s *server) handleChangesDiff(c *fiber.Ctx) error {
 	}
 	return sendJSON(c, d)
 }
+
+type commitRequest struct {
+	Message string `json:"message"`
+}
+
+type landRequest struct {
+	Mode string `json:"mode"`
+}
+
+// handleCommit commits all of the task's uncommitted work on its branch.
+func (s *server) handleCommit(c *fiber.Ctx) error {
+	var req commitRequest
+	if err := decodeBody(c.Body(), &req); err != nil {
+		return s.fail(c, err)
+	}
+	if err := shared.CheckText("message", req.Message); err != nil {
+		return s.fail(c, err)
+	}
+	return s.landStep(c, func(ctx context.Context, task shared.Task) error {
+		s.worktrees.Lock() // git's index lock would refuse a second commit at once
+		defer s.worktrees.Unlock()
+		return worktree.Commit(ctx, task.Worktree, req.Message)
+	})
+}
+
+// handleMerge brings the task's branch onto its base branch, by merge or rebase.
+func (s *server) handleMerge(c *fiber.Ctx) error {
+	var req landRequest
+	if err := decodeBody(c.Body(), &req); err != nil {
+		return s.fail(c, err)
+	}
+	return s.landStep(c, func(ctx context.Context, task shared.Task) error {
+		s.worktrees.Lock() // two tasks landing on one base must not both start from its old commit
+		defer s.worktrees.Unlock()
+		return worktree.Land(ctx, task.Repo, task.Worktree, task.BaseBranch, task.Branch, req.Mode)
+	})
+}
+
+// handlePush pushes the task's branch to the repository's remote origin.
+func (s *server) handlePush(c *fiber.Ctx) error {
+	return s.landStep(c, func(ctx context.Context, task shared.Task) error {
+		return worktree.Push(ctx, task.Worktree, task.Branch)
+	})
+}
+
+// landStep runs one step of landing a task's change, tells the task's viewers that its
+// changes may have moved, and answers the task's changes summary.
+func (s *server) landStep(c *fiber.Ctx, step func(context.Context, shared.Task) error) error {
+	task, err := s.repoTask(c)
+	if err != nil {
+		return s.fail(c, err)
+	}
+	if err := step(c.UserContext(), task); err != nil {
+		return s.fail(c, err)
+	}
+	s.events.TaskChanged(task.ID)
+	changes, err := worktree.Changes(c.UserContext(), task.Worktree, task.BaseBranch, task.Branch)
+	if err != nil {
+		return s.fail(c, err)
+	}
+	return sendJSON(c, changes)
+}
