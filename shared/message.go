@@ -285,5 +285,5 @@ type Agent struct {
 type ErrorBody struct {
 	Error string   `json:"error"`
 	Code  string   `json:"code,omitempty"`
-	Paths []string `json:"paths,omitempty"` // Error.Paths
+	Paths []string `json:"paths,omitempty"` // of a Conflict
 }

@@ -230,11 +230,8 @@ func land(ctx context.Context, api *client.Client, step, taskID string, message,
 	default:
 		ch, err = api.Push(ctx, taskID)
 	}
-	var e *shared.Error
-	if errors.As(err, &e) {
-		for _, path := range e.Paths {
-			fmt.Fprintf(stderr, "conflict: %s\n", shared.Visible(path))
-		}
+	for _, path := range shared.ConflictPaths(err) {
+		fmt.Fprintf(stderr, "conflict: %s\n", shared.Visible(path))
 	}
 	if err != nil {
 		return err

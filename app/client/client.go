@@ -184,8 +184,9 @@ func (c *Client) ShellOutputIfChanged(ctx context.Context, sessionID, messageID,
 	return snap, v.etag, false, err
 }
 
-// answerError is the error a non-2xx answer reports, nil for a 2xx one.
-func answerError(status int, body []byte) *shared.Error {
+// answerError is the error a non-2xx answer reports (a *shared.Error, or a
+// *shared.Conflict when it names files), nil for a 2xx one.
+func answerError(status int, body []byte) error {
 	if status >= 200 && status <= 299 {
 		return nil
 	}
@@ -193,7 +194,11 @@ func answerError(status int, body []byte) *shared.Error {
 	if json.Unmarshal(body, &e) != nil || e.Error == "" {
 		e.Error = strings.TrimSpace(string(body))
 	}
-	return &shared.Error{Code: e.Code, Message: e.Error, Paths: e.Paths}
+	err := &shared.Error{Code: e.Code, Message: e.Error}
+	if len(e.Paths) > 0 {
+		return &shared.Conflict{Err: err, Paths: e.Paths}
+	}
+	return err
 }
 
 // ShellOutputRawURL is where one stream ("stdout" or "stderr") of a command's stored
@@ -328,7 +333,7 @@ func (c *Client) Commit(ctx context.Context, taskID, message string) (shared.Cha
 }
 
 // Merge brings a task's branch onto its base branch locally, by mode "merge" or "rebase".
-// A conflict is a *shared.Error of code conflict whose Paths name the files; it changed nothing.
+// A conflict is a *shared.Conflict naming the files (shared.ConflictPaths); it changed nothing.
 func (c *Client) Merge(ctx context.Context, taskID, mode string) (shared.Changes, error) {
 	return c.land(ctx, taskID, "merge", map[string]string{"mode": mode})
 }
@@ -336,6 +341,13 @@ func (c *Client) Merge(ctx context.Context, taskID, mode string) (shared.Changes
 // Push pushes a task's branch to its repository's remote origin.
 func (c *Client) Push(ctx context.Context, taskID string) (shared.Changes, error) {
 	return c.land(ctx, taskID, "push", nil)
+}
+
+// Review sends comments on lines of a task's change to its newest session as one prompt,
+// and returns that prompt's stored message.
+func (c *Client) Review(ctx context.Context, taskID string, comments []shared.ReviewComment) (shared.Message, error) {
+	var m shared.Message
+	return m, c.call(ctx, "POST", "/api/v1/tasks/"+url.PathEscape(taskID)+"/review", shared.Review{Comments: comments}, &m)
 }
 
 // land posts one step of landing a task (POST /api/v1/tasks/{id}/STEP).

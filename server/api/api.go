@@ -47,8 +47,9 @@ type Runtime interface {
 	Agents() []shared.Agent
 	// StartSession creates the session, starts its agent and returns it ready, or failed with its error.
 	StartSession(ctx context.Context, taskID, agent, cwd string) (shared.Session, error)
-	// Prompt queues one turn; it runs in the background.
-	Prompt(sessionID, content string) error
+	// Prompt queues one turn; it runs in the background. Each of files (an absolute path)
+	// follows the text as an ACP resource_link.
+	Prompt(sessionID, content string, files ...string) error
 	// Cancel sends ACP session/cancel for the running turn.
 	Cancel(sessionID string) error
 	// Stop ends the session's agent and its commands, and returns once they are gone.
@@ -171,6 +172,7 @@ func New(cfg Config) *fiber.App {
 	v1.Post("/tasks/:task_id/commit", s.handleCommit)
 	v1.Post("/tasks/:task_id/merge", s.handleMerge)
 	v1.Post("/tasks/:task_id/push", s.handlePush)
+	v1.Post("/tasks/:task_id/review", s.handleReview)
 	v1.Get("/task-sessions/:session_id", s.handleGetSession)
 	v1.Get("/task-sessions/:session_id/messages", s.handleListMessages)
 	v1.Post("/task-sessions/:session_id/messages", s.handleAddMessage)
@@ -230,9 +232,6 @@ var statusOf = map[string]int{
 // its message, with no internal context. An internal failure's details go to the log.
 func (s *server) report(err error, attrs ...any) shared.Error {
 	e := shared.Error{Code: shared.ErrorCode(err), Message: shared.ErrorMessage(err)}
-	if se := (*shared.Error)(nil); errors.As(err, &se) {
-		e.Paths = se.Paths
-	}
 	if e.Code == shared.CodeInternal {
 		s.log.Error("request failed", append(attrs, "err", err)...)
 	}
@@ -242,7 +241,7 @@ func (s *server) report(err error, attrs ...any) shared.Error {
 // fail answers err as {"error": "...", "code": "..."}.
 func (s *server) fail(c *fiber.Ctx, err error) error {
 	e := s.report(err, "method", c.Method(), "path", c.Path())
-	return sendJSON(c.Status(statusOf[e.Code]), shared.ErrorBody{Error: e.Message, Code: e.Code, Paths: e.Paths})
+	return sendJSON(c.Status(statusOf[e.Code]), shared.ErrorBody{Error: e.Message, Code: e.Code, Paths: shared.ConflictPaths(err)})
 }
 
 func (s *server) logPanic(c *fiber.Ctx, r any) {

@@ -167,3 +167,44 @@ func TestTaskLanding(t *testing.T) {
 		t.Errorf("the second worktree after the conflict: %q", got)
 	}
 }
+
+// Review comments go to the task's newest session as one prompt: file:line references in
+// the text, each file once as a link; a bad review is refused and prompts nothing.
+func TestReviewToAgent(t *testing.T) {
+	e := newEnv(t)
+	repo := gittest.Repo(t, map[string]string{"a.txt": "one\n", "b.txt": "b\n"})
+	var task shared.Task
+	e.expect(http.StatusCreated, "POST", "/api/v1/tasks", fmt.Sprintf(`{"title":"r","repo":%q}`, repo), &task)
+	path := "/api/v1/tasks/" + task.ID + "/review"
+	e.expect(http.StatusNotFound, "POST", path, `{"comments":[{"path":"a.txt","line":1,"text":"x"}]}`, nil)
+	var old, newest shared.Session
+	e.expect(http.StatusCreated, "POST", "/api/v1/tasks/"+task.ID+"/sessions", `{"agent":"shell"}`, &old)
+	e.expect(http.StatusCreated, "POST", "/api/v1/tasks/"+task.ID+"/sessions", `{"agent":"shell"}`, &newest)
+	e.expect(http.StatusOK, "GET", "/api/v1/tasks/"+task.ID, "", &task)
+	gittest.Write(t, task.Worktree, map[string]string{"a.txt": "one\ntwo\n", "b.txt": "bb\n"})
+	for body, want := range map[string]string{
+		`{"comments":[]}`: "1 to 100 comments",
+		`{"comments":[{"path":"c.txt","line":1,"text":"x"}]}`: `\"c.txt\" is not a file of the change`,
+		`{"comments":[{"path":"a.txt","line":0,"text":"x"}]}`: "line counts from 1",
+		`{"comments":[{"path":"a.txt","line":2,"text":" "}]}`: "text is required",
+	} {
+		if got := e.expect(http.StatusBadRequest, "POST", path, body, nil); !strings.Contains(got, want) {
+			t.Errorf("%s: %s, want %q", body, got, want)
+		}
+	}
+	if prompts, _ := e.rt.recorded(); len(prompts) != 0 {
+		t.Fatalf("bad reviews prompted: %q", prompts)
+	}
+	var msg shared.Message
+	e.expect(http.StatusAccepted, "POST", path, `{"comments":[{"path":"a.txt","line":2,"text":"Say \"two\"\nin words"},`+
+		`{"path":"b.txt","line":1,"text":"why?"},{"path":"a.txt","line":1,"text":"fine"}]}`, &msg)
+	text := "Review comments on your change (file:line, in your worktree):\n\na.txt:2: Say \"two\"\n    in words\nb.txt:1: why?\na.txt:1: fine"
+	if msg.SessionID != newest.ID || msg.Content != text || msg.AuthorType != shared.AuthorUser {
+		t.Errorf("review message %+v", msg)
+	}
+	prompts, _ := e.rt.recorded()
+	want := newest.ID + ": " + text + filepath.Join(task.Worktree, "a.txt") + "\nlink: " + filepath.Join(task.Worktree, "b.txt")
+	if len(prompts) != 1 || prompts[0] != want {
+		t.Errorf("prompts %q\nwant %q", prompts, want)
+	}
+}

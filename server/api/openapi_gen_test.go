@@ -57,6 +57,8 @@ var generated = map[string]any{
 	"Changes":                shared.Changes{},
 	"ChangedFile":            shared.ChangedFile{},
 	"FileDiff":               shared.FileDiff{},
+	"Review":                 shared.Review{},
+	"ReviewComment":          shared.ReviewComment{},
 }
 
 // openAPIDocument is openapi.in.json with the generated schemas filled in.

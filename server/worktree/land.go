@@ -130,7 +130,7 @@ func rebase(ctx context.Context, dir, from, branch, base string) (string, error)
 
 // conflict is the error of a landing that stopped on conflicts in paths (NUL-split git output).
 func conflict(branch, base string, paths []string) error {
-	e := shared.Errorf(shared.CodeConflict, "%s conflicts with %s: nothing was changed; resolve it in the task (rebase or merge %s there) and land again", branch, base, base)
+	e := &shared.Conflict{Err: shared.Errorf(shared.CodeConflict, "%s conflicts with %s: nothing was changed; resolve it in the task (rebase or merge %s there) and land again", branch, base, base)}
 	for _, p := range paths {
 		if p != "" {
 			e.Paths = append(e.Paths, strings.ToValidUTF8(p, "\uFFFD"))

@@ -2,7 +2,6 @@ package worktree
 
 import (
 	"context"
-	"errors"
 	"os"
 	"path/filepath"
 	"slices"
@@ -122,9 +121,8 @@ func TestLandConflictChangesNothing(t *testing.T) {
 			}
 			before := state(t, r, one, two)
 			err = Land(ctx, r, two, "main", "conch/two", mode)
-			var e *shared.Error
-			if code(err) != shared.CodeConflict || !errors.As(err, &e) || !slices.Equal(e.Paths, []string{"a.txt"}) {
-				t.Fatalf("conflicting landing: %v (%+v)", err, e)
+			if code(err) != shared.CodeConflict || !slices.Equal(shared.ConflictPaths(err), []string{"a.txt"}) {
+				t.Fatalf("conflicting landing: %v", err)
 			}
 			if after := state(t, r, one, two); after != before {
 				t.Errorf("state after the conflict\n%s\nwas\n%s", after, before)
@@ -205,11 +203,10 @@ func TestLandingRunsNoRepositoryProgram(t *testing.T) {
 	// Both sides change m.txt: its merge driver would merge it; a conflict instead.
 	gittest.Write(t, r, map[string]string{"m.txt": "base\n"})
 	gittest.Git(t, r, "-c", "core.hooksPath=/dev/null", "-c", "commit.gpgSign=false", "commit", "-q", "-am", "base")
-	var e *shared.Error
-	if err := Land(ctx, r, dir, "main", "conch/evil", ModeMerge); !errors.As(err, &e) || !slices.Equal(e.Paths, []string{"m.txt"}) {
+	if err := Land(ctx, r, dir, "main", "conch/evil", ModeMerge); !slices.Equal(shared.ConflictPaths(err), []string{"m.txt"}) {
 		t.Errorf("merging a file with a merge driver: %v", err)
 	}
-	if err := Land(ctx, r, dir, "main", "conch/evil", ModeRebase); !errors.As(err, &e) || !slices.Equal(e.Paths, []string{"m.txt"}) {
+	if err := Land(ctx, r, dir, "main", "conch/evil", ModeRebase); !slices.Equal(shared.ConflictPaths(err), []string{"m.txt"}) {
 		t.Errorf("rebasing a file with a merge driver: %v", err)
 	}
 	if err := Push(ctx, dir, "conch/evil"); err != nil {
