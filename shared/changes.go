@@ -44,3 +44,22 @@ type FileDiff struct {
 	NewText *string     `json:"new_text,omitempty"`
 	Omitted bool        `json:"omitted,omitempty"`
 }
+
+// MaxReviewComments bounds the comments of one Review.
+const MaxReviewComments = 100
+
+// Review is a person's comments on lines of a task's change, sent to the task's newest
+// session as one prompt (POST /api/v1/tasks/{id}/review): text with file:line references,
+// and an ACP resource_link to each file commented on.
+type Review struct {
+	Comments        []ReviewComment `json:"comments"`
+	ClientMessageID string          `json:"client_message_id,omitempty"`
+}
+
+// ReviewComment is a comment on one line of a changed file: Path as the changes summary
+// lists it, Line counted from 1 in the file's new text (the old one for a deleted file).
+type ReviewComment struct {
+	Path string `json:"path"`
+	Line int    `json:"line"`
+	Text string `json:"text"`
+}

@@ -35,6 +35,25 @@ type Error struct {
 
 func (e *Error) Error() string { return e.Message }
 
+// Conflict is an *Error of CodeConflict about files (landing a task's branch): a REST
+// answer lists them as "paths".
+type Conflict struct {
+	Err   *Error
+	Paths []string
+}
+
+func (e *Conflict) Error() string { return e.Err.Message }
+func (e *Conflict) Unwrap() error { return e.Err }
+
+// ConflictPaths returns the files of the first *Conflict in err's chain, nil when none.
+func ConflictPaths(err error) []string {
+	var c *Conflict
+	if errors.As(err, &c) {
+		return c.Paths
+	}
+	return nil
+}
+
 // Errorf returns an *Error of the given code whose message is formatted as by fmt.Sprintf.
 func Errorf(code, format string, args ...any) *Error {
 	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}

@@ -289,6 +289,7 @@ type Agent struct {
 
 // ErrorBody is every error answer of the HTTP API: an Error's message and code.
 type ErrorBody struct {
-	Error string `json:"error"`
-	Code  string `json:"code,omitempty"`
+	Error string   `json:"error"`
+	Code  string   `json:"code,omitempty"`
+	Paths []string `json:"paths,omitempty"` // of a Conflict
 }

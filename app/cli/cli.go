@@ -40,6 +40,10 @@ var Commands = []Command{
 	{"output", "[flags] MESSAGE_ID", "a command's stored output, exact bytes: its stdout to stdout, its stderr to stderr"},
 	{"tail", "[flags] SESSION_ID", "follow a session live until interrupted"},
 	{"stop", "[flags] SESSION_ID", "stop the session's agent; the session stays, and its next prompt starts a new agent"},
+	{"commit", "[flags] -m MESSAGE TASK_ID", "commit all of a task's uncommitted work on its branch"},
+	{"merge", "[flags] TASK_ID", "bring a task's branch onto its base branch, locally; a conflict lists its files\n" +
+		"and changes nothing"},
+	{"push", "[flags] TASK_ID", "push a task's branch to its repository's remote origin"},
 }
 
 // Usage writes the synopsis and summary of each command.
@@ -116,8 +120,12 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	server := flags.String("server", cmp.Or(os.Getenv("CONCH_SERVER"), "http://127.0.0.1:8080"), "the Conch server (env CONCH_SERVER)")
 	token := flags.String("token", os.Getenv("CONCH_TOKEN"), "the server's token (env CONCH_TOKEN)")
 	asJSON := flags.Bool("json", false, "print one JSON object per line, in the API's shapes, instead of text")
-	var agent, task, cwd, stream *string
+	var agent, task, cwd, stream, message, mode *string
 	switch args[0] {
+	case "commit":
+		message = flags.String("m", "", "the commit message (required)")
+	case "merge":
+		mode = flags.String("mode", "merge", "merge (a merge commit) or rebase (the branch rebased onto the base)")
 	case "run":
 		agent = flags.String("agent", "shell", "the agent profile")
 		task = flags.String("task", "", "the task to add the session to (default: a new task)")
@@ -149,6 +157,11 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			return flags.Fail("give the command after --")
 		}
 		return p.run(ctx, *agent, *task, *cwd, prompt(rest))
+	case "commit", "merge", "push":
+		if len(rest) != 1 || message != nil && strings.TrimSpace(*message) == "" {
+			return flags.Fail("give one TASK_ID, and -m MESSAGE to commit")
+		}
+		return land(ctx, api, args[0], rest[0], message, mode, stdout, stderr, p.json)
 	case "output":
 		if len(rest) != 1 || (*stream != "" && *stream != "stdout" && *stream != "stderr") || (*stream != "" && *asJSON) {
 			return flags.Fail("give one MESSAGE_ID, and --stream stdout or stderr if any (not with --json)")
@@ -202,6 +215,33 @@ func tasks(ctx context.Context, api *client.Client, stdout io.Writer, asJSON *js
 		}
 	}
 	return w.Flush()
+}
+
+// land runs one step of landing a task (commit, merge or push) and prints where the task
+// then stands; a conflict's files go to stderr, one a line.
+func land(ctx context.Context, api *client.Client, step, taskID string, message, mode *string, stdout, stderr io.Writer, asJSON *json.Encoder) error {
+	var ch shared.Changes
+	var err error
+	switch step {
+	case "commit":
+		ch, err = api.Commit(ctx, taskID, *message)
+	case "merge":
+		ch, err = api.Merge(ctx, taskID, *mode)
+	default:
+		ch, err = api.Push(ctx, taskID)
+	}
+	for _, path := range shared.ConflictPaths(err) {
+		fmt.Fprintf(stderr, "conflict: %s\n", shared.Visible(path))
+	}
+	if err != nil {
+		return err
+	}
+	if asJSON != nil {
+		return asJSON.Encode(ch)
+	}
+	_, err = fmt.Fprintf(stdout, "%s at %.12s: %d ahead of %s, %d behind, %d files changed\n",
+		ch.Branch, ch.Head, ch.Ahead, ch.Base, ch.Behind, len(ch.Files))
+	return err
 }
 
 // output writes the stored bytes of a command: stdout to stdout, stderr to stderr.

@@ -184,8 +184,9 @@ func (c *Client) ShellOutputIfChanged(ctx context.Context, sessionID, messageID,
 	return snap, v.etag, false, err
 }
 
-// answerError is the error a non-2xx answer reports, nil for a 2xx one.
-func answerError(status int, body []byte) *shared.Error {
+// answerError is the error a non-2xx answer reports (a *shared.Error, or a
+// *shared.Conflict when it names files), nil for a 2xx one.
+func answerError(status int, body []byte) error {
 	if status >= 200 && status <= 299 {
 		return nil
 	}
@@ -193,7 +194,11 @@ func answerError(status int, body []byte) *shared.Error {
 	if json.Unmarshal(body, &e) != nil || e.Error == "" {
 		e.Error = strings.TrimSpace(string(body))
 	}
-	return &shared.Error{Code: e.Code, Message: e.Error}
+	err := &shared.Error{Code: e.Code, Message: e.Error}
+	if len(e.Paths) > 0 {
+		return &shared.Conflict{Err: err, Paths: e.Paths}
+	}
+	return err
 }
 
 // ShellOutputRawURL is where one stream ("stdout" or "stderr") of a command's stored
@@ -304,6 +309,12 @@ func (c *Client) callIfNoneMatch(ctx context.Context, method, path string, v *ve
 	return nil
 }
 
+// GetTask reads one task.
+func (c *Client) GetTask(ctx context.Context, id string) (shared.Task, error) {
+	var t shared.Task
+	return t, c.call(ctx, "GET", "/api/v1/tasks/"+url.PathEscape(id), nil, &t)
+}
+
 // Changes summarizes what a task on a repository changed (no diff bodies).
 func (c *Client) Changes(ctx context.Context, taskID string) (shared.Changes, error) {
 	var ch shared.Changes
@@ -314,4 +325,33 @@ func (c *Client) Changes(ctx context.Context, taskID string) (shared.Changes, er
 func (c *Client) ChangeDiff(ctx context.Context, taskID, path string) (shared.FileDiff, error) {
 	var d shared.FileDiff
 	return d, c.call(ctx, "GET", "/api/v1/tasks/"+url.PathEscape(taskID)+"/changes/diff?path="+url.QueryEscape(path), nil, &d)
+}
+
+// Commit commits all of a task's uncommitted work on its branch, and returns its changes.
+func (c *Client) Commit(ctx context.Context, taskID, message string) (shared.Changes, error) {
+	return c.land(ctx, taskID, "commit", map[string]string{"message": message})
+}
+
+// Merge brings a task's branch onto its base branch locally, by mode "merge" or "rebase".
+// A conflict is a *shared.Conflict naming the files (shared.ConflictPaths); it changed nothing.
+func (c *Client) Merge(ctx context.Context, taskID, mode string) (shared.Changes, error) {
+	return c.land(ctx, taskID, "merge", map[string]string{"mode": mode})
+}
+
+// Push pushes a task's branch to its repository's remote origin.
+func (c *Client) Push(ctx context.Context, taskID string) (shared.Changes, error) {
+	return c.land(ctx, taskID, "push", nil)
+}
+
+// Review sends comments on lines of a task's change to its newest session as one prompt,
+// and returns that prompt's stored message.
+func (c *Client) Review(ctx context.Context, taskID string, comments []shared.ReviewComment) (shared.Message, error) {
+	var m shared.Message
+	return m, c.call(ctx, "POST", "/api/v1/tasks/"+url.PathEscape(taskID)+"/review", shared.Review{Comments: comments}, &m)
+}
+
+// land posts one step of landing a task (POST /api/v1/tasks/{id}/STEP).
+func (c *Client) land(ctx context.Context, taskID, step string, in any) (shared.Changes, error) {
+	var ch shared.Changes
+	return ch, c.call(ctx, "POST", "/api/v1/tasks/"+url.PathEscape(taskID)+"/"+step, in, &ch)
 }

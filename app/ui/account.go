@@ -43,7 +43,7 @@ func (p *AccountPage) OnMount(ctx app.Context) {
 		}
 		ctx.Dispatch(func(app.Context) {
 			if err != nil {
-				p.err = unavailable("Your account", err)
+				p.err = whyNot("Your account could not be loaded", err)
 				return
 			}
 			p.me, p.tokens, p.accounts = &me, visibleTokens(tokens), accounts
@@ -71,7 +71,7 @@ func (p *AccountPage) reload(ctx app.Context) {
 		}
 		ctx.Dispatch(func(app.Context) {
 			if err != nil {
-				p.err = unavailable("Your account", err)
+				p.err = whyNot("Your account could not be loaded", err)
 				return
 			}
 			p.tokens, p.accounts = visibleTokens(tokens), accounts
@@ -86,7 +86,7 @@ func (p *AccountPage) do(ctx app.Context, what string, change func(context.Conte
 		err := change(context.Background())
 		ctx.Dispatch(func(ctx app.Context) {
 			if err != nil {
-				p.err = what + ": " + shared.ErrorMessage(err)
+				p.err = whyNot(what, err)
 				return
 			}
 			p.reload(ctx)

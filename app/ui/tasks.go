@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -27,6 +28,8 @@ type TasksPage struct {
 	confirm string            // the task whose deletion awaits a second click
 	picked  map[string]string // the agent picked for a task's next session, by task id
 
+	board  bool            // the tasks are shown as columns by state
+	landed map[string]bool // by task id, for the board: whether a task's worktree has nothing left to land
 	live   bool            // the page follows the list's changes (data-live, for tests and people alike)
 	ctx    context.Context // the page's WebSocket; cancelled on dismount
 	cancel context.CancelFunc
@@ -73,17 +76,25 @@ func (p *TasksPage) OnDismount() {
 // follow applies the task list's changes as they come; after a lost connection it
 // reconnects and lists again, so nothing missed meanwhile is lost.
 func (p *TasksPage) follow(ctx app.Context, c context.Context) {
+	followTasks(c, func(conn *client.Conn) bool {
+		p.reload(ctx, c) // what changed before the subscription, or while disconnected
+		for env := range conn.Notifications() {
+			p.apply(ctx, c, env)
+		}
+		ctx.Dispatch(func(app.Context) { p.live = false })
+		return true
+	})
+}
+
+// followTasks runs follow on a WebSocket subscribed to the task list until the connection
+// ends, and again on a new one, backing off while follow reports no progress, until c ends.
+func followTasks(c context.Context, follow func(*client.Conn) bool) {
 	for failures := 0; c.Err() == nil; failures++ {
 		conn, err := api.Dial(c)
 		if err == nil {
 			stop := context.AfterFunc(c, func() { conn.Close() })
-			if err = conn.SubscribeTasks(c); err == nil {
-				p.reload(ctx, c) // what changed before the subscription, or while disconnected
+			if conn.SubscribeTasks(c) == nil && follow(conn) {
 				failures = 0
-				for env := range conn.Notifications() {
-					p.apply(ctx, c, env)
-				}
-				ctx.Dispatch(func(app.Context) { p.live = false })
 			}
 			stop()
 			conn.Close()
@@ -120,7 +131,7 @@ func (p *TasksPage) apply(ctx app.Context, c context.Context, env shared.Envelop
 	default:
 		return
 	}
-	ctx.Dispatch(func(app.Context) {
+	ctx.Dispatch(func(ctx app.Context) {
 		if c.Err() != nil {
 			return
 		}
@@ -130,6 +141,7 @@ func (p *TasksPage) apply(ctx app.Context, c context.Context, env shared.Envelop
 			p.tasks = slices.Delete(p.tasks, i, i+1)
 		case t.ID != "" && i >= 0:
 			p.tasks[i] = t
+			p.checkLanded(ctx, t)
 		case t.ID != "": // newest first, as the list is
 			at, _ := slices.BinarySearchFunc(p.tasks, t, func(have, t shared.Task) int { return t.CreatedAt.Compare(have.CreatedAt) })
 			p.tasks = slices.Insert(p.tasks, at, t)
@@ -244,12 +256,18 @@ func (p *TasksPage) Render() app.UI {
 				field("task-cwd", "Working directory (optional)", app.Input().ID("task-cwd").Value(p.cwd).OnInput(bind(&p.cwd))),
 				disabled(app.Button().Type("submit"), p.busy || !p.loaded).Text("Create task and start session"),
 			),
-			app.H2().Text("Tasks"),
+			app.Div().Class("tasks-head").Body(
+				app.H2().Text("Tasks"),
+				app.Button().Type("button").Class("secondary").Aria("pressed", strconv.FormatBool(p.board)).
+					OnClick(p.toggleBoard).Text("Board"),
+			),
 			app.If(!p.loaded && !p.offline, func() app.UI { return app.P().Class("empty").Text("Loading tasks…") }),
 			app.If(p.loaded && len(p.tasks) == 0, func() app.UI { return app.P().Class("empty").Text("No tasks yet.") }),
-			app.Ul().Class("tasks").DataSet("live", p.live).Body(
-				app.Range(p.tasks).Slice(func(i int) app.UI { return p.renderTask(p.tasks[i]) }),
-			),
+			app.If(p.board, func() app.UI { return p.renderBoard() }).Else(func() app.UI {
+				return app.Ul().Class("tasks").DataSet("live", p.live).Body(
+					app.Range(p.tasks).Slice(func(i int) app.UI { return p.renderTask(p.tasks[i]) }),
+				)
+			}),
 		),
 	)
 }
@@ -336,6 +354,84 @@ func (p *TasksPage) renderTask(t shared.Task) app.UI {
 			}),
 		),
 	)
+}
+
+// Board columns, in order.
+const (
+	columnToDo     = "To do"
+	columnRunning  = "Running"
+	columnNeedsYou = "Needs you"
+	columnReview   = "In review"
+	columnDone     = "Done"
+)
+
+var columns = []string{columnToDo, columnRunning, columnNeedsYou, columnReview, columnDone}
+
+// column is the board column of a task: waiting for a person first, then working, then
+// not started; a task with a worktree is in review until its change has landed (nothing
+// left on its branch or in its worktree); every other idle task is done.
+func (p *TasksPage) column(t shared.Task) string {
+	switch {
+	case t.NeedsAttention:
+		return columnNeedsYou
+	case slices.ContainsFunc(t.Sessions, func(s shared.Session) bool {
+		return s.State == shared.SessionRunning || s.State == shared.SessionStarting
+	}):
+		return columnRunning
+	case len(t.Sessions) == 0:
+		return columnToDo
+	case t.Worktree != "" && !p.landed[t.ID]:
+		return columnReview
+	}
+	return columnDone
+}
+
+// toggleBoard switches between the list and the board; the board learns which worktrees
+// have landed from their changes summaries, one request per task with a worktree.
+func (p *TasksPage) toggleBoard(ctx app.Context, _ app.Event) {
+	p.board = !p.board
+	if !p.board {
+		return
+	}
+	for _, t := range p.tasks {
+		p.checkLanded(ctx, t)
+	}
+}
+
+// checkLanded asks, for the board, whether task t's change has landed; the summary is
+// read again when the task changes (a turn ended, a commit, a merge), never polled.
+func (p *TasksPage) checkLanded(ctx app.Context, t shared.Task) {
+	if !p.board || t.Worktree == "" {
+		return
+	}
+	c, id := p.ctx, t.ID
+	ctx.Async(func() {
+		ch, err := api.Changes(c, id)
+		ctx.Dispatch(func(app.Context) {
+			if err != nil {
+				return
+			}
+			if p.landed == nil {
+				p.landed = map[string]bool{}
+			}
+			p.landed[id] = ch.Ahead == 0 && len(ch.Files) == 0
+		})
+	})
+}
+
+// renderBoard draws the tasks in columns by state.
+func (p *TasksPage) renderBoard() app.UI {
+	by := map[string][]shared.Task{}
+	for _, t := range p.tasks {
+		by[p.column(t)] = append(by[p.column(t)], t)
+	}
+	return app.Div().Class("board").DataSet("live", p.live).Body(app.Range(columns).Slice(func(i int) app.UI {
+		name, tasks := columns[i], by[columns[i]]
+		return app.Section().Class("column").Aria("label", name).Body(
+			app.H3().Body(app.Text(name+" "), app.Span().Class("badge").Text(strconv.Itoa(len(tasks)))),
+			app.Ul().Class("tasks").Body(app.Range(tasks).Slice(func(j int) app.UI { return p.renderTask(tasks[j]) })),
+		)
+	}))
 }
 
 func field(id, label string, input app.UI) app.UI {

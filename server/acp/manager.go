@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -300,8 +301,13 @@ func (m *Manager) live(id string) (*session, error) {
 
 // Prompt queues one turn; turns of a session run in order, in the background. A session
 // whose agent was stopped gets a new agent first; one that ended (failed, closed) is
-// shared.CodeConflict.
-func (m *Manager) Prompt(sessionID, content string) error {
+// shared.CodeConflict. Each of files (an absolute path) follows the text as an ACP
+// resource_link, which every agent must take.
+func (m *Manager) Prompt(sessionID, content string, files ...string) error {
+	prompt := []sdk.ContentBlock{sdk.TextBlock(content)}
+	for _, f := range files {
+		prompt = append(prompt, sdk.ResourceLinkBlock(filepath.Base(f), (&url.URL{Scheme: "file", Path: f}).String()))
+	}
 	for {
 		s, err := m.live(sessionID)
 		if shared.ErrorCode(err) == shared.CodeConflict {
@@ -310,7 +316,7 @@ func (m *Manager) Prompt(sessionID, content string) error {
 		if err != nil {
 			return err
 		}
-		if err := s.enqueue(content); err != errEnded {
+		if err := s.enqueue(prompt); err != errEnded {
 			return err
 		}
 		<-s.done // the agent is being stopped: once it is, the session says what comes next

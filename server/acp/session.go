@@ -52,8 +52,8 @@ type session struct {
 	asks   map[string]chan sdk.RequestPermissionOutcome // pending permission requests by message id
 
 	mu        sync.Mutex
-	replaying bool // session/load is replaying the conversation, which is stored already
-	queue     []string
+	replaying bool                 // session/load is replaying the conversation, which is stored already
+	queue     [][]sdk.ContentBlock // prompts waiting for their turn
 	working   bool
 	ended     bool
 	closing   bool      // ends closed (server stop), not failed
@@ -459,13 +459,13 @@ func (s *session) setState(state shared.SessionState, errText string) (shared.Se
 // errEnded is enqueue's answer once the agent is ending: the caller waits for its end.
 var errEnded = shared.Errorf(shared.CodeConflict, "the session has ended")
 
-func (s *session) enqueue(content string) error {
+func (s *session) enqueue(prompt []sdk.ContentBlock) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.ended || s.parked != "" {
 		return errEnded
 	}
-	s.queue = append(s.queue, content)
+	s.queue = append(s.queue, prompt)
 	if !s.working {
 		s.working = true
 		go s.work()
@@ -482,19 +482,19 @@ func (s *session) work() {
 			s.mu.Unlock()
 			return
 		}
-		content := s.queue[0]
+		prompt := s.queue[0]
 		s.queue = s.queue[1:]
 		s.mu.Unlock()
-		s.turn(content)
+		s.turn(prompt)
 	}
 }
 
 // turn runs one prompt: running while it runs, ready after (unless more are queued).
-func (s *session) turn(content string) {
+func (s *session) turn(prompt []sdk.ContentBlock) {
 	if _, err := s.setState(shared.SessionRunning, ""); err != nil {
 		s.log.Error("record turn start", "err", err)
 	}
-	resp, err := s.conn.Prompt(context.Background(), sdk.PromptRequest{SessionId: s.acpID, Prompt: []sdk.ContentBlock{sdk.TextBlock(content)}})
+	resp, err := s.conn.Prompt(context.Background(), sdk.PromptRequest{SessionId: s.acpID, Prompt: prompt})
 	s.rec.endTurn()
 	select {
 	case <-s.conn.Done():

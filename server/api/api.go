@@ -48,8 +48,9 @@ type Runtime interface {
 	Agents() []shared.Agent
 	// StartSession creates the session, starts its agent and returns it ready, or failed with its error.
 	StartSession(ctx context.Context, taskID, agent, cwd string) (shared.Session, error)
-	// Prompt queues one turn; it runs in the background.
-	Prompt(sessionID, content string) error
+	// Prompt queues one turn; it runs in the background. Each of files (an absolute path)
+	// follows the text as an ACP resource_link.
+	Prompt(sessionID, content string, files ...string) error
 	// Cancel sends ACP session/cancel for the running turn.
 	Cancel(sessionID string) error
 	// Stop ends the session's agent and its commands, and returns once they are gone.
@@ -186,6 +187,10 @@ func New(cfg Config) *fiber.App {
 	v1.Post("/tasks/:task_id/sessions", s.as(shared.RoleMember), s.handleCreateSession)
 	v1.Get("/tasks/:task_id/changes", s.as(shared.RoleViewer), s.handleChanges)
 	v1.Get("/tasks/:task_id/changes/diff", s.as(shared.RoleViewer), s.handleChangesDiff)
+	v1.Post("/tasks/:task_id/commit", s.as(shared.RoleMember), s.handleCommit)
+	v1.Post("/tasks/:task_id/merge", s.as(shared.RoleMember), s.handleMerge)
+	v1.Post("/tasks/:task_id/push", s.as(shared.RoleMember), s.handlePush)
+	v1.Post("/tasks/:task_id/review", s.as(shared.RoleMember), s.handleReview)
 	v1.Get("/task-sessions/:session_id", s.as(shared.RoleViewer), s.handleGetSession)
 	v1.Get("/task-sessions/:session_id/messages", s.as(shared.RoleViewer), s.handleListMessages)
 	v1.Post("/task-sessions/:session_id/messages", s.as(shared.RoleMember), s.handleAddMessage)
@@ -260,7 +265,7 @@ func (s *server) report(err error, attrs ...any) shared.Error {
 // fail answers err as {"error": "...", "code": "..."}.
 func (s *server) fail(c *fiber.Ctx, err error) error {
 	e := s.report(err, "method", c.Method(), "path", c.Path())
-	return sendJSON(c.Status(statusOf[e.Code]), shared.ErrorBody{Error: e.Message, Code: e.Code})
+	return sendJSON(c.Status(statusOf[e.Code]), shared.ErrorBody{Error: e.Message, Code: e.Code, Paths: shared.ConflictPaths(err)})
 }
 
 func (s *server) logPanic(c *fiber.Ctx, r any) {

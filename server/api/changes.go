@@ -2,7 +2,12 @@ package api
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
+	"net/http"
+	"path/filepath"
+	"slices"
+	"strings"
 
 	"conch/server/store"
 	"conch/server/worktree"
@@ -103,4 +108,133 @@ func (s *server) handleChangesDiff(c *fiber.Ctx) error {
 		return s.fail(c, err)
 	}
 	return sendJSON(c, d)
+}
+
+type commitRequest struct {
+	Message string `json:"message"`
+}
+
+type landRequest struct {
+	Mode string `json:"mode"`
+}
+
+// handleCommit commits all of the task's uncommitted work on its branch.
+func (s *server) handleCommit(c *fiber.Ctx) error {
+	var req commitRequest
+	if err := decodeBody(c.Body(), &req); err != nil {
+		return s.fail(c, err)
+	}
+	if err := shared.CheckText("message", req.Message); err != nil {
+		return s.fail(c, err)
+	}
+	return s.landStep(c, func(ctx context.Context, task shared.Task) error {
+		s.worktrees.Lock() // git's index lock would refuse a second commit at once
+		defer s.worktrees.Unlock()
+		return worktree.Commit(ctx, task.Worktree, req.Message)
+	})
+}
+
+// handleMerge brings the task's branch onto its base branch, by merge or rebase.
+func (s *server) handleMerge(c *fiber.Ctx) error {
+	var req landRequest
+	if err := decodeBody(c.Body(), &req); err != nil {
+		return s.fail(c, err)
+	}
+	return s.landStep(c, func(ctx context.Context, task shared.Task) error {
+		s.worktrees.Lock() // two tasks landing on one base must not both start from its old commit
+		defer s.worktrees.Unlock()
+		return worktree.Land(ctx, task.Repo, task.Worktree, task.BaseBranch, task.Branch, req.Mode)
+	})
+}
+
+// handlePush pushes the task's branch to the repository's remote origin.
+func (s *server) handlePush(c *fiber.Ctx) error {
+	return s.landStep(c, func(ctx context.Context, task shared.Task) error {
+		return worktree.Push(ctx, task.Worktree, task.Branch)
+	})
+}
+
+// landStep runs one step of landing a task's change, tells the task's viewers that its
+// changes may have moved, and answers the task's changes summary.
+func (s *server) landStep(c *fiber.Ctx, step func(context.Context, shared.Task) error) error {
+	task, err := s.repoTask(c)
+	if err != nil {
+		return s.fail(c, err)
+	}
+	if err := step(c.UserContext(), task); err != nil {
+		return s.fail(c, err)
+	}
+	s.events.TaskChanged(task.ID)
+	changes, err := worktree.Changes(c.UserContext(), task.Worktree, task.BaseBranch, task.Branch)
+	if err != nil {
+		return s.fail(c, err)
+	}
+	return sendJSON(c, changes)
+}
+
+// handleReview sends a person's comments on the task's change to its newest session as
+// one prompt: file:line references in the text, and each file as a resource link.
+func (s *server) handleReview(c *fiber.Ctx) error {
+	var req shared.Review
+	if err := decodeBody(c.Body(), &req); err != nil {
+		return s.fail(c, err)
+	}
+	task, err := s.repoTask(c)
+	if err != nil {
+		return s.fail(c, err)
+	}
+	ctx := c.UserContext()
+	changes, err := worktree.Changes(ctx, task.Worktree, task.BaseBranch, task.Branch)
+	if err != nil {
+		return s.fail(c, err)
+	}
+	text, files, err := reviewPrompt(req.Comments, changes, task.Worktree)
+	if err != nil {
+		return s.fail(c, err)
+	}
+	summary, err := s.store.TaskSummary(ctx, task.ID)
+	if err != nil {
+		return s.fail(c, err)
+	}
+	if len(summary.Sessions) == 0 {
+		return s.fail(c, shared.Errorf(shared.CodeConflict, "the task has no session to send the review to"))
+	}
+	msg, err := s.addMessage(ctx, summary.Sessions[0].ID, shared.AddRequest{Content: text, ClientMessageID: req.ClientMessageID}, files...)
+	if err != nil {
+		return s.fail(c, err)
+	}
+	return sendJSON(c.Status(http.StatusAccepted), msg)
+}
+
+// reviewPrompt is the prompt of a review: one line per comment (its continuation lines
+// indented), and the paths in the worktree of the files commented on, each once.
+func reviewPrompt(comments []shared.ReviewComment, changes shared.Changes, worktree string) (string, []string, error) {
+	if len(comments) == 0 || len(comments) > shared.MaxReviewComments {
+		return "", nil, shared.Errorf(shared.CodeInvalid, "a review has 1 to %d comments", shared.MaxReviewComments)
+	}
+	listed := map[string]bool{}
+	for _, f := range changes.Files {
+		listed[f.Path] = true
+	}
+	var b strings.Builder
+	b.WriteString("Review comments on your change (file:line, in your worktree):\n")
+	var files []string
+	for i, cm := range comments {
+		switch {
+		case !listed[cm.Path]:
+			return "", nil, shared.Errorf(shared.CodeInvalid, "comment %d: %q is not a file of the change", i+1, cm.Path)
+		case cm.Line < 1:
+			return "", nil, shared.Errorf(shared.CodeInvalid, "comment %d: line counts from 1", i+1)
+		case strings.TrimSpace(cm.Text) == "":
+			return "", nil, shared.Errorf(shared.CodeInvalid, "comment %d: text is required", i+1)
+		}
+		if err := shared.CheckText("text", cm.Text); err != nil {
+			return "", nil, err
+		}
+		fmt.Fprintf(&b, "\n%s:%d: %s", cm.Path, cm.Line, strings.ReplaceAll(strings.TrimSpace(cm.Text), "\n", "\n    "))
+		if f := filepath.Join(worktree, cm.Path); !slices.Contains(files, f) {
+			files = append(files, f)
+		}
+	}
+	return b.String(), files, nil
 }

@@ -1,11 +1,13 @@
 package api
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -104,5 +106,105 @@ func TestTaskRepositoryRefused(t *testing.T) {
 	}
 	if after := gittest.Git(t, repo, "worktree", "list"); after != before {
 		t.Errorf("worktrees %q, were %q", after, before)
+	}
+}
+
+// Two tasks on one repository change one file differently: each commits, the first lands
+// and pushes, the second's landing reports the conflict with its file and changes nothing.
+func TestTaskLanding(t *testing.T) {
+	e := newEnv(t)
+	repo := gittest.Repo(t, map[string]string{"a.txt": "one\n"})
+	remote := filepath.Join(t.TempDir(), "remote.git")
+	gittest.Git(t, repo, "init", "-q", "--bare", remote)
+	e.expect(http.StatusNotFound, "POST", "/api/v1/tasks/nope/push", "", nil)
+	var tasks [2]shared.Task
+	for i := range tasks {
+		e.expect(http.StatusCreated, "POST", "/api/v1/tasks", fmt.Sprintf(`{"title":"t%d","repo":%q}`, i, repo), &tasks[i])
+		e.expect(http.StatusCreated, "POST", "/api/v1/tasks/"+tasks[i].ID+"/sessions", `{"agent":"shell"}`, nil)
+		e.expect(http.StatusOK, "GET", "/api/v1/tasks/"+tasks[i].ID, "", &tasks[i])
+		gittest.Write(t, tasks[i].Worktree, map[string]string{"a.txt": fmt.Sprintf("task %d\n", i)})
+	}
+	one, two := "/api/v1/tasks/"+tasks[0].ID, "/api/v1/tasks/"+tasks[1].ID
+	e.expect(http.StatusBadRequest, "POST", one+"/commit", `{"message":" "}`, nil)
+	e.expect(http.StatusConflict, "POST", one+"/merge", `{"mode":"merge"}`, nil) // uncommitted work
+	var c shared.Changes
+	for _, p := range []string{one, two} {
+		e.expect(http.StatusOK, "POST", p+"/commit", `{"message":"Edit a"}`, &c)
+		if c.Ahead != 1 || len(c.Files) != 1 {
+			t.Errorf("after commit: %+v", c)
+		}
+	}
+	e.expect(http.StatusConflict, "POST", one+"/commit", `{"message":"again"}`, nil)
+	e.expect(http.StatusBadRequest, "POST", one+"/merge", `{"mode":"squash"}`, nil)
+	e.expect(http.StatusOK, "POST", one+"/merge", `{"mode":"merge"}`, &c)
+	if c.Ahead != 0 || len(c.Files) != 0 {
+		t.Errorf("after landing: %+v", c)
+	}
+	if b, _ := os.ReadFile(filepath.Join(repo, "a.txt")); string(b) != "task 0\n" {
+		t.Errorf("the base's checkout has %q", b)
+	}
+	if got := e.expect(http.StatusConflict, "POST", one+"/push", "", nil); !strings.Contains(got, "no remote origin") {
+		t.Errorf("push without origin: %s", got)
+	}
+	gittest.Git(t, repo, "remote", "add", "origin", remote)
+	e.expect(http.StatusOK, "POST", one+"/push", "", nil)
+	if got := gittest.Git(t, remote, "rev-parse", tasks[0].Branch); got != gittest.Git(t, repo, "rev-parse", tasks[0].Branch) {
+		t.Errorf("remote's branch at %s", got)
+	}
+
+	main := gittest.Git(t, repo, "rev-parse", "main")
+	for _, mode := range []string{"merge", "rebase"} {
+		got := e.expect(http.StatusConflict, "POST", two+"/merge", `{"mode":"`+mode+`"}`, nil)
+		var body shared.ErrorBody
+		if err := json.Unmarshal([]byte(got), &body); err != nil || body.Code != shared.CodeConflict || !slices.Equal(body.Paths, []string{"a.txt"}) {
+			t.Errorf("%s of a conflicting task: %s", mode, got)
+		}
+	}
+	if got := gittest.Git(t, repo, "rev-parse", "main"); got != main {
+		t.Errorf("main moved to %s", got)
+	}
+	if got := gittest.Git(t, tasks[1].Worktree, "status", "--porcelain"); got != "" {
+		t.Errorf("the second worktree after the conflict: %q", got)
+	}
+}
+
+// Review comments go to the task's newest session as one prompt: file:line references in
+// the text, each file once as a link; a bad review is refused and prompts nothing.
+func TestReviewToAgent(t *testing.T) {
+	e := newEnv(t)
+	repo := gittest.Repo(t, map[string]string{"a.txt": "one\n", "b.txt": "b\n"})
+	var task shared.Task
+	e.expect(http.StatusCreated, "POST", "/api/v1/tasks", fmt.Sprintf(`{"title":"r","repo":%q}`, repo), &task)
+	path := "/api/v1/tasks/" + task.ID + "/review"
+	e.expect(http.StatusNotFound, "POST", path, `{"comments":[{"path":"a.txt","line":1,"text":"x"}]}`, nil)
+	var old, newest shared.Session
+	e.expect(http.StatusCreated, "POST", "/api/v1/tasks/"+task.ID+"/sessions", `{"agent":"shell"}`, &old)
+	e.expect(http.StatusCreated, "POST", "/api/v1/tasks/"+task.ID+"/sessions", `{"agent":"shell"}`, &newest)
+	e.expect(http.StatusOK, "GET", "/api/v1/tasks/"+task.ID, "", &task)
+	gittest.Write(t, task.Worktree, map[string]string{"a.txt": "one\ntwo\n", "b.txt": "bb\n"})
+	for body, want := range map[string]string{
+		`{"comments":[]}`: "1 to 100 comments",
+		`{"comments":[{"path":"c.txt","line":1,"text":"x"}]}`: `\"c.txt\" is not a file of the change`,
+		`{"comments":[{"path":"a.txt","line":0,"text":"x"}]}`: "line counts from 1",
+		`{"comments":[{"path":"a.txt","line":2,"text":" "}]}`: "text is required",
+	} {
+		if got := e.expect(http.StatusBadRequest, "POST", path, body, nil); !strings.Contains(got, want) {
+			t.Errorf("%s: %s, want %q", body, got, want)
+		}
+	}
+	if prompts, _ := e.rt.recorded(); len(prompts) != 0 {
+		t.Fatalf("bad reviews prompted: %q", prompts)
+	}
+	var msg shared.Message
+	e.expect(http.StatusAccepted, "POST", path, `{"comments":[{"path":"a.txt","line":2,"text":"Say \"two\"\nin words"},`+
+		`{"path":"b.txt","line":1,"text":"why?"},{"path":"a.txt","line":1,"text":"fine"}]}`, &msg)
+	text := "Review comments on your change (file:line, in your worktree):\n\na.txt:2: Say \"two\"\n    in words\nb.txt:1: why?\na.txt:1: fine"
+	if msg.SessionID != newest.ID || msg.Content != text || msg.AuthorType != shared.AuthorUser {
+		t.Errorf("review message %+v", msg)
+	}
+	prompts, _ := e.rt.recorded()
+	want := newest.ID + ": " + text + filepath.Join(task.Worktree, "a.txt") + "\nlink: " + filepath.Join(task.Worktree, "b.txt")
+	if len(prompts) != 1 || prompts[0] != want {
+		t.Errorf("prompts %q\nwant %q", prompts, want)
 	}
 }

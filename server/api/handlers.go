@@ -203,9 +203,9 @@ func (s *server) handleAddMessage(c *fiber.Ctx) error {
 }
 
 // addMessage is message.add over REST and WebSocket alike: store the prompt, publish it
-// after the commit, then queue the turn. A repeated client_message_id returns the first
-// message and starts nothing.
-func (s *server) addMessage(ctx context.Context, sessionID string, req shared.AddRequest) (shared.Message, error) {
+// after the commit, then queue the turn (with files as resource links: a review). A
+// repeated client_message_id returns the first message and starts nothing.
+func (s *server) addMessage(ctx context.Context, sessionID string, req shared.AddRequest, files ...string) (shared.Message, error) {
 	if strings.TrimSpace(req.Content) == "" {
 		return shared.Message{}, shared.Errorf(shared.CodeInvalid, "content is required")
 	}
@@ -217,7 +217,7 @@ func (s *server) addMessage(ctx context.Context, sessionID string, req shared.Ad
 		return msg, err
 	}
 	s.events.MessageAdded(msg)
-	if err := s.rt.Prompt(sessionID, req.Content); err != nil {
+	if err := s.rt.Prompt(sessionID, req.Content, files...); err != nil {
 		return shared.Message{}, fmt.Errorf("prompt stored as %s but not queued: %w", msg.ID, err)
 	}
 	return msg, nil

@@ -83,13 +83,13 @@ func (f *fakeRuntime) StartSession(ctx context.Context, taskID, agent, cwd strin
 	return f.store.SetSessionState(ctx, sess.ID, shared.SessionReady, "")
 }
 
-func (f *fakeRuntime) Prompt(sessionID, content string) error {
+func (f *fakeRuntime) Prompt(sessionID, content string, files ...string) error {
 	if f.panics.Load() {
 		panic("runtime bug")
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.prompts = append(f.prompts, sessionID+": "+content)
+	f.prompts = append(f.prompts, sessionID+": "+content+strings.Join(files, "\nlink: "))
 	return f.promptErr
 }
 

@@ -63,6 +63,8 @@ var generated = map[string]any{
 	"AccessToken":            shared.AccessToken{},
 	"NewAccessToken":         shared.NewAccessToken{},
 	"AuditEvent":             shared.AuditEvent{},
+	"Review":                 shared.Review{},
+	"ReviewComment":          shared.ReviewComment{},
 }
 
 // openAPIDocument is openapi.in.json with the generated schemas filled in.

@@ -23,8 +23,9 @@ func (r *Replica) StartSession(ctx context.Context, taskID, agent, cwd string) (
 }
 
 // Prompt queues a turn of a prompt the store has just committed. When another replica
-// runs the agent, the store addressed the prompt to it in that commit: it is woken.
-func (r *Replica) Prompt(sessionID, content string) error {
+// runs the agent, the store addressed the prompt to it in that commit: it is woken, and
+// takes the stored text alone (files' resource links are not stored).
+func (r *Replica) Prompt(sessionID, content string, files ...string) error {
 	owner, err := r.store.SessionOwner(context.Background(), sessionID)
 	if err != nil {
 		return err
@@ -33,7 +34,7 @@ func (r *Replica) Prompt(sessionID, content string) error {
 		r.bus.wake(owner)
 		return nil
 	}
-	return r.local.Prompt(sessionID, content)
+	return r.local.Prompt(sessionID, content, files...)
 }
 
 // Cancel cancels the running turn, here or through the owner's inbox, and answers as the

@@ -31,10 +31,16 @@ const maxOutput = 64 << 20
 
 // safety is the configuration every git command runs with, given through GIT_CONFIG_*
 // variables (which take precedence over the repository's files and need no quoting):
-// no hooks, no fsmonitor program, no automatic gc or maintenance.
+// no hooks, no fsmonitor, signing, ssh, credential or password program of the
+// repository's choosing, no automatic gc or maintenance.
 var safety = [][2]string{
 	{"core.hooksPath", os.DevNull},
 	{"core.fsmonitor", "false"},
+	{"commit.gpgSign", "false"},
+	{"push.gpgSign", "false"},
+	{"core.sshCommand", "ssh"},
+	{"credential.helper", ""}, // an empty value empties the list of helpers
+	{"core.askPass", ""},
 	{"core.pager", "cat"},
 	{"gc.auto", "0"},
 	{"maintenance.auto", "false"},
@@ -76,9 +82,11 @@ func env(config [][2]string) []string {
 }
 
 // filterOverrides empties every clean/smudge/process filter the repository's
-// configuration names: git would run them on checkout and when it reads changed files.
+// configuration names (git would run them on checkout and when it reads changed files),
+// and makes every merge driver it names the command false, so that a file merged by one
+// is a conflict rather than a program of the repository's run by the server.
 func filterOverrides(ctx context.Context, dir string) ([][2]string, error) {
-	out, err := run(ctx, dir, 0, env(safety), "config", "--null", "--name-only", "--get-regexp", `^filter\.`)
+	out, err := run(ctx, dir, 0, env(safety), "config", "--null", "--name-only", "--get-regexp", `^(filter|merge)\.`)
 	var exit *exec.ExitError
 	if errors.As(err, &exit) && exit.ExitCode() == 1 { // none
 		return nil, nil
@@ -90,13 +98,16 @@ func filterOverrides(ctx context.Context, dir string) ([][2]string, error) {
 	seen := map[string]bool{}
 	for _, name := range strings.Split(string(out), "\x00") {
 		i, j := strings.Index(name, "."), strings.LastIndex(name, ".")
-		if i < 0 || j <= i || seen[name[i+1:j]] {
+		if i < 0 || j <= i || seen[name[:j]] {
 			continue
 		}
-		driver := name[i+1 : j]
-		seen[driver] = true
-		for _, k := range []string{"clean", "smudge", "process"} {
-			kv = append(kv, [2]string{"filter." + driver + "." + k, ""})
+		seen[name[:j]] = true
+		if kind, driver := name[:i], name[:j]; kind == "merge" {
+			kv = append(kv, [2]string{driver + ".driver", "false"})
+		} else {
+			for _, k := range []string{"clean", "smudge", "process"} {
+				kv = append(kv, [2]string{driver + "." + k, ""})
+			}
 		}
 	}
 	return kv, nil

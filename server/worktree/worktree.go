@@ -117,10 +117,6 @@ func Add(ctx context.Context, repo, base, branch string) (string, error) {
 	return dir, nil
 }
 
-// keptBy signs the commit that keeps a removed worktree's uncommitted work.
-var keptBy = []string{"GIT_AUTHOR_NAME=Conch", "GIT_AUTHOR_EMAIL=conch@localhost",
-	"GIT_COMMITTER_NAME=Conch", "GIT_COMMITTER_EMAIL=conch@localhost"}
-
 // Remove removes the worktree and keeps its branch, with the worktree's uncommitted work
 // (what git does not ignore) as one more commit on it: nothing the agent wrote is lost.
 func Remove(ctx context.Context, repo, dir string) error {
@@ -129,7 +125,7 @@ func Remove(ctx context.Context, repo, dir string) error {
 			return fmt.Errorf("keep the uncommitted work of %s: %w", dir, err)
 		}
 		if _, err := git(ctx, dir, 0, nil, "diff", "--cached", "--quiet"); err != nil { // something to keep
-			if _, err := git(ctx, dir, 0, keptBy, "commit", "--no-verify", "--quiet", "-m",
+			if _, err := git(ctx, dir, 0, identity(ctx, dir), "commit", "--no-verify", "--quiet", "-m",
 				"Uncommitted work of the task, kept by Conch when the task was deleted"); err != nil {
 				return fmt.Errorf("keep the uncommitted work of %s: %w", dir, err)
 			}
