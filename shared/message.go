@@ -214,6 +214,11 @@ type Session struct {
 	UpdatedAt time.Time `json:"updated_at"`
 }
 
+// NoResume says why a stopped session's agent cannot be resumed (Session.Resumable is
+// false): the UI shows it, and a resume request answers it.
+const NoResume = "This agent cannot resume a conversation (it offers neither ACP session/resume nor session/load): " +
+	"your next prompt starts it again with no memory of the earlier turns."
+
 // Modes are the modes an agent offers for a session and the one it is in.
 type Modes struct {
 	Current   string        `json:"current"`

@@ -43,7 +43,7 @@ type SessionPage struct {
 	err       string
 	draft     string
 	pending   string           // the client message id of the prompt on its way, until the store has it
-	stopping  bool             // a stop of the agent is on its way
+	stopping  bool             // a stop or a resume of the agent is on its way
 	missing   bool             // the session does not exist
 	switching bool             // a mode switch is on its way
 	kept      time.Time        // when the server read the messages shown, until the app has listed them itself
@@ -439,19 +439,31 @@ func (p *SessionPage) notFound(ctx app.Context) {
 // stopAgent stops the session's agent; the session stays, and the chat says what the next
 // prompt does (the server's status message).
 func (p *SessionPage) stopAgent(ctx app.Context, _ app.Event) {
+	p.agentAction(ctx, api.StopAgent, "Stop failed: ")
+}
+
+// resumeAgent starts a stopped agent that can take the conversation up again, with no
+// prompt; the chat says whether it resumed.
+func (p *SessionPage) resumeAgent(ctx app.Context, _ app.Event) {
+	p.agentAction(ctx, api.Resume, "Resume failed: ")
+}
+
+// agentAction runs a stop or a resume of the session's agent, one at a time, and shows
+// the session it answers.
+func (p *SessionPage) agentAction(ctx app.Context, call func(context.Context, string) (shared.Session, error), failed string) {
 	if p.stopping || p.ctx == nil {
 		return
 	}
 	p.stopping, p.err = true, ""
 	c, id := p.ctx, p.id
 	ctx.Async(func() {
-		s, err := api.StopAgent(c, id)
+		s, err := call(c, id)
 		p.apply(ctx, c, func(app.Context) {
 			p.stopping = false
 			if err != nil {
 				p.offline = errors.Is(err, client.ErrUnreachable)
 				if !p.offline {
-					p.err = "Stop failed: " + err.Error()
+					p.err = failed + err.Error()
 				}
 				return
 			}
@@ -480,9 +492,9 @@ func newClientMessageID() string {
 func (p *SessionPage) Render() app.UI {
 	state := shared.SessionState("")
 	title := "Session"
-	stopped := false
+	stopped, resumable := false, false
 	if s := p.session; s != nil {
-		state, stopped = s.State, s.Stopped
+		state, stopped, resumable = s.State, s.Stopped, s.Resumable
 		title = s.Agent + " session"
 	}
 	if p.missing {
@@ -501,6 +513,13 @@ func (p *SessionPage) Render() app.UI {
 			}),
 			app.If(stopped, func() app.UI {
 				return app.Span().Class("badge", "agent-stopped").Title("The next prompt starts the agent again").Text("agent stopped")
+			}),
+			app.If(stopped && resumable, func() app.UI {
+				return disabled(app.Button().Type("button").Class("secondary", "resume"), p.stopping).OnClick(p.resumeAgent).
+					Title("Start the agent again in the same directory; it resumes this conversation").
+					Text(map[bool]string{true: "Resuming…", false: "Resume"}[p.stopping])
+			}).ElseIf(stopped && state == shared.SessionReady, func() app.UI {
+				return app.Span().Class("no-resume").Text(shared.NoResume)
 			}),
 			p.modeSelect(),
 			app.If(p.live != "", func() app.UI {
@@ -550,7 +569,8 @@ func (p *SessionPage) Render() app.UI {
 				}),
 				app.If((state == shared.SessionReady || state == shared.SessionRunning) && !stopped, func() app.UI {
 					return disabled(app.Button().Type("button").Class("secondary"), p.stopping).OnClick(p.stopAgent).
-						Title("End the agent's process; the next prompt starts it again, without the earlier turns").
+						Title(map[bool]string{true: "End the agent's process; the next prompt starts it again, and it resumes this conversation",
+							false: "End the agent's process; the next prompt starts it again, without the earlier turns"}[resumable]).
 						Text(map[bool]string{true: "Stopping…", false: "Stop agent"}[p.stopping])
 				}),
 				disabled(app.Button().Type("submit"), p.pending != "" || state.Ended()).

@@ -40,7 +40,12 @@ func TestMain(m *testing.M) {
 		hello := func(ctx context.Context, a *acptest.Agent, sid sdk.SessionId) error {
 			return a.Send(ctx, sid, sdk.UpdateAgentMessageText("hi"))
 		}
-		if err := acptest.Run(context.Background(), os.Stdin, os.Stdout, acptest.Config{Scripts: map[string]script{"hello": hello}, Resume: true}); err != nil {
+		die := func(context.Context, *acptest.Agent, sdk.SessionId) error {
+			fmt.Fprintln(os.Stderr, "out of memory, or so")
+			os.Exit(3)
+			return nil
+		}
+		if err := acptest.Run(context.Background(), os.Stdin, os.Stdout, acptest.Config{Scripts: map[string]script{"hello": hello, "die": die}, Resume: true}); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)
 		}

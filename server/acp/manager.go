@@ -331,6 +331,37 @@ func (m *Manager) StopAgent(ctx context.Context, sessionID string) (shared.Sessi
 	return sess, err
 }
 
+// Resume starts the agent of a stopped session that can take its conversation up again,
+// with no prompt, and returns the session once the agent has answered (resumed, or
+// started afresh when it refused: the chat says which). A session whose agent runs is
+// answered as it is; one whose agent cannot resume, or that ended, is
+// shared.CodeConflict, saying why.
+func (m *Manager) Resume(ctx context.Context, sessionID string) (shared.Session, error) {
+	if _, err := m.live(sessionID); shared.ErrorCode(err) != shared.CodeConflict {
+		if err != nil {
+			return shared.Session{}, err
+		}
+		return m.cfg.Store.GetSession(ctx, sessionID)
+	}
+	sess, err := m.cfg.Store.GetSession(ctx, sessionID)
+	if err != nil {
+		return shared.Session{}, err
+	}
+	if sess.Stopped && !sess.Resumable {
+		return shared.Session{}, shared.Errorf(shared.CodeConflict, "%s", shared.NoResume)
+	}
+	s, err := m.restart(sessionID)
+	if err != nil {
+		return shared.Session{}, err
+	}
+	select {
+	case <-s.started:
+	case <-ctx.Done():
+		return shared.Session{}, ctx.Err()
+	}
+	return m.cfg.Store.GetSession(ctx, sessionID)
+}
+
 // Cancel asks the agent to cancel the running turn (ACP session/cancel).
 func (m *Manager) Cancel(sessionID string) error {
 	s, err := m.live(sessionID)
@@ -372,7 +403,7 @@ func (m *Manager) Close() {
 	}
 	m.mu.Unlock()
 	for _, s := range live {
-		s.stop("the server stopped")
+		s.stop(serverStopped)
 	}
 	m.wg.Wait()
 }

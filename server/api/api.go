@@ -56,6 +56,10 @@ type Runtime interface {
 	// StopAgent stops the session's agent and its commands while the session stays (its
 	// next prompt starts a new agent), and returns the session once they are gone.
 	StopAgent(ctx context.Context, sessionID string) (shared.Session, error)
+	// Resume starts a stopped session's agent, which takes the conversation up again (ACP
+	// session/resume or session/load), with no prompt; it returns the session once the
+	// agent has answered.
+	Resume(ctx context.Context, sessionID string) (shared.Session, error)
 	// AnswerPermission answers a pending permission request with one of its options and
 	// returns the updated message (published to the hub by the runtime).
 	AnswerPermission(ctx context.Context, sessionID, messageID, optionID string) (shared.Message, error)
@@ -173,6 +177,7 @@ func New(cfg Config) *fiber.App {
 	v1.Post("/task-sessions/:session_id/messages", s.handleAddMessage)
 	v1.Post("/task-sessions/:session_id/cancel", s.handleCancel)
 	v1.Post("/task-sessions/:session_id/stop", s.handleStop)
+	v1.Post("/task-sessions/:session_id/resume", s.handleResume)
 	v1.Post("/task-sessions/:session_id/mode", s.handleSetMode)
 	v1.Get("/task-sessions/:session_id/messages/:message_id/shell-output", s.handleShellOutput)
 	v1.Get("/messages/:message_id", s.handleGetMessage)

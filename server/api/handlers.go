@@ -245,6 +245,15 @@ func (s *server) handleStop(c *fiber.Ctx) error {
 	return sendJSON(c, sess)
 }
 
+// handleResume starts a stopped session's agent, which resumes the conversation.
+func (s *server) handleResume(c *fiber.Ctx) error {
+	sess, err := s.rt.Resume(c.UserContext(), c.Params("session_id"))
+	if err != nil {
+		return s.fail(c, err)
+	}
+	return sendJSON(c, sess)
+}
+
 func (s *server) handleAnswerPermission(c *fiber.Ctx) error {
 	var req shared.PermissionAnswer
 	if err := decodeBody(c.Body(), &req); err != nil {

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"conch/server/store"
 	"conch/shared"
 )
 
@@ -529,6 +530,40 @@ func TestDeleteTask(t *testing.T) {
 	// A browser page of another origin cannot delete.
 	e.expect(http.StatusForbidden, "DELETE", "/api/v1/tasks/"+s2.TaskID, "", nil, "Origin", "https://evil.example")
 	e.expect(http.StatusOK, "GET", "/api/v1/tasks/"+s2.TaskID, "", nil)
+}
+
+// POST .../resume and session.resume answer the session with its agent started again; a
+// session whose agent cannot resume is a conflict that says why.
+func TestResumeAgent(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	s, other, forgetful := e.session(), e.session(), e.session()
+	for _, sess := range []shared.Session{s, other} {
+		if _, err := e.store.SetAgentSession(ctx, sess.ID, "agent-"+sess.ID, store.ResumeBy); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, sess := range []shared.Session{s, other, forgetful} {
+		e.expect(http.StatusOK, "POST", "/api/v1/task-sessions/"+sess.ID+"/stop", "", nil)
+	}
+	var got shared.Session
+	e.expect(http.StatusOK, "POST", "/api/v1/task-sessions/"+s.ID+"/resume", "", &got)
+	if got.ID != s.ID || got.Stopped || got.State != shared.SessionReady {
+		t.Errorf("answered %+v", got)
+	}
+	if body := e.expect(http.StatusConflict, "POST", "/api/v1/task-sessions/"+forgetful.ID+"/resume", "", nil); !strings.Contains(body, "cannot resume") {
+		t.Errorf("a resume of an agent that cannot: %s", body)
+	}
+	e.expect(http.StatusNotFound, "POST", "/api/v1/task-sessions/nope/resume", "", nil)
+
+	w := mustDial(t, e.listen())
+	env := w.request(shared.ActionResume, shared.SessionRef{SessionID: other.ID})
+	if env.Type != shared.EnvelopeResponse || env.Decode(&got) != nil || got.ID != other.ID || got.Stopped {
+		t.Errorf("session.resume answered %+v", env)
+	}
+	if p := errorOf(t, w.request(shared.ActionResume, shared.SessionRef{SessionID: forgetful.ID})); p.Code != shared.CodeConflict {
+		t.Errorf("session.resume of an agent that cannot: %+v", p)
+	}
 }
 
 // POST .../stop and session.stop answer the session with its agent stopped; a session

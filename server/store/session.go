@@ -240,16 +240,21 @@ func (s *Store) SetSessionState(ctx context.Context, id string, state shared.Ses
 
 // StopSession records that the session's agent process was stopped while the session
 // stays: ready and stopped, with a status message (author system) saying so for people,
-// in one transaction. A session that has ended is left as it is (nil message).
-func (s *Store) StopSession(ctx context.Context, id, text string) (shared.Session, *shared.Message, error) {
+// in one transaction. A session that has ended is left as it is (nil message). Released,
+// it is owned by no replica any more: the next prompt on any replica claims it
+// (ClaimSession), as after a sweep.
+func (s *Store) StopSession(ctx context.Context, id, text string, release bool) (shared.Session, *shared.Message, error) {
 	var status *shared.Message
 	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		sess, err := getSession(locked(tx), id)
 		if err != nil || shared.SessionState(sess.State).Ended() || sess.Owner != s.replica {
 			return err
 		}
-		if err := tx.Model(&sessionRow{}).Where("id = ?", id).Updates(map[string]any{"state": string(shared.SessionReady),
-			"error": "", "stopped": true, "updated_at": s.stamp()}).Error; err != nil {
+		changes := map[string]any{"state": string(shared.SessionReady), "error": "", "stopped": true, "updated_at": s.stamp()}
+		if release {
+			changes["owner"] = ""
+		}
+		if err := tx.Model(&sessionRow{}).Where("id = ?", id).Updates(changes).Error; err != nil {
 			return err
 		}
 		status, err = s.addStatus(tx, sess, text, nil)
