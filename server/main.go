@@ -143,6 +143,11 @@ func env(name, fallback string) string {
 // waits only for a new agent's start.
 const defaultAgentIdle = 15 * time.Minute
 
+// defaultDrain is how long a stopping server lets running turns finish: most turns of a
+// coding agent end within a minute, and orchestrators wait about that long (Kubernetes'
+// default grace is 30 s: give it --drain's time and more).
+const defaultDrain = 60 * time.Second
+
 // envDuration reads a duration from the environment variable name, def when unset.
 func envDuration(name string, def time.Duration) (time.Duration, error) {
 	v := os.Getenv(name)
@@ -186,6 +191,12 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	flags.DurationVar(&idle, "agent-idle", idle,
 		"stop an agent that has had nothing to do for this long; its session stays and the next prompt starts a new agent; 0 never stops one (env CONCH_AGENT_IDLE)")
+	drain, err := envDuration("CONCH_DRAIN", defaultDrain)
+	if err != nil {
+		return err
+	}
+	flags.DurationVar(&drain, "drain", drain,
+		"on SIGTERM, how long running turns may take to finish while no new ones start; then they are cancelled, and sessions of agents that can resume stay resumable (env CONCH_DRAIN)")
 	var proxies []string
 	flags.Func("trusted-proxy", "address or CIDR of a reverse proxy whose X-Forwarded-* headers count; repeatable (env CONCH_TRUSTED_PROXIES, comma-separated)",
 		func(p string) error { proxies = append(proxies, p); return nil })
@@ -201,6 +212,9 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	if err := replica.CheckLease(lease); err != nil {
 		return err
+	}
+	if drain < 0 {
+		return fmt.Errorf("--drain %s is negative: give 0 to cancel running turns at once", drain)
 	}
 	if idle < 0 {
 		return fmt.Errorf("--agent-idle %s is negative: give 0 to keep agents running", idle)
@@ -288,7 +302,12 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	case <-ctx.Done():
 	}
-	log.Info("shutting down")
+	// New prompts are refused (503 draining, and /healthz says so: a balancer sends them
+	// to another server) while the running turns finish.
+	log.Info("draining", "for", drain)
+	began := time.Now()
+	left := runtime.Drain(drain)
+	log.Info("shutting down", "drained_in", time.Since(began).Round(time.Millisecond), "turns_cancelled", left)
 	// fasthttp's shutdown neither waits for nor closes WebSockets: close them first (1001).
 	events.Close()
 	// Agents stop before the HTTP server drains (self.Close stops them again, a no-op), so

@@ -87,6 +87,9 @@ type Manager struct {
 	mu       sync.Mutex
 	sessions map[string]*session
 	closing  bool
+	draining bool          // Drain: no new agents or turns start
+	working  int           // sessions with turns running or queued (session.work)
+	drained  chan struct{} // closed once working is 0 while draining
 	closed   chan struct{} // closed by Close: writes that fail are no longer retried
 	wg       sync.WaitGroup
 	loads    *semaphore.Weighted // the bytes file requests hold (fs.go)
@@ -158,6 +161,9 @@ func (m *Manager) profile(name string) (Profile, bool) {
 // unknown agent or a relative or missing cwd is shared.CodeInvalid; an unknown task is
 // shared.CodeNotFound. An empty cwd gets a fresh directory under DataDir/sessions.
 func (m *Manager) StartSession(ctx context.Context, taskID, agent, cwd string) (shared.Session, error) {
+	if err := m.Draining(); err != nil {
+		return shared.Session{}, err
+	}
 	p, ok := m.profile(agent)
 	if !ok {
 		return shared.Session{}, shared.Errorf(shared.CodeInvalid, "unknown agent %q", agent)
@@ -187,7 +193,7 @@ func (m *Manager) StartSession(ctx context.Context, taskID, agent, cwd string) (
 	m.cfg.Events.SessionUpdated(sess)
 
 	m.mu.Lock()
-	if m.closing {
+	if m.closing || m.draining {
 		m.mu.Unlock()
 		return m.closeUnstarted(sess.ID)
 	}
@@ -242,9 +248,9 @@ func (m *Manager) restart(id string) (*session, error) {
 		m.mu.Unlock()
 		return s, nil
 	}
-	if m.closing {
+	if m.closing || m.draining {
 		m.mu.Unlock()
-		return nil, shared.Errorf(shared.CodeConflict, "the server is stopping")
+		return nil, errDraining
 	}
 	s := newSession(m, sess, p)
 	if by != "" {
@@ -298,6 +304,9 @@ func (m *Manager) live(id string) (*session, error) {
 // whose agent was stopped gets a new agent first; one that ended (failed, closed) is
 // shared.CodeConflict.
 func (m *Manager) Prompt(sessionID, content string) error {
+	if err := m.Draining(); err != nil {
+		return err
+	}
 	for {
 		s, err := m.live(sessionID)
 		if shared.ErrorCode(err) == shared.CodeConflict {
@@ -387,6 +396,83 @@ func (m *Manager) Running() []string {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return slices.Collect(maps.Keys(m.sessions))
+}
+
+// errDraining answers a prompt, a new session or a resume on a stopping server.
+var errDraining = shared.Errorf(shared.CodeDraining,
+	"this server is stopping: send it again in a moment (Retry-After), and another server, or this one once restarted, takes it")
+
+// Draining is errDraining once Drain has begun (no new agents or turns start), else nil.
+func (m *Manager) Draining() error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.draining || m.closing {
+		return errDraining
+	}
+	return nil
+}
+
+// Drain lets the running turns finish for up to d: from now on no agent starts and no
+// turn is taken (shared.CodeDraining), and a turn queued already still runs. Past d, the
+// turns left are cancelled (ACP session/cancel, waited for a moment). It returns how many
+// sessions still had turns at d; Close then ends the agents, and leaves the sessions of
+// agents that can resume resumable.
+func (m *Manager) Drain(d time.Duration) int {
+	m.mu.Lock()
+	if !m.draining {
+		m.draining, m.drained = true, make(chan struct{})
+		if m.working == 0 {
+			close(m.drained)
+		}
+	}
+	drained := m.drained
+	m.mu.Unlock()
+	select {
+	case <-drained:
+		return 0
+	case <-m.clock.After(d):
+	}
+	m.mu.Lock()
+	left := make([]*session, 0, len(m.sessions))
+	for _, s := range m.sessions {
+		left = append(left, s)
+	}
+	m.mu.Unlock()
+	busy := 0
+	for _, s := range left {
+		if s.busy() {
+			busy++
+			if err := s.cancel(); err != nil {
+				s.log.Warn("cancel a turn at the end of the drain", "err", err)
+			}
+		}
+	}
+	select { // the agents' answers to the cancel are stored if they come at once
+	case <-drained:
+	case <-m.clock.After(endGrace):
+	}
+	return busy
+}
+
+// turnsBegin counts a session whose turns start running (session.work).
+func (m *Manager) turnsBegin() {
+	m.mu.Lock()
+	m.working++
+	m.mu.Unlock()
+}
+
+// turnsEnd counts a session whose turns have all run; the last one ends a drain.
+func (m *Manager) turnsEnd() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.working--
+	if m.working == 0 && m.drained != nil {
+		select {
+		case <-m.drained:
+		default:
+			close(m.drained)
+		}
+	}
 }
 
 // Close ends every session: agents and their terminals' process groups are killed,

@@ -491,12 +491,14 @@ func (s *session) enqueue(content string) error {
 	s.queue = append(s.queue, content)
 	if !s.working {
 		s.working = true
+		s.m.turnsBegin()
 		go s.work()
 	}
 	return nil
 }
 
 func (s *session) work() {
+	defer s.m.turnsEnd()
 	<-s.started
 	for {
 		s.mu.Lock()
@@ -510,6 +512,13 @@ func (s *session) work() {
 		s.mu.Unlock()
 		s.turn(content)
 	}
+}
+
+// busy reports whether a turn runs or waits.
+func (s *session) busy() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.working
 }
 
 // turn runs one prompt: running while it runs, ready after (unless more are queued).

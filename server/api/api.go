@@ -60,6 +60,9 @@ type Runtime interface {
 	// session/resume or session/load), with no prompt; it returns the session once the
 	// agent has answered.
 	Resume(ctx context.Context, sessionID string) (shared.Session, error)
+	// Draining is nil while the server runs, and once it is stopping (SIGTERM), the
+	// shared.CodeDraining error it answers what it no longer starts: turns and agents.
+	Draining() error
 	// AnswerPermission answers a pending permission request with one of its options and
 	// returns the updated message (published to the hub by the runtime).
 	AnswerPermission(ctx context.Context, sessionID, messageID, optionID string) (shared.Message, error)
@@ -225,8 +228,13 @@ var statusOf = map[string]int{
 	shared.CodeConflict:        http.StatusConflict,
 	shared.CodeTooManyRequests: http.StatusTooManyRequests,
 	shared.CodeTimeout:         http.StatusGatewayTimeout,
+	shared.CodeDraining:        http.StatusServiceUnavailable,
 	shared.CodeInternal:        http.StatusInternalServerError,
 }
+
+// drainRetry is the Retry-After, in seconds, of a request a draining server refuses: by
+// then a balancer sends it to another server, or a lone server has restarted.
+const drainRetry = "5"
 
 // report is what a client is told of err, over REST and WebSocket alike: its code and
 // its message, with no internal context. An internal failure's details go to the log.
@@ -241,6 +249,9 @@ func (s *server) report(err error, attrs ...any) shared.Error {
 // fail answers err as {"error": "...", "code": "..."}.
 func (s *server) fail(c *fiber.Ctx, err error) error {
 	e := s.report(err, "method", c.Method(), "path", c.Path())
+	if e.Code == shared.CodeDraining {
+		c.Set(fiber.HeaderRetryAfter, drainRetry)
+	}
 	return sendJSON(c.Status(statusOf[e.Code]), shared.ErrorBody{Error: e.Message, Code: e.Code})
 }
 

@@ -27,6 +27,9 @@ func (s *server) handleHealth(c *fiber.Ctx) error {
 	}
 	// Writes that fail (a full disk) leave commands and sessions unrecorded until they
 	// succeed again: not healthy, and why.
+	if err := s.rt.Draining(); err != nil { // a balancer stops sending requests here
+		return sendJSON(c.Status(http.StatusServiceUnavailable), fiber.Map{"status": "draining", "error": shared.ErrorMessage(err)})
+	}
 	if err := s.store.WriteHealth(); err != nil {
 		return sendJSON(c.Status(http.StatusServiceUnavailable), fiber.Map{"status": "unavailable", "error": err.Error()})
 	}
@@ -210,6 +213,9 @@ func (s *server) addMessage(ctx context.Context, sessionID string, req shared.Ad
 		return shared.Message{}, shared.Errorf(shared.CodeInvalid, "content is required")
 	}
 	if err := shared.CheckLength("content", req.Content, shared.MaxPromptBytes); err != nil {
+		return shared.Message{}, err
+	}
+	if err := s.rt.Draining(); err != nil { // before it is stored: a prompt stored here now would not run
 		return shared.Message{}, err
 	}
 	msg, created, err := s.store.AddUserMessage(ctx, sessionID, req.Content, req.ClientMessageID)

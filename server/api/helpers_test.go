@@ -59,6 +59,7 @@ type fakeRuntime struct {
 	stops     []string
 	answers   []string // "message: option"
 	promptErr error
+	draining  error // Draining's answer
 	// unanswered, when set, plays an agent that never answers a mode switch: SetMode
 	// waits until it is closed, then fails as the runtime's timeout does.
 	unanswered chan struct{}
@@ -119,6 +120,13 @@ func (f *fakeRuntime) StopAgent(ctx context.Context, sessionID string) (shared.S
 	f.hub.MessageAdded(*status)
 	f.hub.SessionUpdated(sess)
 	return sess, nil
+}
+
+// Draining is draining: nil, or the error a stopping server answers.
+func (f *fakeRuntime) Draining() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.draining
 }
 
 // Resume starts the stopped session's agent again, as the runtime does once the agent has

@@ -566,6 +566,26 @@ func TestResumeAgent(t *testing.T) {
 	}
 }
 
+// A draining server answers a prompt 503 draining with Retry-After, before storing it,
+// and /healthz says it drains.
+func TestDrainingRefusesPrompts(t *testing.T) {
+	e := newEnv(t)
+	s := e.session()
+	e.rt.mu.Lock()
+	e.rt.draining = shared.Errorf(shared.CodeDraining, "this server is stopping")
+	e.rt.mu.Unlock()
+	resp, body := e.do("POST", "/api/v1/task-sessions/"+s.ID+"/messages", `{"content":"echo hi"}`)
+	if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") != "5" || body != `{"error":"this server is stopping","code":"draining"}` {
+		t.Errorf("a prompt while draining: %d Retry-After %q %s", resp.StatusCode, resp.Header.Get("Retry-After"), body)
+	}
+	if page, _ := e.store.ListMessages(context.Background(), shared.ListRequest{SessionID: s.ID}); len(page.Messages) != 0 || len(e.rt.prompts) != 0 {
+		t.Errorf("the refused prompt was stored or queued: %+v %q", page.Messages, e.rt.prompts)
+	}
+	if body := e.expect(http.StatusServiceUnavailable, "GET", "/healthz", "", nil); !strings.Contains(body, `"status":"draining"`) {
+		t.Errorf("/healthz while draining: %s", body)
+	}
+}
+
 // POST .../stop and session.stop answer the session with its agent stopped; a session
 // that ended is a conflict; a stopped session is told to its subscribers.
 func TestStopAgent(t *testing.T) {

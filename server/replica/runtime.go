@@ -60,6 +60,9 @@ func (r *Replica) StopAgent(ctx context.Context, sessionID string) (shared.Sessi
 	return r.awaitSession(ctx, store.Command{SessionID: sessionID, Kind: store.CommandStopAgent}, r.local.StopAgent)
 }
 
+// Draining is the local runtime's: this server is stopping.
+func (r *Replica) Draining() error { return r.local.Draining() }
+
 // Resume starts a stopped session's agent and resumes its conversation, here or on the
 // replica that still owns it (a session no replica owns is claimed here), and returns
 // the session once the agent has answered.
@@ -95,7 +98,9 @@ const answerWait = 30 * time.Second
 // an agent another replica runs waits for the outcome the owner tells back.
 func (r *Replica) SetMode(ctx context.Context, sessionID, modeID string) (shared.Session, error) {
 	return r.awaitSession(ctx, store.Command{SessionID: sessionID, Kind: store.CommandMode, Body: modeID},
-		func(ctx context.Context, sessionID string) (shared.Session, error) { return r.local.SetMode(ctx, sessionID, modeID) })
+		func(ctx context.Context, sessionID string) (shared.Session, error) {
+			return r.local.SetMode(ctx, sessionID, modeID)
+		})
 }
 
 // awaitSession is await for a request answered with the session: local's answer here, or
