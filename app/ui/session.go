@@ -5,6 +5,8 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -522,6 +524,7 @@ func (p *SessionPage) Render() app.UI {
 				return app.Span().Class("no-resume").Text(shared.NoResume)
 			}),
 			p.modeSelect(),
+			usageView(p.session),
 			app.If(p.live != "", func() app.UI {
 				return app.Span().Class("live", "live-"+map[bool]string{true: "on", false: "off"}[p.live == liveOn]).Text(p.live)
 			}),
@@ -578,6 +581,57 @@ func (p *SessionPage) Render() app.UI {
 			),
 		),
 	)
+}
+
+// usageView is the agent's latest usage report on the session bar: a gauge of its
+// context window and what the session cost. The numbers are the agent's, checked by the
+// store (bounded, a three-letter currency); nil when it sent none.
+func usageView(s *shared.Session) app.UI {
+	if s == nil || s.Usage == nil {
+		return nil
+	}
+	u := s.Usage
+	var cost []shared.Cost
+	if u.Cost != nil {
+		cost = []shared.Cost{*u.Cost}
+	}
+	return app.Span().Class("usage").Body(
+		app.If(u.ContextSize > 0, func() app.UI {
+			label := fmt.Sprintf("Context window: %s of %s tokens", tokensLabel(u.ContextUsed), tokensLabel(u.ContextSize))
+			return app.Span().Class("context").Title(label).Body(
+				app.Meter().Min(0).Max(float64(u.ContextSize)).High(0.8*float64(u.ContextSize)).Value(float64(min(u.ContextUsed, u.ContextSize))).Aria("label", label),
+				app.Span().Text(fmt.Sprintf("%d%%", min(100, u.ContextUsed*100/u.ContextSize))),
+			)
+		}),
+		app.If(len(cost) > 0, func() app.UI {
+			return app.Span().Class("cost").Title("What the agent reports this session cost").Text(costLabel(cost))
+		}),
+	)
+}
+
+// tokensLabel renders a token count short: 950, 52k, 1.2M.
+func tokensLabel(n int64) string {
+	switch {
+	case n < 1000:
+		return strconv.FormatInt(n, 10)
+	case n < 1_000_000:
+		return strconv.FormatInt((n+500)/1000, 10) + "k"
+	}
+	return strings.TrimSuffix(fmt.Sprintf("%.1f", float64(n)/1e6), ".0") + "M"
+}
+
+// costLabel renders costs per currency: "0.25 USD", "1.20 EUR + 0.03 USD"; a cost below a
+// cent keeps four decimals.
+func costLabel(costs []shared.Cost) string {
+	parts := make([]string, 0, len(costs))
+	for _, c := range costs {
+		format := "%.2f %s"
+		if c.Amount > 0 && c.Amount < 0.01 {
+			format = "%.4f %s"
+		}
+		parts = append(parts, fmt.Sprintf(format, c.Amount, c.Currency))
+	}
+	return strings.Join(parts, " + ")
 }
 
 // cwd is the session's directory, once the session is known.

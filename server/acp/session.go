@@ -47,6 +47,10 @@ type session struct {
 	modesMu sync.Mutex    // held while the modes are changed and stored
 	modes   *shared.Modes // what the agent offers, nil when none
 
+	usageMu      sync.Mutex
+	nextUsage    *shared.Usage // the latest usage report not stored yet (usage.go)
+	usageWriting bool          // storeUsage runs
+
 	permMu sync.Mutex                                   // held while a request is stored and registered, answered or cancelled
 	asks   map[string]chan sdk.RequestPermissionOutcome // pending permission requests by message id
 

@@ -181,6 +181,7 @@ func New(cfg Config) *fiber.App {
 	v1.Post("/task-sessions/:session_id/cancel", s.handleCancel)
 	v1.Post("/task-sessions/:session_id/stop", s.handleStop)
 	v1.Post("/task-sessions/:session_id/resume", s.handleResume)
+	v1.Get("/usage", s.handleUsage)
 	v1.Post("/task-sessions/:session_id/mode", s.handleSetMode)
 	v1.Get("/task-sessions/:session_id/messages/:message_id/shell-output", s.handleShellOutput)
 	v1.Get("/messages/:message_id", s.handleGetMessage)

@@ -251,6 +251,15 @@ func (s *server) handleStop(c *fiber.Ctx) error {
 	return sendJSON(c, sess)
 }
 
+// handleUsage sums the cost the agents reported, per day and per task.
+func (s *server) handleUsage(c *fiber.Ctx) error {
+	r, err := s.store.UsageReport(c.UserContext(), c.Query("from"), c.Query("to"))
+	if err != nil {
+		return s.fail(c, err)
+	}
+	return sendJSON(c, r)
+}
+
 // handleResume starts a stopped session's agent, which resumes the conversation.
 func (s *server) handleResume(c *fiber.Ctx) error {
 	sess, err := s.rt.Resume(c.UserContext(), c.Params("session_id"))

@@ -57,6 +57,11 @@ var generated = map[string]any{
 	"Changes":                shared.Changes{},
 	"ChangedFile":            shared.ChangedFile{},
 	"FileDiff":               shared.FileDiff{},
+	"Usage":                  shared.Usage{},
+	"Cost":                   shared.Cost{},
+	"UsageDay":               shared.UsageDay{},
+	"UsageTask":              shared.UsageTask{},
+	"UsageReport":            shared.UsageReport{},
 }
 
 // openAPIDocument is openapi.in.json with the generated schemas filled in.

@@ -9,6 +9,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"conch/server/store"
 	"conch/shared"
@@ -617,5 +618,31 @@ func TestStopAgent(t *testing.T) {
 	}
 	if p := errorOf(t, w.request(shared.ActionStop, shared.SessionRef{SessionID: closed.ID})); p.Code != shared.CodeConflict {
 		t.Errorf("session.stop of a closed session: %+v", p)
+	}
+}
+
+// GET /api/v1/usage sums the reported cost per day and per task; days it cannot read are
+// a 400. The task list carries each task's total, its sessions no usage.
+func TestUsageReport(t *testing.T) {
+	e := newEnv(t)
+	s := e.session()
+	if _, err := e.store.SetSessionUsage(context.Background(), s.ID, shared.Usage{ContextUsed: 5, ContextSize: 10, Cost: &shared.Cost{Amount: 0.5, Currency: "EUR"}}); err != nil {
+		t.Fatal(err)
+	}
+	today := s.CreatedAt.UTC().Format(time.DateOnly) // the store's clock, which steps by milliseconds
+	body := e.expect(http.StatusOK, "GET", "/api/v1/usage?from="+today+"&to="+today, "", nil)
+	if want := fmt.Sprintf(`{"from":%q,"to":%q,"days":[{"day":%q,"cost":[{"amount":0.5,"currency":"EUR"}]}],"tasks":[{"task_id":%q,"title":"task","cost":[{"amount":0.5,"currency":"EUR"}]}]}`,
+		today, today, today, s.TaskID); body != want {
+		t.Errorf("usage:\n%s\nwant\n%s", body, want)
+	}
+	e.expect(http.StatusBadRequest, "GET", "/api/v1/usage?from=tomorrow", "", nil)
+	var tasks struct{ Tasks []shared.Task }
+	e.expect(http.StatusOK, "GET", "/api/v1/tasks", "", &tasks)
+	if len(tasks.Tasks) != 1 || !reflect.DeepEqual(tasks.Tasks[0].Cost, []shared.Cost{{Amount: 0.5, Currency: "EUR"}}) || tasks.Tasks[0].Sessions[0].Usage != nil {
+		t.Errorf("the task list: %+v", tasks.Tasks)
+	}
+	var sess shared.Session
+	if e.expect(http.StatusOK, "GET", "/api/v1/task-sessions/"+s.ID, "", &sess); sess.Usage == nil || sess.Usage.ContextUsed != 5 {
+		t.Errorf("the session's usage: %+v", sess.Usage)
 	}
 }

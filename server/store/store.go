@@ -230,6 +230,16 @@ var schema = []string{
 		body TEXT NOT NULL DEFAULT '',
 		created_at INTEGER NOT NULL)`,
 	`CREATE INDEX IF NOT EXISTS idx_inbox_owner ON inbox (owner, created_at, id)`,
+	// What the agents reported they cost, per session, day and currency (usage.go).
+	`CREATE TABLE IF NOT EXISTS usage_days (
+		session_id TEXT NOT NULL REFERENCES task_sessions(id) ON DELETE CASCADE,
+		day TEXT NOT NULL,
+		currency TEXT NOT NULL,
+		task_id TEXT NOT NULL,
+		micros INTEGER NOT NULL,
+		PRIMARY KEY (session_id, day, currency))`,
+	`CREATE INDEX IF NOT EXISTS idx_usage_days_day ON usage_days (day)`,
+	`CREATE INDEX IF NOT EXISTS idx_usage_days_task ON usage_days (task_id)`,
 }
 
 // addedColumns came after their table: ALTER TABLE ADD COLUMN is not idempotent, so each
@@ -263,6 +273,8 @@ var addedColumns = []struct {
 	// (SetAgentSession).
 	{"task_sessions", "agent_session", "TEXT NOT NULL DEFAULT ''", nil},
 	{"task_sessions", "agent_resume", "TEXT NOT NULL DEFAULT ''", nil},
+	// The agent's latest usage report, JSON of shared.Usage (SetSessionUsage).
+	{"task_sessions", "usage", "TEXT NOT NULL DEFAULT ''", nil},
 }
 
 // migrate applies the schema in one transaction (DDL is transactional in both
