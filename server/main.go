@@ -145,6 +145,11 @@ func env(name, fallback string) string {
 // waits only for a new agent's start.
 const defaultAgentIdle = 15 * time.Minute
 
+// defaultDrain is how long a stopping server lets running turns finish: most turns of a
+// coding agent end within a minute, and orchestrators wait about that long (Kubernetes'
+// default grace is 30 s: give it --drain's time and more).
+const defaultDrain = 60 * time.Second
+
 // envDuration reads a duration from the environment variable name, def when unset.
 func envDuration(name string, def time.Duration) (time.Duration, error) {
 	v := os.Getenv(name)
@@ -250,7 +255,12 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	case <-ctx.Done():
 	}
-	log.Info("shutting down")
+	// New prompts are refused (503 draining, and /healthz says so: a balancer sends them
+	// to another server) while the running turns finish.
+	log.Info("draining", "for", cfg.drain)
+	began := time.Now()
+	left := runtime.Drain(cfg.drain)
+	log.Info("shutting down", "drained_in", time.Since(began).Round(time.Millisecond), "turns_cancelled", left)
 	// fasthttp's shutdown neither waits for nor closes WebSockets: close them first (1001).
 	events.Close()
 	// Agents stop before the HTTP server drains (self.Close stops them again, a no-op), so
@@ -265,7 +275,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 // serveConfig is what `conch serve` was asked for, by its flags and environment, checked.
 type serveConfig struct {
 	addr, db, agents, token string
-	lease, idle             time.Duration
+	lease, idle, drain      time.Duration
 	trusted                 []netip.Prefix
 	tokenFlag               bool      // the token came as --token, on the command line
 	oidc                    *api.OIDC // single sign-on, when an issuer is named
@@ -290,6 +300,12 @@ func parseServe(args []string, stdout, stderr io.Writer) (serveConfig, error) {
 	}
 	flags.DurationVar(&idle, "agent-idle", idle,
 		"stop an agent that has had nothing to do for this long; its session stays and the next prompt starts a new agent; 0 never stops one (env CONCH_AGENT_IDLE)")
+	drain, err := envDuration("CONCH_DRAIN", defaultDrain)
+	if err != nil {
+		return serveConfig{}, err
+	}
+	flags.DurationVar(&drain, "drain", drain,
+		"on SIGTERM, how long running turns may take to finish while no new ones start; then they are cancelled, and sessions of agents that can resume stay resumable (env CONCH_DRAIN)")
 	issuer := flags.String("oidc-issuer", env("CONCH_OIDC_ISSUER", ""), "OpenID Connect issuer URL people may sign in through, with --token (env CONCH_OIDC_ISSUER)")
 	clientID := flags.String("oidc-client-id", env("CONCH_OIDC_CLIENT_ID", ""), "this server's client id at the issuer; its secret comes from env CONCH_OIDC_CLIENT_SECRET (env CONCH_OIDC_CLIENT_ID)")
 	groups := flags.String("oidc-groups", env("CONCH_OIDC_GROUPS", ""), "the issuer's groups and the roles they give, e.g. conch-admins=admin,developers=member (env CONCH_OIDC_GROUPS)")
@@ -313,7 +329,10 @@ func parseServe(args []string, stdout, stderr io.Writer) (serveConfig, error) {
 	if idle < 0 {
 		return serveConfig{}, fmt.Errorf("--agent-idle %s is negative: give 0 to keep agents running", idle)
 	}
-	cfg := serveConfig{addr: *addr, db: *dbPath, agents: *agents, token: *token, lease: lease, idle: idle, trusted: trusted}
+	if drain < 0 {
+		return serveConfig{}, fmt.Errorf("--drain %s is negative: give 0 to cancel running turns at once", drain)
+	}
+	cfg := serveConfig{addr: *addr, db: *dbPath, agents: *agents, token: *token, lease: lease, idle: idle, drain: drain, trusted: trusted}
 	if *issuer != "" {
 		if cfg.oidc, err = parseOIDC(*issuer, *clientID, *groups, *defaultRole); err != nil {
 			return serveConfig{}, err

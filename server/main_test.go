@@ -25,11 +25,19 @@ import (
 
 // TestMain lets the test binary play `conch agent shell`, the built-in agent the server
 // starts as a child process of its own executable, and, with CONCH_TEST_AGENT=modes, a
-// third-party agent that offers two session modes.
+// third-party agent that offers two session modes; with CONCH_TEST_AGENT=resume, one
+// that can resume (resumerScripts).
 func TestMain(m *testing.M) {
 	if os.Getenv("CONCH_TEST_AGENT") == "modes" {
 		modes := &sdk.SessionModeState{CurrentModeId: "ask", AvailableModes: []sdk.SessionMode{{Id: "ask", Name: "Ask"}, {Id: "code", Name: "Code"}}}
 		if err := acptest.Run(context.Background(), os.Stdin, os.Stdout, acptest.Config{Modes: modes}); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	if os.Getenv("CONCH_TEST_AGENT") == "resume" {
+		if err := acptest.Run(context.Background(), os.Stdin, os.Stdout, acptest.Config{Scripts: resumerScripts, Resume: true}); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)
 		}

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -16,10 +17,13 @@ import (
 
 	"conch/app/client"
 	"conch/server/acp"
+	"conch/server/acp/acptest"
 	"conch/server/internal/pgtest"
 	"conch/server/servetest"
 	"conch/server/store"
 	"conch/shared"
+
+	sdk "github.com/coder/acp-go-sdk"
 )
 
 // replicaLease is the lease the replicas of the test hold: a replica that dies is taken
@@ -376,4 +380,59 @@ func TestReplicaStopsCleanly(t *testing.T) {
 		var ref shared.SessionRef
 		return env.Action == shared.ActionSessionDeleted && env.Decode(&ref) == nil && ref.SessionID == sess.ID
 	})
+}
+
+// resumerScripts are the turns of the agent that can resume (CONCH_TEST_AGENT=resume):
+// "hello" answers "hi", "where" the agent's working directory.
+var resumerScripts = map[string]acptest.Script{
+	"hello": func(ctx context.Context, a *acptest.Agent, sid sdk.SessionId) error {
+		return a.Send(ctx, sid, sdk.UpdateAgentMessageText("hi"))
+	},
+	"where": func(ctx context.Context, a *acptest.Agent, sid sdk.SessionId) error {
+		wd, err := os.Getwd()
+		if err != nil {
+			return err
+		}
+		return a.Send(ctx, sid, sdk.UpdateAgentMessageText("in "+wd))
+	},
+}
+
+// answered sends prompt on c and waits until the session holds an agent message reading
+// answer.
+func (p *pair) answered(t *testing.T, c *client.Client, sessionID, prompt, answer string) {
+	t.Helper()
+	if _, err := c.SendMessage(p.ctx, sessionID, prompt, ""); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, func() bool {
+		page, err := c.ListMessages(p.ctx, shared.ListRequest{SessionID: sessionID})
+		return err == nil && slices.ContainsFunc(page.Messages, func(m shared.Message) bool {
+			return m.Type == shared.TypeMessage && m.AuthorType == shared.AuthorAgent && m.Content == answer
+		})
+	})
+}
+
+// When A dies while a session of an agent that can resume is live there, B's sweep leaves
+// it resumable; Resume on B starts the agent on B in the same directory, and it takes the
+// conversation up again (it remembers the turn it had on A).
+func TestReplicaTakeoverResumes(t *testing.T) {
+	p := startPair(t, func(string) []acp.Profile {
+		return []acp.Profile{{Name: "resumer", Command: os.Args[0], Env: map[string]string{"CONCH_TEST_AGENT": "resume"}}}
+	})
+	sess := p.start(t, "resumer")
+	p.answered(t, p.onB, sess.ID, "hello", "hi")
+	p.a.kill()
+	next(t, p.watch, time.After(30*time.Second), "the session left resumable", forSession(sess.ID, func(env shared.Envelope) bool {
+		var s shared.Session
+		return env.Action == shared.ActionSessionUpdated && env.Decode(&s) == nil && s.Stopped && s.Resumable && s.State == shared.SessionReady
+	}))
+	got, err := p.onB.Resume(p.ctx, sess.ID)
+	if err != nil || got.Stopped || got.State != shared.SessionReady {
+		t.Fatalf("resume on B: %+v %v", got, err)
+	}
+	p.answered(t, p.onB, sess.ID, acptest.Recall, "I remember: hello")
+	p.answered(t, p.onB, sess.ID, "where", "in "+sess.Cwd)
+	if strings.Contains(p.b.logs.String(), "level=ERROR") {
+		t.Errorf("B logged errors:\n%s", p.b.logs)
+	}
 }

@@ -18,6 +18,7 @@ const (
 	CodeConflict        = "conflict"          // the resource's state forbids it (a closed session)
 	CodeTooManyRequests = "too_many_requests" // wrong tokens came too fast from one address
 	CodeTimeout         = "timeout"           // the agent did not answer in time
+	CodeDraining        = "draining"          // the server is stopping: send it again later, here or to another server
 	CodeInternal        = "internal"          // the server failed; the details are in its log
 )
 

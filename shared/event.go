@@ -45,7 +45,10 @@ const (
 	ActionSetMode = "session.set_mode"
 	// ActionStop stops the session's agent while the session stays (payload: SessionRef);
 	// the response is the session, once the agent is gone.
-	ActionStop           = "session.stop"
+	ActionStop = "session.stop"
+	// ActionResume starts a stopped session's agent, which resumes the conversation
+	// (payload: SessionRef); the response is the session, once the agent has answered.
+	ActionResume         = "session.resume"
 	ActionMessageAdded   = "session.message.added"
 	ActionMessageUpdated = "session.message.updated"
 	// ActionSessionUpdated is an extension: the session's state changed (payload: Session).

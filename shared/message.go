@@ -179,6 +179,9 @@ type Task struct {
 	// Owner is the login of the account that made the task; empty when the server's
 	// token or a server without one made it (docs/API.md, "Accounts and roles").
 	Owner string `json:"owner,omitempty"`
+	// Cost is what the task's agents reported they cost, summed per currency (ACP
+	// usage_update), when any did.
+	Cost []Cost `json:"cost,omitempty"`
 }
 
 // SessionState is the life cycle of a task session.
@@ -214,11 +217,55 @@ type Session struct {
 	Resumable bool `json:"resumable,omitempty"`
 	// Modes are the agent's session modes (ACP session modes), when it offers any;
 	// Commands its slash commands (ACP available_commands_update), when it offers any.
-	Modes     *Modes    `json:"modes,omitempty"`
-	Commands  []Command `json:"commands,omitempty"`
+	Modes    *Modes    `json:"modes,omitempty"`
+	Commands []Command `json:"commands,omitempty"`
+	// Usage is the agent's latest report of its context window and cost (ACP
+	// usage_update), when it sent one.
+	Usage     *Usage    `json:"usage,omitempty"`
 	CreatedAt time.Time `json:"created_at"`
 	UpdatedAt time.Time `json:"updated_at"`
 }
+
+// Usage is an agent's report of its session (ACP usage_update): the tokens in its
+// context window and the window's size, and what the session has cost so far.
+type Usage struct {
+	ContextUsed int64 `json:"context_used"`
+	ContextSize int64 `json:"context_size"`
+	Cost        *Cost `json:"cost,omitempty"`
+}
+
+// Cost is an amount of money in an ISO 4217 currency ("USD").
+type Cost struct {
+	Amount   float64 `json:"amount"`
+	Currency string  `json:"currency"`
+}
+
+// UsageDay is one day's cost (UTC), per currency.
+type UsageDay struct {
+	Day  string `json:"day"` // YYYY-MM-DD
+	Cost []Cost `json:"cost"`
+}
+
+// UsageTask is one task's cost over the days asked for, per currency.
+type UsageTask struct {
+	TaskID string `json:"task_id"`
+	Title  string `json:"title"`
+	Cost   []Cost `json:"cost"`
+}
+
+// UsageReport answers GET /api/v1/usage: the agents' cost per day and per task, from
+// day From to day To (UTC, both included).
+type UsageReport struct {
+	From  string      `json:"from"`
+	To    string      `json:"to"`
+	Days  []UsageDay  `json:"days"`
+	Tasks []UsageTask `json:"tasks"`
+}
+
+// NoResume says why a stopped session's agent cannot be resumed (Session.Resumable is
+// false): the UI shows it, and a resume request answers it.
+const NoResume = "This agent cannot resume a conversation (it offers neither ACP session/resume nor session/load): " +
+	"your next prompt starts it again with no memory of the earlier turns."
 
 // Modes are the modes an agent offers for a session and the one it is in.
 type Modes struct {

@@ -54,7 +54,7 @@ func (m Message) Visible() Message {
 		return m
 	}
 	md := *m.Metadata
-	md.Title, md.Kind = Visible(md.Title), Visible(md.Kind)
+	md.Title, md.Kind, md.Author = Visible(md.Title), Visible(md.Kind), Visible(md.Author)
 	md.Status, md.StopReason = ToolStatus(Visible(string(md.Status))), StopReason(Visible(string(md.StopReason)))
 	md.Options = slices.Clone(md.Options)
 	for i := range md.Options {
@@ -106,6 +106,12 @@ func (s Session) Visible() Session {
 	for i := range s.Commands {
 		c := &s.Commands[i]
 		c.Name, c.Description, c.Hint = Visible(c.Name), Visible(c.Description), Visible(c.Hint)
+	}
+	if s.Usage != nil && s.Usage.Cost != nil {
+		u, c := *s.Usage, *s.Usage.Cost
+		c.Currency = Visible(c.Currency)
+		u.Cost = &c
+		s.Usage = &u
 	}
 	return s
 }

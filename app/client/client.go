@@ -145,6 +145,13 @@ func (c *Client) StopAgent(ctx context.Context, sessionID string) (shared.Sessio
 	return s, c.call(ctx, "POST", "/api/v1/task-sessions/"+url.PathEscape(sessionID)+"/stop", struct{}{}, &s)
 }
 
+// Resume starts a stopped session's agent, which takes the conversation up again, with
+// no prompt. It returns the session once the agent has answered.
+func (c *Client) Resume(ctx context.Context, sessionID string) (shared.Session, error) {
+	var s shared.Session
+	return s, c.call(ctx, "POST", "/api/v1/task-sessions/"+url.PathEscape(sessionID)+"/resume", struct{}{}, &s)
+}
+
 // SetMode switches the session's agent to one of the modes it offers.
 func (c *Client) SetMode(ctx context.Context, sessionID, modeID string) (shared.Session, error) {
 	var s shared.Session

@@ -5,6 +5,8 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -43,7 +45,7 @@ type SessionPage struct {
 	err       string
 	draft     string
 	pending   string           // the client message id of the prompt on its way, until the store has it
-	stopping  bool             // a stop of the agent is on its way
+	stopping  bool             // a stop or a resume of the agent is on its way
 	missing   bool             // the session does not exist
 	switching bool             // a mode switch is on its way
 	kept      time.Time        // when the server read the messages shown, until the app has listed them itself
@@ -439,19 +441,31 @@ func (p *SessionPage) notFound(ctx app.Context) {
 // stopAgent stops the session's agent; the session stays, and the chat says what the next
 // prompt does (the server's status message).
 func (p *SessionPage) stopAgent(ctx app.Context, _ app.Event) {
+	p.agentAction(ctx, api.StopAgent, "Stop failed: ")
+}
+
+// resumeAgent starts a stopped agent that can take the conversation up again, with no
+// prompt; the chat says whether it resumed.
+func (p *SessionPage) resumeAgent(ctx app.Context, _ app.Event) {
+	p.agentAction(ctx, api.Resume, "Resume failed: ")
+}
+
+// agentAction runs a stop or a resume of the session's agent, one at a time, and shows
+// the session it answers.
+func (p *SessionPage) agentAction(ctx app.Context, call func(context.Context, string) (shared.Session, error), failed string) {
 	if p.stopping || p.ctx == nil {
 		return
 	}
 	p.stopping, p.err = true, ""
 	c, id := p.ctx, p.id
 	ctx.Async(func() {
-		s, err := api.StopAgent(c, id)
+		s, err := call(c, id)
 		p.apply(ctx, c, func(app.Context) {
 			p.stopping = false
 			if err != nil {
 				p.offline = errors.Is(err, client.ErrUnreachable)
 				if !p.offline {
-					p.err = "Stop failed: " + err.Error()
+					p.err = failed + err.Error()
 				}
 				return
 			}
@@ -480,9 +494,9 @@ func newClientMessageID() string {
 func (p *SessionPage) Render() app.UI {
 	state := shared.SessionState("")
 	title := "Session"
-	stopped := false
+	stopped, resumable := false, false
 	if s := p.session; s != nil {
-		state, stopped = s.State, s.Stopped
+		state, stopped, resumable = s.State, s.Stopped, s.Resumable
 		title = s.Agent + " session"
 	}
 	if p.missing {
@@ -502,7 +516,15 @@ func (p *SessionPage) Render() app.UI {
 			app.If(stopped, func() app.UI {
 				return app.Span().Class("badge", "agent-stopped").Title("The next prompt starts the agent again").Text("agent stopped")
 			}),
+			app.If(stopped && resumable, func() app.UI {
+				return disabled(app.Button().Type("button").Class("secondary", "resume"), p.stopping).OnClick(p.resumeAgent).
+					Title("Start the agent again in the same directory; it resumes this conversation").
+					Text(map[bool]string{true: "Resuming…", false: "Resume"}[p.stopping])
+			}).ElseIf(stopped && state == shared.SessionReady, func() app.UI {
+				return app.Span().Class("no-resume").Text(shared.NoResume)
+			}),
 			p.modeSelect(),
+			usageView(p.session),
 			app.If(p.live != "", func() app.UI {
 				return app.Span().Class("live", "live-"+map[bool]string{true: "on", false: "off"}[p.live == liveOn]).Text(p.live)
 			}),
@@ -550,7 +572,8 @@ func (p *SessionPage) Render() app.UI {
 				}),
 				app.If((state == shared.SessionReady || state == shared.SessionRunning) && !stopped, func() app.UI {
 					return disabled(app.Button().Type("button").Class("secondary"), p.stopping).OnClick(p.stopAgent).
-						Title("End the agent's process; the next prompt starts it again, without the earlier turns").
+						Title(map[bool]string{true: "End the agent's process; the next prompt starts it again, and it resumes this conversation",
+							false: "End the agent's process; the next prompt starts it again, without the earlier turns"}[resumable]).
 						Text(map[bool]string{true: "Stopping…", false: "Stop agent"}[p.stopping])
 				}),
 				disabled(app.Button().Type("submit"), p.pending != "" || state.Ended()).
@@ -558,6 +581,57 @@ func (p *SessionPage) Render() app.UI {
 			),
 		),
 	)
+}
+
+// usageView is the agent's latest usage report on the session bar: a gauge of its
+// context window and what the session cost. The numbers are the agent's, checked by the
+// store (bounded, a three-letter currency); nil when it sent none.
+func usageView(s *shared.Session) app.UI {
+	if s == nil || s.Usage == nil {
+		return nil
+	}
+	u := s.Usage
+	var cost []shared.Cost
+	if u.Cost != nil {
+		cost = []shared.Cost{*u.Cost}
+	}
+	return app.Span().Class("usage").Body(
+		app.If(u.ContextSize > 0, func() app.UI {
+			label := fmt.Sprintf("Context window: %s of %s tokens", tokensLabel(u.ContextUsed), tokensLabel(u.ContextSize))
+			return app.Span().Class("context").Title(label).Body(
+				app.Meter().Min(0).Max(float64(u.ContextSize)).High(0.8*float64(u.ContextSize)).Value(float64(min(u.ContextUsed, u.ContextSize))).Aria("label", label),
+				app.Span().Text(fmt.Sprintf("%d%%", min(100, u.ContextUsed*100/u.ContextSize))),
+			)
+		}),
+		app.If(len(cost) > 0, func() app.UI {
+			return app.Span().Class("cost").Title("What the agent reports this session cost").Text(costLabel(cost))
+		}),
+	)
+}
+
+// tokensLabel renders a token count short: 950, 52k, 1.2M.
+func tokensLabel(n int64) string {
+	switch {
+	case n < 1000:
+		return strconv.FormatInt(n, 10)
+	case n < 1_000_000:
+		return strconv.FormatInt((n+500)/1000, 10) + "k"
+	}
+	return strings.TrimSuffix(fmt.Sprintf("%.1f", float64(n)/1e6), ".0") + "M"
+}
+
+// costLabel renders costs per currency: "0.25 USD", "1.20 EUR + 0.03 USD"; a cost below a
+// cent keeps four decimals.
+func costLabel(costs []shared.Cost) string {
+	parts := make([]string, 0, len(costs))
+	for _, c := range costs {
+		format := "%.2f %s"
+		if c.Amount > 0 && c.Amount < 0.01 {
+			format = "%.4f %s"
+		}
+		parts = append(parts, fmt.Sprintf(format, c.Amount, c.Currency))
+	}
+	return strings.Join(parts, " + ")
 }
 
 // cwd is the session's directory, once the session is known.

@@ -321,6 +321,9 @@ func (p *TasksPage) renderTask(t shared.Task) app.UI {
 			app.If(t.NeedsAttention, func() app.UI {
 				return app.Span().Class("badge", "attention").Title("A permission request is waiting for you").Text("Needs you")
 			}),
+			app.If(len(t.Cost) > 0, func() app.UI {
+				return app.Span().Class("cost").Title("What the task's agents report they cost").Text(costLabel(t.Cost))
+			}),
 		),
 		app.If(t.Description != "", func() app.UI { return app.P().Class("desc").Text(shared.Visible(t.Description)) }),
 		app.Ul().Class("sessions").Body(

@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -196,20 +198,13 @@ func sendUntil(ctx context.Context, t *testing.T, c *client.Client, sessionID, p
 	if _, err := c.SendMessage(ctx, sessionID, prompt, ""); err != nil {
 		t.Fatal(err)
 	}
-	for {
+	poll(ctx, t, strconv.Quote(prompt)+" "+what, func() bool {
 		page, err := c.ListMessages(ctx, shared.ListRequest{SessionID: sessionID})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if found(page.Messages) {
-			return
-		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("%q never %s", prompt, what)
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
+		return found(page.Messages)
+	})
 }
 
 // A stopped server (kill -9 or SIGTERM) leaves none of a command's processes behind: not its background
@@ -220,7 +215,8 @@ func TestBinaryCrashLeavesNoBackgroundChild(t *testing.T) {
 	// may leave a command's background child, nor one that left its session (setsid).
 	for _, sig := range []syscall.Signal{syscall.SIGKILL, syscall.SIGTERM} {
 		t.Run(sig.String(), func(t *testing.T) {
-			srv := startServer(t, filepath.Join(t.TempDir(), "conch.db"))
+			// No drain: the running command is stopped at once (TestBinaryDrain has the drain).
+			srv := startServerAs(t, filepath.Join(t.TempDir(), "conch.db"), func(cmd *exec.Cmd) { cmd.Args = append(cmd.Args, "--drain", "0s") })
 			c := client.New(srv.base)
 			ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
 			defer cancel()
@@ -350,6 +346,18 @@ func TestBinaryRestartResumes(t *testing.T) {
 	srv.stop(t, syscall.SIGTERM)
 }
 
+// poll checks cond every 20 ms until it holds; the test fails at ctx's end.
+func poll(ctx context.Context, t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for !cond() {
+		select {
+		case <-ctx.Done():
+			t.Fatalf("waiting for %s: %v", what, ctx.Err())
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
 // waitAnswer sends prompt and polls the session's messages until an agent message reads
 // answer; the test fails at ctx's end.
 func waitAnswer(ctx context.Context, t *testing.T, c *client.Client, sessionID, prompt, answer string) {
@@ -359,4 +367,104 @@ func waitAnswer(ctx context.Context, t *testing.T, c *client.Client, sessionID, 
 			return m.Type == shared.TypeMessage && m.AuthorType == shared.AuthorAgent && m.Content == answer
 		})
 	})
+}
+
+// SIGTERM drains the real server: /healthz and a new prompt answer 503 draining (with
+// Retry-After) while a running turn goes on; a turn that ends within --drain has its
+// answer stored before the server exits. A turn that does not end is cancelled when
+// --drain is up and its session left resumable: after a restart the next prompt resumes
+// it. It logs the drain times.
+func TestBinaryDrain(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	db, agents, cwd := filepath.Join(dir, "conch.db"), filepath.Join(dir, "agents.json"), t.TempDir()
+	profiles, _ := json.Marshal([]Profile{{Name: "resumer", Command: exe, Env: map[string]string{"CONCH_ACP_TEST_AGENT": "resume"}, Permission: PermissionAllow}})
+	if err := os.WriteFile(agents, profiles, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mkfifo(filepath.Join(cwd, "go"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+	defer cancel()
+	serve := func(drain string) (*server, *client.Client) {
+		srv := startServerAs(t, db, func(cmd *exec.Cmd) { cmd.Args = append(cmd.Args, "--agents", agents, "--drain", drain) })
+		return srv, client.New(srv.base)
+	}
+	// running sends prompt and waits until the session runs it.
+	running := func(c *client.Client, id, prompt string) {
+		if _, err := c.SendMessage(ctx, id, prompt, ""); err != nil {
+			t.Fatal(err)
+		}
+		poll(ctx, t, prompt+" to run", func() bool {
+			s, err := c.GetSession(ctx, id)
+			return err == nil && s.State == shared.SessionRunning
+		})
+	}
+	exited := func(srv *server) time.Time {
+		if err := srv.cmd.Wait(); err != nil {
+			t.Fatalf("the server ended with %v:\n%s", err, srv.stderr)
+		}
+		return time.Now()
+	}
+
+	srv, c := serve("1m")
+	task, err := c.CreateTask(ctx, "drain", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sess, err := c.StartSession(ctx, task.ID, "resumer", cwd)
+	if err != nil || !sess.Resumable {
+		t.Fatalf("session %+v: %v", sess, err)
+	}
+	running(c, sess.ID, "wait-go")
+	if err := srv.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	poll(ctx, t, "/healthz to say draining", func() bool {
+		res, err := http.Get(srv.base + "/healthz")
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		return res.StatusCode == http.StatusServiceUnavailable && strings.Contains(string(body), `"status":"draining"`)
+	})
+	res, err := http.Post(srv.base+"/api/v1/task-sessions/"+sess.ID+"/messages", "application/json", strings.NewReader(`{"content":"hello"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	if res.StatusCode != http.StatusServiceUnavailable || res.Header.Get("Retry-After") == "" || !strings.Contains(string(body), `"code":"draining"`) {
+		t.Errorf("a prompt while draining: %d Retry-After %q %s", res.StatusCode, res.Header.Get("Retry-After"), body)
+	}
+	if err := os.WriteFile(filepath.Join(cwd, "go"), []byte("go"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ended := time.Now()
+	t.Logf("SIGTERM with a turn that ends within the drain: the server exited %s after the turn's end", exited(srv).Sub(ended).Round(time.Millisecond))
+
+	srv, c = serve("1s")
+	page, err := c.ListMessages(ctx, shared.ListRequest{SessionID: sess.ID})
+	if err != nil || !slices.ContainsFunc(page.Messages, func(m shared.Message) bool { return m.AuthorType == shared.AuthorAgent && m.Content == "done" }) {
+		t.Fatalf("the answer of the drained turn is not stored: %v", err)
+	}
+	running(c, sess.ID, "stuck")
+	if err := srv.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	termed := time.Now()
+	t.Logf("SIGTERM with a turn that outlives --drain 1s: the server exited %s after the signal", exited(srv).Sub(termed).Round(time.Millisecond))
+
+	srv, c = serve("1m")
+	got, err := c.GetSession(ctx, sess.ID)
+	if err != nil || got.State != shared.SessionReady || !got.Stopped || !got.Resumable || got.LastStopReason != shared.StopCancelled {
+		t.Fatalf("the session after a drain that cancelled its turn: %+v %v", got, err)
+	}
+	waitAnswer(ctx, t, c, sess.ID, acptest.Recall, "I remember: wait-go, stuck")
+	srv.stop(t, syscall.SIGTERM)
 }

@@ -40,7 +40,25 @@ func TestMain(m *testing.M) {
 		hello := func(ctx context.Context, a *acptest.Agent, sid sdk.SessionId) error {
 			return a.Send(ctx, sid, sdk.UpdateAgentMessageText("hi"))
 		}
-		if err := acptest.Run(context.Background(), os.Stdin, os.Stdout, acptest.Config{Scripts: map[string]script{"hello": hello}, Resume: true}); err != nil {
+		die := func(context.Context, *acptest.Agent, sdk.SessionId) error {
+			fmt.Fprintln(os.Stderr, "out of memory, or so")
+			os.Exit(3)
+			return nil
+		}
+		// wait-go answers once the test writes to the FIFO "go" of the session's directory;
+		// stuck runs until it is cancelled.
+		waitGo := func(ctx context.Context, a *acptest.Agent, sid sdk.SessionId) error {
+			if _, err := os.ReadFile("go"); err != nil {
+				return err
+			}
+			return a.Send(ctx, sid, sdk.UpdateAgentMessageText("done"))
+		}
+		stuck := func(ctx context.Context, _ *acptest.Agent, _ sdk.SessionId) error {
+			<-ctx.Done()
+			return acptest.StopWith(sdk.StopReasonCancelled)
+		}
+		scripts := map[string]script{"hello": hello, "die": die, "wait-go": waitGo, "stuck": stuck}
+		if err := acptest.Run(context.Background(), os.Stdin, os.Stdout, acptest.Config{Scripts: scripts, Resume: true}); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)
 		}

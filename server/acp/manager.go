@@ -92,6 +92,9 @@ type Manager struct {
 	mu       sync.Mutex
 	sessions map[string]*session
 	closing  bool
+	draining bool          // Drain: no new agents or turns start
+	working  int           // sessions with turns running or queued (session.work)
+	drained  chan struct{} // closed once working is 0 while draining
 	closed   chan struct{} // closed by Close: writes that fail are no longer retried
 	wg       sync.WaitGroup
 	loads    *semaphore.Weighted // the bytes file requests hold (fs.go)
@@ -163,6 +166,9 @@ func (m *Manager) profile(name string) (Profile, bool) {
 // unknown agent or a relative or missing cwd is shared.CodeInvalid; an unknown task is
 // shared.CodeNotFound. An empty cwd gets a fresh directory under DataDir/sessions.
 func (m *Manager) StartSession(ctx context.Context, taskID, agent, cwd string) (shared.Session, error) {
+	if err := m.Draining(); err != nil {
+		return shared.Session{}, err
+	}
 	p, ok := m.profile(agent)
 	if !ok {
 		return shared.Session{}, shared.Errorf(shared.CodeInvalid, "unknown agent %q", agent)
@@ -192,7 +198,7 @@ func (m *Manager) StartSession(ctx context.Context, taskID, agent, cwd string) (
 	m.cfg.Events.SessionUpdated(sess)
 
 	m.mu.Lock()
-	if m.closing {
+	if m.closing || m.draining {
 		m.mu.Unlock()
 		return m.closeUnstarted(sess.ID)
 	}
@@ -247,9 +253,9 @@ func (m *Manager) restart(id string) (*session, error) {
 		m.mu.Unlock()
 		return s, nil
 	}
-	if m.closing {
+	if m.closing || m.draining {
 		m.mu.Unlock()
-		return nil, shared.Errorf(shared.CodeConflict, "the server is stopping")
+		return nil, errDraining
 	}
 	s := newSession(m, sess, p)
 	if by != "" {
@@ -304,6 +310,9 @@ func (m *Manager) live(id string) (*session, error) {
 // shared.CodeConflict. Each of files (an absolute path) follows the text as an ACP
 // resource_link, which every agent must take.
 func (m *Manager) Prompt(sessionID, content string, files ...string) error {
+	if err := m.Draining(); err != nil {
+		return err
+	}
 	prompt := []sdk.ContentBlock{sdk.TextBlock(content)}
 	for _, f := range files {
 		prompt = append(prompt, sdk.ResourceLinkBlock(filepath.Base(f), (&url.URL{Scheme: "file", Path: f}).String()))
@@ -341,6 +350,37 @@ func (m *Manager) StopAgent(ctx context.Context, sessionID string) (shared.Sessi
 	return sess, err
 }
 
+// Resume starts the agent of a stopped session that can take its conversation up again,
+// with no prompt, and returns the session once the agent has answered (resumed, or
+// started afresh when it refused: the chat says which). A session whose agent runs is
+// answered as it is; one whose agent cannot resume, or that ended, is
+// shared.CodeConflict, saying why.
+func (m *Manager) Resume(ctx context.Context, sessionID string) (shared.Session, error) {
+	if _, err := m.live(sessionID); shared.ErrorCode(err) != shared.CodeConflict {
+		if err != nil {
+			return shared.Session{}, err
+		}
+		return m.cfg.Store.GetSession(ctx, sessionID)
+	}
+	sess, err := m.cfg.Store.GetSession(ctx, sessionID)
+	if err != nil {
+		return shared.Session{}, err
+	}
+	if sess.Stopped && !sess.Resumable {
+		return shared.Session{}, shared.Errorf(shared.CodeConflict, "%s", shared.NoResume)
+	}
+	s, err := m.restart(sessionID)
+	if err != nil {
+		return shared.Session{}, err
+	}
+	select {
+	case <-s.started:
+	case <-ctx.Done():
+		return shared.Session{}, ctx.Err()
+	}
+	return m.cfg.Store.GetSession(ctx, sessionID)
+}
+
 // Cancel asks the agent to cancel the running turn (ACP session/cancel).
 func (m *Manager) Cancel(sessionID string) error {
 	s, err := m.live(sessionID)
@@ -368,6 +408,83 @@ func (m *Manager) Running() []string {
 	return slices.Collect(maps.Keys(m.sessions))
 }
 
+// errDraining answers a prompt, a new session or a resume on a stopping server.
+var errDraining = shared.Errorf(shared.CodeDraining,
+	"this server is stopping: send it again in a moment (Retry-After), and another server, or this one once restarted, takes it")
+
+// Draining is errDraining once Drain has begun (no new agents or turns start), else nil.
+func (m *Manager) Draining() error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.draining || m.closing {
+		return errDraining
+	}
+	return nil
+}
+
+// Drain lets the running turns finish for up to d: from now on no agent starts and no
+// turn is taken (shared.CodeDraining), and a turn queued already still runs. Past d, the
+// turns left are cancelled (ACP session/cancel, waited for a moment). It returns how many
+// sessions still had turns at d; Close then ends the agents, and leaves the sessions of
+// agents that can resume resumable.
+func (m *Manager) Drain(d time.Duration) int {
+	m.mu.Lock()
+	if !m.draining {
+		m.draining, m.drained = true, make(chan struct{})
+		if m.working == 0 {
+			close(m.drained)
+		}
+	}
+	drained := m.drained
+	m.mu.Unlock()
+	select {
+	case <-drained:
+		return 0
+	case <-m.clock.After(d):
+	}
+	m.mu.Lock()
+	left := make([]*session, 0, len(m.sessions))
+	for _, s := range m.sessions {
+		left = append(left, s)
+	}
+	m.mu.Unlock()
+	busy := 0
+	for _, s := range left {
+		if s.busy() {
+			busy++
+			if err := s.cancel(); err != nil {
+				s.log.Warn("cancel a turn at the end of the drain", "err", err)
+			}
+		}
+	}
+	select { // the agents' answers to the cancel are stored if they come at once
+	case <-drained:
+	case <-m.clock.After(endGrace):
+	}
+	return busy
+}
+
+// turnsBegin counts a session whose turns start running (session.work).
+func (m *Manager) turnsBegin() {
+	m.mu.Lock()
+	m.working++
+	m.mu.Unlock()
+}
+
+// turnsEnd counts a session whose turns have all run; the last one ends a drain.
+func (m *Manager) turnsEnd() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.working--
+	if m.working == 0 && m.drained != nil {
+		select {
+		case <-m.drained:
+		default:
+			close(m.drained)
+		}
+	}
+}
+
 // Close ends every session: agents and their terminals' process groups are killed,
 // open tool calls end cancelled with their output, and the sessions are closed.
 func (m *Manager) Close() {
@@ -382,7 +499,7 @@ func (m *Manager) Close() {
 	}
 	m.mu.Unlock()
 	for _, s := range live {
-		s.stop("the server stopped")
+		s.stop(serverStopped)
 	}
 	m.wg.Wait()
 }

@@ -37,6 +37,8 @@ func (s *session) update(u sdk.SessionUpdate) {
 			cmds = append(cmds, cmd)
 		}
 		s.publish(s.m.cfg.Store.SetSessionCommands(context.Background(), s.id, cmds))
+	case u.UsageUpdate != nil:
+		s.usage(u.UsageUpdate)
 	default:
 		s.mu.Lock()
 		replay := s.replaying

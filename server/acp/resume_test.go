@@ -2,6 +2,7 @@ package acp
 
 import (
 	"context"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -123,5 +124,67 @@ func TestResumeRefusedStartsAfresh(t *testing.T) {
 	}
 	if id, _, _ := env.st.AgentSession(context.Background(), sess.ID); id == "forgotten" {
 		t.Error("the new session's id was not stored")
+	}
+}
+
+// An agent that can resume and dies in the middle of a turn (a real process exiting)
+// leaves its session resumable, not failed: ready and stopped, the chat saying it stopped
+// unexpectedly and will resume. Resume starts it again with no prompt, and it remembers.
+func TestCrashedAgentResumes(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	launch := ExecLauncher(exe)
+	env := newEnv(t, func(p Profile, cwd string) (*Process, error) {
+		p.Env = map[string]string{"CONCH_ACP_TEST_AGENT": "resume"}
+		return launch(p, cwd)
+	}, false, Profile{Name: "resumer", Command: exe})
+	sess := env.start(t, "resumer")
+	env.prompt(t, sess.ID, "hello")
+	env.promptAsync(t, sess.ID, "die")
+	waitFor(t, env.ev, "the session to stop", func() bool {
+		got, err := env.st.GetSession(context.Background(), sess.ID)
+		return err == nil && got.Stopped
+	})
+	got, _ := env.st.GetSession(context.Background(), sess.ID)
+	if got.State != shared.SessionReady || !got.Resumable || got.Error != "" {
+		t.Fatalf("after the crash: %s resumable %v error %q", got.State, got.Resumable, got.Error)
+	}
+	status := env.statusTexts(t, sess.ID)
+	if len(status) != 1 || status[0] != "The agent stopped unexpectedly (exit status 3). "+resumeNote {
+		t.Errorf("status messages %q", status)
+	}
+
+	resumed, err := env.m.Resume(context.Background(), sess.ID)
+	if err != nil || resumed.Stopped || resumed.State != shared.SessionReady {
+		t.Fatalf("resume: %+v %v", resumed, err)
+	}
+	if status := env.statusTexts(t, sess.ID); len(status) != 2 || status[1] != "The agent resumed this conversation." {
+		t.Errorf("status messages %q", status)
+	}
+	env.prompt(t, sess.ID, acptest.Recall)
+	if texts := env.agentTexts(t, sess.ID); !slices.Equal(texts, []string{"hi", "I remember: hello, die"}) {
+		t.Errorf("agent messages %q", texts)
+	}
+}
+
+// Resume of a stopped session whose agent cannot resume is refused with the reason, and
+// starts nothing; one whose agent runs is answered as it is.
+func TestResumeNeedsAnAgentThatCan(t *testing.T) {
+	env := newEnv(t, scriptedAs(acptest.Config{Scripts: map[string]script{}}), false, Profile{Name: "scripted"})
+	sess := env.start(t, "scripted")
+	if got, err := env.m.Resume(context.Background(), sess.ID); err != nil || got.State != shared.SessionReady || got.Stopped {
+		t.Errorf("resume of a running agent: %+v %v", got, err)
+	}
+	if _, err := env.m.StopAgent(context.Background(), sess.ID); err != nil {
+		t.Fatal(err)
+	}
+	before := len(env.ev.states(sess.ID))
+	if _, err := env.m.Resume(context.Background(), sess.ID); shared.ErrorCode(err) != shared.CodeConflict || !strings.Contains(err.Error(), shared.NoResume) {
+		t.Errorf("resume of an agent that cannot: %v", err)
+	}
+	if got, _ := env.st.GetSession(context.Background(), sess.ID); !got.Stopped || len(env.ev.states(sess.ID)) != before {
+		t.Errorf("the refused resume changed the session: %+v", got)
 	}
 }

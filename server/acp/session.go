@@ -48,6 +48,10 @@ type session struct {
 	modesMu sync.Mutex    // held while the modes are changed and stored
 	modes   *shared.Modes // what the agent offers, nil when none
 
+	usageMu      sync.Mutex
+	nextUsage    *shared.Usage // the latest usage report not stored yet (usage.go)
+	usageWriting bool          // storeUsage runs
+
 	permMu sync.Mutex                                   // held while a request is stored and registered, answered or cancelled
 	asks   map[string]chan sdk.RequestPermissionOutcome // pending permission requests by message id
 
@@ -57,6 +61,7 @@ type session struct {
 	working   bool
 	ended     bool
 	closing   bool      // ends closed (server stop), not failed
+	up        bool      // the agent answered initialize and session/new (or resume, load)
 	parked    string    // the agent is being stopped while the session stays (park): the note for people
 	quiet     time.Time // since when the agent has had nothing to do (the idle rule)
 	reason    string    // why it ends; the first reason wins
@@ -133,6 +138,7 @@ func (s *session) start() (shared.Session, error) {
 	}
 	s.mu.Lock()
 	s.quiet = s.m.clock.Now()
+	s.up = true
 	s.mu.Unlock()
 	if idle := s.m.cfg.AgentIdle; idle > 0 {
 		go s.watchIdle(idle)
@@ -321,13 +327,16 @@ func (s *session) restartNote() string {
 
 // end records the end of the agent: terminals are killed, open tool calls cancelled with
 // their output, and the session becomes failed (the agent died), closed (server stop) or
-// stays ready with its agent stopped (park).
+// stays ready with its agent stopped (park). A session whose agent can take the
+// conversation up again stays so when the agent dies on its own or the server stops:
+// resumable, released to any server on a stop.
 func (s *session) end() {
 	s.mu.Lock()
 	s.ended = true
 	terms := s.terms
 	s.terms = nil
 	closing, reason, parked := s.closing, s.reason, s.parked
+	resumable := s.up && s.resumeBy != ""
 	s.mu.Unlock()
 	for _, t := range terms {
 		t.kill()
@@ -346,9 +355,15 @@ func (s *session) end() {
 	for _, m := range msgs {
 		s.m.cfg.Events.MessageUpdated(m)
 	}
-	if parked != "" && !closing {
-		s.recordParked(parked)
-	} else {
+	switch {
+	case parked != "" && !closing:
+		s.recordParked(parked, false)
+	case resumable && closing && reason == serverStopped:
+		s.recordParked(store.ResumableNote, true)
+	case resumable && !closing && reason == "": // it exited, or broke the connection
+		s.log.Warn("the agent stopped unexpectedly; the session stays resumable", "why", s.failure(""))
+		s.recordParked(crashNote(s.proc.ExitErr()), false)
+	default:
 		state, errText := shared.SessionClosed, ""
 		if !closing {
 			state, errText = shared.SessionFailed, s.failure(reason)
@@ -361,14 +376,28 @@ func (s *session) end() {
 	close(s.done)
 }
 
-// recordParked stores and publishes a session whose agent was stopped while it stays.
-func (s *session) recordParked(note string) {
+// serverStopped is why the sessions of a server that stops end (Manager.Close).
+const serverStopped = "the server stopped"
+
+// crashNote tells people that an agent that can resume stopped on its own, and what their
+// next prompt does.
+func crashNote(exit error) string {
+	why := ""
+	if exit != nil {
+		why = " (" + exit.Error() + ")"
+	}
+	return "The agent stopped unexpectedly" + why + ". " + resumeNote
+}
+
+// recordParked stores and publishes a session whose agent was stopped while it stays;
+// released, no server owns it any more (the server is stopping: any may resume it).
+func (s *session) recordParked(note string, release bool) {
 	type parked struct {
 		sess   shared.Session
 		status *shared.Message
 	}
 	p, err := persist(s.m, func() (parked, error) {
-		sess, status, err := s.m.cfg.Store.StopSession(context.Background(), s.id, note)
+		sess, status, err := s.m.cfg.Store.StopSession(context.Background(), s.id, note, release)
 		return parked{sess, status}, err
 	})
 	if err != nil {
@@ -468,12 +497,14 @@ func (s *session) enqueue(prompt []sdk.ContentBlock) error {
 	s.queue = append(s.queue, prompt)
 	if !s.working {
 		s.working = true
+		s.m.turnsBegin()
 		go s.work()
 	}
 	return nil
 }
 
 func (s *session) work() {
+	defer s.m.turnsEnd()
 	<-s.started
 	for {
 		s.mu.Lock()
@@ -487,6 +518,13 @@ func (s *session) work() {
 		s.mu.Unlock()
 		s.turn(prompt)
 	}
+}
+
+// busy reports whether a turn runs or waits.
+func (s *session) busy() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.working
 }
 
 // turn runs one prompt: running while it runs, ready after (unless more are queued).

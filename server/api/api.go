@@ -58,6 +58,13 @@ type Runtime interface {
 	// StopAgent stops the session's agent and its commands while the session stays (its
 	// next prompt starts a new agent), and returns the session once they are gone.
 	StopAgent(ctx context.Context, sessionID string) (shared.Session, error)
+	// Resume starts a stopped session's agent, which takes the conversation up again (ACP
+	// session/resume or session/load), with no prompt; it returns the session once the
+	// agent has answered.
+	Resume(ctx context.Context, sessionID string) (shared.Session, error)
+	// Draining is nil while the server runs, and once it is stopping (SIGTERM), the
+	// shared.CodeDraining error it answers what it no longer starts: turns and agents.
+	Draining() error
 	// AnswerPermission answers a pending permission request with one of its options and
 	// returns the updated message (published to the hub by the runtime).
 	AnswerPermission(ctx context.Context, sessionID, messageID, optionID string) (shared.Message, error)
@@ -196,6 +203,8 @@ func New(cfg Config) *fiber.App {
 	v1.Post("/task-sessions/:session_id/messages", s.as(shared.RoleMember), s.handleAddMessage)
 	v1.Post("/task-sessions/:session_id/cancel", s.as(shared.RoleMember), s.handleCancel)
 	v1.Post("/task-sessions/:session_id/stop", s.as(shared.RoleMember), s.handleStop)
+	v1.Post("/task-sessions/:session_id/resume", s.as(shared.RoleMember), s.handleResume)
+	v1.Get("/usage", s.as(shared.RoleViewer), s.handleUsage)
 	v1.Post("/task-sessions/:session_id/mode", s.as(shared.RoleMember), s.handleSetMode)
 	v1.Get("/task-sessions/:session_id/messages/:message_id/shell-output", s.as(shared.RoleViewer), s.handleShellOutput)
 	v1.Get("/messages/:message_id", s.as(shared.RoleViewer), s.handleGetMessage)
@@ -249,8 +258,13 @@ var statusOf = map[string]int{
 	shared.CodeConflict:        http.StatusConflict,
 	shared.CodeTooManyRequests: http.StatusTooManyRequests,
 	shared.CodeTimeout:         http.StatusGatewayTimeout,
+	shared.CodeDraining:        http.StatusServiceUnavailable,
 	shared.CodeInternal:        http.StatusInternalServerError,
 }
+
+// drainRetry is the Retry-After, in seconds, of a request a draining server refuses: by
+// then a balancer sends it to another server, or a lone server has restarted.
+const drainRetry = "5"
 
 // report is what a client is told of err, over REST and WebSocket alike: its code and
 // its message, with no internal context. An internal failure's details go to the log.
@@ -265,6 +279,9 @@ func (s *server) report(err error, attrs ...any) shared.Error {
 // fail answers err as {"error": "...", "code": "..."}.
 func (s *server) fail(c *fiber.Ctx, err error) error {
 	e := s.report(err, "method", c.Method(), "path", c.Path())
+	if e.Code == shared.CodeDraining {
+		c.Set(fiber.HeaderRetryAfter, drainRetry)
+	}
 	return sendJSON(c.Status(statusOf[e.Code]), shared.ErrorBody{Error: e.Message, Code: e.Code, Paths: shared.ConflictPaths(err)})
 }
 

@@ -66,6 +66,7 @@ var wsNeeds = map[string]string{
 	shared.ActionPermissionAnswer: shared.RoleMember,
 	shared.ActionSetMode:          shared.RoleMember,
 	shared.ActionStop:             shared.RoleMember,
+	shared.ActionResume:           shared.RoleMember,
 }
 
 // wsAllowed checks a WebSocket request as as checks a route; a write returns its audit

@@ -44,6 +44,8 @@ var routeNeeds = map[string]string{
 	"POST /api/v1/task-sessions/:session_id/messages":                             shared.RoleMember,
 	"POST /api/v1/task-sessions/:session_id/cancel":                               shared.RoleMember,
 	"POST /api/v1/task-sessions/:session_id/stop":                                 shared.RoleMember,
+	"POST /api/v1/task-sessions/:session_id/resume":                               shared.RoleMember,
+	"GET /api/v1/usage":                                                           shared.RoleViewer,
 	"POST /api/v1/task-sessions/:session_id/mode":                                 shared.RoleMember,
 	"GET /api/v1/task-sessions/:session_id/messages/:message_id/shell-output":     shared.RoleViewer,
 	"GET /api/v1/task-sessions/:session_id/messages/:message_id/shell-output/raw": shared.RoleViewer,

@@ -27,6 +27,7 @@ func TestEveryCodeHasOneStatus(t *testing.T) {
 		http.StatusTooManyRequests:     {shared.CodeTooManyRequests},
 		http.StatusInternalServerError: {shared.CodeInternal},
 		http.StatusGatewayTimeout:      {shared.CodeTimeout},
+		http.StatusServiceUnavailable:  {shared.CodeDraining},
 	}
 	rows := 0
 	for status, codes := range want {

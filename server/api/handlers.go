@@ -27,6 +27,9 @@ func (s *server) handleHealth(c *fiber.Ctx) error {
 	}
 	// Writes that fail (a full disk) leave commands and sessions unrecorded until they
 	// succeed again: not healthy, and why.
+	if err := s.rt.Draining(); err != nil { // a balancer stops sending requests here
+		return sendJSON(c.Status(http.StatusServiceUnavailable), fiber.Map{"status": "draining", "error": shared.ErrorMessage(err)})
+	}
 	if err := s.store.WriteHealth(); err != nil {
 		return sendJSON(c.Status(http.StatusServiceUnavailable), fiber.Map{"status": "unavailable", "error": err.Error()})
 	}
@@ -212,6 +215,9 @@ func (s *server) addMessage(ctx context.Context, sessionID string, req shared.Ad
 	if err := shared.CheckLength("content", req.Content, shared.MaxPromptBytes); err != nil {
 		return shared.Message{}, err
 	}
+	if err := s.rt.Draining(); err != nil { // before it is stored: a prompt stored here now would not run
+		return shared.Message{}, err
+	}
 	msg, created, err := s.store.AddUserMessage(ctx, sessionID, req.Content, req.ClientMessageID, person(ctx).Login)
 	if err != nil || !created {
 		return msg, err
@@ -239,6 +245,24 @@ func (s *server) handleCancel(c *fiber.Ctx) error {
 // handleStop stops the session's agent; the session stays for the next prompt.
 func (s *server) handleStop(c *fiber.Ctx) error {
 	sess, err := s.rt.StopAgent(c.UserContext(), c.Params("session_id"))
+	if err != nil {
+		return s.fail(c, err)
+	}
+	return sendJSON(c, sess)
+}
+
+// handleUsage sums the cost the agents reported, per day and per task.
+func (s *server) handleUsage(c *fiber.Ctx) error {
+	r, err := s.store.UsageReport(c.UserContext(), c.Query("from"), c.Query("to"))
+	if err != nil {
+		return s.fail(c, err)
+	}
+	return sendJSON(c, r)
+}
+
+// handleResume starts a stopped session's agent, which resumes the conversation.
+func (s *server) handleResume(c *fiber.Ctx) error {
+	sess, err := s.rt.Resume(c.UserContext(), c.Params("session_id"))
 	if err != nil {
 		return s.fail(c, err)
 	}

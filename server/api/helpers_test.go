@@ -59,6 +59,7 @@ type fakeRuntime struct {
 	stops     []string
 	answers   []string // "message: option"
 	promptErr error
+	draining  error // Draining's answer
 	// unanswered, when set, plays an agent that never answers a mode switch: SetMode
 	// waits until it is closed, then fails as the runtime's timeout does.
 	unanswered chan struct{}
@@ -109,7 +110,7 @@ func (f *fakeRuntime) Stop(sessionID, reason string) {
 // StopAgent records the stop in the store and publishes it, as the runtime does once
 // the agent is gone.
 func (f *fakeRuntime) StopAgent(ctx context.Context, sessionID string) (shared.Session, error) {
-	sess, status, err := f.store.StopSession(ctx, sessionID, "The agent was stopped.")
+	sess, status, err := f.store.StopSession(ctx, sessionID, "The agent was stopped.", false)
 	if err != nil {
 		return sess, err
 	}
@@ -119,6 +120,29 @@ func (f *fakeRuntime) StopAgent(ctx context.Context, sessionID string) (shared.S
 	f.hub.MessageAdded(*status)
 	f.hub.SessionUpdated(sess)
 	return sess, nil
+}
+
+// Draining is draining: nil, or the error a stopping server answers.
+func (f *fakeRuntime) Draining() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.draining
+}
+
+// Resume starts the stopped session's agent again, as the runtime does once the agent has
+// resumed; a session whose agent cannot resume is refused with the reason.
+func (f *fakeRuntime) Resume(ctx context.Context, sessionID string) (shared.Session, error) {
+	sess, err := f.store.GetSession(ctx, sessionID)
+	if err != nil {
+		return sess, err
+	}
+	if !sess.Resumable {
+		return shared.Session{}, shared.Errorf(shared.CodeConflict, "%s", shared.NoResume)
+	}
+	if sess, err = f.store.SetSessionState(ctx, sessionID, shared.SessionReady, ""); err == nil {
+		f.hub.SessionUpdated(sess)
+	}
+	return sess, err
 }
 
 // AnswerPermission settles the request in the store and publishes it, as the runtime

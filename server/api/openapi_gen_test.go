@@ -65,6 +65,11 @@ var generated = map[string]any{
 	"AuditEvent":             shared.AuditEvent{},
 	"Review":                 shared.Review{},
 	"ReviewComment":          shared.ReviewComment{},
+	"Usage":                  shared.Usage{},
+	"Cost":                   shared.Cost{},
+	"UsageDay":               shared.UsageDay{},
+	"UsageTask":              shared.UsageTask{},
+	"UsageReport":            shared.UsageReport{},
 }
 
 // openAPIDocument is openapi.in.json with the generated schemas filled in.

@@ -9,7 +9,9 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
+	"conch/server/store"
 	"conch/shared"
 )
 
@@ -531,6 +533,60 @@ func TestDeleteTask(t *testing.T) {
 	e.expect(http.StatusOK, "GET", "/api/v1/tasks/"+s2.TaskID, "", nil)
 }
 
+// POST .../resume and session.resume answer the session with its agent started again; a
+// session whose agent cannot resume is a conflict that says why.
+func TestResumeAgent(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	s, other, forgetful := e.session(), e.session(), e.session()
+	for _, sess := range []shared.Session{s, other} {
+		if _, err := e.store.SetAgentSession(ctx, sess.ID, "agent-"+sess.ID, store.ResumeBy); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, sess := range []shared.Session{s, other, forgetful} {
+		e.expect(http.StatusOK, "POST", "/api/v1/task-sessions/"+sess.ID+"/stop", "", nil)
+	}
+	var got shared.Session
+	e.expect(http.StatusOK, "POST", "/api/v1/task-sessions/"+s.ID+"/resume", "", &got)
+	if got.ID != s.ID || got.Stopped || got.State != shared.SessionReady {
+		t.Errorf("answered %+v", got)
+	}
+	if body := e.expect(http.StatusConflict, "POST", "/api/v1/task-sessions/"+forgetful.ID+"/resume", "", nil); !strings.Contains(body, "cannot resume") {
+		t.Errorf("a resume of an agent that cannot: %s", body)
+	}
+	e.expect(http.StatusNotFound, "POST", "/api/v1/task-sessions/nope/resume", "", nil)
+
+	w := mustDial(t, e.listen())
+	env := w.request(shared.ActionResume, shared.SessionRef{SessionID: other.ID})
+	if env.Type != shared.EnvelopeResponse || env.Decode(&got) != nil || got.ID != other.ID || got.Stopped {
+		t.Errorf("session.resume answered %+v", env)
+	}
+	if p := errorOf(t, w.request(shared.ActionResume, shared.SessionRef{SessionID: forgetful.ID})); p.Code != shared.CodeConflict {
+		t.Errorf("session.resume of an agent that cannot: %+v", p)
+	}
+}
+
+// A draining server answers a prompt 503 draining with Retry-After, before storing it,
+// and /healthz says it drains.
+func TestDrainingRefusesPrompts(t *testing.T) {
+	e := newEnv(t)
+	s := e.session()
+	e.rt.mu.Lock()
+	e.rt.draining = shared.Errorf(shared.CodeDraining, "this server is stopping")
+	e.rt.mu.Unlock()
+	resp, body := e.do("POST", "/api/v1/task-sessions/"+s.ID+"/messages", `{"content":"echo hi"}`)
+	if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") != "5" || body != `{"error":"this server is stopping","code":"draining"}` {
+		t.Errorf("a prompt while draining: %d Retry-After %q %s", resp.StatusCode, resp.Header.Get("Retry-After"), body)
+	}
+	if page, _ := e.store.ListMessages(context.Background(), shared.ListRequest{SessionID: s.ID}); len(page.Messages) != 0 || len(e.rt.prompts) != 0 {
+		t.Errorf("the refused prompt was stored or queued: %+v %q", page.Messages, e.rt.prompts)
+	}
+	if body := e.expect(http.StatusServiceUnavailable, "GET", "/healthz", "", nil); !strings.Contains(body, `"status":"draining"`) {
+		t.Errorf("/healthz while draining: %s", body)
+	}
+}
+
 // POST .../stop and session.stop answer the session with its agent stopped; a session
 // that ended is a conflict; a stopped session is told to its subscribers.
 func TestStopAgent(t *testing.T) {
@@ -562,5 +618,31 @@ func TestStopAgent(t *testing.T) {
 	}
 	if p := errorOf(t, w.request(shared.ActionStop, shared.SessionRef{SessionID: closed.ID})); p.Code != shared.CodeConflict {
 		t.Errorf("session.stop of a closed session: %+v", p)
+	}
+}
+
+// GET /api/v1/usage sums the reported cost per day and per task; days it cannot read are
+// a 400. The task list carries each task's total, its sessions no usage.
+func TestUsageReport(t *testing.T) {
+	e := newEnv(t)
+	s := e.session()
+	if _, err := e.store.SetSessionUsage(context.Background(), s.ID, shared.Usage{ContextUsed: 5, ContextSize: 10, Cost: &shared.Cost{Amount: 0.5, Currency: "EUR"}}); err != nil {
+		t.Fatal(err)
+	}
+	today := s.CreatedAt.UTC().Format(time.DateOnly) // the store's clock, which steps by milliseconds
+	body := e.expect(http.StatusOK, "GET", "/api/v1/usage?from="+today+"&to="+today, "", nil)
+	if want := fmt.Sprintf(`{"from":%q,"to":%q,"days":[{"day":%q,"cost":[{"amount":0.5,"currency":"EUR"}]}],"tasks":[{"task_id":%q,"title":"task","cost":[{"amount":0.5,"currency":"EUR"}]}]}`,
+		today, today, today, s.TaskID); body != want {
+		t.Errorf("usage:\n%s\nwant\n%s", body, want)
+	}
+	e.expect(http.StatusBadRequest, "GET", "/api/v1/usage?from=tomorrow", "", nil)
+	var tasks struct{ Tasks []shared.Task }
+	e.expect(http.StatusOK, "GET", "/api/v1/tasks", "", &tasks)
+	if len(tasks.Tasks) != 1 || !reflect.DeepEqual(tasks.Tasks[0].Cost, []shared.Cost{{Amount: 0.5, Currency: "EUR"}}) || tasks.Tasks[0].Sessions[0].Usage != nil {
+		t.Errorf("the task list: %+v", tasks.Tasks)
+	}
+	var sess shared.Session
+	if e.expect(http.StatusOK, "GET", "/api/v1/task-sessions/"+s.ID, "", &sess); sess.Usage == nil || sess.Usage.ContextUsed != 5 {
+		t.Errorf("the session's usage: %+v", sess.Usage)
 	}
 }

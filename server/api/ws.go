@@ -87,7 +87,7 @@ func (s *server) readLoop(ctx context.Context, conn *websocket.Conn, client *hub
 		switch {
 		case err != nil:
 			reply = s.wsError(req, err)
-		case req.Action != shared.ActionSetMode && req.Action != shared.ActionStop:
+		case req.Action != shared.ActionSetMode && req.Action != shared.ActionStop && req.Action != shared.ActionResume:
 			reply = s.dispatch(ctx, client, req)
 		default:
 			select {
@@ -248,6 +248,11 @@ func (s *server) dispatch(ctx context.Context, client *hub.Client, req shared.En
 		var ref shared.SessionRef
 		if err = decodePayload(req.Payload, &ref, &ref.SessionID); err == nil {
 			result, err = s.rt.StopAgent(ctx, ref.SessionID)
+		}
+	case shared.ActionResume:
+		var ref shared.SessionRef
+		if err = decodePayload(req.Payload, &ref, &ref.SessionID); err == nil {
+			result, err = s.rt.Resume(ctx, ref.SessionID)
 		}
 	default:
 		err = shared.Errorf(shared.CodeUnknownAction, "unknown action %q", req.Action)

@@ -225,7 +225,7 @@ func (r *Replica) runCommands(ctx context.Context) {
 			r.bus.done(c.Sender, c.ID, err)
 		case store.CommandPermission:
 			r.local.Answered(c.SessionID, c.MessageID, c.Body)
-		case store.CommandMode, store.CommandStop, store.CommandStopAgent:
+		case store.CommandMode, store.CommandStop, store.CommandStopAgent, store.CommandResume:
 			// Apart: the agent's answer must not hold up the lease's renewal.
 			go func() {
 				ctx, cancel := context.WithTimeout(ctx, answerWait)
@@ -236,6 +236,8 @@ func (r *Replica) runCommands(ctx context.Context) {
 					_, err = r.local.SetMode(ctx, c.SessionID, c.Body)
 				case store.CommandStopAgent:
 					_, err = r.local.StopAgent(ctx, c.SessionID)
+				case store.CommandResume:
+					_, err = r.local.Resume(ctx, c.SessionID)
 				default:
 					r.local.Stop(c.SessionID, c.Body)
 				}

@@ -58,15 +58,17 @@ func (r *Replica) Stop(sessionID, reason string) {
 // StopAgent stops the session's agent while the session stays, here or on the replica
 // that runs it, and returns the session once the agent is gone.
 func (r *Replica) StopAgent(ctx context.Context, sessionID string) (shared.Session, error) {
-	var sess shared.Session
-	err := r.await(ctx, store.Command{SessionID: sessionID, Kind: store.CommandStopAgent}, func() (err error) {
-		sess, err = r.local.StopAgent(ctx, sessionID)
-		return err
-	})
-	if err != nil || sess.ID != "" {
-		return sess, err
-	}
-	return r.store.GetSession(ctx, sessionID)
+	return r.awaitSession(ctx, store.Command{SessionID: sessionID, Kind: store.CommandStopAgent}, r.local.StopAgent)
+}
+
+// Draining is the local runtime's: this server is stopping.
+func (r *Replica) Draining() error { return r.local.Draining() }
+
+// Resume starts a stopped session's agent and resumes its conversation, here or on the
+// replica that still owns it (a session no replica owns is claimed here), and returns
+// the session once the agent has answered.
+func (r *Replica) Resume(ctx context.Context, sessionID string) (shared.Session, error) {
+	return r.awaitSession(ctx, store.Command{SessionID: sessionID, Kind: store.CommandResume}, r.local.Resume)
 }
 
 // AnswerPermission answers a pending permission request. When another replica runs the
@@ -96,15 +98,24 @@ const answerWait = 30 * time.Second
 // SetMode switches the agent's mode. The agent must accept the switch, so a switch for
 // an agent another replica runs waits for the outcome the owner tells back.
 func (r *Replica) SetMode(ctx context.Context, sessionID, modeID string) (shared.Session, error) {
+	return r.awaitSession(ctx, store.Command{SessionID: sessionID, Kind: store.CommandMode, Body: modeID},
+		func(ctx context.Context, sessionID string) (shared.Session, error) {
+			return r.local.SetMode(ctx, sessionID, modeID)
+		})
+}
+
+// awaitSession is await for a request answered with the session: local's answer here, or
+// the session as stored once the owner has told its outcome.
+func (r *Replica) awaitSession(ctx context.Context, c store.Command, local func(context.Context, string) (shared.Session, error)) (shared.Session, error) {
 	var sess shared.Session
-	err := r.await(ctx, store.Command{SessionID: sessionID, Kind: store.CommandMode, Body: modeID}, func() (err error) {
-		sess, err = r.local.SetMode(ctx, sessionID, modeID)
+	err := r.await(ctx, c, func() (err error) {
+		sess, err = local(ctx, c.SessionID)
 		return err
 	})
 	if err != nil || sess.ID != "" {
 		return sess, err
 	}
-	return r.store.GetSession(ctx, sessionID)
+	return r.store.GetSession(ctx, c.SessionID)
 }
 
 // await runs c here with local when this replica runs the session's agent (or none

@@ -195,6 +195,20 @@ var steps = []step{
 			detail TEXT NOT NULL DEFAULT '')`,
 		`CREATE INDEX idx_audit_at ON audit (at, id)`,
 	}},
+	// The agent's latest usage report (JSON of shared.Usage, SetSessionUsage), and what
+	// the agents reported they cost, per session, day and currency (usage.go).
+	{table: "task_sessions", column: "usage", stmts: []string{
+		`ALTER TABLE task_sessions ADD COLUMN usage TEXT NOT NULL DEFAULT ''`,
+		`CREATE TABLE usage_days (
+			session_id TEXT NOT NULL REFERENCES task_sessions(id) ON DELETE CASCADE,
+			day TEXT NOT NULL,
+			currency TEXT NOT NULL,
+			task_id TEXT NOT NULL,
+			micros INTEGER NOT NULL,
+			PRIMARY KEY (session_id, day, currency))`,
+		`CREATE INDEX idx_usage_days_day ON usage_days (day)`,
+		`CREATE INDEX idx_usage_days_task ON usage_days (task_id)`,
+	}},
 }
 
 // migrate brings the schema to the last step in one transaction (DDL is transactional

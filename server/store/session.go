@@ -51,6 +51,7 @@ type sessionRow struct {
 	Stopped        bool
 	AgentSession   string // the agent's own session id: hostile text, never shown
 	AgentResume    string // ResumeBy or LoadBy, "" when the agent can do neither
+	Usage          string // JSON of the agent's latest shared.Usage, "" before any (usage.go)
 	MessageCount   int64
 	CreatedAt      int64
 	UpdatedAt      int64
@@ -63,7 +64,7 @@ func (sessionRow) TableName() string { return "task_sessions" }
 func (r sessionRow) session() shared.Session {
 	s := shared.Session{ID: r.ID, TaskID: r.TaskID, Agent: r.Agent, Cwd: r.Cwd,
 		State: shared.SessionState(r.State), Error: r.Error, LastStopReason: shared.StopReason(r.LastStopReason), Stopped: r.Stopped,
-		Resumable: r.AgentResume != "", CreatedAt: fromNanos(r.CreatedAt), UpdatedAt: fromNanos(r.UpdatedAt)}
+		Resumable: r.AgentResume != "", Usage: r.usage(), CreatedAt: fromNanos(r.CreatedAt), UpdatedAt: fromNanos(r.UpdatedAt)}
 	if r.Modes != "" && json.Unmarshal([]byte(r.Modes), &s.Modes) != nil {
 		s.Modes = nil
 	}
@@ -162,9 +163,10 @@ func (s *Store) listTasks(ctx context.Context, id string) ([]shared.Task, error)
 		return nil, fmt.Errorf("list tasks: %w", err)
 	}
 	var sessions []sessionRow
-	// Without modes and commands: an agent's command list alone can be kilobytes, and the
-	// task list shows none of it (GET .../task-sessions/{id} has them).
-	if err := of("task_id").Omit("modes", "commands").Order("created_at DESC, id DESC").Find(&sessions).Error; err != nil {
+	// Without modes, commands and usage: an agent's command list alone can be kilobytes,
+	// and the task list shows none of it (GET .../task-sessions/{id} has them); it shows
+	// each task's cost, summed.
+	if err := of("task_id").Omit("modes", "commands", "usage").Order("created_at DESC, id DESC").Find(&sessions).Error; err != nil {
 		return nil, fmt.Errorf("list sessions: %w", err)
 	}
 	// Pending permission requests are unfinished rows: the partial index finds them.
@@ -172,6 +174,10 @@ func (s *Store) listTasks(ctx context.Context, id string) ([]shared.Task, error)
 	if err := of("task_id").Model(&messageRow{}).Distinct("task_id").
 		Where(unfinished+" AND type = ?", string(shared.TypePermissionRequest)).Pluck("task_id", &waiting).Error; err != nil {
 		return nil, fmt.Errorf("list tasks needing attention: %w", err)
+	}
+	cost, err := s.taskCosts(db, id)
+	if err != nil {
+		return nil, err
 	}
 	byTask := make(map[string][]shared.Session, len(rows))
 	for _, r := range sessions {
@@ -181,6 +187,7 @@ func (s *Store) listTasks(ctx context.Context, id string) ([]shared.Task, error)
 	for i, r := range rows {
 		tasks[i] = r.task()
 		tasks[i].Sessions = byTask[r.ID]
+		tasks[i].Cost = cost[r.ID]
 		tasks[i].NeedsAttention = slices.Contains(waiting, r.ID)
 	}
 	return tasks, nil
@@ -243,16 +250,21 @@ func (s *Store) SetSessionState(ctx context.Context, id string, state shared.Ses
 
 // StopSession records that the session's agent process was stopped while the session
 // stays: ready and stopped, with a status message (author system) saying so for people,
-// in one transaction. A session that has ended is left as it is (nil message).
-func (s *Store) StopSession(ctx context.Context, id, text string) (shared.Session, *shared.Message, error) {
+// in one transaction. A session that has ended is left as it is (nil message). Released,
+// it is owned by no replica any more: the next prompt on any replica claims it
+// (ClaimSession), as after a sweep.
+func (s *Store) StopSession(ctx context.Context, id, text string, release bool) (shared.Session, *shared.Message, error) {
 	var status *shared.Message
 	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		sess, err := getSession(locked(tx), id)
 		if err != nil || shared.SessionState(sess.State).Ended() || sess.Owner != s.replica {
 			return err
 		}
-		if err := tx.Model(&sessionRow{}).Where("id = ?", id).Updates(map[string]any{"state": string(shared.SessionReady),
-			"error": "", "stopped": true, "updated_at": s.stamp()}).Error; err != nil {
+		changes := map[string]any{"state": string(shared.SessionReady), "error": "", "stopped": true, "updated_at": s.stamp()}
+		if release {
+			changes["owner"] = ""
+		}
+		if err := tx.Model(&sessionRow{}).Where("id = ?", id).Updates(changes).Error; err != nil {
 			return err
 		}
 		status, err = s.addStatus(tx, sess, text, nil)

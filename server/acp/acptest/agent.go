@@ -296,3 +296,13 @@ var (
 	_ sdk.Agent       = (*Agent)(nil)
 	_ sdk.AgentLoader = (*Agent)(nil)
 )
+
+// Usage is a usage_update: used of size tokens in the context window and, with a
+// currency, the session's cost so far.
+func Usage(used, size int, amount float64, currency string) sdk.SessionUpdate {
+	u := &sdk.SessionUsageUpdate{Used: used, Size: size}
+	if currency != "" {
+		u.Cost = &sdk.Cost{Amount: amount, Currency: currency}
+	}
+	return sdk.SessionUpdate{UsageUpdate: u}
+}
