@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"conch/app/client"
+	"conch/server/worktree/gittest"
 	"conch/shared"
 )
 
@@ -67,7 +68,8 @@ func running(cmdline string) bool {
 	return false
 }
 
-// conch prune deletes only what has been idle for longer than asked.
+// conch prune deletes only what has been idle for longer than asked, and, as deleting a
+// task does, removes a task's worktree and keeps its branch with the work left in it.
 func TestPrune(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "conch.db")
 	base, stop := startServer(t, db)
@@ -77,14 +79,33 @@ func TestPrune(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	repo := gittest.Repo(t, map[string]string{"a.txt": "one\n"})
+	onRepo, err := api.CreateTaskOn(ctx, "on a repository", "", repo, "")
+	if err == nil {
+		_, err = api.StartSession(ctx, onRepo.ID, "shell", "")
+	}
+	if err == nil {
+		onRepo, err = api.GetTask(ctx, onRepo.ID)
+	}
+	if err != nil || onRepo.Worktree == "" {
+		t.Fatalf("task on a repository: %+v, %v", onRepo, err)
+	}
+	gittest.Write(t, onRepo.Worktree, map[string]string{"a.txt": "left uncommitted\n"})
 	stop() // its sessions are closed; nothing is live
 	var out, errs bytes.Buffer
 	if err := run(ctx, []string{"prune", "--db", db, "--older-than", "1h"}, nil, &out, &errs); err != nil || out.String() != "deleted 0 tasks idle for more than 1h0m0s\n" {
 		t.Fatalf("prune --older-than 1h: %v, %q", err, out.String())
 	}
 	out.Reset()
-	if err := run(ctx, []string{"prune", "--db", db, "--older-than", "1ns"}, nil, &out, &errs); err != nil || out.String() != "deleted 1 tasks idle for more than 1ns\n" {
-		t.Fatalf("prune --older-than 1ns: %v, %q", err, out.String())
+	if err := run(ctx, []string{"prune", "--db", db, "--older-than", "1ns"}, nil, &out, &errs); err != nil ||
+		out.String() != "deleted 2 tasks idle for more than 1ns\nremoved 1 worktrees; their branches stay\n" {
+		t.Fatalf("prune --older-than 1ns: %v, %q, %q", err, out.String(), errs.String())
+	}
+	if _, err := os.Stat(onRepo.Worktree); !os.IsNotExist(err) {
+		t.Errorf("the pruned task's worktree is still there: %v", err)
+	}
+	if got := gittest.Git(t, repo, "show", onRepo.Branch+":a.txt"); got != "left uncommitted" {
+		t.Errorf("the branch holds %q", got)
 	}
 	if err := run(ctx, []string{"prune", "--db", db}, nil, &out, &errs); err == nil || !strings.Contains(err.Error(), "--older-than") {
 		t.Errorf("prune without an age: %v", err)

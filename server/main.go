@@ -32,6 +32,7 @@ import (
 	"conch/server/replica"
 	"conch/server/shellagent"
 	"conch/server/store"
+	"conch/server/worktree"
 	"conch/shared"
 	"conch/web"
 )
@@ -391,14 +392,30 @@ func prune(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer st.Close()
-	n, sessions, err := st.PruneTasks(ctx, time.Now().Add(-*age))
+	tasks, sessions, err := st.PruneTasks(ctx, time.Now().Add(-*age))
 	if err != nil {
 		return err
 	}
 	if err := replica.Deleted(ctx, st, sessions); err != nil {
 		fmt.Fprintf(stderr, "prune: the running servers were not told: %v\n", err)
 	}
-	fmt.Fprintf(stdout, "deleted %d tasks idle for more than %s\n", n, *age)
+	// Like deleting a task from the API: its worktree goes, its branch stays, with any
+	// work left uncommitted committed onto it.
+	worktrees := 0
+	for _, t := range tasks {
+		if t.Worktree == "" {
+			continue
+		}
+		if err := worktree.Remove(ctx, t.Repo, t.Worktree); err != nil {
+			fmt.Fprintf(stderr, "prune: the worktree %s of task %s stays: %v\n", t.Worktree, t.ID, err)
+			continue
+		}
+		worktrees++
+	}
+	fmt.Fprintf(stdout, "deleted %d tasks idle for more than %s\n", len(tasks), *age)
+	if worktrees > 0 {
+		fmt.Fprintf(stdout, "removed %d worktrees; their branches stay\n", worktrees)
+	}
 	return nil
 }
 

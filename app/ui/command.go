@@ -19,6 +19,7 @@ type CommandRow struct {
 	app.Compo
 
 	SessionID string
+	Cwd       string // the session's directory: a command run there names no directory
 	Msg       shared.Message
 
 	m        *poll.Machine
@@ -28,6 +29,16 @@ type CommandRow struct {
 	shown    rendered  // the snapshot on screen as terminal lines
 	tools    readTools // search, wrap, full screen
 	ticking  bool      // a redraw of the running time is scheduled
+}
+
+// workDirLabel is where a command ran, as its row says it: nothing for the session's own
+// directory (the session's header names it), a path relative to it below it, else the
+// whole path.
+func workDirLabel(cwd, dir string) string {
+	if strings.TrimRight(dir, "/") == strings.TrimRight(cwd, "/") {
+		return ""
+	}
+	return relative(cwd, dir)
 }
 
 // now is the UI's clock; tests set it.
@@ -184,8 +195,8 @@ func (c *CommandRow) Render() app.UI {
 			app.Code().Class("cmd-text").Text(command),
 		),
 		app.Div().Class("cmd-meta").Body(
-			app.If(sh.WorkDir != "", func() app.UI {
-				return app.Span().Class("cwd").Title("Working directory").Text(sh.WorkDir)
+			app.If(workDirLabel(c.Cwd, sh.WorkDir) != "", func() app.UI {
+				return app.Span().Class("cwd").Title(attrText("Working directory: " + sh.WorkDir)).Text(workDirLabel(c.Cwd, sh.WorkDir))
 			}),
 			app.Span().Class("status-text").Text(text),
 			app.If(sh.Output.StartedAt != nil, func() app.UI { return timing(sh.Output, c.status().IsTerminal()) }),

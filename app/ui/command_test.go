@@ -435,3 +435,20 @@ func TestCommandRowShowsFormatCharacters(t *testing.T) {
 		}
 	}
 }
+
+// A command run in the session's own directory names none; one below it names the path
+// from there; one elsewhere names the whole path.
+func TestWorkDirLabel(t *testing.T) {
+	for _, c := range []struct{ cwd, dir, want string }{
+		{"/home/me/sessions/s1", "/home/me/sessions/s1", ""},
+		{"/home/me/sessions/s1/", "/home/me/sessions/s1", ""},
+		{"/home/me/sessions/s1", "/home/me/sessions/s1/web/app", "web/app"},
+		{"/home/me/sessions/s1", "/tmp", "/tmp"},
+		{"/home/me/sessions/s1", "/home/me/sessions/s10", "/home/me/sessions/s10"},
+		{"", "/repo", "/repo"},
+	} {
+		if got := workDirLabel(c.cwd, c.dir); got != c.want {
+			t.Errorf("workDirLabel(%q, %q) = %q, want %q", c.cwd, c.dir, got, c.want)
+		}
+	}
+}

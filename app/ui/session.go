@@ -671,7 +671,7 @@ func (c *Chunk) Render() app.UI {
 func renderMessage(sessionID, cwd string, m shared.Message) app.UI {
 	switch {
 	case shared.ShellOf(m) != nil:
-		return &CommandRow{SessionID: sessionID, Msg: m}
+		return &CommandRow{SessionID: sessionID, Cwd: cwd, Msg: m}
 	case m.Type == shared.TypeThinking:
 		return app.Details().Class("msg", "thinking").Body(
 			app.Summary().Text("Thinking"),

@@ -59,9 +59,9 @@ func (s *Store) DeleteTask(ctx context.Context, id string) ([]string, error) {
 }
 
 // PruneTasks removes the tasks whose last activity (the task, its sessions and their
-// messages) is older than before, and none with a live session. It returns how many, and
-// the sessions removed with them.
-func (s *Store) PruneTasks(ctx context.Context, before time.Time) (int, []string, error) {
+// messages) is older than before, and none with a live session. It returns them as they
+// were (their worktrees are the caller's to remove), and the sessions removed with them.
+func (s *Store) PruneTasks(ctx context.Context, before time.Time) ([]shared.Task, []string, error) {
 	cut := before.UnixNano()
 	var ids []string
 	err := s.db.WithContext(ctx).Model(&taskRow{}).
@@ -70,19 +70,25 @@ func (s *Store) PruneTasks(ctx context.Context, before time.Time) (int, []string
 			` OR EXISTS (SELECT 1 FROM messages AS m WHERE m.session_id = s.id AND m.updated_at >= ?)))`, cut, cut).
 		Pluck("id", &ids).Error
 	if err != nil {
-		return 0, nil, fmt.Errorf("prune: %w", err)
+		return nil, nil, fmt.Errorf("prune: %w", err)
 	}
-	n, sessions := 0, []string{}
+	var tasks []shared.Task
+	sessions := []string{}
 	for _, id := range ids {
-		switch removed, err := s.DeleteTask(ctx, id); {
+		task, err := s.GetTask(ctx, id)
+		var removed []string
+		if err == nil {
+			removed, err = s.DeleteTask(ctx, id)
+		}
+		switch {
 		case err == nil:
-			n++
+			tasks = append(tasks, task)
 			sessions = append(sessions, removed...)
 		case shared.ErrorCode(err) != shared.CodeNotFound: // else deleted meanwhile
-			return n, sessions, fmt.Errorf("prune: %w", err)
+			return tasks, sessions, fmt.Errorf("prune: %w", err)
 		}
 	}
-	return n, sessions, nil
+	return tasks, sessions, nil
 }
 
 // reclaim gives the pages freed by a delete back to the file system. The database runs

@@ -169,6 +169,9 @@ func TestPruneTasks(t *testing.T) {
 	defer s.Close()
 	ctx := context.Background()
 	old, oldMsgs := seedTask(t, s, 10)
+	if old, err = s.SetTaskWorktree(ctx, old.ID, "conch/old", "/repo/.git/conch-worktrees/old"); err != nil {
+		t.Fatal(err)
+	}
 	oldLive, liveMsgs := seedTask(t, s, 10)
 	oldButTalked, talked := seedTask(t, s, 10)
 	// Sessions start live; all of these ended, as after a restart, but one.
@@ -190,9 +193,12 @@ func TestPruneTasks(t *testing.T) {
 	}
 	recent, _ := seedTask(t, s, 10)
 
-	n, sessions, err := s.PruneTasks(ctx, cutoff)
-	if err != nil || n != 1 || len(sessions) != 2 || sessions[0] != oldMsgs[0].SessionID && sessions[1] != oldMsgs[0].SessionID {
-		t.Fatalf("pruned %d with sessions %v (%v), want only the old idle task and its 2 sessions", n, sessions, err)
+	tasks, sessions, err := s.PruneTasks(ctx, cutoff)
+	if err != nil || len(tasks) != 1 || len(sessions) != 2 || sessions[0] != oldMsgs[0].SessionID && sessions[1] != oldMsgs[0].SessionID {
+		t.Fatalf("pruned %v with sessions %v (%v), want only the old idle task and its 2 sessions", tasks, sessions, err)
+	}
+	if tasks[0].ID != old.ID || tasks[0].Worktree != old.Worktree || tasks[0].Branch != "conch/old" {
+		t.Errorf("pruned %+v, want the task as it was, with its worktree, for the caller to remove", tasks[0])
 	}
 	if _, err := s.GetTask(ctx, old.ID); shared.ErrorCode(err) != shared.CodeNotFound {
 		t.Errorf("the old task is still there: %v", err)
