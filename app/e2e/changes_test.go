@@ -155,7 +155,10 @@ func TestTwoTasksReviewAndLand(t *testing.T) {
 	// A comment on line 2 goes to the agent as a prompt; the shell agent runs it as a command.
 	conn := s.subscribe(t, ctx, sessions[1].ID)
 	defer conn.Close()
-	b.do(t, chromedp.SendKeys(`#comment-1-line`, "2"), chromedp.SendKeys(`#comment-1-note`, "Say why"))
+	// Pressing a line's number in the diff starts a comment on that line.
+	b.do(t, chromedp.Click(`#file-1 button[aria-label="Comment on line 2"]`))
+	b.waitFor(t, "the picked line", `document.querySelector("#comment-1-line").value === "2" && document.activeElement === document.querySelector("#comment-1-note")`)
+	b.do(t, chromedp.SendKeys(`#comment-1-note`, "Say why"))
 	b.click(t, "Add comment")
 	b.waitFor(t, "the pending comment", `!!document.querySelector(".review .comments")?.textContent.startsWith("notes.txt:2 Say why")`)
 	b.click(t, "Send to agent")

@@ -367,7 +367,7 @@ func (p *ChangesPage) renderFile(i int) app.UI {
 			OnClick(p.toggle(i)).
 			Body(app.Span().Class("chevron").Aria("hidden", "true"), app.Text(label)),
 		app.If(open, func() app.UI {
-			return app.Div().ID(bodyID).Class("transcript").Body(renderFileDiff(v),
+			return app.Div().ID(bodyID).Class("transcript").Body(renderFileDiff(v, p.pickLine(i)),
 				app.If(v.diff != nil && !v.diff.File.Binary, func() app.UI { return p.commentForm(i, v) }))
 		}),
 	)
@@ -383,6 +383,21 @@ func (p *ChangesPage) commentForm(i int, v *fileView) app.UI {
 			app.Textarea().ID(id+"-note").Rows(2).Required(true).Text(v.note).OnInput(bind(&v.note))),
 		app.Button().Type("submit").Class("secondary").Aria("label", attrText("Add comment on "+p.changes.Files[i].Path)).Text("Add comment"),
 	)
+}
+
+// pickLine starts a comment on a line of file i: its number goes in the form, and the
+// comment field takes the focus.
+func (p *ChangesPage) pickLine(i int) func(line int) app.EventHandler {
+	return func(line int) app.EventHandler {
+		return func(ctx app.Context, _ app.Event) {
+			p.files[i].line = strconv.Itoa(line)
+			ctx.Defer(func(app.Context) {
+				if note := app.Window().GetElementByID("comment-" + strconv.Itoa(i) + "-note"); note.Truthy() {
+					note.Call("focus")
+				}
+			})
+		}
+	}
 }
 
 // addComment keeps the comment written on file i until the review is sent.
@@ -446,14 +461,16 @@ func (p *ChangesPage) renderReview() app.UI {
 	)
 }
 
-func renderFileDiff(v *fileView) app.UI {
+// renderFileDiff draws a file's diff; pick, when a new line's number is pressed, starts a
+// comment on that line.
+func renderFileDiff(v *fileView, pick func(line int) app.EventHandler) app.UI {
 	switch d := v.diff; {
 	case d != nil && d.File.Binary:
 		return app.P().Class("out-note").Text("A binary file: no diff to show.")
 	case d != nil && d.Omitted:
 		return app.P().Class("out-note").Text("This file is too large to show here (over " + sizeLabel(shared.DiffSideLimit) + ").")
 	case d != nil:
-		return diffView(derefText(d.OldText), derefText(d.NewText))
+		return diffView(derefText(d.OldText), derefText(d.NewText), pick)
 	case v.err != "":
 		return app.P().Class("out-error").Role("alert").Text(v.err)
 	}

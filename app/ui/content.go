@@ -102,7 +102,7 @@ func (r *ToolCallRow) renderBody(i int) app.UI {
 		it := r.snap.Items[i]
 		var view app.UI = app.Pre().Class("tool-text").Text(derefText(it.Text))
 		if it.Type == shared.ContentDiff {
-			view = diffView(derefText(it.OldText), derefText(it.NewText))
+			view = diffView(derefText(it.OldText), derefText(it.NewText), nil)
 		}
 		if r.snap.Offline {
 			return app.Div().Body(offlineNote(), view)
@@ -152,7 +152,8 @@ func derefInt(n *int) int {
 
 // diffView renders the change from oldText to newText as a unified diff (three lines of
 // context) with the old and new line numbers of every line. Its text is text, never markup.
-func diffView(oldText, newText string) app.UI {
+// With onLine, a new line's number is a button that picks that line (a review comment).
+func diffView(oldText, newText string, onLine func(line int) app.EventHandler) app.UI {
 	u, err := udiff.ToUnifiedDiff("a", "b", oldText, udiff.Lines(oldText, newText), 3)
 	switch {
 	case err != nil:
@@ -175,6 +176,7 @@ func diffView(oldText, newText string) app.UI {
 			shown++
 			text := strings.TrimSuffix(l.Content, "\n")
 			var kind, sign, o, n string
+			line := newN
 			switch l.Kind {
 			case udiff.Delete:
 				kind, sign, o = "dl-del", "−", strconv.Itoa(oldN)
@@ -187,9 +189,14 @@ func diffView(oldText, newText string) app.UI {
 				oldN++
 				newN++
 			}
+			var newNumber app.UI = app.Span().Class("ln").Text(n)
+			if onLine != nil && n != "" {
+				newNumber = app.Button().Type("button").Class("ln", "ln-pick").Aria("label", "Comment on line "+n).
+					OnClick(onLine(line)).Text(n)
+			}
 			rows = append(rows, app.Div().Class("dl", kind).Body(
 				app.Span().Class("ln").Text(o),
-				app.Span().Class("ln").Text(n),
+				newNumber,
 				app.Span().Class("dt").Text(sign+text),
 			))
 		}

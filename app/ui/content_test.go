@@ -32,7 +32,7 @@ func TestDiffView(t *testing.T) {
 	oldText := "one\ntwo\nthree\n<b>four</b>\n"
 	newText := "one\n2\nthree\n<b>four</b>\nfive\n"
 	// Without the indentation HTMLString adds between elements.
-	html := regexp.MustCompile(`>\s+<`).ReplaceAllString(app.HTMLString(diffView(oldText, newText)), "><")
+	html := regexp.MustCompile(`>\s+<`).ReplaceAllString(app.HTMLString(diffView(oldText, newText, nil)), "><")
 	for _, want := range []string{
 		"@@ −1 +1 @@",
 		`<span class="ln">2</span><span class="ln"></span><span class="dt">−two</span>`,
@@ -49,11 +49,11 @@ func TestDiffView(t *testing.T) {
 	if strings.Contains(html, "style=") {
 		t.Errorf("a style attribute, which the CSP refuses:\n%s", html)
 	}
-	if got := app.HTMLString(diffView("same\n", "same\n")); !strings.Contains(got, "No change.") {
+	if got := app.HTMLString(diffView("same\n", "same\n", nil)); !strings.Contains(got, "No change.") {
 		t.Errorf("no change: %s", got)
 	}
 	long := strings.Repeat("x\n", maxDiffLines+10)
-	if got := app.HTMLString(diffView("", long)); strings.Count(got, `class="dl dl-add"`) != maxDiffLines || !strings.Contains(got, "is not shown") {
+	if got := app.HTMLString(diffView("", long, nil)); strings.Count(got, `class="dl dl-add"`) != maxDiffLines || !strings.Contains(got, "is not shown") {
 		t.Error("a long diff is not bounded")
 	}
 }

@@ -65,10 +65,10 @@ func bootWith(s string) shared.Boot {
 				{Type: s, Path: s, Bytes: &three},
 			}}}}),
 		msg(shared.TypeToolExecute, shared.AuthorAgent, &shared.Metadata{ToolCallID: s, Title: s, Kind: s, Status: shared.StatusFailed,
-			Normalized: &shared.Normalized{Kind: shared.NormalizedShellExec, ShellExec: &shared.ShellExec{Command: s, WorkDir: s,
+			Normalized: &shared.Normalized{Kind: shared.NormalizedShellExec, ShellExec: &shared.ShellExec{Command: s, WorkDir: "/w" + s,
 				Output: shared.ShellOutputSummary{HasOutput: true, StdoutBytes: 3, StdoutTotalBytes: 9, Signal: s, StartedAt: &at, FinishedAt: &finished}}}}),
 		msg(shared.TypeToolExecute, shared.AuthorAgent, &shared.Metadata{ToolCallID: s, Title: s, Kind: s, Status: shared.ToolStatus(s),
-			Normalized: &shared.Normalized{Kind: shared.NormalizedShellExec, ShellExec: &shared.ShellExec{Command: s, WorkDir: s}}}),
+			Normalized: &shared.Normalized{Kind: shared.NormalizedShellExec, ShellExec: &shared.ShellExec{Command: s, WorkDir: "/w" + s}}}), // not the session's own, so named
 	}
 	slices.Reverse(msgs) // a boot's page is newest first
 	return shared.Boot{
