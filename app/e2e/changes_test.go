@@ -159,6 +159,8 @@ func TestTwoTasksReviewAndLand(t *testing.T) {
 	b.do(t, chromedp.Click(`#file-1 button[aria-label="Comment on line 2"]`))
 	b.waitFor(t, "the picked line", `document.querySelector("#comment-1-line").value === "2" && document.activeElement === document.querySelector("#comment-1-note")`)
 	b.do(t, chromedp.SendKeys(`#comment-1-note`, "Say why"))
+	b.screenshots(t, "review-comment", "#comment-1-note")
+	b.do(t, chromedp.EmulateViewport(1280, 900))
 	b.click(t, "Add comment")
 	b.waitFor(t, "the pending comment", `!!document.querySelector(".review .comments")?.textContent.startsWith("notes.txt:2 Say why")`)
 	b.click(t, "Send to agent")
