@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/base64"
+	"errors"
 	"html/template"
 	"net"
 	"net/http"
@@ -425,18 +426,25 @@ var loginTemplate = template.Must(template.New("login").Parse(`<!doctype html>
 </form></main></div></body></html>
 `))
 
-// loginPage shows the form; err, when set, is why the last attempt failed.
-func (s *server) loginPage(c *fiber.Ctx, err error, next string) error {
+// formPage starts the answer of a sign-in form page, never cached, with the status of
+// err; it returns what to tell the person of err ("" for none).
+func (s *server) formPage(c *fiber.Ctx, err error) string {
 	status, problem := http.StatusOK, ""
 	if err != nil {
 		e := s.report(err)
 		status, problem = statusOf[e.Code], e.Message
-		if e.Code == shared.CodeUnauthorized && err != errWrongPassword {
-			problem = "That token is not valid."
-		}
 	}
 	c.Status(status).Type("html", "utf-8")
 	c.Set(fiber.HeaderCacheControl, "no-store")
+	return problem
+}
+
+// loginPage shows the form; err, when set, is why the last attempt failed.
+func (s *server) loginPage(c *fiber.Ctx, err error, next string) error {
+	problem := s.formPage(c, err)
+	if errors.Is(err, errUnauthorized) {
+		problem = "That token is not valid."
+	}
 	// Once accounts exist people sign in with their own; the token still signs in the
 	// API's scripts, and a browser through a ?token= link.
 	admins, err := s.store.CountAdmins(c.UserContext())

@@ -332,13 +332,7 @@ var inviteTemplate = template.Must(template.New("invite").Parse(`<!doctype html>
 `))
 
 func (s *server) invitePage(c *fiber.Ctx, err error, role string) error {
-	status, problem := http.StatusOK, ""
-	if err != nil {
-		e := s.report(err)
-		status, problem = statusOf[e.Code], e.Message
-	}
-	c.Status(status).Type("html", "utf-8")
-	c.Set(fiber.HeaderCacheControl, "no-store")
+	problem := s.formPage(c, err)
 	// The code is in the URL: no other site gets it, and the form's own post carries its
 	// Origin (sameOriginForm), which under "no-referrer" a browser sends as "null".
 	c.Set(fiber.HeaderReferrerPolicy, "same-origin")

@@ -349,3 +349,17 @@ func TestSingleSignOnRules(t *testing.T) {
 		}
 	}
 }
+
+// A callback that did not start here (no state cookie, or another state) is refused with
+// its own reason on the sign-in page, never taken for a wrong token.
+func TestSingleSignOnCallbackWithoutItsStart(t *testing.T) {
+	e := newEnv(t, withToken, func(c *Config) { c.OIDC = &OIDC{Issuer: "http://127.0.0.1:1", ClientID: "conch"} })
+	resp, body := e.do("GET", "/login/oidc/callback?state=forged&code=x", "")
+	if resp.StatusCode != http.StatusUnauthorized || !strings.Contains(body, "That sign-in did not start here or took too long") ||
+		strings.Contains(body, "token is not valid") {
+		t.Errorf("forged callback: %d %s", resp.StatusCode, body)
+	}
+	if !strings.Contains(body, `href="/login/oidc?next=%2f"`) {
+		t.Errorf("the page offers no new single sign-on: %s", body)
+	}
+}
