@@ -356,11 +356,18 @@ func (m *Manager) StopAgent(ctx context.Context, sessionID string) (shared.Sessi
 // answered as it is; one whose agent cannot resume, or that ended, is
 // shared.CodeConflict, saying why.
 func (m *Manager) Resume(ctx context.Context, sessionID string) (shared.Session, error) {
-	if _, err := m.live(sessionID); shared.ErrorCode(err) != shared.CodeConflict {
+	if s, err := m.live(sessionID); shared.ErrorCode(err) != shared.CodeConflict {
 		if err != nil {
 			return shared.Session{}, err
 		}
-		return m.cfg.Store.GetSession(ctx, sessionID)
+		if !s.ending() {
+			return m.cfg.Store.GetSession(ctx, sessionID)
+		}
+		select { // an agent on its way out (a crash, a stop): resume once it is gone
+		case <-s.done:
+		case <-ctx.Done():
+			return shared.Session{}, ctx.Err()
+		}
 	}
 	sess, err := m.cfg.Store.GetSession(ctx, sessionID)
 	if err != nil {

@@ -485,6 +485,14 @@ func (s *session) setState(state shared.SessionState, errText string) (shared.Se
 	return sess, nil
 }
 
+// ending reports whether the agent is on its way out (ended, or parked by a stop or a
+// crash): its session takes no more turns from it, and done closes soon.
+func (s *session) ending() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.ended || s.parked != ""
+}
+
 // errEnded is enqueue's answer once the agent is ending: the caller waits for its end.
 var errEnded = shared.Errorf(shared.CodeConflict, "the session has ended")
 
