@@ -178,12 +178,12 @@ func TestInbox(t *testing.T) {
 	if _, err := a.SetSessionState(ctx, sess.ID, shared.SessionReady, ""); err != nil {
 		t.Fatal(err)
 	}
-	prompt, created, err := b.AddUserMessage(ctx, sess.ID, "echo hi", "c-1", "")
-	if err != nil || !created {
-		t.Fatal(created, err)
+	prompt, created, owner, err := b.AddUserMessage(ctx, sess.ID, "echo hi", "c-1", "")
+	if err != nil || !created || owner != "r0" {
+		t.Fatal(created, owner, err)
 	}
-	if _, created, err := b.AddUserMessage(ctx, sess.ID, "echo hi", "c-1", ""); err != nil || created {
-		t.Fatalf("a repeated client_message_id: created %v, %v", created, err)
+	if _, created, owner, err := b.AddUserMessage(ctx, sess.ID, "echo hi", "c-1", ""); err != nil || created || owner != "" {
+		t.Fatalf("a repeated client_message_id: created %v, addressed to %q, %v", created, owner, err)
 	}
 	ask, err := a.CreateMessage(ctx, NewMessage{SessionID: sess.ID, AuthorType: shared.AuthorAgent, Type: shared.TypePermissionRequest,
 		Content: "may I?", Metadata: &shared.Metadata{Status: shared.StatusPending,
@@ -194,8 +194,8 @@ func TestInbox(t *testing.T) {
 	if owner, err := b.Forward(ctx, Command{SessionID: sess.ID, Kind: CommandCancel}); err != nil || owner != "r0" {
 		t.Fatalf("forward a cancel: %q %v", owner, err)
 	}
-	if _, err := b.AnswerPermission(ctx, sess.ID, ask.ID, "yes"); err != nil {
-		t.Fatal(err)
+	if _, owner, err := b.AnswerPermission(ctx, sess.ID, ask.ID, "yes"); err != nil || owner != "r0" {
+		t.Fatal(owner, err)
 	}
 	if cmds, err := b.TakeCommands(ctx); err != nil || len(cmds) != 0 {
 		t.Fatalf("b took a's commands: %+v %v", cmds, err)
@@ -224,7 +224,7 @@ func TestInbox(t *testing.T) {
 	clk.advance(testLease + time.Second) // a is gone, not swept yet
 	before, _ := b.ListMessages(ctx, shared.ListRequest{SessionID: sess.ID})
 	for _, try := range []func() error{
-		func() error { _, _, err := b.AddUserMessage(ctx, sess.ID, "echo late", "", ""); return err },
+		func() error { _, _, _, err := b.AddUserMessage(ctx, sess.ID, "echo late", "", ""); return err },
 		func() error { _, err := b.Forward(ctx, Command{SessionID: sess.ID, Kind: CommandCancel}); return err },
 	} {
 		if err := try(); shared.ErrorCode(err) != shared.CodeConflict || shared.ErrorMessage(err) != errOwnerGone.Error() {
