@@ -120,6 +120,19 @@ func TestPermissionAsk(t *testing.T) {
 	if last := msgs[len(msgs)-1]; last.Content != "edited" {
 		t.Errorf("after the answer the turn went on to %q", last.Content)
 	}
+	// The person's answer is published once, by the replica that stored it (here the
+	// test's answer); the runtime publishes only what the agent caused.
+	env.ev.mu.Lock()
+	var published int
+	for _, u := range env.ev.updated {
+		if u.ID == ask.ID {
+			published++
+		}
+	}
+	env.ev.mu.Unlock()
+	if published != 1 {
+		t.Errorf("the answer was published %d times, want once", published)
+	}
 	assertEventsMatchStore(t, env, sess.ID)
 }
 

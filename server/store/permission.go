@@ -50,7 +50,7 @@ func (s *Store) CancelPermission(ctx context.Context, sessionID, messageID strin
 		if md.Status != shared.StatusPending && md.Status != shared.StatusSelected {
 			return errUnchanged
 		}
-		md.Status = shared.StatusCancelled
+		md.Status, md.SelectedOptionID = shared.StatusCancelled, ""
 		return nil
 	})
 }
