@@ -11,9 +11,13 @@ import (
 	"conch/shared"
 )
 
-// The API's Runtime: an agent starts here, where it was asked for; a request for an agent
-// another replica runs goes to that replica's inbox, committed with what it stored, and
-// the owner is woken. A session whose owner is gone answers as a closed one.
+// The API's Runtime, and the one place that decides where a person's command goes: an
+// agent starts here, where it was asked for; every other command is committed by the store
+// together with the owner it reads in that transaction (and, when another replica runs the
+// agent, with a row in that replica's inbox), then deliver runs it here or wakes the owner.
+// What the person's call stored is published here; acp publishes what the agent caused.
+// A session whose owner is gone answers as a closed one. A new command: docs/ARCHITECTURE.md,
+// "Where a newcomer adds...".
 
 // Agents lists the agent profiles of this server.
 func (r *Replica) Agents() []shared.Agent { return r.local.Agents() }
