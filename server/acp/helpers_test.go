@@ -275,7 +275,7 @@ func (env *testEnv) prompt(t testing.TB, sessionID, content string) {
 
 func (env *testEnv) promptAsync(t testing.TB, sessionID, content string) {
 	t.Helper()
-	if _, _, err := env.st.AddUserMessage(context.Background(), sessionID, content, "", ""); err != nil {
+	if _, _, _, err := env.st.AddUserMessage(context.Background(), sessionID, content, "", ""); err != nil {
 		t.Fatal(err)
 	}
 	before := len(env.ev.states(sessionID))
@@ -352,4 +352,16 @@ func scriptedAs(cfg acptest.Config) Launcher {
 	return pipeLauncher(func(ctx context.Context, in io.Reader, out io.Writer) error {
 		return acptest.Run(ctx, in, out, cfg)
 	})
+}
+
+// answer is a person's answer as replica.Replica.AnswerPermission makes it (the test's
+// store never joins, so every agent runs here): stored and published, then handed over.
+func (env *testEnv) answer(ctx context.Context, sessionID, messageID, optionID string) (shared.Message, error) {
+	m, _, err := env.st.AnswerPermission(ctx, sessionID, messageID, optionID)
+	if err != nil {
+		return m, err
+	}
+	env.ev.MessageUpdated(m)
+	env.m.Answered(sessionID, messageID, optionID)
+	return m, nil
 }

@@ -11,12 +11,14 @@ import (
 )
 
 // A permission request of an `ask` profile waits for its person: it is stored as a
-// permission_request message (after the tool call it is about), registered under the
-// message's id, and answered by whichever comes first: the person's answer (through the
-// API or the WebSocket), a cancel of the turn, or the agent withdrawing it or going away.
-// The store decides which answer wins (only a pending request changes), and permMu makes
-// "stored and registered" and "settled and delivered" one step each, so an answer never
-// finds a stored request that is not registered yet.
+// permission_request message (after the tool call it is about) and registered under the
+// message's id. A person's answer is stored and published by the replica, which hands it
+// here (Answered); a cancel of the turn, or the agent withdrawing the request or going
+// away, withdraws it. Whichever reaches the registered request first wins, under permMu,
+// which also makes "stored and registered" one step: an answer never finds a stored
+// request that is not registered yet. A request withdrawn before an answer reached it
+// ends cancelled, even when the person's answer was stored first: the store says what
+// the agent got.
 
 var cancelledOutcome = sdk.RequestPermissionOutcome{Cancelled: &sdk.RequestPermissionOutcomeCancelled{Outcome: "cancelled"}}
 
@@ -88,22 +90,12 @@ func (s *session) ask(ctx context.Context, p sdk.RequestPermissionRequest, title
 	case o := <-answer:
 		return o, nil
 	case <-ctx.Done(): // the agent withdrew the request, or the connection ended
-		s.settleAsk(m.ID, func(ctx context.Context) (shared.Message, bool, error) {
-			return s.m.cfg.Store.CancelPermission(ctx, s.id, m.ID)
-		}, cancelledOutcome)
-		return cancelledOutcome, nil
+		s.withdraw(m.ID)
+		return <-answer, nil // the answer that reached it first, or the withdrawal's
 	}
 }
 
-// answer records the person's choice and hands it to the agent.
-func (s *session) answer(ctx context.Context, messageID, optionID string) (shared.Message, error) {
-	return s.settleAsk(messageID, func(context.Context) (shared.Message, bool, error) {
-		m, err := s.m.cfg.Store.AnswerPermission(ctx, s.id, messageID, optionID)
-		return m, err == nil, err
-	}, selected(sdk.PermissionOptionId(optionID)))
-}
-
-// withdrawAsks answers every pending request cancelled.
+// withdrawAsks withdraws every request waiting for an answer.
 func (s *session) withdrawAsks() {
 	s.permMu.Lock()
 	ids := make([]string, 0, len(s.asks))
@@ -112,71 +104,50 @@ func (s *session) withdrawAsks() {
 	}
 	s.permMu.Unlock()
 	for _, id := range ids {
-		if _, err := s.settleAsk(id, func(ctx context.Context) (shared.Message, bool, error) {
-			return s.m.cfg.Store.CancelPermission(ctx, s.id, id)
-		}, cancelledOutcome); err != nil {
-			s.log.Error("cancel permission request", "message", id, "err", err)
-		}
+		s.withdraw(id)
 	}
 }
 
-// settleAsk stores a request's end with settle and, when that changed it, publishes the
-// message and hands outcome to the waiting agent. The request is let go either way
-// unless the store refused the change (then it is still pending).
-func (s *session) settleAsk(id string, settle func(context.Context) (shared.Message, bool, error), outcome sdk.RequestPermissionOutcome) (shared.Message, error) {
+// withdraw answers a waiting request cancelled and ends it so in the store, over an
+// answer stored but not handed over; a request answered already is left as it is.
+func (s *session) withdraw(id string) {
 	s.permMu.Lock()
 	defer s.permMu.Unlock()
-	m, changed, err := settle(context.Background())
-	if err != nil {
-		return shared.Message{}, err
+	if ch := s.asks[id]; ch != nil {
+		delete(s.asks, id)
+		ch <- cancelledOutcome
+		s.m.cancelAsk(s.id, id)
 	}
-	if changed {
-		s.m.cfg.Events.MessageUpdated(m)
-		if ch := s.asks[id]; ch != nil {
-			ch <- outcome
-		}
-	}
-	delete(s.asks, id)
-	return m, nil
 }
 
-// Answered hands the agent an answer another replica stored (store.CommandPermission).
-// A request no longer waiting here (withdrawn, cancelled, or its agent gone) keeps what
-// the store says.
-func (m *Manager) Answered(sessionID, messageID, optionID string) {
-	m.mu.Lock()
-	s := m.sessions[sessionID]
-	m.mu.Unlock()
-	if s == nil {
+// cancelAsk ends as cancelled a request no agent waits for, and publishes that: the agent
+// caused it. A store that fails leaves it pending, and the next answer cancels it.
+func (m *Manager) cancelAsk(sessionID, id string) {
+	msg, changed, err := m.cfg.Store.CancelPermission(context.Background(), sessionID, id)
+	if err != nil {
+		m.log.Error("cancel permission request", "session", sessionID, "message", id, "err", err)
 		return
-	}
-	s.permMu.Lock()
-	defer s.permMu.Unlock()
-	if ch := s.asks[messageID]; ch != nil {
-		ch <- selected(sdk.PermissionOptionId(optionID))
-		delete(s.asks, messageID)
-	}
-}
-
-// AnswerPermission answers a permission request of the session with one of its options
-// and hands that option to the agent. An unknown message (or one of another session, or
-// not a permission request) is shared.CodeNotFound, a request no longer pending
-// shared.CodeConflict, an option it does not offer shared.CodeInvalid.
-func (m *Manager) AnswerPermission(ctx context.Context, sessionID, messageID, optionID string) (shared.Message, error) {
-	m.mu.Lock()
-	s := m.sessions[sessionID]
-	m.mu.Unlock()
-	if s != nil {
-		return s.answer(ctx, messageID, optionID)
-	}
-	// No agent runs: its end cancelled every request, and the store says which error
-	// this is. A request still pending here has no one to hand it to: it is cancelled.
-	msg, changed, err := m.cfg.Store.CancelPermission(ctx, sessionID, messageID)
-	if err != nil {
-		return shared.Message{}, err
 	}
 	if changed {
 		m.cfg.Events.MessageUpdated(msg)
 	}
-	return shared.Message{}, shared.Errorf(shared.CodeConflict, "permission request is not pending")
+}
+
+// Answered hands the agent the answer a person's call stored (here, or on another replica
+// and sent through the inbox: store.CommandPermission). A request its agent no longer
+// waits for (withdrawn, its turn cancelled, the agent stopped or gone) ends cancelled.
+func (m *Manager) Answered(sessionID, messageID, optionID string) {
+	m.mu.Lock()
+	s := m.sessions[sessionID]
+	m.mu.Unlock()
+	if s != nil {
+		s.permMu.Lock()
+		defer s.permMu.Unlock()
+		if ch := s.asks[messageID]; ch != nil {
+			delete(s.asks, messageID)
+			ch <- selected(sdk.PermissionOptionId(optionID))
+			return
+		}
+	}
+	m.cancelAsk(sessionID, messageID)
 }

@@ -8,11 +8,13 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	sdk "github.com/coder/acp-go-sdk"
 
 	"conch/server/acp/acptest"
 	"conch/server/shellagent"
+	"conch/server/store"
 	"conch/shared"
 )
 
@@ -90,7 +92,7 @@ func TestPermissionAsk(t *testing.T) {
 		{msgs[0].ID, "once", shared.CodeNotFound}, // the user's prompt
 		{ask.ID, "sometimes", shared.CodeInvalid},
 	} {
-		if _, err := env.m.AnswerPermission(ctx, sess.ID, tt.message, tt.option); shared.ErrorCode(err) != tt.code {
+		if _, err := env.answer(ctx, sess.ID, tt.message, tt.option); shared.ErrorCode(err) != tt.code {
 			t.Errorf("answer %s/%s: %v, want %s", tt.message, tt.option, err, tt.code)
 		}
 	}
@@ -100,7 +102,7 @@ func TestPermissionAsk(t *testing.T) {
 	default:
 	}
 
-	m, err := env.m.AnswerPermission(ctx, sess.ID, ask.ID, "once")
+	m, err := env.answer(ctx, sess.ID, ask.ID, "once")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,13 +112,26 @@ func TestPermissionAsk(t *testing.T) {
 	if o := <-got; o.Selected == nil || o.Selected.OptionId != "once" || o.Cancelled != nil {
 		t.Errorf("the agent got %+v, want once", o)
 	}
-	if _, err := env.m.AnswerPermission(ctx, sess.ID, ask.ID, "no"); shared.ErrorCode(err) != shared.CodeConflict {
+	if _, err := env.answer(ctx, sess.ID, ask.ID, "no"); shared.ErrorCode(err) != shared.CodeConflict {
 		t.Errorf("second answer: %v", err)
 	}
 	env.waitIdle(t, sess.ID)
 	msgs = env.messages(t, sess.ID)
 	if last := msgs[len(msgs)-1]; last.Content != "edited" {
 		t.Errorf("after the answer the turn went on to %q", last.Content)
+	}
+	// The person's answer is published once, by the replica that stored it (here the
+	// test's answer); the runtime publishes only what the agent caused.
+	env.ev.mu.Lock()
+	var published int
+	for _, u := range env.ev.updated {
+		if u.ID == ask.ID {
+			published++
+		}
+	}
+	env.ev.mu.Unlock()
+	if published != 1 {
+		t.Errorf("the answer was published %d times, want once", published)
 	}
 	assertEventsMatchStore(t, env, sess.ID)
 }
@@ -149,8 +164,60 @@ func TestPermissionCancelledWithTheTurn(t *testing.T) {
 	if last := msgs[len(msgs)-1]; last.Type != shared.TypeStatus || last.Metadata.StopReason != shared.StopCancelled {
 		t.Errorf("last message %s %q", last.Type, last.Content)
 	}
-	if _, err := env.m.AnswerPermission(context.Background(), sess.ID, ask.ID, "once"); shared.ErrorCode(err) != shared.CodeConflict {
+	if _, err := env.answer(context.Background(), sess.ID, ask.ID, "once"); shared.ErrorCode(err) != shared.CodeConflict {
 		t.Errorf("answer after cancel: %v", err)
+	}
+	assertEventsMatchStore(t, env, sess.ID)
+}
+
+// A request withdrawn before an answer reached its agent ends cancelled, even when the
+// person's answer was stored first (on another replica, or here just before the cancel):
+// the agent gets cancelled, the store and the events say so, and the late delivery
+// changes nothing. An answer delivered where no agent waits for it ends cancelled too.
+func TestPermissionWithdrawnBeforeDelivery(t *testing.T) {
+	got := make(chan sdk.RequestPermissionOutcome, 1)
+	env := newEnv(t, scripted(map[string]script{"ask": askScript(got)}), false, Profile{Name: "scripted"})
+	sess := env.start(t, "scripted")
+	env.promptAsync(t, sess.ID, "ask")
+	ask := waitAsk(t, env, sess.ID)
+	ctx := context.Background()
+	stored, _, err := env.st.AnswerPermission(ctx, sess.ID, ask.ID, "once") // stored, not handed over yet
+	if err != nil {
+		t.Fatal(err)
+	}
+	env.ev.MessageUpdated(stored)
+	if err := env.m.Cancel(sess.ID); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case o := <-got:
+		if o.Selected != nil {
+			t.Errorf("the agent got %+v, want cancelled", o)
+		}
+	case <-time.After(waitLimit):
+		t.Fatal("the agent never got an outcome for the request withdrawn after an answer was stored")
+	}
+	env.waitIdle(t, sess.ID)
+	env.m.Answered(sess.ID, ask.ID, "once") // the late delivery
+	got2, err := env.st.GetMessage(ctx, ask.ID)
+	if err != nil || got2.Metadata.Status != shared.StatusCancelled {
+		t.Errorf("request withdrawn before delivery: %+v %v, want cancelled", got2.Metadata, err)
+	}
+	assertEventsMatchStore(t, env, sess.ID)
+
+	// No agent waits here for this one (its agent went away): the delivery cancels it.
+	orphan, err := env.st.CreateMessage(ctx, store.NewMessage{SessionID: sess.ID, AuthorType: shared.AuthorAgent,
+		Type: shared.TypePermissionRequest, Content: "may I?", Metadata: &shared.Metadata{Status: shared.StatusPending,
+			Options: []shared.PermissionOption{{OptionID: "yes", Name: "Yes", Kind: "allow_once"}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	env.ev.MessageAdded(orphan)
+	if _, err := env.answer(ctx, sess.ID, orphan.ID, "yes"); err != nil {
+		t.Fatal(err)
+	}
+	if m, err := env.st.GetMessage(ctx, orphan.ID); err != nil || m.Metadata.Status != shared.StatusCancelled {
+		t.Errorf("an answer no agent waits for: %+v %v, want cancelled", m.Metadata, err)
 	}
 	assertEventsMatchStore(t, env, sess.ID)
 }
@@ -169,10 +236,10 @@ func TestPermissionPendingAtStop(t *testing.T) {
 			t.Errorf("request after stop: %s", m.Metadata.Status)
 		}
 	}
-	if _, err := env.m.AnswerPermission(context.Background(), sess.ID, ask.ID, "once"); shared.ErrorCode(err) != shared.CodeConflict {
+	if _, err := env.answer(context.Background(), sess.ID, ask.ID, "once"); shared.ErrorCode(err) != shared.CodeConflict {
 		t.Errorf("answer after stop: %v", err)
 	}
-	if _, err := env.m.AnswerPermission(context.Background(), sess.ID, "nope", "once"); shared.ErrorCode(err) != shared.CodeNotFound {
+	if _, err := env.answer(context.Background(), sess.ID, "nope", "once"); shared.ErrorCode(err) != shared.CodeNotFound {
 		t.Errorf("answer of an unknown message after stop: %v", err)
 	}
 	tasks, err := env.st.ListTasks(context.Background())
@@ -215,7 +282,7 @@ func TestShellAgentAsks(t *testing.T) {
 		if ask.Content != "echo ran > "+file || len(ask.Metadata.Options) != 2 || ask.Metadata.Options[0].Name != "Allow" {
 			t.Fatalf("request %+v", ask.Metadata)
 		}
-		if _, err := env.m.AnswerPermission(ctx, sess.ID, ask.ID, tt.option); err != nil {
+		if _, err := env.answer(ctx, sess.ID, ask.ID, tt.option); err != nil {
 			t.Fatal(err)
 		}
 		env.waitIdle(t, sess.ID)
@@ -291,7 +358,7 @@ func TestPermissionRejectedCommandHasNoOutput(t *testing.T) {
 		if se := shared.ShellOf(m); se.Output.HasOutput || out.Stdout != "" || m.Metadata.Status != shared.StatusPending {
 			t.Errorf("%s: before the answer the command shows %+v, output %q", tt.option, m.Metadata, out.Stdout)
 		}
-		if _, err := env.m.AnswerPermission(context.Background(), sess.ID, ask.ID, tt.option); err != nil {
+		if _, err := env.answer(context.Background(), sess.ID, ask.ID, tt.option); err != nil {
 			t.Fatal(err)
 		}
 		<-answered

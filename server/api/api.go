@@ -48,9 +48,11 @@ type Runtime interface {
 	Agents() []shared.Agent
 	// StartSession creates the session, starts its agent and returns it ready, or failed with its error.
 	StartSession(ctx context.Context, taskID, agent, cwd string) (shared.Session, error)
-	// Prompt queues one turn; it runs in the background. Each of files (an absolute path)
-	// follows the text as an ACP resource_link.
-	Prompt(sessionID, content string, files ...string) error
+	// Prompt stores a person's prompt (author is the account's login), publishes it and
+	// queues its turn, which runs in the background; a repeated client_message_id returns
+	// the first message and queues nothing. Each of files (an absolute path) follows the
+	// text as an ACP resource_link. A draining server refuses it before storing it.
+	Prompt(ctx context.Context, sessionID, author string, req shared.AddRequest, files ...string) (shared.Message, error)
 	// Cancel sends ACP session/cancel for the running turn.
 	Cancel(sessionID string) error
 	// Stop ends the session's agent and its commands, and returns once they are gone.
@@ -65,8 +67,8 @@ type Runtime interface {
 	// Draining is nil while the server runs, and once it is stopping (SIGTERM), the
 	// shared.CodeDraining error it answers what it no longer starts: turns and agents.
 	Draining() error
-	// AnswerPermission answers a pending permission request with one of its options and
-	// returns the updated message (published to the hub by the runtime).
+	// AnswerPermission stores a person's answer to a pending permission request, publishes
+	// the updated message and hands the answer to the agent.
 	AnswerPermission(ctx context.Context, sessionID, messageID, optionID string) (shared.Message, error)
 	// SetMode switches the agent to one of the modes it offers and returns the session.
 	SetMode(ctx context.Context, sessionID, modeID string) (shared.Session, error)

@@ -205,9 +205,9 @@ func (s *server) handleAddMessage(c *fiber.Ctx) error {
 	return sendJSON(c.Status(http.StatusAccepted), msg)
 }
 
-// addMessage is message.add over REST and WebSocket alike: store the prompt, publish it
-// after the commit, then queue the turn (with files as resource links: a review). A
-// repeated client_message_id returns the first message and starts nothing.
+// addMessage is message.add over REST and WebSocket alike: the runtime stores the prompt,
+// publishes it and queues the turn (with files as resource links: a review). A repeated
+// client_message_id returns the first message and starts nothing.
 func (s *server) addMessage(ctx context.Context, sessionID string, req shared.AddRequest, files ...string) (shared.Message, error) {
 	if strings.TrimSpace(req.Content) == "" {
 		return shared.Message{}, shared.Errorf(shared.CodeInvalid, "content is required")
@@ -215,18 +215,7 @@ func (s *server) addMessage(ctx context.Context, sessionID string, req shared.Ad
 	if err := shared.CheckLength("content", req.Content, shared.MaxPromptBytes); err != nil {
 		return shared.Message{}, err
 	}
-	if err := s.rt.Draining(); err != nil { // before it is stored: a prompt stored here now would not run
-		return shared.Message{}, err
-	}
-	msg, created, err := s.store.AddUserMessage(ctx, sessionID, req.Content, req.ClientMessageID, person(ctx).Login)
-	if err != nil || !created {
-		return msg, err
-	}
-	s.events.MessageAdded(msg)
-	if err := s.rt.Prompt(sessionID, req.Content, files...); err != nil {
-		return shared.Message{}, fmt.Errorf("prompt stored as %s but not queued: %w", msg.ID, err)
-	}
-	return msg, nil
+	return s.rt.Prompt(ctx, sessionID, person(ctx).Login, req, files...)
 }
 
 func (s *server) handleCancel(c *fiber.Ctx) error {
@@ -285,7 +274,7 @@ func (s *server) handleAnswerPermission(c *fiber.Ctx) error {
 }
 
 // answerPermission is permission.answer over REST and WebSocket alike; the runtime
-// publishes the updated message to every subscriber.
+// stores the answer, publishes it and hands it to the agent.
 func (s *server) answerPermission(ctx context.Context, req shared.PermissionAnswer) (shared.Message, error) {
 	switch {
 	case strings.TrimSpace(req.MessageID) == "":

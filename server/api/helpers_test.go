@@ -53,13 +53,12 @@ type fakeRuntime struct {
 	store *store.Store
 	hub   *hub.Hub
 
-	mu        sync.Mutex
-	prompts   []string // "session: content"
-	cancels   []string
-	stops     []string
-	answers   []string // "message: option"
-	promptErr error
-	draining  error // Draining's answer
+	mu       sync.Mutex
+	prompts  []string // "session: content"
+	cancels  []string
+	stops    []string
+	answers  []string // "message: option"
+	draining error    // Draining's answer
 	// unanswered, when set, plays an agent that never answers a mode switch: SetMode
 	// waits until it is closed, then fails as the runtime's timeout does.
 	unanswered chan struct{}
@@ -84,14 +83,24 @@ func (f *fakeRuntime) StartSession(ctx context.Context, taskID, agent, cwd strin
 	return f.store.SetSessionState(ctx, sess.ID, shared.SessionReady, "")
 }
 
-func (f *fakeRuntime) Prompt(sessionID, content string, files ...string) error {
+// Prompt stores and publishes the prompt as the runtime does, and records the turn it
+// would queue.
+func (f *fakeRuntime) Prompt(ctx context.Context, sessionID, author string, req shared.AddRequest, files ...string) (shared.Message, error) {
 	if f.panics.Load() {
 		panic("runtime bug")
 	}
+	if err := f.Draining(); err != nil {
+		return shared.Message{}, err
+	}
+	msg, created, _, err := f.store.AddUserMessage(ctx, sessionID, req.Content, req.ClientMessageID, author)
+	if err != nil || !created {
+		return msg, err
+	}
+	f.hub.MessageAdded(msg)
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.prompts = append(f.prompts, sessionID+": "+content+strings.Join(files, "\nlink: "))
-	return f.promptErr
+	f.prompts = append(f.prompts, sessionID+": "+req.Content+strings.Join(files, "\nlink: "))
+	return msg, nil
 }
 
 func (f *fakeRuntime) Cancel(sessionID string) error {
@@ -148,7 +157,7 @@ func (f *fakeRuntime) Resume(ctx context.Context, sessionID string) (shared.Sess
 // AnswerPermission settles the request in the store and publishes it, as the runtime
 // does for a live agent, and records the answer the agent would get.
 func (f *fakeRuntime) AnswerPermission(ctx context.Context, sessionID, messageID, optionID string) (shared.Message, error) {
-	m, err := f.store.AnswerPermission(ctx, sessionID, messageID, optionID)
+	m, _, err := f.store.AnswerPermission(ctx, sessionID, messageID, optionID)
 	if err != nil {
 		return m, err
 	}

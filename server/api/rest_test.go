@@ -117,7 +117,7 @@ func TestListMessagesPagesAndCaps(t *testing.T) {
 	ctx := context.Background()
 	var ids []string
 	for i := range shared.MaxPageLimit + 2 {
-		m, _, err := e.store.AddUserMessage(ctx, s.ID, fmt.Sprint("m", i), "", "")
+		m, _, _, err := e.store.AddUserMessage(ctx, s.ID, fmt.Sprint("m", i), "", "")
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -2,6 +2,7 @@ package replica
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/google/uuid"
@@ -10,9 +11,13 @@ import (
 	"conch/shared"
 )
 
-// The API's Runtime: an agent starts here, where it was asked for; a request for an agent
-// another replica runs goes to that replica's inbox, committed with what it stored, and
-// the owner is woken. A session whose owner is gone answers as a closed one.
+// The API's Runtime, and the one place that decides where a person's command goes: an
+// agent starts here, where it was asked for; every other command is committed by the store
+// together with the owner it reads in that transaction (and, when another replica runs the
+// agent, with a row in that replica's inbox), then deliver runs it here or wakes the owner.
+// What the person's call stored is published here; acp publishes what the agent caused.
+// A session whose owner is gone answers as a closed one. A new command: docs/ARCHITECTURE.md,
+// "Where a newcomer adds...".
 
 // Agents lists the agent profiles of this server.
 func (r *Replica) Agents() []shared.Agent { return r.local.Agents() }
@@ -22,19 +27,23 @@ func (r *Replica) StartSession(ctx context.Context, taskID, agent, cwd string) (
 	return r.local.StartSession(ctx, taskID, agent, cwd)
 }
 
-// Prompt queues a turn of a prompt the store has just committed. When another replica
-// runs the agent, the store addressed the prompt to it in that commit: it is woken, and
-// takes the stored text alone (files' resource links are not stored).
-func (r *Replica) Prompt(sessionID, content string, files ...string) error {
-	owner, err := r.store.SessionOwner(context.Background(), sessionID)
-	if err != nil {
-		return err
+// Prompt stores a person's prompt, publishes it and delivers it: the store's commit says
+// where the agent runs. When another replica runs it, the commit addressed the prompt to
+// it and it is woken; it takes the stored text alone (files' resource links are not
+// stored). A repeated client_message_id returns the first message and starts nothing.
+func (r *Replica) Prompt(ctx context.Context, sessionID, author string, req shared.AddRequest, files ...string) (shared.Message, error) {
+	if err := r.local.Draining(); err != nil { // before it is stored: a prompt stored here now would not run
+		return shared.Message{}, err
 	}
-	if owner != "" {
-		r.bus.wake(owner)
-		return nil
+	msg, created, owner, err := r.store.AddUserMessage(ctx, sessionID, req.Content, req.ClientMessageID, author)
+	if err != nil || !created {
+		return msg, err
 	}
-	return r.local.Prompt(sessionID, content, files...)
+	r.bus.MessageAdded(msg)
+	if err := r.deliver(owner, func() error { return r.local.Prompt(sessionID, req.Content, files...) }); err != nil {
+		return shared.Message{}, fmt.Errorf("prompt stored as %s but not queued: %w", msg.ID, err)
+	}
+	return msg, nil
 }
 
 // Cancel cancels the running turn, here or through the owner's inbox, and answers as the
@@ -71,24 +80,29 @@ func (r *Replica) Resume(ctx context.Context, sessionID string) (shared.Session,
 	return r.awaitSession(ctx, store.Command{SessionID: sessionID, Kind: store.CommandResume}, r.local.Resume)
 }
 
-// AnswerPermission answers a pending permission request. When another replica runs the
-// agent, the answer is stored here and addressed to the owner in the same commit; the
-// owner hands it to the agent.
+// AnswerPermission stores a person's answer to a pending permission request, publishes
+// it and delivers it to the agent, here or through the inbox of the replica the store's
+// commit addressed it to. A request whose agent no longer waits when the answer arrives
+// ends cancelled (acp.Manager.Answered): the person sees it turn so.
 func (r *Replica) AnswerPermission(ctx context.Context, sessionID, messageID, optionID string) (shared.Message, error) {
-	owner, err := r.store.SessionOwner(ctx, sessionID)
-	if err != nil {
-		return shared.Message{}, err
-	}
-	if owner == "" {
-		return r.local.AnswerPermission(ctx, sessionID, messageID, optionID)
-	}
-	m, err := r.store.AnswerPermission(ctx, sessionID, messageID, optionID)
+	m, owner, err := r.store.AnswerPermission(ctx, sessionID, messageID, optionID)
 	if err != nil {
 		return shared.Message{}, err
 	}
 	r.bus.MessageUpdated(m)
+	return m, r.deliver(owner, func() error { r.local.Answered(sessionID, messageID, optionID); return nil })
+}
+
+// deliver is the one place that decides where a person's command goes: a store's commit
+// (AddUserMessage, AnswerPermission, Forward) returned owner, the replica whose inbox it
+// wrote the command to in that same commit, which is woken; "" means the agent runs here
+// (or none does), and local runs the command.
+func (r *Replica) deliver(owner string, local func() error) error {
+	if owner == "" {
+		return local()
+	}
 	r.bus.wake(owner)
-	return m, nil
+	return nil
 }
 
 // answerWait bounds how long a request forwarded to another replica waits for its
@@ -135,10 +149,9 @@ func (r *Replica) await(ctx context.Context, c store.Command, local func() error
 	if err != nil {
 		return err
 	}
-	if owner == "" {
-		return local()
+	if err := r.deliver(owner, local); err != nil || owner == "" {
+		return err
 	}
-	r.bus.wake(owner)
 	select {
 	case err = <-outcome:
 		return err

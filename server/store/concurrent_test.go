@@ -34,7 +34,7 @@ func TestConcurrentPromptsOneClientID(t *testing.T) {
 	ids, created, errs := make([]string, n), make([]bool, n), make([]error, n)
 	race(n, func(i int) {
 		var m shared.Message
-		m, created[i], errs[i] = s.AddUserMessage(context.Background(), sess.ID, "hello", "client-1", "")
+		m, created[i], _, errs[i] = s.AddUserMessage(context.Background(), sess.ID, "hello", "client-1", "")
 		ids[i] = m.ID
 	})
 	firsts := 0
@@ -90,7 +90,7 @@ func TestConcurrentAnswersOneTaken(t *testing.T) {
 		ask := addAsk(t, s, sess.ID)
 		options := []string{"yes", "no"}
 		errs := make([]error, len(options))
-		race(len(options), func(i int) { _, errs[i] = s.AnswerPermission(ctx, sess.ID, ask.ID, options[i]) })
+		race(len(options), func(i int) { _, _, errs[i] = s.AnswerPermission(ctx, sess.ID, ask.ID, options[i]) })
 		taken := 0
 		for _, err := range errs {
 			switch {
@@ -122,7 +122,7 @@ func TestPagingAfterWhileWriting(t *testing.T) {
 			for range each {
 				var err error
 				if i%2 == 0 {
-					_, _, err = s.AddUserMessage(ctx, sess.ID, "prompt", "", "")
+					_, _, _, err = s.AddUserMessage(ctx, sess.ID, "prompt", "", "")
 				} else {
 					_, err = s.CreateMessage(ctx, NewMessage{SessionID: sess.ID, AuthorType: shared.AuthorAgent,
 						Type: shared.TypeMessage, Content: "reply"})

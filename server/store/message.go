@@ -194,13 +194,12 @@ func (s *Store) insertMessage(tx *gorm.DB, sess sessionRow, author shared.Author
 // AddUserMessage stores a user prompt. A repeated clientMessageID in the same session
 // returns the first message with created == false; author is the login of the account
 // that sent it ("" for none). Failed and closed sessions take no
-// new prompts (a conflict).
-func (s *Store) AddUserMessage(ctx context.Context, sessionID, content, clientMessageID, author string) (shared.Message, bool, error) {
-	var (
-		row     messageRow
-		created bool
-	)
-	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+// new prompts (a conflict). When another replica runs the session's agent, the prompt is
+// addressed to it in the same transaction (inbox.go), and owner is that replica; "" when
+// this process runs the turn.
+func (s *Store) AddUserMessage(ctx context.Context, sessionID, content, clientMessageID, author string) (m shared.Message, created bool, owner string, err error) {
+	var row messageRow
+	err = s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		// Locked: a concurrent request with the same client id waits, then finds this one.
 		sess, err := getSession(locked(tx), sessionID)
 		if err != nil {
@@ -232,15 +231,14 @@ func (s *Store) AddUserMessage(ctx context.Context, sessionID, content, clientMe
 			return err
 		}
 		created = true
-		// An agent another replica runs gets the prompt through the inbox (inbox.go).
-		_, err = s.forward(tx, sess, Command{SessionID: sessionID, Kind: CommandPrompt, MessageID: row.ID, Body: content})
+		owner, err = s.forward(tx, sess, Command{SessionID: sessionID, Kind: CommandPrompt, MessageID: row.ID, Body: content})
 		return err
 	})
 	if err != nil {
-		return shared.Message{}, false, fmt.Errorf("add user message: %w", err)
+		return shared.Message{}, false, "", fmt.Errorf("add user message: %w", err)
 	}
-	m, err := row.message()
-	return m, created, err
+	m, err = row.message()
+	return m, created, owner, err
 }
 
 // UpdateMessage changes a message. A message whose stored status is terminal never goes

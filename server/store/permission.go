@@ -17,9 +17,10 @@ var errNotPending = shared.Errorf(shared.CodeConflict, "permission request is no
 // session and one that is not a permission request are all "message not found"; a request
 // already answered or cancelled is a conflict; an option it does not offer is invalid.
 // Nothing changes on any error. When another replica runs the session's agent, the answer
-// is addressed to it in the same transaction (inbox.go).
-func (s *Store) AnswerPermission(ctx context.Context, sessionID, messageID, optionID string) (shared.Message, error) {
-	m, _, err := s.settlePermission(ctx, sessionID, messageID, func(tx *gorm.DB, md *shared.Metadata) error {
+// is addressed to it in the same transaction (inbox.go), and owner is that replica; ""
+// when this process hands the answer to the agent.
+func (s *Store) AnswerPermission(ctx context.Context, sessionID, messageID, optionID string) (m shared.Message, owner string, err error) {
+	m, _, err = s.settlePermission(ctx, sessionID, messageID, func(tx *gorm.DB, md *shared.Metadata) error {
 		if md.Status != shared.StatusPending {
 			return errNotPending
 		}
@@ -30,24 +31,26 @@ func (s *Store) AnswerPermission(ctx context.Context, sessionID, messageID, opti
 				if err != nil {
 					return err
 				}
-				_, err = s.forward(tx, sess, Command{SessionID: sessionID, Kind: CommandPermission, MessageID: messageID, Body: optionID})
+				owner, err = s.forward(tx, sess, Command{SessionID: sessionID, Kind: CommandPermission, MessageID: messageID, Body: optionID})
 				return err
 			}
 		}
 		return shared.Errorf(shared.CodeInvalid, "option %q is not offered by this permission request", optionID)
 	})
-	return m, err
+	return m, owner, err
 }
 
-// CancelPermission ends a pending permission request of the session as cancelled (the
-// turn was cancelled, the agent withdrew it or went away); changed is false, with no
-// error, when it was no longer pending.
+// CancelPermission ends a permission request of the session as cancelled because its
+// agent no longer waits for an answer (the turn was cancelled, the agent withdrew it or
+// went away) and none reached it: pending, or answered but not handed to the agent yet
+// (the answer came too late, and the store says what the agent got). changed is false,
+// with no error, when it had ended already.
 func (s *Store) CancelPermission(ctx context.Context, sessionID, messageID string) (shared.Message, bool, error) {
 	return s.settlePermission(ctx, sessionID, messageID, func(_ *gorm.DB, md *shared.Metadata) error {
-		if md.Status != shared.StatusPending {
+		if md.Status != shared.StatusPending && md.Status != shared.StatusSelected {
 			return errUnchanged
 		}
-		md.Status = shared.StatusCancelled
+		md.Status, md.SelectedOptionID = shared.StatusCancelled, ""
 		return nil
 	})
 }

@@ -40,7 +40,7 @@ func TestAnswerPermission(t *testing.T) {
 		{"not a permission request", sess.ID, text.ID, "yes", shared.CodeNotFound},
 		{"an option not offered", sess.ID, ask.ID, "maybe", shared.CodeInvalid},
 	} {
-		if _, err := s.AnswerPermission(ctx, tt.session, tt.message, tt.option); shared.ErrorCode(err) != tt.code {
+		if _, _, err := s.AnswerPermission(ctx, tt.session, tt.message, tt.option); shared.ErrorCode(err) != tt.code {
 			t.Errorf("%s: %v, want %s", tt.name, err, tt.code)
 		}
 	}
@@ -57,7 +57,7 @@ func TestAnswerPermission(t *testing.T) {
 		}
 	}
 
-	m, err := s.AnswerPermission(ctx, sess.ID, ask.ID, "no")
+	m, _, err := s.AnswerPermission(ctx, sess.ID, ask.ID, "no")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,12 +67,9 @@ func TestAnswerPermission(t *testing.T) {
 	if got := listed(t, s, sess.ID, ask.ID); got.Metadata.SelectedOptionID != "no" || !got.UpdatedAt.Equal(m.UpdatedAt) {
 		t.Errorf("listed after the answer: %+v", got.Metadata)
 	}
-	_, err = s.AnswerPermission(ctx, sess.ID, ask.ID, "yes")
+	_, _, err = s.AnswerPermission(ctx, sess.ID, ask.ID, "yes")
 	if shared.ErrorCode(err) != shared.CodeConflict || shared.ErrorMessage(err) != "permission request is not pending" {
 		t.Errorf("second answer: %v", err)
-	}
-	if _, changed, err := s.CancelPermission(ctx, sess.ID, ask.ID); err != nil || changed {
-		t.Errorf("cancelling an answered request: changed %v, %v", changed, err)
 	}
 	// A cancel racing the answer (the session ended) never turns selected into cancelled.
 	if msgs, err := s.CancelActiveToolCalls(ctx, sess.ID); err != nil || len(msgs) != 0 {
@@ -83,6 +80,14 @@ func TestAnswerPermission(t *testing.T) {
 	}
 	if tasks, _ := s.ListTasks(ctx); tasks[0].NeedsAttention || tasks[1].NeedsAttention {
 		t.Error("a task still needs attention after the answer")
+	}
+	// The runtime withdraws an answered request whose answer never reached the agent: it
+	// ends cancelled, with no option chosen, once.
+	for i, want := range []bool{true, false} {
+		m, changed, err := s.CancelPermission(ctx, sess.ID, ask.ID)
+		if err != nil || changed != want || m.Metadata.Status != shared.StatusCancelled || m.Metadata.SelectedOptionID != "" {
+			t.Errorf("withdrawal %d of an answered request: %+v changed %v, %v", i+1, m.Metadata, changed, err)
+		}
 	}
 }
 
@@ -102,7 +107,7 @@ func TestCancelPermissionAndRecovery(t *testing.T) {
 	if _, _, err := s.CancelPermission(ctx, sess.ID, "nope"); shared.ErrorCode(err) != shared.CodeNotFound {
 		t.Errorf("cancel of an unknown message: %v", err)
 	}
-	if _, err := s.AnswerPermission(ctx, sess.ID, first.ID, "yes"); shared.ErrorCode(err) != shared.CodeConflict {
+	if _, _, err := s.AnswerPermission(ctx, sess.ID, first.ID, "yes"); shared.ErrorCode(err) != shared.CodeConflict {
 		t.Errorf("answer after cancel: %v", err)
 	}
 	if _, err := s.Sweep(ctx); err != nil {

@@ -188,16 +188,3 @@ func (s *Store) Sweep(ctx context.Context) (Swept, error) {
 	}
 	return out, nil
 }
-
-// SessionOwner is the replica that runs the session's agent, "" when this process does
-// (or no replica, as in a process that never joined).
-func (s *Store) SessionOwner(ctx context.Context, sessionID string) (string, error) {
-	var row sessionRow
-	if err := s.db.WithContext(ctx).Select("id", "owner").Take(&row, "id = ?", sessionID).Error; err != nil {
-		return "", notFound(err, "session")
-	}
-	if row.Owner == s.replica {
-		return "", nil
-	}
-	return row.Owner, nil
-}

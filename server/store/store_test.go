@@ -167,33 +167,33 @@ func TestAddUserMessageIdempotent(t *testing.T) {
 	s, _ := open(t, time.Millisecond)
 	sess := newSession(t, s)
 	ctx := context.Background()
-	first, created, err := s.AddUserMessage(ctx, sess.ID, "ls", "c-1", "")
+	first, created, _, err := s.AddUserMessage(ctx, sess.ID, "ls", "c-1", "")
 	if err != nil || !created {
 		t.Fatalf("first add: created=%v err=%v", created, err)
 	}
-	again, created, err := s.AddUserMessage(ctx, sess.ID, "something else", "c-1", "")
+	again, created, _, err := s.AddUserMessage(ctx, sess.ID, "something else", "c-1", "")
 	if err != nil || created || again.ID != first.ID || again.Content != "ls" {
 		t.Fatalf("repeat: created=%v err=%v msg=%+v", created, err, again)
 	}
 	// The same client id in another session is another message.
 	other := newSession(t, s)
-	if _, created, err := s.AddUserMessage(ctx, other.ID, "ls", "c-1", ""); err != nil || !created {
+	if _, created, _, err := s.AddUserMessage(ctx, other.ID, "ls", "c-1", ""); err != nil || !created {
 		t.Fatalf("other session: created=%v err=%v", created, err)
 	}
-	if _, _, err := s.AddUserMessage(ctx, sess.ID, "x", "", ""); err != nil {
+	if _, _, _, err := s.AddUserMessage(ctx, sess.ID, "x", "", ""); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := s.AddUserMessage(ctx, "nope", "x", "", ""); shared.ErrorCode(err) != shared.CodeNotFound {
+	if _, _, _, err := s.AddUserMessage(ctx, "nope", "x", "", ""); shared.ErrorCode(err) != shared.CodeNotFound {
 		t.Fatalf("unknown session: %v", err)
 	}
 	if _, err := s.SetSessionState(ctx, sess.ID, shared.SessionFailed, "agent crashed"); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := s.AddUserMessage(ctx, sess.ID, "x", "c-2", ""); shared.ErrorMessage(err) != "session is failed" || shared.ErrorCode(err) != shared.CodeConflict {
+	if _, _, _, err := s.AddUserMessage(ctx, sess.ID, "x", "c-2", ""); shared.ErrorMessage(err) != "session is failed" || shared.ErrorCode(err) != shared.CodeConflict {
 		t.Fatalf("failed session: %v", err)
 	}
 	// The first message of a repeated id still answers, also after the session failed.
-	if m, created, err := s.AddUserMessage(ctx, sess.ID, "ls", "c-1", ""); err != nil || created || m.ID != first.ID {
+	if m, created, _, err := s.AddUserMessage(ctx, sess.ID, "ls", "c-1", ""); err != nil || created || m.ID != first.ID {
 		t.Fatalf("repeat after failure: %v %v", created, err)
 	}
 	page, err := s.ListMessages(ctx, shared.ListRequest{SessionID: sess.ID})

@@ -23,7 +23,7 @@ func TestTextIsStorable(t *testing.T) {
 		{"description", "description is not valid UTF-8", func() error { _, err := s.CreateTask(ctx, "t", "\xff"); return err }},
 		{"cwd", "cwd contains a NUL character", func() error { _, err := s.CreateSession(ctx, sess.TaskID, "shell", "/tmp\x00"); return err }},
 		{"client id", "client_message_id contains a NUL character", func() error {
-			_, _, err := s.AddUserMessage(ctx, sess.ID, "hi", "c\x00", "")
+			_, _, _, err := s.AddUserMessage(ctx, sess.ID, "hi", "c\x00", "")
 			return err
 		}},
 	} {

@@ -1,0 +1,102 @@
+package replica
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+
+	"conch/server/internal/pgtest"
+	"conch/server/store"
+	"conch/shared"
+)
+
+// A person's prompt and answer for an agent another replica runs are stored, published
+// once by the replica that took them, and addressed in the same commit to the owner's
+// inbox; a repeated prompt publishes and addresses nothing.
+func TestPersonsCommandsRoutedAndPublishedOnce(t *testing.T) {
+	dsn := pgtest.Database(t)
+	ctx := context.Background()
+	b := startServer(t, dsn)
+	a, err := store.Open(dsn, nil) // the owner: a replica that only holds its lease here
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { a.Close() })
+	if err := a.Join(ctx, "owner", DefaultLease); err != nil {
+		t.Fatal(err)
+	}
+	task, err := a.CreateTask(ctx, t.Name(), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sess, err := a.CreateSession(ctx, task.ID, "shell", "/tmp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.SetSessionState(ctx, sess.ID, shared.SessionReady, ""); err != nil {
+		t.Fatal(err)
+	}
+	ask, err := a.CreateMessage(ctx, store.NewMessage{SessionID: sess.ID, AuthorType: shared.AuthorAgent, Type: shared.TypePermissionRequest,
+		Content: "may I?", Metadata: &shared.Metadata{Status: shared.StatusPending,
+			Options: []shared.PermissionOption{{OptionID: "yes", Name: "Yes", Kind: "allow_once"}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	client := b.hub.Connect()
+	t.Cleanup(client.Close)
+	client.Subscribe(sess.ID)
+
+	prompt, err := b.rep.Prompt(ctx, sess.ID, "ann", shared.AddRequest{Content: "echo hi", ClientMessageID: "c-1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again, err := b.rep.Prompt(ctx, sess.ID, "ann", shared.AddRequest{Content: "echo hi", ClientMessageID: "c-1"}); err != nil || again.ID != prompt.ID {
+		t.Fatalf("the repeated prompt: %s %v, want %s", again.ID, err, prompt.ID)
+	}
+	added := published(t, client.Take(), shared.ActionMessageAdded)
+	if _, err := b.rep.AnswerPermission(ctx, sess.ID, ask.ID, "yes"); err != nil {
+		t.Fatal(err)
+	}
+	updated := published(t, client.Take(), shared.ActionMessageUpdated)
+	if added[prompt.ID] != 1 || len(added) != 1 {
+		t.Errorf("prompt added %v, want %s once", added, prompt.ID)
+	}
+	if updated[ask.ID] != 1 || len(updated) != 1 {
+		t.Errorf("answer published %v, want %s once", updated, ask.ID)
+	}
+	cmds, err := a.TakeCommands(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []store.Command{{Sender: b.rep.id, SessionID: sess.ID, Kind: store.CommandPrompt, MessageID: prompt.ID, Body: "echo hi"},
+		{Sender: b.rep.id, SessionID: sess.ID, Kind: store.CommandPermission, MessageID: ask.ID, Body: "yes"}}
+	if len(cmds) != len(want) {
+		t.Fatalf("the owner's inbox: %+v, want %+v", cmds, want)
+	}
+	for i := range want {
+		if cmds[i].ID = ""; cmds[i] != want[i] {
+			t.Errorf("command %d: %+v, want %+v", i, cmds[i], want[i])
+		}
+	}
+}
+
+// published counts the frames of action by the id of the message they carry.
+func published(t *testing.T, frames [][]byte, action string) map[string]int {
+	t.Helper()
+	n := map[string]int{}
+	for _, f := range frames {
+		var env shared.Envelope
+		var m shared.Message
+		if err := json.Unmarshal(f, &env); err != nil {
+			t.Fatal(err)
+		}
+		if env.Action != action {
+			continue
+		}
+		if err := env.Decode(&m); err != nil {
+			t.Fatal(err)
+		}
+		n[m.ID]++
+	}
+	return n
+}
