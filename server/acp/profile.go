@@ -6,7 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
+	"net/url"
 	"os"
+	"slices"
+
+	sdk "github.com/coder/acp-go-sdk"
 )
 
 // Permission policies of a profile: who answers the agent's permission requests. Ask (the
@@ -34,6 +39,79 @@ type Profile struct {
 	// Gemini CLI 0.61.0 needs it to create a file: it reads the path first, and takes the
 	// client's error object, not-found (-32002) included, for a failure of its own.
 	NoReadTextFile bool `json:"no_read_text_file,omitempty"`
+	// MCPServers are given to each session of the agent (session/new, load and resume).
+	MCPServers []MCPServer `json:"mcp_servers,omitempty"`
+}
+
+// MCPServer is an MCP server an agent is told to use: one it starts (stdio: Command, Args,
+// Env) or one it reaches (http or sse: URL, Headers). Every agent takes stdio; http and
+// sse only go to an agent that says it can use them, and the session says which were left
+// out.
+type MCPServer struct {
+	Name    string            `json:"name"`
+	Type    string            `json:"type,omitempty"` // stdio (the default), http or sse
+	Command string            `json:"command,omitempty"`
+	Args    []string          `json:"args,omitempty"`
+	Env     map[string]string `json:"env,omitempty"`
+	URL     string            `json:"url,omitempty"`
+	Headers map[string]string `json:"headers,omitempty"`
+}
+
+// check is the rule for one server of a profile.
+func (m *MCPServer) check() error {
+	if m.Type == "" {
+		m.Type = "stdio"
+	}
+	switch {
+	case m.Name == "":
+		return errors.New("an MCP server needs a name")
+	case m.Type == "stdio" && (m.Command == "" || m.URL != "" || len(m.Headers) > 0):
+		return fmt.Errorf("MCP server %q (stdio) needs a command, and has no url or headers", m.Name)
+	case m.Type == "http" || m.Type == "sse":
+		u, err := url.Parse(m.URL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || m.Command != "" || len(m.Args) > 0 || len(m.Env) > 0 {
+			return fmt.Errorf("MCP server %q (%s) needs an http or https url, and has no command, args or env", m.Name, m.Type)
+		}
+	case m.Type != "stdio":
+		return fmt.Errorf("MCP server %q: type must be stdio, http or sse, not %q", m.Name, m.Type)
+	}
+	return nil
+}
+
+// mcpServers is what a session of p tells its agent, whose capabilities are caps, and the
+// names of the servers the agent cannot use.
+func (p Profile) mcpServers(caps sdk.McpCapabilities) (servers []sdk.McpServer, left []string) {
+	servers = []sdk.McpServer{}
+	for _, m := range p.MCPServers {
+		switch {
+		case m.Type == "stdio":
+			servers = append(servers, sdk.McpServer{Stdio: &sdk.McpServerStdio{Name: m.Name, Command: m.Command,
+				Args: append([]string{}, m.Args...), Env: envVariables(m.Env)}})
+		case m.Type == "http" && caps.Http:
+			servers = append(servers, sdk.McpServer{Http: &sdk.McpServerHttpInline{Type: "http", Name: m.Name, Url: m.URL, Headers: headers(m.Headers)}})
+		case m.Type == "sse" && caps.Sse:
+			servers = append(servers, sdk.McpServer{Sse: &sdk.McpServerSseInline{Type: "sse", Name: m.Name, Url: m.URL, Headers: headers(m.Headers)}})
+		default:
+			left = append(left, m.Name+" ("+m.Type+")")
+		}
+	}
+	return servers, left
+}
+
+func envVariables(env map[string]string) []sdk.EnvVariable {
+	out := []sdk.EnvVariable{}
+	for _, k := range slices.Sorted(maps.Keys(env)) {
+		out = append(out, sdk.EnvVariable{Name: k, Value: env[k]})
+	}
+	return out
+}
+
+func headers(h map[string]string) []sdk.HttpHeader {
+	out := []sdk.HttpHeader{}
+	for _, k := range slices.Sorted(maps.Keys(h)) {
+		out = append(out, sdk.HttpHeader{Name: k, Value: h[k]})
+	}
+	return out
 }
 
 // BuiltinShell is the built-in shell agent: `conch agent shell`.
@@ -85,6 +163,17 @@ func parseProfiles(data []byte) ([]Profile, error) {
 			list[i].Permission = PermissionAsk
 		case p.Permission != PermissionAsk && p.Permission != PermissionAllow && p.Permission != PermissionDeny:
 			return nil, fmt.Errorf("profile %q: permission must be %q, %q or %q, not %q", p.Name, PermissionAsk, PermissionAllow, PermissionDeny, p.Permission)
+		}
+		names := map[string]bool{}
+		for j := range list[i].MCPServers {
+			m := &list[i].MCPServers[j]
+			if err := m.check(); err != nil {
+				return nil, fmt.Errorf("profile %q: %w", p.Name, err)
+			}
+			if names[m.Name] {
+				return nil, fmt.Errorf("profile %q: two MCP servers are named %q", p.Name, m.Name)
+			}
+			names[m.Name] = true
 		}
 		seen[p.Name] = true
 	}

@@ -162,6 +162,10 @@ func (s *session) handshake(ctx context.Context) error {
 		return fmt.Errorf("initialize: the agent speaks ACP version %d, Conch speaks %d", init.ProtocolVersion, sdk.ProtocolVersionNumber)
 	}
 	caps := init.AgentCapabilities
+	mcp, left := s.profile.mcpServers(caps.McpCapabilities)
+	if len(left) > 0 {
+		s.say("This agent cannot use the MCP servers " + strings.Join(left, ", ") + " of its profile: it does not offer their transport.")
+	}
 	s.mu.Lock()
 	switch {
 	case caps.SessionCapabilities.Resume != nil:
@@ -171,7 +175,7 @@ func (s *session) handshake(ctx context.Context) error {
 	}
 	s.mu.Unlock()
 	if s.resumeID != "" {
-		modes, err := s.takeUp(ctx)
+		modes, err := s.takeUp(ctx, mcp)
 		if err == nil {
 			s.acpID = s.resumeID
 			s.offered(modes)
@@ -181,7 +185,7 @@ func (s *session) handshake(ctx context.Context) error {
 		s.log.Warn("the agent did not take the conversation up again", "err", err)
 		s.say("The agent started again with no memory of the earlier turns: " + takeUpFailure(err))
 	}
-	ns, err := s.conn.NewSession(ctx, sdk.NewSessionRequest{Cwd: s.cwd, McpServers: []sdk.McpServer{}})
+	ns, err := s.conn.NewSession(ctx, sdk.NewSessionRequest{Cwd: s.cwd, McpServers: mcp})
 	if err != nil {
 		return fmt.Errorf("session/new: %w", err)
 	}
@@ -198,16 +202,16 @@ func (s *session) handshake(ctx context.Context) error {
 
 // takeUp asks the new agent for the conversation of resumeID in the same directory: by
 // session/resume, or else session/load, whose replay is dropped (it is stored already).
-// It returns the modes the agent answered with.
-func (s *session) takeUp(ctx context.Context) (*sdk.SessionModeState, error) {
+// It returns the modes the agent answered with. mcp are the MCP servers, as for a new one.
+func (s *session) takeUp(ctx context.Context, mcp []sdk.McpServer) (*sdk.SessionModeState, error) {
 	switch s.resumeBy {
 	case store.ResumeBy:
-		r, err := s.conn.ResumeSession(ctx, sdk.ResumeSessionRequest{SessionId: s.resumeID, Cwd: s.cwd, McpServers: []sdk.McpServer{}})
+		r, err := s.conn.ResumeSession(ctx, sdk.ResumeSessionRequest{SessionId: s.resumeID, Cwd: s.cwd, McpServers: mcp})
 		return r.Modes, err
 	case store.LoadBy:
 		s.setReplaying(true)
 		defer s.setReplaying(false)
-		r, err := s.conn.LoadSession(ctx, sdk.LoadSessionRequest{SessionId: s.resumeID, Cwd: s.cwd, McpServers: []sdk.McpServer{}})
+		r, err := s.conn.LoadSession(ctx, sdk.LoadSessionRequest{SessionId: s.resumeID, Cwd: s.cwd, McpServers: mcp})
 		return r.Modes, err
 	}
 	return nil, errors.New("it no longer offers session/resume nor session/load")

@@ -60,6 +60,10 @@ type Config struct {
 	OnTakeUp   func(method string, sid sdk.SessionId)
 	// OnInitialize, when set, is given the client's initialize request.
 	OnInitialize func(sdk.InitializeRequest)
+	// MCP is the MCP transports the agent says it can use (stdio always); OnMCP, when
+	// set, is given the MCP servers of each session/new, resume and load.
+	MCP   sdk.McpCapabilities
+	OnMCP func(method string, servers []sdk.McpServer)
 }
 
 // Memory is the file, in a session's directory, where an agent that can resume keeps
@@ -143,7 +147,7 @@ func (a *Agent) Initialize(_ context.Context, req sdk.InitializeRequest) (sdk.In
 	if a.cfg.OnInitialize != nil {
 		a.cfg.OnInitialize(req)
 	}
-	caps := sdk.AgentCapabilities{LoadSession: a.cfg.Load}
+	caps := sdk.AgentCapabilities{LoadSession: a.cfg.Load, McpCapabilities: a.cfg.MCP}
 	if a.cfg.Resume {
 		caps.SessionCapabilities.Resume = &sdk.SessionResumeCapabilities{}
 	}
@@ -153,8 +157,15 @@ func (a *Agent) Authenticate(context.Context, sdk.AuthenticateRequest) (sdk.Auth
 	return sdk.AuthenticateResponse{}, nil
 }
 
+func (a *Agent) gotMCP(method string, servers []sdk.McpServer) {
+	if a.cfg.OnMCP != nil {
+		a.cfg.OnMCP(method, servers)
+	}
+}
+
 // NewSession opens a session; an agent that can resume gives each a new id.
 func (a *Agent) NewSession(_ context.Context, p sdk.NewSessionRequest) (sdk.NewSessionResponse, error) {
+	a.gotMCP(sdk.AgentMethodSessionNew, p.McpServers)
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	sid := sdk.SessionId("scripted")
@@ -179,6 +190,7 @@ func (a *Agent) ListSessions(context.Context, sdk.ListSessionsRequest) (sdk.List
 
 // ResumeSession takes up a session remembered in cwd, replaying nothing.
 func (a *Agent) ResumeSession(_ context.Context, p sdk.ResumeSessionRequest) (sdk.ResumeSessionResponse, error) {
+	a.gotMCP(sdk.AgentMethodSessionResume, p.McpServers)
 	if !a.cfg.Resume {
 		return sdk.ResumeSessionResponse{}, sdk.NewMethodNotFound(sdk.AgentMethodSessionResume)
 	}
@@ -193,6 +205,7 @@ func (a *Agent) ResumeSession(_ context.Context, p sdk.ResumeSessionRequest) (sd
 // LoadSession takes up a session remembered in cwd and replays its prompts as agent
 // messages before it answers, as ACP asks.
 func (a *Agent) LoadSession(ctx context.Context, p sdk.LoadSessionRequest) (sdk.LoadSessionResponse, error) {
+	a.gotMCP(sdk.AgentMethodSessionLoad, p.McpServers)
 	if !a.cfg.Load {
 		return sdk.LoadSessionResponse{}, sdk.NewMethodNotFound(sdk.AgentMethodSessionLoad)
 	}
