@@ -45,8 +45,10 @@ type session struct {
 	state   shared.SessionState
 	final   bool
 
-	modesMu sync.Mutex    // held while the modes are changed and stored
-	modes   *shared.Modes // what the agent offers, nil when none
+	modesMu sync.Mutex            // held while the modes or the config options are changed and stored
+	modes   *shared.Modes         // what the agent offers, nil when none
+	config  []shared.ConfigOption // the config options the agent offers (config.go)
+	models  bool                  // config is the agent's model list, set by session/set_model
 
 	usageMu      sync.Mutex
 	nextUsage    *shared.Usage // the latest usage report not stored yet (usage.go)
@@ -171,10 +173,10 @@ func (s *session) handshake(ctx context.Context) error {
 	}
 	s.mu.Unlock()
 	if s.resumeID != "" {
-		modes, err := s.takeUp(ctx)
+		o, err := s.takeUp(ctx)
 		if err == nil {
 			s.acpID = s.resumeID
-			s.offered(modes)
+			s.offered(o)
 			s.say("The agent resumed this conversation.")
 			return nil
 		}
@@ -186,7 +188,7 @@ func (s *session) handshake(ctx context.Context) error {
 		return fmt.Errorf("session/new: %w", err)
 	}
 	s.acpID = ns.SessionId
-	s.offered(ns.Modes)
+	s.offered(offer{ns.Modes, ns.ConfigOptions, ns.Models})
 	if _, err := s.m.cfg.Store.SetAgentSession(context.Background(), s.id, string(ns.SessionId), s.resumeBy); err != nil {
 		s.mu.Lock()
 		s.resumeBy = "" // a hostile or broken id: this conversation cannot be taken up again
@@ -198,32 +200,25 @@ func (s *session) handshake(ctx context.Context) error {
 
 // takeUp asks the new agent for the conversation of resumeID in the same directory: by
 // session/resume, or else session/load, whose replay is dropped (it is stored already).
-// It returns the modes the agent answered with.
-func (s *session) takeUp(ctx context.Context) (*sdk.SessionModeState, error) {
+// It returns the modes and options the agent answered with.
+func (s *session) takeUp(ctx context.Context) (offer, error) {
 	switch s.resumeBy {
 	case store.ResumeBy:
 		r, err := s.conn.ResumeSession(ctx, sdk.ResumeSessionRequest{SessionId: s.resumeID, Cwd: s.cwd, McpServers: []sdk.McpServer{}})
-		return r.Modes, err
+		return offer{r.Modes, r.ConfigOptions, r.Models}, err
 	case store.LoadBy:
 		s.setReplaying(true)
 		defer s.setReplaying(false)
 		r, err := s.conn.LoadSession(ctx, sdk.LoadSessionRequest{SessionId: s.resumeID, Cwd: s.cwd, McpServers: []sdk.McpServer{}})
-		return r.Modes, err
+		return offer{r.Modes, r.ConfigOptions, r.Models}, err
 	}
-	return nil, errors.New("it no longer offers session/resume nor session/load")
+	return offer{}, errors.New("it no longer offers session/resume nor session/load")
 }
 
 // takeUpFailure is what people read of why the agent did not resume: the agent's own
 // words, bounded (they are hostile text, shown as text).
 func takeUpFailure(err error) string {
 	return store.CutText(turnError(err), 500)
-}
-
-// offered records the modes the agent offers, if any.
-func (s *session) offered(m *sdk.SessionModeState) {
-	if m != nil && len(m.AvailableModes) > 0 {
-		s.recordModes(modesOf(m))
-	}
 }
 
 func (s *session) setReplaying(on bool) {
@@ -645,11 +640,19 @@ func unescape(s string) string {
 	return s
 }
 
-func (s *session) cancel() error {
+// startedYet refuses a request to an agent that is still starting.
+func (s *session) startedYet() error {
 	select {
 	case <-s.started:
+		return nil
 	default:
 		return shared.Errorf(shared.CodeConflict, "the session is still starting")
+	}
+}
+
+func (s *session) cancel() error {
+	if err := s.startedYet(); err != nil {
+		return err
 	}
 	s.withdrawAsks() // ACP: the client answers its pending permission requests cancelled
 	return s.conn.Cancel(context.Background(), sdk.CancelNotification{SessionId: s.acpID})
