@@ -61,6 +61,7 @@ type session struct {
 	replaying bool                 // session/load is replaying the conversation, which is stored already
 	queue     [][]sdk.ContentBlock // prompts waiting for their turn
 	working   bool
+	running   *liveTurn // the turn the agent is running, nil between turns
 	ended     bool
 	closing   bool      // ends closed (server stop), not failed
 	up        bool      // the agent answered initialize and session/new (or resume, load)
@@ -522,12 +523,34 @@ func (s *session) busy() bool {
 	return s.working
 }
 
+// liveTurn is a turn under way: withdraw ends Conch's wait for its session/prompt, done is
+// closed when that wait is over.
+type liveTurn struct {
+	withdraw context.CancelCauseFunc
+	done     chan struct{}
+	watched  sync.Once
+}
+
+// errNotEnded is why Conch stopped waiting for a turn: the agent did not end it within
+// RequestTimeout of session/cancel.
+var errNotEnded = errors.New("the turn did not end after session/cancel")
+
 // turn runs one prompt: running while it runs, ready after (unless more are queued).
 func (s *session) turn(prompt []sdk.ContentBlock) {
 	if _, err := s.setState(shared.SessionRunning, ""); err != nil {
 		s.log.Error("record turn start", "err", err)
 	}
-	resp, err := s.conn.Prompt(context.Background(), sdk.PromptRequest{SessionId: s.acpID, Prompt: prompt})
+	ctx, withdraw := context.WithCancelCause(context.Background())
+	r := &liveTurn{withdraw: withdraw, done: make(chan struct{})}
+	s.mu.Lock()
+	s.running = r
+	s.mu.Unlock()
+	resp, err := s.conn.Prompt(ctx, sdk.PromptRequest{SessionId: s.acpID, Prompt: prompt})
+	s.mu.Lock()
+	s.running = nil
+	s.mu.Unlock()
+	close(r.done)
+	withdraw(nil)
 	s.rec.endTurn()
 	select {
 	case <-s.conn.Done():
@@ -535,7 +558,11 @@ func (s *session) turn(prompt []sdk.ContentBlock) {
 	default:
 	}
 	stopped := false // the session changed: a stop reason was stored
-	if err != nil {
+	switch {
+	case err != nil && errors.Is(context.Cause(ctx), errNotEnded):
+		s.say(fmt.Sprintf("The agent did not end its turn within %s of Cancel: Conch stopped waiting for it.", s.m.cfg.RequestTimeout))
+		stopped = s.recordStop(sdk.StopReasonCancelled)
+	case err != nil:
 		m, serr := s.m.cfg.Store.CreateMessage(context.Background(), store.NewMessage{SessionID: s.id,
 			AuthorType: shared.AuthorAgent, Type: shared.TypeError, Content: "The agent's turn failed: " + unescape(turnError(err))})
 		if serr != nil {
@@ -543,7 +570,7 @@ func (s *session) turn(prompt []sdk.ContentBlock) {
 		} else {
 			s.m.cfg.Events.MessageAdded(m)
 		}
-	} else {
+	default:
 		stopped = s.recordStop(resp.StopReason)
 	}
 	s.mu.Lock()
@@ -655,7 +682,28 @@ func (s *session) cancel() error {
 		return err
 	}
 	s.withdrawAsks() // ACP: the client answers its pending permission requests cancelled
-	return s.conn.Cancel(context.Background(), sdk.CancelNotification{SessionId: s.acpID})
+	if err := s.conn.Cancel(context.Background(), sdk.CancelNotification{SessionId: s.acpID}); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	r := s.running
+	s.mu.Unlock()
+	if r != nil {
+		r.watched.Do(func() { go s.withdrawUnended(r) })
+	}
+	return nil
+}
+
+// withdrawUnended stops waiting for a cancelled turn that the agent has not ended within
+// RequestTimeout: the SDK then sends ACP $/cancel_request for its session/prompt, and the
+// session takes prompts again.
+func (s *session) withdrawUnended(r *liveTurn) {
+	select {
+	case <-r.done:
+	case <-s.m.clock.After(s.m.cfg.RequestTimeout):
+		s.log.Warn("the agent did not end a cancelled turn in time", "timeout", s.m.cfg.RequestTimeout)
+		r.withdraw(errNotEnded)
+	}
 }
 
 // terminal finds a live terminal of the session.
