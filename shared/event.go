@@ -43,6 +43,9 @@ const (
 	// ActionSetMode switches the agent's session mode (payload: ModeRequest); the
 	// response is the session.
 	ActionSetMode = "session.set_mode"
+	// ActionSetConfig sets one of the agent's session config options (payload:
+	// ConfigRequest); the response is the session, once the agent has answered.
+	ActionSetConfig = "session.set_config"
 	// ActionStop stops the session's agent while the session stays (payload: SessionRef);
 	// the response is the session, once the agent is gone.
 	ActionStop = "session.stop"

@@ -219,6 +219,9 @@ type Session struct {
 	// Commands its slash commands (ACP available_commands_update), when it offers any.
 	Modes    *Modes    `json:"modes,omitempty"`
 	Commands []Command `json:"commands,omitempty"`
+	// ConfigOptions are the agent's session settings (ACP session config options, or its
+	// legacy model list), when it offers any.
+	ConfigOptions []ConfigOption `json:"config_options,omitempty"`
 	// Usage is the agent's latest report of its context window and cost (ACP
 	// usage_update), when it sent one.
 	Usage     *Usage    `json:"usage,omitempty"`

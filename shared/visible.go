@@ -88,8 +88,8 @@ func (m Message) Visible() Message {
 	return m
 }
 
-// Visible returns s as a page shows it: every text in it marked (Visible), the mode ids
-// kept as the agent sent them (a page sends them back).
+// Visible returns s as a page shows it: every text in it marked (Visible), the ids of
+// modes and config options and values kept as the agent sent them (a page sends them back).
 func (s Session) Visible() Session {
 	s.Agent, s.Cwd, s.Error = Visible(s.Agent), Visible(s.Cwd), Visible(s.Error)
 	s.LastStopReason = StopReason(Visible(string(s.LastStopReason)))
@@ -106,6 +106,16 @@ func (s Session) Visible() Session {
 	for i := range s.Commands {
 		c := &s.Commands[i]
 		c.Name, c.Description, c.Hint = Visible(c.Name), Visible(c.Description), Visible(c.Hint)
+	}
+	s.ConfigOptions = slices.Clone(s.ConfigOptions)
+	for i := range s.ConfigOptions {
+		o := &s.ConfigOptions[i]
+		o.Name, o.Description, o.Category = Visible(o.Name), Visible(o.Description), Visible(o.Category)
+		o.Values = slices.Clone(o.Values)
+		for j := range o.Values {
+			v := &o.Values[j]
+			v.Name, v.Description, v.Group = Visible(v.Name), Visible(v.Description), Visible(v.Group)
+		}
 	}
 	if s.Usage != nil && s.Usage.Cost != nil {
 		u, c := *s.Usage, *s.Usage.Cost

@@ -63,6 +63,7 @@ func TestVisibleValues(t *testing.T) {
 		"Message.Metadata.ToolCallID", "Message.Metadata.ClientMessageID", "Message.Metadata.SelectedOptionID",
 		"Message.Metadata.Options.OptionID", "Message.Metadata.Normalized.Kind",
 		"Session.ID", "Session.TaskID", "Session.State", "Session.Modes.Current", "Session.Modes.Available.ID",
+		"Session.ConfigOptions.ID", "Session.ConfigOptions.Type", "Session.ConfigOptions.Current", "Session.ConfigOptions.Values.ID",
 		"ToolContentSnapshot.MessageID",
 	}
 	for _, tc := range []struct {

@@ -158,6 +158,13 @@ func (c *Client) SetMode(ctx context.Context, sessionID, modeID string) (shared.
 	return s, c.call(ctx, "POST", "/api/v1/task-sessions/"+url.PathEscape(sessionID)+"/mode", shared.ModeRequest{ModeID: modeID}, &s)
 }
 
+// SetConfig sets one of the config options the session's agent offers: a select to one
+// of its values (a string), a boolean on or off.
+func (c *Client) SetConfig(ctx context.Context, sessionID, configID string, value any) (shared.Session, error) {
+	var s shared.Session
+	return s, c.call(ctx, "POST", "/api/v1/task-sessions/"+url.PathEscape(sessionID)+"/config", shared.ConfigRequest{ConfigID: configID, Value: value}, &s)
+}
+
 // AnswerPermission answers a pending permission request with one of the options it
 // offers and returns the updated message.
 func (c *Client) AnswerPermission(ctx context.Context, sessionID, messageID, optionID string) (shared.Message, error) {

@@ -51,6 +51,15 @@ func disabled[E interface{ Disabled(bool) E }](e E, v bool) E {
 	return e
 }
 
+// checked is a checkbox checked when v. In the browser it is set either way, as the
+// property: a box the person clicked no longer follows its attribute.
+func checked(e app.HTMLInput, v bool) app.HTMLInput {
+	if v || app.IsClient {
+		return e.Checked(v)
+	}
+	return e
+}
+
 func selected[E interface{ Selected(bool) E }](e E, v bool) E {
 	if v {
 		return e.Selected(true)

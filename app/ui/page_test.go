@@ -77,7 +77,11 @@ func bootWith(s string) shared.Boot {
 			LastStopReason: shared.StopReason(s),
 			Modes: &shared.Modes{Current: s + "2", Available: []shared.SessionMode{
 				{ID: s, Name: s, Description: s}, {ID: s + "2", Name: s, Description: s}}},
-			Commands:  []shared.Command{{Name: s, Description: s, Hint: s}},
+			Commands: []shared.Command{{Name: s, Description: s, Hint: s}},
+			ConfigOptions: []shared.ConfigOption{
+				{ID: s, Name: s, Description: s, Category: s, Type: shared.ConfigSelect, Current: s + "2", Values: []shared.ConfigValue{
+					{ID: s, Name: s, Description: s, Group: s}, {ID: s + "2", Name: s, Description: s}}},
+				{ID: s + "b", Name: s, Description: s, Category: s, Type: shared.ConfigBoolean}},
 			CreatedAt: at, UpdatedAt: at},
 		Messages: shared.MessagePage{Messages: msgs, Total: int64(len(msgs)), HasMore: true, Cursor: "c"},
 		At:       at,
@@ -103,11 +107,11 @@ func prerender(t *testing.T, b shared.Boot) *html.Node {
 
 // textAttrs are the attributes whose values carry an agent's text or ids (or, content,
 // the path asked for); every other attribute of the page must not depend on them.
-var textAttrs = []string{"title", "aria-label", "value", "data-option-id", "content"}
+var textAttrs = []string{"title", "aria-label", "value", "data-option-id", "data-config", "label", "content"}
 
 // idAttrs carry ids the page sends back to the server as the agent sent them: they are
 // never shown, so they are not marked.
-var idAttrs = []string{"value", "data-option-id"}
+var idAttrs = []string{"value", "data-option-id", "data-config"}
 
 // shape lists the page's elements in order, each with its attributes, and the values of
 // those that carry no agent text.
@@ -237,7 +241,7 @@ func TestPrerenderedSessionPageKeepsAgentTextOutOfMarkup(t *testing.T) {
 			noFormat(t, doc)
 
 			modes := b.Session.Modes.Available
-			opts := elements(doc, "option")
+			opts := matching(doc, func(n *html.Node) bool { return n.Data == "option" && attr(n.Parent, "id") == "mode-select" })
 			if len(opts) != len(modes) {
 				t.Fatalf("%d mode options, want %d", len(opts), len(modes))
 			}
@@ -288,7 +292,13 @@ func TestPrerenderedSessionPageMarksFormatCharacters(t *testing.T) {
 		want int // as many as bootWith has
 	}{
 		{"permission titles", find(doc, "perm-title"), 2}, {"option names", find(doc, "perm-option"), 2},
-		{"diff paths", diffs, 2}, {"mode names", elements(doc, "option"), 2},
+		{"diff paths", diffs, 2}, {"mode and config value names", elements(doc, "option"), 4},
+		{"config option names", matching(doc, func(n *html.Node) bool {
+			return n.Data == "span" && n.Parent.Data == "label" && strings.Contains(attr(n.Parent, "class"), "config")
+		}), 2},
+		{"config value groups", matching(doc, func(n *html.Node) bool {
+			return n.Data == "optgroup" && strings.Contains(attr(n, "label"), "⟨U+202E⟩")
+		}), 1},
 		{"plan entries", find(doc, "plan-text"), 2}, {"plans", find(doc, "plan-title"), 1},
 		{"tool titles", find(doc, "tool-title"), 2}, {"commands", find(doc, "cmd-text"), 2},
 		{"working directories", find(doc, "cwd"), 2}, {"the session's error", find(doc, "alert"), 1},
@@ -321,11 +331,13 @@ func TestPrerenderedBooleans(t *testing.T) {
 				t.Errorf("<%s class=%q> is disabled in a ready session", n.Data, attr(n, "class"))
 			case "selected":
 				selected = append(selected, attr(n, "value"))
+			case "checked":
+				t.Errorf("<%s class=%q> is checked, its option off", n.Data, attr(n, "class"))
 			}
 		}
 	}
-	if !slices.Equal(selected, []string{"plain2"}) {
-		t.Errorf("selected modes %q, want the current one alone", selected)
+	if !slices.Equal(selected, []string{"plain2", "plain2"}) {
+		t.Errorf("selected modes and values %q, want the current ones alone", selected)
 	}
 }
 

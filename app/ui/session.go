@@ -47,7 +47,7 @@ type SessionPage struct {
 	pending   string           // the client message id of the prompt on its way, until the store has it
 	stopping  bool             // a stop or a resume of the agent is on its way
 	missing   bool             // the session does not exist
-	switching bool             // a mode switch is on its way
+	switching bool             // a change of a mode or a config option is on its way
 	kept      time.Time        // when the server read the messages shown, until the app has listed them itself
 	bootHTML  string           // prerender only: the boot payload the page carries (bootScript)
 	bootRest  []shared.Message // of the boot, what the app shows a frame after the newest
@@ -524,6 +524,7 @@ func (p *SessionPage) Render() app.UI {
 				return app.Span().Class("no-resume").Text(shared.NoResume)
 			}),
 			p.modeSelect(),
+			p.configControls(),
 			usageView(p.session),
 			app.If(p.live != "", func() app.UI {
 				return app.Span().Class("live", "live-"+map[bool]string{true: "on", false: "off"}[p.live == liveOn]).Text(p.live)

@@ -13,8 +13,8 @@ import (
 // the session and published with it. Agents change them rarely (a mode switch, the
 // commands once a session), so they are stored as they arrive, on the reader.
 
-// update takes one session/update: modes and commands here, everything else to the
-// recorder.
+// update takes one session/update: modes, config options and commands here, everything
+// else to the recorder.
 func (s *session) update(u sdk.SessionUpdate) {
 	switch {
 	case u.CurrentModeUpdate != nil:
@@ -27,6 +27,8 @@ func (s *session) update(u sdk.SessionUpdate) {
 		m := *s.modes
 		m.Current = string(u.CurrentModeUpdate.CurrentModeId)
 		s.saveModes(m)
+	case u.ConfigOptionUpdate != nil:
+		s.recordConfig(configOf(u.ConfigOptionUpdate.ConfigOptions), false)
 	case u.AvailableCommandsUpdate != nil:
 		cmds := make([]shared.Command, 0, len(u.AvailableCommandsUpdate.AvailableCommands))
 		for _, c := range u.AvailableCommandsUpdate.AvailableCommands {
@@ -88,10 +90,8 @@ func (s *session) publish(sess shared.Session, err error) {
 
 // setMode asks the agent to switch modes (ACP session/set_mode) and records the switch.
 func (s *session) setMode(ctx context.Context, modeID string) (shared.Session, error) {
-	select {
-	case <-s.started:
-	default:
-		return shared.Session{}, shared.Errorf(shared.CodeConflict, "the session is still starting")
+	if err := s.startedYet(); err != nil {
+		return shared.Session{}, err
 	}
 	s.modesMu.Lock()
 	var err error

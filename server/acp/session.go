@@ -45,8 +45,10 @@ type session struct {
 	state   shared.SessionState
 	final   bool
 
-	modesMu sync.Mutex    // held while the modes are changed and stored
-	modes   *shared.Modes // what the agent offers, nil when none
+	modesMu sync.Mutex            // held while the modes or the config options are changed and stored
+	modes   *shared.Modes         // what the agent offers, nil when none
+	config  []shared.ConfigOption // the config options the agent offers (config.go)
+	models  bool                  // config is the agent's model list, set by session/set_model
 
 	usageMu      sync.Mutex
 	nextUsage    *shared.Usage // the latest usage report not stored yet (usage.go)
@@ -59,6 +61,7 @@ type session struct {
 	replaying bool                 // session/load is replaying the conversation, which is stored already
 	queue     [][]sdk.ContentBlock // prompts waiting for their turn
 	working   bool
+	running   *liveTurn // the turn the agent is running, nil between turns
 	ended     bool
 	closing   bool      // ends closed (server stop), not failed
 	up        bool      // the agent answered initialize and session/new (or resume, load)
@@ -175,10 +178,10 @@ func (s *session) handshake(ctx context.Context) error {
 	}
 	s.mu.Unlock()
 	if s.resumeID != "" {
-		modes, err := s.takeUp(ctx, mcp)
+		o, err := s.takeUp(ctx, mcp)
 		if err == nil {
 			s.acpID = s.resumeID
-			s.offered(modes)
+			s.offered(o)
 			s.say("The agent resumed this conversation.")
 			return nil
 		}
@@ -190,7 +193,7 @@ func (s *session) handshake(ctx context.Context) error {
 		return fmt.Errorf("session/new: %w", err)
 	}
 	s.acpID = ns.SessionId
-	s.offered(ns.Modes)
+	s.offered(offer{ns.Modes, ns.ConfigOptions, ns.Models})
 	if _, err := s.m.cfg.Store.SetAgentSession(context.Background(), s.id, string(ns.SessionId), s.resumeBy); err != nil {
 		s.mu.Lock()
 		s.resumeBy = "" // a hostile or broken id: this conversation cannot be taken up again
@@ -202,32 +205,26 @@ func (s *session) handshake(ctx context.Context) error {
 
 // takeUp asks the new agent for the conversation of resumeID in the same directory: by
 // session/resume, or else session/load, whose replay is dropped (it is stored already).
-// It returns the modes the agent answered with. mcp are the MCP servers, as for a new one.
-func (s *session) takeUp(ctx context.Context, mcp []sdk.McpServer) (*sdk.SessionModeState, error) {
+// It returns the modes and options the agent answered with. mcp are the MCP servers, as
+// for a new one.
+func (s *session) takeUp(ctx context.Context, mcp []sdk.McpServer) (offer, error) {
 	switch s.resumeBy {
 	case store.ResumeBy:
 		r, err := s.conn.ResumeSession(ctx, sdk.ResumeSessionRequest{SessionId: s.resumeID, Cwd: s.cwd, McpServers: mcp})
-		return r.Modes, err
+		return offer{r.Modes, r.ConfigOptions, r.Models}, err
 	case store.LoadBy:
 		s.setReplaying(true)
 		defer s.setReplaying(false)
 		r, err := s.conn.LoadSession(ctx, sdk.LoadSessionRequest{SessionId: s.resumeID, Cwd: s.cwd, McpServers: mcp})
-		return r.Modes, err
+		return offer{r.Modes, r.ConfigOptions, r.Models}, err
 	}
-	return nil, errors.New("it no longer offers session/resume nor session/load")
+	return offer{}, errors.New("it no longer offers session/resume nor session/load")
 }
 
 // takeUpFailure is what people read of why the agent did not resume: the agent's own
 // words, bounded (they are hostile text, shown as text).
 func takeUpFailure(err error) string {
 	return store.CutText(turnError(err), 500)
-}
-
-// offered records the modes the agent offers, if any.
-func (s *session) offered(m *sdk.SessionModeState) {
-	if m != nil && len(m.AvailableModes) > 0 {
-		s.recordModes(modesOf(m))
-	}
 }
 
 func (s *session) setReplaying(on bool) {
@@ -539,12 +536,34 @@ func (s *session) busy() bool {
 	return s.working
 }
 
+// liveTurn is a turn under way: withdraw ends Conch's wait for its session/prompt, done is
+// closed when that wait is over.
+type liveTurn struct {
+	withdraw context.CancelCauseFunc
+	done     chan struct{}
+	watched  sync.Once
+}
+
+// errNotEnded is why Conch stopped waiting for a turn: the agent did not end it within
+// RequestTimeout of session/cancel.
+var errNotEnded = errors.New("the turn did not end after session/cancel")
+
 // turn runs one prompt: running while it runs, ready after (unless more are queued).
 func (s *session) turn(prompt []sdk.ContentBlock) {
 	if _, err := s.setState(shared.SessionRunning, ""); err != nil {
 		s.log.Error("record turn start", "err", err)
 	}
-	resp, err := s.conn.Prompt(context.Background(), sdk.PromptRequest{SessionId: s.acpID, Prompt: prompt})
+	ctx, withdraw := context.WithCancelCause(context.Background())
+	r := &liveTurn{withdraw: withdraw, done: make(chan struct{})}
+	s.mu.Lock()
+	s.running = r
+	s.mu.Unlock()
+	resp, err := s.conn.Prompt(ctx, sdk.PromptRequest{SessionId: s.acpID, Prompt: prompt})
+	s.mu.Lock()
+	s.running = nil
+	s.mu.Unlock()
+	close(r.done)
+	withdraw(nil)
 	s.rec.endTurn()
 	select {
 	case <-s.conn.Done():
@@ -552,7 +571,11 @@ func (s *session) turn(prompt []sdk.ContentBlock) {
 	default:
 	}
 	stopped := false // the session changed: a stop reason was stored
-	if err != nil {
+	switch {
+	case err != nil && errors.Is(context.Cause(ctx), errNotEnded):
+		s.say(fmt.Sprintf("The agent did not end its turn within %s of Cancel: Conch stopped waiting for it.", s.m.cfg.RequestTimeout))
+		stopped = s.recordStop(sdk.StopReasonCancelled)
+	case err != nil:
 		m, serr := s.m.cfg.Store.CreateMessage(context.Background(), store.NewMessage{SessionID: s.id,
 			AuthorType: shared.AuthorAgent, Type: shared.TypeError, Content: "The agent's turn failed: " + unescape(turnError(err))})
 		if serr != nil {
@@ -560,7 +583,7 @@ func (s *session) turn(prompt []sdk.ContentBlock) {
 		} else {
 			s.m.cfg.Events.MessageAdded(m)
 		}
-	} else {
+	default:
 		stopped = s.recordStop(resp.StopReason)
 	}
 	s.mu.Lock()
@@ -657,14 +680,43 @@ func unescape(s string) string {
 	return s
 }
 
-func (s *session) cancel() error {
+// startedYet refuses a request to an agent that is still starting.
+func (s *session) startedYet() error {
 	select {
 	case <-s.started:
+		return nil
 	default:
 		return shared.Errorf(shared.CodeConflict, "the session is still starting")
 	}
+}
+
+func (s *session) cancel() error {
+	if err := s.startedYet(); err != nil {
+		return err
+	}
 	s.withdrawAsks() // ACP: the client answers its pending permission requests cancelled
-	return s.conn.Cancel(context.Background(), sdk.CancelNotification{SessionId: s.acpID})
+	if err := s.conn.Cancel(context.Background(), sdk.CancelNotification{SessionId: s.acpID}); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	r := s.running
+	s.mu.Unlock()
+	if r != nil {
+		r.watched.Do(func() { go s.withdrawUnended(r) })
+	}
+	return nil
+}
+
+// withdrawUnended stops waiting for a cancelled turn that the agent has not ended within
+// RequestTimeout: the SDK then sends ACP $/cancel_request for its session/prompt, and the
+// session takes prompts again.
+func (s *session) withdrawUnended(r *liveTurn) {
+	select {
+	case <-r.done:
+	case <-s.m.clock.After(s.m.cfg.RequestTimeout):
+		s.log.Warn("the agent did not end a cancelled turn in time", "timeout", s.m.cfg.RequestTimeout)
+		r.withdraw(errNotEnded)
+	}
 }
 
 // terminal finds a live terminal of the session.

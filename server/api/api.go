@@ -72,6 +72,9 @@ type Runtime interface {
 	AnswerPermission(ctx context.Context, sessionID, messageID, optionID string) (shared.Message, error)
 	// SetMode switches the agent to one of the modes it offers and returns the session.
 	SetMode(ctx context.Context, sessionID, modeID string) (shared.Session, error)
+	// SetConfig sets one of the agent's config options and returns the session once the
+	// agent has answered.
+	SetConfig(ctx context.Context, sessionID string, req shared.ConfigRequest) (shared.Session, error)
 }
 
 // Events publishes what the API committed: the hub itself, or a bus that also tells the
@@ -208,6 +211,7 @@ func New(cfg Config) *fiber.App {
 	v1.Post("/task-sessions/:session_id/resume", s.as(shared.RoleMember), s.handleResume)
 	v1.Get("/usage", s.as(shared.RoleViewer), s.handleUsage)
 	v1.Post("/task-sessions/:session_id/mode", s.as(shared.RoleMember), s.handleSetMode)
+	v1.Post("/task-sessions/:session_id/config", s.as(shared.RoleMember), s.handleSetConfig)
 	v1.Get("/task-sessions/:session_id/messages/:message_id/shell-output", s.as(shared.RoleViewer), s.handleShellOutput)
 	v1.Get("/messages/:message_id", s.as(shared.RoleViewer), s.handleGetMessage)
 	v1.Get("/openapi.json", s.as(shared.RoleViewer), func(c *fiber.Ctx) error {

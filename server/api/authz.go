@@ -65,6 +65,7 @@ var wsNeeds = map[string]string{
 	shared.ActionMessageAdd:       shared.RoleMember,
 	shared.ActionPermissionAnswer: shared.RoleMember,
 	shared.ActionSetMode:          shared.RoleMember,
+	shared.ActionSetConfig:        shared.RoleMember,
 	shared.ActionStop:             shared.RoleMember,
 	shared.ActionResume:           shared.RoleMember,
 }

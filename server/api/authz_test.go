@@ -47,6 +47,7 @@ var routeNeeds = map[string]string{
 	"POST /api/v1/task-sessions/:session_id/resume":                               shared.RoleMember,
 	"GET /api/v1/usage":                                                           shared.RoleViewer,
 	"POST /api/v1/task-sessions/:session_id/mode":                                 shared.RoleMember,
+	"POST /api/v1/task-sessions/:session_id/config":                               shared.RoleMember,
 	"GET /api/v1/task-sessions/:session_id/messages/:message_id/shell-output":     shared.RoleViewer,
 	"GET /api/v1/task-sessions/:session_id/messages/:message_id/shell-output/raw": shared.RoleViewer,
 	"GET /api/v1/task-sessions/:session_id/messages/:message_id/tool-content":     shared.RoleViewer,

@@ -286,14 +286,20 @@ func (s *server) answerPermission(ctx context.Context, req shared.PermissionAnsw
 }
 
 func (s *server) handleSetMode(c *fiber.Ctx) error {
-	var req shared.ModeRequest
+	return askAgent(s, c, func(r *shared.ModeRequest) *string { return &r.SessionID }, s.setMode)
+}
+
+// askAgent answers a request of body T for the agent of the session in the path (T's
+// session id, named by id) with the session that ask returns.
+func askAgent[T any](s *server, c *fiber.Ctx, id func(*T) *string, ask func(context.Context, T) (shared.Session, error)) error {
+	var req T
 	if err := decodeBody(c.Body(), &req); err != nil {
 		return s.fail(c, err)
 	}
-	if err := fromPath(c, pathID{"session_id", &req.SessionID}); err != nil {
+	if err := fromPath(c, pathID{"session_id", id(&req)}); err != nil {
 		return s.fail(c, err)
 	}
-	sess, err := s.setMode(c.UserContext(), req)
+	sess, err := ask(c.UserContext(), req)
 	if err != nil {
 		return s.fail(c, err)
 	}
@@ -306,6 +312,18 @@ func (s *server) setMode(ctx context.Context, req shared.ModeRequest) (shared.Se
 		return shared.Session{}, shared.Errorf(shared.CodeInvalid, "mode_id is required")
 	}
 	return s.rt.SetMode(ctx, req.SessionID, req.ModeID)
+}
+
+func (s *server) handleSetConfig(c *fiber.Ctx) error {
+	return askAgent(s, c, func(r *shared.ConfigRequest) *string { return &r.SessionID }, s.setConfig)
+}
+
+// setConfig is session.set_config over REST and WebSocket alike.
+func (s *server) setConfig(ctx context.Context, req shared.ConfigRequest) (shared.Session, error) {
+	if err := req.Check(); err != nil {
+		return shared.Session{}, err
+	}
+	return s.rt.SetConfig(ctx, req.SessionID, req)
 }
 
 // decodeBody decodes one strict JSON object (see the package comment) into v.

@@ -189,6 +189,28 @@ func (f *fakeRuntime) SetMode(ctx context.Context, sessionID, modeID string) (sh
 	return f.store.SetSessionModes(ctx, sessionID, m)
 }
 
+// SetConfig sets an option the stored session offers, as the runtime does once the agent
+// agreed.
+func (f *fakeRuntime) SetConfig(ctx context.Context, sessionID string, req shared.ConfigRequest) (shared.Session, error) {
+	sess, err := f.store.GetSession(ctx, sessionID)
+	if err != nil {
+		return shared.Session{}, err
+	}
+	for i, o := range sess.ConfigOptions {
+		if o.ID == req.ConfigID {
+			switch v := req.Value.(type) {
+			case string:
+				o.Current = v
+			case bool:
+				o.On = v
+			}
+			sess.ConfigOptions[i] = o
+			return f.store.SetSessionConfig(ctx, sessionID, sess.ConfigOptions)
+		}
+	}
+	return shared.Session{}, shared.Errorf(shared.CodeInvalid, "config option %q is not offered by the agent", req.ConfigID)
+}
+
 func (f *fakeRuntime) recorded() (prompts, cancels []string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()

@@ -87,7 +87,7 @@ func (s *server) readLoop(ctx context.Context, conn *websocket.Conn, client *hub
 		switch {
 		case err != nil:
 			reply = s.wsError(req, err)
-		case req.Action != shared.ActionSetMode && req.Action != shared.ActionStop && req.Action != shared.ActionResume:
+		case req.Action != shared.ActionSetMode && req.Action != shared.ActionSetConfig && req.Action != shared.ActionStop && req.Action != shared.ActionResume:
 			reply = s.dispatch(ctx, client, req)
 		default:
 			select {
@@ -243,6 +243,11 @@ func (s *server) dispatch(ctx context.Context, client *hub.Client, req shared.En
 		var p shared.ModeRequest
 		if err = decodePayload(req.Payload, &p, &p.SessionID); err == nil {
 			result, err = s.setMode(ctx, p)
+		}
+	case shared.ActionSetConfig:
+		var p shared.ConfigRequest
+		if err = decodePayload(req.Payload, &p, &p.SessionID); err == nil {
+			result, err = s.setConfig(ctx, p)
 		}
 	case shared.ActionStop:
 		var ref shared.SessionRef

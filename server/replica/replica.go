@@ -225,7 +225,7 @@ func (r *Replica) runCommands(ctx context.Context) {
 			r.bus.done(c.Sender, c.ID, err)
 		case store.CommandPermission:
 			r.local.Answered(c.SessionID, c.MessageID, c.Body)
-		case store.CommandMode, store.CommandStop, store.CommandStopAgent, store.CommandResume:
+		case store.CommandMode, store.CommandConfig, store.CommandStop, store.CommandStopAgent, store.CommandResume:
 			// Apart: the agent's answer must not hold up the lease's renewal.
 			go func() {
 				ctx, cancel := context.WithTimeout(ctx, answerWait)
@@ -234,6 +234,11 @@ func (r *Replica) runCommands(ctx context.Context) {
 				switch c.Kind {
 				case store.CommandMode:
 					_, err = r.local.SetMode(ctx, c.SessionID, c.Body)
+				case store.CommandConfig:
+					var req shared.ConfigRequest
+					if err = json.Unmarshal([]byte(c.Body), &req); err == nil {
+						_, err = r.local.SetConfig(ctx, c.SessionID, req)
+					}
 				case store.CommandStopAgent:
 					_, err = r.local.StopAgent(ctx, c.SessionID)
 				case store.CommandResume:

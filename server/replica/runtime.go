@@ -2,6 +2,7 @@ package replica
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"time"
 
@@ -115,6 +116,19 @@ func (r *Replica) SetMode(ctx context.Context, sessionID, modeID string) (shared
 	return r.awaitSession(ctx, store.Command{SessionID: sessionID, Kind: store.CommandMode, Body: modeID},
 		func(ctx context.Context, sessionID string) (shared.Session, error) {
 			return r.local.SetMode(ctx, sessionID, modeID)
+		})
+}
+
+// SetConfig sets one of the agent's config options, here or through the owner's inbox
+// (Body: the request as JSON), and waits for the agent's answer as SetMode does.
+func (r *Replica) SetConfig(ctx context.Context, sessionID string, req shared.ConfigRequest) (shared.Session, error) {
+	body, err := json.Marshal(req)
+	if err != nil {
+		return shared.Session{}, err
+	}
+	return r.awaitSession(ctx, store.Command{SessionID: sessionID, Kind: store.CommandConfig, Body: string(body)},
+		func(ctx context.Context, sessionID string) (shared.Session, error) {
+			return r.local.SetConfig(ctx, sessionID, req)
 		})
 }
 

@@ -28,6 +28,7 @@ const (
 	CommandStop       CommandKind = "stop"       // stop the agent (its task is being deleted, Body says); the sender waits
 	CommandStopAgent  CommandKind = "stop_agent" // stop the agent, the session stays (a person asked); the sender waits
 	CommandResume     CommandKind = "resume"     // start the stopped agent and resume, no prompt; the sender waits
+	CommandConfig     CommandKind = "config"     // set a config option (Body: JSON of shared.ConfigRequest); the sender waits
 )
 
 // Command is one request addressed to the replica that owns its session.

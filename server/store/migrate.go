@@ -209,6 +209,10 @@ var steps = []step{
 		`CREATE INDEX idx_usage_days_day ON usage_days (day)`,
 		`CREATE INDEX idx_usage_days_task ON usage_days (task_id)`,
 	}},
+	// The agent's session config options (JSON of []shared.ConfigOption, SetSessionConfig).
+	{table: "task_sessions", column: "config", stmts: []string{
+		`ALTER TABLE task_sessions ADD COLUMN config TEXT NOT NULL DEFAULT ''`,
+	}},
 }
 
 // migrate brings the schema to the last step in one transaction (DDL is transactional

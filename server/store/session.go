@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"unicode"
-	"unicode/utf8"
 
 	"conch/shared"
 
@@ -47,6 +45,7 @@ type sessionRow struct {
 	LastStopReason string
 	Modes          string // JSON, "" when the agent offers none
 	Commands       string // JSON, "" when the agent offers none
+	Config         string // JSON of the config options, "" when the agent offers none
 	Owner          string // the replica that runs its agent (replica.go)
 	Stopped        bool
 	AgentSession   string // the agent's own session id: hostile text, never shown
@@ -70,6 +69,9 @@ func (r sessionRow) session() shared.Session {
 	}
 	if r.Commands != "" && json.Unmarshal([]byte(r.Commands), &s.Commands) != nil {
 		s.Commands = nil
+	}
+	if r.Config != "" && json.Unmarshal([]byte(r.Config), &s.ConfigOptions) != nil {
+		s.ConfigOptions = nil
 	}
 	return s
 }
@@ -297,8 +299,7 @@ func (s *Store) SetAgentSession(ctx context.Context, id, agentSession, by string
 		agentSession = ""
 	case by != ResumeBy && by != LoadBy:
 		return shared.Session{}, shared.Errorf(shared.CodeInvalid, "unknown way to resume %q", by)
-	case agentSession == "" || len(agentSession) > MaxAgentSessionBytes || !utf8.ValidString(agentSession) ||
-		strings.ContainsFunc(agentSession, unicode.IsControl):
+	case !shared.PlainText(agentSession, MaxAgentSessionBytes):
 		return shared.Session{}, shared.Errorf(shared.CodeInvalid, "the agent's session id is empty, over %d bytes, or not plain text: not stored", MaxAgentSessionBytes)
 	}
 	res := s.db.WithContext(ctx).Model(&sessionRow{}).Where("id = ?", id).
@@ -344,10 +345,21 @@ func (s *Store) SetSessionModes(ctx context.Context, id string, modes shared.Mod
 
 // SetSessionCommands records the slash commands the agent offers (none: an empty list).
 func (s *Store) SetSessionCommands(ctx context.Context, id string, commands []shared.Command) (shared.Session, error) {
-	if len(commands) == 0 {
-		return s.setSessionJSON(ctx, id, "commands", nil)
+	return s.setSessionJSON(ctx, id, "commands", listOrNil(commands))
+}
+
+// SetSessionConfig records the config options the agent offers, with their values (none:
+// an empty list).
+func (s *Store) SetSessionConfig(ctx context.Context, id string, options []shared.ConfigOption) (shared.Session, error) {
+	return s.setSessionJSON(ctx, id, "config", listOrNil(options))
+}
+
+// listOrNil is l, or nil for an empty list: stored as "", not as "null" or "[]".
+func listOrNil[T any](l []T) any {
+	if len(l) == 0 {
+		return nil
 	}
-	return s.setSessionJSON(ctx, id, "commands", commands)
+	return l
 }
 
 // setSessionJSON stores v as the JSON of a session column ("" for nil).

@@ -36,10 +36,12 @@ type Agent struct {
 	scripts    map[string]Script
 	modeSwitch func(context.Context) error
 
-	mu    sync.Mutex
-	modes *sdk.SessionModeState
-	cfg   Config
-	cwds  map[sdk.SessionId]string // the directory of each session opened here
+	mu     sync.Mutex
+	modes  *sdk.SessionModeState
+	config []sdk.SessionConfigOption
+	models *sdk.SessionModelState
+	cfg    Config
+	cwds   map[sdk.SessionId]string // the directory of each session opened here
 }
 
 // Config is an agent: its scripts, and the session modes it offers (nil: none).
@@ -55,9 +57,16 @@ type Config struct {
 	Scripts    map[string]Script
 	Modes      *sdk.SessionModeState
 	ModeSwitch func(ctx context.Context) error
-	Resume     bool
-	Load       bool
-	OnTakeUp   func(method string, sid sdk.SessionId)
+	// ConfigOptions and Models are offered in every session/new, resume and load; a set
+	// (session/set_config_option, session/set_model) changes them and is reported
+	// (config_option_update). ConfigSwitch, when set, runs before each set as ModeSwitch
+	// does before a mode switch.
+	ConfigOptions []sdk.SessionConfigOption
+	Models        *sdk.SessionModelState
+	ConfigSwitch  func(ctx context.Context) error
+	Resume        bool
+	Load          bool
+	OnTakeUp      func(method string, sid sdk.SessionId)
 	// OnInitialize, when set, is given the client's initialize request.
 	OnInitialize func(sdk.InitializeRequest)
 	// MCP is the MCP transports the agent says it can use (stdio always); OnMCP, when
@@ -83,7 +92,7 @@ func Serve(ctx context.Context, in io.Reader, out io.Writer, scripts map[string]
 // Run runs the agent cfg describes over in/out until the client goes away or ctx ends.
 func Run(ctx context.Context, in io.Reader, out io.Writer, cfg Config) error {
 	a := &Agent{scripts: cfg.Scripts, modes: cfg.Modes, modeSwitch: cfg.ModeSwitch, ready: make(chan struct{}), cfg: cfg,
-		cwds: map[sdk.SessionId]string{}}
+		config: cfg.ConfigOptions, models: cfg.Models, cwds: map[sdk.SessionId]string{}}
 	// The SDK reads as soon as the connection is made, and its reader reads the logger
 	// when the input ends: nothing is read before SetLogger has written it.
 	a.Conn = sdk.NewAgentSideConnection(a, out, gated{in, a.ready})
@@ -176,7 +185,7 @@ func (a *Agent) NewSession(_ context.Context, p sdk.NewSessionRequest) (sdk.NewS
 			return sdk.NewSessionResponse{}, err
 		}
 	}
-	return sdk.NewSessionResponse{SessionId: sid, Modes: a.modes}, nil
+	return sdk.NewSessionResponse{SessionId: sid, Modes: a.modes, ConfigOptions: a.config, Models: a.models}, nil
 }
 
 // Cancel needs nothing more: the SDK cancels the running Prompt's context.
@@ -199,7 +208,7 @@ func (a *Agent) ResumeSession(_ context.Context, p sdk.ResumeSessionRequest) (sd
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	return sdk.ResumeSessionResponse{Modes: a.modes}, nil
+	return sdk.ResumeSessionResponse{Modes: a.modes, ConfigOptions: a.config, Models: a.models}, nil
 }
 
 // LoadSession takes up a session remembered in cwd and replays its prompts as agent
@@ -220,7 +229,7 @@ func (a *Agent) LoadSession(ctx context.Context, p sdk.LoadSessionRequest) (sdk.
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	return sdk.LoadSessionResponse{Modes: a.modes}, nil
+	return sdk.LoadSessionResponse{Modes: a.modes, ConfigOptions: a.config, Models: a.models}, nil
 }
 
 // takeUp finds a session remembered in cwd and returns its prompts.
@@ -279,8 +288,66 @@ func readMemory(cwd string) (map[sdk.SessionId][]string, error) {
 	}
 	return mem, json.Unmarshal(raw, &mem)
 }
-func (a *Agent) SetSessionConfigOption(context.Context, sdk.SetSessionConfigOptionRequest) (sdk.SetSessionConfigOptionResponse, error) {
-	return sdk.SetSessionConfigOptionResponse{}, nil
+
+// SetSessionConfigOption sets one of the options the agent offers, reports the change
+// and answers with them all, as ACP asks.
+func (a *Agent) SetSessionConfigOption(ctx context.Context, p sdk.SetSessionConfigOptionRequest) (sdk.SetSessionConfigOptionResponse, error) {
+	if err := a.configSwitch(ctx); err != nil {
+		return sdk.SetSessionConfigOptionResponse{}, err
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	sid, set := setConfig(a.config, p)
+	if !set {
+		return sdk.SetSessionConfigOptionResponse{}, sdk.NewInvalidParams(map[string]any{"error": "no such option or value"})
+	}
+	update := sdk.SessionUpdate{ConfigOptionUpdate: &sdk.SessionConfigOptionUpdate{ConfigOptions: a.config}}
+	return sdk.SetSessionConfigOptionResponse{ConfigOptions: a.config}, a.Send(ctx, sid, update)
+}
+
+// configSwitch runs the test's ConfigSwitch, if any.
+func (a *Agent) configSwitch(ctx context.Context) error {
+	if a.cfg.ConfigSwitch == nil {
+		return nil
+	}
+	return a.cfg.ConfigSwitch(ctx)
+}
+
+// setConfig sets the option p names in opts, when it offers p's value.
+func setConfig(opts []sdk.SessionConfigOption, p sdk.SetSessionConfigOptionRequest) (sdk.SessionId, bool) {
+	for _, o := range opts {
+		switch {
+		case p.Boolean != nil && o.Boolean != nil && o.Boolean.Id == p.Boolean.ConfigId:
+			o.Boolean.CurrentValue = p.Boolean.Value
+			return p.Boolean.SessionId, true
+		case p.ValueId != nil && o.Select != nil && o.Select.Id == p.ValueId.ConfigId && o.Select.Options.Ungrouped != nil:
+			for _, v := range *o.Select.Options.Ungrouped {
+				if v.Value == p.ValueId.Value {
+					o.Select.CurrentValue = v.Value
+					return p.ValueId.SessionId, true
+				}
+			}
+		}
+	}
+	return "", false
+}
+
+// UnstableSetSessionModel switches to one of the models the agent lists.
+func (a *Agent) UnstableSetSessionModel(ctx context.Context, p sdk.UnstableSetSessionModelRequest) (sdk.UnstableSetSessionModelResponse, error) {
+	if err := a.configSwitch(ctx); err != nil {
+		return sdk.UnstableSetSessionModelResponse{}, err
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.models != nil {
+		for _, m := range a.models.AvailableModels {
+			if string(m.ModelId) == string(p.ModelId) {
+				a.models.CurrentModelId = m.ModelId
+				return sdk.UnstableSetSessionModelResponse{}, nil
+			}
+		}
+	}
+	return sdk.UnstableSetSessionModelResponse{}, sdk.NewInvalidParams(map[string]any{"error": "no model " + string(p.ModelId)})
 }
 
 // SetSessionMode switches to a mode the agent offers and reports the switch, as agents

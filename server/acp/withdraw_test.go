@@ -1,0 +1,86 @@
+package acp
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"sync"
+	"testing"
+	"time"
+
+	sdk "github.com/coder/acp-go-sdk"
+
+	"conch/server/acp/acptest"
+	"conch/shared"
+)
+
+// watchInput is an agent's input that calls seen when what passes through it (the SDK
+// writes one whole message per write).
+type watchInput struct {
+	r    io.Reader
+	what []byte
+	seen func()
+}
+
+func (w watchInput) Read(p []byte) (int, error) {
+	n, err := w.r.Read(p)
+	if bytes.Contains(p[:n], w.what) {
+		w.seen()
+	}
+	return n, err
+}
+
+// A turn the agent does not end after Cancel (it heeds neither session/cancel nor
+// anything else) holds the session for RequestTimeout, not for good: Conch then withdraws
+// its session/prompt with ACP $/cancel_request, says so, and the session takes prompts
+// again.
+func TestStuckTurnWithdrawn(t *testing.T) {
+	never := make(chan struct{})
+	withdrawn := make(chan struct{})
+	var once sync.Once
+	scripts := map[string]script{
+		"stuck": func(context.Context, *acptest.Agent, sdk.SessionId) error {
+			<-never
+			return nil
+		},
+		"hello": func(ctx context.Context, a *acptest.Agent, sid sdk.SessionId) error {
+			return a.Send(ctx, sid, sdk.UpdateAgentMessageText("still here"))
+		},
+	}
+	env := newEnv(t, pipeLauncher(func(ctx context.Context, in io.Reader, out io.Writer) error {
+		watched := watchInput{in, []byte(`"$/cancel_request"`), func() { once.Do(func() { close(withdrawn) }) }}
+		return acptest.Run(ctx, watched, out, acptest.Config{Scripts: scripts})
+	}), false, Profile{Name: "scripted"})
+	t.Cleanup(func() { close(never) }) // before the agent is stopped: cleanups run last first
+	sess := env.start(t, "scripted")
+	env.promptAsync(t, sess.ID, "stuck")
+	if err := env.m.Cancel(sess.ID); err != nil {
+		t.Fatal(err)
+	}
+	at := env.clock.Now().Add(env.m.cfg.RequestTimeout)
+	waitFor(t, env.ev, "the wait for the cancelled turn", func() bool { return env.clock.due(at) })
+	select {
+	case <-withdrawn:
+		t.Fatal("the turn was withdrawn before RequestTimeout")
+	default:
+	}
+	env.clock.Advance(env.m.cfg.RequestTimeout)
+	env.waitIdle(t, sess.ID)
+	select {
+	case <-withdrawn:
+	case <-time.After(waitLimit):
+		t.Fatal("the agent was never sent $/cancel_request")
+	}
+	msgs := env.messages(t, sess.ID)
+	if got := msgs[len(msgs)-2].Content; got != "The agent did not end its turn within 10s of Cancel: Conch stopped waiting for it." {
+		t.Errorf("said %q", got)
+	}
+	stored, err := env.st.GetSession(context.Background(), sess.ID)
+	if err != nil || stored.State != shared.SessionReady || stored.LastStopReason != shared.StopCancelled {
+		t.Errorf("after the withdrawal: %s %s %v", stored.State, stored.LastStopReason, err)
+	}
+	env.prompt(t, sess.ID, "hello")
+	if msgs := env.messages(t, sess.ID); msgs[len(msgs)-1].Content != "still here" {
+		t.Errorf("the session did not go on: %+v", msgs[len(msgs)-1])
+	}
+}
