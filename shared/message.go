@@ -91,6 +91,9 @@ type Metadata struct {
 	// Permission requests: what the agent offers, and what the person chose.
 	Options          []PermissionOption `json:"options,omitempty"`
 	SelectedOptionID string             `json:"selected_option_id,omitempty"`
+	// AnsweredBy is the login of the account that answered a permission request, as
+	// Author is a prompt's (empty for the server's token and a server without one).
+	AnsweredBy string `json:"answered_by,omitempty"`
 	// Entries is a plan's checklist.
 	Entries []PlanEntry `json:"entries,omitempty"`
 	// Rejected marks a tool call the person (or the profile's policy) refused: it never

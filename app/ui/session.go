@@ -690,7 +690,7 @@ func renderMessage(sessionID, cwd string, m shared.Message) app.UI {
 	case m.Type == shared.TypePlan:
 		return planRow(m)
 	case m.AuthorType == shared.AuthorUser:
-		return app.Div().Class("msg", "user").Body(app.Div().Class("bubble").Text(m.Content))
+		return userRow(m)
 	default:
 		return app.Div().Class("msg", "agent").Body(markdown(m.Content, "text"))
 	}

@@ -15,6 +15,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"conch/server/store"
 	"conch/shared"
 
 	"github.com/gofiber/fiber/v2"
@@ -293,7 +294,7 @@ func (s *server) answerPermission(ctx context.Context, req shared.PermissionAnsw
 	case strings.TrimSpace(req.OptionID) == "":
 		return shared.Message{}, shared.Errorf(shared.CodeInvalid, "option_id is required")
 	}
-	return s.rt.AnswerPermission(ctx, req.SessionID, req.MessageID, req.OptionID)
+	return s.rt.AnswerPermission(store.AnsweredBy(ctx, person(ctx).Login), req.SessionID, req.MessageID, req.OptionID)
 }
 
 func (s *server) handleSetMode(c *fiber.Ctx) error {

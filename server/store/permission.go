@@ -17,7 +17,8 @@ var errNotPending = shared.Errorf(shared.CodeConflict, "permission request is no
 // session and one that is not a permission request are all "message not found"; a request
 // already answered or cancelled is a conflict; an option it does not offer is invalid.
 // Nothing changes on any error. When another replica runs the session's agent, the answer
-// is addressed to it in the same transaction (inbox.go).
+// is addressed to it in the same transaction (inbox.go). The login ctx carries
+// (AnsweredBy) is kept as who answered.
 func (s *Store) AnswerPermission(ctx context.Context, sessionID, messageID, optionID string) (shared.Message, error) {
 	m, _, err := s.settlePermission(ctx, sessionID, messageID, func(tx *gorm.DB, md *shared.Metadata) error {
 		if md.Status != shared.StatusPending {
@@ -26,6 +27,7 @@ func (s *Store) AnswerPermission(ctx context.Context, sessionID, messageID, opti
 		for _, o := range md.Options {
 			if o.OptionID == optionID {
 				md.Status, md.SelectedOptionID = shared.StatusSelected, optionID
+				md.AnsweredBy, _ = ctx.Value(answererKey{}).(string)
 				sess, err := getSession(tx, sessionID)
 				if err != nil {
 					return err
@@ -37,6 +39,15 @@ func (s *Store) AnswerPermission(ctx context.Context, sessionID, messageID, opti
 		return shared.Errorf(shared.CodeInvalid, "option %q is not offered by this permission request", optionID)
 	})
 	return m, err
+}
+
+type answererKey struct{}
+
+// AnsweredBy returns ctx carrying the login of the person answering a permission request.
+// It travels in the context because the answer passes through the runtime (which hands it
+// to the agent, or to the replica that runs it) on its way to AnswerPermission.
+func AnsweredBy(ctx context.Context, login string) context.Context {
+	return context.WithValue(ctx, answererKey{}, login)
 }
 
 // CancelPermission ends a pending permission request of the session as cancelled (the
