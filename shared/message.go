@@ -182,6 +182,10 @@ type Task struct {
 	// Owner is the login of the account that made the task; empty when the server's
 	// token or a server without one made it (docs/API.md, "Accounts and roles").
 	Owner string `json:"owner,omitempty"`
+	// MayEdit tells the account that asked (GET /api/v1/tasks and /tasks/{id}) whether it
+	// may change the task: prompt, answer, stop, delete. The WebSocket's task.updated goes
+	// to everyone and leaves it out.
+	MayEdit bool `json:"may_edit,omitempty"`
 	// Cost is what the task's agents reported they cost, summed per currency (ACP
 	// usage_update), when any did.
 	Cost []Cost `json:"cost,omitempty"`

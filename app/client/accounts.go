@@ -28,6 +28,12 @@ func (c *Client) Invite(ctx context.Context, role string) (shared.Invitation, er
 	return inv, c.call(ctx, "POST", "/api/v1/accounts", shared.NewAccount{Role: role}, &inv)
 }
 
+// CreateAccount makes an account with a password at once (admins only).
+func (c *Client) CreateAccount(ctx context.Context, login, role, password string) (shared.Account, error) {
+	var a shared.Account
+	return a, c.call(ctx, "POST", "/api/v1/accounts", shared.NewAccount{Login: login, Role: role, Password: password}, &a)
+}
+
 // DeleteAccount deletes an account with its sign-ins and tokens (admins only).
 func (c *Client) DeleteAccount(ctx context.Context, id string) error {
 	return c.call(ctx, "DELETE", "/api/v1/accounts/"+url.PathEscape(id), nil, nil)

@@ -23,14 +23,16 @@ type PermissionRow struct {
 	SessionID string
 	Msg       shared.Message
 
-	sending string // the option being sent
-	err     string
-	offer   bool // offer system notifications of later requests
+	sending  string // the option being sent
+	readOnly string // why the person may not answer (stateReadOnly), when they may not
+	err      string
+	offer    bool // offer system notifications of later requests
 }
 
 // OnMount decides whether to offer notifications (in the browser only).
 func (r *PermissionRow) OnMount(ctx app.Context) {
 	r.offer = offerNotifications(ctx)
+	ctx.ObserveState(stateReadOnly, &r.readOnly)
 }
 
 func (r *PermissionRow) askNotifications(ctx app.Context, _ app.Event) {
@@ -48,7 +50,7 @@ func (r *PermissionRow) Render() app.UI {
 	if md.Title != "" {
 		title = md.Title
 	}
-	pending := md.Status == shared.StatusPending
+	pending := md.Status == shared.StatusPending && r.readOnly == ""
 	titleID := "perm-title-" + r.Msg.ID
 	state := "perm-unknown" // a class name never carries what came with the message
 	switch md.Status {

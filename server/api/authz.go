@@ -159,6 +159,23 @@ func (s *server) mayEdit(ctx context.Context, acc shared.Account, event *shared.
 	return shared.Errorf(shared.CodeForbidden, "%s may not change this task: it is %s's; ask them or an admin to share it", acc.Login, s.ownerOf(ctx, event.TaskID))
 }
 
+// markEditable sets MayEdit on the tasks for the request's account, by the rule mayEdit
+// enforces (store.MayEdit).
+func (s *server) markEditable(ctx context.Context, tasks []shared.Task) error {
+	acc := accountFrom(ctx)
+	var mine map[string]bool
+	if acc.Role == shared.RoleMember && acc.ID != "" {
+		var err error
+		if mine, err = s.store.EditableTasks(ctx, acc.ID); err != nil {
+			return err
+		}
+	}
+	for i := range tasks {
+		tasks[i].MayEdit = acc.Role == shared.RoleAdmin || mine[tasks[i].ID]
+	}
+	return nil
+}
+
 func (s *server) ownerOf(ctx context.Context, taskID string) string {
 	if t, err := s.store.GetTask(ctx, taskID); err == nil && t.Owner != "" {
 		return t.Owner

@@ -47,6 +47,9 @@ func (s *server) handleListAgents(c *fiber.Ctx) error {
 
 func (s *server) handleListTasks(c *fiber.Ctx) error {
 	tasks, err := s.store.ListTasks(c.UserContext())
+	if err == nil {
+		err = s.markEditable(c.UserContext(), tasks)
+	}
 	if err != nil {
 		return s.fail(c, err)
 	}
@@ -78,15 +81,20 @@ func (s *server) handleCreateTask(c *fiber.Ctx) error {
 	}
 	s.events.TaskChanged(task.ID)
 	c.Locals(madeTaskKey, task.ID)
+	task.MayEdit = true // its maker's
 	return sendJSON(c.Status(http.StatusCreated), task)
 }
 
 func (s *server) handleGetTask(c *fiber.Ctx) error {
 	task, err := s.store.GetTask(c.UserContext(), c.Params("task_id"))
+	tasks := []shared.Task{task}
+	if err == nil {
+		err = s.markEditable(c.UserContext(), tasks)
+	}
 	if err != nil {
 		return s.fail(c, err)
 	}
-	return sendJSON(c, task)
+	return sendJSON(c, tasks[0])
 }
 
 // handleDeleteTask stops the task's agents, then removes the task with everything it holds
