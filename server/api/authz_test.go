@@ -26,6 +26,9 @@ var routeNeeds = map[string]string{
 	"GET /api/v1/audit":                                                           shared.RoleAdmin,
 	"GET /api/v1/tasks/:task_id/editors":                                          shared.RoleViewer,
 	"POST /api/v1/tasks/:task_id/editors":                                         shared.RoleMember,
+	"GET /api/v1/tasks/:task_id/links":                                            shared.RoleMember,
+	"POST /api/v1/tasks/:task_id/links":                                           shared.RoleMember,
+	"DELETE /api/v1/tasks/:task_id/links/:link_id":                                shared.RoleMember,
 	"DELETE /api/v1/tasks/:task_id/editors/:account_id":                           shared.RoleMember,
 	"GET /api/v1/agents":                                                          shared.RoleViewer,
 	"GET /api/v1/tasks":                                                           shared.RoleViewer,
@@ -101,7 +104,7 @@ func TestEveryRouteChecksItsRole(t *testing.T) {
 	sess := e.session()
 	msg := e.text(sess.ID, "hello")
 	ids := strings.NewReplacer(":task_id", sess.TaskID, ":session_id", sess.ID, ":message_id", msg.ID,
-		":account_id", "no-such-account", ":token_id", "no-such-token")
+		":account_id", "no-such-account", ":token_id", "no-such-token", ":link_id", "no-such-link")
 	headers := map[string][]string{}
 	for _, role := range shared.Roles {
 		headers[role] = e.accountWithToken("a-"+role, role)

@@ -48,7 +48,7 @@ func (s *server) handleListAgents(c *fiber.Ctx) error {
 func (s *server) handleListTasks(c *fiber.Ctx) error {
 	tasks, err := s.store.ListTasks(c.UserContext())
 	if err == nil {
-		err = s.markEditable(c.UserContext(), tasks)
+		tasks, err = s.seenBy(c.UserContext(), tasks)
 	}
 	if err != nil {
 		return s.fail(c, err)
@@ -89,7 +89,7 @@ func (s *server) handleGetTask(c *fiber.Ctx) error {
 	task, err := s.store.GetTask(c.UserContext(), c.Params("task_id"))
 	tasks := []shared.Task{task}
 	if err == nil {
-		err = s.markEditable(c.UserContext(), tasks)
+		tasks, err = s.seenBy(c.UserContext(), tasks)
 	}
 	if err != nil {
 		return s.fail(c, err)

@@ -209,6 +209,19 @@ var steps = []step{
 		`CREATE INDEX idx_usage_days_day ON usage_days (day)`,
 		`CREATE INDEX idx_usage_days_task ON usage_days (task_id)`,
 	}},
+	// Read-only links to a task (link.go), stored by the hash of their code, and the
+	// sign-ins they made, which end with them.
+	{table: "share_links", column: "id", stmts: []string{
+		`CREATE TABLE share_links (
+			id TEXT PRIMARY KEY,
+			task_id TEXT NOT NULL REFERENCES tasks(id) ON DELETE CASCADE,
+			hash TEXT NOT NULL UNIQUE,
+			created_by TEXT NOT NULL,
+			created_at INTEGER NOT NULL,
+			expires_at INTEGER NOT NULL)`,
+		`CREATE INDEX idx_share_links_task ON share_links (task_id)`,
+		`ALTER TABLE sign_ins ADD COLUMN link_id TEXT NOT NULL DEFAULT ''`,
+	}},
 }
 
 // migrate brings the schema to the last step in one transaction (DDL is transactional
