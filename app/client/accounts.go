@@ -57,3 +57,23 @@ func (c *Client) CreateAccessToken(ctx context.Context, name string) (shared.Acc
 func (c *Client) RevokeAccessToken(ctx context.Context, id string) error {
 	return c.call(ctx, "DELETE", "/api/v1/tokens/"+url.PathEscape(id), nil, nil)
 }
+
+// ShareLinks lists a task's read-only links that still work (its owner or an admin).
+func (c *Client) ShareLinks(ctx context.Context, taskID string) ([]shared.ShareLink, error) {
+	var out struct {
+		Links []shared.ShareLink `json:"links"`
+	}
+	return out.Links, c.call(ctx, "GET", "/api/v1/tasks/"+url.PathEscape(taskID)+"/links", nil, &out)
+}
+
+// CreateShareLink makes a read-only link to a task that works for days days; its URL is in
+// this answer only.
+func (c *Client) CreateShareLink(ctx context.Context, taskID string, days int) (shared.ShareLink, error) {
+	var l shared.ShareLink
+	return l, c.call(ctx, "POST", "/api/v1/tasks/"+url.PathEscape(taskID)+"/links", shared.NewShareLink{Days: days}, &l)
+}
+
+// RevokeShareLink revokes a task's link and signs its guests out.
+func (c *Client) RevokeShareLink(ctx context.Context, taskID, id string) error {
+	return c.call(ctx, "DELETE", "/api/v1/tasks/"+url.PathEscape(taskID)+"/links/"+url.PathEscape(id), nil, nil)
+}

@@ -43,7 +43,7 @@ func TestReadOnlyInTheBrowser(t *testing.T) {
 	if _, err := s.API.CreateAccount(ctx, "root", shared.RoleAdmin, "root's long password"); err != nil {
 		t.Fatal(err) // once there is an admin, the sign-in page asks for a login and password
 	}
-	_, ada := signedIn(t, s, "ada", shared.RoleMember)
+	adaPage, ada := signedIn(t, s, "ada", shared.RoleMember)
 	task, err := ada.CreateTask(ctx, "ada's task", "")
 	if err != nil {
 		t.Fatal(err)
@@ -87,6 +87,28 @@ func TestReadOnlyInTheBrowser(t *testing.T) {
 		}
 		b.screenshots(t, "readonly-"+c.role, "")
 	}
+
+	// ada shares the task by a link; whoever opens it reads that task alone.
+	adaPage.do(t, chromedp.Navigate(s.URL+"/"))
+	adaPage.waitFor(t, "ada's task list", `!document.getElementById("app-wasm-loader") && !!document.querySelector(".share-links")`)
+	adaPage.do(t, chromedp.Click(chromedp.CSS(".share-links > button")))
+	adaPage.do(t, chromedp.Click(chromedp.CSS(".share-panel button[type=submit]")))
+	adaPage.waitFor(t, "the new link", `!!document.querySelector(".share-panel .secret-value") && document.querySelectorAll(".share-panel li").length === 1`)
+	link := adaPage.text(t, ".share-panel .secret-value")
+	adaPage.screenshots(t, "sharelink", ".share-panel")
+	other, err := s.API.CreateTask(ctx, "not shared", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	guest := newBrowser(t)
+	guest.do(t, chromedp.Navigate(link))
+	guest.waitThrough(t, "the guest's task list", `location.pathname === "/" && document.querySelectorAll(".task").length === 1`)
+	if got := guest.text(t, ".task h3"); got != "ada's task" || strings.Contains(guest.text(t, "main"), other.Title) {
+		t.Errorf("the guest's list shows %q", guest.text(t, "main"))
+	}
+	guest.open(t, s.URL+"/sessions/"+sess.ID)
+	guest.waitFor(t, "the guest's read-only line", `(document.querySelector(".prompt.read-only p") || {textContent: ""}).textContent === "Read only: this task was shared with you by a link."`)
+	guest.screenshots(t, "guest", "")
 }
 
 // pendingAsk is the session's pending permission request.

@@ -19,6 +19,8 @@ func readOnlyReason(acc shared.Account, task shared.Task) string {
 	switch {
 	case task.MayEdit:
 		return ""
+	case acc.TaskID != "":
+		return "Read only: this task was shared with you by a link."
 	case acc.Role == shared.RoleViewer:
 		return "Read only: you are a viewer."
 	case task.Owner == "":

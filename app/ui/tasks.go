@@ -48,7 +48,7 @@ func (p *TasksPage) OnMount(ctx app.Context) {
 		tasks, err := api.ListTasks(c)
 		var agents []shared.Agent
 		if err == nil {
-			agents, err = api.Agents(c)
+			agents, _ = api.Agents(c) // only to start sessions: a guest of a share link may not list them
 		}
 		ctx.Dispatch(func(app.Context) {
 			p.offline = errors.Is(err, client.ErrUnreachable)
@@ -363,6 +363,7 @@ func (p *TasksPage) taskActions(t shared.Task, confirming bool) app.UI {
 				disabled(app.Button().Type("button").Class("secondary"), p.busy).OnClick(p.askDelete("")).Text("Keep it"),
 			)
 		}),
+		&ShareLinks{TaskID: t.ID},
 	)
 }
 
