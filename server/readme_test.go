@@ -100,6 +100,11 @@ var readmeCommands = []struct {
 			t.Errorf("%s: %q", cmd, out)
 		}
 	}},
+	{cmd: `CONCH_TOKEN="$TOKEN" CONCH_OIDC_CLIENT_SECRET="$SECRET" bin/conch serve --addr 10.0.0.11:8080 --db "$DB" --oidc-issuer https://idp.example.com --oidc-client-id conch --oidc-groups conch-admins=admin,developers=member --oidc-default-role viewer`,
+		skip: "needs an identity provider and listens on another host's address; app/e2e's TestSingleSignOn signs in through a real one"},
+	{cmd: `curl -s -H "Authorization: Bearer $TOKEN" -d '{"role":"member"}' https://conch.example.com/api/v1/accounts`, skip: "a server on another host; TestAccountsAndTokens makes invitations"},
+	{cmd: `curl -s -H "Authorization: Bearer $CONCH_TOKEN" -d '{"days":7}' https://conch.example.com/api/v1/tasks/TASK_ID/links`, skip: "a server on another host; TestGuestSeesOnlyItsTask makes links"},
+	{cmd: `curl -s -H "Authorization: Bearer $CONCH_TOKEN" "https://conch.example.com/api/v1/audit?from=2026-12-01T00:00:00Z" > audit.jsonl`, skip: "a server on another host; TestTaskOwnersEditorsAndAudit reads the audit"},
 }
 
 // readme is where README.md's commands run: a directory with bin/conch (the binary under

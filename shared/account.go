@@ -34,6 +34,9 @@ type Account struct {
 	Login     string    `json:"login"`
 	Role      string    `json:"role"`
 	CreatedAt time.Time `json:"created_at"`
+	// TaskID is set for a guest, signed in through a share link: a viewer of this one
+	// task, to whom everything else does not exist.
+	TaskID string `json:"task_id,omitempty"`
 }
 
 // NewAccount asks for an account (POST /api/v1/accounts). With a password the account is
@@ -78,3 +81,24 @@ type AuditEvent struct {
 	MessageID string    `json:"message_id,omitempty"`
 	Detail    string    `json:"detail,omitempty"`
 }
+
+// ShareLink is a read-only link to one task that works until it expires: whoever opens
+// it is signed in as a guest who may read that task and nothing else (docs/API.md,
+// "Accounts and roles"). URL, the secret, is in the answer that makes it only.
+type ShareLink struct {
+	ID        string    `json:"id"`
+	TaskID    string    `json:"task_id"`
+	CreatedBy string    `json:"created_by"`
+	CreatedAt time.Time `json:"created_at"`
+	ExpiresAt time.Time `json:"expires_at"`
+	URL       string    `json:"url,omitempty"` // a path on this server, with the link's code
+}
+
+// NewShareLink asks for a link (POST /api/v1/tasks/{id}/links) that works for Days days,
+// 1 to 30.
+type NewShareLink struct {
+	Days int `json:"days"`
+}
+
+// GuestLogin is the login of everyone signed in through a share link.
+const GuestLogin = "guest"

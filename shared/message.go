@@ -91,6 +91,9 @@ type Metadata struct {
 	// Permission requests: what the agent offers, and what the person chose.
 	Options          []PermissionOption `json:"options,omitempty"`
 	SelectedOptionID string             `json:"selected_option_id,omitempty"`
+	// AnsweredBy is the login of the account that answered a permission request, as
+	// Author is a prompt's (empty for the server's token and a server without one).
+	AnsweredBy string `json:"answered_by,omitempty"`
 	// Entries is a plan's checklist.
 	Entries []PlanEntry `json:"entries,omitempty"`
 	// Rejected marks a tool call the person (or the profile's policy) refused: it never
@@ -179,6 +182,10 @@ type Task struct {
 	// Owner is the login of the account that made the task; empty when the server's
 	// token or a server without one made it (docs/API.md, "Accounts and roles").
 	Owner string `json:"owner,omitempty"`
+	// MayEdit tells the account that asked (GET /api/v1/tasks and /tasks/{id}) whether it
+	// may change the task: prompt, answer, stop, delete. The WebSocket's task.updated goes
+	// to everyone and leaves it out.
+	MayEdit bool `json:"may_edit,omitempty"`
 	// Cost is what the task's agents reported they cost, summed per currency (ACP
 	// usage_update), when any did.
 	Cost []Cost `json:"cost,omitempty"`

@@ -54,7 +54,7 @@ func (m Message) Visible() Message {
 		return m
 	}
 	md := *m.Metadata
-	md.Title, md.Kind, md.Author = Visible(md.Title), Visible(md.Kind), Visible(md.Author)
+	md.Title, md.Kind, md.Author, md.AnsweredBy = Visible(md.Title), Visible(md.Kind), Visible(md.Author), Visible(md.AnsweredBy)
 	md.Status, md.StopReason = ToolStatus(Visible(string(md.Status))), StopReason(Visible(string(md.StopReason)))
 	md.Options = slices.Clone(md.Options)
 	for i := range md.Options {

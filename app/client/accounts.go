@@ -28,6 +28,12 @@ func (c *Client) Invite(ctx context.Context, role string) (shared.Invitation, er
 	return inv, c.call(ctx, "POST", "/api/v1/accounts", shared.NewAccount{Role: role}, &inv)
 }
 
+// CreateAccount makes an account with a password at once (admins only).
+func (c *Client) CreateAccount(ctx context.Context, login, role, password string) (shared.Account, error) {
+	var a shared.Account
+	return a, c.call(ctx, "POST", "/api/v1/accounts", shared.NewAccount{Login: login, Role: role, Password: password}, &a)
+}
+
 // DeleteAccount deletes an account with its sign-ins and tokens (admins only).
 func (c *Client) DeleteAccount(ctx context.Context, id string) error {
 	return c.call(ctx, "DELETE", "/api/v1/accounts/"+url.PathEscape(id), nil, nil)
@@ -50,4 +56,24 @@ func (c *Client) CreateAccessToken(ctx context.Context, name string) (shared.Acc
 // RevokeAccessToken revokes one of this account's tokens.
 func (c *Client) RevokeAccessToken(ctx context.Context, id string) error {
 	return c.call(ctx, "DELETE", "/api/v1/tokens/"+url.PathEscape(id), nil, nil)
+}
+
+// ShareLinks lists a task's read-only links that still work (its owner or an admin).
+func (c *Client) ShareLinks(ctx context.Context, taskID string) ([]shared.ShareLink, error) {
+	var out struct {
+		Links []shared.ShareLink `json:"links"`
+	}
+	return out.Links, c.call(ctx, "GET", "/api/v1/tasks/"+url.PathEscape(taskID)+"/links", nil, &out)
+}
+
+// CreateShareLink makes a read-only link to a task that works for days days; its URL is in
+// this answer only.
+func (c *Client) CreateShareLink(ctx context.Context, taskID string, days int) (shared.ShareLink, error) {
+	var l shared.ShareLink
+	return l, c.call(ctx, "POST", "/api/v1/tasks/"+url.PathEscape(taskID)+"/links", shared.NewShareLink{Days: days}, &l)
+}
+
+// RevokeShareLink revokes a task's link and signs its guests out.
+func (c *Client) RevokeShareLink(ctx context.Context, taskID, id string) error {
+	return c.call(ctx, "DELETE", "/api/v1/tasks/"+url.PathEscape(taskID)+"/links/"+url.PathEscape(id), nil, nil)
 }

@@ -25,8 +25,8 @@ import (
 const askingAgent = "shell-ask"
 
 // startAgentsServer runs the server with an agents file of askingAgent and scriptedAgent
-// (this test binary), and returns it with its database.
-func startAgentsServer(t *testing.T) (*server, string) {
+// (this test binary), and extra flags, and returns it with its database.
+func startAgentsServer(t *testing.T, extra ...string) (*server, string) {
 	t.Helper()
 	exe, err := os.Executable()
 	if err != nil {
@@ -44,7 +44,7 @@ func startAgentsServer(t *testing.T) (*server, string) {
 	if err := os.WriteFile(agents, profiles, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	return startServerAt(t, "127.0.0.1:0", db, "--agents", agents), db
+	return startServerAt(t, "127.0.0.1:0", db, append([]string{"--agents", agents}, extra...)...), db
 }
 
 // option is the selector of a request's button for an option.

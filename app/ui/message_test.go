@@ -21,6 +21,26 @@ func TestRenderMessage(t *testing.T) {
 			want: []string{`class="msg user"`, `class="bubble"`, "ls -la"},
 		},
 		{
+			name: "a signed prompt shows whose it is",
+			msg: shared.Message{ID: "1", AuthorType: shared.AuthorUser, Type: shared.TypeMessage, Content: "ls",
+				Metadata: &shared.Metadata{Author: "ada"}},
+			want: []string{`<span class="msg-author">ada</span>`, "ls"},
+		},
+		{
+			name: "an approval shows who gave it",
+			msg: shared.Message{ID: "1", AuthorType: shared.AuthorAgent, Type: shared.TypePermissionRequest, Content: "rm",
+				Metadata: &shared.Metadata{Status: shared.StatusSelected, SelectedOptionID: "a", AnsweredBy: "ada",
+					Options: []shared.PermissionOption{{OptionID: "a", Name: "Allow once", Kind: "allow_once"}}}},
+			want: []string{"Allowed by ada: Allow once"},
+		},
+		{
+			name: "a refusal shows who gave it",
+			msg: shared.Message{ID: "1", AuthorType: shared.AuthorAgent, Type: shared.TypePermissionRequest, Content: "rm",
+				Metadata: &shared.Metadata{Status: shared.StatusSelected, SelectedOptionID: "r", AnsweredBy: "bob",
+					Options: []shared.PermissionOption{{OptionID: "r", Name: "Reject", Kind: "reject_once"}}}},
+			want: []string{"Refused by bob: Reject"},
+		},
+		{
 			name: "agent text",
 			msg:  shared.Message{ID: "2", AuthorType: shared.AuthorAgent, Type: shared.TypeMessage, Content: "exit 0 in 0.1s"},
 			want: []string{`class="msg agent"`, "exit 0 in 0.1s"},

@@ -23,14 +23,16 @@ type PermissionRow struct {
 	SessionID string
 	Msg       shared.Message
 
-	sending string // the option being sent
-	err     string
-	offer   bool // offer system notifications of later requests
+	sending  string // the option being sent
+	readOnly string // why the person may not answer (stateReadOnly), when they may not
+	err      string
+	offer    bool // offer system notifications of later requests
 }
 
 // OnMount decides whether to offer notifications (in the browser only).
 func (r *PermissionRow) OnMount(ctx app.Context) {
 	r.offer = offerNotifications(ctx)
+	ctx.ObserveState(stateReadOnly, &r.readOnly)
 }
 
 func (r *PermissionRow) askNotifications(ctx app.Context, _ app.Event) {
@@ -48,7 +50,7 @@ func (r *PermissionRow) Render() app.UI {
 	if md.Title != "" {
 		title = md.Title
 	}
-	pending := md.Status == shared.StatusPending
+	pending := md.Status == shared.StatusPending && r.readOnly == ""
 	titleID := "perm-title-" + r.Msg.ID
 	state := "perm-unknown" // a class name never carries what came with the message
 	switch md.Status {
@@ -87,9 +89,19 @@ func permissionLabel(md shared.Metadata) string {
 		return "The agent asks permission"
 	case shared.StatusSelected:
 		for _, o := range md.Options {
-			if o.OptionID == md.SelectedOptionID {
-				return "Answered: " + o.Name
+			if o.OptionID != md.SelectedOptionID {
+				continue
 			}
+			switch {
+			case md.AnsweredBy == "":
+				return "Answered: " + o.Name
+			case o.Allows():
+				return "Allowed by " + md.AnsweredBy + ": " + o.Name
+			}
+			return "Refused by " + md.AnsweredBy + ": " + o.Name
+		}
+		if md.AnsweredBy != "" {
+			return "Answered by " + md.AnsweredBy
 		}
 		return "Answered" // ids are never shown: they are kept as the agent sent them (shared.Message.Visible)
 	}
@@ -123,4 +135,18 @@ func (r *PermissionRow) choose(optionID string) app.EventHandler {
 			})
 		})
 	}
+}
+
+// userRow is a person's prompt. In a shared session several people prompt one agent, so
+// a prompt signed by an account (servers with accounts) shows whose it is, the reader's
+// own included: the record reads the same to everyone.
+func userRow(m shared.Message) app.UI {
+	var author string
+	if m.Metadata != nil {
+		author = m.Metadata.Author
+	}
+	return app.Div().Class("msg", "user").Body(
+		app.If(author != "", func() app.UI { return app.Span().Class("msg-author").Text(author) }),
+		app.Div().Class("bubble").Text(m.Content),
+	)
 }

@@ -48,6 +48,7 @@ type SessionPage struct {
 	stopping  bool             // a stop or a resume of the agent is on its way
 	missing   bool             // the session does not exist
 	switching bool             // a change of a mode or a config option is on its way
+	readOnly  string           // why the person may not change this session, when they may not (access.go)
 	kept      time.Time        // when the server read the messages shown, until the app has listed them itself
 	bootHTML  string           // prerender only: the boot payload the page carries (bootScript)
 	bootRest  []shared.Message // of the boot, what the app shows a frame after the newest
@@ -105,6 +106,8 @@ func (p *SessionPage) OnNav(ctx app.Context) {
 	}
 	p.id, p.older = id, false
 	p.live, p.offline, p.err, p.draft, p.pending, p.switching, p.stopping, p.missing = liveConnecting, false, "", "", "", false, false, false
+	p.readOnly = ""
+	ctx.SetState(stateReadOnly, "")
 	p.ctx, p.cancel = context.WithCancel(context.Background())
 	if booted {
 		ctx.Defer(scrollToEnd)
@@ -227,6 +230,7 @@ func (p *SessionPage) refreshSession(ctx app.Context, c context.Context, id stri
 		switch {
 		case err == nil:
 			p.setSession(s)
+			go p.checkAccess(ctx, c, s.TaskID)
 		case shared.ErrorCode(err) == shared.CodeNotFound:
 			p.notFound(ctx)
 		case errors.Is(err, client.ErrUnreachable):
@@ -516,15 +520,15 @@ func (p *SessionPage) Render() app.UI {
 			app.If(stopped, func() app.UI {
 				return app.Span().Class("badge", "agent-stopped").Title("The next prompt starts the agent again").Text("agent stopped")
 			}),
-			app.If(stopped && resumable, func() app.UI {
+			app.If(stopped && resumable && p.readOnly == "", func() app.UI {
 				return disabled(app.Button().Type("button").Class("secondary", "resume"), p.stopping).OnClick(p.resumeAgent).
 					Title("Start the agent again in the same directory; it resumes this conversation").
 					Text(map[bool]string{true: "Resuming…", false: "Resume"}[p.stopping])
 			}).ElseIf(stopped && state == shared.SessionReady, func() app.UI {
 				return app.Span().Class("no-resume").Text(shared.NoResume)
 			}),
-			p.modeSelect(),
-			p.configControls(),
+			app.If(p.readOnly == "", p.modeSelect),
+			app.If(p.readOnly == "", p.configControls),
 			usageView(p.session),
 			app.If(p.live != "", func() app.UI {
 				return app.Span().Class("live", "live-"+map[bool]string{true: "on", false: "off"}[p.live == liveOn]).Text(p.live)
@@ -561,25 +565,35 @@ func (p *SessionPage) Render() app.UI {
 				}),
 			),
 		),
-		app.Form().Class("prompt").OnSubmit(p.send).Body(
-			app.Button().Type("button").Class("jump").OnClick(func(ctx app.Context, _ app.Event) { scrollToEnd(ctx) }).Text("↓ Jump to newest"),
-			app.Label().For("prompt-input").Class("sr-only").Text("Prompt"),
-			app.Textarea().ID("prompt-input").Rows(2).Placeholder("A shell command, or a prompt for the agent").
-				Text(p.draft).OnInput(p.onInput),
-			p.commandList(),
-			app.Div().Class("prompt-actions").Body(
-				app.If(state == shared.SessionRunning, func() app.UI {
-					return app.Button().Type("button").Class("secondary").OnClick(p.cancelTurn).Text("Cancel turn")
-				}),
-				app.If((state == shared.SessionReady || state == shared.SessionRunning) && !stopped, func() app.UI {
-					return disabled(app.Button().Type("button").Class("secondary"), p.stopping).OnClick(p.stopAgent).
-						Title(map[bool]string{true: "End the agent's process; the next prompt starts it again, and it resumes this conversation",
-							false: "End the agent's process; the next prompt starts it again, without the earlier turns"}[resumable]).
-						Text(map[bool]string{true: "Stopping…", false: "Stop agent"}[p.stopping])
-				}),
-				disabled(app.Button().Type("submit"), p.pending != "" || state.Ended()).
-					Text(map[bool]string{true: "Sending…", false: "Send"}[p.pending != ""]),
-			),
+		p.promptForm(state, stopped, resumable),
+	)
+}
+
+// promptForm is the prompt box with the turn's and the agent's controls; for a person who
+// may not change the session, the line that says why.
+func (p *SessionPage) promptForm(state shared.SessionState, stopped, resumable bool) app.UI {
+	jump := app.Button().Type("button").Class("jump").OnClick(func(ctx app.Context, _ app.Event) { scrollToEnd(ctx) }).Text("↓ Jump to newest")
+	if p.readOnly != "" {
+		return app.Form().Class("prompt", "read-only").Body(jump, app.P().Role("status").Text(p.readOnly))
+	}
+	return app.Form().Class("prompt").OnSubmit(p.send).Body(
+		jump,
+		app.Label().For("prompt-input").Class("sr-only").Text("Prompt"),
+		app.Textarea().ID("prompt-input").Rows(2).Placeholder("A shell command, or a prompt for the agent").
+			Text(p.draft).OnInput(p.onInput),
+		p.commandList(),
+		app.Div().Class("prompt-actions").Body(
+			app.If(state == shared.SessionRunning, func() app.UI {
+				return app.Button().Type("button").Class("secondary").OnClick(p.cancelTurn).Text("Cancel turn")
+			}),
+			app.If((state == shared.SessionReady || state == shared.SessionRunning) && !stopped, func() app.UI {
+				return disabled(app.Button().Type("button").Class("secondary"), p.stopping).OnClick(p.stopAgent).
+					Title(map[bool]string{true: "End the agent's process; the next prompt starts it again, and it resumes this conversation",
+						false: "End the agent's process; the next prompt starts it again, without the earlier turns"}[resumable]).
+					Text(map[bool]string{true: "Stopping…", false: "Stop agent"}[p.stopping])
+			}),
+			disabled(app.Button().Type("submit"), p.pending != "" || state.Ended()).
+				Text(map[bool]string{true: "Sending…", false: "Send"}[p.pending != ""]),
 		),
 	)
 }
@@ -691,7 +705,7 @@ func renderMessage(sessionID, cwd string, m shared.Message) app.UI {
 	case m.Type == shared.TypePlan:
 		return planRow(m)
 	case m.AuthorType == shared.AuthorUser:
-		return app.Div().Class("msg", "user").Body(app.Div().Class("bubble").Text(m.Content))
+		return userRow(m)
 	default:
 		return app.Div().Class("msg", "agent").Body(markdown(m.Content, "text"))
 	}

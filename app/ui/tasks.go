@@ -48,7 +48,7 @@ func (p *TasksPage) OnMount(ctx app.Context) {
 		tasks, err := api.ListTasks(c)
 		var agents []shared.Agent
 		if err == nil {
-			agents, err = api.Agents(c)
+			agents, _ = api.Agents(c) // only to start sessions: a guest of a share link may not list them
 		}
 		ctx.Dispatch(func(app.Context) {
 			p.offline = errors.Is(err, client.ErrUnreachable)
@@ -140,11 +140,11 @@ func (p *TasksPage) apply(ctx app.Context, c context.Context, env shared.Envelop
 		case t.ID == "" && i >= 0:
 			p.tasks = slices.Delete(p.tasks, i, i+1)
 		case t.ID != "" && i >= 0:
+			t.MayEdit = p.tasks[i].MayEdit // the push goes to everyone: what this person may do came with the list
 			p.tasks[i] = t
 			p.checkLanded(ctx, t)
-		case t.ID != "": // newest first, as the list is
-			at, _ := slices.BinarySearchFunc(p.tasks, t, func(have, t shared.Task) int { return t.CreatedAt.Compare(have.CreatedAt) })
-			p.tasks = slices.Insert(p.tasks, at, t)
+		case t.ID != "": // a new task: listed again, which says what this person may do with it
+			go p.reload(ctx, c)
 		}
 	})
 }
@@ -337,25 +337,33 @@ func (p *TasksPage) renderTask(t shared.Task) app.UI {
 		),
 		app.Div().Class("actions").Body(
 			changesLink(t),
-			app.Select().Class("agent-pick").Aria("label", attrText("Agent of the next session of "+t.Title)).OnChange(p.pick(t.ID)).Body(
-				app.Range(p.agents).Slice(func(i int) app.UI {
-					a := p.agents[i].Name
-					return selected(app.Option().Value(attrText(a)), a == p.agentFor(t)).Text(a)
-				}),
-			),
-			disabled(app.Button().Type("button").Class("secondary"), p.busy || p.agentFor(t) == "").OnClick(p.startOn(t)).
-				Text("Start a "+p.agentFor(t)+" session"),
-			app.If(!confirming, func() app.UI {
-				return disabled(app.Button().Type("button").Class("secondary", "danger"), p.busy).OnClick(p.askDelete(t.ID)).
-					Aria("label", attrText("Delete task "+t.Title)).Text("Delete")
-			}).Else(func() app.UI {
-				return app.Span().Class("confirm").Role("group").Aria("label", "Confirm deletion").Body(
-					app.Span().Text("Delete this task, its sessions and their output for good?"),
-					disabled(app.Button().Type("button").Class("danger"), p.busy).OnClick(p.remove(t.ID)).Text("Delete for good"),
-					disabled(app.Button().Type("button").Class("secondary"), p.busy).OnClick(p.askDelete("")).Text("Keep it"),
-				)
+			app.If(t.MayEdit, func() app.UI { return p.taskActions(t, confirming) }),
+		),
+	)
+}
+
+// taskActions start a session on the task or delete it, for a person who may change it.
+func (p *TasksPage) taskActions(t shared.Task, confirming bool) app.UI {
+	return app.Span().Class("task-actions").Body(
+		app.Select().Class("agent-pick").Aria("label", attrText("Agent of the next session of "+t.Title)).OnChange(p.pick(t.ID)).Body(
+			app.Range(p.agents).Slice(func(i int) app.UI {
+				a := p.agents[i].Name
+				return selected(app.Option().Value(attrText(a)), a == p.agentFor(t)).Text(a)
 			}),
 		),
+		disabled(app.Button().Type("button").Class("secondary"), p.busy || p.agentFor(t) == "").OnClick(p.startOn(t)).
+			Text("Start a "+p.agentFor(t)+" session"),
+		app.If(!confirming, func() app.UI {
+			return disabled(app.Button().Type("button").Class("secondary", "danger"), p.busy).OnClick(p.askDelete(t.ID)).
+				Aria("label", attrText("Delete task "+t.Title)).Text("Delete")
+		}).Else(func() app.UI {
+			return app.Span().Class("confirm").Role("group").Aria("label", "Confirm deletion").Body(
+				app.Span().Text("Delete this task, its sessions and their output for good?"),
+				disabled(app.Button().Type("button").Class("danger"), p.busy).OnClick(p.remove(t.ID)).Text("Delete for good"),
+				disabled(app.Button().Type("button").Class("secondary"), p.busy).OnClick(p.askDelete("")).Text("Keep it"),
+			)
+		}),
+		&ShareLinks{TaskID: t.ID},
 	)
 }
 

@@ -191,6 +191,9 @@ func New(cfg Config) *fiber.App {
 	v1.Get("/tasks/:task_id/editors", s.as(shared.RoleViewer), s.handleListEditors)
 	v1.Post("/tasks/:task_id/editors", s.as(shared.RoleMember), s.handleAddEditor)
 	v1.Delete("/tasks/:task_id/editors/:account_id", s.as(shared.RoleMember), s.handleRemoveEditor)
+	v1.Get("/tasks/:task_id/links", s.as(shared.RoleMember), s.handleListLinks)
+	v1.Post("/tasks/:task_id/links", s.as(shared.RoleMember), s.handleCreateLink)
+	v1.Delete("/tasks/:task_id/links/:link_id", s.as(shared.RoleMember), s.handleDeleteLink)
 	v1.Get("/agents", s.as(shared.RoleViewer), s.handleListAgents)
 	v1.Get("/tasks", s.as(shared.RoleViewer), s.handleListTasks)
 	v1.Post("/tasks", s.as(shared.RoleMember), s.handleCreateTask)
@@ -239,6 +242,7 @@ func New(cfg Config) *fiber.App {
 		}
 		app.Get("/invite/:code", s.handleInviteForm)
 		app.Post("/invite/:code", s.sameOriginForm, s.handleInvite)
+		app.Get("/share/:code", s.handleShare)
 	}
 	app.Use(s.requirePageToken, s.pages(adaptor.HTTPHandler(cfg.UI)))
 	return app

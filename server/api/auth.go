@@ -63,11 +63,14 @@ func (s *server) signedIn(c *fiber.Ctx) (shared.Account, bool, error) {
 	if !ok {
 		return shared.Account{}, false, nil
 	}
-	accountID, ok, err := s.store.SignedIn(c.UserContext(), id, s.now())
-	if !ok || err != nil || accountID == "" {
+	who, ok, err := s.store.SignedIn(c.UserContext(), id, s.now())
+	switch {
+	case ok && who.LinkID != "":
+		return s.guest(c.UserContext(), who.LinkID)
+	case !ok || err != nil || who.AccountID == "":
 		return tokenAccount, ok, err
 	}
-	acc, err := s.store.Account(c.UserContext(), accountID)
+	acc, err := s.store.Account(c.UserContext(), who.AccountID)
 	if shared.ErrorCode(err) == shared.CodeNotFound { // deleted since
 		return shared.Account{}, false, nil
 	}
@@ -295,13 +298,18 @@ func (s *server) signIn(c *fiber.Ctx, candidate, via string) error {
 // startSignIn signs the browser in as an account ("" for the token): a new sign-in and
 // its cookie.
 func (s *server) startSignIn(c *fiber.Ctx, accountID string) error {
-	id, err := s.store.CreateSignIn(c.UserContext(), accountID, s.now().Add(sessionLifetime))
+	return s.signInUntil(c, store.SignIn{AccountID: accountID}, s.now().Add(sessionLifetime))
+}
+
+// signInUntil makes a sign-in of who that lasts until expires, and its cookie.
+func (s *server) signInUntil(c *fiber.Ctx, who store.SignIn, expires time.Time) error {
+	id, err := s.store.CreateSignIn(c.UserContext(), who, expires)
 	if err != nil {
 		return err
 	}
 	c.Cookie(&fiber.Cookie{Name: cookieName, Value: s.cookieValue(id), Path: "/", HTTPOnly: true,
 		SameSite: fiber.CookieSameSiteStrictMode, Secure: c.Protocol() == "https",
-		MaxAge: int(sessionLifetime / time.Second)})
+		MaxAge: int(expires.Sub(s.now()) / time.Second)})
 	return nil
 }
 

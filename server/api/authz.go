@@ -11,6 +11,7 @@ import (
 	"math"
 	"net/http"
 	"regexp"
+	"slices"
 	"time"
 	"unicode/utf8"
 
@@ -75,20 +76,56 @@ var wsNeeds = map[string]string{
 func (s *server) wsAllowed(ctx context.Context, req shared.Envelope) (*shared.AuditEvent, error) {
 	need, known := wsNeeds[req.Action]
 	acc := accountFrom(ctx)
-	if !known || need == shared.RoleViewer {
-		return nil, permits(acc, need)
-	}
-	if err := permits(acc, need); err != nil {
-		return nil, err
-	}
 	var ids struct {
 		SessionID string `json:"session_id"`
 		MessageID string `json:"message_id"`
 	}
 	_ = json.Unmarshal(req.Payload, &ids)
 	event := shared.AuditEvent{Login: acc.Login, Action: req.Action, SessionID: ids.SessionID, MessageID: ids.MessageID}
+	if err := s.inScope(ctx, acc, event); err != nil {
+		return nil, err
+	}
+	if !known || need == shared.RoleViewer {
+		return nil, permits(acc, need)
+	}
+	if err := permits(acc, need); err != nil {
+		return nil, err
+	}
 	return &event, s.mayEdit(ctx, acc, &event)
 }
+
+// inScope refuses a guest (a share link's sign-in, acc.TaskID) anything but its own task:
+// whatever names another task, a session or message of one, or nothing of its task at all
+// (the task list's live updates, the usage, accounts, …) is not found, as if it did not
+// exist. Its own task's writes go on to the role check, which refuses them. The task list
+// shows a guest its one task (seenBy); /me is its own.
+func (s *server) inScope(ctx context.Context, acc shared.Account, e shared.AuditEvent) error {
+	if acc.TaskID == "" || e.Action == "GET /api/v1/tasks" || e.Action == "GET /api/v1/me" {
+		return nil
+	}
+	task, err := "", error(nil)
+	switch {
+	case e.TaskID != "":
+		task = e.TaskID
+	case e.SessionID != "":
+		var sess shared.Session
+		sess, err = s.store.GetSession(ctx, e.SessionID)
+		task = sess.TaskID
+	case e.MessageID != "":
+		var m shared.Message
+		m, err = s.store.GetMessage(ctx, e.MessageID)
+		task = m.TaskID
+	}
+	if err != nil && shared.ErrorCode(err) != shared.CodeNotFound {
+		return err
+	}
+	if task != acc.TaskID {
+		return errNotShared
+	}
+	return nil
+}
+
+var errNotShared = shared.Errorf(shared.CodeNotFound, "not found")
 
 // person is the account of the request when it is a person's own, the zero account for
 // the server's token and a server without one: what owns a task and signs a prompt.
@@ -113,11 +150,14 @@ func permits(acc shared.Account, need string) error {
 func (s *server) as(role string) fiber.Handler {
 	return func(c *fiber.Ctx) error {
 		ctx, acc := c.UserContext(), accountFrom(c.UserContext())
+		event := shared.AuditEvent{Login: acc.Login, Action: c.Method() + " " + c.Route().Path,
+			TaskID: c.Params("task_id"), SessionID: c.Params("session_id"), MessageID: c.Params("message_id")}
+		if err := s.inScope(ctx, acc, event); err != nil {
+			return s.fail(c, err)
+		}
 		if err := permits(acc, role); err != nil {
 			return s.fail(c, err)
 		}
-		event := shared.AuditEvent{Login: acc.Login, Action: c.Method() + " " + c.Route().Path,
-			TaskID: c.Params("task_id"), SessionID: c.Params("session_id"), MessageID: c.Params("message_id")}
 		if role == shared.RoleMember {
 			if err := s.mayEdit(ctx, acc, &event); err != nil {
 				return s.fail(c, err)
@@ -158,6 +198,26 @@ func (s *server) mayEdit(ctx context.Context, acc shared.Account, event *shared.
 		return err
 	}
 	return shared.Errorf(shared.CodeForbidden, "%s may not change this task: it is %s's; ask them or an admin to share it", acc.Login, s.ownerOf(ctx, event.TaskID))
+}
+
+// seenBy is the tasks as the request's account sees them: a guest only its own task, and
+// each with MayEdit by the rule mayEdit enforces (store.MayEdit).
+func (s *server) seenBy(ctx context.Context, tasks []shared.Task) ([]shared.Task, error) {
+	acc := accountFrom(ctx)
+	if acc.TaskID != "" {
+		tasks = slices.DeleteFunc(tasks, func(t shared.Task) bool { return t.ID != acc.TaskID })
+	}
+	var mine map[string]bool
+	if acc.Role == shared.RoleMember && acc.ID != "" {
+		var err error
+		if mine, err = s.store.EditableTasks(ctx, acc.ID); err != nil {
+			return nil, err
+		}
+	}
+	for i := range tasks {
+		tasks[i].MayEdit = acc.Role == shared.RoleAdmin || mine[tasks[i].ID]
+	}
+	return tasks, nil
 }
 
 func (s *server) ownerOf(ctx context.Context, taskID string) string {

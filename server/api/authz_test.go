@@ -26,6 +26,9 @@ var routeNeeds = map[string]string{
 	"GET /api/v1/audit":                                                           shared.RoleAdmin,
 	"GET /api/v1/tasks/:task_id/editors":                                          shared.RoleViewer,
 	"POST /api/v1/tasks/:task_id/editors":                                         shared.RoleMember,
+	"GET /api/v1/tasks/:task_id/links":                                            shared.RoleMember,
+	"POST /api/v1/tasks/:task_id/links":                                           shared.RoleMember,
+	"DELETE /api/v1/tasks/:task_id/links/:link_id":                                shared.RoleMember,
 	"DELETE /api/v1/tasks/:task_id/editors/:account_id":                           shared.RoleMember,
 	"GET /api/v1/agents":                                                          shared.RoleViewer,
 	"GET /api/v1/tasks":                                                           shared.RoleViewer,
@@ -74,6 +77,17 @@ func (e *env) accountWithToken(login, role string) []string {
 	return []string{"Authorization", "Bearer " + tok.Token}
 }
 
+// people are the bearer headers of the server's token, of the members ada and bob and of
+// the viewer vic, with a task ada made.
+func (e *env) people() (admin, ada, bob, vic []string, task shared.Task) {
+	e.t.Helper()
+	admin = []string{"Authorization", "Bearer " + token}
+	ada, bob = e.accountWithToken("ada", shared.RoleMember), e.accountWithToken("bob", shared.RoleMember)
+	vic = e.accountWithToken("vic", shared.RoleViewer)
+	e.expect(http.StatusCreated, "POST", "/api/v1/tasks", `{"title":"ada's"}`, &task, ada...)
+	return admin, ada, bob, vic, task
+}
+
 // signInAs signs in through the form with a login and password; it returns the cookie.
 func (e *env) signInAs(login, password string) string {
 	e.t.Helper()
@@ -91,7 +105,7 @@ func TestEveryRouteChecksItsRole(t *testing.T) {
 	sess := e.session()
 	msg := e.text(sess.ID, "hello")
 	ids := strings.NewReplacer(":task_id", sess.TaskID, ":session_id", sess.ID, ":message_id", msg.ID,
-		":account_id", "no-such-account", ":token_id", "no-such-token")
+		":account_id", "no-such-account", ":token_id", "no-such-token", ":link_id", "no-such-link")
 	headers := map[string][]string{}
 	for _, role := range shared.Roles {
 		headers[role] = e.accountWithToken("a-"+role, role)
@@ -249,12 +263,7 @@ func TestPasswordHash(t *testing.T) {
 // through, with who did it, and none that was refused.
 func TestTaskOwnersEditorsAndAudit(t *testing.T) {
 	e := newEnv(t, withToken)
-	admin := []string{"Authorization", "Bearer " + token}
-	ada, bob := e.accountWithToken("ada", shared.RoleMember), e.accountWithToken("bob", shared.RoleMember)
-	vic := e.accountWithToken("vic", shared.RoleViewer)
-
-	var task shared.Task
-	e.expect(http.StatusCreated, "POST", "/api/v1/tasks", `{"title":"ada's"}`, &task, ada...)
+	admin, ada, bob, vic, task := e.people()
 	if task.Owner != "ada" {
 		t.Fatalf("owner %q", task.Owner)
 	}
@@ -363,4 +372,29 @@ func TestSingleSignOnCallbackWithoutItsStart(t *testing.T) {
 	if !strings.Contains(body, `href="/login/oidc?next=%2f"`) {
 		t.Errorf("the page offers no new single sign-on: %s", body)
 	}
+}
+
+// may_edit tells each account, in the list and on the task, whether it may change the
+// task: by the rule the writes are checked with.
+func TestMayEditFollowsTheRule(t *testing.T) {
+	e := newEnv(t, withToken)
+	admin, ada, bob, vic, task := e.people()
+	if !task.MayEdit {
+		t.Error("the maker's answer says it may not edit its task")
+	}
+	check := func(when string, want map[string]bool) {
+		t.Helper()
+		for who, h := range map[string][]string{"ada": ada, "bob": bob, "vic": vic, "token": admin} {
+			var one shared.Task
+			var list struct{ Tasks []shared.Task }
+			e.expect(http.StatusOK, "GET", "/api/v1/tasks/"+task.ID, "", &one, h...)
+			e.expect(http.StatusOK, "GET", "/api/v1/tasks", "", &list, h...)
+			if one.MayEdit != want[who] || len(list.Tasks) != 1 || list.Tasks[0].MayEdit != want[who] {
+				t.Errorf("%s, %s: may_edit %v on the task, %+v in the list; want %v", when, who, one.MayEdit, list.Tasks, want[who])
+			}
+		}
+	}
+	check("unshared", map[string]bool{"ada": true, "token": true})
+	e.expect(http.StatusOK, "POST", "/api/v1/tasks/"+task.ID+"/editors", `{"login":"bob"}`, nil, ada...)
+	check("shared with bob", map[string]bool{"ada": true, "bob": true, "token": true})
 }

@@ -1,7 +1,9 @@
 package api
 
 import (
+	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -80,4 +82,30 @@ func BenchmarkListShellMessages(b *testing.B) {
 	}
 	b.ReportMetric(float64(len(projected)), "projected-bytes")
 	b.ReportMetric(float64(len(inline)), "inline-bytes")
+}
+
+// BenchmarkListAuthoredMessages: a REST page of 100 prompts, unsigned (the token's or a
+// server without one) and signed by an account (metadata.author), in bytes per message:
+// what the author field costs the list.
+func BenchmarkListAuthoredMessages(b *testing.B) {
+	for _, c := range []struct{ name, author string }{{"unsigned", ""}, {"signed", "ada.lovelace"}} {
+		author := c.author
+		b.Run(c.name, func(b *testing.B) {
+			e := newEnv(b)
+			s := e.session()
+			for i := range 100 {
+				if _, _, _, err := e.store.AddUserMessage(context.Background(), s.ID, fmt.Sprintf("go test ./... -run Test%d", i), "", author); err != nil {
+					b.Fatal(err)
+				}
+			}
+			h := e.app.Handler()
+			target := "/api/v1/task-sessions/" + s.ID + "/messages?limit=100"
+			size := len(serve(b, h, target))
+			b.ReportAllocs()
+			for b.Loop() {
+				serve(b, h, target)
+			}
+			b.ReportMetric(float64(size)/100, "bytes/message")
+		})
+	}
 }

@@ -15,6 +15,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"conch/server/store"
 	"conch/shared"
 
 	"github.com/gofiber/fiber/v2"
@@ -46,6 +47,9 @@ func (s *server) handleListAgents(c *fiber.Ctx) error {
 
 func (s *server) handleListTasks(c *fiber.Ctx) error {
 	tasks, err := s.store.ListTasks(c.UserContext())
+	if err == nil {
+		tasks, err = s.seenBy(c.UserContext(), tasks)
+	}
 	if err != nil {
 		return s.fail(c, err)
 	}
@@ -77,15 +81,20 @@ func (s *server) handleCreateTask(c *fiber.Ctx) error {
 	}
 	s.events.TaskChanged(task.ID)
 	c.Locals(madeTaskKey, task.ID)
+	task.MayEdit = true // its maker's
 	return sendJSON(c.Status(http.StatusCreated), task)
 }
 
 func (s *server) handleGetTask(c *fiber.Ctx) error {
 	task, err := s.store.GetTask(c.UserContext(), c.Params("task_id"))
+	tasks := []shared.Task{task}
+	if err == nil {
+		tasks, err = s.seenBy(c.UserContext(), tasks)
+	}
 	if err != nil {
 		return s.fail(c, err)
 	}
-	return sendJSON(c, task)
+	return sendJSON(c, tasks[0])
 }
 
 // handleDeleteTask stops the task's agents, then removes the task with everything it holds
@@ -282,7 +291,7 @@ func (s *server) answerPermission(ctx context.Context, req shared.PermissionAnsw
 	case strings.TrimSpace(req.OptionID) == "":
 		return shared.Message{}, shared.Errorf(shared.CodeInvalid, "option_id is required")
 	}
-	return s.rt.AnswerPermission(ctx, req.SessionID, req.MessageID, req.OptionID)
+	return s.rt.AnswerPermission(store.AnsweredBy(ctx, person(ctx).Login), req.SessionID, req.MessageID, req.OptionID)
 }
 
 func (s *server) handleSetMode(c *fiber.Ctx) error {

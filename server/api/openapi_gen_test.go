@@ -66,6 +66,8 @@ var generated = map[string]any{
 	"AccessToken":            shared.AccessToken{},
 	"NewAccessToken":         shared.NewAccessToken{},
 	"AuditEvent":             shared.AuditEvent{},
+	"ShareLink":              shared.ShareLink{},
+	"NewShareLink":           shared.NewShareLink{},
 	"Review":                 shared.Review{},
 	"ReviewComment":          shared.ReviewComment{},
 	"Usage":                  shared.Usage{},

@@ -139,3 +139,36 @@ func TestWSPermissionAnswer(t *testing.T) {
 		t.Errorf("second answer from the other tab: %+v", p)
 	}
 }
+
+// An approval shows who gave it: the login of the account that answered is kept with the
+// request, over REST and the WebSocket alike, and listed with it.
+func TestAnswerRecordsWhoAnswered(t *testing.T) {
+	e := newEnv(t, withToken)
+	ada, bob := e.accountWithToken("ada", shared.RoleMember), e.accountWithToken("bob", shared.RoleAdmin)
+	var task shared.Task
+	e.expect(http.StatusCreated, "POST", "/api/v1/tasks", `{"title":"ada's"}`, &task, ada...)
+	var s shared.Session
+	e.expect(http.StatusCreated, "POST", "/api/v1/tasks/"+task.ID+"/sessions", `{"agent":"shell","cwd":"/repo"}`, &s, ada...)
+	viaREST, viaWS := e.ask(s.ID), e.ask(s.ID)
+
+	var m shared.Message
+	e.expect(http.StatusOK, "POST", "/api/v1/task-sessions/"+s.ID+"/permissions/"+viaREST.ID, `{"option_id":"allow"}`, &m, ada...)
+	if m.Metadata.AnsweredBy != "ada" {
+		t.Errorf("REST answer by %q, want ada", m.Metadata.AnsweredBy)
+	}
+	w, resp, err := dial(t, e.listen(), http.Header{bob[0]: {bob[1]}})
+	if err != nil {
+		t.Fatalf("dial: %v (%v)", err, resp)
+	}
+	env := w.request(shared.ActionPermissionAnswer, shared.PermissionAnswer{SessionID: s.ID, MessageID: viaWS.ID, OptionID: "deny"})
+	if err := json.Unmarshal(env.Payload, &m); err != nil || m.Metadata.AnsweredBy != "bob" {
+		t.Errorf("WebSocket answer: %s", env.Payload)
+	}
+	var page shared.MessagePage
+	e.expect(http.StatusOK, "GET", "/api/v1/task-sessions/"+s.ID+"/messages", "", &page, ada...)
+	for _, m := range page.Messages {
+		if want := map[string]string{viaREST.ID: "ada", viaWS.ID: "bob"}[m.ID]; m.Metadata.AnsweredBy != want {
+			t.Errorf("listed %s answered by %q, want %q", m.ID, m.Metadata.AnsweredBy, want)
+		}
+	}
+}

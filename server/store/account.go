@@ -351,6 +351,22 @@ func (s *Store) MayEdit(ctx context.Context, acc shared.Account, taskID string) 
 	return n > 0, nil
 }
 
+// EditableTasks is the set of tasks a member may change (MayEdit's rule for a member, for
+// every task at once): those it made and those shared with it.
+func (s *Store) EditableTasks(ctx context.Context, accountID string) (map[string]bool, error) {
+	var ids []string
+	err := s.db.WithContext(ctx).Raw("SELECT id FROM tasks WHERE owner_id = ? UNION SELECT task_id FROM task_editors WHERE account_id = ?",
+		accountID, accountID).Scan(&ids).Error
+	if err != nil {
+		return nil, fmt.Errorf("read editable tasks: %w", err)
+	}
+	out := make(map[string]bool, len(ids))
+	for _, id := range ids {
+		out[id] = true
+	}
+	return out, nil
+}
+
 // ShareTask lets the account of login edit the task; sharing twice is no error.
 func (s *Store) ShareTask(ctx context.Context, taskID, login string) (shared.Account, error) {
 	acc, _, err := s.AccountByLogin(ctx, login)

@@ -213,6 +213,19 @@ var steps = []step{
 	{table: "task_sessions", column: "config", stmts: []string{
 		`ALTER TABLE task_sessions ADD COLUMN config TEXT NOT NULL DEFAULT ''`,
 	}},
+	// Read-only links to a task (link.go), stored by the hash of their code, and the
+	// sign-ins they made, which end with them.
+	{table: "share_links", column: "id", stmts: []string{
+		`CREATE TABLE share_links (
+			id TEXT PRIMARY KEY,
+			task_id TEXT NOT NULL REFERENCES tasks(id) ON DELETE CASCADE,
+			hash TEXT NOT NULL UNIQUE,
+			created_by TEXT NOT NULL,
+			created_at INTEGER NOT NULL,
+			expires_at INTEGER NOT NULL)`,
+		`CREATE INDEX idx_share_links_task ON share_links (task_id)`,
+		`ALTER TABLE sign_ins ADD COLUMN link_id TEXT NOT NULL DEFAULT ''`,
+	}},
 }
 
 // migrate brings the schema to the last step in one transaction (DDL is transactional

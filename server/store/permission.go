@@ -18,7 +18,8 @@ var errNotPending = shared.Errorf(shared.CodeConflict, "permission request is no
 // already answered or cancelled is a conflict; an option it does not offer is invalid.
 // Nothing changes on any error. When another replica runs the session's agent, the answer
 // is addressed to it in the same transaction (inbox.go), and owner is that replica; ""
-// when this process hands the answer to the agent.
+// when this process hands the answer to the agent. The login ctx carries (AnsweredBy) is
+// kept as who answered.
 func (s *Store) AnswerPermission(ctx context.Context, sessionID, messageID, optionID string) (m shared.Message, owner string, err error) {
 	m, _, err = s.settlePermission(ctx, sessionID, messageID, func(tx *gorm.DB, md *shared.Metadata) error {
 		if md.Status != shared.StatusPending {
@@ -27,6 +28,7 @@ func (s *Store) AnswerPermission(ctx context.Context, sessionID, messageID, opti
 		for _, o := range md.Options {
 			if o.OptionID == optionID {
 				md.Status, md.SelectedOptionID = shared.StatusSelected, optionID
+				md.AnsweredBy, _ = ctx.Value(answererKey{}).(string)
 				sess, err := getSession(tx, sessionID)
 				if err != nil {
 					return err
@@ -40,6 +42,15 @@ func (s *Store) AnswerPermission(ctx context.Context, sessionID, messageID, opti
 	return m, owner, err
 }
 
+type answererKey struct{}
+
+// AnsweredBy returns ctx carrying the login of the person answering a permission request.
+// It travels in the context because the answer passes through the runtime (which hands it
+// to the agent, or to the replica that runs it) on its way to AnswerPermission.
+func AnsweredBy(ctx context.Context, login string) context.Context {
+	return context.WithValue(ctx, answererKey{}, login)
+}
+
 // CancelPermission ends a permission request of the session as cancelled because its
 // agent no longer waits for an answer (the turn was cancelled, the agent withdrew it or
 // went away) and none reached it: pending, or answered but not handed to the agent yet
@@ -50,7 +61,7 @@ func (s *Store) CancelPermission(ctx context.Context, sessionID, messageID strin
 		if md.Status != shared.StatusPending && md.Status != shared.StatusSelected {
 			return errUnchanged
 		}
-		md.Status, md.SelectedOptionID = shared.StatusCancelled, ""
+		md.Status, md.SelectedOptionID, md.AnsweredBy = shared.StatusCancelled, "", ""
 		return nil
 	})
 }

@@ -1,0 +1,111 @@
+package api
+
+import (
+	"context"
+	"crypto/rand"
+	"html/template"
+	"net/http"
+	"time"
+
+	"conch/server/store"
+	"conch/shared"
+
+	"github.com/gofiber/fiber/v2"
+)
+
+// Read-only links to a task (shared.ShareLink): its owner or an admin makes one that
+// works for 1 to 30 days, lists and revokes them; opening one signs the browser in as a
+// guest of that one task (guest; what a guest may reach is decided in authz.go, inScope).
+
+// guest is the account of a sign-in made by the link id: a viewer of the link's task, or
+// not signed in once the link was revoked or expired.
+func (s *server) guest(ctx context.Context, linkID string) (shared.Account, bool, error) {
+	link, err := s.store.ShareLink(ctx, linkID)
+	if shared.ErrorCode(err) == shared.CodeNotFound {
+		return shared.Account{}, false, nil
+	}
+	if err != nil {
+		return shared.Account{}, false, err
+	}
+	return shared.Account{Login: shared.GuestLogin, Role: shared.RoleViewer, TaskID: link.TaskID, CreatedAt: link.CreatedAt}, true, nil
+}
+
+func (s *server) handleCreateLink(c *fiber.Ctx) error {
+	var req shared.NewShareLink
+	if err := decodeBody(c.Body(), &req); err != nil {
+		return s.fail(c, err)
+	}
+	if req.Days < 1 || req.Days > 30 {
+		return s.fail(c, shared.Errorf(shared.CodeInvalid, "days must be 1 to 30"))
+	}
+	ctx, taskID := c.UserContext(), c.Params("task_id")
+	if err := s.mayShare(ctx, taskID); err != nil {
+		return s.fail(c, err)
+	}
+	code := rand.Text()
+	link, err := s.store.CreateShareLink(ctx, taskID, accountFrom(ctx).Login, hashSecret(code), s.now().Add(time.Duration(req.Days)*24*time.Hour))
+	if err != nil {
+		return s.fail(c, err)
+	}
+	link.URL = "/share/" + code
+	return sendJSON(c.Status(http.StatusCreated), link)
+}
+
+func (s *server) handleListLinks(c *fiber.Ctx) error {
+	ctx, taskID := c.UserContext(), c.Params("task_id")
+	if err := s.mayShare(ctx, taskID); err != nil {
+		return s.fail(c, err)
+	}
+	links, err := s.store.ShareLinks(ctx, taskID)
+	if err != nil {
+		return s.fail(c, err)
+	}
+	return sendJSON(c, struct {
+		Links []shared.ShareLink `json:"links"`
+	}{links})
+}
+
+func (s *server) handleDeleteLink(c *fiber.Ctx) error {
+	ctx, taskID := c.UserContext(), c.Params("task_id")
+	if err := s.mayShare(ctx, taskID); err != nil {
+		return s.fail(c, err)
+	}
+	if err := s.store.DeleteShareLink(ctx, taskID, c.Params("link_id")); err != nil {
+		return s.fail(c, err)
+	}
+	return c.SendStatus(http.StatusNoContent)
+}
+
+// The page a share link opens: the sign-in cookie is SameSite=Strict, which a browser
+// does not send on a redirect that began on another site (the mail or chat the link was
+// in), so the page goes on to the task by itself, from this origin.
+var sharePage = template.Must(template.New("share").Parse(`<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="theme-color" content="#111827">
+{{if not .Error}}<meta http-equiv="refresh" content="0; url=/">{{end}}
+<title>Shared task · Conch</title>
+<link rel="icon" href="/web/icon.svg"><link rel="stylesheet" href="/web/app.css">
+</head><body><div class="page login-page">
+<header class="bar"><h1>Conch</h1></header>
+<main><div class="new-task">
+{{if .Error}}<p class="alert" role="alert">{{.Error}}</p>
+{{else}}<p>You may read this task until {{.Until}}. <a href="/">Open it</a></p>{{end}}
+</div></main></div></body></html>
+`))
+
+// handleShare signs the browser in as a guest of the link's task, until the link expires.
+func (s *server) handleShare(c *fiber.Ctx) error {
+	c.Set(fiber.HeaderCacheControl, "no-store")
+	c.Set(fiber.HeaderReferrerPolicy, "no-referrer") // the code is in the URL
+	c.Type("html", "utf-8")
+	link, err := s.store.ShareLinkByHash(c.UserContext(), hashSecret(c.Params("code")))
+	if err == nil {
+		err = s.signInUntil(c, store.SignIn{LinkID: link.ID}, link.ExpiresAt)
+	}
+	if err != nil {
+		e := s.report(err)
+		c.Status(statusOf[e.Code])
+		return sharePage.Execute(c, struct{ Error, Until string }{e.Message, ""})
+	}
+	return sharePage.Execute(c, struct{ Error, Until string }{"", link.ExpiresAt.Format("Jan 2, 2006 15:04 UTC")})
+}

@@ -1,0 +1,132 @@
+package api
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"conch/shared"
+)
+
+// A share link signs a browser in as a guest of one task: every route that names another
+// task (or a session or message of one), or nothing of its task, answers 404 as if it did
+// not exist; its own task reads, and refuses writes. Revoking the link ends the guest's
+// sign-in at once.
+func TestGuestSeesOnlyItsTask(t *testing.T) {
+	e := newEnv(t, withToken)
+	admin := []string{"Authorization", "Bearer " + token}
+	own, other := e.session(), e.session()
+	ownMsg, otherMsg := e.text(own.ID, "mine"), e.text(other.ID, "not mine")
+
+	for _, bad := range []string{`{"days":0}`, `{"days":31}`, `{}`} {
+		e.expect(http.StatusBadRequest, "POST", "/api/v1/tasks/"+own.TaskID+"/links", bad, nil, admin...)
+	}
+	var link shared.ShareLink
+	e.expect(http.StatusCreated, "POST", "/api/v1/tasks/"+own.TaskID+"/links", `{"days":7}`, &link, admin...)
+	if !strings.HasPrefix(link.URL, "/share/") || link.CreatedBy != "token" || link.ExpiresAt.Sub(link.CreatedAt).Round(time.Hour) != 7*24*time.Hour {
+		t.Fatalf("link %+v", link)
+	}
+	if resp, _ := e.do("GET", "/share/wrong", ""); resp.StatusCode != http.StatusNotFound || len(resp.Cookies()) != 0 {
+		t.Errorf("a wrong link: %d, cookies %v", resp.StatusCode, resp.Cookies())
+	}
+	resp, page := e.do("GET", link.URL, "")
+	if resp.StatusCode != http.StatusOK || len(resp.Cookies()) != 1 || !strings.Contains(page, `content="0; url=/"`) {
+		t.Fatalf("opening the link: %d %s", resp.StatusCode, page)
+	}
+	guest := []string{"Cookie", cookieName + "=" + resp.Cookies()[0].Value}
+	var me shared.Account
+	e.expect(http.StatusOK, "GET", "/api/v1/me", "", &me, guest...)
+	if me.Login != shared.GuestLogin || me.TaskID != own.TaskID || me.Role != shared.RoleViewer {
+		t.Errorf("the guest is %+v", me)
+	}
+	var list struct{ Tasks []shared.Task }
+	e.expect(http.StatusOK, "GET", "/api/v1/tasks", "", &list, guest...)
+	if len(list.Tasks) != 1 || list.Tasks[0].ID != own.TaskID || list.Tasks[0].MayEdit {
+		t.Errorf("the guest's task list: %+v", list.Tasks)
+	}
+
+	idsOf := func(sess shared.Session, msg shared.Message) *strings.Replacer {
+		return strings.NewReplacer(":task_id", sess.TaskID, ":session_id", sess.ID, ":message_id", msg.ID,
+			":account_id", "no-such-account", ":token_id", "no-such-token", ":link_id", link.ID)
+	}
+	mine, theirs := idsOf(own, ownMsg), idsOf(other, otherMsg)
+	for _, r := range e.app.GetRoutes(true) {
+		if !strings.HasPrefix(r.Path, "/api/v1/") || r.Method == "HEAD" {
+			continue
+		}
+		key, body := r.Method+" "+r.Path, ""
+		if r.Method == "POST" {
+			body = `{}`
+		}
+		open := key == "GET /api/v1/tasks" || key == "GET /api/v1/me"
+		resp, raw := e.do(r.Method, theirs.Replace(r.Path), body, guest...)
+		if hidden := resp.StatusCode == http.StatusNotFound; hidden == open {
+			t.Errorf("%s of another task as a guest: %d %s", key, resp.StatusCode, raw)
+		}
+		named := strings.Contains(r.Path, ":task_id") || strings.Contains(r.Path, ":session_id") || strings.Contains(r.Path, ":message_id")
+		if !named {
+			continue // answered above: not found, or the guest's own
+		}
+		resp, raw = e.do(r.Method, mine.Replace(r.Path), body, guest...)
+		switch refused := resp.StatusCode == http.StatusForbidden || raw == `{"error":"not found","code":"not_found"}`; {
+		case routeNeeds[key] == shared.RoleViewer && refused:
+			t.Errorf("%s of its own task as a guest: %d %s", key, resp.StatusCode, raw)
+		case routeNeeds[key] != shared.RoleViewer && resp.StatusCode != http.StatusForbidden:
+			t.Errorf("%s, a write to its own task as a guest: %d %s", key, resp.StatusCode, raw)
+		}
+	}
+	// A message of another task under the guest's own session is not found either.
+	e.expect(http.StatusNotFound, "GET", "/api/v1/task-sessions/"+own.ID+"/messages/"+otherMsg.ID+"/tool-content", "", nil, guest...)
+
+	// Over the WebSocket: its session only, and no live task list (it names every task).
+	w, wresp, err := dial(t, e.listen(), http.Header{"Cookie": {guest[1]}})
+	if err != nil {
+		t.Fatalf("dial: %v (%v)", err, wresp)
+	}
+	for _, c := range []struct {
+		action  string
+		payload any
+		code    string
+	}{
+		{shared.ActionTasksSubscribe, struct{}{}, shared.CodeNotFound},
+		{shared.ActionSubscribe, shared.SessionRef{SessionID: other.ID}, shared.CodeNotFound},
+		{shared.ActionMessageList, shared.ListRequest{SessionID: other.ID}, shared.CodeNotFound},
+		{shared.ActionMessageAdd, shared.AddRequest{SessionID: other.ID, Content: "ls"}, shared.CodeNotFound},
+		{shared.ActionMessageAdd, shared.AddRequest{SessionID: own.ID, Content: "ls"}, shared.CodeForbidden},
+		{shared.ActionSubscribe, shared.SessionRef{SessionID: own.ID}, ""},
+	} {
+		got := w.request(c.action, c.payload)
+		if c.code == "" && got.Type != shared.EnvelopeResponse || c.code != "" && !strings.Contains(string(got.Payload), `"code":"`+c.code+`"`) {
+			t.Errorf("%s %+v as a guest: %s %s, want %q", c.action, c.payload, got.Type, got.Payload, c.code)
+		}
+	}
+
+	// Listed without its code; revoked, it signs the guest out at once.
+	var links struct{ Links []shared.ShareLink }
+	raw := e.expect(http.StatusOK, "GET", "/api/v1/tasks/"+own.TaskID+"/links", "", &links, admin...)
+	if len(links.Links) != 1 || links.Links[0].ID != link.ID || strings.Contains(raw, link.URL) {
+		t.Errorf("links %s", raw)
+	}
+	e.expect(http.StatusNoContent, "DELETE", "/api/v1/tasks/"+own.TaskID+"/links/"+link.ID, "", nil, admin...)
+	e.expect(http.StatusUnauthorized, "GET", "/api/v1/me", "", nil, guest...)
+	if resp, _ := e.do("GET", link.URL, ""); resp.StatusCode != http.StatusNotFound {
+		t.Errorf("a revoked link opens: %d", resp.StatusCode)
+	}
+}
+
+// Only the task's owner or an admin makes, lists and revokes its links.
+func TestOnlyOwnersShareByLink(t *testing.T) {
+	e := newEnv(t, withToken)
+	_, ada, bob, vic, task := e.people()
+	path := "/api/v1/tasks/" + task.ID + "/links"
+	e.expect(http.StatusCreated, "POST", path, `{"days":1}`, nil, ada...)
+	e.expect(http.StatusOK, "POST", "/api/v1/tasks/"+task.ID+"/editors", `{"login":"bob"}`, nil, ada...)
+	for who, h := range map[string][]string{"bob": bob, "vic": vic} {
+		for _, m := range []string{"GET", "POST"} {
+			if resp, raw := e.do(m, path, `{"days":1}`, h...); resp.StatusCode != http.StatusForbidden {
+				t.Errorf("%s %s links as %s: %d %s", m, path, who, resp.StatusCode, raw)
+			}
+		}
+	}
+}
