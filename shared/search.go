@@ -9,10 +9,10 @@ import (
 // Search across sessions: what is searched is the text of prompts, agent messages and
 // shell commands (docs/API.md, "Search").
 const (
-	MaxSearchBytes   = 256 // a query
-	MaxSearchTerms   = 16  // words and quoted phrases in a query
-	DefaultSearchHits= 20  // results on a page when limit is not given
-	MaxSearchHits    = 50  // results on a page at most
+	MaxSearchBytes    = 256 // a query
+	MaxSearchTerms    = 16  // words and quoted phrases in a query
+	DefaultSearchHits = 20  // results on a page when limit is not given
+	MaxSearchHits     = 50  // results on a page at most
 )
 
 // SearchRequest is GET /api/v1/search's query: the text, the page size and where the
