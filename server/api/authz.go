@@ -89,6 +89,10 @@ func (s *server) wsAllowed(ctx context.Context, req shared.Envelope) (*shared.Au
 	return &event, s.mayEdit(ctx, acc, &event)
 }
 
+// readable is which tasks acc may read, for what lists or searches across tasks: every
+// role reads every task (a member may read others' tasks too).
+func readable(shared.Account) store.Readable { return store.EveryTask }
+
 // person is the account of the request when it is a person's own, the zero account for
 // the server's token and a server without one: what owns a task and signs a prompt.
 func person(ctx context.Context) shared.Account {
