@@ -107,7 +107,7 @@ func (p *SessionPage) OnNav(ctx app.Context) {
 	p.live, p.offline, p.err, p.draft, p.pending, p.switching, p.stopping, p.missing = liveConnecting, false, "", "", "", false, false, false
 	p.ctx, p.cancel = context.WithCancel(context.Background())
 	if booted {
-		ctx.Defer(scrollToEnd)
+		ctx.Defer(p.land)
 		if rest := p.bootRest; len(rest) > 0 {
 			p.bootRest = nil
 			ctx.Dispatch(func(app.Context) { p.tl.addOlder(rest) })
@@ -278,7 +278,7 @@ func (p *SessionPage) connect(ctx app.Context, c context.Context, id string, loa
 		p.show(ctx, msgs)
 		if !p.loaded {
 			p.loaded, p.hasOlder = true, latest.HasMore
-			ctx.Defer(scrollToEnd)
+			ctx.Defer(p.land)
 		}
 		p.live, p.offline, p.err, p.kept = liveOn, false, "", time.Time{}
 	})
@@ -397,6 +397,7 @@ func (p *SessionPage) loadOlder(ctx app.Context, _ app.Event) {
 			}
 			p.tl.addOlder(page.Messages)
 			p.hasOlder = page.HasMore
+			ctx.Defer(p.landOlder)
 		})
 	})
 }
@@ -690,9 +691,9 @@ func renderMessage(sessionID, cwd string, m shared.Message) app.UI {
 	case m.Type == shared.TypePlan:
 		return planRow(m)
 	case m.AuthorType == shared.AuthorUser:
-		return app.Div().Class("msg", "user").Body(app.Div().Class("bubble").Text(m.Content))
+		return app.Div().Class("msg", "user").DataSet("message-id", m.ID).Body(app.Div().Class("bubble").Text(m.Content))
 	default:
-		return app.Div().Class("msg", "agent").Body(markdown(m.Content, "text"))
+		return app.Div().Class("msg", "agent").DataSet("message-id", m.ID).Body(markdown(m.Content, "text"))
 	}
 }
 
