@@ -54,6 +54,8 @@ document.addEventListener("DOMContentLoaded", () => {
     toEnd();
   }, {passive: true});
   new ResizeObserver(toEnd).observe(document.body);
+  // A page opened at a message (SessionPage.land) stays there, whatever loads around it.
+  addEventListener("conch:away", () => { following = false; root.classList.add("away"); });
 });
 
 // An open output box follows its running command's output (CommandRow.follow in

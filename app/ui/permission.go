@@ -145,7 +145,7 @@ func userRow(m shared.Message) app.UI {
 	if m.Metadata != nil {
 		author = m.Metadata.Author
 	}
-	return app.Div().Class("msg", "user").Body(
+	return app.Div().Class("msg", "user").DataSet("message-id", m.ID).Body(
 		app.If(author != "", func() app.UI { return app.Span().Class("msg-author").Text(author) }),
 		app.Div().Class("bubble").Text(m.Content),
 	)

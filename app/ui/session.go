@@ -110,7 +110,7 @@ func (p *SessionPage) OnNav(ctx app.Context) {
 	ctx.SetState(stateReadOnly, "")
 	p.ctx, p.cancel = context.WithCancel(context.Background())
 	if booted {
-		ctx.Defer(scrollToEnd)
+		ctx.Defer(p.land)
 		if rest := p.bootRest; len(rest) > 0 {
 			p.bootRest = nil
 			ctx.Dispatch(func(app.Context) { p.tl.addOlder(rest) })
@@ -282,7 +282,7 @@ func (p *SessionPage) connect(ctx app.Context, c context.Context, id string, loa
 		p.show(ctx, msgs)
 		if !p.loaded {
 			p.loaded, p.hasOlder = true, latest.HasMore
-			ctx.Defer(scrollToEnd)
+			ctx.Defer(p.land)
 		}
 		p.live, p.offline, p.err, p.kept = liveOn, false, "", time.Time{}
 	})
@@ -401,6 +401,7 @@ func (p *SessionPage) loadOlder(ctx app.Context, _ app.Event) {
 			}
 			p.tl.addOlder(page.Messages)
 			p.hasOlder = page.HasMore
+			ctx.Defer(p.landOlder)
 		})
 	})
 }
@@ -707,7 +708,7 @@ func renderMessage(sessionID, cwd string, m shared.Message) app.UI {
 	case m.AuthorType == shared.AuthorUser:
 		return userRow(m)
 	default:
-		return app.Div().Class("msg", "agent").Body(markdown(m.Content, "text"))
+		return app.Div().Class("msg", "agent").DataSet("message-id", m.ID).Body(markdown(m.Content, "text"))
 	}
 }
 

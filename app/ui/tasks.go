@@ -233,6 +233,7 @@ func (p *TasksPage) Render() app.UI {
 	return app.Div().Class("page", "tasks-page").Body(
 		app.Header().Class("bar").Body(
 			app.H1().Text("Conch"),
+			searchBox(""),
 			app.If(app.Getenv(signInEnv) != "", func() app.UI {
 				return app.Div().Class("bar-actions").Body(
 					app.A().Class("button", "secondary").Href("/account").Text("Account"),

@@ -30,6 +30,7 @@ func Routes() {
 	app.RouteWithRegexp("^/sessions/[^/]+$", newSessionPage)
 	app.RouteWithRegexp("^/tasks/[^/]+/changes$", newChangesPage)
 	app.Route("/account", newAccountPage)
+	app.Route("/search", newSearchPage)
 }
 
 // Handler returns the go-app handler that serves the pages and the PWA files (manifest,

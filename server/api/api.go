@@ -213,6 +213,7 @@ func New(cfg Config) *fiber.App {
 	v1.Post("/task-sessions/:session_id/stop", s.as(shared.RoleMember), s.handleStop)
 	v1.Post("/task-sessions/:session_id/resume", s.as(shared.RoleMember), s.handleResume)
 	v1.Get("/usage", s.as(shared.RoleViewer), s.handleUsage)
+	v1.Get("/search", s.as(shared.RoleViewer), s.handleSearch)
 	v1.Post("/task-sessions/:session_id/mode", s.as(shared.RoleMember), s.handleSetMode)
 	v1.Post("/task-sessions/:session_id/config", s.as(shared.RoleMember), s.handleSetConfig)
 	v1.Get("/task-sessions/:session_id/messages/:message_id/shell-output", s.as(shared.RoleViewer), s.handleShellOutput)

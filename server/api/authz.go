@@ -127,6 +127,15 @@ func (s *server) inScope(ctx context.Context, acc shared.Account, e shared.Audit
 
 var errNotShared = shared.Errorf(shared.CodeNotFound, "not found")
 
+// readable is which tasks acc may read, for what lists or searches across tasks: every
+// role reads every task (a member may read others' tasks too); a guest only its own.
+func readable(acc shared.Account) store.Readable {
+	if acc.TaskID != "" {
+		return store.Readable{Tasks: []string{acc.TaskID}}
+	}
+	return store.EveryTask
+}
+
 // person is the account of the request when it is a person's own, the zero account for
 // the server's token and a server without one: what owns a task and signs a prompt.
 func person(ctx context.Context) shared.Account {

@@ -32,6 +32,7 @@ var routeNeeds = map[string]string{
 	"DELETE /api/v1/tasks/:task_id/editors/:account_id":                           shared.RoleMember,
 	"GET /api/v1/agents":                                                          shared.RoleViewer,
 	"GET /api/v1/tasks":                                                           shared.RoleViewer,
+	"GET /api/v1/search":                                                          shared.RoleViewer,
 	"POST /api/v1/tasks":                                                          shared.RoleMember,
 	"GET /api/v1/tasks/:task_id":                                                  shared.RoleViewer,
 	"DELETE /api/v1/tasks/:task_id":                                               shared.RoleMember,

@@ -75,6 +75,9 @@ var generated = map[string]any{
 	"UsageDay":               shared.UsageDay{},
 	"UsageTask":              shared.UsageTask{},
 	"UsageReport":            shared.UsageReport{},
+	"SearchPage":             shared.SearchPage{},
+	"SearchResult":           shared.SearchResult{},
+	"SnippetPart":            shared.SnippetPart{},
 }
 
 // openAPIDocument is openapi.in.json with the generated schemas filled in.

@@ -188,7 +188,13 @@ func (s *Store) insertMessage(tx *gorm.DB, sess sessionRow, author shared.Author
 		return messageRow{}, err
 	}
 	row.Seq = counted.MessageCount
-	return row, tx.Create(&row).Error
+	if err := tx.Create(&row).Error; err != nil {
+		return messageRow{}, err
+	}
+	if text := searchText(typ, content, md); text != "" {
+		return row, index(tx, row.ID, row.TaskID, text)
+	}
+	return row, nil
 }
 
 // AddUserMessage stores a user prompt. A repeated clientMessageID in the same session
@@ -304,6 +310,11 @@ func (s *Store) UpdateMessage(ctx context.Context, id string, u Update) (shared.
 			return err
 		}
 		changed = true
+		if text := searchText(cur.Type, row.Content, md); text != searchText(cur.Type, cur.Content, cur.Metadata) {
+			if err := index(tx, id, row.TaskID, text); err != nil {
+				return err
+			}
+		}
 		if err := putContent(tx, id, content); err != nil {
 			return err
 		}

@@ -226,6 +226,15 @@ var steps = []step{
 		`CREATE INDEX idx_share_links_task ON share_links (task_id)`,
 		`ALTER TABLE sign_ins ADD COLUMN link_id TEXT NOT NULL DEFAULT ''`,
 	}},
+	// Search across sessions (search.go): the text each message is found by, indexed the
+	// database's way (dialect.searchSchema), and filled from the messages already stored.
+	{table: "message_search", column: "body", stmts: []string{
+		`CREATE TABLE message_search (
+			id INTEGER PRIMARY KEY,
+			message_id TEXT NOT NULL UNIQUE REFERENCES messages(id) ON DELETE CASCADE,
+			task_id TEXT NOT NULL,
+			body TEXT NOT NULL)`,
+	}, then: indexAll},
 }
 
 // migrate brings the schema to the last step in one transaction (DDL is transactional

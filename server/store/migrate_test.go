@@ -64,6 +64,17 @@ func TestMigrateFromEveryVersion(t *testing.T) {
 				if task, err := s.GetTask(ctx, rows.task); err != nil || task.Title != "old task" {
 					t.Errorf("task: %+v (%v)", task, err)
 				}
+				// The search index is filled from the messages stored before it (the rows
+				// of the last version are written past the store, so not indexed).
+				for q, want := range map[string]string{"hello": rows.messages[0], "ls": rows.messages[1]} {
+					if n == len(steps) {
+						break
+					}
+					page, err := s.Search(ctx, shared.SearchRequest{Query: q}, EveryTask)
+					if err != nil || len(page.Results) != 1 || page.Results[0].MessageID != want {
+						t.Errorf("search %q: %+v (%v), want message %s", q, page.Results, err, want)
+					}
+				}
 				snap, err := s.GetShellOutput(ctx, rows.session, rows.messages[1])
 				if err != nil || snap.Output.Stdout != "old é 🙂\n" || snap.Output.Stderr != "warn\n" {
 					t.Errorf("output: %+v (%v)", snap.Output, err)
