@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/chromedp/chromedp"
-
 	"conch/shared"
 )
 
@@ -23,7 +21,9 @@ func TestCancelledTurnShowsStatus(t *testing.T) {
 	b := newBrowser(t)
 	b.open(t, s.URL+"/sessions/"+sess.ID)
 	b.waitFor(t, "the running command", fmt.Sprintf(`!!document.querySelector(%q)`, row(m.ID)+" .icon-running"))
-	b.do(t, chromedp.Click(chromedp.CSS(`.prompt-actions button.secondary`)))
+	// By its name: until the page hears that the session runs, the first secondary button
+	// of the prompt is Stop agent.
+	b.click(t, "Cancel turn")
 	status := `.msg.status`
 	b.waitFor(t, "the status line", fmt.Sprintf(`(document.querySelector(%q) || {textContent: ""}).textContent === "The turn was cancelled."`, status))
 	b.waitFor(t, "the session to be ready", `!!document.querySelector(".badge.state-ready")`)
