@@ -1,5 +1,6 @@
 // Package ui is Conch's go-app PWA: the task list, a session's chat with its command rows
-// and on-demand output (docs/API.md, "The one idea: summaries travel, bodies are fetched"), and the settings of the handler that serves it.
+// and on-demand output (docs/API.md, "The one idea: summaries travel, bodies are
+// fetched"), and the settings of the handler that serves it.
 // Routes is called by both wasm/main.go and the server, so prerendered pages exist.
 package ui
 
