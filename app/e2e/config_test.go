@@ -4,10 +4,8 @@ package e2e
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -63,12 +61,7 @@ func TestConfigOnTheBar(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	profiles, _ := json.Marshal([]map[string]any{{"name": "configured", "command": exe, "env": map[string]string{"CONCH_E2E_AGENT": "config"}}})
-	agents := filepath.Join(t.TempDir(), "agents.json")
-	if err := os.WriteFile(agents, profiles, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	s := startServerAt(t, "127.0.0.1:0", filepath.Join(t.TempDir(), "conch.db"), "--agents", agents)
+	s, _ := startProfilesServer(t, []map[string]any{{"name": "configured", "command": exe, "env": map[string]string{"CONCH_E2E_AGENT": "config"}}})
 	ctx, cancel := context.WithTimeout(context.Background(), deadline)
 	defer cancel()
 	sess := s.sessionOf(t, "a task with options", "configured")

@@ -83,7 +83,7 @@ func startGeminiServer(t *testing.T) *server {
 			t.Fatal(err)
 		}
 	}
-	profiles, err := json.Marshal([]map[string]any{{
+	s, _ := startProfilesServer(t, []map[string]any{{
 		"name": "gemini", "description": "Gemini CLI 0.61.0, scripted", "command": node, "permission": "allow",
 		// A model named: with "auto" the CLI first asks a router model, a reply the script would need too.
 		"args": []string{gemini, "--experimental-acp", "--model", "gemini-2.5-flash", "--fake-responses", replies},
@@ -92,14 +92,7 @@ func startGeminiServer(t *testing.T) *server {
 			"GEMINI_CLI_NO_RELAUNCH": "true"}, // one process, not a launcher and a child
 		"no_read_text_file": true,
 	}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	agents := filepath.Join(dir, "agents.json")
-	if err := os.WriteFile(agents, profiles, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return startServerAt(t, "127.0.0.1:0", filepath.Join(dir, "conch.db"), "--agents", agents)
+	return s
 }
 
 // Gemini CLI creates, edits and deletes a file through Conch, each from a prompt typed in

@@ -32,16 +32,23 @@ func startAgentsServer(t *testing.T, extra ...string) (*server, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	profiles, err := json.Marshal([]map[string]any{
+	return startProfilesServer(t, []map[string]any{
 		{"name": askingAgent, "description": "asks before each command", "command": servetest.Bin(t), "args": []string{"agent", "shell", "--ask"}},
 		{"name": scriptedAgent, "description": "the test binary as an agent", "command": exe, "env": map[string]string{"CONCH_E2E_AGENT": "script"}, "permission": "allow"},
-	})
+	}, extra...)
+}
+
+// startProfilesServer starts a server whose agents file holds profiles; it returns the
+// server and its database file.
+func startProfilesServer(t *testing.T, profiles []map[string]any, extra ...string) (*server, string) {
+	t.Helper()
+	data, err := json.Marshal(profiles)
 	if err != nil {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
 	agents, db := filepath.Join(dir, "agents.json"), filepath.Join(dir, "conch.db")
-	if err := os.WriteFile(agents, profiles, 0o644); err != nil {
+	if err := os.WriteFile(agents, data, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	return startServerAt(t, "127.0.0.1:0", db, append([]string{"--agents", agents}, extra...)...), db

@@ -4,9 +4,7 @@ package e2e
 
 import (
 	"context"
-	"encoding/json"
 	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -36,12 +34,7 @@ func TestUsageAndResumeOnTheBar(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	profiles, _ := json.Marshal([]map[string]any{{"name": "resumer", "command": exe, "env": map[string]string{"CONCH_E2E_AGENT": "resume"}}})
-	agents := filepath.Join(t.TempDir(), "agents.json")
-	if err := os.WriteFile(agents, profiles, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	s := startServerAt(t, "127.0.0.1:0", filepath.Join(t.TempDir(), "conch.db"), "--agents", agents)
+	s, _ := startProfilesServer(t, []map[string]any{{"name": "resumer", "command": exe, "env": map[string]string{"CONCH_E2E_AGENT": "resume"}}})
 	ctx, cancel := context.WithTimeout(context.Background(), deadline)
 	defer cancel()
 	sess := s.sessionOf(t, "a task that spends", "resumer")
