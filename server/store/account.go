@@ -300,27 +300,32 @@ func (s *Store) DeleteAccessToken(ctx context.Context, accountID, id string) err
 // AccountByToken is the account whose access token has hash, and records its use. A
 // hash no token has is errNoToken.
 func (s *Store) AccountByToken(ctx context.Context, hash string) (shared.Account, error) {
-	var acc shared.Account
-	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		var tok accessTokenRow
-		err := tx.Where("hash = ?", hash).Take(&tok).Error
-		switch {
-		case errors.Is(err, gorm.ErrRecordNotFound):
-			return errNoToken
-		case err != nil:
-			return fmt.Errorf("read token: %w", err)
-		}
-		var row accountRow
-		if err := tx.Where("id = ?", tok.AccountID).Take(&row).Error; err != nil {
-			return fmt.Errorf("read token's account: %w", err) // deleted together (DeleteAccount)
-		}
-		acc = row.account()
-		// Its use is recorded once a minute at most: not a write per request.
-		now := s.stamp()
-		return tx.Model(&accessTokenRow{}).Where("id = ? AND last_used_at < ?", tok.ID, now-int64(time.Minute)).
+	var rows []struct {
+		ID, Login, Role string
+		CreatedAt       int64
+		TokenID         string
+		LastUsedAt      int64
+	}
+	err := s.db.WithContext(ctx).Table("access_tokens AS t").
+		Select("a.id, a.login, a.role, a.created_at, t.id AS token_id, t.last_used_at").Joins("JOIN accounts AS a ON a.id = t.account_id").
+		Where("t.hash = ?", hash).Limit(1).Scan(&rows).Error
+	switch {
+	case err != nil:
+		return shared.Account{}, fmt.Errorf("read token: %w", err)
+	case len(rows) == 0:
+		return shared.Account{}, errNoToken
+	}
+	// Its use is recorded once a minute at most: a request that finds it recent writes
+	// nothing (on SQLite, even an update of no row takes the write lock).
+	if now := s.stamp(); rows[0].LastUsedAt < now-int64(time.Minute) {
+		err := s.db.WithContext(ctx).Model(&accessTokenRow{}).Where("id = ? AND last_used_at < ?", rows[0].TokenID, now-int64(time.Minute)).
 			Update("last_used_at", now).Error
-	})
-	return acc, err
+		if err != nil {
+			return shared.Account{}, fmt.Errorf("record token use: %w", err)
+		}
+	}
+	r := rows[0]
+	return accountRow{ID: r.ID, Login: r.Login, Role: r.Role, CreatedAt: r.CreatedAt}.account(), nil
 }
 
 // IsUnknownToken reports whether err is AccountByToken's "no token has this hash".
