@@ -11,6 +11,10 @@ const (
 	MaxTitleBytes       = 500         // a task's title
 	MaxDescriptionBytes = 64 << 10    // a task's description
 	MaxPromptBytes      = OutputLimit // a prompt's content (256 KiB)
+	// A task's additional directories: how many, and the bytes of each path (Linux's
+	// PATH_MAX).
+	MaxAdditionalDirectories = 8
+	MaxPathBytes             = 4096
 )
 
 // CheckLength refuses a field longer than max bytes, or one that is not text (CheckText).

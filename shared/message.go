@@ -179,6 +179,10 @@ type Task struct {
 	BaseBranch string `json:"base_branch,omitempty"`
 	Branch     string `json:"branch,omitempty"`
 	Worktree   string `json:"worktree,omitempty"`
+	// AdditionalDirectories are absolute directories on the server, besides the session's
+	// own, that the task's agents may work in: given to agents that offer ACP's
+	// additionalDirectories, and reached by the agents' file requests (docs/API.md).
+	AdditionalDirectories []string `json:"additional_directories,omitempty"`
 	// Owner is the login of the account that made the task; empty when the server's
 	// token or a server without one made it (docs/API.md, "Accounts and roles").
 	Owner string `json:"owner,omitempty"`

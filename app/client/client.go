@@ -71,12 +71,16 @@ func (c *Client) CreateTask(ctx context.Context, title, description string) (sha
 
 // CreateTaskOn creates a task on a git repository (an absolute path on the server) and
 // its base branch ("": the repository's current branch); its sessions run in a worktree
-// of their own.
-func (c *Client) CreateTaskOn(ctx context.Context, title, description, repo, base string) (shared.Task, error) {
+// of their own. dirs are additional directories its agents may work in (absolute paths
+// on the server).
+func (c *Client) CreateTaskOn(ctx context.Context, title, description, repo, base string, dirs ...string) (shared.Task, error) {
 	var t shared.Task
-	in := map[string]string{"title": title, "description": description}
+	in := map[string]any{"title": title, "description": description}
 	if repo != "" {
 		in["repo"], in["base_branch"] = repo, base
+	}
+	if len(dirs) > 0 {
+		in["additional_directories"] = dirs
 	}
 	return t, c.call(ctx, "POST", "/api/v1/tasks", in, &t)
 }

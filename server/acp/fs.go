@@ -37,25 +37,32 @@ const (
 	loadBudget = 4 * readFileLimit
 )
 
-// inCwd opens the session's directory as a root and returns the path relative to it.
+// inCwd opens, as a root, the session's directory or the task's additional directory
+// that holds path, and returns the path relative to it.
 func (s *session) inCwd(path string) (*os.Root, string, error) {
 	if !filepath.IsAbs(path) {
 		return nil, "", fsError("path %q is not absolute", path)
 	}
-	rel, ok := within(s.cwd, path)
-	if !ok { // the agent may name the directory by its resolved path
-		if real, err := filepath.EvalSymlinks(s.cwd); err == nil {
-			rel, ok = within(real, path)
+	for _, dir := range append([]string{s.cwd}, s.dirs...) {
+		rel, ok := within(dir, path)
+		if !ok { // the agent may name the directory by its resolved path
+			if real, err := filepath.EvalSymlinks(dir); err == nil {
+				rel, ok = within(real, path)
+			}
 		}
+		if !ok {
+			continue
+		}
+		root, err := os.OpenRoot(dir)
+		if err != nil {
+			return nil, "", fsError("the directory %s cannot be opened: %v", dir, err)
+		}
+		return root, rel, nil
 	}
-	if !ok {
-		return nil, "", fsError("%s is outside the session's directory %s", path, s.cwd)
+	if len(s.dirs) > 0 {
+		return nil, "", fsError("%s is outside the session's directory %s and the task's additional directories", path, s.cwd)
 	}
-	root, err := os.OpenRoot(s.cwd)
-	if err != nil {
-		return nil, "", fsError("the session's directory cannot be opened: %v", err)
-	}
-	return root, rel, nil
+	return nil, "", fsError("%s is outside the session's directory %s", path, s.cwd)
 }
 
 // within returns path relative to dir, when it is lexically inside it.

@@ -182,7 +182,8 @@ func (m *Manager) StartSession(ctx context.Context, taskID, agent, cwd string) (
 		}
 		cwd = filepath.Clean(cwd)
 	}
-	if _, err := m.cfg.Store.GetTask(ctx, taskID); err != nil {
+	task, err := m.cfg.Store.GetTask(ctx, taskID)
+	if err != nil {
 		return shared.Session{}, err
 	}
 	if cwd == "" {
@@ -202,7 +203,7 @@ func (m *Manager) StartSession(ctx context.Context, taskID, agent, cwd string) (
 		m.mu.Unlock()
 		return m.closeUnstarted(sess.ID)
 	}
-	s := newSession(m, sess, p)
+	s := newSession(m, sess, task, p)
 	m.sessions[sess.ID] = s
 	m.wg.Add(1)
 	m.mu.Unlock()
@@ -248,6 +249,10 @@ func (m *Manager) restart(id string) (*session, error) {
 	if err != nil {
 		return nil, err
 	}
+	task, err := m.cfg.Store.GetTask(ctx, sess.TaskID)
+	if err != nil {
+		return nil, err
+	}
 	m.mu.Lock()
 	if s := m.sessions[id]; s != nil { // another prompt restarted it meanwhile
 		m.mu.Unlock()
@@ -257,7 +262,7 @@ func (m *Manager) restart(id string) (*session, error) {
 		m.mu.Unlock()
 		return nil, errDraining
 	}
-	s := newSession(m, sess, p)
+	s := newSession(m, sess, task, p)
 	if by != "" {
 		s.resumeID = sdk.SessionId(agentSession)
 	}

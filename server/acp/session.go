@@ -27,6 +27,7 @@ const endGrace = 2 * time.Second
 type session struct {
 	m       *Manager
 	id, cwd string
+	dirs    []string // the task's additional directories, which the agent may work in too
 	profile Profile
 	rec     *recorder
 	log     *slog.Logger
@@ -73,8 +74,8 @@ type session struct {
 	nextTerm  int
 }
 
-func newSession(m *Manager, sess shared.Session, p Profile) *session {
-	s := &session{m: m, id: sess.ID, cwd: sess.Cwd, profile: p, state: sess.State,
+func newSession(m *Manager, sess shared.Session, task shared.Task, p Profile) *session {
+	s := &session{m: m, id: sess.ID, cwd: sess.Cwd, dirs: task.AdditionalDirectories, profile: p, state: sess.State,
 		log:       m.log.With("session", sess.ID, "agent", p.Name),
 		connected: make(chan struct{}), guarded: make(chan struct{}), started: make(chan struct{}), done: make(chan struct{}),
 		terms: map[string]*terminal{}, asks: map[string]chan sdk.RequestPermissionOutcome{}}
@@ -169,6 +170,12 @@ func (s *session) handshake(ctx context.Context) error {
 	if len(left) > 0 {
 		s.say("This agent cannot use the MCP servers " + strings.Join(left, ", ") + " of its profile: it does not offer their transport.")
 	}
+	var dirs []string
+	if caps.SessionCapabilities.AdditionalDirectories != nil {
+		dirs = s.dirs
+	} else if len(s.dirs) > 0 {
+		s.say("This agent was not told of the task's other directories (" + strings.Join(s.dirs, ", ") + "): it does not offer additionalDirectories. Its file requests still reach them.")
+	}
 	s.mu.Lock()
 	switch {
 	case caps.SessionCapabilities.Resume != nil:
@@ -178,7 +185,7 @@ func (s *session) handshake(ctx context.Context) error {
 	}
 	s.mu.Unlock()
 	if s.resumeID != "" {
-		o, err := s.takeUp(ctx, mcp)
+		o, err := s.takeUp(ctx, mcp, dirs)
 		if err == nil {
 			s.acpID = s.resumeID
 			s.offered(o)
@@ -188,7 +195,7 @@ func (s *session) handshake(ctx context.Context) error {
 		s.log.Warn("the agent did not take the conversation up again", "err", err)
 		s.say("The agent started again with no memory of the earlier turns: " + takeUpFailure(err))
 	}
-	ns, err := s.conn.NewSession(ctx, sdk.NewSessionRequest{Cwd: s.cwd, McpServers: mcp})
+	ns, err := s.conn.NewSession(ctx, sdk.NewSessionRequest{Cwd: s.cwd, McpServers: mcp, AdditionalDirectories: dirs})
 	if err != nil {
 		return fmt.Errorf("session/new: %w", err)
 	}
@@ -205,17 +212,17 @@ func (s *session) handshake(ctx context.Context) error {
 
 // takeUp asks the new agent for the conversation of resumeID in the same directory: by
 // session/resume, or else session/load, whose replay is dropped (it is stored already).
-// It returns the modes and options the agent answered with. mcp are the MCP servers, as
-// for a new one.
-func (s *session) takeUp(ctx context.Context, mcp []sdk.McpServer) (offer, error) {
+// It returns the modes and options the agent answered with. mcp are the MCP servers and
+// dirs the additional directories, as for a new one.
+func (s *session) takeUp(ctx context.Context, mcp []sdk.McpServer, dirs []string) (offer, error) {
 	switch s.resumeBy {
 	case store.ResumeBy:
-		r, err := s.conn.ResumeSession(ctx, sdk.ResumeSessionRequest{SessionId: s.resumeID, Cwd: s.cwd, McpServers: mcp})
+		r, err := s.conn.ResumeSession(ctx, sdk.ResumeSessionRequest{SessionId: s.resumeID, Cwd: s.cwd, McpServers: mcp, AdditionalDirectories: dirs})
 		return offer{r.Modes, r.ConfigOptions, r.Models}, err
 	case store.LoadBy:
 		s.setReplaying(true)
 		defer s.setReplaying(false)
-		r, err := s.conn.LoadSession(ctx, sdk.LoadSessionRequest{SessionId: s.resumeID, Cwd: s.cwd, McpServers: mcp})
+		r, err := s.conn.LoadSession(ctx, sdk.LoadSessionRequest{SessionId: s.resumeID, Cwd: s.cwd, McpServers: mcp, AdditionalDirectories: dirs})
 		return offer{r.Modes, r.ConfigOptions, r.Models}, err
 	}
 	return offer{}, errors.New("it no longer offers session/resume nor session/load")

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -29,6 +30,30 @@ func checkRepo(ctx context.Context, repo, base string) (string, string, error) {
 		return "", "", err
 	}
 	return worktree.Repo(ctx, repo, base)
+}
+
+// checkDirectories checks a task request's additional directories: a few absolute
+// directories that exist, each named once (cleaned), in the order given.
+func checkDirectories(dirs []string) ([]string, error) {
+	if len(dirs) > shared.MaxAdditionalDirectories {
+		return nil, shared.Errorf(shared.CodeInvalid, "at most %d additional directories", shared.MaxAdditionalDirectories)
+	}
+	var out []string
+	for _, d := range dirs {
+		if err := shared.CheckLength("additional directory", d, shared.MaxPathBytes); err != nil {
+			return nil, err
+		}
+		if !filepath.IsAbs(d) {
+			return nil, shared.Errorf(shared.CodeInvalid, "additional directory %q is not an absolute path", d)
+		}
+		if fi, err := os.Stat(d); err != nil || !fi.IsDir() {
+			return nil, shared.Errorf(shared.CodeInvalid, "additional directory %s is not a directory", d)
+		}
+		if d = filepath.Clean(d); !slices.Contains(out, d) {
+			out = append(out, d)
+		}
+	}
+	return out, nil
 }
 
 // ensureWorktree gives a task on a repository its worktree when it has none yet, and says

@@ -208,3 +208,37 @@ func TestReviewToAgent(t *testing.T) {
 		t.Errorf("prompts %q\nwant %q", prompts, want)
 	}
 }
+
+// A task's additional directories are absolute directories that exist, at most 8: anything
+// else is refused with a clear error and stores nothing; a good list is kept cleaned and
+// named once, and read back with the task.
+func TestTaskAdditionalDirectories(t *testing.T) {
+	e := newEnv(t)
+	dir, file := t.TempDir(), filepath.Join(t.TempDir(), "f")
+	if err := os.WriteFile(file, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	nine := strings.TrimSuffix(strings.Repeat(fmt.Sprintf("%q,", dir), 9), ",")
+	for body, want := range map[string]string{
+		`{"title":"t","additional_directories":["relative"]}`:            `additional directory \"relative\" is not an absolute path`,
+		fmt.Sprintf(`{"title":"t","additional_directories":[%q]}`, file): file + " is not a directory",
+		`{"title":"t","additional_directories":["/no/such/dir"]}`:        "/no/such/dir is not a directory",
+		`{"title":"t","additional_directories":["/tmp/\u0000"]}`:         "additional directory contains a NUL character",
+		`{"title":"t","additional_directories":[` + nine + `]}`:          "at most 8 additional directories",
+		`{"title":"t","additional_directories":"/tmp"}`:                  "additional_directories",
+	} {
+		if got := e.expect(http.StatusBadRequest, "POST", "/api/v1/tasks", body, nil); !strings.Contains(got, want) {
+			t.Errorf("%s: %s, want %q", body, got, want)
+		}
+	}
+	if got := e.expect(http.StatusOK, "GET", "/api/v1/tasks", "", nil); strings.TrimSpace(got) != `{"tasks":[]}` {
+		t.Errorf("tasks stored: %s", got)
+	}
+	var task shared.Task
+	e.expect(http.StatusCreated, "POST", "/api/v1/tasks", fmt.Sprintf(`{"title":"t","additional_directories":[%q,%q]}`, dir+"/", dir), &task)
+	var got shared.Task
+	e.expect(http.StatusOK, "GET", "/api/v1/tasks/"+task.ID, "", &got)
+	if want := []string{dir}; !slices.Equal(task.AdditionalDirectories, want) || !slices.Equal(got.AdditionalDirectories, want) {
+		t.Errorf("made %q, read back %q, want %q", task.AdditionalDirectories, got.AdditionalDirectories, want)
+	}
+}

@@ -60,10 +60,11 @@ func (s *server) handleListTasks(c *fiber.Ctx) error {
 }
 
 type createTaskRequest struct {
-	Title       string `json:"title"`
-	Description string `json:"description"`
-	Repo        string `json:"repo"`
-	BaseBranch  string `json:"base_branch"`
+	Title       string   `json:"title"`
+	Description string   `json:"description"`
+	Repo        string   `json:"repo"`
+	BaseBranch  string   `json:"base_branch"`
+	Directories []string `json:"additional_directories"`
 }
 
 func (s *server) handleCreateTask(c *fiber.Ctx) error {
@@ -75,7 +76,11 @@ func (s *server) handleCreateTask(c *fiber.Ctx) error {
 	if err != nil {
 		return s.fail(c, err)
 	}
-	task, err := s.store.CreateTaskOn(c.UserContext(), req.Title, req.Description, repo, base, person(c.UserContext()))
+	dirs, err := checkDirectories(req.Directories)
+	if err != nil {
+		return s.fail(c, err)
+	}
+	task, err := s.store.CreateTaskOn(c.UserContext(), req.Title, req.Description, repo, base, person(c.UserContext()), dirs...)
 	if err != nil {
 		return s.fail(c, err)
 	}

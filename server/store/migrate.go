@@ -235,6 +235,10 @@ var steps = []step{
 			task_id TEXT NOT NULL,
 			body TEXT NOT NULL)`,
 	}, then: indexAll},
+	// A task's additional directories (JSON of []string, CreateTaskOn).
+	{table: "tasks", column: "directories", stmts: []string{
+		`ALTER TABLE tasks ADD COLUMN directories TEXT NOT NULL DEFAULT ''`,
+	}},
 }
 
 // migrate brings the schema to the last step in one transaction (DDL is transactional

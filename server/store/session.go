@@ -21,6 +21,7 @@ type taskRow struct {
 	BaseBranch  string
 	Branch      string
 	Worktree    string
+	Directories string // AdditionalDirectories, as a JSON array; "" for none
 	OwnerID     string // the account that made it; "" for the token's or a server without one
 	OwnerLogin  string // its login, which never changes
 	CreatedAt   int64
@@ -30,9 +31,13 @@ type taskRow struct {
 func (taskRow) TableName() string { return "tasks" }
 
 func (r taskRow) task() shared.Task {
-	return shared.Task{ID: r.ID, Title: r.Title, Description: r.Description,
+	t := shared.Task{ID: r.ID, Title: r.Title, Description: r.Description,
 		Repo: r.Repo, BaseBranch: r.BaseBranch, Branch: r.Branch, Worktree: r.Worktree, Owner: r.OwnerLogin,
 		CreatedAt: fromNanos(r.CreatedAt), UpdatedAt: fromNanos(r.UpdatedAt)}
+	if r.Directories != "" {
+		_ = json.Unmarshal([]byte(r.Directories), &t.AdditionalDirectories) // written by CreateTaskOn only
+	}
+	return t
 }
 
 type sessionRow struct {
@@ -82,8 +87,9 @@ func (s *Store) CreateTask(ctx context.Context, title, description string) (shar
 }
 
 // CreateTaskOn stores a new task of owner on a git repository and its base branch (both
-// checked by the caller, server/worktree; "" for a task on none).
-func (s *Store) CreateTaskOn(ctx context.Context, title, description, repo, base string, owner shared.Account) (shared.Task, error) {
+// checked by the caller, server/worktree; "" for a task on none), with the additional
+// directories its agents may work in (checked by the caller: at most MaxAdditionalDirectories, absolute, existing).
+func (s *Store) CreateTaskOn(ctx context.Context, title, description, repo, base string, owner shared.Account, dirs ...string) (shared.Task, error) {
 	if strings.TrimSpace(title) == "" {
 		return shared.Task{}, shared.Errorf(shared.CodeInvalid, "title is required")
 	}
@@ -97,7 +103,17 @@ func (s *Store) CreateTaskOn(ctx context.Context, title, description, repo, base
 	if err := errors.Join(shared.CheckText("repo", repo), shared.CheckText("base_branch", base)); err != nil {
 		return shared.Task{}, err
 	}
-	row := taskRow{ID: newID(), Title: title, Description: description, Repo: repo, BaseBranch: base,
+	var listed string
+	if len(dirs) > 0 {
+		for _, d := range dirs {
+			if err := shared.CheckLength("additional directory", d, shared.MaxPathBytes); err != nil {
+				return shared.Task{}, err
+			}
+		}
+		b, _ := json.Marshal(dirs)
+		listed = string(b)
+	}
+	row := taskRow{ID: newID(), Title: title, Description: description, Repo: repo, BaseBranch: base, Directories: listed,
 		OwnerID: owner.ID, OwnerLogin: owner.Login, CreatedAt: now, UpdatedAt: now}
 	if err := s.db.WithContext(ctx).Create(&row).Error; err != nil {
 		return shared.Task{}, fmt.Errorf("create task: %w", err)

@@ -73,6 +73,10 @@ type Config struct {
 	// set, is given the MCP servers of each session/new, resume and load.
 	MCP   sdk.McpCapabilities
 	OnMCP func(method string, servers []sdk.McpServer)
+	// Dirs advertises additionalDirectories; OnDirs, when set, is given the additional
+	// directories of each session/new, resume and load.
+	Dirs   bool
+	OnDirs func(method string, dirs []string)
 }
 
 // Memory is the file, in a session's directory, where an agent that can resume keeps
@@ -160,21 +164,28 @@ func (a *Agent) Initialize(_ context.Context, req sdk.InitializeRequest) (sdk.In
 	if a.cfg.Resume {
 		caps.SessionCapabilities.Resume = &sdk.SessionResumeCapabilities{}
 	}
+	if a.cfg.Dirs {
+		caps.SessionCapabilities.AdditionalDirectories = &sdk.SessionAdditionalDirectoriesCapabilities{}
+	}
 	return sdk.InitializeResponse{ProtocolVersion: sdk.ProtocolVersionNumber, AuthMethods: []sdk.AuthMethod{}, AgentCapabilities: caps}, nil
 }
 func (a *Agent) Authenticate(context.Context, sdk.AuthenticateRequest) (sdk.AuthenticateResponse, error) {
 	return sdk.AuthenticateResponse{}, nil
 }
 
-func (a *Agent) gotMCP(method string, servers []sdk.McpServer) {
+// opened tells the test's hooks what a session/new, resume or load gave.
+func (a *Agent) opened(method string, servers []sdk.McpServer, dirs []string) {
 	if a.cfg.OnMCP != nil {
 		a.cfg.OnMCP(method, servers)
+	}
+	if a.cfg.OnDirs != nil {
+		a.cfg.OnDirs(method, dirs)
 	}
 }
 
 // NewSession opens a session; an agent that can resume gives each a new id.
 func (a *Agent) NewSession(_ context.Context, p sdk.NewSessionRequest) (sdk.NewSessionResponse, error) {
-	a.gotMCP(sdk.AgentMethodSessionNew, p.McpServers)
+	a.opened(sdk.AgentMethodSessionNew, p.McpServers, p.AdditionalDirectories)
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	sid := sdk.SessionId("scripted")
@@ -199,7 +210,7 @@ func (a *Agent) ListSessions(context.Context, sdk.ListSessionsRequest) (sdk.List
 
 // ResumeSession takes up a session remembered in cwd, replaying nothing.
 func (a *Agent) ResumeSession(_ context.Context, p sdk.ResumeSessionRequest) (sdk.ResumeSessionResponse, error) {
-	a.gotMCP(sdk.AgentMethodSessionResume, p.McpServers)
+	a.opened(sdk.AgentMethodSessionResume, p.McpServers, p.AdditionalDirectories)
 	if !a.cfg.Resume {
 		return sdk.ResumeSessionResponse{}, sdk.NewMethodNotFound(sdk.AgentMethodSessionResume)
 	}
@@ -214,7 +225,7 @@ func (a *Agent) ResumeSession(_ context.Context, p sdk.ResumeSessionRequest) (sd
 // LoadSession takes up a session remembered in cwd and replays its prompts as agent
 // messages before it answers, as ACP asks.
 func (a *Agent) LoadSession(ctx context.Context, p sdk.LoadSessionRequest) (sdk.LoadSessionResponse, error) {
-	a.gotMCP(sdk.AgentMethodSessionLoad, p.McpServers)
+	a.opened(sdk.AgentMethodSessionLoad, p.McpServers, p.AdditionalDirectories)
 	if !a.cfg.Load {
 		return sdk.LoadSessionResponse{}, sdk.NewMethodNotFound(sdk.AgentMethodSessionLoad)
 	}
