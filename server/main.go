@@ -260,7 +260,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	// to another server) while the running turns finish.
 	log.Info("draining", "for", cfg.drain)
 	began := time.Now()
-	left := runtime.Drain(cfg.drain)
+	left := self.Drain(cfg.drain)
 	log.Info("shutting down", "drained_in", time.Since(began).Round(time.Millisecond), "turns_cancelled", left)
 	// fasthttp's shutdown neither waits for nor closes WebSockets: close them first (1001).
 	events.Close()

@@ -100,3 +100,58 @@ func published(t *testing.T, frames [][]byte, action string) map[string]int {
 	}
 	return n
 }
+
+// A prompt for a session whose replica drains is refused as that replica refuses its own
+// (draining, to be sent again) with nothing stored or addressed, while the person's answer
+// to a permission request of its running turn still reaches it.
+func TestPromptForADrainingOwnerRefused(t *testing.T) {
+	dsn := pgtest.Database(t)
+	ctx := context.Background()
+	b := startServer(t, dsn)
+	a, err := store.Open(dsn, nil) // the owner: a replica that only holds its lease here
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { a.Close() })
+	if err := a.Join(ctx, "owner", DefaultLease); err != nil {
+		t.Fatal(err)
+	}
+	task, err := a.CreateTask(ctx, t.Name(), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sess, err := a.CreateSession(ctx, task.ID, "shell", "/tmp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.SetSessionState(ctx, sess.ID, shared.SessionRunning, ""); err != nil {
+		t.Fatal(err)
+	}
+	ask, err := a.CreateMessage(ctx, store.NewMessage{SessionID: sess.ID, AuthorType: shared.AuthorAgent, Type: shared.TypePermissionRequest,
+		Content: "may I?", Metadata: &shared.Metadata{Status: shared.StatusPending,
+			Options: []shared.PermissionOption{{OptionID: "yes", Name: "Yes", Kind: "allow_once"}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Drain(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	_, err = b.rep.Prompt(ctx, sess.ID, "ann", shared.AddRequest{Content: "echo hi", ClientMessageID: "c-1"})
+	if shared.ErrorCode(err) != shared.CodeDraining {
+		t.Errorf("a prompt for a draining owner: %v, want code %s", err, shared.CodeDraining)
+	}
+	if page, err := b.store.ListMessages(ctx, shared.ListRequest{SessionID: sess.ID}); err != nil || page.Total != 1 {
+		t.Errorf("messages after the refusal: %d (%v), want the permission request alone", page.Total, err)
+	}
+	if _, err := b.rep.AnswerPermission(ctx, sess.ID, ask.ID, "yes"); err != nil {
+		t.Fatal(err)
+	}
+	cmds, err := a.TakeCommands(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cmds) != 1 || cmds[0].Kind != store.CommandPermission {
+		t.Errorf("the draining owner's inbox: %+v, want the answer alone", cmds)
+	}
+}

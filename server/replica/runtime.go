@@ -74,6 +74,17 @@ func (r *Replica) StopAgent(ctx context.Context, sessionID string) (shared.Sessi
 // Draining is the local runtime's: this server is stopping.
 func (r *Replica) Draining() error { return r.local.Draining() }
 
+// Drain stops this server taking turns, here (acp.Manager.Drain, which it returns the
+// outcome of) and for prompts other replicas take for its sessions (store.Drain): they
+// are refused as this server refuses its own, not stored to wait for an agent that will
+// not take them.
+func (r *Replica) Drain(d time.Duration) int {
+	if err := r.store.Drain(context.Background()); err != nil {
+		r.log.Warn("replica: other servers may still forward prompts to this one", "err", err)
+	}
+	return r.local.Drain(d)
+}
+
 // Resume starts a stopped session's agent and resumes its conversation, here or on the
 // replica that still owns it (a session no replica owns is claimed here), and returns
 // the session once the agent has answered.

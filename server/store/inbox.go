@@ -58,6 +58,11 @@ func (commandRow) TableName() string { return "inbox" }
 // the same answer as for the closed session it is about to become.
 var errOwnerGone = shared.Errorf(shared.CodeConflict, "session is closed: the server running its agent stopped")
 
+// errOwnerDraining answers a prompt for a session whose replica is stopping (Drain), as
+// that replica itself would: nothing is stored, and it is sent again in a moment.
+var errOwnerDraining = shared.Errorf(shared.CodeDraining,
+	"the server running this session's agent is stopping: send it again in a moment (Retry-After), and another server takes it")
+
 // Forward addresses c to the replica that runs its session and returns that replica, or
 // "" when this process runs it (or no replica does: the session has ended), and the
 // caller acts itself. A session whose replica lost its lease is a conflict.
@@ -82,12 +87,15 @@ func (s *Store) forward(tx *gorm.DB, sess sessionRow, c Command) (string, error)
 	if sess.Owner == "" || sess.Owner == s.replica || shared.SessionState(sess.State).Ended() {
 		return "", nil
 	}
-	var n int64
-	if err := tx.Model(&replicaRow{}).Where("id = ? AND lease_until >= ?", sess.Owner, s.stamp()).Count(&n).Error; err != nil {
+	var owner []replicaRow
+	if err := tx.Where("id = ? AND lease_until >= ?", sess.Owner, s.stamp()).Limit(1).Find(&owner).Error; err != nil {
 		return "", err
 	}
-	if n == 0 {
+	if len(owner) == 0 {
 		return "", errOwnerGone
+	}
+	if owner[0].Draining != 0 && c.Kind == CommandPrompt {
+		return "", errOwnerDraining
 	}
 	if c.ID == "" {
 		c.ID = newID()

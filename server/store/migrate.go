@@ -239,6 +239,10 @@ var steps = []step{
 	{table: "tasks", column: "directories", stmts: []string{
 		`ALTER TABLE tasks ADD COLUMN directories TEXT NOT NULL DEFAULT ''`,
 	}},
+	// A replica that drains (Drain) takes no new prompt: 1 from SIGTERM on.
+	{table: "replicas", column: "draining", stmts: []string{
+		`ALTER TABLE replicas ADD COLUMN draining INTEGER NOT NULL DEFAULT 0`,
+	}},
 }
 
 // migrate brings the schema to the last step in one transaction (DDL is transactional

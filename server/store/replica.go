@@ -20,6 +20,7 @@ import (
 type replicaRow struct {
 	ID         string `gorm:"primaryKey"`
 	LeaseUntil int64
+	Draining   int // 1 once the replica drains (Drain): it takes no new prompt
 }
 
 func (replicaRow) TableName() string { return "replicas" }
@@ -55,6 +56,17 @@ func (s *Store) Join(ctx context.Context, id string, lease time.Duration) error 
 		return fmt.Errorf("join as replica %s: %w", id, err)
 	}
 	s.replica, s.lease = id, lease
+	return nil
+}
+
+// Drain marks this replica as stopping: from now on a prompt another replica takes for one
+// of its sessions is refused (CodeDraining) before anything is stored, as it would be here,
+// instead of being addressed to an agent that will not take another turn. The person sends
+// it again; once this replica is gone, the session is anyone's (its agent resumes).
+func (s *Store) Drain(ctx context.Context) error {
+	if err := s.db.WithContext(ctx).Model(&replicaRow{}).Where("id = ?", s.replica).Update("draining", 1).Error; err != nil {
+		return fmt.Errorf("mark the replica draining: %w", err)
+	}
 	return nil
 }
 
