@@ -14,34 +14,8 @@ import (
 // once by the replica that took them, and addressed in the same commit to the owner's
 // inbox; a repeated prompt publishes and addresses nothing.
 func TestPersonsCommandsRoutedAndPublishedOnce(t *testing.T) {
-	dsn := pgtest.Database(t)
 	ctx := context.Background()
-	b := startServer(t, dsn)
-	a, err := store.Open(dsn, nil) // the owner: a replica that only holds its lease here
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { a.Close() })
-	if err := a.Join(ctx, "owner", DefaultLease); err != nil {
-		t.Fatal(err)
-	}
-	task, err := a.CreateTask(ctx, t.Name(), "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	sess, err := a.CreateSession(ctx, task.ID, "shell", "/tmp")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := a.SetSessionState(ctx, sess.ID, shared.SessionReady, ""); err != nil {
-		t.Fatal(err)
-	}
-	ask, err := a.CreateMessage(ctx, store.NewMessage{SessionID: sess.ID, AuthorType: shared.AuthorAgent, Type: shared.TypePermissionRequest,
-		Content: "may I?", Metadata: &shared.Metadata{Status: shared.StatusPending,
-			Options: []shared.PermissionOption{{OptionID: "yes", Name: "Yes", Kind: "allow_once"}}}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	b, a, sess, ask := ownedElsewhere(t)
 	client := b.hub.Connect()
 	t.Cleanup(client.Close)
 	client.Subscribe(sess.ID)
@@ -80,6 +54,40 @@ func TestPersonsCommandsRoutedAndPublishedOnce(t *testing.T) {
 	}
 }
 
+// ownedElsewhere starts replica b, and a replica a that only holds its lease in the same
+// database and owns a ready session with a pending permission request.
+func ownedElsewhere(t *testing.T) (b *server, a *store.Store, sess shared.Session, ask shared.Message) {
+	t.Helper()
+	dsn := pgtest.Database(t)
+	ctx := context.Background()
+	b = startServer(t, dsn)
+	a, err := store.Open(dsn, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { a.Close() })
+	if err := a.Join(ctx, "owner", DefaultLease); err != nil {
+		t.Fatal(err)
+	}
+	task, err := a.CreateTask(ctx, t.Name(), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sess, err = a.CreateSession(ctx, task.ID, "shell", "/tmp"); err != nil {
+		t.Fatal(err)
+	}
+	if sess, err = a.SetSessionState(ctx, sess.ID, shared.SessionReady, ""); err != nil {
+		t.Fatal(err)
+	}
+	ask, err = a.CreateMessage(ctx, store.NewMessage{SessionID: sess.ID, AuthorType: shared.AuthorAgent, Type: shared.TypePermissionRequest,
+		Content: "may I?", Metadata: &shared.Metadata{Status: shared.StatusPending,
+			Options: []shared.PermissionOption{{OptionID: "yes", Name: "Yes", Kind: "allow_once"}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b, a, sess, ask
+}
+
 // published counts the frames of action by the id of the message they carry.
 func published(t *testing.T, frames [][]byte, action string) map[string]int {
 	t.Helper()
@@ -105,39 +113,13 @@ func published(t *testing.T, frames [][]byte, action string) map[string]int {
 // (draining, to be sent again) with nothing stored or addressed, while the person's answer
 // to a permission request of its running turn still reaches it.
 func TestPromptForADrainingOwnerRefused(t *testing.T) {
-	dsn := pgtest.Database(t)
 	ctx := context.Background()
-	b := startServer(t, dsn)
-	a, err := store.Open(dsn, nil) // the owner: a replica that only holds its lease here
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { a.Close() })
-	if err := a.Join(ctx, "owner", DefaultLease); err != nil {
-		t.Fatal(err)
-	}
-	task, err := a.CreateTask(ctx, t.Name(), "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	sess, err := a.CreateSession(ctx, task.ID, "shell", "/tmp")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := a.SetSessionState(ctx, sess.ID, shared.SessionRunning, ""); err != nil {
-		t.Fatal(err)
-	}
-	ask, err := a.CreateMessage(ctx, store.NewMessage{SessionID: sess.ID, AuthorType: shared.AuthorAgent, Type: shared.TypePermissionRequest,
-		Content: "may I?", Metadata: &shared.Metadata{Status: shared.StatusPending,
-			Options: []shared.PermissionOption{{OptionID: "yes", Name: "Yes", Kind: "allow_once"}}}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	b, a, sess, ask := ownedElsewhere(t)
 	if err := a.Drain(ctx); err != nil {
 		t.Fatal(err)
 	}
 
-	_, err = b.rep.Prompt(ctx, sess.ID, "ann", shared.AddRequest{Content: "echo hi", ClientMessageID: "c-1"})
+	_, err := b.rep.Prompt(ctx, sess.ID, "ann", shared.AddRequest{Content: "echo hi", ClientMessageID: "c-1"})
 	if shared.ErrorCode(err) != shared.CodeDraining {
 		t.Errorf("a prompt for a draining owner: %v, want code %s", err, shared.CodeDraining)
 	}
