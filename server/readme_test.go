@@ -28,7 +28,7 @@ var readmeCommands = []struct {
 	{cmd: "make run", skip: "builds in the repository and serves on 127.0.0.1:8080; TestMakeNeeds checks what it needs"},
 	{cmd: "make test", skip: "this test runs under it"},
 	{cmd: "cat > agents.json <<'EOF'\n" +
-		`[{"name": "gemini", "description": "Gemini CLI", "command": "gemini", "args": ["--acp"], "no_read_text_file": true},` + "\n" +
+		`[{"name": "gemini", "description": "Gemini CLI", "command": "gemini", "args": ["--acp"], "no_read_text_file": true, "auth_method": "gemini-api-key"},` + "\n" +
 		` {"name": "claude", "command": "npx", "args": ["-y", "@agentclientprotocol/claude-agent-acp"], "permission": "ask"}]` + "\n" +
 		"EOF", check: runs},
 	{cmd: "make run CONCH_AGENTS=agents.json ADDR=127.0.0.1:9000",

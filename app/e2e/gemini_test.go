@@ -91,6 +91,9 @@ func startGeminiServer(t *testing.T) *server {
 		"env": map[string]string{"GEMINI_API_KEY": "offline", "HOME": home, "GEMINI_CLI_HOME": home, "TMPDIR": t.TempDir(),
 			"GEMINI_CLI_NO_RELAUNCH": "true"}, // one process, not a launcher and a child
 		"no_read_text_file": true,
+		// Gemini loads an earlier conversation (session/load) only once a sign-in method
+		// was chosen; it takes a new one on its key alone.
+		"auth_method": "gemini-api-key",
 	}})
 	return s
 }

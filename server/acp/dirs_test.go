@@ -107,3 +107,54 @@ func errText(err error) string {
 	}
 	return err.Error()
 }
+
+// An agent that lists sign-in methods and opens no session before one is chosen: a profile
+// that names one of them (auth_method) has Conch authenticate before session/new and
+// before the resume of a stopped agent; a profile without it fails with the agent's words,
+// and one that names a method the agent does not list fails with the ones it does.
+func TestProfileAuthMethod(t *testing.T) {
+	for _, tt := range []struct {
+		name, method string
+		want         string // the failed start's error; "" for a start
+	}{
+		{"named", "api-key", ""},
+		{"none", "", "Authentication required"},
+		{"unknown", "password", `the profile's auth_method "password" is not one the agent offers (oauth, api-key)`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var mu sync.Mutex
+			var calls []string
+			note := func(s string) {
+				mu.Lock()
+				defer mu.Unlock()
+				calls = append(calls, s)
+			}
+			env := newEnv(t, scriptedAs(acptest.Config{Scripts: map[string]script{}, Resume: true, AuthMethods: []string{"oauth", "api-key"},
+				Authenticated: func(id string) { note("authenticate " + id) },
+				OnDirs:        func(method string, _ []string) { note(method) }}), false, Profile{Name: "scripted", AuthMethod: tt.method})
+			sess, err := env.m.StartSession(context.Background(), env.task.ID, "scripted", "")
+			if tt.want != "" {
+				if err == nil && sess.State == shared.SessionReady {
+					t.Fatalf("the session started: %+v", sess)
+				}
+				if got := sess.Error + errText(err); !strings.Contains(got, tt.want) {
+					t.Errorf("the failed start says %q, want %q", got, tt.want)
+				}
+				return
+			}
+			if err != nil || sess.State != shared.SessionReady {
+				t.Fatalf("start: %+v, %v", sess, err)
+			}
+			if _, err := env.m.StopAgent(context.Background(), sess.ID); err != nil {
+				t.Fatal(err)
+			}
+			env.restart(t, sess.ID, acptest.Recall)
+			mu.Lock()
+			defer mu.Unlock()
+			want := []string{"authenticate api-key", sdk.AgentMethodSessionNew, "authenticate api-key", sdk.AgentMethodSessionResume}
+			if !slices.Equal(calls, want) {
+				t.Errorf("calls %q, want %q", calls, want)
+			}
+		})
+	}
+}

@@ -41,6 +41,11 @@ type Profile struct {
 	NoReadTextFile bool `json:"no_read_text_file,omitempty"`
 	// MCPServers are given to each session of the agent (session/new, load and resume).
 	MCPServers []MCPServer `json:"mcp_servers,omitempty"`
+	// AuthMethod is the id of one of the sign-in methods the agent lists in its initialize
+	// answer, which Conch then asks for (ACP authenticate) before each session/new, load or
+	// resume. Gemini CLI takes a new session on its GEMINI_API_KEY alone, but loads an
+	// earlier one (after a restart) only once a method was chosen: "gemini-api-key".
+	AuthMethod string `json:"auth_method,omitempty"`
 }
 
 // MCPServer is an MCP server an agent is told to use: one it starts (stdio: Command, Args,

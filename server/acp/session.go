@@ -165,6 +165,9 @@ func (s *session) handshake(ctx context.Context) error {
 	if init.ProtocolVersion != sdk.ProtocolVersionNumber {
 		return fmt.Errorf("initialize: the agent speaks ACP version %d, Conch speaks %d", init.ProtocolVersion, sdk.ProtocolVersionNumber)
 	}
+	if err := s.authenticate(ctx, init.AuthMethods); err != nil {
+		return err
+	}
 	caps := init.AgentCapabilities
 	mcp, left := s.profile.mcpServers(caps.McpCapabilities)
 	if len(left) > 0 {
@@ -208,6 +211,40 @@ func (s *session) handshake(ctx context.Context) error {
 		s.log.Warn("the agent's session id is not kept", "err", err)
 	}
 	return nil
+}
+
+// authenticate asks the agent for the sign-in method its profile names (ACP authenticate),
+// one of those it listed in its initialize answer (offered: hostile text, named bounded).
+func (s *session) authenticate(ctx context.Context, offered []sdk.AuthMethod) error {
+	want := s.profile.AuthMethod
+	if want == "" {
+		return nil
+	}
+	var ids []string
+	for _, m := range offered {
+		if id := authMethodID(m); id == want {
+			if _, err := s.conn.Authenticate(ctx, sdk.AuthenticateRequest{MethodId: want}); err != nil {
+				return fmt.Errorf("authenticate as %s: %w", want, err)
+			}
+			return nil
+		} else if len(ids) < 10 {
+			ids = append(ids, store.CutText(id, 100))
+		}
+	}
+	return fmt.Errorf("the profile's auth_method %q is not one the agent offers (%s)", want, strings.Join(ids, ", "))
+}
+
+// authMethodID is a sign-in method's id, whichever of ACP's kinds it is.
+func authMethodID(m sdk.AuthMethod) string {
+	switch {
+	case m.Agent != nil:
+		return m.Agent.Id
+	case m.EnvVar != nil:
+		return m.EnvVar.Id
+	case m.Terminal != nil:
+		return m.Terminal.Id
+	}
+	return ""
 }
 
 // takeUp asks the new agent for the conversation of resumeID in the same directory: by

@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -36,12 +37,13 @@ type Agent struct {
 	scripts    map[string]Script
 	modeSwitch func(context.Context) error
 
-	mu     sync.Mutex
-	modes  *sdk.SessionModeState
-	config []sdk.SessionConfigOption
-	models *sdk.SessionModelState
-	cfg    Config
-	cwds   map[sdk.SessionId]string // the directory of each session opened here
+	mu       sync.Mutex
+	modes    *sdk.SessionModeState
+	config   []sdk.SessionConfigOption
+	models   *sdk.SessionModelState
+	cfg      Config
+	cwds     map[sdk.SessionId]string // the directory of each session opened here
+	signedIn bool                     // authenticate was asked for
 }
 
 // Config is an agent: its scripts, and the session modes it offers (nil: none).
@@ -77,6 +79,11 @@ type Config struct {
 	// directories of each session/new, resume and load.
 	Dirs   bool
 	OnDirs func(method string, dirs []string)
+	// AuthMethods are the ids of the sign-in methods the agent lists; Authenticated, when
+	// set, is told of each authenticate. An agent that lists methods opens no session
+	// before one was asked for.
+	AuthMethods   []string
+	Authenticated func(methodID string)
 }
 
 // Memory is the file, in a session's directory, where an agent that can resume keeps
@@ -167,10 +174,37 @@ func (a *Agent) Initialize(_ context.Context, req sdk.InitializeRequest) (sdk.In
 	if a.cfg.Dirs {
 		caps.SessionCapabilities.AdditionalDirectories = &sdk.SessionAdditionalDirectoriesCapabilities{}
 	}
-	return sdk.InitializeResponse{ProtocolVersion: sdk.ProtocolVersionNumber, AuthMethods: []sdk.AuthMethod{}, AgentCapabilities: caps}, nil
+	methods := []sdk.AuthMethod{}
+	for _, id := range a.cfg.AuthMethods {
+		methods = append(methods, sdk.AuthMethod{Agent: &sdk.AuthMethodAgent{Id: id, Name: id}})
+	}
+	return sdk.InitializeResponse{ProtocolVersion: sdk.ProtocolVersionNumber, AuthMethods: methods, AgentCapabilities: caps}, nil
 }
-func (a *Agent) Authenticate(context.Context, sdk.AuthenticateRequest) (sdk.AuthenticateResponse, error) {
+
+func (a *Agent) Authenticate(_ context.Context, p sdk.AuthenticateRequest) (sdk.AuthenticateResponse, error) {
+	if !slices.Contains(a.cfg.AuthMethods, p.MethodId) {
+		return sdk.AuthenticateResponse{}, sdk.NewInvalidParams(map[string]any{"methodId": p.MethodId})
+	}
+	a.mu.Lock()
+	a.signedIn = true
+	a.mu.Unlock()
+	if a.cfg.Authenticated != nil {
+		a.cfg.Authenticated(p.MethodId)
+	}
 	return sdk.AuthenticateResponse{}, nil
+}
+
+// errAuthRequired is ACP's answer to a session request before authenticate.
+var errAuthRequired = &sdk.RequestError{Code: -32000, Message: "Authentication required"}
+
+// mayOpen answers errAuthRequired while the agent lists sign-in methods and none was asked for.
+func (a *Agent) mayOpen() error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if len(a.cfg.AuthMethods) > 0 && !a.signedIn {
+		return errAuthRequired
+	}
+	return nil
 }
 
 // opened tells the test's hooks what a session/new, resume or load gave.
@@ -186,6 +220,9 @@ func (a *Agent) opened(method string, servers []sdk.McpServer, dirs []string) {
 // NewSession opens a session; an agent that can resume gives each a new id.
 func (a *Agent) NewSession(_ context.Context, p sdk.NewSessionRequest) (sdk.NewSessionResponse, error) {
 	a.opened(sdk.AgentMethodSessionNew, p.McpServers, p.AdditionalDirectories)
+	if err := a.mayOpen(); err != nil {
+		return sdk.NewSessionResponse{}, err
+	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	sid := sdk.SessionId("scripted")
@@ -211,6 +248,9 @@ func (a *Agent) ListSessions(context.Context, sdk.ListSessionsRequest) (sdk.List
 // ResumeSession takes up a session remembered in cwd, replaying nothing.
 func (a *Agent) ResumeSession(_ context.Context, p sdk.ResumeSessionRequest) (sdk.ResumeSessionResponse, error) {
 	a.opened(sdk.AgentMethodSessionResume, p.McpServers, p.AdditionalDirectories)
+	if err := a.mayOpen(); err != nil {
+		return sdk.ResumeSessionResponse{}, err
+	}
 	if !a.cfg.Resume {
 		return sdk.ResumeSessionResponse{}, sdk.NewMethodNotFound(sdk.AgentMethodSessionResume)
 	}
@@ -226,6 +266,9 @@ func (a *Agent) ResumeSession(_ context.Context, p sdk.ResumeSessionRequest) (sd
 // messages before it answers, as ACP asks.
 func (a *Agent) LoadSession(ctx context.Context, p sdk.LoadSessionRequest) (sdk.LoadSessionResponse, error) {
 	a.opened(sdk.AgentMethodSessionLoad, p.McpServers, p.AdditionalDirectories)
+	if err := a.mayOpen(); err != nil {
+		return sdk.LoadSessionResponse{}, err
+	}
 	if !a.cfg.Load {
 		return sdk.LoadSessionResponse{}, sdk.NewMethodNotFound(sdk.AgentMethodSessionLoad)
 	}
