@@ -313,6 +313,7 @@ func (s *server) handleDeleteAccount(c *fiber.Ctx) error {
 	if err := s.store.DeleteAccount(c.UserContext(), c.Params("account_id")); err != nil {
 		return s.fail(c, err)
 	}
+	s.events.Revoked(revokeKey("account", c.Params("account_id")))
 	return c.SendStatus(http.StatusNoContent)
 }
 
@@ -378,6 +379,7 @@ func (s *server) handleDeleteToken(c *fiber.Ctx) error {
 	if err := s.store.DeleteAccessToken(c.UserContext(), acc.ID, c.Params("token_id")); err != nil {
 		return s.fail(c, err)
 	}
+	s.events.Revoked(revokeKey("token", c.Params("token_id")))
 	return c.SendStatus(http.StatusNoContent)
 }
 

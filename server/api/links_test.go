@@ -130,3 +130,47 @@ func TestOnlyOwnersShareByLink(t *testing.T) {
 		}
 	}
 }
+
+// An expired link opens nothing, as an unknown one, and its guest's sign-in and WebSocket
+// end with it; the store's clock and the server's both move past the expiry.
+func TestExpiredLinkIsRefused(t *testing.T) {
+	e := newEnv(t, withToken)
+	admin := []string{"Authorization", "Bearer " + token}
+	sess := e.session()
+	var link shared.ShareLink
+	e.expect(http.StatusCreated, "POST", "/api/v1/tasks/"+sess.TaskID+"/links", `{"days":1}`, &link, admin...)
+	resp, _ := e.do("GET", link.URL, "")
+	if resp.StatusCode != http.StatusOK || len(resp.Cookies()) != 1 {
+		t.Fatalf("opening the link: %d", resp.StatusCode)
+	}
+	guest := []string{"Cookie", cookieName + "=" + resp.Cookies()[0].Value}
+	w, wresp, err := dial(t, e.listen(), http.Header{"Cookie": {guest[1]}})
+	if err != nil {
+		t.Fatalf("dial: %v (%v)", err, wresp)
+	}
+	w.request(shared.ActionSubscribe, shared.SessionRef{SessionID: sess.ID})
+
+	e.clock.advance(24*time.Hour - time.Minute)
+	e.stored.advance(24*time.Hour - time.Minute)
+	e.expect(http.StatusOK, "GET", "/api/v1/me", "", nil, guest...)
+	e.hub.MessageAdded(e.text(sess.ID, "before the expiry"))
+	if n := w.next(); !strings.Contains(string(n.Payload), "before the expiry") {
+		t.Errorf("before the expiry the guest got %s %s", n.Action, n.Payload)
+	}
+
+	e.clock.advance(2 * time.Minute)
+	e.stored.advance(2 * time.Minute)
+	unknownResp, unknown := e.do("GET", "/share/wrong", "")
+	expiredResp, expired := e.do("GET", link.URL, "")
+	if expiredResp.StatusCode != http.StatusNotFound || expired != unknown || len(expiredResp.Cookies()) != 0 {
+		t.Errorf("an expired link: %d %v %s; an unknown one: %d %s", expiredResp.StatusCode, expiredResp.Cookies(), expired, unknownResp.StatusCode, unknown)
+	}
+	e.expect(http.StatusUnauthorized, "GET", "/api/v1/me", "", nil, guest...)
+	var links struct{ Links []shared.ShareLink }
+	e.expect(http.StatusOK, "GET", "/api/v1/tasks/"+sess.TaskID+"/links", "", &links, admin...)
+	if len(links.Links) != 0 {
+		t.Errorf("an expired link is listed: %+v", links.Links)
+	}
+	e.hub.MessageAdded(e.text(sess.ID, "after the expiry"))
+	expectSignedOut(t, w, "the link's expiry")
+}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"testing"
 
+	"conch/server/hub"
 	"conch/server/internal/pgtest"
 	"conch/server/store"
 	"conch/shared"
@@ -42,7 +43,7 @@ func TestPersonsCommandsRoutedAndPublishedOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	client := b.hub.Connect()
+	client := b.hub.Connect(hub.Who{})
 	t.Cleanup(client.Close)
 	client.Subscribe(sess.ID)
 
