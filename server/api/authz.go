@@ -96,11 +96,12 @@ func (s *server) wsAllowed(ctx context.Context, req shared.Envelope) (*shared.Au
 
 // inScope refuses a guest (a share link's sign-in, acc.TaskID) anything but its own task:
 // whatever names another task, a session or message of one, or nothing of its task at all
-// (the task list's live updates, the usage, accounts, …) is not found, as if it did not
+// (the usage, accounts, …) is not found, as if it did not
 // exist. Its own task's writes go on to the role check, which refuses them. The task list
-// shows a guest its one task (seenBy); /me is its own.
+// shows a guest its one task (seenBy), and its live updates only that task's (hub.Who's
+// Task); /me is its own.
 func (s *server) inScope(ctx context.Context, acc shared.Account, e shared.AuditEvent) error {
-	if acc.TaskID == "" || e.Action == "GET /api/v1/tasks" || e.Action == "GET /api/v1/me" {
+	if acc.TaskID == "" || e.Action == "GET /api/v1/tasks" || e.Action == "GET /api/v1/me" || e.Action == shared.ActionTasksSubscribe {
 		return nil
 	}
 	task, err := "", error(nil)

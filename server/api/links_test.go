@@ -79,7 +79,8 @@ func TestGuestSeesOnlyItsTask(t *testing.T) {
 	// A message of another task under the guest's own session is not found either.
 	e.expect(http.StatusNotFound, "GET", "/api/v1/task-sessions/"+own.ID+"/messages/"+otherMsg.ID+"/tool-content", "", nil, guest...)
 
-	// Over the WebSocket: its session only, and no live task list (it names every task).
+	// Over the WebSocket: its session only, and the task list's updates of its task only
+	// (TestGuestsTaskListIsLive).
 	w, wresp, err := dial(t, e.listen(), http.Header{"Cookie": {guest[1]}})
 	if err != nil {
 		t.Fatalf("dial: %v (%v)", err, wresp)
@@ -89,7 +90,7 @@ func TestGuestSeesOnlyItsTask(t *testing.T) {
 		payload any
 		code    string
 	}{
-		{shared.ActionTasksSubscribe, struct{}{}, shared.CodeNotFound},
+		{shared.ActionTasksSubscribe, struct{}{}, ""},
 		{shared.ActionSubscribe, shared.SessionRef{SessionID: other.ID}, shared.CodeNotFound},
 		{shared.ActionMessageList, shared.ListRequest{SessionID: other.ID}, shared.CodeNotFound},
 		{shared.ActionMessageAdd, shared.AddRequest{SessionID: other.ID, Content: "ls"}, shared.CodeNotFound},
@@ -173,4 +174,50 @@ func TestExpiredLinkIsRefused(t *testing.T) {
 	}
 	e.hub.MessageAdded(e.text(sess.ID, "after the expiry"))
 	expectSignedOut(t, w, "the link's expiry")
+}
+
+// A guest's task list is live for its one task: its changes come, another task's never,
+// and its task's deletion ends the guest's connection (its link went with the task).
+func TestGuestsTaskListIsLive(t *testing.T) {
+	e := newEnv(t, withToken)
+	admin := []string{"Authorization", "Bearer " + token}
+	own, other := e.session(), e.session()
+	var link shared.ShareLink
+	e.expect(http.StatusCreated, "POST", "/api/v1/tasks/"+own.TaskID+"/links", `{"days":7}`, &link, admin...)
+	resp, _ := e.do("GET", link.URL, "")
+	addr := e.listen()
+	guest, wresp, err := dial(t, addr, http.Header{"Cookie": {cookieName + "=" + resp.Cookies()[0].Value}})
+	if err != nil {
+		t.Fatalf("dial: %v (%v)", err, wresp)
+	}
+	watcher, wresp, err := dial(t, addr, http.Header{"Authorization": {"Bearer " + token}})
+	if err != nil {
+		t.Fatalf("dial: %v (%v)", err, wresp)
+	}
+	for _, w := range []*wsClient{guest, watcher} {
+		if r := w.request(shared.ActionTasksSubscribe, struct{}{}); r.Type != shared.EnvelopeResponse {
+			t.Fatalf("tasks.subscribe: %s", r.Payload)
+		}
+	}
+	// Each change is awaited on the admin's list first, so the guest's next frame, if any,
+	// is in flight already.
+	change := func(taskID string) {
+		t.Helper()
+		e.hub.TaskChanged(taskID)
+		for {
+			var task shared.Task
+			if n := watcher.next(); n.Action == shared.ActionTaskUpdated && n.Decode(&task) == nil && task.ID == taskID {
+				return
+			}
+		}
+	}
+	change(other.TaskID)
+	change(own.TaskID)
+	var task shared.Task
+	if n := guest.next(); n.Action != shared.ActionTaskUpdated || n.Decode(&task) != nil || task.ID != own.TaskID {
+		t.Errorf("the guest's first live update: %s %s", n.Action, n.Payload)
+	}
+	e.expect(http.StatusNoContent, "DELETE", "/api/v1/tasks/"+other.TaskID, "", nil, admin...)
+	e.expect(http.StatusNoContent, "DELETE", "/api/v1/tasks/"+own.TaskID, "", nil, admin...)
+	expectSignedOut(t, guest, "its task's deletion") // and nothing of the other's before
 }
