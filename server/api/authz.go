@@ -211,7 +211,8 @@ func (s *server) mayEdit(ctx context.Context, acc shared.Account, event *shared.
 }
 
 // seenBy is the tasks as the request's account sees them: a guest only its own task, and
-// each with MayEdit by the rule mayEdit enforces (store.MayEdit).
+// each with MayEdit by the rule mayEdit enforces (store.MayEdit) and MayShare by
+// mayShare's.
 func (s *server) seenBy(ctx context.Context, tasks []shared.Task) ([]shared.Task, error) {
 	acc := accountFrom(ctx)
 	if acc.TaskID != "" {
@@ -226,6 +227,7 @@ func (s *server) seenBy(ctx context.Context, tasks []shared.Task) ([]shared.Task
 	}
 	for i := range tasks {
 		tasks[i].MayEdit = acc.Role == shared.RoleAdmin || mine[tasks[i].ID]
+		tasks[i].MayShare = mayShareTask(acc, tasks[i])
 	}
 	return tasks, nil
 }
@@ -450,15 +452,19 @@ func (s *server) handleListEditors(c *fiber.Ctx) error {
 // mayShare: only the task's owner and admins share it or take it back (its editors may
 // edit it, not hand it on).
 func (s *server) mayShare(ctx context.Context, taskID string) error {
-	acc := accountFrom(ctx)
 	task, err := s.store.GetTask(ctx, taskID)
 	switch {
 	case err != nil:
 		return err
-	case acc.Role == shared.RoleAdmin || acc.ID != "" && task.Owner == acc.Login:
+	case mayShareTask(accountFrom(ctx), task):
 		return nil
 	}
 	return shared.Errorf(shared.CodeForbidden, "only %s or an admin may share this task", s.ownerOf(ctx, taskID))
+}
+
+// mayShareTask is mayShare's rule, which the task list answers too (Task.MayShare).
+func mayShareTask(acc shared.Account, task shared.Task) bool {
+	return acc.Role == shared.RoleAdmin || acc.ID != "" && task.Owner == acc.Login
 }
 
 func (s *server) handleAddEditor(c *fiber.Ctx) error {

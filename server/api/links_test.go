@@ -119,7 +119,7 @@ func TestGuestSeesOnlyItsTask(t *testing.T) {
 // Only the task's owner or an admin makes, lists and revokes its links.
 func TestOnlyOwnersShareByLink(t *testing.T) {
 	e := newEnv(t, withToken)
-	_, ada, bob, vic, task := e.people()
+	admin, ada, bob, vic, task := e.people()
 	path := "/api/v1/tasks/" + task.ID + "/links"
 	e.expect(http.StatusCreated, "POST", path, `{"days":1}`, nil, ada...)
 	e.expect(http.StatusOK, "POST", "/api/v1/tasks/"+task.ID+"/editors", `{"login":"bob"}`, nil, ada...)
@@ -128,6 +128,15 @@ func TestOnlyOwnersShareByLink(t *testing.T) {
 			if resp, raw := e.do(m, path, `{"days":1}`, h...); resp.StatusCode != http.StatusForbidden {
 				t.Errorf("%s %s links as %s: %d %s", m, path, who, resp.StatusCode, raw)
 			}
+		}
+	}
+	// The task list says so, for the page's Share button.
+	for who, h := range map[string][]string{"admin": admin, "ada": ada, "bob": bob, "vic": vic} {
+		want := who == "admin" || who == "ada"
+		var list struct{ Tasks []shared.Task }
+		e.expect(http.StatusOK, "GET", "/api/v1/tasks", "", &list, h...)
+		if len(list.Tasks) != 1 || list.Tasks[0].MayShare != want {
+			t.Errorf("%s's task list: %+v, want may_share %v", who, list.Tasks, want)
 		}
 	}
 }

@@ -153,7 +153,7 @@ func TestWireShapes(t *testing.T) {
 	ts := func(tm interface{ Format(string) string }) string {
 		return tm.Format("2006-01-02T15:04:05.999999999Z07:00")
 	}
-	if want := fmt.Sprintf(`{"id":%q,"title":"Fix CI","description":"flaky test","created_at":%q,"updated_at":%q,"may_edit":true}`,
+	if want := fmt.Sprintf(`{"id":%q,"title":"Fix CI","description":"flaky test","created_at":%q,"updated_at":%q,"may_edit":true,"may_share":true}`,
 		task.ID, ts(task.CreatedAt), ts(task.UpdatedAt)); taskJSON != want {
 		t.Errorf("task\n got %s\nwant %s", taskJSON, want)
 	}
