@@ -36,8 +36,8 @@ const (
 // the same a REST answer to the same failure carries (invalid, not_found, conflict,
 // unknown_action, internal, ...; invalid was called bad_request before); requests may
 // omit "type". The server closes with 1008 when the client fell too far behind
-// (reconnect and re-list), 1001 when it shuts down and 1009 for a frame over the body
-// limit.
+// (reconnect and re-list), 1001 when it shuts down, 1009 for a frame over the body
+// limit and 4401 when its sign-in, token, link or account ends (closeSignedOut).
 
 // handleWS serves one /ws connection. The read loop runs here; one writer goroutine owns
 // every write (responses and notifications alike, through the hub client's queue) and the
