@@ -190,6 +190,9 @@ type Task struct {
 	// may change the task: prompt, answer, stop, delete. The WebSocket's task.updated goes
 	// to everyone and leaves it out.
 	MayEdit bool `json:"may_edit,omitempty"`
+	// MayShare, answered as MayEdit is, tells whether the account may share the task with
+	// people or by a link: its owner and admins, not its editors.
+	MayShare bool `json:"may_share,omitempty"`
 	// Cost is what the task's agents reported they cost, summed per currency (ACP
 	// usage_update), when any did.
 	Cost []Cost `json:"cost,omitempty"`

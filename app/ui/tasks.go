@@ -140,7 +140,8 @@ func (p *TasksPage) apply(ctx app.Context, c context.Context, env shared.Envelop
 		case t.ID == "" && i >= 0:
 			p.tasks = slices.Delete(p.tasks, i, i+1)
 		case t.ID != "" && i >= 0:
-			t.MayEdit = p.tasks[i].MayEdit // the push goes to everyone: what this person may do came with the list
+			// The push goes to everyone: what this person may do came with the list.
+			t.MayEdit, t.MayShare = p.tasks[i].MayEdit, p.tasks[i].MayShare
 			p.tasks[i] = t
 			p.checkLanded(ctx, t)
 		case t.ID != "": // a new task: listed again, which says what this person may do with it
@@ -364,7 +365,7 @@ func (p *TasksPage) taskActions(t shared.Task, confirming bool) app.UI {
 				disabled(app.Button().Type("button").Class("secondary"), p.busy).OnClick(p.askDelete("")).Text("Keep it"),
 			)
 		}),
-		&ShareLinks{TaskID: t.ID},
+		app.If(t.MayShare, func() app.UI { return &ShareLinks{TaskID: t.ID} }),
 	)
 }
 

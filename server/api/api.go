@@ -84,6 +84,7 @@ type Events interface {
 	SessionDeleted(sessionID string)
 	TaskChanged(taskID string)
 	TaskDeleted(taskID string)
+	Revoked(key string) // closes the WebSockets key let in (hub.Who)
 }
 
 // Config wires the API to the rest of the server.

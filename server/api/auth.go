@@ -16,6 +16,7 @@ import (
 	"strings"
 	"time"
 
+	"conch/server/hub"
 	"conch/server/store"
 	"conch/shared"
 
@@ -56,25 +57,43 @@ func (s *server) signInOf(v string) (string, bool) {
 	return id, ok && id != "" && hmac.Equal([]byte(mac), []byte(s.sessionMAC(id)))
 }
 
+// pass is what let a request in, which its WebSocket keeps: what revoking ends it
+// (hub.Who's keys, revokeKey; a guest's task) and when its sign-in expires (zero for a
+// token, which lasts until it is revoked).
+type pass struct {
+	who   hub.Who
+	until time.Time
+}
+
+// passKey holds the request's pass in Fiber's locals (requireToken).
+const passKey = "conch.pass"
+
+// revokeKey names a sign-in, access token, share link or account (kind) for Events.Revoked.
+func revokeKey(kind, id string) string { return kind + ":" + id }
+
 // signedIn is the account whose sign-in the request's cookie names, when it has neither
-// expired nor been signed out.
-func (s *server) signedIn(c *fiber.Ctx) (shared.Account, bool, error) {
+// expired nor been signed out, and its pass.
+func (s *server) signedIn(c *fiber.Ctx) (shared.Account, pass, bool, error) {
 	id, ok := s.signInOf(c.Cookies(cookieName))
 	if !ok {
-		return shared.Account{}, false, nil
+		return shared.Account{}, pass{}, false, nil
 	}
 	who, ok, err := s.store.SignedIn(c.UserContext(), id, s.now())
+	p := pass{who: hub.Who{Keys: []string{revokeKey("sign-in", id)}}, until: who.ExpiresAt}
 	switch {
 	case ok && who.LinkID != "":
-		return s.guest(c.UserContext(), who.LinkID)
+		acc, ok, err := s.guest(c.UserContext(), who.LinkID)
+		p.who.Keys, p.who.Task = append(p.who.Keys, revokeKey("link", who.LinkID)), acc.TaskID
+		return acc, p, ok, err
 	case !ok || err != nil || who.AccountID == "":
-		return tokenAccount, ok, err
+		return tokenAccount, p, ok, err
 	}
 	acc, err := s.store.Account(c.UserContext(), who.AccountID)
 	if shared.ErrorCode(err) == shared.CodeNotFound { // deleted since
-		return shared.Account{}, false, nil
+		return shared.Account{}, pass{}, false, nil
 	}
-	return acc, err == nil, err
+	p.who.Keys = append(p.who.Keys, revokeKey("account", acc.ID))
+	return acc, p, err == nil, err
 }
 
 // sessionKeyOf derives the key of cookie MACs from the token.
@@ -96,24 +115,24 @@ func bearerToken(header string) (string, bool) {
 // authenticate is the account of a request: a valid sign-in cookie's, the token's (as a
 // bearer token) or a personal access token's. On a server without a token everyone is
 // the local admin. A wrong bearer token counts as a guess (checkToken).
-func (s *server) authenticate(c *fiber.Ctx) (shared.Account, error) {
+func (s *server) authenticate(c *fiber.Ctx) (shared.Account, pass, error) {
 	if s.token == "" {
-		return localAccount, nil
+		return localAccount, pass{}, nil
 	}
-	if acc, in, err := s.signedIn(c); in || err != nil {
-		return acc, err
+	if acc, p, in, err := s.signedIn(c); in || err != nil {
+		return acc, p, err
 	}
 	bearer, ok := bearerToken(c.Get(fiber.HeaderAuthorization))
 	if !ok {
-		return shared.Account{}, errUnauthorized
+		return shared.Account{}, pass{}, errUnauthorized
 	}
 	if strings.HasPrefix(bearer, accessTokenPrefix) {
-		acc, err := s.store.AccountByToken(c.UserContext(), hashSecret(bearer))
+		acc, id, err := s.store.AccountByToken(c.UserContext(), hashSecret(bearer))
 		if !store.IsUnknownToken(err) {
-			return acc, err
+			return acc, pass{who: hub.Who{Keys: []string{revokeKey("token", id), revokeKey("account", acc.ID)}}}, err
 		}
 	}
-	return tokenAccount, s.checkToken(c, bearer, "bearer")
+	return tokenAccount, pass{}, s.checkToken(c, bearer, "bearer")
 }
 
 // checkToken is where every token guess goes (bearer, sign-in form, ?token= link). The
@@ -174,9 +193,10 @@ func (s *server) trustedProxy(addr netip.Addr) bool {
 // requireToken guards the API and the WebSocket, and keeps the request's account for the
 // role checks (authz.go).
 func (s *server) requireToken(c *fiber.Ctx) error {
-	acc, err := s.authenticate(c)
+	acc, p, err := s.authenticate(c)
 	if err == nil {
 		c.Locals(accountKey, acc)
+		c.Locals(passKey, p)
 		c.SetUserContext(withAccount(c.UserContext(), acc))
 		return c.Next()
 	}
@@ -275,7 +295,7 @@ func (s *server) requirePageToken(c *fiber.Ctx) error {
 		}
 		return c.Redirect(target, http.StatusSeeOther)
 	}
-	_, err := s.authenticate(c)
+	_, _, err := s.authenticate(c)
 	if err == nil {
 		return c.Next()
 	}
@@ -399,6 +419,7 @@ func (s *server) handleLogout(c *fiber.Ctx) error {
 		if err := s.store.DeleteSignIn(c.UserContext(), id); err != nil {
 			return s.fail(c, err)
 		}
+		s.events.Revoked(revokeKey("sign-in", id))
 	}
 	c.Cookie(&fiber.Cookie{Name: cookieName, Path: "/", HTTPOnly: true,
 		SameSite: fiber.CookieSameSiteStrictMode, Secure: c.Protocol() == "https", Expires: time.Unix(0, 0)})

@@ -96,11 +96,12 @@ func (s *server) wsAllowed(ctx context.Context, req shared.Envelope) (*shared.Au
 
 // inScope refuses a guest (a share link's sign-in, acc.TaskID) anything but its own task:
 // whatever names another task, a session or message of one, or nothing of its task at all
-// (the task list's live updates, the usage, accounts, …) is not found, as if it did not
+// (the usage, accounts, …) is not found, as if it did not
 // exist. Its own task's writes go on to the role check, which refuses them. The task list
-// shows a guest its one task (seenBy); /me is its own.
+// shows a guest its one task (seenBy), and its live updates only that task's (hub.Who's
+// Task); /me is its own.
 func (s *server) inScope(ctx context.Context, acc shared.Account, e shared.AuditEvent) error {
-	if acc.TaskID == "" || e.Action == "GET /api/v1/tasks" || e.Action == "GET /api/v1/me" {
+	if acc.TaskID == "" || e.Action == "GET /api/v1/tasks" || e.Action == "GET /api/v1/me" || e.Action == shared.ActionTasksSubscribe {
 		return nil
 	}
 	task, err := "", error(nil)
@@ -210,7 +211,8 @@ func (s *server) mayEdit(ctx context.Context, acc shared.Account, event *shared.
 }
 
 // seenBy is the tasks as the request's account sees them: a guest only its own task, and
-// each with MayEdit by the rule mayEdit enforces (store.MayEdit).
+// each with MayEdit by the rule mayEdit enforces (store.MayEdit) and MayShare by
+// mayShare's.
 func (s *server) seenBy(ctx context.Context, tasks []shared.Task) ([]shared.Task, error) {
 	acc := accountFrom(ctx)
 	if acc.TaskID != "" {
@@ -225,6 +227,7 @@ func (s *server) seenBy(ctx context.Context, tasks []shared.Task) ([]shared.Task
 	}
 	for i := range tasks {
 		tasks[i].MayEdit = acc.Role == shared.RoleAdmin || mine[tasks[i].ID]
+		tasks[i].MayShare = mayShareTask(acc, tasks[i])
 	}
 	return tasks, nil
 }
@@ -313,6 +316,7 @@ func (s *server) handleDeleteAccount(c *fiber.Ctx) error {
 	if err := s.store.DeleteAccount(c.UserContext(), c.Params("account_id")); err != nil {
 		return s.fail(c, err)
 	}
+	s.events.Revoked(revokeKey("account", c.Params("account_id")))
 	return c.SendStatus(http.StatusNoContent)
 }
 
@@ -378,6 +382,7 @@ func (s *server) handleDeleteToken(c *fiber.Ctx) error {
 	if err := s.store.DeleteAccessToken(c.UserContext(), acc.ID, c.Params("token_id")); err != nil {
 		return s.fail(c, err)
 	}
+	s.events.Revoked(revokeKey("token", c.Params("token_id")))
 	return c.SendStatus(http.StatusNoContent)
 }
 
@@ -447,15 +452,19 @@ func (s *server) handleListEditors(c *fiber.Ctx) error {
 // mayShare: only the task's owner and admins share it or take it back (its editors may
 // edit it, not hand it on).
 func (s *server) mayShare(ctx context.Context, taskID string) error {
-	acc := accountFrom(ctx)
 	task, err := s.store.GetTask(ctx, taskID)
 	switch {
 	case err != nil:
 		return err
-	case acc.Role == shared.RoleAdmin || acc.ID != "" && task.Owner == acc.Login:
+	case mayShareTask(accountFrom(ctx), task):
 		return nil
 	}
 	return shared.Errorf(shared.CodeForbidden, "only %s or an admin may share this task", s.ownerOf(ctx, taskID))
+}
+
+// mayShareTask is mayShare's rule, which the task list answers too (Task.MayShare).
+func mayShareTask(acc shared.Account, task shared.Task) bool {
+	return acc.Role == shared.RoleAdmin || acc.ID != "" && task.Owner == acc.Login
 }
 
 func (s *server) handleAddEditor(c *fiber.Ctx) error {

@@ -86,7 +86,7 @@ func (s *server) handleCreateTask(c *fiber.Ctx) error {
 	}
 	s.events.TaskChanged(task.ID)
 	c.Locals(madeTaskKey, task.ID)
-	task.MayEdit = true // its maker's
+	task.MayEdit, task.MayShare = true, mayShareTask(accountFrom(c.UserContext()), task) // its maker's
 	return sendJSON(c.Status(http.StatusCreated), task)
 }
 

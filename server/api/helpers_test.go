@@ -224,13 +224,14 @@ var placeholderUI = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request
 })
 
 type env struct {
-	t     testing.TB
-	app   *fiber.App
-	store *store.Store
-	hub   *hub.Hub
-	rt    *fakeRuntime
-	logs  *lockedWriter
-	clock *clock // the server's Now
+	t      testing.TB
+	app    *fiber.App
+	store  *store.Store
+	hub    *hub.Hub
+	rt     *fakeRuntime
+	logs   *lockedWriter
+	clock  *clock // the server's Now
+	stored *clock // the store's Now
 }
 
 type option func(*Config)
@@ -253,7 +254,7 @@ func newEnv(t testing.TB, opts ...option) *env {
 		o(&cfg)
 	}
 	rt.hub = cfg.Hub
-	return &env{t: t, app: New(cfg), store: st, hub: cfg.Hub, rt: rt, logs: logs, clock: wall}
+	return &env{t: t, app: New(cfg), store: st, hub: cfg.Hub, rt: rt, logs: logs, clock: wall, stored: clk}
 }
 
 // lockedWriter collects the server's log; handlers write while tests read.

@@ -73,6 +73,7 @@ func (s *server) handleDeleteLink(c *fiber.Ctx) error {
 	if err := s.store.DeleteShareLink(ctx, taskID, c.Params("link_id")); err != nil {
 		return s.fail(c, err)
 	}
+	s.events.Revoked(revokeKey("link", c.Params("link_id")))
 	return c.SendStatus(http.StatusNoContent)
 }
 

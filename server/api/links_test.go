@@ -79,7 +79,8 @@ func TestGuestSeesOnlyItsTask(t *testing.T) {
 	// A message of another task under the guest's own session is not found either.
 	e.expect(http.StatusNotFound, "GET", "/api/v1/task-sessions/"+own.ID+"/messages/"+otherMsg.ID+"/tool-content", "", nil, guest...)
 
-	// Over the WebSocket: its session only, and no live task list (it names every task).
+	// Over the WebSocket: its session only, and the task list's updates of its task only
+	// (TestGuestsTaskListIsLive).
 	w, wresp, err := dial(t, e.listen(), http.Header{"Cookie": {guest[1]}})
 	if err != nil {
 		t.Fatalf("dial: %v (%v)", err, wresp)
@@ -89,7 +90,7 @@ func TestGuestSeesOnlyItsTask(t *testing.T) {
 		payload any
 		code    string
 	}{
-		{shared.ActionTasksSubscribe, struct{}{}, shared.CodeNotFound},
+		{shared.ActionTasksSubscribe, struct{}{}, ""},
 		{shared.ActionSubscribe, shared.SessionRef{SessionID: other.ID}, shared.CodeNotFound},
 		{shared.ActionMessageList, shared.ListRequest{SessionID: other.ID}, shared.CodeNotFound},
 		{shared.ActionMessageAdd, shared.AddRequest{SessionID: other.ID, Content: "ls"}, shared.CodeNotFound},
@@ -118,7 +119,7 @@ func TestGuestSeesOnlyItsTask(t *testing.T) {
 // Only the task's owner or an admin makes, lists and revokes its links.
 func TestOnlyOwnersShareByLink(t *testing.T) {
 	e := newEnv(t, withToken)
-	_, ada, bob, vic, task := e.people()
+	admin, ada, bob, vic, task := e.people()
 	path := "/api/v1/tasks/" + task.ID + "/links"
 	e.expect(http.StatusCreated, "POST", path, `{"days":1}`, nil, ada...)
 	e.expect(http.StatusOK, "POST", "/api/v1/tasks/"+task.ID+"/editors", `{"login":"bob"}`, nil, ada...)
@@ -129,4 +130,103 @@ func TestOnlyOwnersShareByLink(t *testing.T) {
 			}
 		}
 	}
+	// The task list says so, for the page's Share button.
+	for who, h := range map[string][]string{"admin": admin, "ada": ada, "bob": bob, "vic": vic} {
+		want := who == "admin" || who == "ada"
+		var list struct{ Tasks []shared.Task }
+		e.expect(http.StatusOK, "GET", "/api/v1/tasks", "", &list, h...)
+		if len(list.Tasks) != 1 || list.Tasks[0].MayShare != want {
+			t.Errorf("%s's task list: %+v, want may_share %v", who, list.Tasks, want)
+		}
+	}
+}
+
+// An expired link opens nothing, as an unknown one, and its guest's sign-in and WebSocket
+// end with it; the store's clock and the server's both move past the expiry.
+func TestExpiredLinkIsRefused(t *testing.T) {
+	e := newEnv(t, withToken)
+	admin := []string{"Authorization", "Bearer " + token}
+	sess := e.session()
+	var link shared.ShareLink
+	e.expect(http.StatusCreated, "POST", "/api/v1/tasks/"+sess.TaskID+"/links", `{"days":1}`, &link, admin...)
+	resp, _ := e.do("GET", link.URL, "")
+	if resp.StatusCode != http.StatusOK || len(resp.Cookies()) != 1 {
+		t.Fatalf("opening the link: %d", resp.StatusCode)
+	}
+	guest := []string{"Cookie", cookieName + "=" + resp.Cookies()[0].Value}
+	w, wresp, err := dial(t, e.listen(), http.Header{"Cookie": {guest[1]}})
+	if err != nil {
+		t.Fatalf("dial: %v (%v)", err, wresp)
+	}
+	w.request(shared.ActionSubscribe, shared.SessionRef{SessionID: sess.ID})
+
+	e.clock.advance(24*time.Hour - time.Minute)
+	e.stored.advance(24*time.Hour - time.Minute)
+	e.expect(http.StatusOK, "GET", "/api/v1/me", "", nil, guest...)
+	e.hub.MessageAdded(e.text(sess.ID, "before the expiry"))
+	if n := w.next(); !strings.Contains(string(n.Payload), "before the expiry") {
+		t.Errorf("before the expiry the guest got %s %s", n.Action, n.Payload)
+	}
+
+	e.clock.advance(2 * time.Minute)
+	e.stored.advance(2 * time.Minute)
+	unknownResp, unknown := e.do("GET", "/share/wrong", "")
+	expiredResp, expired := e.do("GET", link.URL, "")
+	if expiredResp.StatusCode != http.StatusNotFound || expired != unknown || len(expiredResp.Cookies()) != 0 {
+		t.Errorf("an expired link: %d %v %s; an unknown one: %d %s", expiredResp.StatusCode, expiredResp.Cookies(), expired, unknownResp.StatusCode, unknown)
+	}
+	e.expect(http.StatusUnauthorized, "GET", "/api/v1/me", "", nil, guest...)
+	var links struct{ Links []shared.ShareLink }
+	e.expect(http.StatusOK, "GET", "/api/v1/tasks/"+sess.TaskID+"/links", "", &links, admin...)
+	if len(links.Links) != 0 {
+		t.Errorf("an expired link is listed: %+v", links.Links)
+	}
+	e.hub.MessageAdded(e.text(sess.ID, "after the expiry"))
+	expectSignedOut(t, w, "the link's expiry")
+}
+
+// A guest's task list is live for its one task: its changes come, another task's never,
+// and its task's deletion ends the guest's connection (its link went with the task).
+func TestGuestsTaskListIsLive(t *testing.T) {
+	e := newEnv(t, withToken)
+	admin := []string{"Authorization", "Bearer " + token}
+	own, other := e.session(), e.session()
+	var link shared.ShareLink
+	e.expect(http.StatusCreated, "POST", "/api/v1/tasks/"+own.TaskID+"/links", `{"days":7}`, &link, admin...)
+	resp, _ := e.do("GET", link.URL, "")
+	addr := e.listen()
+	guest, wresp, err := dial(t, addr, http.Header{"Cookie": {cookieName + "=" + resp.Cookies()[0].Value}})
+	if err != nil {
+		t.Fatalf("dial: %v (%v)", err, wresp)
+	}
+	watcher, wresp, err := dial(t, addr, http.Header{"Authorization": {"Bearer " + token}})
+	if err != nil {
+		t.Fatalf("dial: %v (%v)", err, wresp)
+	}
+	for _, w := range []*wsClient{guest, watcher} {
+		if r := w.request(shared.ActionTasksSubscribe, struct{}{}); r.Type != shared.EnvelopeResponse {
+			t.Fatalf("tasks.subscribe: %s", r.Payload)
+		}
+	}
+	// Each change is awaited on the admin's list first, so the guest's next frame, if any,
+	// is in flight already.
+	change := func(taskID string) {
+		t.Helper()
+		e.hub.TaskChanged(taskID)
+		for {
+			var task shared.Task
+			if n := watcher.next(); n.Action == shared.ActionTaskUpdated && n.Decode(&task) == nil && task.ID == taskID {
+				return
+			}
+		}
+	}
+	change(other.TaskID)
+	change(own.TaskID)
+	var task shared.Task
+	if n := guest.next(); n.Action != shared.ActionTaskUpdated || n.Decode(&task) != nil || task.ID != own.TaskID {
+		t.Errorf("the guest's first live update: %s %s", n.Action, n.Payload)
+	}
+	e.expect(http.StatusNoContent, "DELETE", "/api/v1/tasks/"+other.TaskID, "", nil, admin...)
+	e.expect(http.StatusNoContent, "DELETE", "/api/v1/tasks/"+own.TaskID, "", nil, admin...)
+	expectSignedOut(t, guest, "its task's deletion") // and nothing of the other's before
 }

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"conch/server/hub"
 	"conch/server/store"
 	"conch/shared"
 )
@@ -152,7 +153,7 @@ func TestWireShapes(t *testing.T) {
 	ts := func(tm interface{ Format(string) string }) string {
 		return tm.Format("2006-01-02T15:04:05.999999999Z07:00")
 	}
-	if want := fmt.Sprintf(`{"id":%q,"title":"Fix CI","description":"flaky test","created_at":%q,"updated_at":%q,"may_edit":true}`,
+	if want := fmt.Sprintf(`{"id":%q,"title":"Fix CI","description":"flaky test","created_at":%q,"updated_at":%q,"may_edit":true,"may_share":true}`,
 		task.ID, ts(task.CreatedAt), ts(task.UpdatedAt)); taskJSON != want {
 		t.Errorf("task\n got %s\nwant %s", taskJSON, want)
 	}
@@ -366,7 +367,7 @@ func TestBadBodiesStoreNothing(t *testing.T) {
 func TestAddMessagePublishesThenPromptsOnce(t *testing.T) {
 	e := newEnv(t)
 	s := e.session()
-	sub := e.hub.Connect()
+	sub := e.hub.Connect(hub.Who{})
 	defer sub.Close()
 	sub.Subscribe(s.ID)
 	target := "/api/v1/task-sessions/" + s.ID + "/messages"
@@ -505,7 +506,7 @@ func TestDeleteTask(t *testing.T) {
 	m := e.shell(s1.ID, "make", shared.StatusCompleted, &shared.ShellOutput{Stdout: "out"})
 	s2 := e.session()
 	kept := e.text(s2.ID, "kept")
-	sub := e.hub.Connect()
+	sub := e.hub.Connect(hub.Who{})
 	defer sub.Close()
 	sub.Subscribe(s1.ID)
 

@@ -36,20 +36,21 @@ const (
 // the same a REST answer to the same failure carries (invalid, not_found, conflict,
 // unknown_action, internal, ...; invalid was called bad_request before); requests may
 // omit "type". The server closes with 1008 when the client fell too far behind
-// (reconnect and re-list), 1001 when it shuts down and 1009 for a frame over the body
-// limit.
+// (reconnect and re-list), 1001 when it shuts down, 1009 for a frame over the body
+// limit and 4401 when its sign-in, token, link or account ends (closeSignedOut).
 
 // handleWS serves one /ws connection. The read loop runs here; one writer goroutine owns
 // every write (responses and notifications alike, through the hub client's queue) and the
 // pings. contrib/websocket pools the Conn once this returns, so it waits for the writer.
 func (s *server) handleWS(conn *websocket.Conn) {
-	client := s.hub.Connect()
+	p, _ := conn.Locals(passKey).(pass)
+	client := s.hub.Connect(p.who)
 	acc, _ := conn.Locals(accountKey).(shared.Account)
 	ctx, cancel := context.WithCancel(withAccount(context.Background(), acc))
 	writerDone := make(chan struct{})
 	go func() {
 		defer close(writerDone)
-		s.writeLoop(conn, client)
+		s.writeLoop(conn, client, p.until)
 	}()
 	defer func() {
 		// A panic is recovered here rather than by contrib/websocket, whose handler would
@@ -61,13 +62,28 @@ func (s *server) handleWS(conn *websocket.Conn) {
 		client.Close()
 		<-writerDone
 	}()
-	s.readLoop(ctx, conn, client)
+	s.readLoop(ctx, conn, client, p.until)
+}
+
+// closeSignedOut closes a connection whose sign-in, access token or share link ended
+// (revoked, expired or its account deleted), as HTTP's 401: sign in again.
+const closeSignedOut = 4401
+
+var errSignInExpired = errors.New("signed out: the sign-in expired")
+
+// ended reports whether the connection may no longer send or be sent anything: it was
+// closed (a revocation among others), or its sign-in expired, which ends it here.
+func (s *server) ended(client *hub.Client, until time.Time) bool {
+	if !until.IsZero() && !s.now().Before(until) {
+		client.End(errSignInExpired)
+	}
+	return client.Err() != nil
 }
 
 // readLoop answers requests in order, except those that wait for an agent (a mode
 // switch, bounded by the runtime's request timeout): they are answered apart, so the
 // connection goes on answering everything else meanwhile.
-func (s *server) readLoop(ctx context.Context, conn *websocket.Conn, client *hub.Client) {
+func (s *server) readLoop(ctx context.Context, conn *websocket.Conn, client *hub.Client, until time.Time) {
 	apart := make(chan struct{}, maxApart)
 	conn.SetReadLimit(int64(s.limit))
 	extend := func(string) error { return conn.SetReadDeadline(time.Now().Add(pongWait)) }
@@ -82,6 +98,9 @@ func (s *server) readLoop(ctx context.Context, conn *websocket.Conn, client *hub
 			return
 		}
 		_ = extend("")
+		if s.ended(client, until) {
+			return
+		}
 		var reply []byte
 		req, err := s.decodeRequest(kind, data)
 		switch {
@@ -123,14 +142,26 @@ func (s *server) readFrame(conn *websocket.Conn) (int, []byte, error) {
 	return kind, data, err
 }
 
-func (s *server) writeLoop(conn *websocket.Conn, client *hub.Client) {
+func (s *server) writeLoop(conn *websocket.Conn, client *hub.Client, until time.Time) {
 	ping := time.NewTicker(pingPeriod)
 	defer ping.Stop()
+	// A sign-in that expires ends its connection then, even an idle one.
+	var expiry <-chan time.Time
+	if !until.IsZero() {
+		t := time.NewTimer(until.Sub(s.now()))
+		defer t.Stop()
+		expiry = t.C
+	}
 	// Closing the network connection also ends the read loop, whichever side quit first.
 	defer closeNetwork(conn)
 	for {
 		select {
+		case <-expiry:
+			s.ended(client, until)
 		case <-client.Ready():
+			if s.ended(client, until) {
+				continue // Done says why
+			}
 			for _, frame := range client.Take() {
 				_ = conn.SetWriteDeadline(time.Now().Add(writeWait))
 				if err := conn.WriteMessage(websocket.TextMessage, frame); err != nil {
@@ -151,6 +182,8 @@ func (s *server) writeLoop(conn *websocket.Conn, client *hub.Client) {
 				code, reason = websocket.ClosePolicyViolation, "too slow: reconnect and re-list"
 			case errors.Is(cause, hub.ErrShutdown):
 				code, reason = websocket.CloseGoingAway, cause.Error()
+			case errors.Is(cause, hub.ErrRevoked), errors.Is(cause, errSignInExpired):
+				code, reason = closeSignedOut, cause.Error()
 			}
 			_ = conn.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(code, reason), time.Now().Add(writeWait))
 			return

@@ -36,6 +36,20 @@ var ErrClosed = errors.New("client closed")
 // ErrShutdown is the cause of every client once the hub is closed.
 var ErrShutdown = errors.New("server shutting down")
 
+// ErrRevoked is the cause of a client whose sign-in, token, link or account was revoked
+// (Revoked), or whose guest task was deleted.
+var ErrRevoked = errors.New("signed out: what let this connection in was revoked")
+
+// Who is what a client's connection was let in by.
+type Who struct {
+	// Keys name its sign-in, access token, share link and account, each as the server
+	// names them; Revoked of any one closes the client.
+	Keys []string
+	// Task is a share link's guest's one task: the task list's events of any other task
+	// do not reach it, and the task's deletion closes it.
+	Task string
+}
+
 // Config configures a Hub. Zero values choose the defaults.
 type Config struct {
 	QueueSize  int              // frames per client; DefaultQueueSize when 0
@@ -140,7 +154,7 @@ func (h *Hub) publishTask(id string, t shared.Task) {
 	h.tasksMu.Lock()
 	defer h.tasksMu.Unlock()
 	if !h.gone[id] {
-		h.publish(tasksKey, shared.ActionTaskUpdated, "task:"+id, t)
+		h.publishTo(tasksKey, id, shared.ActionTaskUpdated, "task:"+id, t)
 	}
 }
 
@@ -153,7 +167,30 @@ func (h *Hub) TaskDeleted(id string) {
 	if h.reading {
 		h.gone[id] = true
 	}
-	h.publish(tasksKey, shared.ActionTaskDeleted, "", shared.TaskRef{TaskID: id})
+	h.publishTo(tasksKey, id, shared.ActionTaskDeleted, "", shared.TaskRef{TaskID: id})
+	h.end(func(c *Client) bool { return c.who.Task == id })
+}
+
+// Revoked closes, with ErrRevoked, every client let in by key (Who.Keys): an ended
+// sign-in, a revoked token or share link, a deleted account. Its connection ends at once,
+// and no event reaches it any more.
+func (h *Hub) Revoked(key string) {
+	h.end(func(c *Client) bool { return slices.Contains(c.who.Keys, key) })
+}
+
+// end closes with ErrRevoked the clients that match.
+func (h *Hub) end(match func(*Client) bool) {
+	h.mu.RLock()
+	var ended []*Client
+	for c := range h.clients {
+		if match(c) {
+			ended = append(ended, c)
+		}
+	}
+	h.mu.RUnlock()
+	for _, c := range ended {
+		c.End(ErrRevoked)
+	}
 }
 
 // MessageAdded sends session.message.added to the message's session subscribers.
@@ -206,6 +243,12 @@ func (h *Hub) Sessions() []string {
 // publish encodes the notification once and offers it to every subscriber, which it
 // returns.
 func (h *Hub) publish(sessionID, action, coalesceKey string, payload any) []*Client {
+	return h.publishTo(sessionID, "", action, coalesceKey, payload)
+}
+
+// publishTo is publish of an event of task taskID ("" for one of no task): it skips the
+// guests of other tasks (Who.Task).
+func (h *Hub) publishTo(sessionID, taskID, action, coalesceKey string, payload any) []*Client {
 	frame, err := h.Encode(shared.EnvelopeNotification, action, "", payload)
 	if err != nil {
 		h.log.Error("hub: encode notification", "action", action, "session_id", sessionID, "err", err)
@@ -214,7 +257,9 @@ func (h *Hub) publish(sessionID, action, coalesceKey string, payload any) []*Cli
 	h.mu.RLock()
 	targets := make([]*Client, 0, len(h.subs[sessionID]))
 	for c := range h.subs[sessionID] {
-		targets = append(targets, c)
+		if taskID == "" || c.who.Task == "" || c.who.Task == taskID {
+			targets = append(targets, c)
+		}
 	}
 	h.mu.RUnlock()
 	// Offered outside the hub lock: a client that overflows unsubscribes itself, which
@@ -234,10 +279,10 @@ func (h *Hub) Encode(typ, action, id string, payload any) ([]byte, error) {
 	return json.Marshal(shared.Envelope{ID: id, Type: typ, Action: action, Payload: raw, Timestamp: h.now().UTC()})
 }
 
-// Connect registers a new client with no subscriptions. Its owner must call Close.
+// Connect registers a new client of who with no subscriptions. Its owner must call Close.
 // After Close of the hub, the client returned is already done.
-func (h *Hub) Connect() *Client {
-	c := &Client{hub: h, ready: make(chan struct{}, 1), done: make(chan struct{}), sessions: map[string]struct{}{}}
+func (h *Hub) Connect(who Who) *Client {
+	c := &Client{hub: h, who: who, ready: make(chan struct{}, 1), done: make(chan struct{}), sessions: map[string]struct{}{}}
 	h.mu.Lock()
 	closed := h.closed
 	if !closed {
@@ -245,9 +290,7 @@ func (h *Hub) Connect() *Client {
 	}
 	h.mu.Unlock()
 	if closed {
-		c.mu.Lock()
-		c.closeLocked(ErrShutdown)
-		c.mu.Unlock()
+		c.End(ErrShutdown)
 	}
 	return c
 }
@@ -263,9 +306,7 @@ func (h *Hub) Close() {
 	}
 	h.mu.Unlock()
 	for _, c := range clients {
-		c.mu.Lock()
-		c.closeLocked(ErrShutdown)
-		c.mu.Unlock()
+		c.End(ErrShutdown)
 	}
 }
 
@@ -305,6 +346,7 @@ type frame struct {
 // with Take after each signal on Ready, and stops when Done is closed.
 type Client struct {
 	hub   *Hub
+	who   Who
 	ready chan struct{} // capacity 1: "the queue is not empty"
 	done  chan struct{}
 
@@ -346,7 +388,8 @@ func (c *Client) Ready() <-chan struct{} { return c.ready }
 // Done is closed when the client is closed or dropped; Err says why.
 func (c *Client) Done() <-chan struct{} { return c.done }
 
-// Err is ErrSlow, ErrClosed or ErrShutdown once Done is closed, else nil.
+// Err is ErrSlow, ErrClosed, ErrShutdown, ErrRevoked or End's cause once Done is closed,
+// else nil.
 func (c *Client) Err() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -366,10 +409,13 @@ func (c *Client) Take() [][]byte {
 }
 
 // Close unsubscribes the client and closes Done. Closing twice is harmless.
-func (c *Client) Close() {
+func (c *Client) Close() { c.End(ErrClosed) }
+
+// End is Close for cause, which Err then reports (the first cause wins).
+func (c *Client) End(cause error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.closeLocked(ErrClosed)
+	c.closeLocked(cause)
 }
 
 func (c *Client) offer(key string, data []byte) bool {

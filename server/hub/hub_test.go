@@ -55,7 +55,7 @@ func drain(t *testing.T, c *Client) []decoded {
 
 func TestOnlySubscribersOfTheSessionReceive(t *testing.T) {
 	h := newHub(8)
-	a, b, none := h.Connect(), h.Connect(), h.Connect()
+	a, b, none := h.Connect(Who{}), h.Connect(Who{}), h.Connect(Who{})
 	defer a.Close()
 	defer b.Close()
 	defer none.Close()
@@ -81,7 +81,7 @@ func TestOnlySubscribersOfTheSessionReceive(t *testing.T) {
 
 func TestUnsubscribeStopsDelivery(t *testing.T) {
 	h := newHub(8)
-	c := h.Connect()
+	c := h.Connect(Who{})
 	defer c.Close()
 	c.Subscribe("s1")
 	c.Subscribe("s2")
@@ -99,7 +99,7 @@ func TestUnsubscribeStopsDelivery(t *testing.T) {
 // A deleted session's subscribers are told once, and then hear nothing more of it.
 func TestSessionDeletedTellsAndUnsubscribes(t *testing.T) {
 	h := newHub(8)
-	c, other := h.Connect(), h.Connect()
+	c, other := h.Connect(Who{}), h.Connect(Who{})
 	defer c.Close()
 	defer other.Close()
 	c.Subscribe("s1")
@@ -122,7 +122,7 @@ func TestSessionDeletedTellsAndUnsubscribes(t *testing.T) {
 
 func TestPendingUpdatesCoalesceLatestWins(t *testing.T) {
 	h := newHub(8)
-	slow := h.Connect()
+	slow := h.Connect(Who{})
 	defer slow.Close()
 	slow.Subscribe("s1")
 
@@ -158,7 +158,7 @@ func TestPendingUpdatesCoalesceLatestWins(t *testing.T) {
 
 func TestFullQueueDisconnectsOnlyTheSlowClient(t *testing.T) {
 	h := newHub(4)
-	slow, fast := h.Connect(), h.Connect()
+	slow, fast := h.Connect(Who{}), h.Connect(Who{})
 	defer fast.Close()
 	slow.Subscribe("s1")
 	fast.Subscribe("s1")
@@ -202,7 +202,7 @@ func TestFullQueueDisconnectsOnlyTheSlowClient(t *testing.T) {
 // fewer frames than the frame bound; a single large frame still reaches an idle client.
 func TestQueueBoundedInBytes(t *testing.T) {
 	h := New(Config{QueueSize: 100, QueueBytes: 10 << 10, Now: func() time.Time { return t0 }, Logger: slog.New(slog.DiscardHandler)})
-	slow, fast := h.Connect(), h.Connect()
+	slow, fast := h.Connect(Who{}), h.Connect(Who{})
 	defer fast.Close()
 	slow.Subscribe("s1")
 	fast.Subscribe("s1")
@@ -224,7 +224,7 @@ func TestQueueBoundedInBytes(t *testing.T) {
 
 func TestResponsesAreNeverCoalesced(t *testing.T) {
 	h := newHub(2)
-	c := h.Connect()
+	c := h.Connect(Who{})
 	defer c.Close()
 	if !c.Send([]byte(`1`)) || !c.Send([]byte(`1`)) {
 		t.Fatal("Send refused below the bound")
@@ -244,7 +244,7 @@ func TestResponsesAreNeverCoalesced(t *testing.T) {
 
 func TestCloseUnsubscribesEverywhere(t *testing.T) {
 	h := newHub(8)
-	c := h.Connect()
+	c := h.Connect(Who{})
 	c.Subscribe("s1")
 	c.Subscribe("s2")
 	c.Close()
@@ -264,7 +264,7 @@ func TestCloseUnsubscribesEverywhere(t *testing.T) {
 // and a writer draining all at once.
 func TestPublishUnderConcurrency(t *testing.T) {
 	h := newHub(16)
-	c := h.Connect()
+	c := h.Connect(Who{})
 	c.Subscribe("s1")
 	stop := make(chan struct{})
 	drained := make(chan int)
@@ -305,10 +305,10 @@ func TestPublishUnderConcurrency(t *testing.T) {
 
 func TestCloseDisconnectsEveryClient(t *testing.T) {
 	h := newHub(8)
-	subscribed, idle := h.Connect(), h.Connect()
+	subscribed, idle := h.Connect(Who{}), h.Connect(Who{})
 	subscribed.Subscribe("s1")
 	h.Close()
-	for _, c := range []*Client{subscribed, idle, h.Connect()} {
+	for _, c := range []*Client{subscribed, idle, h.Connect(Who{})} {
 		select {
 		case <-c.Done():
 		default:
@@ -330,7 +330,7 @@ func BenchmarkPublish200Subscribers(b *testing.B) {
 	h := newHub(DefaultQueueSize)
 	clients := make([]*Client, 200)
 	for i := range clients {
-		clients[i] = h.Connect()
+		clients[i] = h.Connect(Who{})
 		clients[i].Subscribe("s1")
 	}
 	m := msg("s1", "m1", "a command finished")
@@ -353,7 +353,7 @@ func TestTaskDeletedWhileRead(t *testing.T) {
 			<-release
 			return shared.Task{ID: id, Title: id}, nil
 		}})
-	c := h.Connect()
+	c := h.Connect(Who{})
 	defer c.Close()
 	c.SubscribeTasks()
 	deadline := time.After(10 * time.Second)

@@ -24,6 +24,7 @@ const (
 	kindDone    = "done"    // replica To's command Message ran, failing with Code and Error if set
 	kindTask    = "task"    // task Task was created (its other changes ride on the notices above)
 	kindGone    = "gone"    // task Task was deleted
+	kindRevoked = "revoked" // the sign-in, token, link or account Key was revoked
 )
 
 // maxErrorText bounds the error text of a done notice, far below PostgreSQL's 8000 bytes.
@@ -39,6 +40,7 @@ type notice struct {
 	To      string `json:"to,omitempty"`
 	Code    string `json:"code,omitempty"`
 	Error   string `json:"error,omitempty"`
+	Key     string `json:"key,omitempty"` // what was revoked (hub.Who's keys)
 }
 
 // Bus publishes what this process committed, after the commit: to its own WebSocket
@@ -106,6 +108,12 @@ func (b *Bus) TaskDeleted(id string) {
 func (b *Bus) SessionDeleted(sessionID string) {
 	b.hub.SessionDeleted(sessionID)
 	b.tell(notice{Kind: kindDeleted, Session: sessionID})
+}
+
+// Revoked closes the connections that key let in, here and on the other replicas.
+func (b *Bus) Revoked(key string) {
+	b.hub.Revoked(key)
+	b.tell(notice{Kind: kindRevoked, Key: key})
 }
 
 // wake tells replica to read its inbox.

@@ -70,7 +70,7 @@ func newWatch(tb testing.TB, writer, watcher *server) *watch {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	w := &watch{tb: tb, writer: writer, watcher: watcher, client: watcher.hub.Connect()}
+	w := &watch{tb: tb, writer: writer, watcher: watcher, client: watcher.hub.Connect(hub.Who{})}
 	tb.Cleanup(w.client.Close)
 	w.client.Subscribe(sess.ID)
 	if w.message, err = writer.store.CreateMessage(ctx, store.NewMessage{SessionID: sess.ID, AuthorType: shared.AuthorAgent,

@@ -330,6 +330,9 @@ func (r *Replica) handle(ctx context.Context, payload string) error {
 	case kindGone:
 		r.hub.TaskDeleted(n.Task)
 		return nil
+	case kindRevoked:
+		r.hub.Revoked(n.Key)
+		return nil
 	case kindCommand:
 		if n.To == r.id {
 			r.signal()

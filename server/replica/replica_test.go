@@ -2,11 +2,13 @@ package replica
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
+	"conch/server/hub"
 	"conch/server/internal/pgtest"
 	"conch/server/store"
 )
@@ -34,5 +36,24 @@ func TestListenerRereadsAfterReconnect(t *testing.T) {
 	w.change("while away")
 	if !w.seen("while away", 30*time.Second) {
 		t.Fatal("B's client never got the change made while B was not listening")
+	}
+}
+
+// A sign-in, token or link revoked through one replica closes the WebSockets it let in on
+// every replica, and only those.
+func TestRevokedOnEveryReplica(t *testing.T) {
+	dsn := pgtest.Database(t)
+	w := newWatch(t, startServer(t, dsn), startServer(t, dsn))
+	w.listening()
+	signedOut := w.watcher.hub.Connect(hub.Who{Keys: []string{"sign-in:a", "account:ada"}})
+	defer signedOut.Close()
+	w.writer.rep.Events().Revoked("sign-in:a")
+	select {
+	case <-signedOut.Done():
+	case <-time.After(30 * time.Second):
+		t.Fatal("the other replica's connection of the revoked sign-in is still open")
+	}
+	if !errors.Is(signedOut.Err(), hub.ErrRevoked) || w.client.Err() != nil {
+		t.Errorf("revoked: %v; another connection: %v", signedOut.Err(), w.client.Err())
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"testing"
 
+	"conch/server/hub"
 	"conch/server/internal/pgtest"
 	"conch/server/store"
 	"conch/shared"
@@ -16,7 +17,7 @@ import (
 func TestPersonsCommandsRoutedAndPublishedOnce(t *testing.T) {
 	ctx := context.Background()
 	b, a, sess, ask := ownedElsewhere(t)
-	client := b.hub.Connect()
+	client := b.hub.Connect(hub.Who{})
 	t.Cleanup(client.Close)
 	client.Subscribe(sess.ID)
 

@@ -297,9 +297,9 @@ func (s *Store) DeleteAccessToken(ctx context.Context, accountID, id string) err
 	return nil
 }
 
-// AccountByToken is the account whose access token has hash, and records its use. A
-// hash no token has is errNoToken.
-func (s *Store) AccountByToken(ctx context.Context, hash string) (shared.Account, error) {
+// AccountByToken is the account whose access token has hash, and the token's id; it
+// records the token's use. A hash no token has is errNoToken.
+func (s *Store) AccountByToken(ctx context.Context, hash string) (shared.Account, string, error) {
 	var rows []struct {
 		ID, Login, Role string
 		CreatedAt       int64
@@ -311,9 +311,9 @@ func (s *Store) AccountByToken(ctx context.Context, hash string) (shared.Account
 		Where("t.hash = ?", hash).Limit(1).Scan(&rows).Error
 	switch {
 	case err != nil:
-		return shared.Account{}, fmt.Errorf("read token: %w", err)
+		return shared.Account{}, "", fmt.Errorf("read token: %w", err)
 	case len(rows) == 0:
-		return shared.Account{}, errNoToken
+		return shared.Account{}, "", errNoToken
 	}
 	// Its use is recorded once a minute at most: a request that finds it recent writes
 	// nothing (on SQLite, even an update of no row takes the write lock).
@@ -321,11 +321,11 @@ func (s *Store) AccountByToken(ctx context.Context, hash string) (shared.Account
 		err := s.db.WithContext(ctx).Model(&accessTokenRow{}).Where("id = ? AND last_used_at < ?", rows[0].TokenID, now-int64(time.Minute)).
 			Update("last_used_at", now).Error
 		if err != nil {
-			return shared.Account{}, fmt.Errorf("record token use: %w", err)
+			return shared.Account{}, "", fmt.Errorf("record token use: %w", err)
 		}
 	}
 	r := rows[0]
-	return accountRow{ID: r.ID, Login: r.Login, Role: r.Role, CreatedAt: r.CreatedAt}.account(), nil
+	return accountRow{ID: r.ID, Login: r.Login, Role: r.Role, CreatedAt: r.CreatedAt}.account(), r.TokenID, nil
 }
 
 // IsUnknownToken reports whether err is AccountByToken's "no token has this hash".

@@ -122,14 +122,18 @@ var postgresDialect = &dialect{
 	},
 	searchID: "s.id",
 	// The page is found first and only its rows are highlighted: ts_headline reads the
-	// whole text again.
-	searchQuery: `WITH q AS (SELECT websearch_to_tsquery('simple', ?) AS q),
-		hits AS (SELECT s.id, s.message_id, s.task_id, s.body FROM message_search AS s, q
-			WHERE s.words @@ q.q%s ORDER BY s.id DESC LIMIT ?)
+	// whole text again. The query is a function in FROM, not a CTE: the planner folds it
+	// into a constant and weighs it against the column's statistics, so a rare word goes
+	// through the GIN index and a common one walks the ids newest first until the page is
+	// full. Behind a CTE every word looked alike, and a rare or absent one walked all ids
+	// (docs/PERFORMANCE.md, "Search").
+	searchQuery: `WITH hits AS (SELECT s.id, s.message_id, s.task_id, s.body, q
+			FROM message_search AS s, websearch_to_tsquery('simple', ?) AS q
+			WHERE s.words @@ q%s ORDER BY s.id DESC LIMIT ?)
 		SELECT h.id, h.message_id, m.session_id, h.task_id, t.title, m.type, m.author_type, m.created_at,
-			ts_headline('simple', h.body, q.q, 'StartSel=' || chr(2) || ', StopSel=' || chr(3) ||
+			ts_headline('simple', h.body, h.q, 'StartSel=' || chr(2) || ', StopSel=' || chr(3) ||
 				', MaxFragments=2, MaxWords=24, MinWords=8, FragmentDelimiter=" … "')
-		FROM hits AS h CROSS JOIN q JOIN messages AS m ON m.id = h.message_id JOIN tasks AS t ON t.id = h.task_id
+		FROM hits AS h JOIN messages AS m ON m.id = h.message_id JOIN tasks AS t ON t.id = h.task_id
 		ORDER BY h.id DESC`,
 	failure: func(err error) error {
 		var pe *pgconn.PgError

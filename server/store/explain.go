@@ -17,7 +17,7 @@ type Plan struct {
 	Steps []string
 }
 
-// Explain runs fn, then returns the query plan of each SELECT and UPDATE the store ran
+// Explain runs fn, then returns the query plan of each SELECT, WITH and UPDATE the store ran
 // for it, in order. fn must call the store with the context it is given: statements are recorded
 // through it. The plans are those of the statements the store really runs, so they cannot
 // drift from the code (for benchmarks, and for tests that pin the use of an index).
@@ -34,7 +34,7 @@ func (s *Store) Explain(ctx context.Context, fn func(context.Context) error) ([]
 	defer rec.mu.Unlock()
 	var plans []Plan
 	for _, st := range rec.list {
-		if verb, _, _ := strings.Cut(strings.TrimSpace(st.sql), " "); !strings.EqualFold(verb, "SELECT") && !strings.EqualFold(verb, "UPDATE") {
+		if verb, _, _ := strings.Cut(strings.TrimSpace(st.sql), " "); !strings.EqualFold(verb, "SELECT") && !strings.EqualFold(verb, "UPDATE") && !strings.EqualFold(verb, "WITH") {
 			continue
 		}
 		p := Plan{SQL: s.db.Dialector.Explain(st.sql, st.vars...)}

@@ -24,6 +24,7 @@ type signInRow struct {
 type SignIn struct {
 	AccountID string
 	LinkID    string
+	ExpiresAt time.Time // SignedIn's answer only: CreateSignIn takes it apart
 }
 
 func (signInRow) TableName() string { return "sign_ins" }
@@ -55,7 +56,7 @@ func (s *Store) SignedIn(ctx context.Context, id string, at time.Time) (who Sign
 	if len(rows) == 0 {
 		return SignIn{}, false, nil
 	}
-	return SignIn{AccountID: rows[0].AccountID, LinkID: rows[0].LinkID}, true, nil
+	return SignIn{AccountID: rows[0].AccountID, LinkID: rows[0].LinkID, ExpiresAt: time.Unix(0, rows[0].ExpiresAt)}, true, nil
 }
 
 // DeleteSignIn ends the sign-in id; one that does not exist is no error.
