@@ -73,6 +73,13 @@ type ElicitationAnswer struct {
 	Content   map[string]any `json:"content,omitempty"`
 }
 
+// Answered is the person's answer as the agent's runtime takes it (acp.Manager.Answered):
+// the action and content as JSON.
+func (e Elicitation) Answered() string {
+	b, _ := json.Marshal(ElicitationAnswer{Action: e.Action, Content: e.Content}) // decoded JSON always encodes
+	return string(b)
+}
+
 // Bounds of an agent's question: what one message of a list may carry. The whole
 // question (the message's content and its metadata.elicitation) is also bounded.
 const (

@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -62,11 +61,7 @@ func (s *Store) AnswerElicitation(ctx context.Context, sessionID, messageID stri
 		e := *md.Elicitation
 		e.Action, e.Content = a.Action, a.Content
 		md.Elicitation = &e
-		body, err := json.Marshal(shared.ElicitationAnswer{Action: a.Action, Content: a.Content})
-		if err != nil {
-			return err
-		}
-		owner, err = s.answered(ctx, tx, md, Command{SessionID: sessionID, Kind: CommandPermission, MessageID: messageID, Body: string(body)})
+		owner, err = s.answered(ctx, tx, md, Command{SessionID: sessionID, Kind: CommandPermission, MessageID: messageID, Body: e.Answered()})
 		return err
 	})
 	return m, owner, err
