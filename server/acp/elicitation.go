@@ -21,7 +21,7 @@ import (
 // elicitationCapabilities is what the client advertises for the profile: both modes
 // where a person answers, none otherwise.
 func (p Profile) elicitationCapabilities() *sdk.ElicitationCapabilities {
-	if p.Permission != PermissionAsk {
+	if p.Permission == PermissionAllow || p.Permission == PermissionDeny { // as decide: no policy asks
 		return nil
 	}
 	return &sdk.ElicitationCapabilities{Form: &sdk.ElicitationFormCapabilities{}, Url: &sdk.ElicitationUrlCapabilities{}}
