@@ -180,7 +180,9 @@ func TestElicitationHostile(t *testing.T) {
 	for i := range options {
 		options[i] = strings.Repeat("o", i+1)
 	}
-	url := func(u string) sdk.UnstableCreateElicitationRequest { return sdk.NewUnstableCreateElicitationRequestUrl("e", u) }
+	url := func(u string) sdk.UnstableCreateElicitationRequest {
+		return sdk.NewUnstableCreateElicitationRequestUrl("e", u)
+	}
 	cases := map[string]struct {
 		req  sdk.UnstableCreateElicitationRequest
 		want string
