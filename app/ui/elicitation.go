@@ -111,8 +111,8 @@ func (r *ElicitationRow) form(e shared.Elicitation, answering bool) app.UI {
 			)
 			return app.Div().Class("elic-field").DataSet("field", attrText(f.Name)).Body(
 				label,
+				app.If(f.Description != "", func() app.UI { return app.P().Class("elic-desc").Text(f.Description) }), // read before typing
 				r.input(id, f),
-				app.If(f.Description != "", func() app.UI { return app.P().Class("elic-desc").Text(f.Description) }),
 			)
 		}),
 	)
