@@ -40,6 +40,9 @@ const (
 	// ActionPermissionAnswer answers a permission request (payload: PermissionAnswer);
 	// the response is the updated message.
 	ActionPermissionAnswer = "permission.answer"
+	// ActionElicitationAnswer answers an agent's question (payload: ElicitationAnswer);
+	// the response is the updated message.
+	ActionElicitationAnswer = "elicitation.answer"
 	// ActionSetMode switches the agent's session mode (payload: ModeRequest); the
 	// response is the session.
 	ActionSetMode = "session.set_mode"

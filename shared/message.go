@@ -31,7 +31,14 @@ const (
 	// TypePlan is the agent's plan for a turn (metadata.entries), one message per turn
 	// updated in place as the agent revises it.
 	TypePlan MessageType = "plan"
+	// TypeElicitation is an agent's question for a person to answer (metadata.elicitation),
+	// pending like a permission request until answered (selected) or withdrawn (cancelled).
+	TypeElicitation MessageType = "elicitation"
 )
+
+// Asks reports whether a message of the type waits for a person (a permission request or
+// a question): it sets its task's needs_attention and a hidden page's notification.
+func (t MessageType) Asks() bool { return t == TypePermissionRequest || t == TypeElicitation }
 
 // ToolStatus is the status of a tool call (metadata.status).
 type ToolStatus string
@@ -94,6 +101,8 @@ type Metadata struct {
 	// AnsweredBy is the login of the account that answered a permission request, as
 	// Author is a prompt's (empty for the server's token and a server without one).
 	AnsweredBy string `json:"answered_by,omitempty"`
+	// Elicitation is an agent's question: its form or URL, and the person's answer.
+	Elicitation *Elicitation `json:"elicitation,omitempty"`
 	// Entries is a plan's checklist.
 	Entries []PlanEntry `json:"entries,omitempty"`
 	// Rejected marks a tool call the person (or the profile's policy) refused: it never

@@ -84,8 +84,28 @@ func (m Message) Visible() Message {
 		}
 		md.Normalized = &c
 	}
+	if e := md.Elicitation; e != nil {
+		md.Elicitation = e.visible()
+	}
 	m.Metadata = &md
 	return m
+}
+
+// visible marks a question's texts; field names and option values are kept, as the
+// answer sends them back.
+func (e *Elicitation) visible() *Elicitation {
+	c := *e
+	c.URL = Visible(c.URL)
+	c.Fields = slices.Clone(c.Fields)
+	for i := range c.Fields {
+		f := &c.Fields[i]
+		f.Title, f.Description = Visible(f.Title), Visible(f.Description)
+		f.Options = slices.Clone(f.Options)
+		for j := range f.Options {
+			f.Options[j].Title = Visible(f.Options[j].Title)
+		}
+	}
+	return &c
 }
 
 // Visible returns s as a page shows it: every text in it marked (Visible), the ids of

@@ -65,6 +65,8 @@ func TestVisibleValues(t *testing.T) {
 		"Session.ID", "Session.TaskID", "Session.State", "Session.Modes.Current", "Session.Modes.Available.ID",
 		"Session.ConfigOptions.ID", "Session.ConfigOptions.Type", "Session.ConfigOptions.Current", "Session.ConfigOptions.Values.ID",
 		"ToolContentSnapshot.MessageID",
+		"Message.Metadata.Elicitation.Mode", "Message.Metadata.Elicitation.Action", "Message.Metadata.Elicitation.Fields.Name",
+		"Message.Metadata.Elicitation.Fields.Type", "Message.Metadata.Elicitation.Fields.Options.Value",
 	}
 	for _, tc := range []struct {
 		name    string
@@ -149,8 +151,8 @@ func compareVisible(t *testing.T, got, want reflect.Value, path string, kept []s
 			return
 		}
 		fallthrough // compared whole
-	default:
-		if got.Interface() != want.Interface() {
+	default: // maps and interfaces too: an answer's content and a field's default are values, kept
+		if !reflect.DeepEqual(got.Interface(), want.Interface()) {
 			t.Errorf("%s is %v, want %v", path, got.Interface(), want.Interface())
 		}
 	}

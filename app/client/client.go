@@ -177,6 +177,14 @@ func (c *Client) AnswerPermission(ctx context.Context, sessionID, messageID, opt
 	return m, c.call(ctx, "POST", path, shared.PermissionAnswer{OptionID: optionID}, &m)
 }
 
+// AnswerElicitation answers an agent's pending question (accept with the form's content,
+// decline or cancel) and returns the updated message.
+func (c *Client) AnswerElicitation(ctx context.Context, sessionID, messageID string, a shared.ElicitationAnswer) (shared.Message, error) {
+	var m shared.Message
+	path := "/api/v1/task-sessions/" + url.PathEscape(sessionID) + "/elicitations/" + url.PathEscape(messageID)
+	return m, c.call(ctx, "POST", path, shared.ElicitationAnswer{Action: a.Action, Content: a.Content}, &m)
+}
+
 // ShellOutput fetches the whole stored output of one shell command.
 func (c *Client) ShellOutput(ctx context.Context, sessionID, messageID string) (shared.ShellOutputSnapshot, error) {
 	s, _, _, err := c.ShellOutputIfChanged(ctx, sessionID, messageID, "", nil)

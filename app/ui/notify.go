@@ -33,10 +33,14 @@ func askNotifications(ctx app.Context) {
 // notifyHidden raises a system notification of a new pending request while the page is
 // hidden and notifications are allowed.
 func notifyHidden(ctx app.Context, m shared.Message) {
-	if m.Type != shared.TypePermissionRequest || m.Metadata == nil || m.Metadata.Status != shared.StatusPending ||
+	if !m.Type.Asks() || m.Metadata == nil || m.Metadata.Status != shared.StatusPending ||
 		!app.Window().Get("document").Get("hidden").Bool() || ctx.Notifications().Permission() != app.NotificationGranted {
 		return
 	}
-	ctx.Notifications().New(app.Notification{Title: "The agent asks permission", Body: m.Visible().Content, // shown like the page shows it
+	title := "The agent asks permission"
+	if m.Type == shared.TypeElicitation {
+		title = "The agent asks a question"
+	}
+	ctx.Notifications().New(app.Notification{Title: title, Body: m.Visible().Content, // shown like the page shows it
 		Path: "/sessions/" + m.SessionID, Tag: m.ID})
 }

@@ -53,6 +53,8 @@ func renderMessage(sessionID, cwd string, m shared.Message) app.UI {
 		return statusRow(m)
 	case m.Type == shared.TypePermissionRequest:
 		return &PermissionRow{SessionID: sessionID, Msg: m}
+	case m.Type == shared.TypeElicitation:
+		return &ElicitationRow{SessionID: sessionID, Msg: m}
 	case m.Type == shared.TypePlan:
 		return planRow(m)
 	case m.AuthorType == shared.AuthorUser:

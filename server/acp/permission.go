@@ -20,6 +20,7 @@ import (
 // ends cancelled, even when the person's answer was stored first: the store says what
 // the agent got.
 
+// cancelledOutcome is a permission request's answer when it was withdrawn.
 var cancelledOutcome = sdk.RequestPermissionOutcome{Cancelled: &sdk.RequestPermissionOutcomeCancelled{Outcome: "cancelled"}}
 
 // RequestPermission records the tool call it shows, then answers by the profile's policy:
@@ -74,21 +75,31 @@ func (s *session) ask(ctx context.Context, p sdk.RequestPermissionRequest, title
 	for _, o := range p.Options {
 		md.Options = append(md.Options, shared.PermissionOption{OptionID: string(o.OptionId), Name: o.Name, Kind: string(o.Kind)})
 	}
-	answer := make(chan sdk.RequestPermissionOutcome, 1)
+	option, err := s.wait(ctx, shared.TypePermissionRequest, title, md)
+	if err != nil || option == "" {
+		return cancelledOutcome, err
+	}
+	return selected(sdk.PermissionOptionId(option)), nil
+}
+
+// wait stores a request for a person (a message of a type that Asks) and waits for the
+// answer: the body of the person's command, or "" when it was withdrawn.
+func (s *session) wait(ctx context.Context, typ shared.MessageType, content string, md *shared.Metadata) (string, error) {
+	answer := make(chan string, 1)
 	s.permMu.Lock()
 	m, err := s.m.cfg.Store.CreateMessage(context.Background(), store.NewMessage{SessionID: s.id,
-		AuthorType: shared.AuthorAgent, Type: shared.TypePermissionRequest, Content: title, Metadata: md})
+		AuthorType: shared.AuthorAgent, Type: typ, Content: content, Metadata: md})
 	if err != nil {
 		s.permMu.Unlock()
-		s.log.Error("store permission request", "err", err)
-		return cancelledOutcome, fmt.Errorf("the client could not record the permission request")
+		s.log.Error("store a request for a person", "type", typ, "err", err)
+		return "", fmt.Errorf("the client could not record the request")
 	}
 	s.asks[m.ID] = answer
 	s.m.cfg.Events.MessageAdded(m) // before any answer's update can be published
 	s.permMu.Unlock()
 	select {
-	case o := <-answer:
-		return o, nil
+	case a := <-answer:
+		return a, nil
 	case <-ctx.Done(): // the agent withdrew the request, or the connection ended
 		s.withdraw(m.ID)
 		return <-answer, nil // the answer that reached it first, or the withdrawal's
@@ -115,7 +126,7 @@ func (s *session) withdraw(id string) {
 	defer s.permMu.Unlock()
 	if ch := s.asks[id]; ch != nil {
 		delete(s.asks, id)
-		ch <- cancelledOutcome
+		ch <- ""
 		s.m.cancelAsk(s.id, id)
 	}
 }
@@ -134,9 +145,10 @@ func (m *Manager) cancelAsk(sessionID, id string) {
 }
 
 // Answered hands the agent the answer a person's call stored (here, or on another replica
-// and sent through the inbox: store.CommandPermission). A request its agent no longer
-// waits for (withdrawn, its turn cancelled, the agent stopped or gone) ends cancelled.
-func (m *Manager) Answered(sessionID, messageID, optionID string) {
+// and sent through the inbox: store.CommandPermission): the option chosen, or a question's
+// answer as JSON. A request its agent no longer waits for (withdrawn, its turn cancelled,
+// the agent stopped or gone) ends cancelled.
+func (m *Manager) Answered(sessionID, messageID, answer string) {
 	m.mu.Lock()
 	s := m.sessions[sessionID]
 	m.mu.Unlock()
@@ -145,7 +157,7 @@ func (m *Manager) Answered(sessionID, messageID, optionID string) {
 		defer s.permMu.Unlock()
 		if ch := s.asks[messageID]; ch != nil {
 			delete(s.asks, messageID)
-			ch <- selected(sdk.PermissionOptionId(optionID))
+			ch <- answer
 			return
 		}
 	}

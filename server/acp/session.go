@@ -55,8 +55,8 @@ type session struct {
 	nextUsage    *shared.Usage // the latest usage report not stored yet (usage.go)
 	usageWriting bool          // storeUsage runs
 
-	permMu sync.Mutex                                   // held while a request is stored and registered, answered or cancelled
-	asks   map[string]chan sdk.RequestPermissionOutcome // pending permission requests by message id
+	permMu sync.Mutex             // held while a request is stored and registered, answered or cancelled
+	asks   map[string]chan string // pending permission requests and questions by message id (permission.go)
 
 	mu        sync.Mutex
 	replaying bool                 // session/load is replaying the conversation, which is stored already
@@ -78,7 +78,7 @@ func newSession(m *Manager, sess shared.Session, task shared.Task, p Profile) *s
 	s := &session{m: m, id: sess.ID, cwd: sess.Cwd, dirs: task.AdditionalDirectories, profile: p, state: sess.State,
 		log:       m.log.With("session", sess.ID, "agent", p.Name),
 		connected: make(chan struct{}), guarded: make(chan struct{}), started: make(chan struct{}), done: make(chan struct{}),
-		terms: map[string]*terminal{}, asks: map[string]chan sdk.RequestPermissionOutcome{}}
+		terms: map[string]*terminal{}, asks: map[string]chan string{}}
 	s.rec = newRecorder(recorderConfig{sessionID: sess.ID, cwd: sess.Cwd, store: m.cfg.Store, events: m.cfg.Events,
 		clock: m.clock, interval: m.cfg.FlushInterval, log: s.log, terminal: s.terminal,
 		outage: m.cfg.StoreOutage, stuck: s.storeDown, giveUp: m.closed})
@@ -156,7 +156,8 @@ func (s *session) handshake(ctx context.Context) error {
 		ClientCapabilities: sdk.ClientCapabilities{Terminal: true,
 			Fs: sdk.FileSystemCapabilities{ReadTextFile: !s.profile.NoReadTextFile, WriteTextFile: true}, // inside the cwd only (fs.go)
 			// Agents that run commands themselves then report their output (ACP-NOTES.md).
-			Meta: map[string]any{"terminal_output": true}},
+			Meta:        map[string]any{"terminal_output": true},
+			Elicitation: s.profile.elicitationCapabilities()},
 		ClientInfo: &sdk.Implementation{Name: "conch", Version: cmp.Or(s.m.cfg.Version, "dev")},
 	})
 	if err != nil {

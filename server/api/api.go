@@ -70,6 +70,9 @@ type Runtime interface {
 	// AnswerPermission stores a person's answer to a pending permission request, publishes
 	// the updated message and hands the answer to the agent.
 	AnswerPermission(ctx context.Context, sessionID, messageID, optionID string) (shared.Message, error)
+	// AnswerElicitation stores a person's answer to an agent's pending question, checked
+	// against its fields, publishes the updated message and hands the answer to the agent.
+	AnswerElicitation(ctx context.Context, sessionID, messageID string, a shared.ElicitationAnswer) (shared.Message, error)
 	// SetMode switches the agent to one of the modes it offers and returns the session.
 	SetMode(ctx context.Context, sessionID, modeID string) (shared.Session, error)
 	// SetConfig sets one of the agent's config options and returns the session once the
@@ -227,6 +230,7 @@ func New(cfg Config) *fiber.App {
 	v1.Get("/task-sessions/:session_id/messages/:message_id/tool-content", s.as(shared.RoleViewer), s.handleToolContent)
 	v1.Get("/task-sessions/:session_id/messages/:message_id/error-detail", s.as(shared.RoleViewer), s.handleErrorDetail)
 	v1.Post("/task-sessions/:session_id/permissions/:message_id", s.as(shared.RoleMember), s.handleAnswerPermission)
+	v1.Post("/task-sessions/:session_id/elicitations/:message_id", s.as(shared.RoleMember), s.handleAnswerElicitation)
 	api.All("/*", func(c *fiber.Ctx) error { return s.fail(c, errNoRoute) })
 
 	app.Get("/ws", s.requireToken, s.checkUpgrade, websocket.New(s.handleWS, websocket.Config{

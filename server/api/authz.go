@@ -59,16 +59,17 @@ var (
 
 // wsNeeds is the least role of each WebSocket action.
 var wsNeeds = map[string]string{
-	shared.ActionTasksSubscribe:   shared.RoleViewer,
-	shared.ActionSubscribe:        shared.RoleViewer,
-	shared.ActionUnsubscribe:      shared.RoleViewer,
-	shared.ActionMessageList:      shared.RoleViewer,
-	shared.ActionMessageAdd:       shared.RoleMember,
-	shared.ActionPermissionAnswer: shared.RoleMember,
-	shared.ActionSetMode:          shared.RoleMember,
-	shared.ActionSetConfig:        shared.RoleMember,
-	shared.ActionStop:             shared.RoleMember,
-	shared.ActionResume:           shared.RoleMember,
+	shared.ActionTasksSubscribe:    shared.RoleViewer,
+	shared.ActionSubscribe:         shared.RoleViewer,
+	shared.ActionUnsubscribe:       shared.RoleViewer,
+	shared.ActionMessageList:       shared.RoleViewer,
+	shared.ActionMessageAdd:        shared.RoleMember,
+	shared.ActionPermissionAnswer:  shared.RoleMember,
+	shared.ActionElicitationAnswer: shared.RoleMember,
+	shared.ActionSetMode:           shared.RoleMember,
+	shared.ActionSetConfig:         shared.RoleMember,
+	shared.ActionStop:              shared.RoleMember,
+	shared.ActionResume:            shared.RoleMember,
 }
 
 // wsAllowed checks a WebSocket request as as checks a route; a write returns its audit

@@ -57,6 +57,7 @@ var routeNeeds = map[string]string{
 	"GET /api/v1/task-sessions/:session_id/messages/:message_id/tool-content":     shared.RoleViewer,
 	"GET /api/v1/task-sessions/:session_id/messages/:message_id/error-detail":     shared.RoleViewer,
 	"POST /api/v1/task-sessions/:session_id/permissions/:message_id":              shared.RoleMember,
+	"POST /api/v1/task-sessions/:session_id/elicitations/:message_id":             shared.RoleMember,
 	"GET /api/v1/messages/:message_id":                                            shared.RoleViewer,
 	"GET /api/v1/openapi.json":                                                    shared.RoleViewer,
 }

@@ -299,6 +299,30 @@ func (s *server) answerPermission(ctx context.Context, req shared.PermissionAnsw
 	return s.rt.AnswerPermission(store.AnsweredBy(ctx, person(ctx).Login), req.SessionID, req.MessageID, req.OptionID)
 }
 
+func (s *server) handleAnswerElicitation(c *fiber.Ctx) error {
+	var req shared.ElicitationAnswer
+	if err := decodeBody(c.Body(), &req); err != nil {
+		return s.fail(c, err)
+	}
+	if err := fromPath(c, pathID{"session_id", &req.SessionID}, pathID{"message_id", &req.MessageID}); err != nil {
+		return s.fail(c, err)
+	}
+	msg, err := s.answerElicitation(c.UserContext(), req)
+	if err != nil {
+		return s.fail(c, err)
+	}
+	return sendJSON(c, msg)
+}
+
+// answerElicitation is elicitation.answer over REST and WebSocket alike; the store checks
+// the answer against the question's fields.
+func (s *server) answerElicitation(ctx context.Context, req shared.ElicitationAnswer) (shared.Message, error) {
+	if strings.TrimSpace(req.MessageID) == "" {
+		return shared.Message{}, shared.Errorf(shared.CodeInvalid, "message_id is required")
+	}
+	return s.rt.AnswerElicitation(store.AnsweredBy(ctx, person(ctx).Login), req.SessionID, req.MessageID, req)
+}
+
 func (s *server) handleSetMode(c *fiber.Ctx) error {
 	return askAgent(s, c, func(r *shared.ModeRequest) *string { return &r.SessionID }, s.setMode)
 }

@@ -168,6 +168,19 @@ func (f *fakeRuntime) AnswerPermission(ctx context.Context, sessionID, messageID
 	return m, nil
 }
 
+// AnswerElicitation settles the question as AnswerPermission does a request.
+func (f *fakeRuntime) AnswerElicitation(ctx context.Context, sessionID, messageID string, a shared.ElicitationAnswer) (shared.Message, error) {
+	m, _, err := f.store.AnswerElicitation(ctx, sessionID, messageID, a)
+	if err != nil {
+		return m, err
+	}
+	f.hub.MessageUpdated(m)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.answers = append(f.answers, messageID+": "+m.Metadata.Elicitation.Answered())
+	return m, nil
+}
+
 // SetMode switches to a mode the stored session offers, as the runtime does once the
 // agent agreed.
 func (f *fakeRuntime) SetMode(ctx context.Context, sessionID, modeID string) (shared.Session, error) {

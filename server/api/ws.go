@@ -272,6 +272,11 @@ func (s *server) dispatch(ctx context.Context, client *hub.Client, req shared.En
 		if err = decodePayload(req.Payload, &p, &p.SessionID); err == nil {
 			result, err = s.answerPermission(ctx, p)
 		}
+	case shared.ActionElicitationAnswer:
+		var p shared.ElicitationAnswer
+		if err = decodePayload(req.Payload, &p, &p.SessionID); err == nil {
+			result, err = s.answerElicitation(ctx, p)
+		}
 	case shared.ActionSetMode:
 		var p shared.ModeRequest
 		if err = decodePayload(req.Payload, &p, &p.SessionID); err == nil {

@@ -197,7 +197,7 @@ func (h *Hub) end(match func(*Client) bool) {
 // m must already be projected (as every store result is).
 func (h *Hub) MessageAdded(m shared.Message) {
 	h.publish(m.SessionID, shared.ActionMessageAdded, "", m)
-	if m.Type == shared.TypePermissionRequest { // the task's needs_attention
+	if m.Type.Asks() { // the task's needs_attention
 		h.TaskChanged(m.TaskID)
 	}
 }
@@ -206,7 +206,7 @@ func (h *Hub) MessageAdded(m shared.Message) {
 // in a client's queue is replaced rather than queued twice.
 func (h *Hub) MessageUpdated(m shared.Message) {
 	h.publish(m.SessionID, shared.ActionMessageUpdated, m.ID, m)
-	if m.Type == shared.TypePermissionRequest {
+	if m.Type.Asks() {
 		h.TaskChanged(m.TaskID)
 	}
 }

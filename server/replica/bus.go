@@ -78,9 +78,9 @@ func (b *Bus) MessageUpdated(m shared.Message) {
 	b.tell(notice{Kind: kindUpdated, Session: m.SessionID, Message: m.ID, Task: attention(m)})
 }
 
-// attention is the task of a permission request, whose needs_attention it may change.
+// attention is the task of a permission request or question, whose needs_attention it may change.
 func attention(m shared.Message) string {
-	if m.Type == shared.TypePermissionRequest {
+	if m.Type.Asks() {
 		return m.TaskID
 	}
 	return ""

@@ -105,6 +105,18 @@ func (r *Replica) AnswerPermission(ctx context.Context, sessionID, messageID, op
 	return m, r.deliver(owner, func() error { r.local.Answered(sessionID, messageID, optionID); return nil })
 }
 
+// AnswerElicitation stores a person's answer to an agent's question and delivers it as
+// AnswerPermission does an option (acp.Manager.Answered takes either).
+func (r *Replica) AnswerElicitation(ctx context.Context, sessionID, messageID string, a shared.ElicitationAnswer) (shared.Message, error) {
+	m, owner, err := r.store.AnswerElicitation(ctx, sessionID, messageID, a)
+	if err != nil {
+		return shared.Message{}, err
+	}
+	r.bus.MessageUpdated(m)
+	answer := m.Metadata.Elicitation.Answered()
+	return m, r.deliver(owner, func() error { r.local.Answered(sessionID, messageID, answer); return nil })
+}
+
 // deliver is the one place that decides where a person's command goes: a store's commit
 // (AddUserMessage, AnswerPermission, Forward) returned owner, the replica whose inbox it
 // wrote the command to in that same commit, which is woken; "" means the agent runs here

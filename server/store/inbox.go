@@ -23,7 +23,7 @@ type CommandKind string
 const (
 	CommandPrompt     CommandKind = "prompt"     // run Body as a turn (the prompt is stored)
 	CommandCancel     CommandKind = "cancel"     // cancel the running turn
-	CommandPermission CommandKind = "permission" // hand the stored answer (option Body) of request MessageID to the agent
+	CommandPermission CommandKind = "permission" // hand the stored answer (an option, or a question's answer) Body of request MessageID to the agent
 	CommandMode       CommandKind = "mode"       // switch to mode Body; the sender waits for the outcome
 	CommandStop       CommandKind = "stop"       // stop the agent (its task is being deleted, Body says); the sender waits
 	CommandStopAgent  CommandKind = "stop_agent" // stop the agent, the session stays (a person asked); the sender waits

@@ -10,7 +10,13 @@ import (
 	"gorm.io/gorm"
 )
 
-var errNotPending = shared.Errorf(shared.CodeConflict, "permission request is not pending")
+var (
+	errNotPending         = shared.Errorf(shared.CodeConflict, "permission request is not pending")
+	errQuestionNotPending = shared.Errorf(shared.CodeConflict, "question is not pending")
+)
+
+// asking are the types of messages that wait for a person (shared.MessageType.Asks).
+var asking = []string{string(shared.TypePermissionRequest), string(shared.TypeElicitation)}
 
 // AnswerPermission records the person's answer to a pending permission request of the
 // session: status selected and selected_option_id. An absent message, one of another
@@ -21,25 +27,56 @@ var errNotPending = shared.Errorf(shared.CodeConflict, "permission request is no
 // when this process hands the answer to the agent. The login ctx carries (AnsweredBy) is
 // kept as who answered.
 func (s *Store) AnswerPermission(ctx context.Context, sessionID, messageID, optionID string) (m shared.Message, owner string, err error) {
-	m, _, err = s.settlePermission(ctx, sessionID, messageID, func(tx *gorm.DB, md *shared.Metadata) error {
+	m, _, err = s.settleAsk(ctx, shared.TypePermissionRequest, sessionID, messageID, func(tx *gorm.DB, md *shared.Metadata) error {
 		if md.Status != shared.StatusPending {
 			return errNotPending
 		}
 		for _, o := range md.Options {
 			if o.OptionID == optionID {
-				md.Status, md.SelectedOptionID = shared.StatusSelected, optionID
-				md.AnsweredBy, _ = ctx.Value(answererKey{}).(string)
-				sess, err := getSession(tx, sessionID)
-				if err != nil {
-					return err
-				}
-				owner, err = s.forward(tx, sess, Command{SessionID: sessionID, Kind: CommandPermission, MessageID: messageID, Body: optionID})
+				md.SelectedOptionID = optionID
+				owner, err = s.answered(ctx, tx, md, Command{SessionID: sessionID, Kind: CommandPermission, MessageID: messageID, Body: optionID})
 				return err
 			}
 		}
 		return shared.Errorf(shared.CodeInvalid, "option %q is not offered by this permission request", optionID)
 	})
 	return m, owner, err
+}
+
+// AnswerElicitation records the person's answer to a pending question of the session's
+// agent (an elicitation message) as AnswerPermission does an option: action and content
+// are checked against the question's fields (shared.Elicitation.CheckAnswer), and the
+// answer handed to the agent is the command's Body, the answer as JSON.
+func (s *Store) AnswerElicitation(ctx context.Context, sessionID, messageID string, a shared.ElicitationAnswer) (m shared.Message, owner string, err error) {
+	m, _, err = s.settleAsk(ctx, shared.TypeElicitation, sessionID, messageID, func(tx *gorm.DB, md *shared.Metadata) error {
+		if md.Status != shared.StatusPending {
+			return errQuestionNotPending
+		}
+		if md.Elicitation == nil {
+			return shared.Errorf(shared.CodeInvalid, "this message holds no question")
+		}
+		if err := md.Elicitation.CheckAnswer(a); err != nil {
+			return err
+		}
+		e := *md.Elicitation
+		e.Action, e.Content = a.Action, a.Content
+		md.Elicitation = &e
+		owner, err = s.answered(ctx, tx, md, Command{SessionID: sessionID, Kind: CommandPermission, MessageID: messageID, Body: e.Answered()})
+		return err
+	})
+	return m, owner, err
+}
+
+// answered marks a request answered by the person ctx names (AnsweredBy) and addresses
+// the answer to the replica that runs the session's agent (inbox.go), which it returns.
+func (s *Store) answered(ctx context.Context, tx *gorm.DB, md *shared.Metadata, c Command) (string, error) {
+	md.Status = shared.StatusSelected
+	md.AnsweredBy, _ = ctx.Value(answererKey{}).(string)
+	sess, err := getSession(tx, c.SessionID)
+	if err != nil {
+		return "", err
+	}
+	return s.forward(tx, sess, c)
 }
 
 type answererKey struct{}
@@ -57,34 +94,43 @@ func AnsweredBy(ctx context.Context, login string) context.Context {
 // (the answer came too late, and the store says what the agent got). changed is false,
 // with no error, when it had ended already.
 func (s *Store) CancelPermission(ctx context.Context, sessionID, messageID string) (shared.Message, bool, error) {
-	return s.settlePermission(ctx, sessionID, messageID, func(_ *gorm.DB, md *shared.Metadata) error {
+	return s.settleAsk(ctx, "", sessionID, messageID, func(_ *gorm.DB, md *shared.Metadata) error {
 		if md.Status != shared.StatusPending && md.Status != shared.StatusSelected {
 			return errUnchanged
 		}
 		md.Status, md.SelectedOptionID, md.AnsweredBy = shared.StatusCancelled, "", ""
+		if e := md.Elicitation; e != nil {
+			c := *e
+			c.Action, c.Content = "", nil
+			md.Elicitation = &c
+		}
 		return nil
 	})
 }
 
-// errUnchanged, returned by a settlePermission change, leaves the request as it is
+// errUnchanged, returned by a settleAsk change, leaves the request as it is
 // without failing.
 var errUnchanged = errors.New("unchanged")
 
-// settlePermission applies change to the metadata of a permission request of the
-// session and stores it, in one transaction; changed says whether it was stored.
-func (s *Store) settlePermission(ctx context.Context, sessionID, messageID string, change func(*gorm.DB, *shared.Metadata) error) (shared.Message, bool, error) {
+// settleAsk applies change to the metadata of a message of the session that waits for a
+// person (shared.MessageType.Asks), of type typ unless it is "", and stores it, in one
+// transaction; changed says whether it was stored.
+func (s *Store) settleAsk(ctx context.Context, typ shared.MessageType, sessionID, messageID string, change func(*gorm.DB, *shared.Metadata) error) (shared.Message, bool, error) {
 	var (
 		row     messageRow
 		changed bool
 	)
 	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		err := locked(tx).Take(&row, "id = ? AND session_id = ? AND type = ?", messageID, sessionID, string(shared.TypePermissionRequest)).Error
+		err := locked(tx).Take(&row, "id = ? AND session_id = ? AND type IN ?", messageID, sessionID, asking).Error
 		if err != nil {
 			return notFound(err, "message")
 		}
 		m, err := row.message()
 		if err != nil {
 			return err
+		}
+		if typ != "" && m.Type != typ {
+			return missing("message")
 		}
 		md := shared.Metadata{}
 		if m.Metadata != nil {
@@ -106,7 +152,7 @@ func (s *Store) settlePermission(ctx context.Context, sessionID, messageID strin
 			Updates(map[string]any{"metadata": row.Metadata, "status": row.Status, "updated_at": row.UpdatedAt}).Error
 	})
 	if err != nil {
-		return shared.Message{}, false, fmt.Errorf("settle permission request: %w", err)
+		return shared.Message{}, false, fmt.Errorf("settle a request for a person: %w", err)
 	}
 	m, err := row.message()
 	return m, changed, err

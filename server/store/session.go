@@ -187,10 +187,10 @@ func (s *Store) listTasks(ctx context.Context, id string) ([]shared.Task, error)
 	if err := of("task_id").Omit("modes", "commands", "usage").Order("created_at DESC, id DESC").Find(&sessions).Error; err != nil {
 		return nil, fmt.Errorf("list sessions: %w", err)
 	}
-	// Pending permission requests are unfinished rows: the partial index finds them.
+	// Pending permission requests and questions are unfinished rows: the partial index finds them.
 	var waiting []string
 	if err := of("task_id").Model(&messageRow{}).Distinct("task_id").
-		Where(unfinished+" AND type = ?", string(shared.TypePermissionRequest)).Pluck("task_id", &waiting).Error; err != nil {
+		Where(unfinished+" AND type IN ?", asking).Pluck("task_id", &waiting).Error; err != nil {
 		return nil, fmt.Errorf("list tasks needing attention: %w", err)
 	}
 	cost, err := s.taskCosts(db, id)

@@ -440,3 +440,31 @@ func Usage(used, size int, amount float64, currency string) sdk.SessionUpdate {
 	}
 	return sdk.SessionUpdate{UsageUpdate: u}
 }
+
+// Elicit is a turn that asks the person req (elicitation/create) and ends with a message
+// that tells what it got back: "got " and the client's answer as JSON. A refused question
+// fails the turn with the client's error; a cancel of the turn ends it cancelled.
+func Elicit(req sdk.UnstableCreateElicitationRequest) Script {
+	return func(ctx context.Context, a *Agent, sid sdk.SessionId) error {
+		resp, err := a.Conn.UnstableCreateElicitation(ctx, req)
+		if err != nil && ctx.Err() != nil || resp.Cancel != nil {
+			return StopWith(sdk.StopReasonCancelled)
+		}
+		if err != nil {
+			return err
+		}
+		b, err := json.Marshal(resp)
+		if err != nil {
+			return err
+		}
+		return a.Send(ctx, sid, sdk.UpdateAgentMessageText("got "+string(b)))
+	}
+}
+
+// Form is a form question of message with the fields (JSON Schema properties) and the
+// required field names.
+func Form(message string, fields map[string]any, required ...string) sdk.UnstableCreateElicitationRequest {
+	r := sdk.NewUnstableCreateElicitationRequestForm(sdk.UnstableElicitationSchema{Properties: fields, Required: required})
+	r.Form.Message = message
+	return r
+}
