@@ -107,7 +107,7 @@ func (p *SessionPage) attachButton() app.UI {
 			Aria("hidden", "true").OnChange(p.onPick),
 		disabled(app.Button().Type("button").Class("secondary", "attach-button"), none || p.pending != "").
 			Title(map[bool]string{true: note, false: "Attach images or files (or drop or paste them on the prompt)"}[none]).
-			Aria("label", "Attach files").OnClick(p.pickFiles).Text("📎"),
+			OnClick(p.pickFiles).Text("Attach"),
 	)
 }
 
