@@ -97,17 +97,17 @@ func (p *SessionPage) pickFiles(app.Context, app.Event) {
 	}
 }
 
-// attachButton is the paperclip, with its hidden file input; disabled for an agent that
-// takes no images nor files.
+// attachButton is the button that picks files, with its hidden file input; none for an
+// agent that takes no images nor files (attachRow says so).
 func (p *SessionPage) attachButton() app.UI {
-	note := cannotTake(p.capabilities())
-	none := note == takesNothing
+	if cannotTake(p.capabilities()) == takesNothing {
+		return nil
+	}
 	return app.Span().Class("attach").Body(
 		app.Input().Type("file").ID("attach-input").Class("sr-only").Multiple(true).TabIndex(-1).
 			Aria("hidden", "true").OnChange(p.onPick),
-		disabled(app.Button().Type("button").Class("secondary", "attach-button"), none || p.pending != "").
-			Title(map[bool]string{true: note, false: "Attach images or files (or drop or paste them on the prompt)"}[none]).
-			OnClick(p.pickFiles).Text("Attach"),
+		disabled(app.Button().Type("button").Class("secondary", "attach-button"), p.pending != "").
+			Title("Attach images or files (or drop or paste them on the prompt)").OnClick(p.pickFiles).Text("Attach"),
 	)
 }
 
