@@ -85,4 +85,7 @@ type AddRequest struct {
 	SessionID       string `json:"session_id,omitempty"`
 	Content         string `json:"content"`
 	ClientMessageID string `json:"client_message_id,omitempty"`
+	// Attachments are ids of files uploaded to the session (POST .../attachments), sent
+	// after the text in this order; each goes with one prompt only.
+	Attachments []string `json:"attachments,omitempty"`
 }

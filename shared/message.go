@@ -114,6 +114,8 @@ type Metadata struct {
 	// DetailBytes is, on an error message whose text is more than its headline (the
 	// content), the size of the whole text, fetched on demand (ErrorDetail).
 	DetailBytes int `json:"detail_bytes,omitempty"`
+	// Attachments are the files a person's prompt carried (bodies fetched on open).
+	Attachments []Attachment `json:"attachments,omitempty"`
 }
 
 // PlanEntry is one step of an agent's plan: ACP's priority (high | medium | low) and
@@ -247,9 +249,12 @@ type Session struct {
 	ConfigOptions []ConfigOption `json:"config_options,omitempty"`
 	// Usage is the agent's latest report of its context window and cost (ACP
 	// usage_update), when it sent one.
-	Usage     *Usage    `json:"usage,omitempty"`
-	CreatedAt time.Time `json:"created_at"`
-	UpdatedAt time.Time `json:"updated_at"`
+	Usage *Usage `json:"usage,omitempty"`
+	// PromptCapabilities are what the agent takes in a prompt besides text (images,
+	// files), as it said when it last started; absent before.
+	PromptCapabilities *PromptCapabilities `json:"prompt_capabilities,omitempty"`
+	CreatedAt          time.Time           `json:"created_at"`
+	UpdatedAt          time.Time           `json:"updated_at"`
 }
 
 // Usage is an agent's report of its session (ACP usage_update): the tokens in its

@@ -61,6 +61,11 @@ func (m Message) Visible() Message {
 		o := &md.Options[i]
 		o.Name, o.Kind = Visible(o.Name), Visible(o.Kind)
 	}
+	md.Attachments = slices.Clone(md.Attachments)
+	for i := range md.Attachments { // a person's file names; ids and types are Conch's
+		a := &md.Attachments[i]
+		a.ID, a.Name, a.MimeType = Visible(a.ID), Visible(a.Name), Visible(a.MimeType)
+	}
 	md.Entries = slices.Clone(md.Entries)
 	for i := range md.Entries {
 		e := &md.Entries[i]

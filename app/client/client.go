@@ -130,12 +130,35 @@ func (c *Client) GetMessage(ctx context.Context, id string) (shared.Message, err
 }
 
 // SendMessage posts a prompt; the agent's turn runs in the background. A repeated
-// clientMessageID returns the first message and starts nothing.
-func (c *Client) SendMessage(ctx context.Context, sessionID, content, clientMessageID string) (shared.Message, error) {
+// clientMessageID returns the first message and starts nothing. attachments are ids of
+// files uploaded to the session (UploadAttachment), sent after the text.
+func (c *Client) SendMessage(ctx context.Context, sessionID, content, clientMessageID string, attachments ...string) (shared.Message, error) {
 	var m shared.Message
-	in := shared.AddRequest{Content: content, ClientMessageID: clientMessageID}
+	in := shared.AddRequest{Content: content, ClientMessageID: clientMessageID, Attachments: attachments}
 	return m, c.call(ctx, "POST", "/api/v1/task-sessions/"+url.PathEscape(sessionID)+"/messages", in, &m)
 }
+
+// UploadAttachment stores a file for a prompt of the session to carry; the server reads
+// its type from the bytes, and refuses one the session's agent cannot take.
+func (c *Client) UploadAttachment(ctx context.Context, sessionID, name string, data []byte) (shared.Attachment, error) {
+	var a shared.Attachment
+	return a, c.call(ctx, "POST", "/api/v1/task-sessions/"+url.PathEscape(sessionID)+"/attachments?name="+url.QueryEscape(name), rawBody(data), &a)
+}
+
+// AttachmentURL is where a file a prompt carries is served (an <img>'s source).
+func (c *Client) AttachmentURL(sessionID, id string) string {
+	return c.base + "/api/v1/task-sessions/" + url.PathEscape(sessionID) + "/attachments/" + url.PathEscape(id)
+}
+
+// AttachmentText fetches a text file a prompt carries.
+func (c *Client) AttachmentText(ctx context.Context, sessionID, id string) (string, error) {
+	var body []byte
+	err := c.call(ctx, "GET", "/api/v1/task-sessions/"+url.PathEscape(sessionID)+"/attachments/"+url.PathEscape(id), nil, &body)
+	return string(body), err
+}
+
+// rawBody is a request body sent as it is (application/octet-stream), not as JSON.
+type rawBody []byte
 
 // Cancel cancels the session's running turn.
 func (c *Client) Cancel(ctx context.Context, sessionID string) error {
@@ -271,7 +294,7 @@ func (c *Client) ErrorDetail(ctx context.Context, sessionID, messageID string) (
 	return d, err
 }
 
-// call sends in as JSON (when not nil) and decodes a 2xx answer into out (when not nil;
+// call sends in as JSON (when not nil; a rawBody as it is) and decodes a 2xx answer into out (when not nil;
 // a *[]byte takes the body as it is).
 func (c *Client) call(ctx context.Context, method, path string, in, out any) error {
 	return c.callIfNoneMatch(ctx, method, path, nil, in, out)
@@ -300,13 +323,18 @@ func (c *Client) callIfNoneMatch(ctx context.Context, method, path string, v *ve
 		held = v.etag
 	}
 	var body []byte
-	if in != nil {
+	contentType := "application/json"
+	switch in := in.(type) {
+	case nil:
+	case rawBody:
+		body, contentType = in, "application/octet-stream"
+	default:
 		var err error
 		if body, err = json.Marshal(in); err != nil {
 			return fmt.Errorf("%s %s: %w", method, path, err)
 		}
 	}
-	a, err := c.roundTrip(ctx, method, c.base+path, held, body)
+	a, err := c.roundTrip(ctx, method, c.base+path, held, contentType, body)
 	if err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err()

@@ -11,13 +11,13 @@ import (
 	"conch/shared"
 )
 
-func (c *Client) roundTrip(ctx context.Context, method, url, ifNoneMatch string, body []byte) (answer, error) {
+func (c *Client) roundTrip(ctx context.Context, method, url, ifNoneMatch, contentType string, body []byte) (answer, error) {
 	req, err := http.NewRequestWithContext(ctx, method, url, bytes.NewReader(body))
 	if err != nil {
 		return answer{}, err
 	}
 	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Content-Type", contentType)
 	}
 	if ifNoneMatch != "" {
 		req.Header.Set("If-None-Match", ifNoneMatch)

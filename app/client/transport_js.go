@@ -11,7 +11,7 @@ import (
 // roundTrip calls the browser's fetch. Cancelling ctx aborts the request through its own
 // AbortController, also while the body is being read (net/http in WASM cannot do that,
 // and would add megabytes to app.wasm).
-func (c *Client) roundTrip(ctx context.Context, method, url, ifNoneMatch string, body []byte) (answer, error) {
+func (c *Client) roundTrip(ctx context.Context, method, url, ifNoneMatch, contentType string, body []byte) (answer, error) {
 	abort := js.Global().Get("AbortController").New()
 	opts := js.Global().Get("Object").New()
 	opts.Set("method", method)
@@ -22,8 +22,14 @@ func (c *Client) roundTrip(ctx context.Context, method, url, ifNoneMatch string,
 	opts.Set("cache", "no-store")
 	headers := js.Global().Get("Object").New()
 	if body != nil {
-		headers.Set("Content-Type", "application/json")
-		opts.Set("body", string(body))
+		headers.Set("Content-Type", contentType)
+		if contentType == "application/json" {
+			opts.Set("body", string(body))
+		} else { // bytes as they are: a JS string of them would be their UTF-8 reading
+			raw := js.Global().Get("Uint8Array").New(len(body))
+			js.CopyBytesToJS(raw, body)
+			opts.Set("body", raw)
+		}
 	}
 	if ifNoneMatch != "" {
 		headers.Set("If-None-Match", ifNoneMatch)

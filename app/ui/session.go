@@ -44,6 +44,7 @@ type SessionPage struct {
 	offline   bool
 	err       string
 	draft     string
+	files     []pendingFile    // to send with the prompt (attach.go)
 	pending   string           // the client message id of the prompt on its way, until the store has it
 	stopping  bool             // a stop or a resume of the agent is on its way
 	missing   bool             // the session does not exist
@@ -106,7 +107,7 @@ func (p *SessionPage) OnNav(ctx app.Context) {
 	}
 	p.id, p.older = id, false
 	p.live, p.offline, p.err, p.draft, p.pending, p.switching, p.stopping, p.missing = liveConnecting, false, "", "", "", false, false, false
-	p.readOnly = ""
+	p.readOnly, p.files = "", nil
 	ctx.SetState(stateReadOnly, "")
 	p.ctx, p.cancel = context.WithCancel(context.Background())
 	if booted {
@@ -416,12 +417,20 @@ func (p *SessionPage) send(ctx app.Context, _ app.Event) {
 	if content == "" || p.pending != "" || p.ctx == nil {
 		return
 	}
-	c, id, cmid := p.ctx, p.id, newClientMessageID()
+	c, id, cmid, files := p.ctx, p.id, newClientMessageID(), p.files
 	p.pending, p.err = cmid, ""
 	ctx.Async(func() {
-		m, err := api.SendMessage(c, id, content, cmid)
+		ids, err := upload(c, id, files)
+		var m shared.Message
+		if err == nil {
+			m, err = api.SendMessage(c, id, content, cmid, ids...)
+		}
 		p.apply(ctx, c, func(ctx app.Context) {
+			for i := range min(len(ids), len(p.files)) { // sent again, they are not uploaded again
+				p.files[i].id = ids[i]
+			}
 			if err == nil {
+				p.files = nil
 				p.show(ctx, []shared.Message{m})
 				return
 			}
@@ -577,13 +586,16 @@ func (p *SessionPage) promptForm(state shared.SessionState, stopped, resumable b
 	if p.readOnly != "" {
 		return app.Form().Class("prompt", "read-only").Body(jump, app.P().Role("status").Text(p.readOnly))
 	}
-	return app.Form().Class("prompt").OnSubmit(p.send).Body(
+	return app.Form().Class("prompt").OnSubmit(p.send).
+		OnDragOver(func(_ app.Context, e app.Event) { e.PreventDefault() }).OnDrop(p.onDrop).Body(
 		jump,
 		app.Label().For("prompt-input").Class("sr-only").Text("Prompt"),
 		app.Textarea().ID("prompt-input").Rows(2).Placeholder("A shell command, or a prompt for the agent").
-			Text(p.draft).OnInput(p.onInput),
+			Text(p.draft).OnInput(p.onInput).OnPaste(p.onPaste),
 		p.commandList(),
+		p.attachRow(),
 		app.Div().Class("prompt-actions").Body(
+			p.attachButton(),
 			app.If(state == shared.SessionRunning, func() app.UI {
 				return app.Button().Type("button").Class("secondary").OnClick(p.cancelTurn).Text("Cancel turn")
 			}),

@@ -82,7 +82,7 @@ func TestAgentCrashMidCommand(t *testing.T) {
 		t.Fatalf("no pid in %q", out.Stdout)
 	}
 	waitGone(t, pid)
-	if err := env.m.Prompt(sess.ID, "again"); err == nil {
+	if err := env.m.Prompt(sess.ID, "", "again"); err == nil {
 		t.Error("a failed session took a prompt")
 	}
 	assertEventsMatchStore(t, env, sess.ID)

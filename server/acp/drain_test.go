@@ -37,7 +37,7 @@ func TestDrainLetsTurnsFinishThenCancels(t *testing.T) {
 	drained := make(chan int, 1)
 	go func() { drained <- env.m.Drain(drain) }()
 	waitFor(t, env.ev, "the drain to begin", func() bool { return env.m.Draining() != nil && env.clock.pending() > 0 })
-	if err := env.m.Prompt(stuck.ID, "stuck"); shared.ErrorCode(err) != shared.CodeDraining {
+	if err := env.m.Prompt(stuck.ID, "", "stuck"); shared.ErrorCode(err) != shared.CodeDraining {
 		t.Errorf("a prompt while draining: %v", err)
 	}
 	if _, err := env.m.StartSession(context.Background(), env.task.ID, "scripted", ""); shared.ErrorCode(err) != shared.CodeDraining {

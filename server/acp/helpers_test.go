@@ -279,7 +279,7 @@ func (env *testEnv) promptAsync(t testing.TB, sessionID, content string) {
 		t.Fatal(err)
 	}
 	before := len(env.ev.states(sessionID))
-	if err := env.m.Prompt(sessionID, content); err != nil {
+	if err := env.m.Prompt(sessionID, "", content); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, env.ev, "the turn to start", func() bool { return len(env.ev.states(sessionID)) > before })

@@ -163,7 +163,7 @@ func TestStopAgentOfAnEndedSession(t *testing.T) {
 	if _, err := env.m.StopAgent(context.Background(), sess.ID); shared.ErrorCode(err) != shared.CodeConflict {
 		t.Errorf("StopAgent of a closed session: %v, want a conflict", err)
 	}
-	if err := env.m.Prompt(sess.ID, "echo no"); shared.ErrorCode(err) != shared.CodeConflict {
+	if err := env.m.Prompt(sess.ID, "", "echo no"); shared.ErrorCode(err) != shared.CodeConflict {
 		t.Errorf("Prompt of a closed session: %v, want a conflict", err)
 	}
 }

@@ -23,7 +23,7 @@ func TestPromptFilesAreResourceLinks(t *testing.T) {
 	}), false, Profile{Name: "scripted"})
 	sess := env.start(t, "scripted")
 	before := len(env.ev.states(sess.ID))
-	if err := env.m.Prompt(sess.ID, "review", "/w/a.txt", "/w/dir/b c.txt"); err != nil {
+	if err := env.m.Prompt(sess.ID, "", "review", "/w/a.txt", "/w/dir/b c.txt"); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, env.ev, "the turn to end", func() bool {

@@ -5,6 +5,7 @@ package acp
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -312,13 +313,24 @@ func (m *Manager) live(id string) (*session, error) {
 
 // Prompt queues one turn; turns of a session run in order, in the background. A session
 // whose agent was stopped gets a new agent first; one that ended (failed, closed) is
-// shared.CodeConflict. Each of files (an absolute path) follows the text as an ACP
-// resource_link, which every agent must take.
-func (m *Manager) Prompt(sessionID, content string, files ...string) error {
+// shared.CodeConflict. The files the prompt messageID carries (stored attachments, which
+// the store let through only for an agent that takes them) follow the text as ACP image
+// or resource blocks; then each of files (an absolute path) as an ACP resource_link,
+// which every agent must take.
+func (m *Manager) Prompt(sessionID, messageID, content string, files ...string) error {
 	if err := m.Draining(); err != nil {
 		return err
 	}
 	prompt := []sdk.ContentBlock{sdk.TextBlock(content)}
+	if messageID != "" {
+		attached, err := m.cfg.Store.PromptAttachments(context.Background(), messageID)
+		if err != nil {
+			return err
+		}
+		for _, a := range attached {
+			prompt = append(prompt, attachmentBlock(a))
+		}
+	}
 	for _, f := range files {
 		prompt = append(prompt, sdk.ResourceLinkBlock(filepath.Base(f), (&url.URL{Scheme: "file", Path: f}).String()))
 	}
@@ -335,6 +347,21 @@ func (m *Manager) Prompt(sessionID, content string, files ...string) error {
 		}
 		<-s.done // the agent is being stopped: once it is, the session says what comes next
 	}
+}
+
+// attachmentBlock is a stored file as the agent takes it: an image, a text resource or a
+// blob resource. Its URI names it (the file is on no disk the agent shares).
+func attachmentBlock(a store.AttachmentBody) sdk.ContentBlock {
+	if shared.IsImage(a.MimeType) {
+		return sdk.ImageBlock(base64.StdEncoding.EncodeToString(a.Data), a.MimeType)
+	}
+	uri := (&url.URL{Scheme: "attachment", Host: a.ID, Path: "/" + a.Name}).String()
+	if shared.IsText(a.MimeType) {
+		return sdk.ResourceBlock(sdk.EmbeddedResourceResource{TextResourceContents: &sdk.TextResourceContents{
+			Uri: uri, MimeType: &a.MimeType, Text: string(a.Data)}})
+	}
+	return sdk.ResourceBlock(sdk.EmbeddedResourceResource{BlobResourceContents: &sdk.BlobResourceContents{
+		Uri: uri, MimeType: &a.MimeType, Blob: base64.StdEncoding.EncodeToString(a.Data)}})
 }
 
 // StopAgent stops the session's agent and its commands while the session stays (ready and

@@ -302,7 +302,7 @@ func TestStartSessionErrors(t *testing.T) {
 	if err != nil || len(tasks) != 1 || len(tasks[0].Sessions) != 0 {
 		t.Errorf("bad input created sessions: %+v %v", tasks, err)
 	}
-	if err := env.m.Prompt("no-such-session", "x"); shared.ErrorCode(err) != shared.CodeNotFound {
+	if err := env.m.Prompt("no-such-session", "", "x"); shared.ErrorCode(err) != shared.CodeNotFound {
 		t.Errorf("Prompt on an unknown session: %v", err)
 	}
 	// A given cwd is used as is.
@@ -324,7 +324,7 @@ func TestStartSessionLaunchFails(t *testing.T) {
 	if sess.State != shared.SessionFailed || !strings.Contains(sess.Error, "/no/such/conch") {
 		t.Errorf("session %s: %q", sess.State, sess.Error)
 	}
-	if err := env.m.Prompt(sess.ID, "ls"); shared.ErrorCode(err) != shared.CodeConflict {
+	if err := env.m.Prompt(sess.ID, "", "ls"); shared.ErrorCode(err) != shared.CodeConflict {
 		t.Errorf("Prompt on a failed session: %v", err)
 	}
 	if got := statesOf(env.ev.states(sess.ID)); strings.Join(got, ",") != "starting,failed" {

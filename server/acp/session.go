@@ -170,6 +170,10 @@ func (s *session) handshake(ctx context.Context) error {
 		return err
 	}
 	caps := init.AgentCapabilities
+	pc := shared.PromptCapabilities{Image: caps.PromptCapabilities.Image, EmbeddedContext: caps.PromptCapabilities.EmbeddedContext}
+	if _, err := s.m.cfg.Store.SetPromptCapabilities(ctx, s.id, pc); err != nil {
+		return fmt.Errorf("record what the agent takes in a prompt: %w", err)
+	}
 	mcp, left := s.profile.mcpServers(caps.McpCapabilities)
 	if len(left) > 0 {
 		s.say("This agent cannot use the MCP servers " + strings.Join(left, ", ") + " of its profile: it does not offer their transport.")

@@ -169,8 +169,9 @@ func New(cfg Config) *fiber.App {
 	}
 
 	app := fiber.New(fiber.Config{
-		Immutable:             true, // params and headers outlive fasthttp's buffer reuse
-		BodyLimit:             cfg.BodyLimit,
+		Immutable: true,                                            // params and headers outlive fasthttp's buffer reuse
+		BodyLimit: max(cfg.BodyLimit, shared.MaxAttachmentBytes+1), // limitBody bounds the rest
+
 		DisableStartupMessage: true,
 		ErrorHandler:          s.errorHandler,
 		ReadTimeout:           time.Minute,
@@ -178,7 +179,7 @@ func New(cfg Config) *fiber.App {
 		EnableTrustedProxyCheck: true,
 		TrustedProxies:          proxies,
 	})
-	app.Use(securityHeaders, recover.New(recover.Config{EnableStackTrace: true, StackTraceHandler: s.logPanic}), s.guardHost)
+	app.Use(securityHeaders, recover.New(recover.Config{EnableStackTrace: true, StackTraceHandler: s.logPanic}), s.guardHost, s.limitBody)
 
 	app.Get("/healthz", s.handleHealth)
 
@@ -231,6 +232,8 @@ func New(cfg Config) *fiber.App {
 	v1.Get("/task-sessions/:session_id/messages/:message_id/error-detail", s.as(shared.RoleViewer), s.handleErrorDetail)
 	v1.Post("/task-sessions/:session_id/permissions/:message_id", s.as(shared.RoleMember), s.handleAnswerPermission)
 	v1.Post("/task-sessions/:session_id/elicitations/:message_id", s.as(shared.RoleMember), s.handleAnswerElicitation)
+	v1.Post("/task-sessions/:session_id/attachments", s.as(shared.RoleMember), s.handleUploadAttachment)
+	v1.Get("/task-sessions/:session_id/attachments/:attachment_id", s.as(shared.RoleViewer), s.handleGetAttachment)
 	api.All("/*", func(c *fiber.Ctx) error { return s.fail(c, errNoRoute) })
 
 	app.Get("/ws", s.requireToken, s.checkUpgrade, websocket.New(s.handleWS, websocket.Config{
@@ -314,7 +317,7 @@ func (s *server) errorHandler(c *fiber.Ctx, err error) error {
 	switch {
 	case !errors.As(err, &fe) || fe.Code >= http.StatusInternalServerError:
 	case fe.Code == http.StatusRequestEntityTooLarge:
-		err = shared.Errorf(shared.CodeTooLarge, "request body too large")
+		err = errTooLarge
 	default:
 		err = shared.Errorf(shared.CodeInvalid, "%s", fe.Message)
 	}

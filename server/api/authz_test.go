@@ -58,6 +58,8 @@ var routeNeeds = map[string]string{
 	"GET /api/v1/task-sessions/:session_id/messages/:message_id/error-detail":     shared.RoleViewer,
 	"POST /api/v1/task-sessions/:session_id/permissions/:message_id":              shared.RoleMember,
 	"POST /api/v1/task-sessions/:session_id/elicitations/:message_id":             shared.RoleMember,
+	"POST /api/v1/task-sessions/:session_id/attachments":                          shared.RoleMember,
+	"GET /api/v1/task-sessions/:session_id/attachments/:attachment_id":            shared.RoleViewer,
 	"GET /api/v1/messages/:message_id":                                            shared.RoleViewer,
 	"GET /api/v1/openapi.json":                                                    shared.RoleViewer,
 }
@@ -107,7 +109,7 @@ func TestEveryRouteChecksItsRole(t *testing.T) {
 	sess := e.session()
 	msg := e.text(sess.ID, "hello")
 	ids := strings.NewReplacer(":task_id", sess.TaskID, ":session_id", sess.ID, ":message_id", msg.ID,
-		":account_id", "no-such-account", ":token_id", "no-such-token", ":link_id", "no-such-link")
+		":account_id", "no-such-account", ":token_id", "no-such-token", ":link_id", "no-such-link", ":attachment_id", "no-such-attachment")
 	headers := map[string][]string{}
 	for _, role := range shared.Roles {
 		headers[role] = e.accountWithToken("a-"+role, role)

@@ -92,7 +92,7 @@ func (f *fakeRuntime) Prompt(ctx context.Context, sessionID, author string, req 
 	if err := f.Draining(); err != nil {
 		return shared.Message{}, err
 	}
-	msg, created, _, err := f.store.AddUserMessage(ctx, sessionID, req.Content, req.ClientMessageID, author)
+	msg, created, _, err := f.store.AddUserMessage(ctx, sessionID, req.Content, req.ClientMessageID, author, req.Attachments...)
 	if err != nil || !created {
 		return msg, err
 	}

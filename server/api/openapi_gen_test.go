@@ -82,6 +82,8 @@ var generated = map[string]any{
 	"SearchPage":             shared.SearchPage{},
 	"SearchResult":           shared.SearchResult{},
 	"SnippetPart":            shared.SnippetPart{},
+	"Attachment":             shared.Attachment{},
+	"PromptCapabilities":     shared.PromptCapabilities{},
 }
 
 // openAPIDocument is openapi.in.json with the generated schemas filled in.

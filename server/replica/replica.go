@@ -219,7 +219,7 @@ func (r *Replica) runCommands(ctx context.Context) {
 	for _, c := range cmds {
 		switch c.Kind {
 		case store.CommandPrompt:
-			err = r.local.Prompt(c.SessionID, c.Body)
+			err = r.local.Prompt(c.SessionID, c.MessageID, c.Body)
 		case store.CommandCancel:
 			err = r.local.Cancel(c.SessionID)
 			r.bus.done(c.Sender, c.ID, err)

@@ -30,18 +30,18 @@ func (r *Replica) StartSession(ctx context.Context, taskID, agent, cwd string) (
 
 // Prompt stores a person's prompt, publishes it and delivers it: the store's commit says
 // where the agent runs. When another replica runs it, the commit addressed the prompt to
-// it and it is woken; it takes the stored text alone (files' resource links are not
-// stored). A repeated client_message_id returns the first message and starts nothing.
+// it and it is woken; it takes the stored text and attachments (files' resource links
+// are not stored). A repeated client_message_id returns the first message and starts nothing.
 func (r *Replica) Prompt(ctx context.Context, sessionID, author string, req shared.AddRequest, files ...string) (shared.Message, error) {
 	if err := r.local.Draining(); err != nil { // before it is stored: a prompt stored here now would not run
 		return shared.Message{}, err
 	}
-	msg, created, owner, err := r.store.AddUserMessage(ctx, sessionID, req.Content, req.ClientMessageID, author)
+	msg, created, owner, err := r.store.AddUserMessage(ctx, sessionID, req.Content, req.ClientMessageID, author, req.Attachments...)
 	if err != nil || !created {
 		return msg, err
 	}
 	r.bus.MessageAdded(msg)
-	if err := r.deliver(owner, func() error { return r.local.Prompt(sessionID, req.Content, files...) }); err != nil {
+	if err := r.deliver(owner, func() error { return r.local.Prompt(sessionID, msg.ID, req.Content, files...) }); err != nil {
 		return shared.Message{}, fmt.Errorf("prompt stored as %s but not queued: %w", msg.ID, err)
 	}
 	return msg, nil

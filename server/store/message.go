@@ -202,8 +202,9 @@ func (s *Store) insertMessage(tx *gorm.DB, sess sessionRow, author shared.Author
 // that sent it ("" for none). Failed and closed sessions take no
 // new prompts (a conflict). When another replica runs the session's agent, the prompt is
 // addressed to it in the same transaction (inbox.go), and owner is that replica; "" when
-// this process runs the turn.
-func (s *Store) AddUserMessage(ctx context.Context, sessionID, content, clientMessageID, author string) (m shared.Message, created bool, owner string, err error) {
+// this process runs the turn. attachments are ids of files pending in the session, which
+// the prompt carries (listed in its metadata) and the agent must take (pendingAttachments).
+func (s *Store) AddUserMessage(ctx context.Context, sessionID, content, clientMessageID, author string, attachments ...string) (m shared.Message, created bool, owner string, err error) {
 	var row messageRow
 	err = s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		// Locked: a concurrent request with the same client id waits, then finds this one.
@@ -226,14 +227,26 @@ func (s *Store) AddUserMessage(ctx context.Context, sessionID, content, clientMe
 			}
 			clientID = &clientMessageID
 		}
-		if clientMessageID != "" || author != "" {
-			md = &shared.Metadata{ClientMessageID: clientMessageID, Author: author}
-		}
 		if st := shared.SessionState(sess.State); st.Ended() {
 			return shared.Errorf(shared.CodeConflict, "session is %s", st)
 		}
+		var files []attachmentRow
+		if len(attachments) > 0 {
+			if files, err = pendingAttachments(tx, sess, sess.session().PromptCapabilities, attachments); err != nil {
+				return err
+			}
+		}
+		if clientMessageID != "" || author != "" || len(files) > 0 {
+			md = &shared.Metadata{ClientMessageID: clientMessageID, Author: author}
+			for _, f := range files {
+				md.Attachments = append(md.Attachments, f.summary())
+			}
+		}
 		row, err = s.insertMessage(tx, sess, shared.AuthorUser, shared.TypeMessage, content, md, clientID)
 		if err != nil {
+			return err
+		}
+		if err := bindAttachments(tx, row.ID, files); err != nil {
 			return err
 		}
 		created = true

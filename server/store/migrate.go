@@ -243,6 +243,24 @@ var steps = []step{
 	{table: "replicas", column: "draining", stmts: []string{
 		`ALTER TABLE replicas ADD COLUMN draining INTEGER NOT NULL DEFAULT 0`,
 	}},
+	// Files sent with prompts (attachment.go): uploaded to a session, then bound to the
+	// prompt that carried them; and what the agent takes in a prompt (JSON of
+	// shared.PromptCapabilities).
+	{table: "attachments", column: "id", stmts: []string{
+		`CREATE TABLE attachments (
+			id TEXT PRIMARY KEY,
+			session_id TEXT NOT NULL REFERENCES task_sessions(id) ON DELETE CASCADE,
+			message_id TEXT REFERENCES messages(id) ON DELETE CASCADE,
+			name TEXT NOT NULL,
+			mime_type TEXT NOT NULL,
+			size INTEGER NOT NULL,
+			data BLOB NOT NULL,
+			position INTEGER NOT NULL DEFAULT 0,
+			created_at INTEGER NOT NULL)`,
+		`CREATE INDEX idx_attachments_session ON attachments (session_id, message_id)`,
+		`CREATE INDEX idx_attachments_message ON attachments (message_id)`,
+		`ALTER TABLE task_sessions ADD COLUMN prompt_caps TEXT NOT NULL DEFAULT ''`,
+	}},
 }
 
 // migrate brings the schema to the last step in one transaction (DDL is transactional

@@ -56,6 +56,7 @@ type sessionRow struct {
 	AgentSession   string // the agent's own session id: hostile text, never shown
 	AgentResume    string // ResumeBy or LoadBy, "" when the agent can do neither
 	Usage          string // JSON of the agent's latest shared.Usage, "" before any (usage.go)
+	PromptCaps     string // JSON of shared.PromptCapabilities, "" before the agent said
 	MessageCount   int64
 	CreatedAt      int64
 	UpdatedAt      int64
@@ -77,6 +78,9 @@ func (r sessionRow) session() shared.Session {
 	}
 	if r.Config != "" && json.Unmarshal([]byte(r.Config), &s.ConfigOptions) != nil {
 		s.ConfigOptions = nil
+	}
+	if r.PromptCaps != "" && json.Unmarshal([]byte(r.PromptCaps), &s.PromptCapabilities) != nil {
+		s.PromptCapabilities = nil
 	}
 	return s
 }
@@ -368,6 +372,11 @@ func (s *Store) SetSessionCommands(ctx context.Context, id string, commands []sh
 // an empty list).
 func (s *Store) SetSessionConfig(ctx context.Context, id string, options []shared.ConfigOption) (shared.Session, error) {
 	return s.setSessionJSON(ctx, id, "config", listOrNil(options))
+}
+
+// SetPromptCapabilities stores what the agent takes in a prompt, as it said when it started.
+func (s *Store) SetPromptCapabilities(ctx context.Context, id string, c shared.PromptCapabilities) (shared.Session, error) {
+	return s.setSessionJSON(ctx, id, "prompt_caps", c)
 }
 
 // listOrNil is l, or nil for an empty list: stored as "", not as "null" or "[]".

@@ -5,12 +5,14 @@ package acptest
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -42,8 +44,9 @@ type Agent struct {
 	config   []sdk.SessionConfigOption
 	models   *sdk.SessionModelState
 	cfg      Config
-	cwds     map[sdk.SessionId]string // the directory of each session opened here
-	signedIn bool                     // authenticate was asked for
+	cwds     map[sdk.SessionId]string             // the directory of each session opened here
+	signedIn bool                                 // authenticate was asked for
+	blocks   map[sdk.SessionId][]sdk.ContentBlock // each session's last prompt
 }
 
 // Config is an agent: its scripts, and the session modes it offers (nil: none).
@@ -84,6 +87,11 @@ type Config struct {
 	// before one was asked for.
 	AuthMethods   []string
 	Authenticated func(methodID string)
+	// Prompt is what the agent says it takes in a prompt besides text (images, embedded
+	// resources). OnPrompt, when set, is given each prompt as received; the Received
+	// script answers with what the last one carried.
+	Prompt   sdk.PromptCapabilities
+	OnPrompt func(sdk.PromptRequest)
 }
 
 // Memory is the file, in a session's directory, where an agent that can resume keeps
@@ -103,7 +111,7 @@ func Serve(ctx context.Context, in io.Reader, out io.Writer, scripts map[string]
 // Run runs the agent cfg describes over in/out until the client goes away or ctx ends.
 func Run(ctx context.Context, in io.Reader, out io.Writer, cfg Config) error {
 	a := &Agent{scripts: cfg.Scripts, modes: cfg.Modes, modeSwitch: cfg.ModeSwitch, ready: make(chan struct{}), cfg: cfg,
-		config: cfg.ConfigOptions, models: cfg.Models, cwds: map[sdk.SessionId]string{}}
+		config: cfg.ConfigOptions, models: cfg.Models, cwds: map[sdk.SessionId]string{}, blocks: map[sdk.SessionId][]sdk.ContentBlock{}}
 	// The SDK reads as soon as the connection is made, and its reader reads the logger
 	// when the input ends: nothing is read before SetLogger has written it.
 	a.Conn = sdk.NewAgentSideConnection(a, out, gated{in, a.ready})
@@ -135,6 +143,12 @@ func (a *Agent) Send(ctx context.Context, sid sdk.SessionId, u sdk.SessionUpdate
 
 // Prompt runs the script the prompt's text names.
 func (a *Agent) Prompt(ctx context.Context, p sdk.PromptRequest) (sdk.PromptResponse, error) {
+	if a.cfg.OnPrompt != nil {
+		a.cfg.OnPrompt(p)
+	}
+	a.mu.Lock()
+	a.blocks[p.SessionId] = p.Prompt
+	a.mu.Unlock()
 	name := ""
 	if len(p.Prompt) > 0 && p.Prompt[0].Text != nil {
 		name = p.Prompt[0].Text.Text
@@ -167,7 +181,7 @@ func (a *Agent) Initialize(_ context.Context, req sdk.InitializeRequest) (sdk.In
 	if a.cfg.OnInitialize != nil {
 		a.cfg.OnInitialize(req)
 	}
-	caps := sdk.AgentCapabilities{LoadSession: a.cfg.Load, McpCapabilities: a.cfg.MCP}
+	caps := sdk.AgentCapabilities{LoadSession: a.cfg.Load, McpCapabilities: a.cfg.MCP, PromptCapabilities: a.cfg.Prompt}
 	if a.cfg.Resume {
 		caps.SessionCapabilities.Resume = &sdk.SessionResumeCapabilities{}
 	}
@@ -467,4 +481,50 @@ func Form(message string, fields map[string]any, required ...string) sdk.Unstabl
 	r := sdk.NewUnstableCreateElicitationRequestForm(sdk.UnstableElicitationSchema{Properties: fields, Required: required})
 	r.Form.Message = message
 	return r
+}
+
+// Received answers with a line for each block after the prompt's text: "image
+// image/png 68 bytes", "text a.txt text/plain: first line", "blob x.bin
+// application/octet-stream 3 bytes", or "link a.txt".
+func Received(ctx context.Context, a *Agent, sid sdk.SessionId) error {
+	a.mu.Lock()
+	blocks := a.blocks[sid]
+	a.mu.Unlock()
+	var lines []string
+	for _, b := range blocks[1:] {
+		lines = append(lines, describe(b))
+	}
+	return a.Send(ctx, sid, sdk.UpdateAgentMessageText("received: "+strings.Join(lines, "; ")))
+}
+
+func describe(b sdk.ContentBlock) string {
+	switch {
+	case b.Image != nil:
+		data, err := base64.StdEncoding.DecodeString(b.Image.Data)
+		if err != nil {
+			return "image that is not base64"
+		}
+		return fmt.Sprintf("image %s %d bytes", b.Image.MimeType, len(data))
+	case b.Resource != nil && b.Resource.Resource.TextResourceContents != nil:
+		r := b.Resource.Resource.TextResourceContents
+		first, _, _ := strings.Cut(r.Text, "\n")
+		return fmt.Sprintf("text %s %s: %s", path.Base(r.Uri), deref(r.MimeType), first)
+	case b.Resource != nil && b.Resource.Resource.BlobResourceContents != nil:
+		r := b.Resource.Resource.BlobResourceContents
+		data, err := base64.StdEncoding.DecodeString(r.Blob)
+		if err != nil {
+			return "blob that is not base64"
+		}
+		return fmt.Sprintf("blob %s %s %d bytes", path.Base(r.Uri), deref(r.MimeType), len(data))
+	case b.ResourceLink != nil:
+		return "link " + b.ResourceLink.Name
+	}
+	return "other"
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
 }
