@@ -11,7 +11,7 @@ import "time"
 // edits (POST /api/v1/push/subscriptions).
 type PushSubscription struct {
 	Endpoint       string   `json:"endpoint"`
-	ExpirationTime *float64 `json:"expirationTime,omitempty"` // the browser's; not used
+	ExpirationTime *float64 `json:"expirationTime"` // the browser's (often null); not used
 	Keys           PushKeys `json:"keys"`
 	EveryTask      bool     `json:"every_task,omitempty"`
 }

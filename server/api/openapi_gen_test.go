@@ -78,6 +78,11 @@ var generated = map[string]any{
 	"SearchPage":             shared.SearchPage{},
 	"SearchResult":           shared.SearchResult{},
 	"SnippetPart":            shared.SnippetPart{},
+	"PushSubscription":       shared.PushSubscription{},
+	"PushKeys":               shared.PushKeys{},
+	"PushSubscribed":         shared.PushSubscribed{},
+	"PushUnsubscribe":        shared.PushUnsubscribe{},
+	"PushServerKey":          shared.PushServerKey{},
 }
 
 // openAPIDocument is openapi.in.json with the generated schemas filled in.
