@@ -1,18 +1,10 @@
 package push
 
 import (
-	"bytes"
 	"context"
-	"crypto/aes"
-	"crypto/cipher"
-	"crypto/ecdh"
 	"crypto/ecdsa"
 	"crypto/elliptic"
-	"crypto/hkdf"
-	"crypto/rand"
-	"crypto/sha256"
 	"encoding/base64"
-	"encoding/binary"
 	"encoding/json"
 	"io"
 	"log/slog"
@@ -26,73 +18,10 @@ import (
 
 	"github.com/golang-jwt/jwt/v5"
 
+	"conch/server/push/pushtest"
 	"conch/server/store"
 	"conch/shared"
 )
-
-// browser is a subscribed browser: its keys, which the test decrypts with as the browser
-// would (RFC 8291).
-type browser struct {
-	endpoint string
-	key      *ecdh.PrivateKey
-	auth     []byte
-}
-
-func newBrowser(t *testing.T, endpoint string) browser {
-	key, err := ecdh.P256().GenerateKey(rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return browser{endpoint: endpoint, key: key, auth: []byte(rand.Text())[:16]}
-}
-
-func (b browser) subscription(everyTask bool) shared.PushSubscription {
-	enc := base64.RawURLEncoding.EncodeToString
-	return shared.PushSubscription{Endpoint: b.endpoint, EveryTask: everyTask,
-		Keys: shared.PushKeys{P256dh: enc(b.key.PublicKey().Bytes()), Auth: enc(b.auth)}}
-}
-
-// decrypt opens an aes128gcm body (RFC 8188) sent to b, as RFC 8291 derives its key.
-func (b browser) decrypt(t *testing.T, body []byte) []byte {
-	t.Helper()
-	if len(body) < 21 {
-		t.Fatalf("body of %d bytes", len(body))
-	}
-	salt, idLen := body[:16], int(body[20])
-	if rs := binary.BigEndian.Uint32(body[16:20]); rs < 18 {
-		t.Fatalf("record size %d", rs)
-	}
-	senderPub, ciphertext := body[21:21+idLen], body[21+idLen:]
-	peer, err := ecdh.P256().NewPublicKey(senderPub)
-	if err != nil {
-		t.Fatal(err)
-	}
-	secret, err := b.key.ECDH(peer)
-	if err != nil {
-		t.Fatal(err)
-	}
-	info := append(append([]byte("WebPush: info\x00"), b.key.PublicKey().Bytes()...), senderPub...)
-	ikm := must(hkdf.Key(sha256.New, secret, b.auth, string(info), 32))
-	cek := must(hkdf.Key(sha256.New, ikm, salt, "Content-Encoding: aes128gcm\x00", 16))
-	nonce := must(hkdf.Key(sha256.New, ikm, salt, "Content-Encoding: nonce\x00", 12))
-	gcm := must(cipher.NewGCM(must(aes.NewCipher(cek))))
-	plain, err := gcm.Open(nil, nonce, ciphertext, nil)
-	if err != nil {
-		t.Fatalf("decrypt: %v", err)
-	}
-	plain = bytes.TrimRight(plain, "\x00")
-	if len(plain) == 0 || plain[len(plain)-1] != 2 { // the last record's delimiter
-		t.Fatalf("no last-record delimiter in %q", plain)
-	}
-	return plain[:len(plain)-1]
-}
-
-func must[T any](v T, err error) T {
-	if err != nil {
-		panic(err)
-	}
-	return v
-}
 
 // pushService is a push service on 127.0.0.1 that records what it is sent and answers
 // each path's status (201 by default).
@@ -142,6 +71,15 @@ func (p *pushService) paths() []string {
 		out = append(out, r.URL.Path)
 	}
 	return out
+}
+
+func decrypt(t *testing.T, b *pushtest.Browser, body []byte) []byte {
+	t.Helper()
+	plain, err := b.Decrypt(body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return plain
 }
 
 type fixture struct {
@@ -201,13 +139,15 @@ func newFixture(t *testing.T, owner shared.Account, title string) *fixture {
 }
 
 // subscribe stores a browser of a new account (login "" for the server's token).
-func (f *fixture) subscribe(t *testing.T, login, role, path string, everyTask bool) browser {
+func (f *fixture) subscribe(t *testing.T, login, role, path string, everyTask bool) *pushtest.Browser {
 	t.Helper()
 	ctx := context.Background()
-	b := newBrowser(t, f.push.URL+path)
+	b, err := pushtest.NewBrowser(f.push.URL + path)
+	if err != nil {
+		t.Fatal(err)
+	}
 	var acc shared.Account
 	if login != "" {
-		var err error
 		if acc, _, err = f.st.AccountByLogin(ctx, login); store.IsNoSuchLogin(err) {
 			acc, err = f.st.CreateAccount(ctx, login, role, "")
 		}
@@ -215,7 +155,7 @@ func (f *fixture) subscribe(t *testing.T, login, role, path string, everyTask bo
 			t.Fatal(err)
 		}
 	}
-	if _, err := f.st.Subscribe(ctx, acc.ID, "", b.subscription(everyTask)); err != nil {
+	if _, err := f.st.Subscribe(ctx, acc.ID, "", b.Subscription(everyTask)); err != nil {
 		t.Fatal(err)
 	}
 	return b
@@ -254,7 +194,7 @@ func TestPermissionRequestReachesWatchers(t *testing.T) {
 	checkVAPID(t, f, r.Header.Get("Authorization"))
 
 	var n shared.PushNotification
-	if err := json.Unmarshal(ann.decrypt(t, f.push.bodies["/ann"]), &n); err != nil {
+	if err := json.Unmarshal(decrypt(t, ann, f.push.bodies["/ann"]), &n); err != nil {
 		t.Fatal(err)
 	}
 	want := shared.PushNotification{Title: "Fix the ⟨U+202E⟩gnp.login page", Body: "Asks permission: " + long[:bodyBytes],
@@ -279,7 +219,11 @@ func checkVAPID(t *testing.T, f *fixture, header string) {
 	if k != public || k != f.sender.PublicKey() {
 		t.Errorf("k=%s, want the database's public key %s", k, public)
 	}
-	pub, err := ecdsa.ParseUncompressedPublicKey(elliptic.P256(), must(base64.RawURLEncoding.DecodeString(k)))
+	raw, err := base64.RawURLEncoding.DecodeString(k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pub, err := ecdsa.ParseUncompressedPublicKey(elliptic.P256(), raw)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -317,7 +261,7 @@ func TestTurnEndAndGoneSubscription(t *testing.T) {
 		t.Errorf("TTL %s, want 3600", ttl)
 	}
 	var n shared.PushNotification
-	if err := json.Unmarshal(tok.decrypt(t, f.push.bodies["/token"]), &n); err != nil {
+	if err := json.Unmarshal(decrypt(t, tok, f.push.bodies["/token"]), &n); err != nil {
 		t.Fatal(err)
 	}
 	if n.Body != "The agent's turn ended: max_tokens" || n.Title != "Tidy" {
