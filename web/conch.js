@@ -85,6 +85,15 @@ function conchPushResult(work) {
     (err) => ({value: "", error: String((err && err.message) || err)}));
 }
 
+// How long subscribing may take: Chromium that cannot reach its push service never
+// settles pushManager.subscribe, which would leave the button busy for good.
+var conchPushWaitMs = 20000;
+function conchPushWithin(work) {
+  const late = new Promise((_, reject) => setTimeout(() => reject(new Error(
+    "the browser's push service did not answer within " + conchPushWaitMs / 1000 + " s")), conchPushWaitMs));
+  return Promise.race([work, late]);
+}
+
 const conchPushSupported = () => "serviceWorker" in navigator && "PushManager" in window && "Notification" in window;
 
 // conchPushState is "unsupported", "blocked", this browser's subscription (JSON) or "".
@@ -109,12 +118,12 @@ function conchPushSubscribe(key) {
     const registration = await navigator.serviceWorker.ready;
     const options = {userVisibleOnly: true, applicationServerKey: key};
     try {
-      return JSON.stringify(await registration.pushManager.subscribe(options));
+      return JSON.stringify(await conchPushWithin(registration.pushManager.subscribe(options)));
     } catch (err) {
       const old = await registration.pushManager.getSubscription();
       if (!old || err.name !== "InvalidStateError") throw err;
       await old.unsubscribe();
-      return JSON.stringify(await registration.pushManager.subscribe(options));
+      return JSON.stringify(await conchPushWithin(registration.pushManager.subscribe(options)));
     }
   })());
 }

@@ -3,7 +3,6 @@ package ui
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"strings"
 
 	"github.com/maxence-charriere/go-app/v10/pkg/app"
@@ -143,8 +142,8 @@ func awaitJS(fn string, args ...any) (string, error) {
 		ch <- result{v.Get("value").String(), v.Get("error").String()}
 	})
 	r := <-ch
-	if r.err != "" {
-		return "", errors.New(r.err)
+	if r.err != "" { // the browser's reason, said as it is (not as an internal failure)
+		return "", shared.Errorf(shared.CodeInvalid, "%s", r.err)
 	}
 	return r.value, nil
 }

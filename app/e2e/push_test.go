@@ -1,0 +1,159 @@
+//go:build !js
+
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	cdpbrowser "github.com/chromedp/cdproto/browser"
+	"github.com/chromedp/chromedp"
+
+	"conch/server/push/pushtest"
+	"conch/shared"
+)
+
+// A person turns notifications on in the Account page, the real server sends the next
+// permission request through Web Push, and the page's service worker shows it and opens
+// the session on a click. Chromium here reaches no push service, so what
+// pushManager.subscribe does is logged, and the page gets a subscription to a push
+// service on 127.0.0.1 instead (the same object the browser would give); the push itself
+// is the server's real, encrypted request, decrypted here with the subscription's keys.
+// The worker gets the payload as a push event dispatched in it; its notificationclick
+// handler is not covered (see below).
+// Screenshots: artifacts/push-off-*.png.
+func TestPushOptInAndNotification(t *testing.T) {
+	s, _ := startAgentsServer(t)
+	ctx, cancel := context.WithTimeout(context.Background(), deadline)
+	defer cancel()
+	bodies := make(chan []byte, 4)
+	service := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		w.WriteHeader(http.StatusCreated)
+		bodies <- body
+	}))
+	defer service.Close()
+	browserKeys, err := pushtest.NewBrowser(service.URL + "/push/e2e")
+	if err != nil {
+		t.Fatal(err)
+	}
+	subJSON, err := json.Marshal(browserKeys.Subscription(false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, err := s.API.PushKey(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	b := newBrowser(t)
+	for _, name := range []string{"notifications", "push"} {
+		send(t, b, cdpbrowser.SetPermission, cdpbrowser.SetPermissionParams{Origin: s.URL, Setting: cdpbrowser.PermissionSettingGranted,
+			Permission: &cdpbrowser.PermissionDescriptor{Name: name, UserVisibleOnly: true}})
+	}
+	b.do(t, chromedp.Navigate(s.URL+"/account"))
+	b.waitFor(t, "the notifications card, off", `!document.getElementById("app-wasm-loader") && (document.querySelector("#push-status") || {textContent: ""}).textContent.startsWith("Off")`)
+	b.screenshots(t, "push-off", ".push-card")
+	b.do(t, chromedp.EmulateViewport(1280, 900))
+
+	// Chromium's own pushManager.subscribe, offline, never settles: the page gives up
+	// after conchPushWaitMs and says why, and nothing is stored.
+	b.do(t, chromedp.Evaluate[chromedp.Void](`conchPushWaitMs = 1000`))
+	b.do(t, chromedp.Click(chromedp.CSS("#push-toggle")))
+	b.waitFor(t, "the push service's silence explained", `(document.querySelector(".push-card .alert") || {textContent: ""}).textContent.includes("did not answer within 1 s")`)
+	if status := b.text(t, "#push-status"); !strings.HasPrefix(status, "Off") {
+		t.Errorf("status after a failed subscription: %q", status)
+	}
+
+	b.do(t, chromedp.Evaluate[chromedp.Void](fmt.Sprintf(`(() => {
+		const json = %s;
+		let current = null;
+		const sub = {endpoint: json.endpoint, toJSON: () => json, unsubscribe: async () => { current = null; return true; }};
+		PushManager.prototype.subscribe = async function (options) { window.conchKeyUsed = options.applicationServerKey; current = sub; return sub; };
+		PushManager.prototype.getSubscription = async function () { return current; };
+	})()`, subJSON)))
+	b.do(t, chromedp.Click(chromedp.CSS("#push-toggle")))
+	// The server has the subscription once the push below arrives. (The card does not
+	// switch to "On" yet after the answer: an open bug, see the report.)
+	sess := s.sessionOf(t, "Push me", askingAgent)
+	if _, err := s.API.SendMessage(ctx, sess.ID, "echo pushed", ""); err != nil {
+		t.Fatal(err)
+	}
+	var body []byte
+	select {
+	case body = <-bodies:
+	case <-ctx.Done():
+		t.Fatal("the server sent no push for the permission request")
+	}
+	if used := eval[string](t, b, `window.conchKeyUsed`); used != key {
+		t.Errorf("subscribed with key %q, want the server's %q", used, key)
+	}
+	payload, err := browserKeys.Decrypt(body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n shared.PushNotification
+	if err := json.Unmarshal(payload, &n); err != nil {
+		t.Fatal(err)
+	}
+	if n.Title != "Push me" || n.Path != "/sessions/"+sess.ID || !strings.HasPrefix(n.Body, "Asks permission: ") {
+		t.Errorf("payload %+v", n)
+	}
+
+	// In the worker: a push of another path shows nothing; the server's payload shows
+	// its notification. (A second evaluation in the worker, to dispatch a notificationclick,
+	// did not answer here: the click handler is not covered.)
+	worker := workerContext(t, b)
+	shown := evalIn[string](t, worker, fmt.Sprintf(`(async () => {
+		self.dispatchEvent(new PushEvent("push", {data: JSON.stringify({title: "x", body: "y", path: "https://evil.example/", tag: "t"})}));
+		self.dispatchEvent(new PushEvent("push", {data: %q}));
+		for (let i = 0; i < 100; i++) {
+			const ns = await self.registration.getNotifications();
+			if (ns.length > 0) {
+				return JSON.stringify(ns.map((n) => ({Title: n.title, Body: n.body, Tag: n.tag, Path: n.data.goapp.path})));
+			}
+			await new Promise((r) => setTimeout(r, 50));
+		}
+		return "none";
+	})()`, payload))
+	want, _ := json.Marshal([]struct{ Title, Body, Tag, Path string }{{n.Title, n.Body, n.Tag, n.Path}})
+	if shown != string(want) {
+		t.Fatalf("the worker shows %s, want %s", shown, want)
+	}
+}
+
+// workerContext is a context of the page's service worker.
+func workerContext(t *testing.T, b *browser) context.Context {
+	t.Helper()
+	targets, err := chromedp.Targets(b.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, info := range targets {
+		if info.Type == "service_worker" {
+			ctx, cancel := chromedp.NewContext(b.ctx, chromedp.WithTargetID(info.TargetID))
+			t.Cleanup(cancel)
+			return ctx
+		}
+	}
+	t.Fatal("no service worker")
+	return nil
+}
+
+// evalIn evaluates js in ctx's target; a promise is awaited.
+func evalIn[T any](t *testing.T, ctx context.Context, js string) T {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(ctx, deadline)
+	defer cancel()
+	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](js, chromedp.EvalAwaitPromise))
+	if err != nil {
+		t.Fatalf("%s: %v", js, err)
+	}
+	return v
+}
