@@ -58,7 +58,7 @@ func TestPushOptInAndNotification(t *testing.T) {
 			Permission: &cdpbrowser.PermissionDescriptor{Name: name, UserVisibleOnly: true}})
 	}
 	b.do(t, chromedp.Navigate(s.URL+"/account"))
-	b.waitFor(t, "the notifications card, off", `!document.getElementById("app-wasm-loader") && (document.querySelector("#push-status") || {textContent: ""}).textContent.startsWith("Off")`)
+	b.waitFor(t, "the notifications card, off", `!document.getElementById("app-wasm-loader") && `+pushCard("Off", "Turn on notifications"))
 	b.screenshots(t, "push-off", ".push-card")
 	b.do(t, chromedp.EmulateViewport(1280, 900))
 
@@ -79,8 +79,7 @@ func TestPushOptInAndNotification(t *testing.T) {
 		PushManager.prototype.getSubscription = async function () { return current; };
 	})()`, subJSON)))
 	b.do(t, chromedp.Click(chromedp.CSS("#push-toggle")))
-	// The server has the subscription once the push below arrives. (The card does not
-	// switch to "On" yet after the answer: an open bug, see the report.)
+	b.waitFor(t, "the notifications card, on, with a way to turn them off", pushCard("On", "Turn off notifications"))
 	sess := s.sessionOf(t, "Push me", askingAgent)
 	if _, err := s.API.SendMessage(ctx, sess.ID, "echo pushed", ""); err != nil {
 		t.Fatal(err)
@@ -126,6 +125,22 @@ func TestPushOptInAndNotification(t *testing.T) {
 	if shown != string(want) {
 		t.Fatalf("the worker shows %s, want %s", shown, want)
 	}
+
+	// Off again: the browser's subscription ends and the server forgets it.
+	b.do(t, chromedp.Click(chromedp.CSS("#push-toggle")))
+	b.waitFor(t, "the notifications card, off again", pushCard("Off", "Turn on notifications"))
+	if err := s.API.UnsubscribePush(ctx, browserKeys.Endpoint); shared.ErrorCode(err) != shared.CodeNotFound {
+		t.Errorf("the server still had the subscription after turning off: %v", err)
+	}
+}
+
+// pushCard is true when the notifications card's status starts with status and its
+// button, enabled, says button.
+func pushCard(status, button string) string {
+	return fmt.Sprintf(`(() => {
+		const s = document.querySelector("#push-status"), b = document.querySelector("#push-toggle");
+		return !!s && !!b && s.textContent.startsWith(%q) && b.textContent === %q && !b.disabled;
+	})()`, status, button)
 }
 
 // workerContext is a context of the page's service worker.

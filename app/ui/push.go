@@ -32,9 +32,15 @@ type pushToggle struct {
 	every bool // told of every task, not only one's own and those shared with one
 	busy  bool
 	err   string
+	// ctx is the card's own context, which lives as long as the card: the answer to a
+	// click is dispatched through it, not through the click's, because go-app drops a
+	// Dispatch whose element is gone, and the clicked button may be (clearing the last
+	// error re-renders the card's controls).
+	ctx app.Context
 }
 
 func (p *pushToggle) OnMount(ctx app.Context) {
+	p.ctx = ctx
 	ctx.Async(func() {
 		v, err := awaitJS("conchPushState")
 		ctx.Dispatch(func(app.Context) {
@@ -54,39 +60,43 @@ func (p *pushToggle) OnMount(ctx app.Context) {
 
 // turnOn asks for the permission (in the click, as browsers require), subscribes the
 // browser, and gives the subscription to the server.
-func (p *pushToggle) turnOn(ctx app.Context, _ app.Event) {
-	p.busy, p.err = true, ""
+func (p *pushToggle) turnOn(app.Context, app.Event) {
 	every := p.every
-	ctx.Async(func() {
-		err := func() error {
-			key, err := api.PushKey(context.Background())
-			if err != nil {
-				return err
-			}
-			raw, err := awaitJS("conchPushSubscribe", key)
-			if err != nil {
-				return err
-			}
-			var sub shared.PushSubscription
-			if err := json.Unmarshal([]byte(raw), &sub); err != nil {
-				return err
-			}
-			sub.EveryTask = every
-			_, err = api.SubscribePush(context.Background(), sub)
+	p.run(pushOn, "Notifications could not be turned on", func() error {
+		key, err := api.PushKey(context.Background())
+		if err != nil {
 			return err
-		}()
-		ctx.Dispatch(func(app.Context) { p.done(err, pushOn, "Notifications could not be turned on") })
+		}
+		raw, err := awaitJS("conchPushSubscribe", key)
+		if err != nil {
+			return err
+		}
+		var sub shared.PushSubscription
+		if err := json.Unmarshal([]byte(raw), &sub); err != nil {
+			return err
+		}
+		sub.EveryTask = every
+		_, err = api.SubscribePush(context.Background(), sub)
+		return err
 	})
 }
 
-func (p *pushToggle) turnOff(ctx app.Context, _ app.Event) {
-	p.busy, p.err = true, ""
-	ctx.Async(func() {
+func (p *pushToggle) turnOff(app.Context, app.Event) {
+	p.run(pushOff, "Notifications could not be turned off", func() error {
 		endpoint, err := awaitJS("conchPushUnsubscribe")
 		if err == nil && endpoint != "" {
 			err = api.UnsubscribePush(context.Background(), endpoint)
 		}
-		ctx.Dispatch(func(app.Context) { p.done(err, pushOff, "Notifications could not be turned off") })
+		return err
+	})
+}
+
+// run does work off the UI goroutine, then shows the card in state, or why not.
+func (p *pushToggle) run(state, what string, work func() error) {
+	p.busy, p.err = true, ""
+	p.ctx.Async(func() {
+		err := work()
+		p.ctx.Dispatch(func(app.Context) { p.done(err, state, what) })
 	})
 }
 
