@@ -25,8 +25,8 @@ import (
 // pushManager.subscribe does is logged, and the page gets a subscription to a push
 // service on 127.0.0.1 instead (the same object the browser would give); the push itself
 // is the server's real, encrypted request, decrypted here with the subscription's keys.
-// The worker gets the payload as a push event dispatched in it; its notificationclick
-// handler is not covered (see below).
+// The worker gets the payload as a push event dispatched in it
+// (TestNotificationClickOpensSession clicks it).
 // Screenshots: artifacts/push-off-*.png.
 func TestPushOptInAndNotification(t *testing.T) {
 	s, _ := startAgentsServer(t)
@@ -106,8 +106,7 @@ func TestPushOptInAndNotification(t *testing.T) {
 	}
 
 	// In the worker: a push of another path shows nothing; the server's payload shows
-	// its notification. (A second evaluation in the worker, to dispatch a notificationclick,
-	// did not answer here: the click handler is not covered.)
+	// its notification.
 	worker := workerContext(t, b)
 	shown := evalIn[string](t, worker, fmt.Sprintf(`(async () => {
 		self.dispatchEvent(new PushEvent("push", {data: JSON.stringify({title: "x", body: "y", path: "https://evil.example/", tag: "t"})}));
@@ -154,6 +153,11 @@ func workerContext(t *testing.T, b *browser) context.Context {
 		if info.Type == "service_worker" {
 			ctx, cancel := chromedp.NewContext(b.ctx, chromedp.WithTargetID(info.TargetID))
 			t.Cleanup(cancel)
+			// Attach now: chromedp ties a target to the context of its first Run, and
+			// evalIn's ends with each evaluation.
+			if err := chromedp.Do(ctx); err != nil {
+				t.Fatal(err)
+			}
 			return ctx
 		}
 	}
@@ -171,4 +175,87 @@ func evalIn[T any](t *testing.T, ctx context.Context, js string) T {
 		t.Fatalf("%s: %v", js, err)
 	}
 	return v
+}
+
+// A click on a notification opens its session: in a window of the app that shows
+// another page, by go-app's in-app navigation (the page really moves); a window already
+// showing the session is focused; with no window of the app, one is opened at the deep
+// link; a path that leaves the origin opens nothing. Headless Chromium cannot click a
+// notification (no DevTools command does), so the worker is given a notificationclick on
+// the real notification it showed; Chromium then refuses focus() and openWindow() to a
+// click the person did not make, so those two are recorded as they are called.
+func TestNotificationClickOpensSession(t *testing.T) {
+	s := startServer(t)
+	sess := s.sessionOf(t, "Click me", "shell")
+	b := newBrowser(t)
+	send(t, b, cdpbrowser.SetPermission, cdpbrowser.SetPermissionParams{Origin: s.URL, Setting: cdpbrowser.PermissionSettingGranted,
+		Permission: &cdpbrowser.PermissionDescriptor{Name: "notifications"}})
+	b.do(t, chromedp.Navigate(s.URL+"/account"))
+	b.waitFor(t, "the app, under its service worker", `!document.getElementById("app-wasm-loader") && !!navigator.serviceWorker.controller`)
+	worker := workerContext(t, b)
+	deepLink := "/sessions/" + sess.ID
+	pushed := fmt.Sprintf(`{title: "Click me", body: "The agent's turn ended.", path: %q, tag: "conch-%s"}`, deepLink, sess.ID)
+
+	if got, want := clickNotification(t, worker, pushed), `["focus /account","closed"]`; got != want {
+		t.Errorf("a click with the app on another page: %s, want %s", got, want)
+	}
+	b.waitFor(t, "the session page, navigated to in the app", fmt.Sprintf(`location.pathname === %q && !!document.querySelector(".live")`, deepLink))
+
+	// A window that loaded the session (a client's URL is the one it loaded with).
+	b.open(t, s.URL+deepLink)
+	if got, want := clickNotification(t, worker, pushed), `["focus `+deepLink+`","closed"]`; got != want {
+		t.Errorf("a click with the session showing: %s, want %s", got, want)
+	}
+
+	// go-app's own notifications carry their path the same way; "//host/" is a path too.
+	leaving := `{title: "x", body: "y", path: "/sessions/x", tag: "t", data: {goapp: {path: "//evil.example/sessions/x"}}}`
+	if got, want := clickNotification(t, worker, leaving), `["closed"]`; got != want {
+		t.Errorf("a click on a path to another origin: %s, want %s", got, want)
+	}
+
+	b.do(t, chromedp.Navigate("about:blank"))
+	if got, want := clickNotification(t, worker, pushed), `["open `+s.URL+deepLink+`","closed"]`; got != want {
+		t.Errorf("a click with no window of the app: %s, want %s", got, want)
+	}
+}
+
+// clickNotification has the worker show notification (a push payload: it goes through
+// the worker's push handler, unless it carries its own data), click it, and wait for
+// the click's work. It answers, in JSON, the focus() and openWindow() calls the click
+// made and "closed" when the notification is gone.
+func clickNotification(t *testing.T, worker context.Context, notification string) string {
+	t.Helper()
+	return evalIn[string](t, worker, fmt.Sprintf(`(async () => {
+		const n = %s;
+		// A script's event may not wait (waitUntil throws): take what the handler gives it.
+		const dispatch = async (event) => {
+			let work = Promise.resolve();
+			event.waitUntil = (p) => { work = p; };
+			self.dispatchEvent(event);
+			await work.catch(() => {}); // the browser refuses focus and openWindow here
+		};
+		if (n.data) {
+			await self.registration.showNotification(n.title, {body: n.body, tag: n.tag, data: n.data});
+		} else {
+			await dispatch(new PushEvent("push", {data: JSON.stringify(n)}));
+		}
+		const [shown] = await self.registration.getNotifications({tag: n.tag});
+		if (!shown) {
+			return "not shown";
+		}
+		const calls = [];
+		const focus = WindowClient.prototype.focus, open = clients.openWindow;
+		WindowClient.prototype.focus = function () { calls.push("focus " + new URL(this.url).pathname); return focus.call(this); };
+		clients.openWindow = (url) => { calls.push("open " + url); return open.call(clients, url); };
+		try {
+			await dispatch(new NotificationEvent("notificationclick", {notification: shown}));
+		} finally {
+			WindowClient.prototype.focus = focus;
+			clients.openWindow = open;
+		}
+		if ((await self.registration.getNotifications({tag: n.tag})).length === 0) {
+			calls.push("closed");
+		}
+		return JSON.stringify(calls);
+	})()`, notification))
 }

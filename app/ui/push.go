@@ -162,7 +162,7 @@ func awaitJS(fn string, args ...any) (string, error) {
 // for a session path, replaces the older one of its session (tag), and a click focuses a
 // window already showing the session, else has an open window of the app go there
 // (go-app's in-app navigation), else opens one. go-app's own notifications (notify.go)
-// carry their path the same way, in data.goapp.path.
+// carry their path the same way, in data.goapp.path; a click opens only this origin's.
 const conchPush = `self.addEventListener("push", (event) => {
   let n = null;
   try {
@@ -188,10 +188,14 @@ const conchClick = `self.addEventListener("notificationclick", (event) => {
   event.notification.close();
   const data = event.notification.data || {};
   const path = data.goapp && data.goapp.path;
-  if (typeof path !== "string" || !path.startsWith("/")) {
+  if (typeof path !== "string") {
     return;
   }
-  event.waitUntil(openPath(new URL(path, self.location.origin)));
+  const url = new URL(path, self.location.origin);
+  if (url.origin !== self.location.origin) {
+    return; // "//host/…" is a path too
+  }
+  event.waitUntil(openPath(url));
 });
 
 async function openPath(url) {
