@@ -14,6 +14,9 @@ type PushSubscription struct {
 	ExpirationTime *float64 `json:"expirationTime"` // the browser's (often null); not used
 	Keys           PushKeys `json:"keys"`
 	EveryTask      bool     `json:"every_task,omitempty"`
+	// Replaces is the endpoint of the subscription this one renews (the service worker's
+	// pushsubscriptionchange): the server deletes it, and this one keeps its EveryTask.
+	Replaces string `json:"replaces,omitempty"`
 }
 
 // PushKeys are the subscription's keys, base64url: the browser's P-256 public key that

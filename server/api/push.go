@@ -82,7 +82,7 @@ func (s *server) signInUsed(c *fiber.Ctx) (string, error) {
 func checkSubscription(sub shared.PushSubscription) error {
 	u, err := url.Parse(sub.Endpoint)
 	switch {
-	case len(sub.Endpoint) > maxEndpointBytes:
+	case len(sub.Endpoint) > maxEndpointBytes || len(sub.Replaces) > maxEndpointBytes:
 		return shared.Errorf(shared.CodeInvalid, "endpoint is over %d bytes", maxEndpointBytes)
 	case err != nil || u.Host == "" || u.User != nil || u.Fragment != "" ||
 		!(u.Scheme == "https" || u.Scheme == "http" && loopbackHost(u.Hostname())):

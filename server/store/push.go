@@ -72,11 +72,24 @@ func (s *Store) VAPIDKeys(ctx context.Context, generate func() (private, public 
 // Subscribe stores a browser's subscription for an account (checked by the caller), made
 // through signInID ("" through a bearer token). The endpoint names the browser: subscribing
 // again updates it, also for another account (someone else signed in on it). Beyond
-// MaxPushSubscriptions the account's oldest go, and so do those whose sign-in ended.
+// MaxPushSubscriptions the account's oldest go, and so do those whose sign-in ended. The
+// account's subscription that sub replaces goes, and sub keeps its choice of every task.
 func (s *Store) Subscribe(ctx context.Context, accountID, signInID string, sub shared.PushSubscription) (shared.PushSubscribed, error) {
 	row := pushSubscriptionRow{Endpoint: sub.Endpoint, AccountID: accountID, SignInID: signInID,
 		P256dh: sub.Keys.P256dh, Auth: sub.Keys.Auth, EveryTask: sub.EveryTask, CreatedAt: s.stamp()}
 	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		if sub.Replaces != "" && sub.Replaces != sub.Endpoint {
+			var old []pushSubscriptionRow
+			if err := tx.Where("endpoint = ? AND account_id = ?", sub.Replaces, accountID).Find(&old).Error; err != nil {
+				return fmt.Errorf("read replaced push subscription: %w", err)
+			}
+			for _, o := range old {
+				row.EveryTask = o.EveryTask
+				if err := tx.Delete(&o).Error; err != nil {
+					return fmt.Errorf("delete replaced push subscription: %w", err)
+				}
+			}
+		}
 		if err := tx.Clauses(clause.OnConflict{UpdateAll: true}).Create(&row).Error; err != nil {
 			return fmt.Errorf("store push subscription: %w", err)
 		}
