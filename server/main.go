@@ -29,6 +29,7 @@ import (
 	"conch/server/api"
 	"conch/server/gcfloor"
 	"conch/server/hub"
+	"conch/server/push"
 	"conch/server/replica"
 	"conch/server/shellagent"
 	"conch/server/store"
@@ -221,7 +222,15 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer self.Close()
-	runtime, err := acp.NewManager(acp.Config{Store: st, Events: self.Events(), Profiles: profiles,
+	// Web Push listens to what this server's agents publish: it sends once per event, from
+	// the server that runs the session.
+	notifier, err := push.New(ctx, push.Config{Store: st, Contact: cfg.pushContact, Logger: log})
+	if err != nil {
+		return err
+	}
+	notifier.Start()
+	defer notifier.Close()
+	runtime, err := acp.NewManager(acp.Config{Store: st, Events: notifier.Watch(self.Events()), Profiles: profiles,
 		DataDir: dataDir, Logger: log, AgentIdle: cfg.idle, Version: ui.Version})
 	if err != nil {
 		return err
@@ -231,7 +240,8 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	ui.Routes()
 	wasm, _ := fs.ReadFile(web.FS, "app.wasm") // absent before the UI is built: the server still serves the API
 	server := api.New(api.Config{Store: st, Hub: events, Events: self.Events(), Runtime: self, UI: ui.Handler(wasm, cfg.token != "", api.Boot(st, time.Now)),
-		Web: web.FS, Token: cfg.token, TrustedProxies: cfg.trusted, Logger: log, FromAgent: acp.FromAgent, OIDC: cfg.oidc})
+		Web: web.FS, Token: cfg.token, TrustedProxies: cfg.trusted, Logger: log, FromAgent: acp.FromAgent, OIDC: cfg.oidc,
+		PushKey: notifier.PublicKey()})
 	ln, err := net.Listen("tcp", cfg.addr)
 	if err != nil {
 		return err
@@ -280,6 +290,7 @@ type serveConfig struct {
 	trusted                 []netip.Prefix
 	tokenFlag               bool      // the token came as --token, on the command line
 	oidc                    *api.OIDC // single sign-on, when an issuer is named
+	pushContact             string    // VAPID's subject (server/push)
 }
 
 // parseServe reads and checks serve's flags and environment; it opens and starts nothing.
@@ -311,6 +322,7 @@ func parseServe(args []string, stdout, stderr io.Writer) (serveConfig, error) {
 	clientID := flags.String("oidc-client-id", env("CONCH_OIDC_CLIENT_ID", ""), "this server's client id at the issuer; its secret comes from env CONCH_OIDC_CLIENT_SECRET (env CONCH_OIDC_CLIENT_ID)")
 	groups := flags.String("oidc-groups", env("CONCH_OIDC_GROUPS", ""), "the issuer's groups and the roles they give, e.g. conch-admins=admin,developers=member (env CONCH_OIDC_GROUPS)")
 	defaultRole := flags.String("oidc-default-role", env("CONCH_OIDC_DEFAULT_ROLE", ""), "the role of someone in none of --oidc-groups; empty turns them away (env CONCH_OIDC_DEFAULT_ROLE)")
+	pushContact := flags.String("push-contact", env("CONCH_PUSH_CONTACT", ""), "an e-mail address or https URL the browsers' push services may write to about this server's notifications (env CONCH_PUSH_CONTACT)")
 	var proxies []string
 	flags.Func("trusted-proxy", "address or CIDR of a reverse proxy whose X-Forwarded-* headers count; repeatable (env CONCH_TRUSTED_PROXIES, comma-separated)",
 		func(p string) error { proxies = append(proxies, p); return nil })
@@ -333,7 +345,7 @@ func parseServe(args []string, stdout, stderr io.Writer) (serveConfig, error) {
 	if drain < 0 {
 		return serveConfig{}, fmt.Errorf("--drain %s is negative: give 0 to cancel running turns at once", drain)
 	}
-	cfg := serveConfig{addr: *addr, db: *dbPath, agents: *agents, token: *token, lease: lease, idle: idle, drain: drain, trusted: trusted}
+	cfg := serveConfig{addr: *addr, db: *dbPath, agents: *agents, token: *token, lease: lease, idle: idle, drain: drain, trusted: trusted, pushContact: *pushContact}
 	if *issuer != "" {
 		if cfg.oidc, err = parseOIDC(*issuer, *clientID, *groups, *defaultRole); err != nil {
 			return serveConfig{}, err

@@ -76,3 +76,66 @@ addEventListener("resize", () => {
     if (!box.conchAway) box.scrollTop = box.scrollHeight;
   }
 });
+
+// Web Push for the Account page (app/ui/push.go): this browser's subscription through the
+// page's service worker. Each resolves to {value, error} and never rejects, so that Go
+// gets the browser's reason as text.
+function conchPushResult(work) {
+  return work.then((value) => ({value: value || "", error: ""}),
+    (err) => ({value: "", error: String((err && err.message) || err)}));
+}
+
+// How long subscribing may take: Chromium that cannot reach its push service never
+// settles pushManager.subscribe, which would leave the button busy for good.
+var conchPushWaitMs = 20000;
+function conchPushWithin(work) {
+  const late = new Promise((_, reject) => setTimeout(() => reject(new Error(
+    "the browser's push service did not answer within " + conchPushWaitMs / 1000 + " s")), conchPushWaitMs));
+  return Promise.race([work, late]);
+}
+
+const conchPushSupported = () => "serviceWorker" in navigator && "PushManager" in window && "Notification" in window;
+
+// conchPushState is "unsupported", "blocked", this browser's subscription (JSON) or "".
+function conchPushState() {
+  return conchPushResult((async () => {
+    if (!conchPushSupported()) return "unsupported";
+    if (Notification.permission === "denied") return "blocked";
+    const registration = await navigator.serviceWorker.ready;
+    const sub = await registration.pushManager.getSubscription();
+    return sub ? JSON.stringify(sub) : "";
+  })());
+}
+
+// conchPushSubscribe asks for the permission, then subscribes with the server's key (a
+// subscription made with another key, of an earlier database, is replaced).
+function conchPushSubscribe(key) {
+  return conchPushResult((async () => {
+    if (!conchPushSupported()) throw new Error("this browser cannot receive notifications");
+    if (await Notification.requestPermission() !== "granted") {
+      throw new Error("notifications are blocked for this site");
+    }
+    const registration = await navigator.serviceWorker.ready;
+    const options = {userVisibleOnly: true, applicationServerKey: key};
+    try {
+      return JSON.stringify(await conchPushWithin(registration.pushManager.subscribe(options)));
+    } catch (err) {
+      const old = await registration.pushManager.getSubscription();
+      if (!old || err.name !== "InvalidStateError") throw err;
+      await old.unsubscribe();
+      return JSON.stringify(await conchPushWithin(registration.pushManager.subscribe(options)));
+    }
+  })());
+}
+
+// conchPushUnsubscribe ends this browser's subscription and gives its endpoint ("" when
+// there was none).
+function conchPushUnsubscribe() {
+  return conchPushResult((async () => {
+    const registration = await navigator.serviceWorker.ready;
+    const sub = await registration.pushManager.getSubscription();
+    if (!sub) return "";
+    await sub.unsubscribe();
+    return sub.endpoint;
+  })());
+}

@@ -8,8 +8,9 @@ import (
 	"conch/shared"
 )
 
-// AccountPage is /account: who is signed in, their personal access tokens, and, for
-// admins, the people of this server (invitation links, deletion) and the audit.
+// AccountPage is /account: who is signed in, this browser's notifications (push.go),
+// their personal access tokens, and, for admins, the people of this server (invitation
+// links, deletion) and the audit.
 type AccountPage struct {
 	app.Compo
 
@@ -163,8 +164,11 @@ func (p *AccountPage) renderBody() app.UI {
 	case me == nil:
 		return app.If(p.err == "", func() app.UI { return app.P().Class("empty").Text("Loading…") })
 	case me.Login == "local":
-		return app.P().Class("empty").Text("This server has no sign-in: it serves this computer only, and whoever uses it is its admin. " +
-			"Start it with --token to have accounts.")
+		return app.Div().Body(
+			app.P().Class("empty").Text("This server has no sign-in: it serves this computer only, and whoever uses it is its admin. "+
+				"Start it with --token to have accounts."),
+			&pushToggle{},
+		)
 	}
 	return app.Div().Body(
 		app.Section().Class("new-task", "account-card").Body(
@@ -175,6 +179,7 @@ func (p *AccountPage) renderBody() app.UI {
 				return app.P().Body(app.Strong().Text(me.Login), app.Text(" · "+me.Role))
 			}),
 		),
+		&pushToggle{},
 		app.If(me.ID != "", p.renderTokens),
 		app.If(me.Role == shared.RoleAdmin, p.renderPeople),
 	)

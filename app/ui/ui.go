@@ -271,7 +271,8 @@ const (
 )
 
 // serviceWorker is built by the server only: go-app's worker template is not in the WASM
-// build. It is go-app's worker with its fetch handler and its cache cleanup replaced.
+// build. It is go-app's worker with its fetch handler, its cache cleanup and its push
+// handlers (push.go) replaced.
 func serviceWorker() string {
 	js := app.DefaultAppWorkerJS
 	for _, edit := range [][2]string{{workerFetch, conchFetch}, {workerCleanup, conchCleanup}} {
@@ -280,5 +281,5 @@ func serviceWorker() string {
 		}
 		js = strings.Replace(js, edit[0], edit[1], 1)
 	}
-	return js
+	return replaceWorkerHandlers(js)
 }

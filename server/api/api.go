@@ -115,19 +115,22 @@ type Config struct {
 	FromAgent func(client, server netip.AddrPort) bool
 	// OIDC, when set with a Token, lets people sign in through an identity provider.
 	OIDC *OIDC
+	// PushKey is Web Push's VAPID public key (server/push); "" turns the push routes off.
+	PushKey string
 }
 
 type server struct {
-	store  *store.Store
-	hub    *hub.Hub
-	events Events
-	rt     Runtime
-	web    *assets
-	token  string
-	log    *slog.Logger
-	limit  int
-	now    func() time.Time
-	agent  func(client, server netip.AddrPort) bool // Config.FromAgent
+	store   *store.Store
+	hub     *hub.Hub
+	events  Events
+	rt      Runtime
+	web     *assets
+	token   string
+	log     *slog.Logger
+	limit   int
+	now     func() time.Time
+	agent   func(client, server netip.AddrPort) bool // Config.FromAgent
+	pushKey string
 
 	sessionKey []byte         // of the sign-in cookie's MAC, derived from token
 	proxies    []netip.Prefix // trusted
@@ -157,7 +160,7 @@ func New(cfg Config) *fiber.App {
 		cfg.Events = cfg.Hub
 	}
 	s := &server{store: cfg.Store, hub: cfg.Hub, events: cfg.Events, rt: cfg.Runtime, web: newAssets(cfg.Web),
-		token: cfg.Token, log: cfg.Logger, limit: cfg.BodyLimit, now: cfg.Now, agent: cfg.FromAgent,
+		token: cfg.Token, log: cfg.Logger, limit: cfg.BodyLimit, now: cfg.Now, agent: cfg.FromAgent, pushKey: cfg.PushKey,
 		sessionKey: sessionKeyOf(cfg.Token), proxies: cfg.TrustedProxies, throttle: newThrottle(cfg.Now),
 		snapshots: newSnapshotCache(snapshotCacheBytes), reads: make(chan struct{}, runtime.GOMAXPROCS(0))}
 	if cfg.OIDC != nil && cfg.Token != "" {
@@ -189,6 +192,9 @@ func New(cfg Config) *fiber.App {
 	v1.Get("/tokens", s.as(shared.RoleViewer), s.handleListTokens)
 	v1.Post("/tokens", s.as(shared.RoleViewer), s.handleCreateToken)
 	v1.Delete("/tokens/:token_id", s.as(shared.RoleViewer), s.handleDeleteToken)
+	v1.Get("/push/key", s.as(shared.RoleViewer), s.handlePushKey)
+	v1.Post("/push/subscriptions", s.as(shared.RoleViewer), s.handleSubscribePush)
+	v1.Delete("/push/subscriptions", s.as(shared.RoleViewer), s.handleUnsubscribePush)
 	v1.Get("/accounts", s.as(shared.RoleAdmin), s.handleListAccounts)
 	v1.Post("/accounts", s.as(shared.RoleAdmin), s.handleCreateAccount)
 	v1.Delete("/accounts/:account_id", s.as(shared.RoleAdmin), s.handleDeleteAccount)

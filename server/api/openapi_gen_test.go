@@ -84,6 +84,11 @@ var generated = map[string]any{
 	"SnippetPart":            shared.SnippetPart{},
 	"Attachment":             shared.Attachment{},
 	"PromptCapabilities":     shared.PromptCapabilities{},
+	"PushSubscription":       shared.PushSubscription{},
+	"PushKeys":               shared.PushKeys{},
+	"PushSubscribed":         shared.PushSubscribed{},
+	"PushUnsubscribe":        shared.PushUnsubscribe{},
+	"PushServerKey":          shared.PushServerKey{},
 }
 
 // openAPIDocument is openapi.in.json with the generated schemas filled in.

@@ -174,8 +174,8 @@ func (s *Store) CountAdmins(ctx context.Context) (int64, error) {
 	return n, nil
 }
 
-// DeleteAccount deletes an account with its access tokens and sign-ins, at once on every
-// server of the database. The last admin stays, so that someone can still manage accounts.
+// DeleteAccount deletes an account with its access tokens, sign-ins and push
+// subscriptions, at once on every server of the database. The last admin stays, so that someone can still manage accounts.
 func (s *Store) DeleteAccount(ctx context.Context, id string) error {
 	return s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		var row accountRow
@@ -198,7 +198,7 @@ func (s *Store) DeleteAccount(ctx context.Context, id string) error {
 		for _, del := range []struct {
 			model any
 			where string
-		}{{&accessTokenRow{}, "account_id = ?"}, {&signInRow{}, "account_id = ?"}, {&taskEditorRow{}, "account_id = ?"}, {&accountRow{}, "id = ?"}} {
+		}{{&accessTokenRow{}, "account_id = ?"}, {&signInRow{}, "account_id = ?"}, {&taskEditorRow{}, "account_id = ?"}, {&pushSubscriptionRow{}, "account_id = ?"}, {&accountRow{}, "id = ?"}} {
 			if err := tx.Where(del.where, id).Delete(del.model).Error; err != nil {
 				return fmt.Errorf("delete account: %w", err)
 			}

@@ -261,6 +261,23 @@ var steps = []step{
 		`CREATE INDEX idx_attachments_message ON attachments (message_id)`,
 		`ALTER TABLE task_sessions ADD COLUMN prompt_caps TEXT NOT NULL DEFAULT ''`,
 	}},
+	// Web Push (push.go): the database's one VAPID key pair, so that every server signs
+	// with it, and the browsers that asked to be notified.
+	{table: "push_keys", column: "id", stmts: []string{
+		`CREATE TABLE push_keys (
+			id INTEGER PRIMARY KEY,
+			private_key TEXT NOT NULL,
+			public_key TEXT NOT NULL)`,
+		`CREATE TABLE push_subscriptions (
+			endpoint TEXT PRIMARY KEY,
+			account_id TEXT NOT NULL,
+			sign_in_id TEXT NOT NULL DEFAULT '',
+			p256dh TEXT NOT NULL,
+			auth TEXT NOT NULL,
+			every_task BOOLEAN NOT NULL DEFAULT FALSE,
+			created_at INTEGER NOT NULL)`,
+		`CREATE INDEX idx_push_subscriptions_account ON push_subscriptions (account_id, created_at)`,
+	}},
 }
 
 // migrate brings the schema to the last step in one transaction (DDL is transactional
