@@ -204,6 +204,25 @@ func TestPermissionRequestReachesWatchers(t *testing.T) {
 	}
 }
 
+// An agent's question reaches the task's owner as a permission request does, in its own
+// words.
+func TestQuestionReachesWatchers(t *testing.T) {
+	f := newFixture(t, shared.Account{Login: "ann", Role: shared.RoleMember}, "Pick a name")
+	ann := f.subscribe(t, "ann", "", "/ann", false)
+	f.sender.Start()
+	f.watch.MessageAdded(shared.Message{ID: "m1", SessionID: f.session.ID, TaskID: f.task.ID, Type: shared.TypeElicitation,
+		Content: "Which name?", Metadata: &shared.Metadata{Status: shared.StatusPending}})
+	f.push.wait(t)
+	f.sender.Close()
+	var n shared.PushNotification
+	if err := json.Unmarshal(decrypt(t, ann, f.push.bodies["/ann"]), &n); err != nil {
+		t.Fatal(err)
+	}
+	if n.Body != "Asks a question: Which name?" || n.Path != "/sessions/"+f.session.ID {
+		t.Errorf("payload %+v", n)
+	}
+}
+
 // checkVAPID checks the Authorization header: a JWT for the push service's origin signed
 // by the key it names, which is the database's.
 func checkVAPID(t *testing.T, f *fixture, header string) {

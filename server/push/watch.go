@@ -41,11 +41,15 @@ const (
 
 func (w *watch) MessageAdded(m shared.Message) {
 	w.Events.MessageAdded(m)
-	if m.Type != shared.TypePermissionRequest || m.Metadata == nil || m.Metadata.Status != shared.StatusPending {
+	if !m.Type.Asks() || m.Metadata == nil || m.Metadata.Status != shared.StatusPending {
 		return
 	}
+	ask := "Asks permission: "
+	if m.Type == shared.TypeElicitation {
+		ask = "Asks a question: "
+	}
 	w.s.enqueue(event{taskID: m.TaskID, sessionID: m.SessionID, urgency: webpush.UrgencyHigh, ttl: askTTL,
-		body: "Asks permission: " + agentText(m.Content)})
+		body: ask + agentText(m.Content)})
 }
 
 func (w *watch) SessionUpdated(sess shared.Session) {
