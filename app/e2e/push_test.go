@@ -259,3 +259,67 @@ func clickNotification(t *testing.T, worker context.Context, notification string
 		return JSON.stringify(calls);
 	})()`, notification))
 }
+
+// When the push service renews a browser's subscription (pushsubscriptionchange), the
+// worker tells the server, which drops the old one: with the browser's new subscription,
+// or, where the browser gave none, one the worker makes with the server's key. The worker
+// gets the event dispatched in it (Chromium does not fire it).
+func TestPushSubscriptionRenewed(t *testing.T) {
+	s := startServer(t)
+	ctx, cancel := context.WithTimeout(context.Background(), deadline)
+	defer cancel()
+	subs := make([]string, 3) // the subscriptions' JSON, one push endpoint each
+	for i := range subs {
+		keys, err := pushtest.NewBrowser(fmt.Sprintf("http://127.0.0.1:9/push/%d", i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i == 0 {
+			if _, err := s.API.SubscribePush(ctx, keys.Subscription(false)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		b, err := json.Marshal(keys.Subscription(false))
+		if err != nil {
+			t.Fatal(err)
+		}
+		subs[i] = string(b)
+	}
+	key, err := s.API.PushKey(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := newBrowser(t)
+	b.do(t, chromedp.Navigate(s.URL+"/account"))
+	b.waitFor(t, "the app, under its service worker", `!document.getElementById("app-wasm-loader") && !!navigator.serviceWorker.controller`)
+	worker := workerContext(t, b)
+	renew := func(old, given, made string) string {
+		return evalIn[string](t, worker, fmt.Sprintf(`(async () => {
+			const old = %s, given = %s, made = %s;
+			const asSub = (json) => json && {endpoint: json.endpoint, toJSON: () => json};
+			let used = "none";
+			self.registration.pushManager.subscribe = async (options) => { used = options.applicationServerKey; return asSub(made); };
+			const event = new Event("pushsubscriptionchange");
+			let work = Promise.resolve();
+			event.waitUntil = (p) => { work = p; }; // a script's event may not wait
+			event.oldSubscription = asSub(old);
+			event.newSubscription = asSub(given);
+			self.dispatchEvent(event);
+			await work;
+			return used;
+		})()`, old, given, made))
+	}
+	endpoint := func(i int) string { return fmt.Sprintf("http://127.0.0.1:9/push/%d", i) }
+
+	if used := renew(subs[0], subs[1], "null"); used != "none" {
+		t.Errorf("the worker subscribed (key %q) though the browser gave the new subscription", used)
+	}
+	if used := renew(subs[1], "null", subs[2]); used != key {
+		t.Errorf("the worker subscribed with key %q, want the server's %q", used, key)
+	}
+	for i, want := range []string{shared.CodeNotFound, shared.CodeNotFound, ""} {
+		if err := s.API.UnsubscribePush(ctx, endpoint(i)); shared.ErrorCode(err) != want {
+			t.Errorf("unsubscribe %s: %v, want code %q (only the last renewal kept)", endpoint(i), err, want)
+		}
+	}
+}

@@ -158,7 +158,8 @@ func awaitJS(fn string, args ...any) (string, error) {
 	return r.value, nil
 }
 
-// The worker's push and click handlers, in place of go-app's: a notification is shown only
+// The worker's push and click handlers, in place of go-app's (with one for a renewed
+// subscription, which go-app has not): a notification is shown only
 // for a session path, replaces the older one of its session (tag), and a click focuses a
 // window already showing the session, else has an open window of the app go there
 // (go-app's in-app navigation), else opens one. go-app's own notifications (notify.go)
@@ -181,6 +182,25 @@ const conchPush = `self.addEventListener("push", (event) => {
     data: {goapp: {path: n.path, actions: []}},
   }));
 });
+
+// The push service renewed or ended this browser's subscription: subscribe again with the
+// server's key where the browser gave none, and tell the server, which drops the old one.
+self.addEventListener("pushsubscriptionchange", (event) => {
+  event.waitUntil(renewPush(event.oldSubscription, event.newSubscription));
+});
+
+async function renewPush(old, sub) {
+  if (!sub) {
+    const r = await fetch("/api/v1/push/key");
+    if (!r.ok) {
+      return;
+    }
+    const {public_key} = await r.json();
+    sub = await self.registration.pushManager.subscribe({userVisibleOnly: true, applicationServerKey: public_key});
+  }
+  const body = Object.assign({}, sub.toJSON(), {replaces: old ? old.endpoint : ""});
+  await fetch("/api/v1/push/subscriptions", {method: "POST", headers: {"Content-Type": "application/json"}, body: JSON.stringify(body)});
+}
 
 `
 
