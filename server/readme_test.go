@@ -105,6 +105,7 @@ var readmeCommands = []struct {
 	{cmd: `curl -s -H "Authorization: Bearer $TOKEN" -d '{"role":"member"}' https://conch.example.com/api/v1/accounts`, skip: "a server on another host; TestAccountsAndTokens makes invitations"},
 	{cmd: `curl -s -H "Authorization: Bearer $CONCH_TOKEN" -d '{"days":7}' https://conch.example.com/api/v1/tasks/TASK_ID/links`, skip: "a server on another host; TestGuestSeesOnlyItsTask makes links"},
 	{cmd: `curl -s -H "Authorization: Bearer $CONCH_TOKEN" "https://conch.example.com/api/v1/audit?from=2026-12-01T00:00:00Z" > audit.jsonl`, skip: "a server on another host; TestTaskOwnersEditorsAndAudit reads the audit"},
+	{cmd: `bin/conch serve --addr 10.0.0.11:8080 --db "$DB" --token "$TOKEN" --push-contact ops@example.com`, skip: "listens on another host's address; app/e2e's TestPushOptInAndNotification pushes through a server"},
 }
 
 // readme is where README.md's commands run: a directory with bin/conch (the binary under
