@@ -9,7 +9,7 @@ DATA ?= $(HOME)/.local/share/conch
 WASM_PATH = $(shell $(GO) env GOROOT)/lib/wasm
 TEST_TIMEOUT ?= 30m
 
-.PHONY: all needs build wasm run test test-go test-wasm axe gemini check fmt vet bench clean
+.PHONY: all needs build wasm run test quick test-go test-wasm axe gemini check fmt vet bench clean
 
 all: build
 
@@ -57,6 +57,12 @@ run: needs
 
 ## test: every test (unit, store, API, WebSocket, UI, browser end to end).
 test: build axe gemini test-go test-wasm
+
+## quick: a loop while changing code, not a check: every package but the browser tests,
+## once, on SQLite, without the race detector; -short skips a wasm build, and the tests that
+## run bin/conch skip themselves without CONCH_BIN. make test is the full run CI makes.
+quick:
+	$(GO) test -short $$($(GO) list ./... | grep -v '^conch/app/e2e$$')
 
 ## axe: axe-core, which the accessibility browser test runs in the page, installed with npm
 ## into the git-ignored .cache/axe once (later runs need no network).

@@ -27,6 +27,7 @@ var readmeCommands = []struct {
 }{
 	{cmd: "make run", skip: "builds in the repository and serves on 127.0.0.1:8080; TestMakeNeeds checks what it needs"},
 	{cmd: "make test", skip: "this test runs under it"},
+	{cmd: "make quick", skip: "runs this package's tests again: a subset of make test"},
 	{cmd: "cat > agents.json <<'EOF'\n" +
 		`[{"name": "gemini", "description": "Gemini CLI", "command": "gemini", "args": ["--acp"], "no_read_text_file": true, "auth_method": "gemini-api-key"},` + "\n" +
 		` {"name": "claude", "command": "npx", "args": ["-y", "@agentclientprotocol/claude-agent-acp"], "permission": "ask"}]` + "\n" +

@@ -36,7 +36,7 @@ func TestDrainLetsTurnsFinishThenCancels(t *testing.T) {
 
 	drained := make(chan int, 1)
 	go func() { drained <- env.m.Drain(drain) }()
-	waitFor(t, env.ev, "the drain to begin", func() bool { return env.m.Draining() != nil && env.clock.pending() > 0 })
+	waitFor(t, env.ev, "the drain to begin", func() bool { return env.m.Draining() != nil && env.clock.Pending() > 0 })
 	if err := env.m.Prompt(stuck.ID, "", "stuck"); shared.ErrorCode(err) != shared.CodeDraining {
 		t.Errorf("a prompt while draining: %v", err)
 	}
@@ -56,7 +56,7 @@ func TestDrainLetsTurnsFinishThenCancels(t *testing.T) {
 	stuck = env2.start(t, "scripted")
 	env2.promptAsync(t, stuck.ID, "stuck")
 	go func() { drained <- env2.m.Drain(drain) }()
-	waitFor(t, env2.ev, "the drain timer", func() bool { return env2.clock.due(env2.clock.Now().Add(drain)) })
+	waitFor(t, env2.ev, "the drain timer", func() bool { return env2.clock.Due(env2.clock.Now().Add(drain)) })
 	env2.clock.Advance(drain)
 	if left := <-drained; left != 1 {
 		t.Errorf("%d turns cancelled at the end of the drain, want 1", left)

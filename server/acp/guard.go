@@ -20,12 +20,14 @@ import (
 // responses reach the SDK. Because guard handles each line before reading the next, every
 // update of a turn is applied before the turn's answer reaches the SDK, as ACP promises.
 
-const (
-	// sdkLineLimit is the longest line the SDK accepts (bufio.Scanner's limit).
-	sdkLineLimit = 10<<20 - 1
-	// maxLine bounds the memory one line may take; a longer one is skipped.
-	maxLine = 64 << 20
-)
+// lineLimits are the line lengths guard enforces: agentLines for agents, small ones in
+// tests, which then need not push tens of MiB through it.
+type lineLimits struct {
+	sdk int // the longest line the SDK accepts (bufio.Scanner's limit)
+	max int // the memory one line may take; a longer one is skipped
+}
+
+var agentLines = lineLimits{sdk: 10<<20 - 1, max: 64 << 20}
 
 // lineHead is enough of a JSON-RPC message to route it.
 type lineHead struct {
@@ -39,14 +41,14 @@ type lineHead struct {
 // is not passed on: a response becomes an error response (so the caller does not wait
 // forever), a request from the agent is answered with an error through reply, and
 // anything else is dropped. guard closes dst when done.
-func guard(src io.Reader, dst *io.PipeWriter, onUpdate func(sdk.SessionNotification), reply func([]byte), log *slog.Logger) {
+func guard(src io.Reader, dst *io.PipeWriter, limits lineLimits, onUpdate func(sdk.SessionNotification), reply func([]byte), log *slog.Logger) {
 	r := bufio.NewReaderSize(src, 64<<10)
 	var err error
 	for err == nil {
 		var line []byte
-		line, err = readLine(r)
+		line, err = readLine(r, limits.max)
 		if errors.Is(err, errLineTooLong) {
-			log.Error("agent sent a line over the limit; skipped", "limit", maxLine)
+			log.Error("agent sent a line over the limit; skipped", "limit", limits.max)
 			err = nil
 			continue
 		}
@@ -64,7 +66,7 @@ func guard(src io.Reader, dst *io.PipeWriter, onUpdate func(sdk.SessionNotificat
 			onUpdate(n)
 			continue
 		}
-		if len(line) > sdkLineLimit {
+		if len(line) > limits.sdk {
 			log.Error("agent sent a message over the SDK's line limit", "method", head.Method, "bytes", len(line))
 			switch {
 			case head.ID == nil:
@@ -104,15 +106,15 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 
 var errLineTooLong = errors.New("line too long")
 
-// readLine reads one line without its newline. A line over maxLine is consumed and
+// readLine reads one line without its newline. A line over max bytes is consumed and
 // reported as errLineTooLong, so memory stays bounded.
-func readLine(r *bufio.Reader) ([]byte, error) {
+func readLine(r *bufio.Reader, max int) ([]byte, error) {
 	var line []byte
 	tooLong := false
 	for {
 		frag, err := r.ReadSlice('\n')
 		if !tooLong {
-			if len(line)+len(frag) > maxLine {
+			if len(line)+len(frag) > max {
 				tooLong, line = true, nil
 			} else {
 				line = append(line, frag...)

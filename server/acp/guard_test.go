@@ -12,8 +12,11 @@ import (
 	sdk "github.com/coder/acp-go-sdk"
 )
 
+// small are limits of a few KiB for the tests: the rules are the same as agentLines' at 10 and 64 MiB.
+var small = lineLimits{sdk: 1<<10 - 1, max: 4 << 10}
+
 func TestGuard(t *testing.T) {
-	big := strings.Repeat("y", 11<<20) // over the SDK's 10 MiB line limit
+	big := strings.Repeat("y", small.sdk) // over the SDK's line limit with the JSON around it, under max
 	input := strings.Join([]string{
 		`{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":1}}`,
 		``,
@@ -32,7 +35,7 @@ func TestGuard(t *testing.T) {
 	var replies []string
 	done := make(chan struct{})
 	go func() {
-		guard(strings.NewReader(input), pw, func(n sdk.SessionNotification) { updates = append(updates, n) },
+		guard(strings.NewReader(input), pw, small, func(n sdk.SessionNotification) { updates = append(updates, n) },
 			func(line []byte) { replies = append(replies, string(line)) }, slog.New(slog.DiscardHandler))
 		close(done)
 	}()
@@ -64,15 +67,15 @@ func TestGuard(t *testing.T) {
 }
 
 func TestReadLineTooLong(t *testing.T) {
-	input := strings.Repeat("z", maxLine+10) + "\nnext\n"
-	r := bufio.NewReaderSize(strings.NewReader(input), 64<<10)
-	if _, err := readLine(r); err != errLineTooLong {
+	input := strings.Repeat("z", small.max+10) + "\nnext\n"
+	r := bufio.NewReaderSize(strings.NewReader(input), 16) // a line of many reads, as agents' are
+	if _, err := readLine(r, small.max); err != errLineTooLong {
 		t.Fatalf("err = %v, want errLineTooLong", err)
 	}
-	if line, err := readLine(r); string(line) != "next" || err != nil {
+	if line, err := readLine(r, small.max); string(line) != "next" || err != nil {
 		t.Errorf("after a skipped line: %q, %v", line, err)
 	}
-	if _, err := readLine(r); err != io.EOF {
+	if _, err := readLine(r, small.max); err != io.EOF {
 		t.Errorf("at the end: %v", err)
 	}
 }

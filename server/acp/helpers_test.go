@@ -14,6 +14,7 @@ import (
 	sdk "github.com/coder/acp-go-sdk"
 
 	"conch/server/acp/acptest"
+	"conch/server/internal/clocktest"
 	"conch/server/shellagent"
 	"conch/server/store"
 	"conch/shared"
@@ -71,72 +72,9 @@ func TestMain(m *testing.M) {
 
 const waitLimit = 60 * time.Second
 
-// fakeClock is the runtime's clock in tests: time moves only when the test says so.
-type fakeClock struct {
-	mu      sync.Mutex
-	now     time.Time
-	waiters []clockWaiter
-}
-
-type clockWaiter struct {
-	at time.Time
-	ch chan time.Time
-}
-
-func newFakeClock() *fakeClock {
-	return &fakeClock{now: time.Date(2026, 12, 2, 15, 0, 0, 0, time.UTC)}
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) After(d time.Duration) <-chan time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	ch := make(chan time.Time, 1)
-	if d <= 0 {
-		ch <- c.now
-		return ch
-	}
-	c.waiters = append(c.waiters, clockWaiter{c.now.Add(d), ch})
-	return ch
-}
-
-// Advance moves time and fires the timers that are due.
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-	keep := c.waiters[:0]
-	for _, w := range c.waiters {
-		if w.at.After(c.now) {
-			keep = append(keep, w)
-			continue
-		}
-		w.ch <- c.now
-	}
-	c.waiters = keep
-}
-
-// due reports whether a timer waits for the time at.
-func (c *fakeClock) due(at time.Time) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for _, w := range c.waiters {
-		if w.at.Equal(at) {
-			return true
-		}
-	}
-	return false
-}
-
-func (c *fakeClock) pending() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return len(c.waiters)
+// newFakeClock is the runtime's clock in tests: time moves only when the test says so.
+func newFakeClock() *clocktest.Clock {
+	return clocktest.New(time.Date(2026, 12, 2, 15, 0, 0, 0, time.UTC), 0)
 }
 
 // events records what the runtime published.
@@ -219,7 +157,7 @@ type testEnv struct {
 	dir   string // the data dir, holding conch.db
 	st    *store.Store
 	ev    *events
-	clock *fakeClock
+	clock *clocktest.Clock
 	m     *Manager
 	task  shared.Task
 }

@@ -93,12 +93,12 @@ func TestIdleAgentStopsAndRestarts(t *testing.T) {
 	env.m.cfg.AgentIdle = idle
 	t0 := env.clock.Now()
 	sess := env.start(t, ShellAgent)
-	waitFor(t, env.ev, "the idle timer", func() bool { return env.clock.due(t0.Add(idle)) })
+	waitFor(t, env.ev, "the idle timer", func() bool { return env.clock.Due(t0.Add(idle)) })
 
 	env.clock.Advance(10 * time.Minute)
 	env.prompt(t, sess.ID, "echo one") // quiet again from here: 10 min
 	env.clock.Advance(5 * time.Minute) // the first period is over, but the agent was busy 5 min ago
-	waitFor(t, env.ev, "the idle timer to be set again", func() bool { return env.clock.due(t0.Add(10*time.Minute + idle)) })
+	waitFor(t, env.ev, "the idle timer to be set again", func() bool { return env.clock.Due(t0.Add(10*time.Minute + idle)) })
 	if !slices.Contains(env.m.Running(), sess.ID) {
 		t.Fatal("the agent was stopped 5 minutes after its last turn")
 	}

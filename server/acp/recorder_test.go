@@ -34,7 +34,7 @@ func TestRecorderCoalesces(t *testing.T) {
 			u.Meta = map[string]any{"terminal_output_delta": map[string]any{"data": "y\n"}}
 		}))
 	}
-	waitFor(t, env.ev, "the writer to defer the output", func() bool { return env.clock.pending() > 0 })
+	waitFor(t, env.ev, "the writer to defer the output", func() bool { return env.clock.Pending() > 0 })
 	env.clock.Advance(249 * time.Millisecond)
 	if n := updated(); n != 0 {
 		t.Fatalf("%d updates before the interval passed", n)

@@ -72,7 +72,7 @@ func TestStoreFullMidCommand(t *testing.T) {
 		if env.clock.Now().Sub(start) > 40*time.Second {
 			t.Fatalf("no failed session after %v of failing writes; states %v", env.clock.Now().Sub(start), env.ev.states(sess.ID))
 		}
-		waitFor(t, env.ev, "a retry to be scheduled", func() bool { return env.clock.pending() > 0 })
+		waitFor(t, env.ev, "a retry to be scheduled", func() bool { return env.clock.Pending() > 0 })
 		env.clock.Advance(5 * time.Second)
 		waitFor(t, env.ev, "the retry to fail", func() bool { return env.st.WriteHealth() != nil })
 	}
@@ -89,7 +89,7 @@ func TestStoreFullMidCommand(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, env.ev, "the session stored failed", func() bool {
-		if env.clock.pending() > 0 {
+		if env.clock.Pending() > 0 {
 			env.clock.Advance(5 * time.Second)
 		}
 		stored, err := env.st.GetSession(ctx, sess.ID)

@@ -14,6 +14,7 @@ import (
 	sdk "github.com/coder/acp-go-sdk"
 
 	"conch/server/acp/acptest"
+	"conch/server/internal/clocktest"
 	"conch/shared"
 )
 
@@ -251,7 +252,7 @@ func TestTerminalStop(t *testing.T) {
 				for _, line := range tc.handled {
 					waitFor(t, ev, "the command to catch SIG"+line, printed(line))
 					if tc.code < 0 { // the trap does not exit: the next signal is due after a grace period
-						waitFor(t, ev, "the next grace period", func() bool { return clk.pending() > 0 })
+						waitFor(t, ev, "the next grace period", func() bool { return clk.Pending() > 0 })
 						clk.Advance(stopGrace)
 					}
 				}
@@ -404,16 +405,9 @@ func TestTerminalCommandLine(t *testing.T) {
 // when it started and ended, read from the injected clock.
 func TestTerminalCountsAndTimes(t *testing.T) {
 	t0 := time.Date(2026, 12, 3, 8, 0, 0, 0, time.UTC)
-	var mu sync.Mutex
-	ticks := 0
-	now := func() time.Time {
-		mu.Lock()
-		defer mu.Unlock()
-		ticks++
-		return t0.Add(time.Duration(ticks) * time.Second)
-	}
+	clk := clocktest.New(t0, time.Second) // each reading a second later
 	// 400 KiB to stdout (past the kept tail), 5 bytes to stderr.
-	term, err := startTerminal("t1", "sh", []string{"-c", "head -c 409600 /dev/zero | tr '\\0' x; printf 'warn\\n' >&2"}, nil, t.TempDir(), nil, testExe(t), clock{now, time.After}, func(bool) {})
+	term, err := startTerminal("t1", "sh", []string{"-c", "head -c 409600 /dev/zero | tr '\\0' x; printf 'warn\\n' >&2"}, nil, t.TempDir(), nil, testExe(t), clock{clk.Now, time.After}, func(bool) {})
 	if err != nil {
 		t.Fatal(err)
 	}

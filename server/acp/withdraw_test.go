@@ -58,7 +58,7 @@ func TestStuckTurnWithdrawn(t *testing.T) {
 		t.Fatal(err)
 	}
 	at := env.clock.Now().Add(env.m.cfg.RequestTimeout)
-	waitFor(t, env.ev, "the wait for the cancelled turn", func() bool { return env.clock.due(at) })
+	waitFor(t, env.ev, "the wait for the cancelled turn", func() bool { return env.clock.Due(at) })
 	select {
 	case <-withdrawn:
 		t.Fatal("the turn was withdrawn before RequestTimeout")

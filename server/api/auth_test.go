@@ -31,7 +31,7 @@ func TestAPIRequiresTheToken(t *testing.T) {
 		if resp.Header.Get("WWW-Authenticate") == "" {
 			t.Errorf("%s: no WWW-Authenticate", name)
 		}
-		e.clock.advance(maxDelay) // past the throttle's wait
+		e.clock.Advance(maxDelay) // past the throttle's wait
 	}
 	// A refused write stores nothing.
 	e.expect(http.StatusUnauthorized, "POST", "/api/v1/tasks", `{"title":"x"}`, nil)
@@ -78,7 +78,7 @@ func TestPagesRedirectToLoginAndAcceptHandOff(t *testing.T) {
 	if resp.StatusCode != http.StatusUnauthorized || !strings.Contains(body, "That token is not valid.") || resp.Header.Get("Set-Cookie") != "" {
 		t.Errorf("bad hand-off: %d %q", resp.StatusCode, body)
 	}
-	e.clock.advance(maxDelay)
+	e.clock.Advance(maxDelay)
 
 	if body := e.expect(http.StatusOK, "GET", "/sessions/abc", "", nil, "Cookie", e.signIn()); body != "<!doctype html><title>Conch</title><main>page /sessions/abc</main>" {
 		t.Errorf("page with cookie: %s", body)
@@ -145,9 +145,9 @@ func TestSessionCookie(t *testing.T) {
 			t.Errorf("%s: %d %s", name, resp.StatusCode, body)
 		}
 	}
-	e.clock.advance(sessionLifetime - time.Second)
+	e.clock.Advance(sessionLifetime - time.Second)
 	e.expect(http.StatusOK, "GET", "/api/v1/tasks", "", nil, "Cookie", cookie)
-	e.clock.advance(time.Second)
+	e.clock.Advance(time.Second)
 	e.expect(http.StatusUnauthorized, "GET", "/api/v1/tasks", "", nil, "Cookie", cookie)
 	if resp, _ := e.do("GET", "/sessions/x", "", "Cookie", cookie); resp.StatusCode != http.StatusSeeOther {
 		t.Errorf("page with an expired cookie: %d", resp.StatusCode)
@@ -221,9 +221,9 @@ func TestWrongTokensAreThrottled(t *testing.T) {
 		}
 		try("192.0.2.1", token, http.StatusOK) // the same address, with the right token
 		try("192.0.2.2", guess, http.StatusUnauthorized)
-		e.clock.advance(wait - time.Millisecond)
+		e.clock.Advance(wait - time.Millisecond)
 		try("192.0.2.1", guess, http.StatusTooManyRequests)
-		e.clock.advance(time.Millisecond)
+		e.clock.Advance(time.Millisecond)
 	}
 	e.do("POST", "/login", "token=x", append(from("192.0.2.1"), "Content-Type", form)...)
 	_, body := e.do("POST", "/login", "token=y", append(from("192.0.2.1"), "Content-Type", form)...)
@@ -233,7 +233,7 @@ func TestWrongTokensAreThrottled(t *testing.T) {
 	if resp, _ := e.do("POST", "/login", "token="+token, append(from("192.0.2.1"), "Content-Type", form)...); resp.StatusCode != http.StatusSeeOther || len(resp.Cookies()) != 1 {
 		t.Errorf("the right token at the sign-in form while the address waits: %d, cookies %v", resp.StatusCode, resp.Cookies())
 	}
-	e.clock.advance(16 * time.Second)
+	e.clock.Advance(16 * time.Second)
 	try("192.0.2.1", guess, http.StatusUnauthorized) // the 6th in a row: right tokens between forgave nothing
 	if got := try("192.0.2.1", guess, http.StatusTooManyRequests).Header.Get("Retry-After"); got != "32" {
 		t.Errorf("Retry-After %q after the right token, want 32", got)
@@ -273,7 +273,7 @@ func TestForwardedHeadersOnlyFromTrustedProxies(t *testing.T) {
 		if want := map[bool]int{false: http.StatusTooManyRequests, true: http.StatusUnauthorized}[trusted]; resp.StatusCode != want {
 			t.Errorf("trusted %v: another forwarded address got %d, want %d", trusted, resp.StatusCode, want)
 		}
-		e.clock.advance(maxDelay)
+		e.clock.Advance(maxDelay)
 		resp, _ = e.do("POST", "/api/v1/tasks", `{"title":"x"}`, "Cookie", e.signIn(), "Origin", "https://conch.example", "X-Forwarded-Host", "conch.example")
 		if want := map[bool]int{false: http.StatusForbidden, true: http.StatusCreated}[trusted]; resp.StatusCode != want {
 			t.Errorf("trusted %v: forwarded host's origin got %d, want %d", trusted, resp.StatusCode, want)

@@ -194,7 +194,7 @@ func TestAccountsAndTokens(t *testing.T) {
 	if resp.StatusCode != http.StatusUnauthorized || !strings.Contains(body, "That login and password do not match.") {
 		t.Errorf("wrong password: %d %s", resp.StatusCode, body)
 	}
-	e.clock.advance(maxDelay)
+	e.clock.Advance(maxDelay)
 	cookie := e.signInAs("ada", "a long password")
 	var me shared.Account
 	e.expect(http.StatusOK, "GET", "/api/v1/me", "", &me, "Cookie", cookie)
@@ -214,7 +214,7 @@ func TestAccountsAndTokens(t *testing.T) {
 	}
 	e.expect(http.StatusNoContent, "DELETE", "/api/v1/tokens/"+tok.ID, "", nil, "Cookie", cookie)
 	e.expect(http.StatusUnauthorized, "GET", "/api/v1/me", "", nil, bearer...)
-	e.clock.advance(maxDelay)
+	e.clock.Advance(maxDelay)
 	e.expect(http.StatusBadRequest, "POST", "/api/v1/tokens", `{"name":"x"}`, nil, admin...) // the server's token has none
 
 	// An invitation makes one account, once.
@@ -244,7 +244,7 @@ func TestAccountsAndTokens(t *testing.T) {
 	// Deleting an account ends its sign-ins at once; the last admin stays.
 	e.expect(http.StatusNoContent, "DELETE", "/api/v1/accounts/"+acc.ID, "", nil, admin...)
 	e.expect(http.StatusUnauthorized, "GET", "/api/v1/me", "", nil, "Cookie", cookie)
-	e.clock.advance(maxDelay)
+	e.clock.Advance(maxDelay)
 	boss, err := e.store.CreateAccount(context.Background(), "boss", shared.RoleAdmin, hashPassword("the boss password"))
 	if err != nil {
 		t.Fatal(err)

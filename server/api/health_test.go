@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"conch/server/internal/clocktest"
 	"conch/server/internal/pgtest"
 	"conch/server/store"
 )
@@ -17,7 +18,7 @@ import (
 // those); once there is room, 200 when writes have succeeded for a while (fake clock).
 func TestHealthzSaysWhyWritesFail(t *testing.T) {
 	pgtest.SQLiteOnly(t, "PRAGMA max_page_count makes the disk full")
-	clk := &clock{t: time.Date(2026, 12, 2, 15, 0, 0, 0, time.UTC), step: time.Millisecond}
+	clk := clocktest.New(time.Date(2026, 12, 2, 15, 0, 0, 0, time.UTC), time.Millisecond)
 	st, err := store.Open(pgtest.DSN(t), clk.Now)
 	if err != nil {
 		t.Fatal(err)
@@ -65,7 +66,7 @@ func TestHealthzSaysWhyWritesFail(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.expect(http.StatusCreated, "POST", "/api/v1/tasks", `{"title":"room again"}`, nil)
-	clk.advance(time.Minute)
+	clk.Advance(time.Minute)
 	if body := e.expect(http.StatusOK, "GET", "/healthz", "", nil); body != `{"status":"ok"}` {
 		t.Errorf("health after: %s", body)
 	}

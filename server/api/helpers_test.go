@@ -19,34 +19,13 @@ import (
 	"time"
 
 	"conch/server/hub"
+	"conch/server/internal/clocktest"
 	"conch/server/internal/pgtest"
 	"conch/server/store"
 	"conch/shared"
 
 	"github.com/gofiber/fiber/v2"
 )
-
-// clock is a fake clock that moves by step at each reading and when told (advance). The
-// store's moves 1 ms per reading, so creation order is total; the server's (sign-in
-// expiry, the throttle's delays) moves only when told.
-type clock struct {
-	mu   sync.Mutex
-	t    time.Time
-	step time.Duration
-}
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(c.step)
-	return c.t
-}
-
-func (c *clock) advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
 
 // fakeRuntime records what the API asks of the agent runtime.
 type fakeRuntime struct {
@@ -243,16 +222,16 @@ type env struct {
 	hub    *hub.Hub
 	rt     *fakeRuntime
 	logs   *lockedWriter
-	clock  *clock // the server's Now
-	stored *clock // the store's Now
+	clock  *clocktest.Clock // the server's Now: moves only when a test moves it
+	stored *clocktest.Clock // the store's Now
 }
 
 type option func(*Config)
 
 func newEnv(t testing.TB, opts ...option) *env {
 	t.Helper()
-	clk := &clock{t: time.Date(2026, 12, 2, 15, 0, 0, 0, time.UTC), step: time.Millisecond}
-	st, err := store.Open(pgtest.DSN(t), clk.Now) // SQLite, or PostgreSQL with CONCH_TEST_DB=postgres
+	clk := clocktest.New(time.Date(2026, 12, 2, 15, 0, 0, 0, time.UTC), time.Millisecond) // creation order is total
+	st, err := store.Open(pgtest.DSN(t), clk.Now)                                         // SQLite, or PostgreSQL with CONCH_TEST_DB=postgres
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -261,7 +240,7 @@ func newEnv(t testing.TB, opts ...option) *env {
 	logger := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	h := hub.New(hub.Config{Now: clk.Now, Logger: logger, Task: st.TaskSummary})
 	rt := &fakeRuntime{store: st}
-	wall := &clock{t: time.Date(2026, 12, 2, 15, 0, 0, 0, time.UTC)}
+	wall := clocktest.New(time.Date(2026, 12, 2, 15, 0, 0, 0, time.UTC), 0)
 	cfg := Config{Store: st, Hub: h, Runtime: rt, UI: placeholderUI, Web: testWeb, Logger: logger, Now: wall.Now}
 	for _, o := range opts {
 		o(&cfg)

@@ -160,16 +160,16 @@ func TestExpiredLinkIsRefused(t *testing.T) {
 	}
 	w.request(shared.ActionSubscribe, shared.SessionRef{SessionID: sess.ID})
 
-	e.clock.advance(24*time.Hour - time.Minute)
-	e.stored.advance(24*time.Hour - time.Minute)
+	e.clock.Advance(24*time.Hour - time.Minute)
+	e.stored.Advance(24*time.Hour - time.Minute)
 	e.expect(http.StatusOK, "GET", "/api/v1/me", "", nil, guest...)
 	e.hub.MessageAdded(e.text(sess.ID, "before the expiry"))
 	if n := w.next(); !strings.Contains(string(n.Payload), "before the expiry") {
 		t.Errorf("before the expiry the guest got %s %s", n.Action, n.Payload)
 	}
 
-	e.clock.advance(2 * time.Minute)
-	e.stored.advance(2 * time.Minute)
+	e.clock.Advance(2 * time.Minute)
+	e.stored.Advance(2 * time.Minute)
 	unknownResp, unknown := e.do("GET", "/share/wrong", "")
 	expiredResp, expired := e.do("GET", link.URL, "")
 	if expiredResp.StatusCode != http.StatusNotFound || expired != unknown || len(expiredResp.Cookies()) != 0 {

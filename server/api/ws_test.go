@@ -278,7 +278,7 @@ func TestWSOriginAndToken(t *testing.T) {
 		if _, resp, err := dial(t, addr, header); err == nil || resp == nil || resp.StatusCode != http.StatusUnauthorized {
 			t.Errorf("%s: err %v, resp %v", name, err, resp)
 		}
-		e.clock.advance(maxDelay) // past the throttle's wait
+		e.clock.Advance(maxDelay) // past the throttle's wait
 	}
 	cross := http.Header{"Authorization": {"Bearer " + token}, "Origin": {"http://evil.example"}}
 	if _, resp, err := dial(t, addr, cross); err == nil || resp == nil || resp.StatusCode != http.StatusForbidden {

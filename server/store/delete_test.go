@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"conch/server/internal/clocktest"
 	"conch/server/internal/pgtest"
 	"conch/shared"
 )
@@ -161,7 +162,7 @@ func TestOpenConvertsToIncrementalVacuum(t *testing.T) {
 }
 
 func TestPruneTasks(t *testing.T) {
-	c := &clock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), step: time.Millisecond}
+	c := clocktest.New(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), time.Millisecond)
 	s, err := Open(pgtest.DSN(t), c.Now)
 	if err != nil {
 		t.Fatal(err)
@@ -185,9 +186,7 @@ func TestPruneTasks(t *testing.T) {
 		}
 	}
 	cutoff := c.Now().Add(time.Hour)
-	c.mu.Lock()
-	c.t = c.t.Add(2 * time.Hour) // what follows is newer than the cutoff
-	c.mu.Unlock()
+	c.Advance(2 * time.Hour) // what follows is newer than the cutoff
 	if _, _, err := s.UpdateMessage(ctx, talked[0].ID, Update{Content: new("a late word")}); err != nil {
 		t.Fatal(err)
 	}

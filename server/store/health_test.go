@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"conch/server/internal/clocktest"
 	"conch/server/internal/pgtest"
 	"conch/shared"
 )
@@ -43,7 +44,7 @@ func fill(t *testing.T, s *Store, sessionID string) error {
 func TestWriteHealthFollowsAFullDisk(t *testing.T) {
 	pgtest.SQLiteOnly(t, "PRAGMA max_page_count makes the disk full")
 	path := pgtest.DSN(t)
-	c := &clock{t: time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC), step: time.Millisecond}
+	c := clocktest.New(time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC), time.Millisecond)
 	s, err := Open(path, c.Now)
 	if err != nil {
 		t.Fatal(err)
@@ -88,9 +89,7 @@ func TestWriteHealthFollowsAFullDisk(t *testing.T) {
 	if s.WriteHealth() == nil {
 		t.Fatal("one write that succeeded made the store healthy at once")
 	}
-	c.mu.Lock()
-	c.t = c.t.Add(healthyAfter)
-	c.mu.Unlock()
+	c.Advance(healthyAfter)
 	if err := s.WriteHealth(); err != nil {
 		t.Fatalf("writes succeeded for %s: %v", healthyAfter, err)
 	}

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"conch/server/internal/clocktest"
 	"conch/server/internal/pgtest"
 	"conch/shared"
 )
@@ -17,10 +18,10 @@ const testLease = 15 * time.Second
 
 // replicas opens n stores on one new PostgreSQL database, as n servers would, sharing a
 // fake clock that moves only when the test moves it. Each has joined as replica "r<i>".
-func replicas(t *testing.T, n int) ([]*Store, *clock) {
+func replicas(t *testing.T, n int) ([]*Store, *clocktest.Clock) {
 	t.Helper()
 	dsn := pgtest.Database(t) // several processes share only a PostgreSQL database
-	c := &clock{t: time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)}
+	c := clocktest.New(time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC), 0)
 	out := make([]*Store, n)
 	for i := range out {
 		s, err := Open(dsn, c.Now)
@@ -34,12 +35,6 @@ func replicas(t *testing.T, n int) ([]*Store, *clock) {
 		out[i] = s
 	}
 	return out, c
-}
-
-func (c *clock) advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
 }
 
 // commandRunning gives the session a running shell command with some output.
@@ -68,7 +63,7 @@ func TestSweepTakesOverExpiredReplica(t *testing.T) {
 	cmd := commandRunning(t, a, ofA.ID)
 	ofB := newSession(t, b)
 
-	clk.advance(testLease - time.Second) // a is silent, but its lease holds
+	clk.Advance(testLease - time.Second) // a is silent, but its lease holds
 	if err := b.Renew(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -76,7 +71,7 @@ func TestSweepTakesOverExpiredReplica(t *testing.T) {
 		t.Fatalf("swept a live lease: %+v %v", swept, err)
 	}
 
-	clk.advance(2 * time.Second)
+	clk.Advance(2 * time.Second)
 	if err := b.Renew(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -109,7 +104,7 @@ func TestSweepTakesOverExpiredReplica(t *testing.T) {
 		t.Fatalf("renew once the loss was told: %v", err)
 	}
 	// A lease that ran out, but that no one took over, is renewed and says so, once.
-	clk.advance(testLease + time.Second)
+	clk.Advance(testLease + time.Second)
 	if err := a.Renew(ctx); err != ErrLeaseLapsed {
 		t.Fatalf("renew of a lapsed lease: %v, want ErrLeaseLapsed", err)
 	}
@@ -222,7 +217,7 @@ func TestInbox(t *testing.T) {
 		t.Fatalf("a forwards to itself: %q %v", owner, err)
 	}
 
-	clk.advance(testLease + time.Second) // a is gone, not swept yet
+	clk.Advance(testLease + time.Second) // a is gone, not swept yet
 	before, _ := b.ListMessages(ctx, shared.ListRequest{SessionID: sess.ID})
 	for _, try := range []func() error{
 		func() error { _, _, _, err := b.AddUserMessage(ctx, sess.ID, "echo late", "", ""); return err },
@@ -313,7 +308,7 @@ func TestSweepDropsTheInboxOfGoneReplicas(t *testing.T) {
 	if _, err := b.Forward(ctx, Command{SessionID: sess.ID, Kind: CommandCancel}); err != nil {
 		t.Fatal(err)
 	}
-	clk.advance(2 * testLease)
+	clk.Advance(2 * testLease)
 	if _, err := b.Sweep(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -328,7 +323,7 @@ func TestSweepDropsTheInboxOfGoneReplicas(t *testing.T) {
 // and changes nothing.
 func TestJoinOnSQLiteTakesOverAtOnce(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "conch.db")
-	c := &clock{t: time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)}
+	c := clocktest.New(time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC), 0)
 	ctx := context.Background()
 	old, err := Open(path, c.Now)
 	if err != nil {
@@ -375,7 +370,7 @@ func TestJoinOnSQLiteTakesOverAtOnce(t *testing.T) {
 // server's. An agent's session id that is not plain text, or too long, is not stored.
 func TestSweepLeavesResumableSessions(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "conch.db")
-	c := &clock{t: time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)}
+	c := clocktest.New(time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC), 0)
 	ctx := context.Background()
 	old, err := Open(path, c.Now)
 	if err != nil {

@@ -5,27 +5,13 @@ import (
 	"encoding/json"
 	"os"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"conch/server/internal/clocktest"
 	"conch/server/internal/pgtest"
 	"conch/shared"
 )
-
-// clock is a fake clock; step == 0 freezes time so that ordering ties happen.
-type clock struct {
-	mu   sync.Mutex
-	t    time.Time
-	step time.Duration
-}
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(c.step)
-	return c.t
-}
 
 func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
 
@@ -34,7 +20,7 @@ func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
 func open(t testing.TB, step time.Duration) (*Store, string) {
 	t.Helper()
 	path := pgtest.DSN(t)
-	c := &clock{t: time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC), step: step}
+	c := clocktest.New(time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC), step) // step 0 freezes time, so that ordering ties happen
 	s, err := Open(path, c.Now)
 	if err != nil {
 		t.Fatal(err)

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"conch/server/internal/clocktest"
 	"conch/server/internal/pgtest"
 	"conch/shared"
 )
@@ -17,16 +18,14 @@ import (
 // their task.
 func TestSessionUsage(t *testing.T) {
 	ctx := context.Background()
-	c := &clock{t: time.Date(2026, 12, 2, 23, 0, 0, 0, time.UTC)}
+	c := clocktest.New(time.Date(2026, 12, 2, 23, 0, 0, 0, time.UTC), 0)
 	s, err := Open(pgtest.DSN(t), c.Now)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { s.Close() })
 	at := func(day int) {
-		c.mu.Lock()
-		c.t = time.Date(2026, 12, day, 12, 0, 0, 0, time.UTC)
-		c.mu.Unlock()
+		c.Advance(time.Date(2026, 12, day, 12, 0, 0, 0, time.UTC).Sub(c.Now())) // the clock does not step
 	}
 	report := func(id string, used int64, amount float64) shared.Session {
 		t.Helper()
