@@ -231,7 +231,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	notifier.Start()
 	defer notifier.Close()
 	runtime, err := acp.NewManager(acp.Config{Store: st, Events: notifier.Watch(self.Events()), Profiles: profiles,
-		DataDir: dataDir, Logger: log, AgentIdle: cfg.idle, Version: ui.Version})
+		DataDir: dataDir, Logger: log, AgentIdle: cfg.idle, Version: ui.Version, ReplayQuiet: acp.DefaultReplayQuiet})
 	if err != nil {
 		return err
 	}

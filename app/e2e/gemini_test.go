@@ -9,8 +9,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/chromedp/chromedp"
 
@@ -20,27 +22,35 @@ import (
 // geminiPath is Gemini CLI's entry point, which `make gemini` (a step of `make test`) installs.
 var geminiPath = filepath.Join("..", "..", ".cache", "gemini", "node_modules", "@google", "gemini-cli", "bundle", "gemini.js")
 
-// geminiTurns are the model's replies, one line each as Gemini CLI's --fake-responses
-// reads them, in the order it asks for them: per prompt, a tool call, then (after the
-// tool's result) a sentence. The replies replay whatever the requests hold, so nothing
-// reaches a model.
-func geminiTurns(t *testing.T) string {
+// geminiReply is one reply of the model, as Gemini CLI's --fake-responses reads it: a
+// part, a text or a function call.
+func geminiReply(part map[string]any) map[string]any {
+	return map[string]any{"method": "generateContentStream", "response": []any{map[string]any{"candidates": []any{
+		map[string]any{"content": map[string]any{"role": "model", "parts": []any{part}}, "finishReason": "STOP", "index": 0}}}}}
+}
+
+func geminiSays(text string) map[string]any { return geminiReply(map[string]any{"text": text}) }
+
+func geminiCalls(name string, args map[string]any) map[string]any {
+	return geminiReply(map[string]any{"functionCall": map[string]any{"name": name, "args": args}})
+}
+
+// geminiFileTurns are the replies of the file test, in the order Gemini CLI asks for
+// them: per prompt, a tool call, then (after the tool's result) a sentence.
+var geminiFileTurns = []map[string]any{
+	geminiCalls("write_file", map[string]any{"file_path": "hello.py", "content": geminiCreated}), geminiSays("I created hello.py."),
+	geminiCalls("replace", map[string]any{"file_path": "hello.py", "instruction": "Greet by name.", "old_string": geminiCreated, "new_string": geminiEdited}),
+	geminiSays("I edited hello.py."),
+	geminiCalls("run_shell_command", map[string]any{"command": "rm hello.py", "description": "Delete hello.py."}), geminiSays("I deleted hello.py."),
+}
+
+// geminiTurns writes the model's replies to the file Gemini CLI's --fake-responses reads,
+// one line each, in the order it asks for them. The replies replay whatever the requests
+// hold, so nothing reaches a model. Each process of Gemini reads the file from its start.
+func geminiTurns(t *testing.T, file string, replies []map[string]any) {
 	t.Helper()
-	reply := func(part map[string]any) map[string]any {
-		return map[string]any{"method": "generateContentStream", "response": []any{map[string]any{"candidates": []any{
-			map[string]any{"content": map[string]any{"role": "model", "parts": []any{part}}, "finishReason": "STOP", "index": 0}}}}}
-	}
-	call := func(name string, args map[string]any) map[string]any {
-		return reply(map[string]any{"functionCall": map[string]any{"name": name, "args": args}})
-	}
-	say := func(text string) map[string]any { return reply(map[string]any{"text": text}) }
 	var lines strings.Builder
-	for _, r := range []map[string]any{
-		call("write_file", map[string]any{"file_path": "hello.py", "content": geminiCreated}), say("I created hello.py."),
-		call("replace", map[string]any{"file_path": "hello.py", "instruction": "Greet by name.", "old_string": geminiCreated, "new_string": geminiEdited}),
-		say("I edited hello.py."),
-		call("run_shell_command", map[string]any{"command": "rm hello.py", "description": "Delete hello.py."}), say("I deleted hello.py."),
-	} {
+	for _, r := range replies {
 		line, err := json.Marshal(r)
 		if err != nil {
 			t.Fatal(err)
@@ -48,7 +58,9 @@ func geminiTurns(t *testing.T) string {
 		lines.Write(line)
 		lines.WriteByte('\n')
 	}
-	return lines.String()
+	if err := os.WriteFile(file, []byte(lines.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
 }
 
 const (
@@ -57,9 +69,10 @@ const (
 )
 
 // startGeminiServer runs the server with Gemini CLI 0.61.0 as the agent "gemini": offline,
-// its model replies scripted, its home (settings, history, temporary files) in a
-// directory of the test's, its requests to act allowed.
-func startGeminiServer(t *testing.T) *server {
+// its model replies scripted (the file replies names, which geminiTurns writes), its home
+// (settings, history, temporary files) in a directory of the test's, its requests to act
+// allowed. restart stops the server and starts it again on its address and database.
+func startGeminiServer(t *testing.T, turns []map[string]any) (s *server, replies string, restart func() *server) {
 	t.Helper()
 	gemini, err := filepath.Abs(geminiPath)
 	if err != nil {
@@ -73,17 +86,16 @@ func startGeminiServer(t *testing.T) *server {
 		t.Fatalf("Gemini CLI runs on Node (Debian: nodejs): %v", err)
 	}
 	dir, home := t.TempDir(), t.TempDir()
-	replies := filepath.Join(dir, "replies.jsonl")
+	replies = filepath.Join(dir, "replies.jsonl")
+	geminiTurns(t, replies, turns)
 	settings := filepath.Join(home, ".gemini", "settings.json")
 	if err := os.MkdirAll(filepath.Dir(settings), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	for name, text := range map[string]string{replies: geminiTurns(t), settings: `{"privacy": {"usageStatisticsEnabled": false}}`} {
-		if err := os.WriteFile(name, []byte(text), 0o644); err != nil {
-			t.Fatal(err)
-		}
+	if err := os.WriteFile(settings, []byte(`{"privacy": {"usageStatisticsEnabled": false}}`), 0o644); err != nil {
+		t.Fatal(err)
 	}
-	s, _ := startProfilesServer(t, []map[string]any{{
+	s, db := startProfilesServer(t, []map[string]any{{
 		"name": "gemini", "description": "Gemini CLI 0.61.0, scripted", "command": node, "permission": "allow",
 		// A model named: with "auto" the CLI first asks a router model, a reply the script would need too.
 		"args": []string{gemini, "--experimental-acp", "--model", "gemini-2.5-flash", "--fake-responses", replies},
@@ -95,14 +107,31 @@ func startGeminiServer(t *testing.T) *server {
 		// was chosen; it takes a new one on its key alone.
 		"auth_method": "gemini-api-key",
 	}})
-	return s
+	return s, replies, func() *server {
+		s.stop()
+		// Gemini names a conversation's record by the minute it began, and loading it
+		// begins a new record of the same id: within the same minute that is the same
+		// file, emptied before it is read (Gemini CLI 0.61.0). Dated a day earlier, the
+		// record is as a restart some time later finds it.
+		records, err := filepath.Glob(filepath.Join(home, ".gemini", "tmp", "*", "chats", "session-*.jsonl"))
+		if err != nil || len(records) == 0 {
+			t.Fatalf("no conversation recorded by Gemini: %v", err)
+		}
+		for _, r := range records {
+			if err := os.Rename(r, filepath.Join(filepath.Dir(r), "session-2000-01-01T00-00-"+strings.TrimPrefix(filepath.Base(r), "session-")[17:])); err != nil {
+				t.Fatal(err)
+			}
+		}
+		agents := slices.Index(s.cmd.Args, "--agents")
+		return startServerAt(t, strings.TrimPrefix(s.URL, "http://"), db, s.cmd.Args[agents:agents+2]...)
+	}
 }
 
 // Gemini CLI creates, edits and deletes a file through Conch, each from a prompt typed in
 // the page: the file on disk follows each step, and the page shows one row per change,
 // each edit one diff, labelled with the path relative to the session's directory.
 func TestGeminiCreatesEditsDeletesAFile(t *testing.T) {
-	s := startGeminiServer(t)
+	s, _, _ := startGeminiServer(t, geminiFileTurns)
 	sess := s.sessionOf(t, "hello.py through Gemini CLI", "gemini")
 	file := filepath.Join(sess.Cwd, "hello.py")
 	b := newBrowser(t)
@@ -141,18 +170,12 @@ func TestGeminiCreatesEditsDeletesAFile(t *testing.T) {
 
 	// One row per change, each the agent's own call, all completed: no second row for a
 	// write through Conch.
-	ctx, cancel := context.WithTimeout(context.Background(), deadline)
-	defer cancel()
-	page, err := s.API.ListMessages(ctx, shared.ListRequest{SessionID: sess.ID})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var calls []string
-	for _, m := range page.Messages {
+	calls := storedAs(t, s, sess.ID, func(m shared.Message) string {
 		if m.Type == shared.TypeToolCall || m.Type == shared.TypeToolExecute {
-			calls = append(calls, fmt.Sprintf("%s %s", m.Metadata.Title, m.Metadata.Status))
+			return fmt.Sprintf("%s %s", m.Metadata.Title, m.Metadata.Status)
 		}
-	}
+		return ""
+	})
 	if want := []string{"Writing to hello.py completed", "hello.py: def greet():... => def greet(name):... completed", "rm hello.py completed"}; strings.Join(calls, "\n") != strings.Join(want, "\n") {
 		t.Errorf("tool calls %q, want %q", calls, want)
 	}
@@ -161,4 +184,74 @@ func TestGeminiCreatesEditsDeletesAFile(t *testing.T) {
 	b.do(t, chromedp.Evaluate[chromedp.Void](`document.querySelectorAll(".msg.tool button.disclosure-toggle")[1].click()`))
 	b.waitFor(t, "the edit's diff", `[...document.querySelectorAll(".dl-add")].some(e => e.textContent.endsWith("+def greet(name):"))`)
 	b.screenshots(t, "gemini-edit-diff", ".diff")
+}
+
+// A conversation with Gemini CLI survives a restart of the server: the agent had said it
+// can load a session (ACP loadSession), so the first prompt after the restart starts Gemini
+// again in the same directory and loads the conversation (session/load). Gemini replays it,
+// and the page shows each earlier message once; the chat says the agent resumed, and the
+// new prompt is answered.
+func TestGeminiConversationSurvivesRestart(t *testing.T) {
+	s, replies, restart := startGeminiServer(t, []map[string]any{geminiSays("Hello, Ada.")})
+	sess := s.sessionOf(t, "a conversation that survives", "gemini")
+	b := newBrowser(t)
+	b.open(t, s.URL+"/sessions/"+sess.ID)
+	say := func(prompt, answer string) {
+		b.waitFor(t, "an empty prompt box", `document.querySelector("#prompt-input").value === ""`)
+		b.do(t, chromedp.SendKeys(chromedp.CSS("#prompt-input"), prompt), chromedp.Click(chromedp.CSS(`.prompt button[type=submit]`)))
+		b.waitFor(t, fmt.Sprintf("%q", answer), fmt.Sprintf(`[...document.querySelectorAll(".msg")].some(e => e.textContent === %q)`, answer))
+	}
+	say("I am Ada. Say hello.", "Hello, Ada.")
+
+	// A new process of Gemini reads its replies from the start: the second one's first.
+	geminiTurns(t, replies, []map[string]any{geminiSays("You are Ada.")})
+	s = restart()
+	b.waitLive(t, "Live")
+	b.waitFor(t, "a stopped, resumable session", `!!document.querySelector(".bar button.resume")`)
+	began := time.Now()
+	say("Who am I?", "You are Ada.")
+	t.Logf("from the prompt after the restart to Gemini's answer: %s", time.Since(began).Round(time.Millisecond))
+
+	said := storedAs(t, s, sess.ID, func(m shared.Message) string {
+		if m.Type == shared.TypeMessage || m.Type == shared.TypeStatus {
+			return string(m.AuthorType) + ": " + m.Content
+		}
+		return ""
+	})
+	want := []string{"user: I am Ada. Say hello.", "agent: Hello, Ada.", "system: ", "user: Who am I?",
+		"system: The agent resumed this conversation.", "agent: You are Ada."}
+	if len(said) != len(want) {
+		t.Fatalf("messages %q, want %q", said, want)
+	}
+	for i := range want {
+		if want[i] == "system: " { // the restart's own words
+			if !strings.HasPrefix(said[i], want[i]) {
+				t.Errorf("message %d %q, want the restart's status", i, said[i])
+			}
+			continue
+		}
+		if said[i] != want[i] {
+			t.Errorf("message %d %q, want %q", i, said[i], want[i])
+		}
+	}
+	b.waitFor(t, "each message once in the page", `[...document.querySelectorAll(".msg")].filter(e => e.textContent === "Hello, Ada.").length === 1`)
+}
+
+// storedAs lists the session's stored messages (the first page) as line says, leaving out
+// those it says nothing of.
+func storedAs(t *testing.T, s *server, sessionID string, line func(shared.Message) string) []string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), deadline)
+	defer cancel()
+	page, err := s.API.ListMessages(ctx, shared.ListRequest{SessionID: sessionID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, m := range page.Messages {
+		if l := line(m); l != "" {
+			out = append(out, l)
+		}
+	}
+	return out
 }

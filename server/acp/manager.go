@@ -63,6 +63,12 @@ type Config struct {
 	// Default 10s: agents answer a switch of a setting at once, and it stays below how
 	// long another server waits for this one's answer (replica's answerWait).
 	RequestTimeout time.Duration
+	// ReplayQuiet is how long an agent that loaded a conversation (session/load) must
+	// have sent nothing before what it sends counts as new: Gemini CLI answers session/load
+	// before it has replayed the conversation, and the rest of the replay would otherwise
+	// land in the next turn. 0 (tests of other things) takes the answer as the end of the
+	// replay, as ACP says; serve sets DefaultReplayQuiet.
+	ReplayQuiet time.Duration
 	// StoreOutage is how long a session's writes may keep failing (a full disk) before the
 	// session is failed and its agent stopped; default 30s. The writes are retried after
 	// that too, until they succeed.
@@ -446,6 +452,14 @@ func (m *Manager) Running() []string {
 	defer m.mu.Unlock()
 	return slices.Collect(maps.Keys(m.sessions))
 }
+
+// DefaultReplayQuiet is serve's ReplayQuiet: Gemini CLI writes its replay at once after
+// answering (a few milliseconds on a loaded machine), and a resumed conversation's first
+// turn waits this long once.
+const DefaultReplayQuiet = 300 * time.Millisecond
+
+// replayLimit bounds how long a replay may go on after session/load answered.
+const replayLimit = 10 * time.Second
 
 // errDraining answers a prompt, a new session or a resume on a stopping server.
 var errDraining = shared.Errorf(shared.CodeDraining,

@@ -44,6 +44,9 @@ func (s *session) update(u sdk.SessionUpdate) {
 	default:
 		s.mu.Lock()
 		replay := s.replaying
+		if replay {
+			s.replayHeard = s.m.clock.Now()
+		}
 		s.mu.Unlock()
 		if !replay { // session/load's replay of what is stored already
 			s.rec.update(u)

@@ -188,3 +188,23 @@ func TestResumeNeedsAnAgentThatCan(t *testing.T) {
 		t.Errorf("the refused resume changed the session: %+v", got)
 	}
 }
+
+// An agent that replays a loaded conversation after answering session/load (Gemini CLI)
+// has its replay dropped too: the resumed turn shows the new answer alone, nothing twice.
+func TestLateReplayDropped(t *testing.T) {
+	hello := func(ctx context.Context, a *acptest.Agent, sid sdk.SessionId) error {
+		return a.Send(ctx, sid, sdk.UpdateAgentMessageText("hi"))
+	}
+	env := newEnv(t, scriptedAs(acptest.Config{Scripts: map[string]script{"hello": hello, acptest.Recall: hello},
+		Load: true, LateReplay: true}), true, Profile{Name: "scripted"})
+	env.m.cfg.ReplayQuiet = DefaultReplayQuiet
+	sess := env.start(t, "scripted")
+	env.prompt(t, sess.ID, "hello")
+	if _, err := env.m.StopAgent(context.Background(), sess.ID); err != nil {
+		t.Fatal(err)
+	}
+	env.restart(t, sess.ID, acptest.Recall)
+	if texts, want := env.agentTexts(t, sess.ID), []string{"hi", "I remember: hello"}; !slices.Equal(texts, want) {
+		t.Errorf("agent messages %q, want %q (the late replay dropped)", texts, want)
+	}
+}

@@ -58,20 +58,21 @@ type session struct {
 	permMu sync.Mutex             // held while a request is stored and registered, answered or cancelled
 	asks   map[string]chan string // pending permission requests and questions by message id (permission.go)
 
-	mu        sync.Mutex
-	replaying bool                 // session/load is replaying the conversation, which is stored already
-	queue     [][]sdk.ContentBlock // prompts waiting for their turn
-	working   bool
-	running   *liveTurn // the turn the agent is running, nil between turns
-	ended     bool
-	closing   bool      // ends closed (server stop), not failed
-	up        bool      // the agent answered initialize and session/new (or resume, load)
-	parked    string    // the agent is being stopped while the session stays (park): the note for people
-	quiet     time.Time // since when the agent has had nothing to do (the idle rule)
-	reason    string    // why it ends; the first reason wins
-	terms     map[string]*terminal
-	starting  int // terminals being started, counted against terminalLimit
-	nextTerm  int
+	mu          sync.Mutex
+	replaying   bool                 // session/load is replaying the conversation, which is stored already
+	replayHeard time.Time            // when the replay last sent something (replayTail)
+	queue       [][]sdk.ContentBlock // prompts waiting for their turn
+	working     bool
+	running     *liveTurn // the turn the agent is running, nil between turns
+	ended       bool
+	closing     bool      // ends closed (server stop), not failed
+	up          bool      // the agent answered initialize and session/new (or resume, load)
+	parked      string    // the agent is being stopped while the session stays (park): the note for people
+	quiet       time.Time // since when the agent has had nothing to do (the idle rule)
+	reason      string    // why it ends; the first reason wins
+	terms       map[string]*terminal
+	starting    int // terminals being started, counted against terminalLimit
+	nextTerm    int
 }
 
 func newSession(m *Manager, sess shared.Session, task shared.Task, p Profile) *session {
@@ -265,6 +266,9 @@ func (s *session) takeUp(ctx context.Context, mcp []sdk.McpServer, dirs []string
 		s.setReplaying(true)
 		defer s.setReplaying(false)
 		r, err := s.conn.LoadSession(ctx, sdk.LoadSessionRequest{SessionId: s.resumeID, Cwd: s.cwd, McpServers: mcp, AdditionalDirectories: dirs})
+		if err == nil {
+			s.replayTail()
+		}
 		return offer{r.Modes, r.ConfigOptions, r.Models}, err
 	}
 	return offer{}, errors.New("it no longer offers session/resume nor session/load")
@@ -274,6 +278,36 @@ func (s *session) takeUp(ctx context.Context, mcp []sdk.McpServer, dirs []string
 // words, bounded (they are hostile text, shown as text).
 func takeUpFailure(err error) string {
 	return store.CutText(turnError(err), 500)
+}
+
+// replayTail waits, after session/load answered, until the agent has sent nothing for
+// ReplayQuiet (at most replayLimit, or until the session ends): what it sends meanwhile
+// is the rest of its replay, stored already.
+func (s *session) replayTail() {
+	quiet := s.m.cfg.ReplayQuiet
+	if quiet <= 0 {
+		return
+	}
+	clock := s.m.clock
+	s.mu.Lock()
+	s.replayHeard = clock.Now()
+	s.mu.Unlock()
+	deadline := clock.Now().Add(replayLimit)
+	for {
+		s.mu.Lock()
+		last := s.replayHeard
+		s.mu.Unlock()
+		now := clock.Now()
+		wait := min(last.Add(quiet).Sub(now), deadline.Sub(now))
+		if wait <= 0 {
+			return
+		}
+		select {
+		case <-clock.After(wait):
+		case <-s.done:
+			return
+		}
+	}
 }
 
 func (s *session) setReplaying(on bool) {

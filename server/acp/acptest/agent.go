@@ -71,7 +71,10 @@ type Config struct {
 	ConfigSwitch  func(ctx context.Context) error
 	Resume        bool
 	Load          bool
-	OnTakeUp      func(method string, sid sdk.SessionId)
+	// LateReplay replays a loaded conversation after answering session/load, as Gemini
+	// CLI does, instead of before as ACP says.
+	LateReplay bool
+	OnTakeUp   func(method string, sid sdk.SessionId)
 	// OnInitialize, when set, is given the client's initialize request.
 	OnInitialize func(sdk.InitializeRequest)
 	// MCP is the MCP transports the agent says it can use (stdio always); OnMCP, when
@@ -290,10 +293,18 @@ func (a *Agent) LoadSession(ctx context.Context, p sdk.LoadSessionRequest) (sdk.
 	if err != nil {
 		return sdk.LoadSessionResponse{}, err
 	}
-	for _, e := range earlier {
-		if err := a.Send(ctx, p.SessionId, sdk.UpdateAgentMessageText("replayed: "+e)); err != nil {
-			return sdk.LoadSessionResponse{}, err
+	replay := func(ctx context.Context) error {
+		for _, e := range earlier {
+			if err := a.Send(ctx, p.SessionId, sdk.UpdateAgentMessageText("replayed: "+e)); err != nil {
+				return err
+			}
 		}
+		return nil
+	}
+	if a.cfg.LateReplay {
+		go func() { _ = replay(context.Background()) }() // an error: the client is gone
+	} else if err := replay(ctx); err != nil {
+		return sdk.LoadSessionResponse{}, err
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
