@@ -35,7 +35,7 @@ func TestCancelStopsGently(t *testing.T) {
 			return m.Metadata.Status == shared.StatusRunning && shared.ShellOf(m).Output.StdoutBytes >= len("ready\n")
 		})
 		b.waitFor(t, "the running command", fmt.Sprintf(`!!document.querySelector(%q)`, row(m.ID)+" .icon-running"))
-		b.do(t, chromedp.Click(chromedp.CSS(`.prompt-actions button.secondary`)))
+		b.do(t, chromedp.Click(chromedp.CSS(`.prompt-actions button.cancel-turn`)))
 		b.waitFor(t, "the signal that ended it", fmt.Sprintf(`(document.querySelector(%q) || {}).textContent === "ended by %s"`, row(m.ID)+" .signal", tc.signal))
 		b.waitFor(t, "the agent's word on it", fmt.Sprintf(`[...document.querySelectorAll(".msg.agent")].some(e => e.textContent.startsWith(%q))`, tc.said))
 		ctx, cancel := context.WithTimeout(context.Background(), deadline)

@@ -167,8 +167,10 @@ return !!l && l.getBoundingClientRect().bottom <= p.getBoundingClientRect().top 
 	}
 }
 
-// wheelUp turns the mouse wheel up over the page, as a person scrolls back.
+// wheelUp turns the mouse wheel up over the page, as a person scrolls back: over the
+// session's sticky bar, since anywhere lower may be an output box that scrolls itself.
 func (b *browser) wheelUp(t *testing.T) {
 	t.Helper()
-	send(t, b, input.DispatchMouseEvent, input.DispatchMouseEventParams{Type: input.DispatchMouseEventTypeMouseWheel, X: 100, Y: 200, DeltaX: -1, DeltaY: -600}) // deltaX is required, and 0 would be left out
+	y := eval[float64](t, b, `(r => (r.top + r.bottom) / 2)(document.querySelector(".session-page .bar").getBoundingClientRect())`)
+	send(t, b, input.DispatchMouseEvent, input.DispatchMouseEventParams{Type: input.DispatchMouseEventTypeMouseWheel, X: 100, Y: y, DeltaX: -1, DeltaY: -600}) // deltaX is required, and 0 would be left out
 }

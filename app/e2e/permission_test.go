@@ -272,8 +272,8 @@ func TestCancelWithdrawsRequest(t *testing.T) {
 	b.open(t, s.URL+"/sessions/"+sess.ID)
 	never := filepath.Join(sess.Cwd, "never.txt")
 	ask := waitAsk(t, s, sess.ID, "echo ran > "+never, b)
-	b.waitFor(t, "the running session", `!!document.querySelector(".prompt-actions button.secondary")`)
-	b.do(t, chromedp.Click(chromedp.CSS(".prompt-actions button.secondary")))
+	b.waitFor(t, "the running session", `!!document.querySelector(".prompt-actions button.cancel-turn")`)
+	b.do(t, chromedp.Click(chromedp.CSS(".prompt-actions button.cancel-turn")))
 	b.waitFor(t, "the withdrawn request", fmt.Sprintf(`(document.querySelector(%q) || {textContent: ""}).textContent === "Not answered: the request was withdrawn"`, row(ask.ID)+" .perm-label"))
 	b.waitFor(t, "the status line", `[...document.querySelectorAll(".msg.status")].some(e => e.textContent === "The turn was cancelled.")`)
 	if n := eval[int](t, b, fmt.Sprintf(`document.querySelectorAll(%q).length`, row(ask.ID)+" button")); n != 0 {

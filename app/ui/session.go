@@ -597,7 +597,7 @@ func (p *SessionPage) promptForm(state shared.SessionState, stopped, resumable b
 		app.Div().Class("prompt-actions").Body(
 			p.attachButton(),
 			app.If(state == shared.SessionRunning, func() app.UI {
-				return app.Button().Type("button").Class("secondary").OnClick(p.cancelTurn).Text("Cancel turn")
+				return app.Button().Type("button").Class("secondary", "cancel-turn").OnClick(p.cancelTurn).Text("Cancel turn")
 			}),
 			app.If((state == shared.SessionReady || state == shared.SessionRunning) && !stopped, func() app.UI {
 				return disabled(app.Button().Type("button").Class("secondary"), p.stopping).OnClick(p.stopAgent).
