@@ -83,7 +83,7 @@ type SessionRef struct {
 // AddRequest is the payload of message.add and the body of POST .../messages.
 type AddRequest struct {
 	SessionID       string `json:"session_id,omitempty"`
-	Content         string `json:"content"`
+	Content         string `json:"content,omitempty"` // required unless Attachments carry the prompt
 	ClientMessageID string `json:"client_message_id,omitempty"`
 	// Attachments are ids of files uploaded to the session (POST .../attachments), sent
 	// after the text in this order; each goes with one prompt only.

@@ -22,7 +22,7 @@ func init() {
 		return
 	}
 	err := acptest.Run(context.Background(), os.Stdin, os.Stdout, acptest.Config{
-		Scripts: map[string]acptest.Script{"received": acptest.Received},
+		Scripts: map[string]acptest.Script{"received": acptest.Received, "": acptest.Received}, // "": files alone
 		Prompt:  sdk.PromptCapabilities{Image: true, EmbeddedContext: true}})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -74,6 +74,15 @@ func TestAttachFiles(t *testing.T) {
 	b.do(t, chromedp.Evaluate[chromedp.Void](chips+`[1].click()`))
 	b.waitFor(t, "the text", `(p => p && p.textContent === "first line\nsecond line\n")(document.querySelector(".msg.user pre.file-text"))`)
 	b.screenshots(t, "attach-sent-text", ".msg.user")
+
+	// A pasted screenshot alone is a prompt too.
+	b.do(t, chromedp.SetUploadFiles(chromedp.CSS("#attach-input"), []string{img}))
+	b.waitFor(t, "one chip", `document.querySelectorAll(".pending-files .file-chip").length === 1`)
+	b.do(t, chromedp.Click(chromedp.CSS(`.prompt button[type=submit]`)))
+	alone := fmt.Sprintf("received: image image/png %d bytes", len(onePixel))
+	b.waitFor(t, "the answer to the file alone", fmt.Sprintf(`[...document.querySelectorAll(".msg.agent")].some(e => e.textContent.trim() === %q)`, alone))
+	b.waitFor(t, "the file alone, sent without a text bubble", `(m => m.length === 2 && !m[1].querySelector(".bubble") && m[1].querySelectorAll(".sent-files button.file-chip").length === 1)(document.querySelectorAll(".msg.user"))`)
+	b.screenshots(t, "attach-sent-alone", ".msg.user:not(:has(.bubble))")
 
 	shell := s.session(t, "a shell task")
 	b.open(t, s.URL+"/sessions/"+shell.ID)

@@ -147,7 +147,7 @@ func userRow(m shared.Message) app.UI {
 	}
 	return app.Div().Class("msg", "user").DataSet("message-id", m.ID).Body(
 		app.If(author != "", func() app.UI { return app.Span().Class("msg-author").Text(author) }),
-		app.Div().Class("bubble").Text(m.Content),
+		app.If(m.Content != "", func() app.UI { return app.Div().Class("bubble").Text(m.Content) }),
 		app.If(m.Metadata != nil && len(m.Metadata.Attachments) > 0, func() app.UI {
 			return &SentFiles{SessionID: m.SessionID, Files: m.Metadata.Attachments}
 		}),

@@ -414,7 +414,7 @@ func (p *SessionPage) onInput(ctx app.Context, _ app.Event) {
 // send posts the prompt box (Enter submits it: see formScript).
 func (p *SessionPage) send(ctx app.Context, _ app.Event) {
 	content := strings.TrimSpace(p.draft)
-	if content == "" || p.pending != "" || p.ctx == nil {
+	if (content == "" && len(p.files) == 0) || p.pending != "" || p.ctx == nil {
 		return
 	}
 	c, id, cmid, files := p.ctx, p.id, newClientMessageID(), p.files

@@ -19,7 +19,7 @@ func TestPromptAttachmentsAreBlocks(t *testing.T) {
 	var mu sync.Mutex
 	var got []sdk.ContentBlock
 	cfg := acptest.Config{
-		Scripts: map[string]script{"look": func(context.Context, *acptest.Agent, sdk.SessionId) error { return nil }},
+		Scripts: map[string]script{"look": nothing, "": nothing}, // "": a prompt of files alone
 		Prompt:  sdk.PromptCapabilities{Image: true, EmbeddedContext: true},
 		OnPrompt: func(p sdk.PromptRequest) {
 			mu.Lock()
@@ -58,7 +58,6 @@ func TestPromptAttachmentsAreBlocks(t *testing.T) {
 		return len(s) > before+1 && s[len(s)-1] != shared.SessionRunning
 	})
 	mu.Lock()
-	defer mu.Unlock()
 	b, _ := json.Marshal(got)
 	want := `[{"text":"look","type":"text"},{"data":"iVBORw0KGgpyZXN0","mimeType":"image/png","type":"image"},` +
 		`{"resource":{"mimeType":"text/plain","text":"first line\nsecond","uri":"attachment://` + ids[0] + `/notes.txt"},"type":"resource"},` +
@@ -66,4 +65,30 @@ func TestPromptAttachmentsAreBlocks(t *testing.T) {
 	if string(b) != want {
 		t.Errorf("prompt sent\n got %s\nwant %s", b, want)
 	}
+	mu.Unlock()
+
+	// Files alone: no empty text block before them.
+	a, err := env.st.CreateAttachment(ctx, sess.ID, "dot.png", "image/png", []byte("\x89PNG\r\n\x1a\nrest"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if msg, _, _, err = env.st.AddUserMessage(ctx, sess.ID, "", "", "", a.ID); err != nil {
+		t.Fatal(err)
+	}
+	before = len(env.ev.states(sess.ID))
+	if err := env.m.Prompt(sess.ID, msg.ID, ""); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, env.ev, "the second turn to end", func() bool {
+		s := env.ev.states(sess.ID)
+		return len(s) > before+1 && s[len(s)-1] != shared.SessionRunning
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	b, _ = json.Marshal(got)
+	if want := `[{"data":"iVBORw0KGgpyZXN0","mimeType":"image/png","type":"image"}]`; string(b) != want {
+		t.Errorf("files alone sent\n got %s\nwant %s", b, want)
+	}
 }
+
+func nothing(context.Context, *acptest.Agent, sdk.SessionId) error { return nil }

@@ -322,12 +322,15 @@ func (m *Manager) live(id string) (*session, error) {
 // shared.CodeConflict. The files the prompt messageID carries (stored attachments, which
 // the store let through only for an agent that takes them) follow the text as ACP image
 // or resource blocks; then each of files (an absolute path) as an ACP resource_link,
-// which every agent must take.
+// which every agent must take. A prompt of files alone has no text block.
 func (m *Manager) Prompt(sessionID, messageID, content string, files ...string) error {
 	if err := m.Draining(); err != nil {
 		return err
 	}
-	prompt := []sdk.ContentBlock{sdk.TextBlock(content)}
+	var prompt []sdk.ContentBlock
+	if content != "" {
+		prompt = append(prompt, sdk.TextBlock(content))
+	}
 	if messageID != "" {
 		attached, err := m.cfg.Store.PromptAttachments(context.Background(), messageID)
 		if err != nil {

@@ -64,6 +64,13 @@ func TestAttachmentsSniffedAndListed(t *testing.T) {
 	}
 	// A file goes with one prompt only.
 	e.expect(http.StatusNotFound, "POST", "/api/v1/task-sessions/"+sess.ID+"/messages", `{"content":"again","attachments":["`+img.ID+`"]}`, nil)
+	// A prompt may be a file alone, never blank text alone.
+	var alone shared.Message
+	e.expect(http.StatusAccepted, "POST", "/api/v1/task-sessions/"+sess.ID+"/messages", `{"attachments":["`+blob.ID+`"]}`, &alone)
+	if alone.Content != "" || alone.Metadata == nil || len(alone.Metadata.Attachments) != 1 || alone.Metadata.Attachments[0] != blob {
+		t.Errorf("a prompt of a file alone: %q %+v", alone.Content, alone.Metadata)
+	}
+	e.expect(http.StatusBadRequest, "POST", "/api/v1/task-sessions/"+sess.ID+"/messages", `{"content":" \n","attachments":[]}`, nil)
 }
 
 // What the agent cannot take is refused with a 400 that says so, before it is stored;

@@ -221,9 +221,10 @@ func (s *server) handleAddMessage(c *fiber.Ctx) error {
 
 // addMessage is message.add over REST and WebSocket alike: the runtime stores the prompt,
 // publishes it and queues the turn (with files as resource links: a review). A repeated
-// client_message_id returns the first message and starts nothing.
+// client_message_id returns the first message and starts nothing. A prompt may be files
+// alone (a pasted screenshot), never nothing.
 func (s *server) addMessage(ctx context.Context, sessionID string, req shared.AddRequest, files ...string) (shared.Message, error) {
-	if strings.TrimSpace(req.Content) == "" {
+	if strings.TrimSpace(req.Content) == "" && len(req.Attachments) == 0 {
 		return shared.Message{}, shared.Errorf(shared.CodeInvalid, "content is required")
 	}
 	if err := shared.CheckLength("content", req.Content, shared.MaxPromptBytes); err != nil {

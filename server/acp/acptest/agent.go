@@ -501,8 +501,11 @@ func Received(ctx context.Context, a *Agent, sid sdk.SessionId) error {
 	a.mu.Lock()
 	blocks := a.blocks[sid]
 	a.mu.Unlock()
+	if len(blocks) > 0 && blocks[0].Text != nil { // the prompt's text: "received"
+		blocks = blocks[1:]
+	}
 	var lines []string
-	for _, b := range blocks[1:] {
+	for _, b := range blocks {
 		lines = append(lines, describe(b))
 	}
 	return a.Send(ctx, sid, sdk.UpdateAgentMessageText("received: "+strings.Join(lines, "; ")))
