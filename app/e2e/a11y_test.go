@@ -33,6 +33,7 @@ type axeViolation struct {
 // task list have no critical or serious accessibility violation by axe-core's rules, in
 // light and dark colours, at desktop and phone sizes.
 func TestAccessibility(t *testing.T) {
+	t.Parallel()
 	s := startServer(t)
 	b, m, out := s.openFinished(t, colourCommand)
 	running := s.run(t, m.SessionID, `echo started; sleep 30`, func(m shared.Message) bool {
@@ -99,6 +100,7 @@ func (b *browser) checkAxe(t *testing.T, page string) {
 // then its visible label whole ("Show command output: Output · 8.7 KB", by
 // axe's label-in-name rule), as a screen reader, speech input or a script sees it.
 func TestDisclosuresByRoleAndName(t *testing.T) {
+	t.Parallel()
 	s := startServer(t)
 	sess := s.session(t, "disclosure names")
 	s.run(t, sess.ID, "echo a little output", nil)

@@ -30,6 +30,7 @@ func (b *browser) fillAndSubmit(t *testing.T, values map[string]string) {
 // the token makes an access token and a viewer's invitation on the Account page, and the
 // viewer can read tasks but not create one. Screenshots: artifacts/account-*.png.
 func TestAccountsInTheBrowser(t *testing.T) {
+	t.Parallel()
 	s := startServerWithToken(t)
 	ctx := context.Background()
 	inv, err := s.API.Invite(ctx, shared.RoleAdmin)

@@ -35,7 +35,9 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(0)
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	chromium.stop()
+	os.Exit(code)
 }
 
 // scriptedAgent is the profile name of the test binary as an agent.

@@ -39,6 +39,7 @@ var onePixel = []byte("\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\x00\x01\x00\x
 // image and an embedded text; the sent prompt shows them, each opening on click. The
 // shell agent takes neither, and the prompt box says so.
 func TestAttachFiles(t *testing.T) {
+	t.Parallel()
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)

@@ -54,6 +54,7 @@ func (l *requestLog) take() []string {
 // and hands hostile URLs a valid ?token=: the browser never leaves the server's origin and
 // holds no cookie but the sign-in one.
 func TestSignInRedirectsStayOnThisSite(t *testing.T) {
+	t.Parallel()
 	s := startServerWithToken(t)
 	b := newBrowser(t)
 	var log requestLog
@@ -128,6 +129,7 @@ func browserCookies(t *testing.T, b *browser, urls ...string) []string {
 // the token; a wrong one says so on the page, and a second try right after it is told to
 // wait. Screenshots: artifacts/signin-{light,dark,mobile,wrong}.png.
 func TestSignInPage(t *testing.T) {
+	t.Parallel()
 	s := startServerWithToken(t)
 	b := newBrowser(t)
 	console := listenConsole(t, b)
@@ -200,6 +202,7 @@ func TestSignInPage(t *testing.T) {
 // A person signed in can sign out from the task list: the cookie goes, and the pages ask
 // for the token again. A server without a token offers no such button.
 func TestSignOut(t *testing.T) {
+	t.Parallel()
 	s := startServerWithToken(t)
 	b := newBrowser(t)
 	b.do(t, chromedp.Navigate(s.URL+"/?token="+e2eToken))

@@ -16,6 +16,7 @@ import (
 // calls with the same tool_call_id: they stay two rows, each with its own command and
 // output (rows and outputs are found by message id, never by tool call id).
 func TestSameToolCallIDTwoRows(t *testing.T) {
+	t.Parallel()
 	s := startServer(t)
 	sess := s.session(t, "two agents")
 	first := s.run(t, sess.ID, "echo from the first agent", nil)

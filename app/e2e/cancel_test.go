@@ -18,6 +18,7 @@ import (
 // (SIGKILL) after the grace periods. The row names the signal that ended it, and the
 // agent says so with the time it ran.
 func TestCancelStopsGently(t *testing.T) {
+	t.Parallel()
 	s := startServer(t)
 	sess := s.session(t, "cancel gently")
 	b := newBrowser(t)

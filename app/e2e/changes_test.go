@@ -22,6 +22,7 @@ import (
 // worktree, and the Changes page lists the files from the summary, fetching a file's
 // diff only when it is opened, drawn like a tool call's diff.
 func TestChangesView(t *testing.T) {
+	t.Parallel()
 	s := startServer(t)
 	ctx, cancel := context.WithTimeout(context.Background(), deadline)
 	defer cancel()
@@ -103,6 +104,7 @@ func (b *browser) click(t *testing.T, text string) {
 // the first task commits and merges cleanly, the second's merge reports the conflict and
 // changes nothing. The board then shows each task in its column.
 func TestTwoTasksReviewAndLand(t *testing.T) {
+	t.Parallel()
 	s := startServer(t)
 	ctx, cancel := context.WithTimeout(context.Background(), deadline)
 	defer cancel()

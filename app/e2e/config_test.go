@@ -57,6 +57,7 @@ func init() {
 // boolean on, each stored once the agent agreed, and a change the agent makes itself
 // shows on the bar live.
 func TestConfigOnTheBar(t *testing.T) {
+	t.Parallel()
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)

@@ -20,6 +20,7 @@ import (
 // opened (once: closing and opening again fetches nothing), and draws a unified diff with
 // line numbers.
 func TestDiffFetchedOnlyOnOpen(t *testing.T) {
+	t.Parallel()
 	s, sess, b := openScripted(t, "a big edit")
 	ctx, cancel := context.WithTimeout(context.Background(), deadline)
 	defer cancel()
@@ -86,6 +87,7 @@ func TestDiffFetchedOnlyOnOpen(t *testing.T) {
 // Turns a third-party agent ends other than normally read as such in the chat: the
 // token limit and a refusal as status lines, a failed turn with the agent's own words.
 func TestTurnOutcomesFromAnAgent(t *testing.T) {
+	t.Parallel()
 	s, sess, b := openScripted(t, "outcomes")
 	ctx, cancel := context.WithTimeout(context.Background(), deadline)
 	defer cancel()
@@ -111,6 +113,7 @@ func TestTurnOutcomesFromAnAgent(t *testing.T) {
 
 // An agent's plan is one checklist per turn, updated in place.
 func TestPlanChecklist(t *testing.T) {
+	t.Parallel()
 	s, sess, b := openScripted(t, "a plan")
 	ctx, cancel := context.WithTimeout(context.Background(), deadline)
 	defer cancel()
@@ -141,6 +144,7 @@ func TestPlanChecklist(t *testing.T) {
 // The agent's modes are a select in the bar that switches it; its slash commands
 // complete a prompt that starts with "/", by click or keyboard.
 func TestModesAndCommands(t *testing.T) {
+	t.Parallel()
 	s, sess, b := openScripted(t, "modes and commands")
 	ctx, cancel := context.WithTimeout(context.Background(), deadline)
 	defer cancel()

@@ -12,6 +12,7 @@ import (
 // A person deletes a task from the list, after saying yes twice; a tab open on one of its
 // sessions is told at once, and the task is gone from the server.
 func TestDeleteTaskFromTheBrowser(t *testing.T) {
+	t.Parallel()
 	s := startServer(t)
 	keep := s.session(t, "a task to keep")
 	gone := s.session(t, "a task to delete")

@@ -38,6 +38,7 @@ func init() {
 // input per field, a missing required field is refused on the page, and the answer
 // reaches the agent, which says what it got; the row then shows who answered what.
 func TestElicitationAnsweredInTheBrowser(t *testing.T) {
+	t.Parallel()
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)

@@ -17,6 +17,7 @@ import (
 // A first visit installs the first service worker, which claims the page: go-app calls
 // that an update. The notice must wait for a worker that replaced an older one.
 func TestNoUpdateNoticeOnFirstVisit(t *testing.T) {
+	t.Parallel()
 	s := startServer(t)
 	sess := s.session(t, "first visit")
 	b := newBrowser(t)
@@ -39,6 +40,7 @@ goappOnUpdate();`))
 // open with its search (go-app matched the page's children by position, so a banner used
 // to replace the chat below it).
 func TestBannerKeepsOpenOutputs(t *testing.T) {
+	t.Parallel()
 	s := startServer(t)
 	b, _, out := s.openFinished(t, toolsCommand)
 	search := out + " input.out-search"
@@ -60,6 +62,7 @@ box.value = "x".repeat(%d); box.dispatchEvent(new Event("input", {bubbles: true}
 // box is empty and Send is ready again, however long the POST's own answer takes (it waits
 // until the turn is queued, which may mean starting an agent).
 func TestSendStateFromTheStore(t *testing.T) {
+	t.Parallel()
 	s := startServer(t)
 	sess := s.session(t, "send")
 	b := newBrowser(t)
@@ -102,6 +105,7 @@ return s.textContent === "Send" && !s.disabled && document.getElementById("promp
 // higher up, the page stays put and offers "jump to newest"; the session's header stays
 // in view.
 func TestPageFollowsLiveOutput(t *testing.T) {
+	t.Parallel()
 	s := startServer(t)
 	sess := s.session(t, "follow")
 	filler := ":"

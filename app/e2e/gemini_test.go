@@ -131,6 +131,7 @@ func startGeminiServer(t *testing.T, turns []map[string]any) (s *server, replies
 // the page: the file on disk follows each step, and the page shows one row per change,
 // each edit one diff, labelled with the path relative to the session's directory.
 func TestGeminiCreatesEditsDeletesAFile(t *testing.T) {
+	t.Parallel()
 	s, _, _ := startGeminiServer(t, geminiFileTurns)
 	sess := s.sessionOf(t, "hello.py through Gemini CLI", "gemini")
 	file := filepath.Join(sess.Cwd, "hello.py")
@@ -192,6 +193,7 @@ func TestGeminiCreatesEditsDeletesAFile(t *testing.T) {
 // and the page shows each earlier message once; the chat says the agent resumed, and the
 // new prompt is answered.
 func TestGeminiConversationSurvivesRestart(t *testing.T) {
+	t.Parallel()
 	s, replies, restart := startGeminiServer(t, []map[string]any{geminiSays("Hello, Ada.")})
 	sess := s.sessionOf(t, "a conversation that survives", "gemini")
 	b := newBrowser(t)

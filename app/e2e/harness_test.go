@@ -227,8 +227,92 @@ type snapshotLoad struct {
 	bodyBytes   int64   // of those, the body's
 }
 
-func newBrowser(t *testing.T, extra ...chromedp.ExecAllocatorOption) *browser {
+// newBrowser is a fresh browser for one test: a browser context of its own (cookies,
+// storage, caches and service workers of its own) in a window of the package's one
+// Chromium, so tests run side by side.
+func newBrowser(t *testing.T) *browser {
 	t.Helper()
+	b := &browser{requests: map[string]int{}, pending: map[network.RequestID]*snapshotLoad{}, loaded: make(chan struct{}, 1)}
+	var cancel context.CancelFunc
+	b.ctx, cancel = chromedp.NewContext(chromium.start(t), chromedp.WithNewBrowserContext(), chromedp.WithListener(b.observe))
+	return b.started(t, cancel)
+}
+
+// ownBrowser is a Chromium of the test's own, for what a browser context cannot have:
+// flags (extra), or the push service (a browser context other than the default is
+// incognito, with no push).
+func ownBrowser(t *testing.T, extra ...chromedp.ExecAllocatorOption) *browser {
+	t.Helper()
+	b := &browser{requests: map[string]int{}, pending: map[network.RequestID]*snapshotLoad{}, loaded: make(chan struct{}, 1)}
+	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(), chromiumFlags(t, t.TempDir(), extra...)...)
+	ctx, cancel := chromedp.NewContext(alloc, chromedp.WithListener(b.observe))
+	b.ctx = ctx
+	return b.started(t, func() { cancel(); cancelAlloc() })
+}
+
+// started opens the browser's window, ended by cancel with the test. The window acts as
+// the focused one, as a person's is, though others of the same Chromium take turns.
+func (b *browser) started(t *testing.T, cancel context.CancelFunc) *browser {
+	t.Helper()
+	t.Cleanup(cancel)
+	// The first run opens the window, and on b.ctx itself: the window lasts as long as the
+	// context of that run.
+	focused := chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+		_, err := cdp.Call(ctx, tg, emulation.SetFocusEmulationEnabled, emulation.SetFocusEmulationEnabledParams{Enabled: true})
+		return err
+	})
+	if err := chromedp.Do(b.ctx, focused); err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// contextID is the browser's browser context, for the Browser domain's commands.
+func (b *browser) contextID() cdp.BrowserContextID { return chromedp.FromContext(b.ctx).BrowserContextID }
+
+// chromium is the package's one headless Chromium, started by the first test that needs
+// it and stopped by TestMain.
+var chromium sharedChromium
+
+type sharedChromium struct {
+	once    sync.Once
+	ctx     context.Context
+	err     error
+	dir     string
+	cancels []context.CancelFunc
+}
+
+// start starts Chromium once, and returns its first context, the parent of every test's.
+func (c *sharedChromium) start(t *testing.T) context.Context {
+	t.Helper()
+	c.once.Do(func() {
+		if c.dir, c.err = os.MkdirTemp("", "conch-e2e-chromium-"); c.err != nil {
+			return
+		}
+		alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(), chromiumFlags(t, c.dir)...)
+		ctx, cancel := chromedp.NewContext(alloc)
+		c.ctx, c.cancels = ctx, []context.CancelFunc{cancel, cancelAlloc}
+		c.err = chromedp.Do(ctx)
+	})
+	if c.err != nil {
+		t.Fatal(c.err)
+	}
+	return c.ctx
+}
+
+// stop stops Chromium, if it started, and removes its profile.
+func (c *sharedChromium) stop() {
+	for _, cancel := range c.cancels {
+		cancel()
+	}
+	if c.dir != "" {
+		_ = os.RemoveAll(c.dir)
+	}
+}
+
+// chromiumFlags start a headless Chromium with the profile dir that reaches no network of
+// its own; extra flags follow.
+func chromiumFlags(t *testing.T, dir string, extra ...chromedp.ExecAllocatorOption) []chromedp.ExecAllocatorOption {
 	exe := os.Getenv("CHROMIUM")
 	if exe == "" {
 		exe = "/usr/bin/chromium"
@@ -237,7 +321,7 @@ func newBrowser(t *testing.T, extra ...chromedp.ExecAllocatorOption) *browser {
 		// Fail, never skip: a run without a browser must not pass as a full one.
 		t.Fatalf("no Chromium at %s: install Debian's chromium package (apt-get install chromium), or set CHROMIUM: %v", exe, err)
 	}
-	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(), append([]chromedp.ExecAllocatorOption{
+	return append([]chromedp.ExecAllocatorOption{
 		chromedp.ExecPath(exe),
 		chromedp.Flag("headless", true),
 		chromedp.NoSandbox,
@@ -247,17 +331,9 @@ func newBrowser(t *testing.T, extra ...chromedp.ExecAllocatorOption) *browser {
 		chromedp.Flag("disable-background-networking", true),
 		chromedp.Flag("disable-component-update", true),
 		chromedp.Flag("disable-sync", true),
-		chromedp.UserDataDir(t.TempDir()),
+		chromedp.UserDataDir(dir),
 		chromedp.WindowSize(1280, 900),
-	}, extra...)...)
-	ctx, cancel := chromedp.NewContext(alloc)
-	t.Cleanup(func() { cancel(); cancelAlloc() })
-	b := &browser{ctx: ctx, requests: map[string]int{}, pending: map[network.RequestID]*snapshotLoad{},
-		loaded: make(chan struct{}, 1)}
-	if err := chromedp.Listen(ctx, b.observe); err != nil {
-		t.Fatal(err)
-	}
-	return b
+	}, extra...)
 }
 
 // observe follows the output snapshot (and tool content, error detail) requests through the browser's

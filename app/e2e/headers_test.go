@@ -102,6 +102,7 @@ var cspComplaints = []string{"Content Security Policy", "Content-Security-Policy
 // WebSocket and an output fetch, opens offline from its worker, and the console never
 // reports a blocked resource.
 func TestSecurityHeadersInTheBrowser(t *testing.T) {
+	t.Parallel()
 	s := startServer(t)
 	sess := s.session(t, "security headers")
 	m := s.run(t, sess.ID, "echo under the policy", nil)

@@ -14,6 +14,7 @@ import (
 // "Loading Conch…" pill just above the sticky prompt bar: not over it or the last
 // message, and not floating away from it, on a desktop and on a phone, in light and dark.
 func TestLoadingPillAbovePrompt(t *testing.T) {
+	t.Parallel()
 	s := startServer(t)
 	sess := s.session(t, "loading pill")
 	for i := range 3 {

@@ -20,6 +20,7 @@ const markdownReply = "I created **hello.py** with a `greet` function and ~~no~~
 // An agent's markdown is drawn as such in the browser: emphasis, lists, a table, a code
 // block with its copy button, a safe link opening in a new tab; no image is requested.
 func TestMarkdownReply(t *testing.T) {
+	t.Parallel()
 	s, sess, b := openScripted(t, "markdown")
 	ctx, cancel := context.WithTimeout(context.Background(), deadline)
 	defer cancel()

@@ -13,6 +13,7 @@ import (
 // it shows as ⟨U+202E⟩, so that text cannot display as something else, when it is sent
 // and after a reload (the message then comes prerendered, in the boot payload).
 func TestOwnMessageMarked(t *testing.T) {
+	t.Parallel()
 	s := startServer(t)
 	sess := s.session(t, "own message")
 	b := newBrowser(t)

@@ -19,6 +19,7 @@ import (
 // TestMeasure prints the UI figures of the closing note. It seeds thousands of messages,
 // so it runs only when asked: CONCH_UI_MEASURE=1 (with CONCH_BIN set).
 func TestMeasure(t *testing.T) {
+	t.Parallel()
 	if os.Getenv("CONCH_UI_MEASURE") == "" {
 		t.Skip("set CONCH_UI_MEASURE=1 to measure first render and memory")
 	}
@@ -44,7 +45,7 @@ func TestMeasure(t *testing.T) {
 
 	big := s.session(t, "1000 x 256 KiB")
 	seed(t, s, big.ID, 1000, func(int) string { return `head -c 262144 /dev/zero | tr '\0' x` })
-	b := newBrowser(t, chromedp.Flag("enable-precise-memory-info", true), chromedp.Flag("js-flags", "--expose-gc"))
+	b := ownBrowser(t, chromedp.Flag("enable-precise-memory-info", true), chromedp.Flag("js-flags", "--expose-gc"))
 	instrument(t, b)
 	b.open(t, s.URL+"/sessions/"+big.ID)
 	b.waitFor(t, "the first page", `window.__t.message`)
@@ -81,6 +82,7 @@ func TestMeasure(t *testing.T) {
 // running command with 100 KiB of unchanged output downloads, from the browser's network
 // events. Run it against two builds (CONCH_BIN) to compare them: CONCH_UI_MEASURE=1.
 func TestMeasureOpenDisclosure(t *testing.T) {
+	t.Parallel()
 	if os.Getenv("CONCH_UI_MEASURE") == "" {
 		t.Skip("set CONCH_UI_MEASURE=1 to measure an open disclosure's downloads")
 	}
@@ -105,6 +107,7 @@ func TestMeasureOpenDisclosure(t *testing.T) {
 // command printing a line every 10 ms downloads, against the bytes printed meanwhile.
 // Run it against two builds (CONCH_BIN) to compare them: CONCH_UI_MEASURE=1.
 func TestMeasureSteadyOutput(t *testing.T) {
+	t.Parallel()
 	if os.Getenv("CONCH_UI_MEASURE") == "" {
 		t.Skip("set CONCH_UI_MEASURE=1 to measure an open disclosure's downloads")
 	}
@@ -186,6 +189,7 @@ func instrument(t *testing.T, b *browser) {
 // painted with its lines, and the longest main-thread task meanwhile, at 1280×900 and
 // 393×851. Run it when asked: CONCH_UI_MEASURE=1.
 func TestMeasureColouredOutput(t *testing.T) {
+	t.Parallel()
 	if os.Getenv("CONCH_UI_MEASURE") == "" {
 		t.Skip("set CONCH_UI_MEASURE=1 to measure rendering a coloured output")
 	}

@@ -21,6 +21,7 @@ import (
 // a code block): the first page on screen after navigation, and every message on screen
 // by paging. Run it when asked: CONCH_UI_MEASURE=1.
 func TestMeasureMarkdownSession(t *testing.T) {
+	t.Parallel()
 	if os.Getenv("CONCH_UI_MEASURE") == "" {
 		t.Skip("set CONCH_UI_MEASURE=1 to measure rendering a markdown session")
 	}

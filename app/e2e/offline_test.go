@@ -21,6 +21,7 @@ const outputsKept = 32
 // An output opened online is read again with the server gone, from the service worker's
 // copy, marked as maybe out of date; an output never opened is unavailable as before.
 func TestOpenedOutputReadableOffline(t *testing.T) {
+	t.Parallel()
 	s := startServer(t)
 	sess := s.session(t, "offline outputs")
 	opened := s.run(t, sess.ID, `printf 'kept for offline\n'; printf 'a warning\n' >&2`, nil)
@@ -66,6 +67,7 @@ func TestOpenedOutputReadableOffline(t *testing.T) {
 // The worker keeps the newest outputsKept outputs: one more pushes the oldest out, and an
 // answer that only appends is not kept in place of a whole one.
 func TestOfflineOutputsBounded(t *testing.T) {
+	t.Parallel()
 	s := startServer(t)
 	sess := s.session(t, "many outputs")
 	var urls []string
@@ -106,6 +108,7 @@ const keptPages = `(async () => (await (await caches.open("conch-pages")).keys()
 // output opened online. Pages loaded by the browser are kept, and so are pages opened
 // inside the app, which are no navigation.
 func TestSessionReadableOfflineAfterReload(t *testing.T) {
+	t.Parallel()
 	s := startServer(t)
 	sess := s.session(t, "offline reload")
 	opened := s.run(t, sess.ID, `printf 'kept for offline\n'`, nil)
@@ -158,6 +161,7 @@ func TestSessionReadableOfflineAfterReload(t *testing.T) {
 // Signing out forgets every copy the service worker kept (pages and outputs), so the next
 // person on the device finds nothing of this one's sessions.
 func TestSignOutClearsKeptCopies(t *testing.T) {
+	t.Parallel()
 	s := startServerWithToken(t)
 	sess := s.session(t, "private")
 	m := s.run(t, sess.ID, `echo private output`, nil)
@@ -194,6 +198,7 @@ func TestSignOutClearsKeptCopies(t *testing.T) {
 // its messages, prerendered by the server, scrolled to the newest; the app, once it runs,
 // starts from the same messages.
 func TestSessionPagePrerendersNewestMessages(t *testing.T) {
+	t.Parallel()
 	s := startServer(t)
 	sess := s.session(t, "prerendered")
 	seed(t, s, sess.ID, 25, func(i int) string { return fmt.Sprintf("echo prerendered %d", i) })
@@ -228,6 +233,7 @@ func TestSessionPagePrerendersNewestMessages(t *testing.T) {
 // An error's whole text opened online is read again offline, after a reload with the
 // server gone, from the service worker's copy.
 func TestOpenedErrorDetailReadableOffline(t *testing.T) {
+	t.Parallel()
 	s, sess, b := openScripted(t, "offline error")
 	ctx, cancel := context.WithTimeout(context.Background(), deadline)
 	defer cancel()

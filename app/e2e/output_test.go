@@ -28,6 +28,7 @@ const colourCommand = `printf '\033[31mred\033[0m \033[1;4mbold\033[0m \033[38;5
 	`printf '\033[33mwarning\033[0m on stderr\n' >&2`
 
 func TestTerminalOutputRendered(t *testing.T) {
+	t.Parallel()
 	s := startServer(t)
 	b, m, out := s.openFinished(t, colourCommand)
 
@@ -96,6 +97,7 @@ func (s *server) openFinished(t *testing.T, command string) (b *browser, m share
 // output is kept of how much it produced, and the signal that ended it; the start and
 // finish times show on focus.
 func TestRowFacts(t *testing.T) {
+	t.Parallel()
 	s := startServer(t)
 	sess := s.session(t, "facts")
 	big := s.run(t, sess.ID, `head -c 400000 /dev/zero | tr '\0' a; sleep 0.3`, nil)
@@ -161,6 +163,7 @@ const toolsCommand = `for i in $(seq 1 600); do if [ $((i % 100)) -eq 50 ]; then
 // The reading tools work from the keyboard and the mouse: search with a count and
 // Enter/Shift+Enter, copy of one stream, download of the stored bytes, wrap, full screen.
 func TestReadingTools(t *testing.T) {
+	t.Parallel()
 	s := startServer(t)
 	b, m, out := s.openFinished(t, toolsCommand)
 	// The last 200 lines are drawn, numbered from 401, with a button for the others.
@@ -217,7 +220,7 @@ func TestReadingTools(t *testing.T) {
 		t.Fatal(err)
 	}
 	send(t, b, cdpbrowser.SetDownloadBehavior, cdpbrowser.SetDownloadBehaviorParams{Behavior: cdpbrowser.SetDownloadBehaviorBehaviorAllowAndName,
-		DownloadPath: dir, EventsEnabled: new(true)})
+		DownloadPath: dir, EventsEnabled: new(true), BrowserContextID: b.contextID()})
 	b.do(t, chromedp.Click(chromedp.CSS(out+` section.stdout a[aria-label="Download stdout"]`)))
 	var guid string
 	select {
@@ -259,6 +262,7 @@ func TestReadingTools(t *testing.T) {
 // While a command runs, its output stays scrolled to the end as new lines arrive, but
 // only while the person is at the end: someone reading further up keeps their place.
 func TestFollowOnlyAtTheEnd(t *testing.T) {
+	t.Parallel()
 	s := startServer(t)
 	b, m := s.openRunning(t, `for i in $(seq 1 3000); do echo "line $i"; sleep 0.01; done`, 3000)
 	pre := "#output-" + m.ID + " pre.stdout"
@@ -295,6 +299,7 @@ const steadyCommand = `for i in $(seq 1 800); do echo "line $i of the steady out
 // bodies of the polls after the first add up to less than twice the output printed
 // meanwhile, and the transcript ends up holding exactly the stored output.
 func TestRunningTransfersOnlyNewOutput(t *testing.T) {
+	t.Parallel()
 	s := startServer(t)
 	b, m := s.openRunning(t, steadyCommand, 100)
 	out := "#output-" + m.ID

@@ -91,6 +91,7 @@ func waitAsk(t *testing.T, s *server, sid, prompt string, pages ...*browser) sha
 // each answer; a pending request survives a reload, marks its task on the tasks page,
 // fits a 360 px screen, and a restart of the server leaves it cancelled, not pending.
 func TestPermissionAnsweredInTheBrowser(t *testing.T) {
+	t.Parallel()
 	s, db := startAgentsServer(t)
 	sess := s.sessionOf(t, "asks first", askingAgent)
 	tab1, tab2 := newBrowser(t), newBrowser(t)
@@ -182,6 +183,7 @@ func TestPermissionAnsweredInTheBrowser(t *testing.T) {
 // agent receiving the answer); and the bytes of a request in a list. Opt-in:
 // CONCH_UI_MEASURE=1.
 func TestMeasurePermission(t *testing.T) {
+	t.Parallel()
 	if os.Getenv("CONCH_UI_MEASURE") == "" {
 		t.Skip("set CONCH_UI_MEASURE=1 to measure permission round trips")
 	}
@@ -244,6 +246,7 @@ func median(ds []time.Duration) time.Duration {
 // The page offers system notifications of permission requests once, on a pending
 // request; after the offer was taken it is not made again, also after a reload.
 func TestNotificationsOfferedOnce(t *testing.T) {
+	t.Parallel()
 	s, _ := startAgentsServer(t)
 	sess := s.sessionOf(t, "notifications", askingAgent)
 	b := newBrowser(t)
@@ -266,6 +269,7 @@ func TestNotificationsOfferedOnce(t *testing.T) {
 // Cancelling the turn from the browser answers its pending request cancelled: the card
 // says so, its buttons go, the agent ends the turn cancelled and runs nothing.
 func TestCancelWithdrawsRequest(t *testing.T) {
+	t.Parallel()
 	s, _ := startAgentsServer(t)
 	sess := s.sessionOf(t, "cancel a request", askingAgent)
 	b := newBrowser(t)

@@ -29,6 +29,7 @@ import (
 // (TestNotificationClickOpensSession clicks it).
 // Screenshots: artifacts/push-off-*.png.
 func TestPushOptInAndNotification(t *testing.T) {
+	t.Parallel()
 	s, _ := startAgentsServer(t)
 	ctx, cancel := context.WithTimeout(context.Background(), deadline)
 	defer cancel()
@@ -52,10 +53,10 @@ func TestPushOptInAndNotification(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	b := newBrowser(t)
+	b := ownBrowser(t) // subscribing needs the push service, which a browser context lacks
 	for _, name := range []string{"notifications", "push"} {
 		send(t, b, cdpbrowser.SetPermission, cdpbrowser.SetPermissionParams{Origin: s.URL, Setting: cdpbrowser.PermissionSettingGranted,
-			Permission: &cdpbrowser.PermissionDescriptor{Name: name, UserVisibleOnly: true}})
+			Permission: &cdpbrowser.PermissionDescriptor{Name: name, UserVisibleOnly: true}, BrowserContextID: b.contextID()})
 	}
 	b.do(t, chromedp.Navigate(s.URL+"/account"))
 	b.waitFor(t, "the notifications card, off", `!document.getElementById("app-wasm-loader") && `+pushCard("Off", "Turn on notifications"))
@@ -185,11 +186,12 @@ func evalIn[T any](t *testing.T, ctx context.Context, js string) T {
 // the real notification it showed; Chromium then refuses focus() and openWindow() to a
 // click the person did not make, so those two are recorded as they are called.
 func TestNotificationClickOpensSession(t *testing.T) {
+	t.Parallel()
 	s := startServer(t)
 	sess := s.sessionOf(t, "Click me", "shell")
 	b := newBrowser(t)
 	send(t, b, cdpbrowser.SetPermission, cdpbrowser.SetPermissionParams{Origin: s.URL, Setting: cdpbrowser.PermissionSettingGranted,
-		Permission: &cdpbrowser.PermissionDescriptor{Name: "notifications"}})
+		Permission: &cdpbrowser.PermissionDescriptor{Name: "notifications"}, BrowserContextID: b.contextID()})
 	b.do(t, chromedp.Navigate(s.URL+"/account"))
 	b.waitFor(t, "the app, under its service worker", `!document.getElementById("app-wasm-loader") && !!navigator.serviceWorker.controller`)
 	worker := workerContext(t, b)
@@ -265,6 +267,7 @@ func clickNotification(t *testing.T, worker context.Context, notification string
 // or, where the browser gave none, one the worker makes with the server's key. The worker
 // gets the event dispatched in it (Chromium does not fire it).
 func TestPushSubscriptionRenewed(t *testing.T) {
+	t.Parallel()
 	s := startServer(t)
 	ctx, cancel := context.WithTimeout(context.Background(), deadline)
 	defer cancel()

@@ -37,6 +37,7 @@ func signedIn(t *testing.T, s *server, login, role string) (*browser, *client.Cl
 // API refuses their prompt and their answer (403). The owner's approval then shows who
 // gave it. Screenshots: artifacts/readonly-*.png.
 func TestReadOnlyInTheBrowser(t *testing.T) {
+	t.Parallel()
 	s, _ := startAgentsServer(t, "--token", e2eToken)
 	s.API = s.API.WithToken(e2eToken)
 	ctx := context.Background()

@@ -13,6 +13,7 @@ import (
 // smaller window makes the box shorter, which leaves it above its end without anyone
 // scrolling, and that is not the person scrolling away.
 func TestOutputFollowsAfterResize(t *testing.T) {
+	t.Parallel()
 	s := startServer(t)
 	b, m := s.openRunning(t, `i=0; while :; do i=$((i+1)); echo "line $i"; sleep 0.05; done`, 2000)
 	box := fmt.Sprintf(`document.querySelector(%q)`, "#output-"+m.ID+" pre.term")

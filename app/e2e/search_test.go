@@ -13,6 +13,7 @@ import (
 // message, marked. Screenshots: artifacts/search-box-*.png (the task list),
 // search-*.png and search-landed-*.png.
 func TestSearchInTheBrowser(t *testing.T) {
+	t.Parallel()
 	s := startServer(t)
 	sess := s.session(t, "Find the banana")
 	found := s.run(t, sess.ID, "echo 'banana <b>split</b>' && echo done", nil)

@@ -14,6 +14,7 @@ import (
 // Stop agent ends the agent; the chat says so plainly and what the next prompt does, and
 // the next prompt runs in a new agent in the same session.
 func TestStopAgentButton(t *testing.T) {
+	t.Parallel()
 	s := startServer(t)
 	sess := s.session(t, "stop the agent")
 	s.run(t, sess.ID, "echo before", nil)
@@ -44,6 +45,7 @@ func TestStopAgentButton(t *testing.T) {
 // A task created elsewhere (through the API, as the CLI does) appears in an open task
 // list without a reload.
 func TestTaskListIsLive(t *testing.T) {
+	t.Parallel()
 	s := startServer(t)
 	b := newBrowser(t)
 	b.do(t, chromedp.Navigate(s.URL+"/"))

@@ -13,6 +13,7 @@ import (
 // Cancelling a running command from the browser ends the turn with the shell agent's
 // stop reason `cancelled`: the session records it and the chat says so in a status line.
 func TestCancelledTurnShowsStatus(t *testing.T) {
+	t.Parallel()
 	s := startServer(t)
 	sess := s.session(t, "cancelled turn")
 	m := s.run(t, sess.ID, "echo waiting; sleep 300", func(m shared.Message) bool {

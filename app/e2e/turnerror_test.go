@@ -24,6 +24,7 @@ const longTurnHeadline = `The agent's turn failed: Internal error: {"error": {"c
 // A failed turn's long error takes a line or two of the chat: its headline, with the
 // whole text (unescaped) behind a disclosure fetched only when opened.
 func TestLongTurnErrorCollapsed(t *testing.T) {
+	t.Parallel()
 	s, sess, b := openScripted(t, "a long error")
 	ctx, cancel := context.WithTimeout(context.Background(), deadline)
 	defer cancel()

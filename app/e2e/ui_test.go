@@ -26,6 +26,7 @@ const longCommand = `echo "first line of output"; echo "a line on standard error
 	`exit 7`
 
 func TestNoOutputNoDisclosure(t *testing.T) {
+	t.Parallel()
 	s := startServer(t)
 	sess := s.session(t, "no output")
 	m := s.run(t, sess.ID, "true", nil)
@@ -48,6 +49,7 @@ func TestNoOutputNoDisclosure(t *testing.T) {
 }
 
 func TestCompletedOutputFetchedOnceOnOpen(t *testing.T) {
+	t.Parallel()
 	s := startServer(t)
 	sess := s.session(t, "exit 7")
 	m := s.run(t, sess.ID, longCommand, nil)
@@ -128,6 +130,7 @@ func TestCompletedOutputFetchedOnceOnOpen(t *testing.T) {
 }
 
 func TestRunningOutputPollsUntilFinished(t *testing.T) {
+	t.Parallel()
 	s := startServer(t)
 	sess := s.session(t, "running")
 	b := newBrowser(t)
@@ -185,6 +188,7 @@ func TestRunningOutputPollsUntilFinished(t *testing.T) {
 // While a running command's output stays the same, every poll names the version the page
 // holds and is answered 304 with no body, and nothing on screen changes.
 func TestUnchangedPollsCarryNoBody(t *testing.T) {
+	t.Parallel()
 	s := startServer(t)
 	b, m := s.openRunning(t, `echo start; sleep 60`, len("start\n"))
 	b.waitFor(t, "the transcript", fmt.Sprintf(`(document.querySelector(%q) || {textContent: ""}).textContent === "start\n"`,
@@ -215,6 +219,7 @@ func TestUnchangedPollsCarryNoBody(t *testing.T) {
 }
 
 func TestUnknownExitIsNeutral(t *testing.T) {
+	t.Parallel()
 	s := startServer(t)
 	sess := s.session(t, "unknown exit")
 	killed := s.run(t, sess.ID, `echo before the signal; kill -KILL $$`, nil)
@@ -255,6 +260,7 @@ func TestUnknownExitIsNeutral(t *testing.T) {
 }
 
 func TestMobileStaysWithinWidth(t *testing.T) {
+	t.Parallel()
 	s := startServer(t)
 	sess := s.session(t, "mobile")
 	long := `printf '%s\n' "$(printf 'unbroken-output-%.0s' $(seq 1 200))"; ` + longCommand
@@ -289,6 +295,7 @@ func TestMobileStaysWithinWidth(t *testing.T) {
 }
 
 func TestReloadShowsSameConversation(t *testing.T) {
+	t.Parallel()
 	s := startServer(t)
 	sess := s.session(t, "reload")
 	s.run(t, sess.ID, "echo one", nil)
@@ -315,6 +322,7 @@ func TestReloadShowsSameConversation(t *testing.T) {
 }
 
 func TestOfflineShellFromServiceWorker(t *testing.T) {
+	t.Parallel()
 	s := startServer(t)
 	sess := s.session(t, "offline")
 	b := newBrowser(t)
@@ -346,6 +354,7 @@ func TestOfflineShellFromServiceWorker(t *testing.T) {
 }
 
 func TestCreateTaskThenPromptFromTheBrowser(t *testing.T) {
+	t.Parallel()
 	s := startServer(t)
 	b := newBrowser(t)
 	b.do(t, chromedp.Navigate(s.URL+"/"))
@@ -379,6 +388,7 @@ func TestCreateTaskThenPromptFromTheBrowser(t *testing.T) {
 }
 
 func TestReconnectRelistsWithoutDoubles(t *testing.T) {
+	t.Parallel()
 	db := filepath.Join(t.TempDir(), "conch.db")
 	s := startServerAt(t, "127.0.0.1:0", db)
 	sess := s.session(t, "reconnect")
@@ -407,6 +417,7 @@ func TestReconnectRelistsWithoutDoubles(t *testing.T) {
 }
 
 func TestUnknownSession(t *testing.T) {
+	t.Parallel()
 	s := startServer(t)
 	b := newBrowser(t)
 	dials := make(chan string, 16)
@@ -438,6 +449,7 @@ func TestUnknownSession(t *testing.T) {
 // A session watched live past one chunk (100 messages): every message once, in order,
 // and the same conversation after a reload.
 func TestLongLiveSessionInOrder(t *testing.T) {
+	t.Parallel()
 	s := startServer(t)
 	sess := s.session(t, "long live session")
 	b := newBrowser(t)

@@ -30,6 +30,7 @@ var spending = map[string]acptest.Script{
 // Resume button that starts the agent again, which resumes; an agent that cannot resume
 // says why instead. The task list shows each task's cost.
 func TestUsageAndResumeOnTheBar(t *testing.T) {
+	t.Parallel()
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
