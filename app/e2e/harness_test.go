@@ -268,7 +268,9 @@ func (b *browser) started(t *testing.T, cancel context.CancelFunc) *browser {
 }
 
 // contextID is the browser's browser context, for the Browser domain's commands.
-func (b *browser) contextID() cdp.BrowserContextID { return chromedp.FromContext(b.ctx).BrowserContextID }
+func (b *browser) contextID() cdp.BrowserContextID {
+	return chromedp.FromContext(b.ctx).BrowserContextID
+}
 
 // chromium is the package's one headless Chromium, started by the first test that needs
 // it and stopped by TestMain.
