@@ -62,21 +62,48 @@ func (s *session) UnstableCreateElicitation(ctx context.Context, p sdk.UnstableC
 	return elicitCancelled, nil
 }
 
-// property is the part of ACP's restricted JSON Schema property that Conch shows.
+// property is the part of ACP's restricted JSON Schema property that Conch shows: MCP's
+// (2025-11-25), where a multi-select is an array whose items are a string enum or anyOf.
 type property struct {
-	Type        string   `json:"type"`
-	Title       string   `json:"title"`
-	Description string   `json:"description"`
-	Enum        []string `json:"enum"`
-	OneOf       []struct {
-		Const string `json:"const"`
-		Title string `json:"title"`
-	} `json:"oneOf"`
+	Type        string `json:"type"`
+	Title       string `json:"title"`
+	Description string `json:"description"`
+	choices
+	Items *struct {
+		Type string `json:"type"`
+		choices
+	} `json:"items"`
 	Minimum   *float64 `json:"minimum"`
 	Maximum   *float64 `json:"maximum"`
 	MinLength *float64 `json:"minLength"`
 	MaxLength *float64 `json:"maxLength"`
+	MinItems  *float64 `json:"minItems"`
+	MaxItems  *float64 `json:"maxItems"`
 	Default   any      `json:"default"`
+}
+
+// choices are a field's fixed values: untitled (enum) or titled (oneOf for one, anyOf
+// for an array's items).
+type choices struct {
+	Enum  []string `json:"enum"`
+	OneOf []choice `json:"oneOf"`
+	AnyOf []choice `json:"anyOf"`
+}
+
+type choice struct {
+	Const string `json:"const"`
+	Title string `json:"title"`
+}
+
+func (c choices) options() []shared.ElicitationOption {
+	var opts []shared.ElicitationOption
+	for _, v := range c.Enum {
+		opts = append(opts, shared.ElicitationOption{Value: v})
+	}
+	for _, o := range slices.Concat(c.OneOf, c.AnyOf) {
+		opts = append(opts, shared.ElicitationOption{Value: o.Const, Title: o.Title})
+	}
+	return opts
 }
 
 // elicitation returns the question an agent's request asks, and its form or URL. The
@@ -102,15 +129,17 @@ func elicitation(p sdk.UnstableCreateElicitationRequest) (string, shared.Elicita
 		}
 		fd := shared.ElicitationField{Name: name, Type: pr.Type, Title: pr.Title, Description: pr.Description,
 			Required: slices.Contains(schema.Required, name), Min: pr.Minimum, Max: pr.Maximum, Default: pr.Default}
-		if pr.Type == shared.FieldString {
+		values := pr.choices
+		switch pr.Type {
+		case shared.FieldString:
 			fd.Min, fd.Max = pr.MinLength, pr.MaxLength
+		case shared.FieldArray:
+			if pr.Items == nil || pr.Items.Type != "" && pr.Items.Type != shared.FieldString {
+				return "", e, shared.Errorf(shared.CodeInvalid, "field %s: a list's items must be text options", shared.CutLabel(name))
+			}
+			fd.Min, fd.Max, values = pr.MinItems, pr.MaxItems, pr.Items.choices
 		}
-		for _, v := range pr.Enum {
-			fd.Options = append(fd.Options, shared.ElicitationOption{Value: v})
-		}
-		for _, o := range pr.OneOf {
-			fd.Options = append(fd.Options, shared.ElicitationOption{Value: o.Const, Title: o.Title})
-		}
+		fd.Options = values.options()
 		e.Fields = append(e.Fields, fd)
 	}
 	for _, r := range schema.Required {

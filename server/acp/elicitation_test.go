@@ -123,6 +123,54 @@ func TestElicitationForm(t *testing.T) {
 	assertEventsMatchStore(t, env, sess.ID)
 }
 
+// A multi-select (MCP's array of an enum, or of anyOf with titles) is a field of options
+// to tick; answers out of its options or bounds change nothing, and the agent gets the
+// ticked values as a JSON array.
+func TestElicitationMultiSelect(t *testing.T) {
+	pick := acptest.Form("What should I check?", map[string]any{
+		"checks": map[string]any{"type": "array", "title": "Checks", "minItems": 1, "maxItems": 2,
+			"items": map[string]any{"type": "string", "enum": []any{"lint", "test", "race"}}, "default": []any{"test"}},
+		"targets": map[string]any{"type": "array", "items": map[string]any{"anyOf": []any{
+			map[string]any{"const": "linux", "title": "Linux"}, map[string]any{"const": "js", "title": "The browser"}}}},
+	}, "checks")
+	env := newEnv(t, scripted(map[string]script{"ask": acptest.Elicit(pick)}), false, Profile{Name: "scripted"})
+	sess := env.start(t, "scripted")
+	env.promptAsync(t, sess.ID, "ask")
+	q := waitQuestion(t, env, sess.ID)
+	e := q.Metadata.Elicitation
+	if len(e.Fields) != 2 {
+		t.Fatalf("fields %+v", e.Fields)
+	}
+	checks, targets := e.Fields[0], e.Fields[1]
+	if checks.Type != shared.FieldArray || !checks.Required || len(checks.Options) != 3 || *checks.Min != 1 || *checks.Max != 2 ||
+		targets.Type != shared.FieldArray || len(targets.Options) != 2 || targets.Options[1] != (shared.ElicitationOption{Value: "js", Title: "The browser"}) {
+		t.Fatalf("fields %+v", e.Fields)
+	}
+	for _, tt := range []struct {
+		content map[string]any
+		want    string
+	}{
+		{map[string]any{"checks": []any{}}, "Checks is required"},
+		{map[string]any{"checks": "lint"}, "Checks must be a list of its options"},
+		{map[string]any{"checks": []any{"lint", "vet"}}, "Checks must be a list of its options"},
+		{map[string]any{"checks": []any{"lint", "lint"}}, `Checks has "lint" twice`},
+		{map[string]any{"checks": []any{"lint", "test", "race"}}, "Checks takes at most 2 of its options"},
+		{map[string]any{"checks": []any{"lint"}, "targets": []any{"The browser"}}, "targets must be a list of its options"},
+	} {
+		_, err := env.answerQuestion(context.Background(), sess.ID, q.ID, shared.ElicitationAnswer{Action: "accept", Content: tt.content})
+		if shared.ErrorCode(err) != shared.CodeInvalid || shared.ErrorMessage(err) != tt.want {
+			t.Errorf("answer %v: %v, want %q", tt.content, err, tt.want)
+		}
+	}
+	if _, err := env.answerQuestion(context.Background(), sess.ID, q.ID, shared.ElicitationAnswer{Action: "accept",
+		Content: map[string]any{"checks": []any{"race", "lint"}, "targets": []any{"js"}}}); err != nil {
+		t.Fatal(err)
+	}
+	if got := env.lastText(t, sess.ID); got != `got {"action":"accept","content":{"checks":["race","lint"],"targets":["js"]}}` {
+		t.Errorf("the agent got %s", got)
+	}
+}
+
 // A declined question is declined for the agent; a URL question takes accept alone.
 func TestElicitationDeclineAndURL(t *testing.T) {
 	url := sdk.NewUnstableCreateElicitationRequestUrl("e-1", "https://example.test/login?x=1")
@@ -180,6 +228,13 @@ func TestElicitationHostile(t *testing.T) {
 	for i := range options {
 		options[i] = strings.Repeat("o", i+1)
 	}
+	list := func(items map[string]any, extra ...any) map[string]any {
+		f := map[string]any{"type": "array", "items": items}
+		for i := 0; i < len(extra); i += 2 {
+			f[extra[i].(string)] = extra[i+1]
+		}
+		return f
+	}
 	url := func(u string) sdk.UnstableCreateElicitationRequest {
 		return sdk.NewUnstableCreateElicitationRequestUrl("e", u)
 	}
@@ -190,7 +245,15 @@ func TestElicitationHostile(t *testing.T) {
 		"fields":      {acptest.Form("q", many), "a form has at most 16 fields, not 17"},
 		"name":        {acptest.Form("q", map[string]any{strings.Repeat("n", 65): field(nil)}), "a field's name is longer than 64 bytes"},
 		"title":       {acptest.Form("q", map[string]any{"a": field(map[string]any{"title": strings.Repeat("t", 201)})}), "field a's title is longer than 200 bytes"},
-		"array":       {acptest.Form("q", map[string]any{"a": map[string]any{"type": "array", "items": map[string]any{"type": "string"}}}), `field a: type "array" is not one Conch shows (string, number, integer, boolean)`},
+		"array":       {acptest.Form("q", map[string]any{"a": map[string]any{"type": "array", "items": map[string]any{"type": "string"}}}), "field a: a list takes its items from options (items enum or anyOf)"},
+		"object":      {acptest.Form("q", map[string]any{"a": map[string]any{"type": "object"}}), `field a: type "object" is not one Conch shows (string, number, integer, boolean, array)`},
+		"no-items":    {acptest.Form("q", map[string]any{"a": map[string]any{"type": "array", "enum": []any{"x"}}}), "field a: a list's items must be text options"},
+		"num-items":   {acptest.Form("q", map[string]any{"a": list(map[string]any{"type": "number", "enum": []any{"x"}})}), "field a: a list's items must be text options"},
+		"item-enum":   {acptest.Form("q", map[string]any{"a": list(map[string]any{"type": "string", "enum": []any{1, 2}})}), "field a is not a schema Conch reads"},
+		"items":       {acptest.Form("q", map[string]any{"a": list(map[string]any{"type": "string", "enum": options})}), "field a has more than 32 options"},
+		"any-twice":   {acptest.Form("q", map[string]any{"a": list(map[string]any{"anyOf": []any{map[string]any{"const": "x"}, map[string]any{"const": "x", "title": "X"}}})}), `field a has the option "x" twice`},
+		"min-items":   {acptest.Form("q", map[string]any{"a": list(map[string]any{"enum": []any{"x"}}, "minItems", 2)}), "field a: no answer has at least 2 of its 1 options and at most its maxItems"},
+		"list-deflt":  {acptest.Form("q", map[string]any{"a": list(map[string]any{"enum": []any{"x"}}, "default", []any{"y"})}), "field a: its default is not one of its values"},
 		"enum":        {acptest.Form("q", map[string]any{"a": field(map[string]any{"enum": options})}), "field a has more than 32 options"},
 		"required":    {acptest.Form("q", map[string]any{"a": field(nil)}, "b"), "the required field b is not in the form"},
 		"default":     {acptest.Form("q", map[string]any{"a": field(map[string]any{"enum": []any{"x"}, "default": "y"})}), "field a: its default is not one of its values"},
