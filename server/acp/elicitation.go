@@ -46,7 +46,11 @@ func (s *session) UnstableCreateElicitation(ctx context.Context, p sdk.UnstableC
 		return elicitCancelled, sdk.NewInvalidParams(map[string]any{"error": shared.ErrorMessage(err)})
 	}
 	s.rec.flush() // what the agent said before asking is shown first
-	body, err := s.wait(ctx, shared.TypeElicitation, question, &shared.Metadata{Status: shared.StatusPending, Elicitation: &e})
+	var url sdk.UnstableElicitationId
+	if p.Url != nil {
+		url = p.Url.ElicitationId
+	}
+	body, err := s.wait(ctx, shared.TypeElicitation, question, &shared.Metadata{Status: shared.StatusPending, Elicitation: &e}, url)
 	var a shared.ElicitationAnswer
 	if err != nil || body == "" || json.Unmarshal([]byte(body), &a) != nil {
 		return elicitCancelled, err
@@ -60,6 +64,36 @@ func (s *session) UnstableCreateElicitation(ctx context.Context, p sdk.UnstableC
 		return sdk.NewUnstableCreateElicitationResponseDecline(), nil
 	}
 	return elicitCancelled, nil
+}
+
+// elicitCompleted is what the agent's URL question is answered when the agent itself
+// says the person's step is done: accept, as the person's Done would.
+var elicitCompleted = shared.Elicitation{Action: shared.ElicitAccept}.Answered()
+
+// UnstableCompleteElicitation ends the URL question the agent says is done (the person
+// finished the step on its page): stored completed, so every tab stops asking, and the
+// agent's request answered accept. An id of no question waiting here (unknown, of another
+// session's agent, answered or withdrawn already) changes nothing.
+func (s *session) UnstableCompleteElicitation(_ context.Context, p sdk.UnstableCompleteElicitationNotification) error {
+	s.permMu.Lock()
+	defer s.permMu.Unlock()
+	id := s.urls[p.ElicitationId]
+	ch := s.asks[id]
+	if ch == nil {
+		s.log.Warn("the agent completed no question that waits", "elicitation", shared.CutLabel(string(p.ElicitationId)))
+		return nil
+	}
+	m, changed, err := s.m.cfg.Store.CompleteElicitation(context.Background(), s.id, id)
+	if err != nil { // it waits on for the person's answer
+		s.log.Error("complete a question", "message", id, "err", err)
+		return nil
+	}
+	delete(s.asks, id)
+	ch <- elicitCompleted
+	if changed {
+		s.m.cfg.Events.MessageUpdated(m)
+	}
+	return nil
 }
 
 // property is the part of ACP's restricted JSON Schema property that Conch shows: MCP's

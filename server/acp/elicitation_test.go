@@ -5,6 +5,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	sdk "github.com/coder/acp-go-sdk"
 
@@ -49,6 +50,16 @@ func (env *testEnv) answerQuestion(ctx context.Context, sessionID, messageID str
 	env.ev.MessageUpdated(m)
 	env.m.Answered(sessionID, messageID, m.Metadata.Elicitation.Answered())
 	return m, nil
+}
+
+// needsAttention is whether the test's task needs attention.
+func (env *testEnv) needsAttention(t *testing.T) bool {
+	t.Helper()
+	tasks, err := env.st.ListTasks(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tasks[0].NeedsAttention
 }
 
 // lastText is the content of the session's last message once its turn ended.
@@ -349,13 +360,7 @@ func TestElicitationCancelWithdraws(t *testing.T) {
 	sess := env.start(t, "scripted")
 	env.promptAsync(t, sess.ID, "ask")
 	q := waitQuestion(t, env, sess.ID)
-	attention := func() bool {
-		tasks, err := env.st.ListTasks(context.Background())
-		if err != nil {
-			t.Fatal(err)
-		}
-		return tasks[0].NeedsAttention
-	}
+	attention := func() bool { return env.needsAttention(t) }
 	if !attention() {
 		t.Error("a pending question does not set needs_attention")
 	}
@@ -377,5 +382,106 @@ func TestElicitationCancelWithdraws(t *testing.T) {
 	}
 	if _, err := env.answerQuestion(context.Background(), sess.ID, q.ID, shared.ElicitationAnswer{Action: "decline"}); shared.ErrorCode(err) != shared.CodeConflict {
 		t.Errorf("answer after cancel: %v", err)
+	}
+}
+
+// The agent ends its own URL question (elicitation/complete) once the person's step on
+// its page is done: the question is stored completed, the agent's request is answered
+// accept, the task no longer needs attention, and a person's late answer is a conflict.
+// A completion of an id not waiting in the session (unknown, another session's, ended
+// already) changes nothing, and a second pending question of the same id is refused.
+func TestElicitationCompletedByTheAgent(t *testing.T) {
+	url := sdk.NewUnstableCreateElicitationRequestUrl("e-1", "https://example.test/login")
+	url.Url.Message = "Sign in, please"
+	done := make(chan struct{})
+	second, stored := make(chan error, 1), make(chan struct{})
+	ready := func(ctx context.Context) error {
+		select {
+		case <-done:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	env := newEnv(t, scripted(map[string]script{
+		"url": acptest.ElicitCompleted(url, ready),
+		"twice": func(ctx context.Context, a *acptest.Agent, sid sdk.SessionId) error {
+			go func() { // once the first is pending
+				<-stored
+				_, err := a.Conn.UnstableCreateElicitation(ctx, url)
+				second <- err
+			}()
+			return acptest.ElicitCompleted(url, ready)(ctx, a, sid)
+		},
+		"e-1":  acptest.Complete("e-1"),
+		"nope": acptest.Complete("nope"),
+	}), false, Profile{Name: "scripted"})
+	sess, other := env.start(t, "scripted"), env.start(t, "scripted")
+	env.promptAsync(t, sess.ID, "url")
+	q := waitQuestion(t, env, sess.ID)
+	attention := func() bool { return env.needsAttention(t) }
+	status := func() shared.ToolStatus {
+		for _, m := range env.messages(t, sess.ID) {
+			if m.ID == q.ID {
+				return m.Metadata.Status
+			}
+		}
+		t.Fatal("the question is gone")
+		return ""
+	}
+	for _, id := range []string{"e-1", "nope"} { // another session's agent, or an id no one asked
+		env.prompt(t, other.ID, id)
+		if got := env.lastText(t, other.ID); got != "completed "+id {
+			t.Fatalf("the other agent said %q", got)
+		}
+		if status() != shared.StatusPending || !attention() {
+			t.Fatalf("a completion of %s from another session changed the question: %s", id, status())
+		}
+	}
+
+	updated := len(env.ev.updated)
+	close(done)
+	if got := env.lastText(t, sess.ID); got != `got {"action":"accept"}` {
+		t.Errorf("the agent got %s", got)
+	}
+	if got := status(); got != shared.StatusCompleted {
+		t.Errorf("question after complete: %s", got)
+	}
+	env.ev.mu.Lock()
+	published := env.ev.updated[updated:]
+	env.ev.mu.Unlock()
+	if len(published) != 1 || published[0].ID != q.ID || published[0].Metadata.Status != shared.StatusCompleted || published[0].Metadata.Elicitation.Action != "" {
+		t.Errorf("published %+v, want the question completed", published)
+	}
+	if attention() {
+		t.Error("a completed question still sets needs_attention")
+	}
+	if _, err := env.answerQuestion(context.Background(), sess.ID, q.ID, shared.ElicitationAnswer{Action: "accept"}); shared.ErrorCode(err) != shared.CodeConflict {
+		t.Errorf("answer after complete: %v", err)
+	}
+	env.prompt(t, sess.ID, "e-1") // ended already
+	if got := env.lastText(t, sess.ID); got != "completed e-1" || status() != shared.StatusCompleted {
+		t.Errorf("a second completion: %q, question %s", got, status())
+	}
+	assertEventsMatchStore(t, env, sess.ID)
+
+	done = make(chan struct{})
+	env.ev.mu.Lock()
+	env.ev.added = nil
+	env.ev.mu.Unlock()
+	env.promptAsync(t, sess.ID, "twice")
+	waitQuestion(t, env, sess.ID)
+	close(stored)
+	select {
+	case err := <-second:
+		if err == nil || !strings.Contains(err.Error(), "a question with this elicitationId is pending") {
+			t.Errorf("a second question of the same id: %v", err)
+		}
+	case <-time.After(waitLimit):
+		t.Fatal("the second question was never answered")
+	}
+	close(done)
+	if got := env.lastText(t, sess.ID); got != `got {"action":"accept"}` {
+		t.Errorf("the agent got %s", got)
 	}
 }
