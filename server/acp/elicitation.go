@@ -13,7 +13,8 @@ import (
 
 // An agent's question (elicitation/create, unstable in ACP) is answered by a person as a
 // permission request is (permission.go): stored as an elicitation message, registered under
-// its id, and whichever of the person's answer and a withdrawal reaches it first wins. Only
+// its id, and whichever of the person's answer, a withdrawal and (for a URL question) the
+// agent's own elicitation/complete reaches it first wins. Only
 // an `ask` profile offers it (elicitationCapabilities), as only there a person answers.
 // What the agent asks is checked against shared.Elicitation's bounds before anything is
 // stored; a question out of them is refused to the agent and told to the person.
