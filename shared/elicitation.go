@@ -11,7 +11,8 @@ import (
 // Elicitation is an agent's question to a person (ACP's elicitation/create): a form of a
 // few typed fields, or a page to visit. It is metadata.elicitation of an elicitation
 // message, whose content is the agent's question; metadata.status is pending until a
-// person answers (selected, with Action) or the agent no longer waits (cancelled).
+// person answers (selected, with Action), the agent says a page's step is done
+// (completed, elicitation/complete) or the agent no longer waits (cancelled).
 type Elicitation struct {
 	Mode   string             `json:"mode"`          // form | url
 	URL    string             `json:"url,omitempty"` // url mode: the page, shown as text
@@ -32,25 +33,26 @@ const (
 	FieldNumber    = "number"
 	FieldInteger   = "integer"
 	FieldBoolean   = "boolean"
+	FieldArray     = "array" // several of the field's options (a multi-select), as a JSON array
 	maxAnswerBytes = 4 << 10 // a string a person answers, when the field sets no maxLength
 )
 
 // ElicitationField is one field of a form: ACP's restricted JSON Schema property.
 type ElicitationField struct {
 	Name        string              `json:"name"`
-	Type        string              `json:"type"` // string | number | integer | boolean
+	Type        string              `json:"type"` // string | number | integer | boolean | array
 	Title       string              `json:"title,omitempty"`
 	Description string              `json:"description,omitempty"`
 	Required    bool                `json:"required,omitempty"`
-	Options     []ElicitationOption `json:"options,omitempty"` // a string field's only values
-	// Min and Max bound a number (minimum, maximum) or a string's length in characters
-	// (minLength, maxLength).
+	Options     []ElicitationOption `json:"options,omitempty"` // a string's or an array's only values
+	// Min and Max bound a number (minimum, maximum), a string's length in characters
+	// (minLength, maxLength) or how many options an array holds (minItems, maxItems).
 	Min     *float64 `json:"min,omitempty"`
 	Max     *float64 `json:"max,omitempty"`
 	Default any      `json:"default,omitempty"`
 }
 
-// ElicitationOption is one value of a string field with a fixed set, and its label.
+// ElicitationOption is one value of a field with a fixed set, and its label.
 type ElicitationOption struct {
 	Value string `json:"value"`
 	Title string `json:"title,omitempty"`
@@ -140,22 +142,46 @@ func (f ElicitationField) check() error {
 	}
 	switch f.Type {
 	case FieldString, FieldNumber, FieldInteger, FieldBoolean:
+	case FieldArray:
+		if err := f.checkArray(); err != nil {
+			return err
+		}
 	default:
-		return Errorf(CodeInvalid, "field %s: type %q is not one Conch shows (string, number, integer, boolean)", f.Name, CutLabel(f.Type))
+		return Errorf(CodeInvalid, "field %s: type %q is not one Conch shows (string, number, integer, boolean, array)", f.Name, CutLabel(f.Type))
 	}
 	if len(f.Options) > MaxElicitationOptions {
 		return Errorf(CodeInvalid, "field %s has more than %d options", f.Name, MaxElicitationOptions)
 	}
-	for _, o := range f.Options {
+	for i, o := range f.Options {
 		if err := CheckLength("field "+f.Name+"'s option", o.Value, MaxElicitationTitle); err != nil {
 			return err
 		}
 		if err := CheckLength("field "+f.Name+"'s option title", o.Title, MaxElicitationTitle); err != nil {
 			return err
 		}
+		if slices.ContainsFunc(f.Options[:i], func(p ElicitationOption) bool { return p.Value == o.Value }) {
+			return Errorf(CodeInvalid, "field %s has the option %q twice", f.Name, CutLabel(o.Value))
+		}
 	}
 	if f.Default != nil && f.value(f.Default) != nil {
 		return Errorf(CodeInvalid, "field %s: its default is not one of its values", f.Name)
+	}
+	return nil
+}
+
+// checkArray refuses a multi-select a person could not answer: no options to tick, or
+// bounds on how many that no answer meets.
+func (f ElicitationField) checkArray() error {
+	if len(f.Options) == 0 {
+		return Errorf(CodeInvalid, "field %s: a list takes its items from options (items enum or anyOf)", f.Name)
+	}
+	for _, n := range []*float64{f.Min, f.Max} {
+		if n != nil && (*n < 0 || *n != math.Trunc(*n)) {
+			return Errorf(CodeInvalid, "field %s: minItems and maxItems must be whole numbers, at least 0", f.Name)
+		}
+	}
+	if f.Min != nil && (*f.Min > float64(len(f.Options)) || f.Max != nil && *f.Min > *f.Max) {
+		return Errorf(CodeInvalid, "field %s: no answer has at least %v of its %d options and at most its maxItems", f.Name, *f.Min, len(f.Options))
 	}
 	return nil
 }
@@ -191,7 +217,7 @@ func (e Elicitation) CheckAnswer(a ElicitationAnswer) error {
 	}
 	for _, f := range e.Fields {
 		v, ok := a.Content[f.Name]
-		if !ok || v == nil {
+		if list, isList := v.([]any); !ok || v == nil || isList && len(list) == 0 && f.Required { // nothing ticked is no answer
 			if f.Required {
 				return Errorf(CodeInvalid, "%s is required", f.Label())
 			}
@@ -240,6 +266,25 @@ func (f ElicitationField) value(v any) error {
 	case FieldBoolean:
 		if _, ok := v.(bool); !ok {
 			return Errorf(CodeInvalid, "%s must be true or false", f.Label())
+		}
+	case FieldArray:
+		list, ok := v.([]any)
+		if !ok {
+			return Errorf(CodeInvalid, "%s must be a list of its options", f.Label())
+		}
+		for i, item := range list {
+			s, ok := item.(string)
+			if !ok || !slices.ContainsFunc(f.Options, func(o ElicitationOption) bool { return o.Value == s }) {
+				return Errorf(CodeInvalid, "%s must be a list of its options", f.Label())
+			}
+			if slices.Contains(list[:i], item) {
+				return Errorf(CodeInvalid, "%s has %q twice", f.Label(), CutLabel(s))
+			}
+		}
+		if n := float64(len(list)); f.Min != nil && n < *f.Min {
+			return Errorf(CodeInvalid, "%s takes at least %v of its options", f.Label(), *f.Min)
+		} else if f.Max != nil && n > *f.Max {
+			return Errorf(CodeInvalid, "%s takes at most %v of its options", f.Label(), *f.Max)
 		}
 	}
 	return nil

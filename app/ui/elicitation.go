@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -56,7 +57,7 @@ func (r *ElicitationRow) Render() app.UI {
 	titleID := "elic-title-" + r.Msg.ID
 	state := "perm-unknown" // a class name never carries what came with the message
 	switch md.Status {
-	case shared.StatusPending, shared.StatusSelected, shared.StatusCancelled:
+	case shared.StatusPending, shared.StatusSelected, shared.StatusCompleted, shared.StatusCancelled:
 		state = "perm-" + string(md.Status)
 	}
 	return app.Div().Class("msg", "perm", "elic", state).DataSet("message-id", r.Msg.ID).
@@ -105,14 +106,62 @@ func (r *ElicitationRow) form(e shared.Elicitation, answering bool) app.UI {
 		app.Range(e.Fields).Slice(func(i int) app.UI {
 			f := e.Fields[i]
 			id := "elic-" + r.Msg.ID + "-" + strconv.Itoa(i) // never the agent's name: an id is an attribute
-			label := app.Label().For(id).Class("elic-label").Body(
+			label := []app.UI{
 				app.Text(f.Label()),
 				app.If(f.Required, func() app.UI { return app.Span().Class("elic-required").Aria("hidden", "true").Text(" *") }),
-			)
+			}
+			// The description is read before typing.
+			desc := app.If(f.Description != "", func() app.UI { return app.P().Class("elic-desc").Text(f.Description) })
+			if f.Type == shared.FieldArray { // a group of checkboxes, named by its legend
+				return app.FieldSet().Class("elic-field", "elic-checks").DataSet("field", attrText(f.Name)).Body(
+					app.Legend().Class("elic-label").Body(label...), desc, r.checks(id, f))
+			}
 			return app.Div().Class("elic-field").DataSet("field", attrText(f.Name)).Body(
-				label,
-				app.If(f.Description != "", func() app.UI { return app.P().Class("elic-desc").Text(f.Description) }), // read before typing
-				r.input(id, f),
+				app.Label().For(id).Class("elic-label").Body(label...), desc, r.input(id, f))
+		}),
+	)
+}
+
+// value is what the person typed in the field, or its default.
+func (r *ElicitationRow) value(f shared.ElicitationField) any {
+	if v, typed := r.values[f.Name]; typed {
+		return v
+	}
+	return f.Default
+}
+
+// set is the handler that keeps what the person typed in the field.
+func (r *ElicitationRow) set(f shared.ElicitationField, value func(app.Value) any) app.EventHandler {
+	return func(ctx app.Context, _ app.Event) {
+		if r.values == nil {
+			r.values = map[string]any{}
+		}
+		r.values[f.Name], r.err = value(ctx.JSSrc()), ""
+	}
+}
+
+// checks is a multi-select's checkbox per option, ticked as the person left it (or as
+// its default); the answer lists the ticked values in the options' order.
+func (r *ElicitationRow) checks(id string, f shared.ElicitationField) app.UI {
+	ticked, _ := r.value(f).([]any)
+	return app.Div().Class("elic-choices").Body(
+		app.Range(f.Options).Slice(func(i int) app.UI {
+			o := f.Options[i]
+			toggle := func(s app.Value) any {
+				now, _ := r.value(f).([]any) // not ticked: another box may have changed since this render
+				list := []any{}
+				for _, p := range f.Options {
+					if p.Value == o.Value && s.Get("checked").Bool() || p.Value != o.Value && slices.Contains(now, any(p.Value)) {
+						list = append(list, p.Value)
+					}
+				}
+				return list
+			}
+			box := id + "-" + strconv.Itoa(i)
+			return app.Label().For(box).Class("elic-choice").Body(
+				app.Input().Type("checkbox").ID(box).Class("elic-check").
+					Checked(slices.Contains(ticked, any(o.Value))).OnChange(r.set(f, toggle)),
+				app.Span().Text(cmpOr(o.Title, o.Value)),
 			)
 		}),
 	)
@@ -120,18 +169,8 @@ func (r *ElicitationRow) form(e shared.Elicitation, answering bool) app.UI {
 
 // input is the field's control, showing what the person typed or the field's default.
 func (r *ElicitationRow) input(id string, f shared.ElicitationField) app.UI {
-	v, typed := r.values[f.Name]
-	if !typed {
-		v = f.Default
-	}
-	set := func(value func(app.Value) any) app.EventHandler {
-		return func(ctx app.Context, _ app.Event) {
-			if r.values == nil {
-				r.values = map[string]any{}
-			}
-			r.values[f.Name], r.err = value(ctx.JSSrc()), ""
-		}
-	}
+	v := r.value(f)
+	set := func(value func(app.Value) any) app.EventHandler { return r.set(f, value) }
 	text := func(s app.Value) any { return s.Get("value").String() }
 	switch {
 	case f.Type == shared.FieldBoolean:
@@ -194,15 +233,12 @@ func cmpOr(a, b string) string {
 }
 
 // answer is the form's content: each field's default, overridden by what was typed;
-// empty fields are left out.
+// empty fields (and lists with nothing ticked) are left out.
 func (r *ElicitationRow) answer(e shared.Elicitation) map[string]any {
 	content := map[string]any{}
 	for _, f := range e.Fields {
-		v, typed := r.values[f.Name]
-		if !typed {
-			v = f.Default
-		}
-		if v != nil && v != "" {
+		v := r.value(f)
+		if list, ok := v.([]any); v != nil && v != "" && (!ok || len(list) > 0) {
 			content[f.Name] = v
 		}
 	}
@@ -261,6 +297,8 @@ func elicitationLabel(md shared.Metadata, e shared.Elicitation) string {
 			return what + " by " + md.AnsweredBy
 		}
 		return what
+	case shared.StatusCompleted:
+		return "Done: the agent says the step on its page is complete"
 	}
 	return "Not answered: the question was withdrawn"
 }
@@ -298,6 +336,12 @@ func answerText(f shared.ElicitationField, v any) string {
 			}
 		}
 		return v
+	case []any:
+		items := make([]string, len(v))
+		for i, item := range v {
+			items[i] = answerText(f, item)
+		}
+		return strings.Join(items, ", ")
 	}
 	return ""
 }

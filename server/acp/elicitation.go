@@ -13,7 +13,8 @@ import (
 
 // An agent's question (elicitation/create, unstable in ACP) is answered by a person as a
 // permission request is (permission.go): stored as an elicitation message, registered under
-// its id, and whichever of the person's answer and a withdrawal reaches it first wins. Only
+// its id, and whichever of the person's answer, a withdrawal and (for a URL question) the
+// agent's own elicitation/complete reaches it first wins. Only
 // an `ask` profile offers it (elicitationCapabilities), as only there a person answers.
 // What the agent asks is checked against shared.Elicitation's bounds before anything is
 // stored; a question out of them is refused to the agent and told to the person.
@@ -46,7 +47,11 @@ func (s *session) UnstableCreateElicitation(ctx context.Context, p sdk.UnstableC
 		return elicitCancelled, sdk.NewInvalidParams(map[string]any{"error": shared.ErrorMessage(err)})
 	}
 	s.rec.flush() // what the agent said before asking is shown first
-	body, err := s.wait(ctx, shared.TypeElicitation, question, &shared.Metadata{Status: shared.StatusPending, Elicitation: &e})
+	var url sdk.UnstableElicitationId
+	if p.Url != nil {
+		url = p.Url.ElicitationId
+	}
+	body, err := s.wait(ctx, shared.TypeElicitation, question, &shared.Metadata{Status: shared.StatusPending, Elicitation: &e}, url)
 	var a shared.ElicitationAnswer
 	if err != nil || body == "" || json.Unmarshal([]byte(body), &a) != nil {
 		return elicitCancelled, err
@@ -62,21 +67,78 @@ func (s *session) UnstableCreateElicitation(ctx context.Context, p sdk.UnstableC
 	return elicitCancelled, nil
 }
 
-// property is the part of ACP's restricted JSON Schema property that Conch shows.
+// elicitCompleted is what the agent's URL question is answered when the agent itself
+// says the person's step is done: accept, as the person's Done would.
+var elicitCompleted = shared.Elicitation{Action: shared.ElicitAccept}.Answered()
+
+// UnstableCompleteElicitation ends the URL question the agent says is done (the person
+// finished the step on its page): stored completed, so every tab stops asking, and the
+// agent's request answered accept. An id of no question waiting here (unknown, of another
+// session's agent, answered or withdrawn already) changes nothing.
+func (s *session) UnstableCompleteElicitation(_ context.Context, p sdk.UnstableCompleteElicitationNotification) error {
+	s.permMu.Lock()
+	defer s.permMu.Unlock()
+	id := s.urls[p.ElicitationId]
+	ch := s.asks[id]
+	if ch == nil {
+		s.log.Warn("the agent completed no question that waits", "elicitation", shared.CutLabel(string(p.ElicitationId)))
+		return nil
+	}
+	m, changed, err := s.m.cfg.Store.CompleteElicitation(context.Background(), s.id, id)
+	if err != nil { // it waits on for the person's answer
+		s.log.Error("complete a question", "message", id, "err", err)
+		return nil
+	}
+	delete(s.asks, id)
+	ch <- elicitCompleted
+	if changed {
+		s.m.cfg.Events.MessageUpdated(m)
+	}
+	return nil
+}
+
+// property is the part of ACP's restricted JSON Schema property that Conch shows: MCP's
+// (2025-11-25), where a multi-select is an array whose items are a string enum or anyOf.
 type property struct {
-	Type        string   `json:"type"`
-	Title       string   `json:"title"`
-	Description string   `json:"description"`
-	Enum        []string `json:"enum"`
-	OneOf       []struct {
-		Const string `json:"const"`
-		Title string `json:"title"`
-	} `json:"oneOf"`
+	Type        string `json:"type"`
+	Title       string `json:"title"`
+	Description string `json:"description"`
+	choices
+	Items *struct {
+		Type string `json:"type"`
+		choices
+	} `json:"items"`
 	Minimum   *float64 `json:"minimum"`
 	Maximum   *float64 `json:"maximum"`
 	MinLength *float64 `json:"minLength"`
 	MaxLength *float64 `json:"maxLength"`
+	MinItems  *float64 `json:"minItems"`
+	MaxItems  *float64 `json:"maxItems"`
 	Default   any      `json:"default"`
+}
+
+// choices are a field's fixed values: untitled (enum) or titled (oneOf for one, anyOf
+// for an array's items).
+type choices struct {
+	Enum  []string `json:"enum"`
+	OneOf []choice `json:"oneOf"`
+	AnyOf []choice `json:"anyOf"`
+}
+
+type choice struct {
+	Const string `json:"const"`
+	Title string `json:"title"`
+}
+
+func (c choices) options() []shared.ElicitationOption {
+	var opts []shared.ElicitationOption
+	for _, v := range c.Enum {
+		opts = append(opts, shared.ElicitationOption{Value: v})
+	}
+	for _, o := range slices.Concat(c.OneOf, c.AnyOf) {
+		opts = append(opts, shared.ElicitationOption{Value: o.Const, Title: o.Title})
+	}
+	return opts
 }
 
 // elicitation returns the question an agent's request asks, and its form or URL. The
@@ -102,15 +164,17 @@ func elicitation(p sdk.UnstableCreateElicitationRequest) (string, shared.Elicita
 		}
 		fd := shared.ElicitationField{Name: name, Type: pr.Type, Title: pr.Title, Description: pr.Description,
 			Required: slices.Contains(schema.Required, name), Min: pr.Minimum, Max: pr.Maximum, Default: pr.Default}
-		if pr.Type == shared.FieldString {
+		values := pr.choices
+		switch pr.Type {
+		case shared.FieldString:
 			fd.Min, fd.Max = pr.MinLength, pr.MaxLength
+		case shared.FieldArray:
+			if pr.Items == nil || pr.Items.Type != "" && pr.Items.Type != shared.FieldString {
+				return "", e, shared.Errorf(shared.CodeInvalid, "field %s: a list's items must be text options", shared.CutLabel(name))
+			}
+			fd.Min, fd.Max, values = pr.MinItems, pr.MaxItems, pr.Items.choices
 		}
-		for _, v := range pr.Enum {
-			fd.Options = append(fd.Options, shared.ElicitationOption{Value: v})
-		}
-		for _, o := range pr.OneOf {
-			fd.Options = append(fd.Options, shared.ElicitationOption{Value: o.Const, Title: o.Title})
-		}
+		fd.Options = values.options()
 		e.Fields = append(e.Fields, fd)
 	}
 	for _, r := range schema.Required {

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	sdk "github.com/coder/acp-go-sdk"
 
@@ -49,6 +50,16 @@ func (env *testEnv) answerQuestion(ctx context.Context, sessionID, messageID str
 	env.ev.MessageUpdated(m)
 	env.m.Answered(sessionID, messageID, m.Metadata.Elicitation.Answered())
 	return m, nil
+}
+
+// needsAttention is whether the test's task needs attention.
+func (env *testEnv) needsAttention(t *testing.T) bool {
+	t.Helper()
+	tasks, err := env.st.ListTasks(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tasks[0].NeedsAttention
 }
 
 // lastText is the content of the session's last message once its turn ended.
@@ -123,6 +134,54 @@ func TestElicitationForm(t *testing.T) {
 	assertEventsMatchStore(t, env, sess.ID)
 }
 
+// A multi-select (MCP's array of an enum, or of anyOf with titles) is a field of options
+// to tick; answers out of its options or bounds change nothing, and the agent gets the
+// ticked values as a JSON array.
+func TestElicitationMultiSelect(t *testing.T) {
+	pick := acptest.Form("What should I check?", map[string]any{
+		"checks": map[string]any{"type": "array", "title": "Checks", "minItems": 1, "maxItems": 2,
+			"items": map[string]any{"type": "string", "enum": []any{"lint", "test", "race"}}, "default": []any{"test"}},
+		"targets": map[string]any{"type": "array", "items": map[string]any{"anyOf": []any{
+			map[string]any{"const": "linux", "title": "Linux"}, map[string]any{"const": "js", "title": "The browser"}}}},
+	}, "checks")
+	env := newEnv(t, scripted(map[string]script{"ask": acptest.Elicit(pick)}), false, Profile{Name: "scripted"})
+	sess := env.start(t, "scripted")
+	env.promptAsync(t, sess.ID, "ask")
+	q := waitQuestion(t, env, sess.ID)
+	e := q.Metadata.Elicitation
+	if len(e.Fields) != 2 {
+		t.Fatalf("fields %+v", e.Fields)
+	}
+	checks, targets := e.Fields[0], e.Fields[1]
+	if checks.Type != shared.FieldArray || !checks.Required || len(checks.Options) != 3 || *checks.Min != 1 || *checks.Max != 2 ||
+		targets.Type != shared.FieldArray || len(targets.Options) != 2 || targets.Options[1] != (shared.ElicitationOption{Value: "js", Title: "The browser"}) {
+		t.Fatalf("fields %+v", e.Fields)
+	}
+	for _, tt := range []struct {
+		content map[string]any
+		want    string
+	}{
+		{map[string]any{"checks": []any{}}, "Checks is required"},
+		{map[string]any{"checks": "lint"}, "Checks must be a list of its options"},
+		{map[string]any{"checks": []any{"lint", "vet"}}, "Checks must be a list of its options"},
+		{map[string]any{"checks": []any{"lint", "lint"}}, `Checks has "lint" twice`},
+		{map[string]any{"checks": []any{"lint", "test", "race"}}, "Checks takes at most 2 of its options"},
+		{map[string]any{"checks": []any{"lint"}, "targets": []any{"The browser"}}, "targets must be a list of its options"},
+	} {
+		_, err := env.answerQuestion(context.Background(), sess.ID, q.ID, shared.ElicitationAnswer{Action: "accept", Content: tt.content})
+		if shared.ErrorCode(err) != shared.CodeInvalid || shared.ErrorMessage(err) != tt.want {
+			t.Errorf("answer %v: %v, want %q", tt.content, err, tt.want)
+		}
+	}
+	if _, err := env.answerQuestion(context.Background(), sess.ID, q.ID, shared.ElicitationAnswer{Action: "accept",
+		Content: map[string]any{"checks": []any{"race", "lint"}, "targets": []any{"js"}}}); err != nil {
+		t.Fatal(err)
+	}
+	if got := env.lastText(t, sess.ID); got != `got {"action":"accept","content":{"checks":["race","lint"],"targets":["js"]}}` {
+		t.Errorf("the agent got %s", got)
+	}
+}
+
 // A declined question is declined for the agent; a URL question takes accept alone.
 func TestElicitationDeclineAndURL(t *testing.T) {
 	url := sdk.NewUnstableCreateElicitationRequestUrl("e-1", "https://example.test/login?x=1")
@@ -180,6 +239,13 @@ func TestElicitationHostile(t *testing.T) {
 	for i := range options {
 		options[i] = strings.Repeat("o", i+1)
 	}
+	list := func(items map[string]any, extra ...any) map[string]any {
+		f := map[string]any{"type": "array", "items": items}
+		for i := 0; i < len(extra); i += 2 {
+			f[extra[i].(string)] = extra[i+1]
+		}
+		return f
+	}
 	url := func(u string) sdk.UnstableCreateElicitationRequest {
 		return sdk.NewUnstableCreateElicitationRequestUrl("e", u)
 	}
@@ -190,7 +256,15 @@ func TestElicitationHostile(t *testing.T) {
 		"fields":      {acptest.Form("q", many), "a form has at most 16 fields, not 17"},
 		"name":        {acptest.Form("q", map[string]any{strings.Repeat("n", 65): field(nil)}), "a field's name is longer than 64 bytes"},
 		"title":       {acptest.Form("q", map[string]any{"a": field(map[string]any{"title": strings.Repeat("t", 201)})}), "field a's title is longer than 200 bytes"},
-		"array":       {acptest.Form("q", map[string]any{"a": map[string]any{"type": "array", "items": map[string]any{"type": "string"}}}), `field a: type "array" is not one Conch shows (string, number, integer, boolean)`},
+		"array":       {acptest.Form("q", map[string]any{"a": map[string]any{"type": "array", "items": map[string]any{"type": "string"}}}), "field a: a list takes its items from options (items enum or anyOf)"},
+		"object":      {acptest.Form("q", map[string]any{"a": map[string]any{"type": "object"}}), `field a: type "object" is not one Conch shows (string, number, integer, boolean, array)`},
+		"no-items":    {acptest.Form("q", map[string]any{"a": map[string]any{"type": "array", "enum": []any{"x"}}}), "field a: a list's items must be text options"},
+		"num-items":   {acptest.Form("q", map[string]any{"a": list(map[string]any{"type": "number", "enum": []any{"x"}})}), "field a: a list's items must be text options"},
+		"item-enum":   {acptest.Form("q", map[string]any{"a": list(map[string]any{"type": "string", "enum": []any{1, 2}})}), "field a is not a schema Conch reads"},
+		"items":       {acptest.Form("q", map[string]any{"a": list(map[string]any{"type": "string", "enum": options})}), "field a has more than 32 options"},
+		"any-twice":   {acptest.Form("q", map[string]any{"a": list(map[string]any{"anyOf": []any{map[string]any{"const": "x"}, map[string]any{"const": "x", "title": "X"}}})}), `field a has the option "x" twice`},
+		"min-items":   {acptest.Form("q", map[string]any{"a": list(map[string]any{"enum": []any{"x"}}, "minItems", 2)}), "field a: no answer has at least 2 of its 1 options and at most its maxItems"},
+		"list-deflt":  {acptest.Form("q", map[string]any{"a": list(map[string]any{"enum": []any{"x"}}, "default", []any{"y"})}), "field a: its default is not one of its values"},
 		"enum":        {acptest.Form("q", map[string]any{"a": field(map[string]any{"enum": options})}), "field a has more than 32 options"},
 		"required":    {acptest.Form("q", map[string]any{"a": field(nil)}, "b"), "the required field b is not in the form"},
 		"default":     {acptest.Form("q", map[string]any{"a": field(map[string]any{"enum": []any{"x"}, "default": "y"})}), "field a: its default is not one of its values"},
@@ -286,13 +360,7 @@ func TestElicitationCancelWithdraws(t *testing.T) {
 	sess := env.start(t, "scripted")
 	env.promptAsync(t, sess.ID, "ask")
 	q := waitQuestion(t, env, sess.ID)
-	attention := func() bool {
-		tasks, err := env.st.ListTasks(context.Background())
-		if err != nil {
-			t.Fatal(err)
-		}
-		return tasks[0].NeedsAttention
-	}
+	attention := func() bool { return env.needsAttention(t) }
 	if !attention() {
 		t.Error("a pending question does not set needs_attention")
 	}
@@ -314,5 +382,106 @@ func TestElicitationCancelWithdraws(t *testing.T) {
 	}
 	if _, err := env.answerQuestion(context.Background(), sess.ID, q.ID, shared.ElicitationAnswer{Action: "decline"}); shared.ErrorCode(err) != shared.CodeConflict {
 		t.Errorf("answer after cancel: %v", err)
+	}
+}
+
+// The agent ends its own URL question (elicitation/complete) once the person's step on
+// its page is done: the question is stored completed, the agent's request is answered
+// accept, the task no longer needs attention, and a person's late answer is a conflict.
+// A completion of an id not waiting in the session (unknown, another session's, ended
+// already) changes nothing, and a second pending question of the same id is refused.
+func TestElicitationCompletedByTheAgent(t *testing.T) {
+	url := sdk.NewUnstableCreateElicitationRequestUrl("e-1", "https://example.test/login")
+	url.Url.Message = "Sign in, please"
+	done := make(chan struct{})
+	second, stored := make(chan error, 1), make(chan struct{})
+	ready := func(ctx context.Context) error {
+		select {
+		case <-done:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	env := newEnv(t, scripted(map[string]script{
+		"url": acptest.ElicitCompleted(url, ready),
+		"twice": func(ctx context.Context, a *acptest.Agent, sid sdk.SessionId) error {
+			go func() { // once the first is pending
+				<-stored
+				_, err := a.Conn.UnstableCreateElicitation(ctx, url)
+				second <- err
+			}()
+			return acptest.ElicitCompleted(url, ready)(ctx, a, sid)
+		},
+		"e-1":  acptest.Complete("e-1"),
+		"nope": acptest.Complete("nope"),
+	}), false, Profile{Name: "scripted"})
+	sess, other := env.start(t, "scripted"), env.start(t, "scripted")
+	env.promptAsync(t, sess.ID, "url")
+	q := waitQuestion(t, env, sess.ID)
+	attention := func() bool { return env.needsAttention(t) }
+	status := func() shared.ToolStatus {
+		for _, m := range env.messages(t, sess.ID) {
+			if m.ID == q.ID {
+				return m.Metadata.Status
+			}
+		}
+		t.Fatal("the question is gone")
+		return ""
+	}
+	for _, id := range []string{"e-1", "nope"} { // another session's agent, or an id no one asked
+		env.prompt(t, other.ID, id)
+		if got := env.lastText(t, other.ID); got != "completed "+id {
+			t.Fatalf("the other agent said %q", got)
+		}
+		if status() != shared.StatusPending || !attention() {
+			t.Fatalf("a completion of %s from another session changed the question: %s", id, status())
+		}
+	}
+
+	updated := len(env.ev.updated)
+	close(done)
+	if got := env.lastText(t, sess.ID); got != `got {"action":"accept"}` {
+		t.Errorf("the agent got %s", got)
+	}
+	if got := status(); got != shared.StatusCompleted {
+		t.Errorf("question after complete: %s", got)
+	}
+	env.ev.mu.Lock()
+	published := env.ev.updated[updated:]
+	env.ev.mu.Unlock()
+	if len(published) != 1 || published[0].ID != q.ID || published[0].Metadata.Status != shared.StatusCompleted || published[0].Metadata.Elicitation.Action != "" {
+		t.Errorf("published %+v, want the question completed", published)
+	}
+	if attention() {
+		t.Error("a completed question still sets needs_attention")
+	}
+	if _, err := env.answerQuestion(context.Background(), sess.ID, q.ID, shared.ElicitationAnswer{Action: "accept"}); shared.ErrorCode(err) != shared.CodeConflict {
+		t.Errorf("answer after complete: %v", err)
+	}
+	env.prompt(t, sess.ID, "e-1") // ended already
+	if got := env.lastText(t, sess.ID); got != "completed e-1" || status() != shared.StatusCompleted {
+		t.Errorf("a second completion: %q, question %s", got, status())
+	}
+	assertEventsMatchStore(t, env, sess.ID)
+
+	done = make(chan struct{})
+	env.ev.mu.Lock()
+	env.ev.added = nil
+	env.ev.mu.Unlock()
+	env.promptAsync(t, sess.ID, "twice")
+	waitQuestion(t, env, sess.ID)
+	close(stored)
+	select {
+	case err := <-second:
+		if err == nil || !strings.Contains(err.Error(), "a question with this elicitationId is pending") {
+			t.Errorf("a second question of the same id: %v", err)
+		}
+	case <-time.After(waitLimit):
+		t.Fatal("the second question was never answered")
+	}
+	close(done)
+	if got := env.lastText(t, sess.ID); got != `got {"action":"accept"}` {
+		t.Errorf("the agent got %s", got)
 	}
 }

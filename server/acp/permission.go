@@ -75,7 +75,7 @@ func (s *session) ask(ctx context.Context, p sdk.RequestPermissionRequest, title
 	for _, o := range p.Options {
 		md.Options = append(md.Options, shared.PermissionOption{OptionID: string(o.OptionId), Name: o.Name, Kind: string(o.Kind)})
 	}
-	option, err := s.wait(ctx, shared.TypePermissionRequest, title, md)
+	option, err := s.wait(ctx, shared.TypePermissionRequest, title, md, "")
 	if err != nil || option == "" {
 		return cancelledOutcome, err
 	}
@@ -83,10 +83,15 @@ func (s *session) ask(ctx context.Context, p sdk.RequestPermissionRequest, title
 }
 
 // wait stores a request for a person (a message of a type that Asks) and waits for the
-// answer: the body of the person's command, or "" when it was withdrawn.
-func (s *session) wait(ctx context.Context, typ shared.MessageType, content string, md *shared.Metadata) (string, error) {
+// answer: the body of the person's command, or "" when it was withdrawn. url, when not
+// empty, is a URL question's elicitationId, by which the agent may end it (completed).
+func (s *session) wait(ctx context.Context, typ shared.MessageType, content string, md *shared.Metadata, url sdk.UnstableElicitationId) (string, error) {
 	answer := make(chan string, 1)
 	s.permMu.Lock()
+	if _, twice := s.urls[url]; twice {
+		s.permMu.Unlock()
+		return "", sdk.NewInvalidParams(map[string]any{"error": "a question with this elicitationId is pending"})
+	}
 	m, err := s.m.cfg.Store.CreateMessage(context.Background(), store.NewMessage{SessionID: s.id,
 		AuthorType: shared.AuthorAgent, Type: typ, Content: content, Metadata: md})
 	if err != nil {
@@ -95,6 +100,14 @@ func (s *session) wait(ctx context.Context, typ shared.MessageType, content stri
 		return "", fmt.Errorf("the client could not record the request")
 	}
 	s.asks[m.ID] = answer
+	if url != "" {
+		s.urls[url] = m.ID
+		defer func() {
+			s.permMu.Lock()
+			delete(s.urls, url)
+			s.permMu.Unlock()
+		}()
+	}
 	s.m.cfg.Events.MessageAdded(m) // before any answer's update can be published
 	s.permMu.Unlock()
 	select {

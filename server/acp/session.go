@@ -57,6 +57,9 @@ type session struct {
 
 	permMu sync.Mutex             // held while a request is stored and registered, answered or cancelled
 	asks   map[string]chan string // pending permission requests and questions by message id (permission.go)
+	// urls are the message ids of pending URL questions by the agent's elicitationId,
+	// by which it ends one (elicitation/complete).
+	urls map[sdk.UnstableElicitationId]string
 
 	mu          sync.Mutex
 	replaying   bool                 // session/load is replaying the conversation, which is stored already
@@ -79,7 +82,7 @@ func newSession(m *Manager, sess shared.Session, task shared.Task, p Profile) *s
 	s := &session{m: m, id: sess.ID, cwd: sess.Cwd, dirs: task.AdditionalDirectories, profile: p, state: sess.State,
 		log:       m.log.With("session", sess.ID, "agent", p.Name),
 		connected: make(chan struct{}), guarded: make(chan struct{}), started: make(chan struct{}), done: make(chan struct{}),
-		terms: map[string]*terminal{}, asks: map[string]chan string{}}
+		terms: map[string]*terminal{}, asks: map[string]chan string{}, urls: map[sdk.UnstableElicitationId]string{}}
 	s.rec = newRecorder(recorderConfig{sessionID: sess.ID, cwd: sess.Cwd, store: m.cfg.Store, events: m.cfg.Events,
 		clock: m.clock, interval: m.cfg.FlushInterval, log: s.log, terminal: s.terminal,
 		outage: m.cfg.StoreOutage, stuck: s.storeDown, giveUp: m.closed})

@@ -10,14 +10,16 @@ import (
 	"conch/shared"
 )
 
-// question stores a pending question of the agent: a required name and an age.
+// question stores a pending question of the agent: a required name, an age and tags
+// (a multi-select).
 func (e *env) question(sessionID string) shared.Message {
 	e.t.Helper()
 	m, err := e.store.CreateMessage(context.Background(), store.NewMessage{SessionID: sessionID, AuthorType: shared.AuthorAgent,
 		Type: shared.TypeElicitation, Content: "Who are you?",
 		Metadata: &shared.Metadata{Status: shared.StatusPending, Elicitation: &shared.Elicitation{Mode: shared.ElicitForm, Fields: []shared.ElicitationField{
 			{Name: "name", Type: shared.FieldString, Title: "Your name", Required: true},
-			{Name: "age", Type: shared.FieldInteger, Max: new(150.0)}}}}})
+			{Name: "age", Type: shared.FieldInteger, Max: new(150.0)},
+			{Name: "tags", Type: shared.FieldArray, Options: []shared.ElicitationOption{{Value: "x"}, {Value: "y"}}}}}}})
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -42,6 +44,8 @@ func TestAnswerElicitation(t *testing.T) {
 		{"a wrong type", `{"action":"accept","content":{"name":"ada","age":"old"}}`, `{"error":"age must be a number","code":"invalid"}`},
 		{"past the maximum", `{"action":"accept","content":{"name":"ada","age":200}}`, `{"error":"age must be at most 150","code":"invalid"}`},
 		{"an unknown field", `{"action":"accept","content":{"name":"ada","root":true}}`, `{"error":"the question has no field \"root\"","code":"invalid"}`},
+		{"an option twice", `{"action":"accept","content":{"name":"ada","tags":["x","x"]}}`, `{"error":"tags has \"x\" twice","code":"invalid"}`},
+		{"not a list", `{"action":"accept","content":{"name":"ada","tags":"x"}}`, `{"error":"tags must be a list of its options","code":"invalid"}`},
 	} {
 		resp, body := e.do("POST", path, tt.body, ada...)
 		if resp.StatusCode != http.StatusBadRequest || body != tt.want {
@@ -53,11 +57,11 @@ func TestAnswerElicitation(t *testing.T) {
 	}
 
 	var m shared.Message
-	e.expect(http.StatusOK, "POST", path, `{"action":"accept","content":{"name":"ada","age":36}}`, &m, ada...)
+	e.expect(http.StatusOK, "POST", path, `{"action":"accept","content":{"name":"ada","age":36,"tags":["y","x"]}}`, &m, ada...)
 	if md := m.Metadata; md.Status != shared.StatusSelected || md.AnsweredBy != "ada" || md.Elicitation.Action != "accept" || md.Elicitation.Content["name"] != "ada" {
 		t.Errorf("answered %+v %+v", md, md.Elicitation)
 	}
-	if got := e.rt.answered(); len(got) != 1 || got[0] != q.ID+`: {"action":"accept","content":{"age":36,"name":"ada"}}` {
+	if got := e.rt.answered(); len(got) != 1 || got[0] != q.ID+`: {"action":"accept","content":{"age":36,"name":"ada","tags":["y","x"]}}` {
 		t.Errorf("the agent got %q", got)
 	}
 	w, resp, err := dial(t, e.listen(), http.Header{bob[0]: {bob[1]}})

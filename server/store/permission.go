@@ -94,11 +94,24 @@ func AnsweredBy(ctx context.Context, login string) context.Context {
 // (the answer came too late, and the store says what the agent got). changed is false,
 // with no error, when it had ended already.
 func (s *Store) CancelPermission(ctx context.Context, sessionID, messageID string) (shared.Message, bool, error) {
-	return s.settleAsk(ctx, "", sessionID, messageID, func(_ *gorm.DB, md *shared.Metadata) error {
+	return s.endAsk(ctx, "", sessionID, messageID, shared.StatusCancelled)
+}
+
+// CompleteElicitation ends a question of the session as completed because its agent said
+// the person's step on its page is done (ACP elicitation/complete) before an answer
+// reached it: pending, or answered but not handed to the agent yet. changed is false,
+// with no error, when it had ended already.
+func (s *Store) CompleteElicitation(ctx context.Context, sessionID, messageID string) (shared.Message, bool, error) {
+	return s.endAsk(ctx, shared.TypeElicitation, sessionID, messageID, shared.StatusCompleted)
+}
+
+// endAsk ends, with status and no answer, a request its agent no longer waits for.
+func (s *Store) endAsk(ctx context.Context, typ shared.MessageType, sessionID, messageID string, status shared.ToolStatus) (shared.Message, bool, error) {
+	return s.settleAsk(ctx, typ, sessionID, messageID, func(_ *gorm.DB, md *shared.Metadata) error {
 		if md.Status != shared.StatusPending && md.Status != shared.StatusSelected {
 			return errUnchanged
 		}
-		md.Status, md.SelectedOptionID, md.AnsweredBy = shared.StatusCancelled, "", ""
+		md.Status, md.SelectedOptionID, md.AnsweredBy = status, "", ""
 		if e := md.Elicitation; e != nil {
 			c := *e
 			c.Action, c.Content = "", nil

@@ -486,6 +486,31 @@ func Elicit(req sdk.UnstableCreateElicitationRequest) Script {
 	}
 }
 
+// ElicitCompleted is Elicit of a URL question that the agent ends itself once ready
+// returns nil (elicitation/complete), as an agent does when the person's step on its page
+// is done; the turn then tells what the client answered.
+func ElicitCompleted(req sdk.UnstableCreateElicitationRequest, ready func(context.Context) error) Script {
+	return func(ctx context.Context, a *Agent, sid sdk.SessionId) error {
+		go func() {
+			if ready(ctx) == nil { // a failed send leaves the question waiting: the test says so
+				_ = a.Conn.UnstableCompleteElicitation(ctx, sdk.UnstableCompleteElicitationNotification{ElicitationId: req.Url.ElicitationId})
+			}
+		}()
+		return Elicit(req)(ctx, a, sid)
+	}
+}
+
+// Complete is a turn that tells the client the URL question id is done
+// (elicitation/complete) and then says "completed " and the id.
+func Complete(id string) Script {
+	return func(ctx context.Context, a *Agent, sid sdk.SessionId) error {
+		if err := a.Conn.UnstableCompleteElicitation(ctx, sdk.UnstableCompleteElicitationNotification{ElicitationId: sdk.UnstableElicitationId(id)}); err != nil {
+			return err
+		}
+		return a.Send(ctx, sid, sdk.UpdateAgentMessageText("completed "+id))
+	}
+}
+
 // Form is a form question of message with the fields (JSON Schema properties) and the
 // required field names.
 func Form(message string, fields map[string]any, required ...string) sdk.UnstableCreateElicitationRequest {
