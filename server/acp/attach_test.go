@@ -16,6 +16,7 @@ import (
 // as an ACP image block, text as an embedded text resource, anything else as a blob; and
 // the session knows what its agent takes.
 func TestPromptAttachmentsAreBlocks(t *testing.T) {
+	t.Parallel()
 	var mu sync.Mutex
 	var got []sdk.ContentBlock
 	cfg := acptest.Config{

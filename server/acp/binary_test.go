@@ -74,6 +74,7 @@ func startShell(t *testing.T, c *client.Client) shared.Session {
 // A command printing 360 KB over about 4.5 s shows up live: added, several updated with
 // growing stdout_bytes and never a body, a final state; the snapshot holds the tail.
 func TestBinaryLiveOutput(t *testing.T) {
+	t.Parallel()
 	srv := startServer(t, filepath.Join(t.TempDir(), "conch.db"))
 	c := client.New(srv.base)
 	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
@@ -211,6 +212,7 @@ func sendUntil(ctx context.Context, t *testing.T, c *client.Client, sessionID, p
 // child, not one that left for a session of its own (Pdeathsig reaches only the direct
 // child; the command's PID namespace takes the rest with it).
 func TestBinaryCrashLeavesNoBackgroundChild(t *testing.T) {
+	t.Parallel()
 	// kill -9 gives the server no chance to clean up; SIGTERM is a clean stop. Neither
 	// may leave a command's background child, nor one that left its session (setsid).
 	for _, sig := range []syscall.Signal{syscall.SIGKILL, syscall.SIGTERM} {
@@ -249,6 +251,7 @@ func TestBinaryCrashLeavesNoBackgroundChild(t *testing.T) {
 // A server killed while a command runs leaves no process behind, and the restarted
 // server shows the command cancelled with its output and the session closed.
 func TestBinaryRestartWhileRunning(t *testing.T) {
+	t.Parallel()
 	db := filepath.Join(t.TempDir(), "conch.db")
 	srv := startServer(t, db)
 	c := client.New(srv.base)
@@ -294,6 +297,7 @@ func TestBinaryRestartWhileRunning(t *testing.T) {
 // directory, and the agent, a real process, answers from its memory of the earlier turn.
 // It logs the time from the restart to that first answer.
 func TestBinaryRestartResumes(t *testing.T) {
+	t.Parallel()
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
@@ -375,6 +379,7 @@ func waitAnswer(ctx context.Context, t *testing.T, c *client.Client, sessionID, 
 // --drain is up and its session left resumable: after a restart the next prompt resumes
 // it. It logs the drain times.
 func TestBinaryDrain(t *testing.T) {
+	t.Parallel()
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)

@@ -53,6 +53,7 @@ func configAgent(hostile ...sdk.SessionConfigOption) acptest.Config {
 // offer (bad ids, unknown kinds, too many values) is left out, names are cut; a request
 // for an option or value it does not offer is refused and changes nothing.
 func TestConfigOptions(t *testing.T) {
+	t.Parallel()
 	many := make([]string, 100)
 	for i := range many {
 		many[i] = fmt.Sprintf("v%d", i)
@@ -128,6 +129,7 @@ func TestConfigOptions(t *testing.T) {
 // An agent that lists models but offers no config options gets one model select, set
 // through session/set_model; one that offers neither has no options to set.
 func TestModelsFallback(t *testing.T) {
+	t.Parallel()
 	env := newEnv(t, scriptedAs(acptest.Config{Models: &sdk.SessionModelState{CurrentModelId: "m1", AvailableModels: []sdk.ModelInfo{
 		{ModelId: "m1", Name: "Model one"}, {ModelId: "m2", Name: "Model two", Description: sdk.Ptr("the larger")}, {ModelId: "m\x00", Name: "hostile"}}}}),
 		false, Profile{Name: "scripted"})
@@ -157,6 +159,7 @@ func TestModelsFallback(t *testing.T) {
 // request is withdrawn (ACP $/cancel_request, which the SDK sends when the request's
 // context ends); the options stay as they were.
 func TestConfigSetUnanswered(t *testing.T) {
+	t.Parallel()
 	withdrawn := make(chan error, 1)
 	cfg := configAgent()
 	cfg.ConfigSwitch = func(ctx context.Context) error {

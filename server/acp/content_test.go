@@ -16,6 +16,7 @@ import (
 // as a summary of a few hundred bytes and served whole by GetToolContent; a status update
 // without content keeps it; new content replaces it, as ACP says.
 func TestToolCallContentKeptApart(t *testing.T) {
+	t.Parallel()
 	oldText := strings.Repeat("line of the old file\n", 50_000)                                              // about 1 MB
 	newText := strings.Replace(oldText, "line of the old file\n", "line of the new file\n", 3) + "the end\n" // about 1 MB
 	env := newEnv(t, scripted(map[string]script{
@@ -71,6 +72,7 @@ func TestToolCallContentKeptApart(t *testing.T) {
 // ACP plan updates are one plan message per turn, updated in place with the whole plan
 // each time; the next turn's plan is a new message.
 func TestPlanOneMessagePerTurn(t *testing.T) {
+	t.Parallel()
 	entry := func(content string, status sdk.PlanEntryStatus) sdk.PlanEntry {
 		return sdk.PlanEntry{Content: content, Priority: sdk.PlanEntryPriorityHigh, Status: status}
 	}

@@ -50,6 +50,7 @@ func crashMidCommand(ctx context.Context, a *acptest.Agent, sid sdk.SessionId) e
 // An agent process that dies mid-command fails the session with its stderr tail; the
 // command's tool call ends cancelled with its output, and the command is killed.
 func TestAgentCrashMidCommand(t *testing.T) {
+	t.Parallel()
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
@@ -90,6 +91,7 @@ func TestAgentCrashMidCommand(t *testing.T) {
 
 // An agent that exits before answering initialize gives a failed session with its stderr.
 func TestAgentDiesAtStart(t *testing.T) {
+	t.Parallel()
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)

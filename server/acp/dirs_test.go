@@ -21,6 +21,7 @@ import (
 // not told, and the chat says so. Either way the agent's file requests reach them, and
 // nothing outside them and the session's directory.
 func TestTaskAdditionalDirectories(t *testing.T) {
+	t.Parallel()
 	extra, outside := t.TempDir(), t.TempDir()
 	if err := os.WriteFile(filepath.Join(extra, "notes.txt"), []byte("shared notes\n"), 0o644); err != nil {
 		t.Fatal(err)
@@ -113,6 +114,7 @@ func errText(err error) string {
 // before the resume of a stopped agent; a profile without it fails with the agent's words,
 // and one that names a method the agent does not list fails with the ones it does.
 func TestProfileAuthMethod(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct {
 		name, method string
 		want         string // the failed start's error; "" for a start

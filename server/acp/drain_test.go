@@ -18,6 +18,7 @@ import (
 // when the drain time is up (on the runtime's clock). Close then leaves both sessions
 // resumable (ready, stopped, owned by no server), with the chat saying so.
 func TestDrainLetsTurnsFinishThenCancels(t *testing.T) {
+	t.Parallel()
 	const drain = time.Minute
 	release := make(chan struct{})
 	scripts := map[string]script{

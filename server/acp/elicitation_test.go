@@ -74,6 +74,7 @@ func (env *testEnv) lastText(t *testing.T, sessionID string) string {
 // a pending message of its fields; answers its fields refuse change nothing; the answer
 // that fits reaches the agent, with who gave it; a second answer is a conflict.
 func TestElicitationForm(t *testing.T) {
+	t.Parallel()
 	var caps *sdk.ElicitationCapabilities
 	env := newEnv(t, scriptedAs(acptest.Config{Scripts: map[string]script{"ask": acptest.Elicit(form)},
 		OnInitialize: func(r sdk.InitializeRequest) { caps = r.ClientCapabilities.Elicitation }}), false, Profile{Name: "scripted", Permission: PermissionAsk})
@@ -138,6 +139,7 @@ func TestElicitationForm(t *testing.T) {
 // to tick; answers out of its options or bounds change nothing, and the agent gets the
 // ticked values as a JSON array.
 func TestElicitationMultiSelect(t *testing.T) {
+	t.Parallel()
 	pick := acptest.Form("What should I check?", map[string]any{
 		"checks": map[string]any{"type": "array", "title": "Checks", "minItems": 1, "maxItems": 2,
 			"items": map[string]any{"type": "string", "enum": []any{"lint", "test", "race"}}, "default": []any{"test"}},
@@ -184,6 +186,7 @@ func TestElicitationMultiSelect(t *testing.T) {
 
 // A declined question is declined for the agent; a URL question takes accept alone.
 func TestElicitationDeclineAndURL(t *testing.T) {
+	t.Parallel()
 	url := sdk.NewUnstableCreateElicitationRequestUrl("e-1", "https://example.test/login?x=1")
 	url.Url.Message = "Sign in, please"
 	env := newEnv(t, scripted(map[string]script{"ask": acptest.Elicit(form), "url": acptest.Elicit(url)}), false, Profile{Name: "scripted"})
@@ -220,6 +223,7 @@ func TestElicitationDeclineAndURL(t *testing.T) {
 // the person a note of why, and the session goes on. A profile where no person answers
 // does not offer elicitation, and refuses it.
 func TestElicitationHostile(t *testing.T) {
+	t.Parallel()
 	field := func(extra map[string]any) map[string]any {
 		f := map[string]any{"type": "string"}
 		for k, v := range extra {
@@ -316,6 +320,7 @@ func TestElicitationHostile(t *testing.T) {
 // Two people answer at once: one answer wins, the other is a conflict, and the agent
 // gets the winner's.
 func TestElicitationOneAnswerWins(t *testing.T) {
+	t.Parallel()
 	env := newEnv(t, scripted(map[string]script{"ask": acptest.Elicit(form)}), false, Profile{Name: "scripted"})
 	sess := env.start(t, "scripted")
 	env.promptAsync(t, sess.ID, "ask")
@@ -356,6 +361,7 @@ func TestElicitationOneAnswerWins(t *testing.T) {
 // Cancelling the turn withdraws a pending question: the agent gets cancel, the store
 // says cancelled, the task no longer needs attention, and a late answer is a conflict.
 func TestElicitationCancelWithdraws(t *testing.T) {
+	t.Parallel()
 	env := newEnv(t, scripted(map[string]script{"ask": acptest.Elicit(form)}), false, Profile{Name: "scripted"})
 	sess := env.start(t, "scripted")
 	env.promptAsync(t, sess.ID, "ask")
@@ -391,6 +397,7 @@ func TestElicitationCancelWithdraws(t *testing.T) {
 // A completion of an id not waiting in the session (unknown, another session's, ended
 // already) changes nothing, and a second pending question of the same id is refused.
 func TestElicitationCompletedByTheAgent(t *testing.T) {
+	t.Parallel()
 	url := sdk.NewUnstableCreateElicitationRequestUrl("e-1", "https://example.test/login")
 	url.Url.Message = "Sign in, please"
 	done := make(chan struct{})

@@ -24,6 +24,7 @@ import (
 // relative one, or a symlink that resolves outside it is refused with a clear error, and
 // nothing is read or written. A write inside is recorded as a diff.
 func TestFilesInsideTheSessionOnly(t *testing.T) {
+	t.Parallel()
 	outside := t.TempDir()
 	secret := filepath.Join(outside, "secret.txt")
 	if err := os.WriteFile(secret, []byte("keep out\n"), 0o644); err != nil {
@@ -131,6 +132,7 @@ func TestFilesInsideTheSessionOnly(t *testing.T) {
 // that says so (this runs as root in CI, where no file can deny a read, so the root's
 // error is given directly).
 func TestFilePermissionDenied(t *testing.T) {
+	t.Parallel()
 	err := rootError("/w/a.txt", &fs.PathError{Op: "openat", Path: "a.txt", Err: syscall.EACCES})
 	var re *sdk.RequestError
 	if !errors.As(err, &re) || re.Code != -32603 || re.Message != "Internal error: /w/a.txt: permission denied" {
@@ -164,6 +166,7 @@ func threads(t *testing.T) int {
 // request may load (a write used to read it whole for its diff). The server stays up
 // meanwhile and nothing outside changes.
 func TestFilesHostileKinds(t *testing.T) {
+	t.Parallel()
 	const fifoRequests = 200
 	outside := t.TempDir()
 	secret := filepath.Join(outside, "secret.txt")
@@ -265,6 +268,7 @@ func TestFilesHostileKinds(t *testing.T) {
 // Picking lines costs no memory per line: a file of 8 Mi empty lines used to be split
 // into 8 Mi strings (128 MiB of headers) to answer one.
 func TestReadLinesBoundedMemory(t *testing.T) {
+	t.Parallel()
 	var (
 		cwd     string
 		content string
@@ -301,6 +305,7 @@ func TestReadLinesBoundedMemory(t *testing.T) {
 // File requests together hold at most loadBudget bytes: a request that would pass it is
 // refused with the reason, and answered again once the bytes are given back.
 func TestFileLoadsWithinBudget(t *testing.T) {
+	t.Parallel()
 	var cwd string
 	var answers []string
 	env := newEnv(t, scripted(map[string]script{
@@ -338,6 +343,7 @@ func TestFileLoadsWithinBudget(t *testing.T) {
 // before the write (as when asking permission), only after it, or the call was reported
 // only after the write. A write no call of the agent's claims is a tool call of its own.
 func TestAgentEditWrittenThroughConchIsOneDiff(t *testing.T) {
+	t.Parallel()
 	var cwd string
 	const (
 		diffFirst  = iota // the call shows the diff, then the agent writes

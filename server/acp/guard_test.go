@@ -16,6 +16,7 @@ import (
 var small = lineLimits{sdk: 1<<10 - 1, max: 4 << 10}
 
 func TestGuard(t *testing.T) {
+	t.Parallel()
 	big := strings.Repeat("y", small.sdk) // over the SDK's line limit with the JSON around it, under max
 	input := strings.Join([]string{
 		`{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":1}}`,
@@ -67,6 +68,7 @@ func TestGuard(t *testing.T) {
 }
 
 func TestReadLineTooLong(t *testing.T) {
+	t.Parallel()
 	input := strings.Repeat("z", small.max+10) + "\nnext\n"
 	r := bufio.NewReaderSize(strings.NewReader(input), 16) // a line of many reads, as agents' are
 	if _, err := readLine(r, small.max); err != errLineTooLong {
@@ -81,6 +83,7 @@ func TestReadLineTooLong(t *testing.T) {
 }
 
 func TestLoadProfiles(t *testing.T) {
+	t.Parallel()
 	write := func(body string) string {
 		p := filepath.Join(t.TempDir(), "agents.json")
 		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {

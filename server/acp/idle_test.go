@@ -88,6 +88,7 @@ func (env *testEnv) restartAndRun(t testing.TB, sessionID, cmd string) string {
 // had a turn since is not. The session stays, says so, and the next prompt starts a new
 // agent in the same directory.
 func TestIdleAgentStopsAndRestarts(t *testing.T) {
+	t.Parallel()
 	const idle = 15 * time.Minute
 	env := newEnv(t, shellProcess(t), false)
 	env.m.cfg.AgentIdle = idle
@@ -123,6 +124,7 @@ func TestIdleAgentStopsAndRestarts(t *testing.T) {
 // StopAgent ends a running turn's command (cancelled, output kept) and the agent; the
 // session stays, and a second stop answers it as it is.
 func TestStopAgentDuringATurn(t *testing.T) {
+	t.Parallel()
 	env := newEnv(t, shellProcess(t), true)
 	sess := env.start(t, ShellAgent)
 	env.promptAsync(t, sess.ID, "echo started; sleep 60")
@@ -157,6 +159,7 @@ func TestStopAgentDuringATurn(t *testing.T) {
 
 // A session that ended cannot be stopped, nor restarted by a prompt.
 func TestStopAgentOfAnEndedSession(t *testing.T) {
+	t.Parallel()
 	env := newEnv(t, shellInProcess, false)
 	sess := env.start(t, ShellAgent)
 	env.m.Stop(sess.ID, "test")

@@ -15,6 +15,7 @@ import (
 
 // A prompt's files reach the agent as resource_link blocks after the text (a review).
 func TestPromptFilesAreResourceLinks(t *testing.T) {
+	t.Parallel()
 	var buf bytes.Buffer
 	sent := &lockedWriter{w: &buf} // what the client sent the agent
 	scripts := map[string]script{"review": func(context.Context, *acptest.Agent, sdk.SessionId) error { return nil }}

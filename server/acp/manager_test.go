@@ -36,6 +36,7 @@ func rawAll(ctx context.Context, a *acptest.Agent, sid sdk.SessionId, lines ...s
 // Every source shape of a command's output, a permission-first call, updates for unknown
 // ids, out-of-order and duplicate updates, text and thoughts: all become stored messages.
 func TestScriptedShapes(t *testing.T) {
+	t.Parallel()
 	var chosen sdk.PermissionOptionId
 	env := newEnv(t, scripted(map[string]script{
 		"shapes": func(ctx context.Context, a *acptest.Agent, sid sdk.SessionId) error {
@@ -186,6 +187,7 @@ func assertEventsMatchStore(t *testing.T, env *testEnv, sessionID string) {
 // Over 1,024 notifications in one burst and a line over 10 MiB leave the session working;
 // a running command's output growth is coalesced.
 func TestScriptedFloodAndOversizedLine(t *testing.T) {
+	t.Parallel()
 	const n = 1500 // two updates each: 3,000 notifications in one burst
 	env := newEnv(t, scripted(map[string]script{
 		"flood": func(ctx context.Context, a *acptest.Agent, sid sdk.SessionId) error {
@@ -244,6 +246,7 @@ func TestScriptedFloodAndOversizedLine(t *testing.T) {
 
 // A turn the agent fails leaves an error message and a ready session.
 func TestScriptedTurnError(t *testing.T) {
+	t.Parallel()
 	env := newEnv(t, scripted(map[string]script{}), false, Profile{Name: "scripted"})
 	sess := env.start(t, "scripted")
 	env.prompt(t, sess.ID, "no such script")
@@ -258,6 +261,7 @@ func TestScriptedTurnError(t *testing.T) {
 }
 
 func TestPermissionDeny(t *testing.T) {
+	t.Parallel()
 	var chosen sdk.RequestPermissionOutcome
 	env := newEnv(t, scripted(map[string]script{
 		"ask": func(ctx context.Context, a *acptest.Agent, sid sdk.SessionId) error {
@@ -282,6 +286,7 @@ func TestPermissionDeny(t *testing.T) {
 }
 
 func TestStartSessionErrors(t *testing.T) {
+	t.Parallel()
 	env := newEnv(t, scripted(nil), false, Profile{Name: "scripted"})
 	ctx := context.Background()
 	for _, tc := range []struct {
@@ -316,6 +321,7 @@ func TestStartSessionErrors(t *testing.T) {
 // A profile whose process cannot start gives a failed session with the error, not a hang,
 // and a failed session takes no prompts.
 func TestStartSessionLaunchFails(t *testing.T) {
+	t.Parallel()
 	env := newEnv(t, ExecLauncher("/no/such/conch"), false)
 	sess, err := env.m.StartSession(context.Background(), env.task.ID, ShellAgent, "")
 	if err != nil {
@@ -334,6 +340,7 @@ func TestStartSessionLaunchFails(t *testing.T) {
 
 // Close while an agent has not answered initialize ends the start at once: nothing hangs.
 func TestCloseDuringStart(t *testing.T) {
+	t.Parallel()
 	silent := pipeLauncher(func(ctx context.Context, in io.Reader, out io.Writer) error {
 		<-ctx.Done() // never answers
 		return ctx.Err()
@@ -366,6 +373,7 @@ func TestCloseDuringStart(t *testing.T) {
 
 // An agent that talks on and on fills several messages of bounded size; nothing is lost.
 func TestLongAgentTextSplits(t *testing.T) {
+	t.Parallel()
 	chunk := strings.Repeat("words ", 10_000) // 60,000 bytes
 	env := newEnv(t, scripted(map[string]script{
 		"talk": func(ctx context.Context, a *acptest.Agent, sid sdk.SessionId) error {

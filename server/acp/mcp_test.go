@@ -12,6 +12,7 @@ import (
 // A profile's MCP servers go to each new session of its agent: stdio always, http and sse
 // only to an agent that says it can use them; the session says which were left out.
 func TestProfileMCPServers(t *testing.T) {
+	t.Parallel()
 	got := make(chan []sdk.McpServer, 1)
 	profile := Profile{Name: "scripted", MCPServers: []MCPServer{
 		{Name: "files", Type: "stdio", Command: "/usr/bin/mcp-files", Args: []string{"--root", "."}, Env: map[string]string{"B": "2", "A": "1"}},

@@ -16,6 +16,7 @@ import (
 // when it sends them. A mode it does not offer, or any mode of an agent without modes,
 // is refused and changes nothing.
 func TestModesAndCommands(t *testing.T) {
+	t.Parallel()
 	env := newEnv(t, scriptedAs(acptest.Config{
 		Modes: &sdk.SessionModeState{CurrentModeId: "ask", AvailableModes: []sdk.SessionMode{
 			{Id: "ask", Name: "Ask"}, {Id: "code", Name: "Code", Description: sdk.Ptr("Edits files without asking")}}},
@@ -56,6 +57,7 @@ func TestModesAndCommands(t *testing.T) {
 }
 
 func TestNoModes(t *testing.T) {
+	t.Parallel()
 	env := newEnv(t, scripted(nil), false, Profile{Name: "scripted"})
 	sess := env.start(t, "scripted")
 	if sess.Modes != nil {
@@ -69,6 +71,7 @@ func TestNoModes(t *testing.T) {
 // An agent that never answers a mode switch costs the person a timeout error
 // (RequestTimeout, short here), not a request blocked for good; the session goes on.
 func TestModeSwitchUnanswered(t *testing.T) {
+	t.Parallel()
 	env := newEnv(t, scriptedAs(acptest.Config{
 		Modes: &sdk.SessionModeState{CurrentModeId: "ask", AvailableModes: []sdk.SessionMode{{Id: "ask", Name: "Ask"}, {Id: "code", Name: "Code"}}},
 		ModeSwitch: func(ctx context.Context) error {

@@ -28,6 +28,7 @@ func wire(t *testing.T, js string) toolUpdate {
 }
 
 func TestNormalize(t *testing.T) {
+	t.Parallel()
 	code := func(c int) *int { return &c }
 	for _, tc := range []struct {
 		name    string
@@ -217,6 +218,7 @@ func TestNormalize(t *testing.T) {
 
 // A client terminal's output wins; an exit the agent states fills in until the terminal has one.
 func TestNormalizeTerminalWins(t *testing.T) {
+	t.Parallel()
 	call := newToolCall("c")
 	call.apply(wire(t, `{"sessionUpdate":"tool_call","toolCallId":"c","title":"t","kind":"execute","rawOutput":{"stdout":"agent","exit_code":4}}`))
 	_, _, _, out, _ := call.render("/s", &shared.ShellOutput{Stdout: "terminal"})
@@ -232,6 +234,7 @@ func TestNormalizeTerminalWins(t *testing.T) {
 
 // Of output from deltas the store keeps the tail, as of any other.
 func TestNormalizeDeltaBound(t *testing.T) {
+	t.Parallel()
 	call := newToolCall("c")
 	chunk := strings.Repeat("é", 1000) // 2,000 bytes
 	for i := 0; i < 200; i++ {
@@ -245,6 +248,7 @@ func TestNormalizeDeltaBound(t *testing.T) {
 }
 
 func TestApplyReportsMajorChanges(t *testing.T) {
+	t.Parallel()
 	call := newToolCall("c")
 	if !call.apply(wire(t, `{"sessionUpdate":"tool_call","toolCallId":"c","title":"t","kind":"execute","status":"in_progress"}`)) {
 		t.Error("the first update is a major change")
@@ -259,6 +263,7 @@ func TestApplyReportsMajorChanges(t *testing.T) {
 
 // A snapshot is recognised after the kept output was cut to its tail, too.
 func TestNormalizeSnapshotPastTheBound(t *testing.T) {
+	t.Parallel()
 	call := newToolCall("c")
 	snap := func(s string) toolUpdate {
 		return toolUpdate{Meta: map[string]any{"terminal_output": map[string]any{"data": s}}}
@@ -273,6 +278,7 @@ func TestNormalizeSnapshotPastTheBound(t *testing.T) {
 }
 
 func TestUnfence(t *testing.T) {
+	t.Parallel()
 	for in, want := range map[string]string{
 		"```console\nok\n```":    "ok\n",
 		"```\nok\n```\n":         "ok\n",

@@ -20,6 +20,7 @@ import (
 // open its memory: the command runs in a user namespace of its own (also under a root
 // server, as in this machine's tests), and the server is not dumpable.
 func TestBinaryCommandCannotReadServer(t *testing.T) {
+	t.Parallel()
 	token := rand.Text()
 	srv := startServerAs(t, filepath.Join(t.TempDir(), "conch.db"), func(cmd *exec.Cmd) {
 		cmd.Env = append(os.Environ(), "CONCH_TOKEN="+token)
@@ -41,6 +42,7 @@ func TestBinaryCommandCannotReadServer(t *testing.T) {
 // environment either: the server is not dumpable. Run as root, the test runs the server
 // and the reader as nobody.
 func TestBinaryServerNotDumpable(t *testing.T) {
+	t.Parallel()
 	token := rand.Text()
 	dir := t.TempDir()
 	var cred *syscall.Credential
@@ -73,6 +75,7 @@ func TestBinaryServerNotDumpable(t *testing.T) {
 // Everything an agent or command starts runs under processLimit (RLIMIT_NPROC), set by
 // its namespace's init. A fork bomb is not tried: this machine is shared.
 func TestProcessLimitApplied(t *testing.T) {
+	t.Parallel()
 	limits := run(t, "cat /proc/self/limits", nil).shellOutput().Stdout
 	for _, line := range strings.Split(limits, "\n") {
 		if strings.HasPrefix(line, "Max processes") {
@@ -90,6 +93,7 @@ func TestProcessLimitApplied(t *testing.T) {
 // requests. The test process, a process outside the agents, is served (it created the
 // task and session).
 func TestBinaryAgentCannotUseTheAPI(t *testing.T) {
+	t.Parallel()
 	srv := startServerAs(t, filepath.Join(t.TempDir(), "conch.db"), func(*exec.Cmd) {})
 	c := client.New(srv.base)
 	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)

@@ -10,6 +10,7 @@ import (
 // does not list, or lists held by no process (its client sent and closed), counts as an
 // agent's: it cannot be told apart.
 func TestFromAgent(t *testing.T) {
+	t.Parallel()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -38,6 +39,7 @@ func TestFromAgent(t *testing.T) {
 }
 
 func TestKernelAddr(t *testing.T) {
+	t.Parallel()
 	for in, want := range map[string]string{
 		"0100007F:1F90":                         "127.0.0.1:8080",
 		"0000000000000000FFFF00000100007F:0050": "127.0.0.1:80", // v4-mapped, unmapped

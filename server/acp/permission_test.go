@@ -70,6 +70,7 @@ func waitAsk(t *testing.T, env *testEnv, sessionID string) shared.Message {
 // tool call it is about; a bad answer changes nothing; the chosen option, and only it,
 // reaches the agent; a second answer is a conflict.
 func TestPermissionAsk(t *testing.T) {
+	t.Parallel()
 	got := make(chan sdk.RequestPermissionOutcome, 1)
 	env := newEnv(t, scripted(map[string]script{"ask": askScript(got)}), false, Profile{Name: "scripted", Permission: PermissionAsk})
 	sess := env.start(t, "scripted")
@@ -139,6 +140,7 @@ func TestPermissionAsk(t *testing.T) {
 // Cancelling the turn answers a pending request cancelled, for the agent and the store;
 // an answer afterwards is a conflict.
 func TestPermissionCancelledWithTheTurn(t *testing.T) {
+	t.Parallel()
 	got := make(chan sdk.RequestPermissionOutcome, 1)
 	env := newEnv(t, scripted(map[string]script{"ask": askScript(got)}), false, Profile{Name: "scripted"})
 	sess := env.start(t, "scripted") // a profile without a policy asks
@@ -175,6 +177,7 @@ func TestPermissionCancelledWithTheTurn(t *testing.T) {
 // the agent gets cancelled, the store and the events say so, and the late delivery
 // changes nothing. An answer delivered where no agent waits for it ends cancelled too.
 func TestPermissionWithdrawnBeforeDelivery(t *testing.T) {
+	t.Parallel()
 	got := make(chan sdk.RequestPermissionOutcome, 1)
 	env := newEnv(t, scripted(map[string]script{"ask": askScript(got)}), false, Profile{Name: "scripted"})
 	sess := env.start(t, "scripted")
@@ -225,6 +228,7 @@ func TestPermissionWithdrawnBeforeDelivery(t *testing.T) {
 // A request pending when the server stops ends cancelled; answering it afterwards, with
 // no agent left to hand it to, is a conflict.
 func TestPermissionPendingAtStop(t *testing.T) {
+	t.Parallel()
 	got := make(chan sdk.RequestPermissionOutcome, 1)
 	env := newEnv(t, scripted(map[string]script{"ask": askScript(got)}), false, Profile{Name: "scripted"})
 	sess := env.start(t, "scripted")
@@ -254,6 +258,7 @@ func TestPermissionPendingAtStop(t *testing.T) {
 // `conch agent shell --ask` asks before each command: Allow runs it, Deny does not, and
 // the call it showed ends cancelled.
 func TestShellAgentAsks(t *testing.T) {
+	t.Parallel()
 	env := newEnv(t, pipeLauncher(shellagent.RunAsking), true, Profile{Name: "shell-ask"})
 	sess := env.start(t, "shell-ask")
 	ctx := context.Background()
@@ -330,6 +335,7 @@ func geminiScript(answered chan<- struct{}) script {
 // says so, ends cancelled and shows no output, whatever text the agent reports after;
 // allowed, the text it reports is its output.
 func TestPermissionRejectedCommandHasNoOutput(t *testing.T) {
+	t.Parallel()
 	answered := make(chan struct{}, 1)
 	env := newEnv(t, scripted(map[string]script{"gemini": geminiScript(answered)}), false, Profile{Name: "gemini", Permission: PermissionAsk})
 	sess := env.start(t, "gemini")

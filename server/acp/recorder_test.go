@@ -19,6 +19,7 @@ import (
 // Output growth of a stored message is written at most once per interval (latest state
 // wins); a change of state is written at once. Time is the fake clock's.
 func TestRecorderCoalesces(t *testing.T) {
+	t.Parallel()
 	env := newEnv(t, scripted(nil), false, Profile{Name: "scripted"})
 	sess := env.start(t, "scripted")
 	r := newRecorder(recorderConfig{sessionID: sess.ID, cwd: sess.Cwd, store: env.st, events: env.ev,
@@ -66,6 +67,7 @@ func TestRecorderCoalesces(t *testing.T) {
 // A released terminal's id is gone for the agent, but the tool call that showed it keeps
 // the output.
 func TestOutputAfterRelease(t *testing.T) {
+	t.Parallel()
 	var afterRelease error
 	env := newEnv(t, scripted(map[string]script{
 		"release": func(ctx context.Context, a *acptest.Agent, sid sdk.SessionId) error {
@@ -101,6 +103,7 @@ func TestOutputAfterRelease(t *testing.T) {
 // An agent that releases a running command and ends its turn at once (as a cancelled turn
 // does) still leaves how the command ended: release answers once the command is gone.
 func TestReleaseKnowsHowTheCommandEnded(t *testing.T) {
+	t.Parallel()
 	env := newEnv(t, scripted(map[string]script{
 		"release running": func(ctx context.Context, a *acptest.Agent, sid sdk.SessionId) error {
 			term, err := a.Conn.CreateTerminal(ctx, sdk.CreateTerminalRequest{SessionId: sid, Command: "sleep", Args: []string{"300"}})
@@ -128,6 +131,7 @@ func TestReleaseKnowsHowTheCommandEnded(t *testing.T) {
 // stays within shared.MaxPageBytes. (6 MB: over a page, and past the bound many times; the
 // bench's hostile step sends 30 MB to a real server.)
 func TestLongAgentMessageIsSplit(t *testing.T) {
+	t.Parallel()
 	huge := "a" + strings.Repeat("é", 3<<20)
 	env := newEnv(t, scripted(map[string]script{
 		"one": func(ctx context.Context, a *acptest.Agent, sid sdk.SessionId) error {

@@ -44,6 +44,7 @@ func (env *testEnv) agentTexts(t testing.TB, sessionID string) []string {
 // id in the same directory (load's replay is not stored a second time), and the chat
 // says so. An agent that offers neither starts with no memory, as before.
 func TestStoppedAgentResumes(t *testing.T) {
+	t.Parallel()
 	hello := func(ctx context.Context, a *acptest.Agent, sid sdk.SessionId) error {
 		return a.Send(ctx, sid, sdk.UpdateAgentMessageText("hi"))
 	}
@@ -105,6 +106,7 @@ func TestStoppedAgentResumes(t *testing.T) {
 // An agent that cannot take the conversation up (it forgot the session) starts a new one,
 // and the chat says it has no memory, with the agent's words.
 func TestResumeRefusedStartsAfresh(t *testing.T) {
+	t.Parallel()
 	env := newEnv(t, scriptedAs(acptest.Config{Scripts: map[string]script{}, Resume: true}), false, Profile{Name: "scripted"})
 	sess := env.start(t, "scripted")
 	if _, err := env.st.SetAgentSession(context.Background(), sess.ID, "forgotten", store.ResumeBy); err != nil {
@@ -131,6 +133,7 @@ func TestResumeRefusedStartsAfresh(t *testing.T) {
 // leaves its session resumable, not failed: ready and stopped, the chat saying it stopped
 // unexpectedly and will resume. Resume starts it again with no prompt, and it remembers.
 func TestCrashedAgentResumes(t *testing.T) {
+	t.Parallel()
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
@@ -172,6 +175,7 @@ func TestCrashedAgentResumes(t *testing.T) {
 // Resume of a stopped session whose agent cannot resume is refused with the reason, and
 // starts nothing; one whose agent runs is answered as it is.
 func TestResumeNeedsAnAgentThatCan(t *testing.T) {
+	t.Parallel()
 	env := newEnv(t, scriptedAs(acptest.Config{Scripts: map[string]script{}}), false, Profile{Name: "scripted"})
 	sess := env.start(t, "scripted")
 	if got, err := env.m.Resume(context.Background(), sess.ID); err != nil || got.State != shared.SessionReady || got.Stopped {
@@ -192,6 +196,7 @@ func TestResumeNeedsAnAgentThatCan(t *testing.T) {
 // An agent that replays a loaded conversation after answering session/load (Gemini CLI)
 // has its replay dropped too: the resumed turn shows the new answer alone, nothing twice.
 func TestLateReplayDropped(t *testing.T) {
+	t.Parallel()
 	hello := func(ctx context.Context, a *acptest.Agent, sid sdk.SessionId) error {
 		return a.Send(ctx, sid, sdk.UpdateAgentMessageText("hi"))
 	}

@@ -42,6 +42,7 @@ func lastShell(t testing.TB, env *testEnv, sessionID string) (shared.Message, sh
 }
 
 func TestShellAgentEndToEnd(t *testing.T) {
+	t.Parallel()
 	for name, launch := range map[string]Launcher{"in process": shellInProcess, "real process": shellProcess(t)} {
 		t.Run(name, func(t *testing.T) {
 			env := newEnv(t, launch, false)
@@ -85,6 +86,7 @@ func TestShellAgentEndToEnd(t *testing.T) {
 
 // A killed command reports its signal, with no exit code.
 func TestShellAgentSignal(t *testing.T) {
+	t.Parallel()
 	env := newEnv(t, shellInProcess, false)
 	sess := env.start(t, ShellAgent)
 	env.prompt(t, sess.ID, "echo bye; kill -TERM $$")
@@ -102,6 +104,7 @@ func TestShellAgentSignal(t *testing.T) {
 // ends cancelled with the output it had and the signal, the agent says how it ended, and
 // the session is ready for the next prompt.
 func TestShellAgentCancel(t *testing.T) {
+	t.Parallel()
 	env := newEnv(t, shellInProcess, true)
 	sess := env.start(t, ShellAgent)
 	env.promptAsync(t, sess.ID, "printf 'started '; "+hostPID+"; sleep 300 & wait")
@@ -131,6 +134,7 @@ func TestShellAgentCancel(t *testing.T) {
 // Closing the manager kills every agent and terminal process group; the running command
 // ends cancelled with its output and the session is closed.
 func TestManagerCloseKillsEverything(t *testing.T) {
+	t.Parallel()
 	env := newEnv(t, shellProcess(t), true)
 	sess := env.start(t, ShellAgent)
 	env.promptAsync(t, sess.ID, hostPID+"; sleep 300 & wait")
@@ -168,6 +172,7 @@ func stdoutSoFar(t testing.TB, env *testEnv, sessionID string) string {
 
 // An empty prompt runs nothing and says so.
 func TestShellAgentEmptyPrompt(t *testing.T) {
+	t.Parallel()
 	env := newEnv(t, shellInProcess, false)
 	sess := env.start(t, ShellAgent)
 	env.prompt(t, sess.ID, "  \n")
@@ -179,6 +184,7 @@ func TestShellAgentEmptyPrompt(t *testing.T) {
 
 // Sessions run side by side, each in its own directory, each with its own messages.
 func TestShellSessionsInParallel(t *testing.T) {
+	t.Parallel()
 	env := newEnv(t, shellInProcess, false)
 	sessions := make([]shared.Session, 3)
 	for i := range sessions {

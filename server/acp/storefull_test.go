@@ -59,6 +59,7 @@ func fillMidCommand(t *testing.T) (*testEnv, shared.Session, string) {
 // in its terminal state with its output, the session is stored failed with the reason,
 // and no command of the session is left running.
 func TestStoreFullMidCommand(t *testing.T) {
+	t.Parallel()
 	env, sess, big := fillMidCommand(t)
 	ctx := context.Background()
 
@@ -116,6 +117,7 @@ func TestStoreFullMidCommand(t *testing.T) {
 // hang on them; the next start's recovery, with room again, ends the command cancelled
 // and the session closed.
 func TestStoreFullAtShutdown(t *testing.T) {
+	t.Parallel()
 	env, sess, _ := fillMidCommand(t)
 	ctx := context.Background()
 	closed := make(chan struct{})

@@ -61,6 +61,7 @@ func wait(t *testing.T, term *terminal) exitStatus {
 }
 
 func TestTerminalExitStatus(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		script string
 		code   int // -1: none
@@ -88,6 +89,7 @@ func TestTerminalExitStatus(t *testing.T) {
 }
 
 func TestTerminalStreamsCwdEnv(t *testing.T) {
+	t.Parallel()
 	term := run(t, `printf 'out %s' "$CONCH_TEST"; printf 'err' >&2; pwd >&2`, nil)
 	o := term.shellOutput()
 	if o.Stdout != "out yes" {
@@ -119,6 +121,7 @@ func catFile(t *testing.T, data string, limit *int) *terminal {
 // the capture keeps enough of each stream, and drops a character only where the bound
 // would.
 func TestTerminalBound(t *testing.T) {
+	t.Parallel()
 	const L = shared.OutputLimit
 	for _, tc := range []struct {
 		name string
@@ -154,6 +157,7 @@ func head(s string) string {
 }
 
 func TestTerminalOutputByteLimit(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		data      string
 		limit     int
@@ -180,6 +184,7 @@ func TestTerminalOutputByteLimit(t *testing.T) {
 
 // A 50 MB stream is captured in bounded memory: each buffer holds at most twice its bound.
 func TestTerminalLargeOutputBounded(t *testing.T) {
+	t.Parallel()
 	term := run(t, "head -c 50000000 /dev/zero | tr '\\0' 'x'; echo done", nil)
 	o := term.shellOutput()
 	if !o.Truncated || len(o.Stdout) != keepLimit || !strings.HasSuffix(o.Stdout, "xdone\n") {
@@ -199,6 +204,7 @@ func TestTerminalLargeOutputBounded(t *testing.T) {
 const hostPID = `read -r pid rest < /proc/self/stat; echo "$pid"`
 
 func TestTerminalKillGroup(t *testing.T) {
+	t.Parallel()
 	term := start(t, "("+hostPID+"; exec sleep 300) & wait", nil)
 	var child int
 	deadline := time.Now().Add(10 * time.Second)
@@ -223,6 +229,7 @@ func TestTerminalKillGroup(t *testing.T) {
 // clock) after the last while the command still runs, and the stored output says which
 // signal ended it, with or without a PID namespace.
 func TestTerminalStop(t *testing.T) {
+	t.Parallel()
 	const ready = "echo ready; "
 	loop := "while :; do sleep 0.05; done"
 	for _, tc := range []struct {
@@ -275,6 +282,7 @@ func TestTerminalStop(t *testing.T) {
 // A command's background children end with it, with or without a PID namespace; once its
 // leader is reaped, the group is never signalled again (its number may be reused).
 func TestTerminalGroupEndsWithCommand(t *testing.T) {
+	t.Parallel()
 	for name, exe := range map[string]string{"namespace": testExe(t), "process group only": ""} {
 		t.Run(name, func(t *testing.T) {
 			script := "(" + hostPID + "; exec sleep 300) > pid & while [ ! -s pid ]; do sleep 0.01; done; cat pid"
@@ -323,6 +331,7 @@ func running(pid int) bool {
 }
 
 func TestTailText(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		raw          string
 		cut, partial bool
@@ -344,6 +353,7 @@ func TestTailText(t *testing.T) {
 }
 
 func TestTailBuffer(t *testing.T) {
+	t.Parallel()
 	b := tailBuffer{max: 4}
 	for _, w := range []string{"ab", "cd", "ef", "g", "hijklmnop", "q"} {
 		b.write([]byte(w))
@@ -370,6 +380,7 @@ func TestTerminalHidesToken(t *testing.T) {
 }
 
 func TestTerminalBadRequests(t *testing.T) {
+	t.Parallel()
 	neg := -1
 	for _, tc := range []struct {
 		command string
@@ -391,6 +402,7 @@ func TestTerminalBadRequests(t *testing.T) {
 
 // A command line without args runs through sh -c, as agents often send one.
 func TestTerminalCommandLine(t *testing.T) {
+	t.Parallel()
 	term, err := startTerminal("t", "echo one && echo two", nil, nil, t.TempDir(), nil, testExe(t), realClock, func(bool) {})
 	if err != nil {
 		t.Fatal(err)
@@ -404,6 +416,7 @@ func TestTerminalCommandLine(t *testing.T) {
 // The runtime hands over what a command produced in all, not only the kept tail, and
 // when it started and ended, read from the injected clock.
 func TestTerminalCountsAndTimes(t *testing.T) {
+	t.Parallel()
 	t0 := time.Date(2026, 12, 3, 8, 0, 0, 0, time.UTC)
 	clk := clocktest.New(t0, time.Second) // each reading a second later
 	// 400 KiB to stdout (past the kept tail), 5 bytes to stderr.
@@ -431,6 +444,7 @@ func TestTerminalCountsAndTimes(t *testing.T) {
 // tail and the rest of a cut character. A restarted stream's positions follow the old
 // one's end, so a position never stands for two different bytes.
 func TestCapturePositions(t *testing.T) {
+	t.Parallel()
 	s := newStreams()
 	s.stdout.write([]byte("é" + strings.Repeat("a", keepLimit-4))) // é's first byte falls off the tail
 	s.stdout.write([]byte("b\xe2\x82"))                            // and an incomplete € at the end
@@ -458,6 +472,7 @@ func TestCapturePositions(t *testing.T) {
 // creates past it, even all at once, are refused with a clear error and start nothing; a
 // release makes room again.
 func TestTerminalsPerSessionBounded(t *testing.T) {
+	t.Parallel()
 	const extra = 8
 	var (
 		mu       sync.Mutex

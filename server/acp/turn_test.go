@@ -15,6 +15,7 @@ import (
 // Every stop reason is stored on the session; every one but end_turn adds a status
 // message (author system) with a sentence for people and metadata.stop_reason.
 func TestTurnOutcomes(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		reason shared.StopReason
 		status string // the status message's content, "" for none
@@ -77,6 +78,7 @@ func TestTurnOutcomes(t *testing.T) {
 // A turn the agent ends with an error shows the agent's own words, not a JSON-RPC dump,
 // and leaves last_stop_reason as it was.
 func TestTurnErrorText(t *testing.T) {
+	t.Parallel()
 	env := newEnv(t, scripted(map[string]script{
 		"fail": func(context.Context, *acptest.Agent, sdk.SessionId) error {
 			return errors.New("model overloaded, try again later")

@@ -14,6 +14,7 @@ import (
 // winning; hostile ones among them (negative tokens, a cost that is not money) leave the
 // agent running. What the cost grew by is the task's total.
 func TestUsageStored(t *testing.T) {
+	t.Parallel()
 	reports := map[string]script{
 		"work": func(ctx context.Context, a *acptest.Agent, sid sdk.SessionId) error {
 			for _, u := range []sdk.SessionUpdate{

@@ -11,6 +11,7 @@ import (
 
 // Agents are told the build's version in initialize's clientInfo ("dev" without one).
 func TestClientInfoVersion(t *testing.T) {
+	t.Parallel()
 	for version, want := range map[string]string{"v1.4.0-3-gabc123": "v1.4.0-3-gabc123", "": "dev"} {
 		infos := make(chan *sdk.Implementation, 1)
 		env := newEnv(t, scriptedAs(acptest.Config{OnInitialize: func(r sdk.InitializeRequest) { infos <- r.ClientInfo }}),

@@ -35,6 +35,7 @@ func (w watchInput) Read(p []byte) (int, error) {
 // its session/prompt with ACP $/cancel_request, says so, and the session takes prompts
 // again.
 func TestStuckTurnWithdrawn(t *testing.T) {
+	t.Parallel()
 	never := make(chan struct{})
 	withdrawn := make(chan struct{})
 	var once sync.Once
