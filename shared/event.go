@@ -23,6 +23,11 @@ func (e Envelope) Decode(v any) error {
 	return nil
 }
 
+// CloseSignedOut is the WebSocket close code of a connection whose sign-in, access token
+// or share link ended (revoked, expired or its account deleted), as HTTP's 401: sign in
+// again.
+const CloseSignedOut = 4401
+
 // Envelope types.
 const (
 	EnvelopeRequest      = "request"

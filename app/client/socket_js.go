@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"sync"
 	"syscall/js"
+
+	"conch/shared"
 )
 
 // socket wraps the browser's WebSocket. coder/websocket's browser build imports net/http,
@@ -42,7 +44,11 @@ func (c *Client) dial(ctx context.Context, url string) (*socket, error) {
 	})
 	// The browser fires close after error, and after every close: the last event.
 	s.on("close", func(e js.Value) {
-		s.setErr(fmt.Errorf("closed, code %d", e.Get("code").Int()))
+		code := e.Get("code").Int()
+		if code == shared.CloseSignedOut {
+			signedOut()
+		}
+		s.setErr(fmt.Errorf("closed, code %d", code))
 		close(s.closed)
 		for _, f := range s.funcs {
 			f.Release()

@@ -3,6 +3,7 @@ package client
 import (
 	"context"
 	"errors"
+	"net/url"
 	"syscall/js"
 
 	"conch/shared"
@@ -52,7 +53,20 @@ func (c *Client) roundTrip(ctx context.Context, method, url, ifNoneMatch, conten
 		return answer{}, err
 	}
 	a.status, a.body = r.Get("status").Int(), []byte(text.String())
+	if a.status == 401 && c.token == "" { // not net/http: it would add megabytes
+		signedOut()
+	}
 	return a, nil
+}
+
+// signedOut sends the page to the sign-in page, which brings the person back here after:
+// the sign-in or share link that let this page in has ended (an API call answered 401, or
+// the WebSocket closed with shared.CloseSignedOut). Retrying could never succeed, and the
+// person would see only errors.
+func signedOut() {
+	loc := js.Global().Get("location")
+	next := loc.Get("pathname").String() + loc.Get("search").String()
+	loc.Call("assign", "/login?next="+url.QueryEscape(next))
 }
 
 // await waits for a promise, aborting the request when ctx ends first.

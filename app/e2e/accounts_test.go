@@ -2,6 +2,8 @@ package e2e
 
 import (
 	"context"
+	"fmt"
+	"net/url"
 	"strings"
 	"testing"
 
@@ -87,4 +89,34 @@ func TestAccountsInTheBrowser(t *testing.T) {
 	if got := again.text(t, "main"); !strings.Contains(got, "this invitation is not valid") {
 		t.Errorf("a used link: %q", got)
 	}
+}
+
+// A page whose sign-in ends while it is open (here the account is deleted, which closes
+// its WebSocket with 4401) goes to the sign-in page, which would bring it back, instead
+// of retrying for ever with only errors to show.
+func TestSignedOutPageGoesToSignIn(t *testing.T) {
+	t.Parallel()
+	s := startServerWithToken(t)
+	ctx, cancel := context.WithTimeout(context.Background(), deadline)
+	defer cancel()
+	if _, err := s.API.CreateAccount(ctx, "ada", shared.RoleAdmin, "ada's long password"); err != nil { // the sign-in page asks for logins once there is an admin
+		t.Fatal(err)
+	}
+	mia, err := s.API.CreateAccount(ctx, "mia", shared.RoleMember, "mia's long password")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sess := s.session(t, "read by mia")
+
+	b := newBrowser(t)
+	b.do(t, chromedp.Navigate(s.URL+"/login?next="+url.QueryEscape("/sessions/"+sess.ID)),
+		chromedp.SendKeys(chromedp.CSS("#login"), "mia"), chromedp.SendKeys(chromedp.CSS("#password"), "mia's long password"),
+		chromedp.Click(chromedp.CSS(`button[type=submit]`)))
+	b.waitThrough(t, "the session page", fmt.Sprintf(`location.pathname === %q && !document.getElementById("app-wasm-loader")`, "/sessions/"+sess.ID))
+	b.waitLive(t, "Live")
+	if err := s.API.DeleteAccount(ctx, mia.ID); err != nil {
+		t.Fatal(err)
+	}
+	want := "/login?next=" + url.QueryEscape("/sessions/"+sess.ID)
+	b.waitThrough(t, "the sign-in page", fmt.Sprintf(`location.pathname + location.search === %q && !!document.querySelector("#login")`, want))
 }

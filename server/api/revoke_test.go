@@ -96,7 +96,7 @@ func expectSignedOut(t *testing.T, w *wsClient, what string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	_, data, err := w.c.Read(ctx)
-	if websocket.CloseStatus(err) != closeSignedOut {
-		t.Errorf("after %s: read %s, %v; want a close with %d", what, data, err, closeSignedOut)
+	if websocket.CloseStatus(err) != shared.CloseSignedOut {
+		t.Errorf("after %s: read %s, %v; want a close with %d", what, data, err, shared.CloseSignedOut)
 	}
 }

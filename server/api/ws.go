@@ -37,7 +37,7 @@ const (
 // unknown_action, internal, ...; invalid was called bad_request before); requests may
 // omit "type". The server closes with 1008 when the client fell too far behind
 // (reconnect and re-list), 1001 when it shuts down, 1009 for a frame over the body
-// limit and 4401 when its sign-in, token, link or account ends (closeSignedOut).
+// limit and 4401 when its sign-in, token, link or account ends (shared.CloseSignedOut).
 
 // handleWS serves one /ws connection. The read loop runs here; one writer goroutine owns
 // every write (responses and notifications alike, through the hub client's queue) and the
@@ -64,10 +64,6 @@ func (s *server) handleWS(conn *websocket.Conn) {
 	}()
 	s.readLoop(ctx, conn, client, p.until)
 }
-
-// closeSignedOut closes a connection whose sign-in, access token or share link ended
-// (revoked, expired or its account deleted), as HTTP's 401: sign in again.
-const closeSignedOut = 4401
 
 var errSignInExpired = errors.New("signed out: the sign-in expired")
 
@@ -183,7 +179,7 @@ func (s *server) writeLoop(conn *websocket.Conn, client *hub.Client, until time.
 			case errors.Is(cause, hub.ErrShutdown):
 				code, reason = websocket.CloseGoingAway, cause.Error()
 			case errors.Is(cause, hub.ErrRevoked), errors.Is(cause, errSignInExpired):
-				code, reason = closeSignedOut, cause.Error()
+				code, reason = shared.CloseSignedOut, cause.Error()
 			}
 			_ = conn.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(code, reason), time.Now().Add(writeWait))
 			return
