@@ -159,7 +159,7 @@ func (f ElicitationField) check() error {
 		if err := CheckLength("field "+f.Name+"'s option title", o.Title, MaxElicitationTitle); err != nil {
 			return err
 		}
-		if slices.ContainsFunc(f.Options[:i], func(p ElicitationOption) bool { return p.Value == o.Value }) {
+		if hasOption(f.Options[:i], o.Value) {
 			return Errorf(CodeInvalid, "field %s has the option %q twice", f.Name, CutLabel(o.Value))
 		}
 	}
@@ -167,6 +167,11 @@ func (f ElicitationField) check() error {
 		return Errorf(CodeInvalid, "field %s: its default is not one of its values", f.Name)
 	}
 	return nil
+}
+
+// hasOption reports whether one of opts has the value v.
+func hasOption(opts []ElicitationOption, v string) bool {
+	return slices.ContainsFunc(opts, func(o ElicitationOption) bool { return o.Value == v })
 }
 
 // checkArray refuses a multi-select a person could not answer: no options to tick, or
@@ -250,7 +255,7 @@ func (f ElicitationField) value(v any) error {
 		if err := CheckLength(f.Label(), s, maxAnswerBytes); err != nil {
 			return err
 		}
-		if len(f.Options) > 0 && !slices.ContainsFunc(f.Options, func(o ElicitationOption) bool { return o.Value == s }) {
+		if len(f.Options) > 0 && !hasOption(f.Options, s) {
 			return Errorf(CodeInvalid, "%s must be one of its options", f.Label())
 		}
 		return between(float64(len([]rune(s))), " characters long")
@@ -274,7 +279,7 @@ func (f ElicitationField) value(v any) error {
 		}
 		for i, item := range list {
 			s, ok := item.(string)
-			if !ok || !slices.ContainsFunc(f.Options, func(o ElicitationOption) bool { return o.Value == s }) {
+			if !ok || !hasOption(f.Options, s) {
 				return Errorf(CodeInvalid, "%s must be a list of its options", f.Label())
 			}
 			if slices.Contains(list[:i], item) {

@@ -36,7 +36,9 @@ func TestMain(m *testing.M) {
 		os.Exit(0)
 	}
 	code := m.Run()
-	chromium.stop()
+	if chromium.stop != nil {
+		chromium.stop()
+	}
 	os.Exit(code)
 }
 

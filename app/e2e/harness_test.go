@@ -232,10 +232,9 @@ type snapshotLoad struct {
 // Chromium, so tests run side by side.
 func newBrowser(t *testing.T) *browser {
 	t.Helper()
-	b := &browser{requests: map[string]int{}, pending: map[network.RequestID]*snapshotLoad{}, loaded: make(chan struct{}, 1)}
-	var cancel context.CancelFunc
-	b.ctx, cancel = chromedp.NewContext(chromium.start(t), chromedp.WithNewBrowserContext(), chromedp.WithListener(b.observe))
-	return b.started(t, cancel)
+	b := blankBrowser()
+	ctx, cancel := chromedp.NewContext(chromium.start(t), chromedp.WithNewBrowserContext(), chromedp.WithListener(b.observe))
+	return b.started(t, ctx, cancel)
 }
 
 // ownBrowser is a Chromium of the test's own, for what a browser context cannot have:
@@ -243,17 +242,23 @@ func newBrowser(t *testing.T) *browser {
 // incognito, with no push).
 func ownBrowser(t *testing.T, extra ...chromedp.ExecAllocatorOption) *browser {
 	t.Helper()
-	b := &browser{requests: map[string]int{}, pending: map[network.RequestID]*snapshotLoad{}, loaded: make(chan struct{}, 1)}
-	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(), chromiumFlags(t, t.TempDir(), extra...)...)
+	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(), chromiumFlags(chromiumPath(t), t.TempDir(), extra...)...)
+	t.Cleanup(cancelAlloc)
+	b := blankBrowser()
 	ctx, cancel := chromedp.NewContext(alloc, chromedp.WithListener(b.observe))
-	b.ctx = ctx
-	return b.started(t, func() { cancel(); cancelAlloc() })
+	return b.started(t, ctx, cancel)
 }
 
-// started opens the browser's window, ended by cancel with the test. The window acts as
-// the focused one, as a person's is, though others of the same Chromium take turns.
-func (b *browser) started(t *testing.T, cancel context.CancelFunc) *browser {
+// blankBrowser is a browser with no requests seen, before its context.
+func blankBrowser() *browser {
+	return &browser{requests: map[string]int{}, pending: map[network.RequestID]*snapshotLoad{}, loaded: make(chan struct{}, 1)}
+}
+
+// started opens the browser's window in ctx, ended by cancel with the test. The window
+// acts as the focused one, as a person's is, though others of the same Chromium take turns.
+func (b *browser) started(t *testing.T, ctx context.Context, cancel context.CancelFunc) *browser {
 	t.Helper()
+	b.ctx = ctx
 	t.Cleanup(cancel)
 	// The first run opens the window, and on b.ctx itself: the window lasts as long as the
 	// context of that run.
@@ -277,23 +282,24 @@ func (b *browser) contextID() cdp.BrowserContextID {
 var chromium sharedChromium
 
 type sharedChromium struct {
-	once    sync.Once
-	ctx     context.Context
-	err     error
-	dir     string
-	cancels []context.CancelFunc
+	once sync.Once
+	ctx  context.Context
+	err  error
+	dir  string
+	stop func() // stops it, if it started, and removes its profile
 }
 
 // start starts Chromium once, and returns its first context, the parent of every test's.
 func (c *sharedChromium) start(t *testing.T) context.Context {
 	t.Helper()
+	exe := chromiumPath(t) // fails the test here, never inside once
 	c.once.Do(func() {
 		if c.dir, c.err = os.MkdirTemp("", "conch-e2e-chromium-"); c.err != nil {
 			return
 		}
-		alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(), chromiumFlags(t, c.dir)...)
+		alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(), chromiumFlags(exe, c.dir)...)
 		ctx, cancel := chromedp.NewContext(alloc)
-		c.ctx, c.cancels = ctx, []context.CancelFunc{cancel, cancelAlloc}
+		c.ctx, c.stop = ctx, func() { cancel(); cancelAlloc(); _ = os.RemoveAll(c.dir) }
 		c.err = chromedp.Do(ctx)
 	})
 	if c.err != nil {
@@ -302,19 +308,9 @@ func (c *sharedChromium) start(t *testing.T) context.Context {
 	return c.ctx
 }
 
-// stop stops Chromium, if it started, and removes its profile.
-func (c *sharedChromium) stop() {
-	for _, cancel := range c.cancels {
-		cancel()
-	}
-	if c.dir != "" {
-		_ = os.RemoveAll(c.dir)
-	}
-}
-
-// chromiumFlags start a headless Chromium with the profile dir that reaches no network of
-// its own; extra flags follow.
-func chromiumFlags(t *testing.T, dir string, extra ...chromedp.ExecAllocatorOption) []chromedp.ExecAllocatorOption {
+// chromiumPath is the Chromium to run: $CHROMIUM, or Debian's.
+func chromiumPath(t *testing.T) string {
+	t.Helper()
 	exe := os.Getenv("CHROMIUM")
 	if exe == "" {
 		exe = "/usr/bin/chromium"
@@ -323,6 +319,12 @@ func chromiumFlags(t *testing.T, dir string, extra ...chromedp.ExecAllocatorOpti
 		// Fail, never skip: a run without a browser must not pass as a full one.
 		t.Fatalf("no Chromium at %s: install Debian's chromium package (apt-get install chromium), or set CHROMIUM: %v", exe, err)
 	}
+	return exe
+}
+
+// chromiumFlags start a headless Chromium exe with the profile dir that reaches no
+// network of its own; extra flags follow.
+func chromiumFlags(exe, dir string, extra ...chromedp.ExecAllocatorOption) []chromedp.ExecAllocatorOption {
 	return append([]chromedp.ExecAllocatorOption{
 		chromedp.ExecPath(exe),
 		chromedp.Flag("headless", true),

@@ -170,16 +170,15 @@ func (r *ElicitationRow) checks(id string, f shared.ElicitationField) app.UI {
 // input is the field's control, showing what the person typed or the field's default.
 func (r *ElicitationRow) input(id string, f shared.ElicitationField) app.UI {
 	v := r.value(f)
-	set := func(value func(app.Value) any) app.EventHandler { return r.set(f, value) }
 	text := func(s app.Value) any { return s.Get("value").String() }
 	switch {
 	case f.Type == shared.FieldBoolean:
 		on, _ := v.(bool)
 		return app.Input().Type("checkbox").ID(id).Class("elic-check").Checked(on).
-			OnChange(set(func(s app.Value) any { return s.Get("checked").Bool() }))
+			OnChange(r.set(f, func(s app.Value) any { return s.Get("checked").Bool() }))
 	case len(f.Options) > 0:
 		current, _ := v.(string)
-		return app.Select().ID(id).Required(f.Required).OnChange(set(text)).Body(
+		return app.Select().ID(id).Required(f.Required).OnChange(r.set(f, text)).Body(
 			app.Option().Value("").Selected(current == "").Text("—"),
 			app.Range(f.Options).Slice(func(i int) app.UI {
 				o := f.Options[i]
@@ -187,7 +186,7 @@ func (r *ElicitationRow) input(id string, f shared.ElicitationField) app.UI {
 			}),
 		)
 	case f.Type == shared.FieldNumber || f.Type == shared.FieldInteger:
-		in := app.Input().Type("number").ID(id).Required(f.Required).Step(1).OnInput(set(number))
+		in := app.Input().Type("number").ID(id).Required(f.Required).Step(1).OnInput(r.set(f, number))
 		if f.Type == shared.FieldNumber {
 			in = in.Attr("step", "any")
 		}
@@ -203,7 +202,7 @@ func (r *ElicitationRow) input(id string, f shared.ElicitationField) app.UI {
 		return in
 	}
 	s, _ := v.(string)
-	in := app.Input().Type("text").ID(id).Required(f.Required).Value(attrText(s)).OnInput(set(text))
+	in := app.Input().Type("text").ID(id).Required(f.Required).Value(attrText(s)).OnInput(r.set(f, text))
 	if f.Max != nil && *f.Max >= 0 && *f.Max < 1<<20 {
 		in = in.MaxLength(int(*f.Max))
 	}

@@ -9,7 +9,6 @@ import (
 	sdk "github.com/coder/acp-go-sdk"
 
 	"conch/server/acp/acptest"
-	"conch/shared"
 )
 
 // A prompt's attachments reach the agent after its text, in the prompt's order: an image
@@ -46,18 +45,7 @@ func TestPromptAttachmentsAreBlocks(t *testing.T) {
 		}
 		ids = append(ids, a.ID)
 	}
-	msg, _, _, err := env.st.AddUserMessage(ctx, sess.ID, "look", "", "", ids[1], ids[0], ids[2])
-	if err != nil {
-		t.Fatal(err)
-	}
-	before := len(env.ev.states(sess.ID))
-	if err := env.m.Prompt(sess.ID, msg.ID, "look"); err != nil {
-		t.Fatal(err)
-	}
-	waitFor(t, env.ev, "the turn to end", func() bool {
-		s := env.ev.states(sess.ID)
-		return len(s) > before+1 && s[len(s)-1] != shared.SessionRunning
-	})
+	env.prompt(t, sess.ID, "look", ids[1], ids[0], ids[2])
 	mu.Lock()
 	b, _ := json.Marshal(got)
 	want := `[{"text":"look","type":"text"},{"data":"iVBORw0KGgpyZXN0","mimeType":"image/png","type":"image"},` +
@@ -73,17 +61,7 @@ func TestPromptAttachmentsAreBlocks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if msg, _, _, err = env.st.AddUserMessage(ctx, sess.ID, "", "", "", a.ID); err != nil {
-		t.Fatal(err)
-	}
-	before = len(env.ev.states(sess.ID))
-	if err := env.m.Prompt(sess.ID, msg.ID, ""); err != nil {
-		t.Fatal(err)
-	}
-	waitFor(t, env.ev, "the second turn to end", func() bool {
-		s := env.ev.states(sess.ID)
-		return len(s) > before+1 && s[len(s)-1] != shared.SessionRunning
-	})
+	env.prompt(t, sess.ID, "", a.ID)
 	mu.Lock()
 	defer mu.Unlock()
 	b, _ = json.Marshal(got)

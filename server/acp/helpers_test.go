@@ -204,20 +204,22 @@ func (env *testEnv) start(t testing.TB, agent string) shared.Session {
 	return sess
 }
 
-// prompt stores the user message as the API does, queues the turn and waits for its end.
-func (env *testEnv) prompt(t testing.TB, sessionID, content string) {
+// prompt stores the user message (with the stored attachments) as the API does, queues
+// the turn and waits for its end.
+func (env *testEnv) prompt(t testing.TB, sessionID, content string, attachments ...string) {
 	t.Helper()
-	env.promptAsync(t, sessionID, content)
+	env.promptAsync(t, sessionID, content, attachments...)
 	env.waitIdle(t, sessionID)
 }
 
-func (env *testEnv) promptAsync(t testing.TB, sessionID, content string) {
+func (env *testEnv) promptAsync(t testing.TB, sessionID, content string, attachments ...string) {
 	t.Helper()
-	if _, _, _, err := env.st.AddUserMessage(context.Background(), sessionID, content, "", ""); err != nil {
+	msg, _, _, err := env.st.AddUserMessage(context.Background(), sessionID, content, "", "", attachments...)
+	if err != nil {
 		t.Fatal(err)
 	}
 	before := len(env.ev.states(sessionID))
-	if err := env.m.Prompt(sessionID, "", content); err != nil {
+	if err := env.m.Prompt(sessionID, msg.ID, content); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, env.ev, "the turn to start", func() bool { return len(env.ev.states(sessionID)) > before })
