@@ -231,17 +231,19 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	notifier.Start()
 	defer notifier.Close()
 	runtime, err := acp.NewManager(acp.Config{Store: st, Events: notifier.Watch(self.Events()), Profiles: profiles,
-		DataDir: dataDir, Logger: log, AgentIdle: cfg.idle, Version: ui.Version, ReplayQuiet: acp.DefaultReplayQuiet})
+		DataDir: dataDir, Logger: log, AgentIdle: cfg.idle, Version: ui.Version, ReplayQuiet: acp.DefaultReplayQuiet,
+		NoSandbox: cfg.noSandbox})
 	if err != nil {
 		return err
 	}
+	sandbox := sandboxState(cfg.noSandbox, stderr, log)
 	self.Start(runtime)
 
 	ui.Routes()
 	wasm, _ := fs.ReadFile(web.FS, "app.wasm") // absent before the UI is built: the server still serves the API
 	server := api.New(api.Config{Store: st, Hub: events, Events: self.Events(), Runtime: self, UI: ui.Handler(wasm, cfg.token != "", api.Boot(st, time.Now)),
 		Web: web.FS, Token: cfg.token, TrustedProxies: cfg.trusted, Logger: log, FromAgent: acp.FromAgent, OIDC: cfg.oidc,
-		PushKey: notifier.PublicKey()})
+		PushKey: notifier.PublicKey(), Sandbox: sandbox})
 	ln, err := net.Listen("tcp", cfg.addr)
 	if err != nil {
 		return err
@@ -283,6 +285,27 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	return nil
 }
 
+// sandboxState finds how agents are confined here, says it in the log (loudly when they
+// are not) and returns it for /healthz.
+func sandboxState(off bool, stderr io.Writer, log *slog.Logger) string {
+	if off {
+		const warning = "--no-sandbox: agents and their commands run unconfined, and can read and change everything this server's user can: the database, every task's files, the user's home"
+		fmt.Fprintln(stderr, "WARNING:", warning)
+		log.Warn(warning)
+		return "off (--no-sandbox)"
+	}
+	exe, err := os.Executable()
+	if err == nil {
+		var state string
+		if state, err = acp.SandboxState(exe); err == nil {
+			log.Info("agents run sandboxed", "sandbox", state)
+			return state
+		}
+	}
+	log.Error("no agent can start", "err", err)
+	return "unavailable: " + err.Error()
+}
+
 // serveConfig is what `conch serve` was asked for, by its flags and environment, checked.
 type serveConfig struct {
 	addr, db, agents, token string
@@ -291,6 +314,7 @@ type serveConfig struct {
 	tokenFlag               bool      // the token came as --token, on the command line
 	oidc                    *api.OIDC // single sign-on, when an issuer is named
 	pushContact             string    // VAPID's subject (server/push)
+	noSandbox               bool      // agents run unconfined
 }
 
 // parseServe reads and checks serve's flags and environment; it opens and starts nothing.
@@ -323,6 +347,8 @@ func parseServe(args []string, stdout, stderr io.Writer) (serveConfig, error) {
 	groups := flags.String("oidc-groups", env("CONCH_OIDC_GROUPS", ""), "the issuer's groups and the roles they give, e.g. conch-admins=admin,developers=member (env CONCH_OIDC_GROUPS)")
 	defaultRole := flags.String("oidc-default-role", env("CONCH_OIDC_DEFAULT_ROLE", ""), "the role of someone in none of --oidc-groups; empty turns them away (env CONCH_OIDC_DEFAULT_ROLE)")
 	pushContact := flags.String("push-contact", env("CONCH_PUSH_CONTACT", ""), "an e-mail address or https URL the browsers' push services may write to about this server's notifications (env CONCH_PUSH_CONTACT)")
+	noSandbox := flags.Bool("no-sandbox", os.Getenv("CONCH_NO_SANDBOX") == "1",
+		"run agents and their commands unconfined, able to reach everything this server's user can (env CONCH_NO_SANDBOX=1); by default each session has a sandbox")
 	var proxies []string
 	flags.Func("trusted-proxy", "address or CIDR of a reverse proxy whose X-Forwarded-* headers count; repeatable (env CONCH_TRUSTED_PROXIES, comma-separated)",
 		func(p string) error { proxies = append(proxies, p); return nil })
@@ -345,7 +371,7 @@ func parseServe(args []string, stdout, stderr io.Writer) (serveConfig, error) {
 	if drain < 0 {
 		return serveConfig{}, fmt.Errorf("--drain %s is negative: give 0 to cancel running turns at once", drain)
 	}
-	cfg := serveConfig{addr: *addr, db: *dbPath, agents: *agents, token: *token, lease: lease, idle: idle, drain: drain, trusted: trusted, pushContact: *pushContact}
+	cfg := serveConfig{addr: *addr, db: *dbPath, agents: *agents, token: *token, lease: lease, idle: idle, drain: drain, trusted: trusted, pushContact: *pushContact, noSandbox: *noSandbox}
 	if *issuer != "" {
 		if cfg.oidc, err = parseOIDC(*issuer, *clientID, *groups, *defaultRole); err != nil {
 			return serveConfig{}, err

@@ -253,8 +253,37 @@ type Session struct {
 	// PromptCapabilities are what the agent takes in a prompt besides text (images,
 	// files), as it said when it last started; absent before.
 	PromptCapabilities *PromptCapabilities `json:"prompt_capabilities,omitempty"`
-	CreatedAt          time.Time           `json:"created_at"`
-	UpdatedAt          time.Time           `json:"updated_at"`
+	// Sandbox is what the agent and its commands may reach, as it was when the agent last
+	// started; absent before.
+	Sandbox   *Sandbox  `json:"sandbox,omitempty"`
+	CreatedAt time.Time `json:"created_at"`
+	UpdatedAt time.Time `json:"updated_at"`
+}
+
+// Network policies of a sandbox (Sandbox.Network).
+const (
+	NetworkAll   = "all"   // the host's network, as the server's user has it
+	NetworkNone  = "none"  // no network: a loopback of its own only
+	NetworkHosts = "hosts" // only Sandbox.Hosts, through Conch's egress proxy
+)
+
+// Sandbox is what a session's agent and every command it runs may reach (docs/SECURITY.md).
+// Besides Dirs and Read they see the system read-only (/usr, /etc, ...) and nothing else of
+// the host; Off says the server runs with --no-sandbox, and then none of it holds.
+type Sandbox struct {
+	Off bool `json:"off,omitempty"`
+	// Dirs may be read and changed: the session's directory, the task's additional
+	// directories and what the agent's profile adds (sandbox.write).
+	Dirs []string `json:"dirs"`
+	// Read may be read, besides the system: what the profile adds (sandbox.read).
+	Read []string `json:"read,omitempty"`
+	// Home is the session's private HOME, which holds its TMPDIR too; it is removed with
+	// the task.
+	Home string `json:"home,omitempty"`
+	// Network is NetworkAll, NetworkNone or NetworkHosts, then Hosts are the host names
+	// it may reach.
+	Network string   `json:"network"`
+	Hosts   []string `json:"hosts,omitempty"`
 }
 
 // Usage is an agent's report of its session (ACP usage_update): the tokens in its

@@ -148,7 +148,22 @@ func (s Session) Visible() Session {
 		u.Cost = &c
 		s.Usage = &u
 	}
+	if s.Sandbox != nil {
+		b := *s.Sandbox
+		b.Dirs, b.Read, b.Hosts = visibleAll(b.Dirs), visibleAll(b.Read), visibleAll(b.Hosts)
+		b.Home, b.Network = Visible(b.Home), Visible(b.Network)
+		s.Sandbox = &b
+	}
 	return s
+}
+
+// visibleAll returns a copy of list with each text marked (Visible).
+func visibleAll(list []string) []string {
+	out := slices.Clone(list)
+	for i, v := range out {
+		out[i] = Visible(v)
+	}
+	return out
 }
 
 // Visible returns s as a page shows it: every text in it marked (Visible).

@@ -99,9 +99,14 @@ func startGeminiServer(t *testing.T, turns []map[string]any) (s *server, replies
 		"name": "gemini", "description": "Gemini CLI 0.61.0, scripted", "command": node, "permission": "allow",
 		// A model named: with "auto" the CLI first asks a router model, a reply the script would need too.
 		"args": []string{gemini, "--experimental-acp", "--model", "gemini-2.5-flash", "--fake-responses", replies},
-		// Any key passes the sign-in check: no request is made with it.
-		"env": map[string]string{"GEMINI_API_KEY": "offline", "HOME": home, "GEMINI_CLI_HOME": home, "TMPDIR": t.TempDir(),
+		// Any key passes the sign-in check: no request is made with it. HOME and TMPDIR are
+		// the sandbox's; Gemini keeps its settings and records in GEMINI_CLI_HOME.
+		"env": map[string]string{"GEMINI_API_KEY": "offline", "GEMINI_CLI_HOME": home,
 			"GEMINI_CLI_NO_RELAUNCH": "true"}, // one process, not a launcher and a child
+		// Sandboxed as every agent is: it reads its own code and the scripted replies, and
+		// keeps its records where the test reads them.
+		"sandbox": map[string]any{"read": []string{filepath.Dir(filepath.Dir(filepath.Dir(filepath.Dir(gemini)))), dir},
+			"write": []string{home}},
 		"no_read_text_file": true,
 		// Gemini loads an earlier conversation (session/load) only once a sign-in method
 		// was chosen; it takes a new one on its key alone.

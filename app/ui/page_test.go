@@ -78,6 +78,8 @@ func bootWith(s string) shared.Boot {
 			Modes: &shared.Modes{Current: s + "2", Available: []shared.SessionMode{
 				{ID: s, Name: s, Description: s}, {ID: s + "2", Name: s, Description: s}}},
 			Commands: []shared.Command{{Name: s, Description: s, Hint: s}},
+			Sandbox: &shared.Sandbox{Dirs: []string{"/w" + s, s}, Read: []string{s}, Home: s,
+				Network: shared.NetworkHosts, Hosts: []string{s}}, // a directory may be named anything
 			ConfigOptions: []shared.ConfigOption{
 				{ID: s, Name: s, Description: s, Category: s, Type: shared.ConfigSelect, Current: s + "2", Values: []shared.ConfigValue{
 					{ID: s, Name: s, Description: s, Group: s}, {ID: s + "2", Name: s, Description: s}}},
@@ -303,7 +305,7 @@ func TestPrerenderedSessionPageMarksFormatCharacters(t *testing.T) {
 		{"tool titles", find(doc, "tool-title"), 2}, {"commands", find(doc, "cmd-text"), 2},
 		{"working directories", find(doc, "cwd"), 2}, {"the session's error", find(doc, "alert"), 1},
 		{"stop reasons", find(doc, "status-line"), 1}, {"agent text and thoughts", find(doc, "text"), 2},
-		{"prompts", find(doc, "bubble"), 1},
+		{"prompts", find(doc, "bubble"), 1}, {"the sandbox", find(doc, "sandbox"), 1},
 	} {
 		if len(tc.els) != tc.want {
 			t.Errorf("%d %s on the page, want %d", len(tc.els), tc.what, tc.want)

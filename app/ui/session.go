@@ -543,6 +543,7 @@ func (p *SessionPage) Render() app.UI {
 			app.If(p.live != "", func() app.UI {
 				return app.Span().Class("live", "live-"+map[bool]string{true: "on", false: "off"}[p.live == liveOn]).Text(p.live)
 			}),
+			sandboxView(p.session),
 		),
 		&Notices{Offline: p.offline, Kept: p.kept},
 		// What comes and goes sits in boxes that stay: go-app matches children by position,
@@ -635,6 +636,55 @@ func usageView(s *shared.Session) app.UI {
 			return app.Span().Class("cost").Title("What the agent reports this session cost").Text(costLabel(cost))
 		}),
 	)
+}
+
+// noSandbox says what a session without a sandbox means.
+const noSandbox = "The server runs with --no-sandbox: the agent and its commands can reach everything the server's user can"
+
+// sandboxView is what the session's agent and its commands may reach, as it was when the
+// agent last started (shared.Sandbox), on a line of its own at the foot of the session
+// bar. A narrow screen cuts the directories short before the network; the whole line is in
+// the DOM, and in its title with the private home. Nothing for an agent not started since
+// sessions had sandboxes.
+func sandboxView(s *shared.Session) app.UI {
+	if s == nil || s.Sandbox == nil {
+		return nil
+	}
+	if s.Sandbox.Off {
+		return app.Span().Class("badge", "attention", "sandbox-off").Title(noSandbox).Text("Not sandboxed")
+	}
+	dirs, network, title := sandboxLabel(*s.Sandbox)
+	return app.Span().Class("sandbox").Title(attrText(title)).Body(
+		app.Span().Text(dirs),
+		// A no-break space: a space that starts a line's text is not drawn.
+		app.Span().Class("sandbox-network").Text("\u00a0· "+network),
+	)
+}
+
+// sandboxLabel renders a sandbox that is on: the line "Sandboxed: /work/repo, /data ·
+// network: all" in its two parts, the directories (those it may only read too, when
+// there are) and the network, and the title: the line and the private home. The session
+// was marked on its way in (Session.Visible): a directory may be named anything.
+func sandboxLabel(b shared.Sandbox) (dirs, network, title string) {
+	list := func(items []string, none string) string {
+		if len(items) == 0 {
+			return none
+		}
+		return strings.Join(items, ", ")
+	}
+	network = "network: " + b.Network
+	if b.Network == shared.NetworkHosts {
+		network = "network: " + list(b.Hosts, "no host")
+	}
+	dirs = "Sandboxed: " + list(b.Dirs, "no directory")
+	if len(b.Read) > 0 {
+		dirs += " · read-only: " + list(b.Read, "")
+	}
+	title = dirs + " · " + network
+	if b.Home != "" {
+		title += "\nhome: " + b.Home
+	}
+	return dirs, network, title + "\nBesides these, the agent and its commands see the system read-only, and no other file on this machine."
 }
 
 // tokensLabel renders a token count short: 950, 52k, 1.2M.

@@ -55,11 +55,7 @@ func TestAgentCrashMidCommand(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	launch := ExecLauncher(exe)
-	env := newEnv(t, func(p Profile, cwd string) (*Process, error) {
-		p.Env = map[string]string{"CONCH_ACP_TEST_AGENT": "crash"}
-		return launch(p, cwd)
-	}, false, Profile{Name: "crashy", Command: exe})
+	env := newEnv(t, testAgent(exe, "crash"), false, Profile{Name: "crashy", Command: exe})
 	sess := env.start(t, "crashy")
 	env.promptAsync(t, sess.ID, "crash")
 	waitFor(t, env.ev, "the session to fail", func() bool {
@@ -96,11 +92,7 @@ func TestAgentDiesAtStart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	launch := ExecLauncher(exe)
-	env := newEnv(t, func(p Profile, cwd string) (*Process, error) {
-		p.Env = map[string]string{"CONCH_ACP_TEST_AGENT": "die-at-start"}
-		return launch(p, cwd)
-	}, false)
+	env := newEnv(t, testAgent(exe, "die-at-start"), false)
 	sess, err := env.m.StartSession(context.Background(), env.task.ID, ShellAgent, "")
 	if err != nil {
 		t.Fatal(err)

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -60,6 +61,15 @@ func TestMain(m *testing.M) {
 		}
 		scripts := map[string]script{"hello": hello, "die": die, "wait-go": waitGo, "stuck": stuck}
 		if err := acptest.Run(context.Background(), os.Stdin, os.Stdout, acptest.Config{Scripts: scripts, Resume: true}); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	case "probe": // sandbox_test.go: the actions of the command line
+		fmt.Print(probe(os.Args[1:]))
+		os.Exit(0)
+	case "sandboxed": // sandbox_test.go: an agent that probes its sandbox itself
+		if err := probeAgent(); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)
 		}
@@ -263,8 +273,18 @@ func (env *testEnv) tool(t testing.TB, sessionID, toolCallID string) (shared.Mes
 }
 
 // pipeLauncher runs agents in this process, joined by io.Pipe.
+// testAgent launches this test binary (exe) as the agent of TestMain's mode.
+func testAgent(exe, mode string) Launcher {
+	launch := ExecLauncher(exe)
+	return func(p Profile, cwd string, box *Box) (*Process, error) {
+		b := *box
+		b.env = append(slices.Clone(box.env), "CONCH_ACP_TEST_AGENT="+mode)
+		return launch(p, cwd, &b)
+	}
+}
+
 func pipeLauncher(run func(ctx context.Context, in io.Reader, out io.Writer) error) Launcher {
-	return func(p Profile, cwd string) (*Process, error) {
+	return func(p Profile, cwd string, box *Box) (*Process, error) {
 		inR, inW := io.Pipe()
 		outR, outW := io.Pipe()
 		ctx, cancel := context.WithCancel(context.Background())

@@ -77,6 +77,10 @@ type Config struct {
 	// or queued, no permission request pending); its session stays, and the next prompt
 	// starts a new agent. 0 keeps agents running (serve's --agent-idle, default 15m).
 	AgentIdle time.Duration
+	// NoSandbox runs agents and their commands unconfined (serve --no-sandbox): they can
+	// reach everything the server's user can. By default each session has a sandbox
+	// (sandbox.go), and a server that cannot make one starts no agent.
+	NoSandbox bool
 	// Version is the build's, which agents are told in initialize's clientInfo; "dev"
 	// when empty (a build without the Makefile's version).
 	Version string
@@ -220,7 +224,11 @@ func (m *Manager) StartSession(ctx context.Context, taskID, agent, cwd string) (
 // launch starts the agent of s, registered and counted in wg, and waits (bounded) for
 // initialize and session/new.
 func (m *Manager) launch(s *session) (shared.Session, error) {
-	proc, err := m.cfg.Launch(s.profile, s.cwd)
+	box, err := m.box(s)
+	var proc *Process
+	if err == nil {
+		proc, err = m.cfg.Launch(s.profile, s.cwd, box)
+	}
 	if err != nil {
 		defer m.wg.Done()
 		return s.abandon(err)
@@ -230,6 +238,24 @@ func (m *Manager) launch(s *session) (shared.Session, error) {
 		s.serve(proc)
 	}()
 	return s.start()
+}
+
+// box makes the sandbox of s's agent and commands, and stores it on the session.
+func (m *Manager) box(s *session) (*Box, error) {
+	box := unconfined(s.profile)
+	if !m.cfg.NoSandbox {
+		var err error
+		if box, err = newBox(s.profile, s.id, s.cwd, s.dirs, m.cfg.DataDir, m.cfg.Executable); err != nil {
+			return nil, err
+		}
+	}
+	box.log = s.log
+	s.box = box
+	// Published with the session's next state (ready, or failed).
+	if _, err := m.cfg.Store.SetSandbox(context.Background(), s.id, box.info); err != nil {
+		return nil, err
+	}
+	return box, nil
 }
 
 // restart starts a new agent for a session whose agent was stopped (StopAgent, the idle

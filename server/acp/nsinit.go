@@ -66,11 +66,36 @@ const startedLine = "started"
 // exits, the kernel kills whatever is left in the namespace. With "--probe" it only
 // exits 0 (the server's check that namespaces work).
 func RunNamespaceInit(args []string) int {
-	if len(args) == 1 && args[0] == "--probe" {
+	var (
+		spec  *sandboxSpec
+		probe bool
+	)
+	for len(args) > 0 && args[0] != "--" {
+		switch {
+		case args[0] == "--probe":
+			probe, args = true, args[1:]
+		case args[0] == "--sandbox" && len(args) > 1:
+			s, err := decodeSpec(args[1])
+			if err != nil {
+				fmt.Fprintln(os.Stderr, "conch:", err)
+				return 2
+			}
+			spec, args = &s, args[2:]
+		default:
+			args = nil
+		}
+	}
+	if probe {
+		if spec != nil {
+			if err := confine(*spec); err != nil {
+				fmt.Fprintln(os.Stderr, "conch:", err)
+				return 1
+			}
+		}
 		return 0
 	}
-	if len(args) < 2 || args[0] != "--" {
-		fmt.Fprintln(os.Stderr, "usage: conch", NamespaceInitArg, "-- PROGRAM [ARGS...]")
+	if len(args) < 2 {
+		fmt.Fprintln(os.Stderr, "usage: conch", NamespaceInitArg, "[--sandbox SPEC] -- PROGRAM [ARGS...]")
 		return 2
 	}
 	status := os.NewFile(statusFD, "status")
@@ -82,7 +107,16 @@ func RunNamespaceInit(args []string) int {
 	if err := unix.Setrlimit(unix.RLIMIT_NPROC, &limit); err != nil {
 		fmt.Fprintln(os.Stderr, "conch: process limit:", err)
 	}
-	proc, err := os.StartProcess(args[1], args[1:], &os.ProcAttr{Files: []*os.File{os.Stdin, os.Stdout, os.Stderr}})
+	// The status pipe and the egress proxy's socket are the init's, not the command's.
+	unix.CloseOnExec(statusFD)
+	unix.CloseOnExec(egressFD)
+	env, err := sandboxed(spec)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "conch:", err)
+		fmt.Fprintln(status, "exit 126")
+		return 126
+	}
+	proc, err := os.StartProcess(args[1], args[1:], &os.ProcAttr{Env: env, Files: []*os.File{os.Stdin, os.Stdout, os.Stderr}})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "conch:", err)
 		fmt.Fprintln(status, "exit 127")

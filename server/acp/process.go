@@ -2,10 +2,13 @@ package acp
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -13,6 +16,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"conch/server/egress"
 	"conch/shared"
 )
 
@@ -29,32 +33,29 @@ type Process struct {
 	Kill    func() // ends the agent and its whole process group
 }
 
-// Launcher starts an agent for a profile in a directory.
-type Launcher func(p Profile, cwd string) (*Process, error)
+// Launcher starts an agent for a profile in a directory, in its session's sandbox.
+type Launcher func(p Profile, cwd string, box *Box) (*Process, error)
 
 // stderrTail is how much of an agent's stderr is kept for its error.
 const stderrTail = 4 << 10
 
-// ExecLauncher starts profiles as real processes, each in its own process group and PID
-// namespace (nsinit.go), with the profile's env added to the server's. A profile without
-// a command runs executable (the conch binary) with the profile's args.
+// ExecLauncher starts profiles as real processes, each in its own process group, PID
+// namespace (nsinit.go) and sandbox (sandbox.go), with the box's environment. A profile
+// without a command runs executable (the conch binary) with the profile's args.
 func ExecLauncher(executable string) Launcher {
-	return func(p Profile, cwd string) (*Process, error) {
+	return func(p Profile, cwd string, box *Box) (*Process, error) {
 		command := p.Command
 		if command == "" {
 			command = executable
 		}
 		cmd := exec.Command(command, p.Args...)
 		cmd.Dir = cwd
-		cmd.Env = childEnv()
-		for k, v := range p.Env {
-			cmd.Env = append(cmd.Env, k+"="+v)
-		}
+		cmd.Env = slices.Clone(box.env)
 		stdin, err := cmd.StdinPipe()
 		if err != nil {
 			return nil, err
 		}
-		g, err := startGroup(cmd, executable)
+		g, err := startGroup(cmd, executable, box)
 		if err != nil {
 			stdin.Close()
 			return nil, fmt.Errorf("start %s: %w", command, err)
@@ -136,6 +137,7 @@ type group struct {
 	cmd            *exec.Cmd
 	stdout, stderr *os.File
 	status         *os.File      // the namespace init's report; nil without one
+	egress         *os.File      // the server's end of the egress proxy's control socket (network hosts)
 	report         *bufio.Reader // reads status
 
 	mu     sync.Mutex
@@ -144,8 +146,9 @@ type group struct {
 
 // startGroup starts cmd in its own process group with Pdeathsig, so that a kill reaches
 // its children and a crashed server leaves no orphan behind. With initExe (the conch
-// binary) it runs under RunNamespaceInit in a PID namespace of its own.
-func startGroup(cmd *exec.Cmd, initExe string) (*group, error) {
+// binary) it runs under RunNamespaceInit in a PID namespace of its own, confined to box
+// unless the box is off (--no-sandbox).
+func startGroup(cmd *exec.Cmd, initExe string, box *Box) (*group, error) {
 	if cmd.Err != nil {
 		return nil, cmd.Err
 	}
@@ -160,15 +163,38 @@ func startGroup(cmd *exec.Cmd, initExe string) (*group, error) {
 			f.Close()
 		}
 	}()
-	if attr := isolate(initExe); attr != nil {
+	confined := !box.off
+	attr := isolate(initExe)
+	if confined {
+		if err := sandboxReady(initExe); err != nil {
+			return nil, err
+		}
+	}
+	if attr != nil {
 		r, w, err := os.Pipe()
 		if err != nil {
 			return nil, err
 		}
 		g.status, ends = r, append(ends, w)
-		cmd.Args = append([]string{initExe, NamespaceInitArg, "--", cmd.Path}, cmd.Args[1:]...)
-		cmd.Path = initExe
+		init := []string{initExe, NamespaceInitArg}
 		cmd.ExtraFiles = []*os.File{w} // fd 3: statusFD
+		if confined {
+			init = append(init, box.spec.args()...)
+			if box.spec.Network != shared.NetworkAll {
+				attr.Cloneflags |= syscall.CLONE_NEWNET
+			}
+			if box.spec.Network == shared.NetworkHosts {
+				srv, sandbox, err := egress.Pair()
+				if err != nil {
+					g.closeReads()
+					return nil, err
+				}
+				g.egress, ends = srv, append(ends, sandbox)
+				cmd.ExtraFiles = append(cmd.ExtraFiles, sandbox) // fd 4: egressFD
+			}
+		}
+		cmd.Args = append(append(init, "--", cmd.Path), cmd.Args[1:]...)
+		cmd.Path = initExe
 		cmd.SysProcAttr = attr
 	}
 	for _, into := range []*io.Writer{&cmd.Stdout, &cmd.Stderr} {
@@ -188,6 +214,9 @@ func startGroup(cmd *exec.Cmd, initExe string) (*group, error) {
 		g.closeReads()
 		return nil, err
 	}
+	if g.egress != nil { // it ends when the sandbox's last process has closed its end
+		go egress.Serve(context.Background(), g.egress, box.hosts, (&net.Dialer{Timeout: 10 * time.Second}).DialContext, box.log)
+	}
 	addLeader(cmd.Process.Pid) // peer.go: what it starts is an agent's
 	if g.status != nil {
 		// Wait until the init says the command runs (or has ended): from then on a stop's
@@ -199,7 +228,7 @@ func startGroup(cmd *exec.Cmd, initExe string) (*group, error) {
 }
 
 func (g *group) closeReads() {
-	for _, f := range []*os.File{g.stdout, g.stderr, g.status} {
+	for _, f := range []*os.File{g.stdout, g.stderr, g.status, g.egress} {
 		if f != nil {
 			f.Close()
 		}

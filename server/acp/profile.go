@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"os"
 	"slices"
+	"strings"
 
 	sdk "github.com/coder/acp-go-sdk"
 )
@@ -33,7 +34,11 @@ type Profile struct {
 	Command     string            `json:"command"`
 	Args        []string          `json:"args,omitempty"`
 	Env         map[string]string `json:"env,omitempty"`
-	Permission  string            `json:"permission,omitempty"`
+	// PassEnv names variables of the server's environment the agent gets too (an API
+	// key), besides Env and the few every sandbox gets (baseEnv, HOME, TMPDIR): it gets
+	// no other of the server's.
+	PassEnv    []string `json:"pass_env,omitempty"`
+	Permission string   `json:"permission,omitempty"`
 	// NoReadTextFile leaves fs/read_text_file out of the capabilities Conch offers, so the
 	// agent reads files itself (writes still come through Conch, which shows their diffs).
 	// Gemini CLI 0.61.0 needs it to create a file: it reads the path first, and takes the
@@ -46,6 +51,9 @@ type Profile struct {
 	// resume. Gemini CLI takes a new session on its GEMINI_API_KEY alone, but loads an
 	// earlier one (after a restart) only once a method was chosen: "gemini-api-key".
 	AuthMethod string `json:"auth_method,omitempty"`
+	// Sandbox says what the agent may see besides its task's directories and the system,
+	// and its network (sandbox.go).
+	Sandbox SandboxConfig `json:"sandbox,omitzero"`
 }
 
 // MCPServer is an MCP server an agent is told to use: one it starts (stdio: Command, Args,
@@ -168,6 +176,14 @@ func parseProfiles(data []byte) ([]Profile, error) {
 			list[i].Permission = PermissionAsk
 		case p.Permission != PermissionAsk && p.Permission != PermissionAllow && p.Permission != PermissionDeny:
 			return nil, fmt.Errorf("profile %q: permission must be %q, %q or %q, not %q", p.Name, PermissionAsk, PermissionAllow, PermissionDeny, p.Permission)
+		}
+		if err := list[i].Sandbox.check(); err != nil {
+			return nil, fmt.Errorf("profile %q: %w", p.Name, err)
+		}
+		for _, name := range p.PassEnv {
+			if name == "" || strings.ContainsAny(name, "=\x00") || name == "CONCH_TOKEN" {
+				return nil, fmt.Errorf("profile %q: pass_env: %q is not a variable it may have", p.Name, name)
+			}
 		}
 		names := map[string]bool{}
 		for j := range list[i].MCPServers {

@@ -138,11 +138,7 @@ func TestCrashedAgentResumes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	launch := ExecLauncher(exe)
-	env := newEnv(t, func(p Profile, cwd string) (*Process, error) {
-		p.Env = map[string]string{"CONCH_ACP_TEST_AGENT": "resume"}
-		return launch(p, cwd)
-	}, false, Profile{Name: "resumer", Command: exe})
+	env := newEnv(t, testAgent(exe, "resume"), false, Profile{Name: "resumer", Command: exe})
 	sess := env.start(t, "resumer")
 	env.prompt(t, sess.ID, "hello")
 	env.promptAsync(t, sess.ID, "die")

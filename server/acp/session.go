@@ -29,6 +29,7 @@ type session struct {
 	id, cwd string
 	dirs    []string // the task's additional directories, which the agent may work in too
 	profile Profile
+	box     *Box // the sandbox of its agent and commands, set before the agent starts
 	rec     *recorder
 	log     *slog.Logger
 
@@ -853,7 +854,7 @@ func (s *session) CreateTerminal(_ context.Context, p sdk.CreateTerminalRequest)
 	s.nextTerm++
 	id := fmt.Sprintf("term-%d", s.nextTerm)
 	s.mu.Unlock()
-	t, err := startTerminal(id, p.Command, p.Args, env, cwd, p.OutputByteLimit, s.m.cfg.Executable, s.m.clock,
+	t, err := startTerminal(id, p.Command, p.Args, env, cwd, p.OutputByteLimit, s.m.cfg.Executable, s.box, s.m.clock,
 		func(exited bool) { s.rec.terminalChanged(id, exited) })
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -21,11 +21,7 @@ func shellProcess(t testing.TB) Launcher {
 	if err != nil {
 		t.Fatal(err)
 	}
-	launch := ExecLauncher(exe)
-	return func(p Profile, cwd string) (*Process, error) {
-		p.Env = map[string]string{"CONCH_ACP_TEST_AGENT": "shell"}
-		return launch(p, cwd)
-	}
+	return testAgent(exe, "shell")
 }
 
 // lastShell is the newest tool_execute message of the session with its full output.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -180,10 +181,10 @@ type terminal struct {
 }
 
 // startTerminal runs the command in its own process group and PID namespace (initExe is
-// the conch binary, nsinit.go) with env added to ours.
+// the conch binary, nsinit.go), in box, with env added to the box's.
 // A command without args that is not a program on PATH is run by sh -c, since agents
 // often send a whole command line as the command.
-func startTerminal(id, command string, args []string, env []string, cwd string, outputLimit *int, initExe string, c clock, changed func(exited bool)) (*terminal, error) {
+func startTerminal(id, command string, args []string, env []string, cwd string, outputLimit *int, initExe string, box *Box, c clock, changed func(exited bool)) (*terminal, error) {
 	if command == "" {
 		return nil, errors.New("empty command")
 	}
@@ -207,8 +208,8 @@ func startTerminal(id, command string, args []string, env []string, cwd string, 
 	}
 	cmd := exec.Command(command, args...)
 	cmd.Dir = cwd
-	cmd.Env = append(childEnv(), env...)
-	g, err := startGroup(cmd, initExe)
+	cmd.Env = append(slices.Clone(box.env), env...)
+	g, err := startGroup(cmd, initExe, box)
 	if err != nil {
 		return nil, err
 	}

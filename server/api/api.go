@@ -117,6 +117,9 @@ type Config struct {
 	OIDC *OIDC
 	// PushKey is Web Push's VAPID public key (server/push); "" turns the push routes off.
 	PushKey string
+	// Sandbox is how agents are confined here, for /healthz: "landlock ABI 7", "off
+	// (--no-sandbox)" or "unavailable: why".
+	Sandbox string
 }
 
 type server struct {
@@ -131,6 +134,7 @@ type server struct {
 	now     func() time.Time
 	agent   func(client, server netip.AddrPort) bool // Config.FromAgent
 	pushKey string
+	sandbox string // Config.Sandbox
 
 	sessionKey []byte         // of the sign-in cookie's MAC, derived from token
 	proxies    []netip.Prefix // trusted
@@ -161,7 +165,7 @@ func New(cfg Config) *fiber.App {
 	}
 	s := &server{store: cfg.Store, hub: cfg.Hub, events: cfg.Events, rt: cfg.Runtime, web: newAssets(cfg.Web),
 		token: cfg.Token, log: cfg.Logger, limit: cfg.BodyLimit, now: cfg.Now, agent: cfg.FromAgent, pushKey: cfg.PushKey,
-		sessionKey: sessionKeyOf(cfg.Token), proxies: cfg.TrustedProxies, throttle: newThrottle(cfg.Now),
+		sandbox: cfg.Sandbox, sessionKey: sessionKeyOf(cfg.Token), proxies: cfg.TrustedProxies, throttle: newThrottle(cfg.Now),
 		snapshots: newSnapshotCache(snapshotCacheBytes), reads: make(chan struct{}, runtime.GOMAXPROCS(0))}
 	if cfg.OIDC != nil && cfg.Token != "" {
 		s.oidc = &oidcFlow{cfg: *cfg.OIDC}

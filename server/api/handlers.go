@@ -9,6 +9,8 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"os"
+	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
@@ -34,7 +36,11 @@ func (s *server) handleHealth(c *fiber.Ctx) error {
 	if err := s.store.WriteHealth(); err != nil {
 		return sendJSON(c.Status(http.StatusServiceUnavailable), fiber.Map{"status": "unavailable", "error": err.Error()})
 	}
-	return sendJSON(c, fiber.Map{"status": "ok"})
+	health := fiber.Map{"status": "ok"}
+	if s.sandbox != "" {
+		health["sandbox"] = s.sandbox
+	}
+	return sendJSON(c, health)
 }
 
 func (s *server) handleListAgents(c *fiber.Ctx) error {
@@ -115,8 +121,12 @@ func (s *server) handleDeleteTask(c *fiber.Ctx) error {
 		return s.fail(c, err)
 	}
 	const reason = "its task was deleted"
+	var homes []string         // the sessions' private homes (shared.Sandbox), removed with the task
 	for _, sid := range live { // first, so that no agent writes into what is being deleted
 		s.rt.Stop(sid, reason)
+		if sess, err := s.store.GetSession(ctx, sid); err == nil && sess.Sandbox != nil && sess.Sandbox.Home != "" {
+			homes = append(homes, sess.Sandbox.Home)
+		}
 	}
 	deleted, err := s.store.DeleteTask(ctx, id)
 	if err != nil {
@@ -129,6 +139,14 @@ func (s *server) handleDeleteTask(c *fiber.Ctx) error {
 		s.events.SessionDeleted(sid)
 	}
 	s.removeWorktree(task)
+	for _, home := range homes {
+		// <data>/sandboxes/<session id>/home: the session's directory goes, its home and TMPDIR.
+		if dir := filepath.Dir(home); filepath.Base(filepath.Dir(dir)) == "sandboxes" {
+			if err := os.RemoveAll(dir); err != nil {
+				s.log.Warn("remove a deleted session's sandbox home", "dir", dir, "err", err)
+			}
+		}
+	}
 	s.events.TaskDeleted(id)
 	return c.SendStatus(http.StatusNoContent)
 }

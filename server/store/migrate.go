@@ -278,6 +278,11 @@ var steps = []step{
 			created_at INTEGER NOT NULL)`,
 		`CREATE INDEX idx_push_subscriptions_account ON push_subscriptions (account_id, created_at)`,
 	}},
+	// What a session's agent and commands may reach (JSON of shared.Sandbox), as it was
+	// when its agent last started.
+	{table: "task_sessions", column: "sandbox", stmts: []string{
+		`ALTER TABLE task_sessions ADD COLUMN sandbox TEXT NOT NULL DEFAULT ''`,
+	}},
 }
 
 // migrate brings the schema to the last step in one transaction (DDL is transactional

@@ -57,6 +57,7 @@ type sessionRow struct {
 	AgentResume    string // ResumeBy or LoadBy, "" when the agent can do neither
 	Usage          string // JSON of the agent's latest shared.Usage, "" before any (usage.go)
 	PromptCaps     string // JSON of shared.PromptCapabilities, "" before the agent said
+	Sandbox        string // JSON of shared.Sandbox, "" before the agent started
 	MessageCount   int64
 	CreatedAt      int64
 	UpdatedAt      int64
@@ -81,6 +82,9 @@ func (r sessionRow) session() shared.Session {
 	}
 	if r.PromptCaps != "" && json.Unmarshal([]byte(r.PromptCaps), &s.PromptCapabilities) != nil {
 		s.PromptCapabilities = nil
+	}
+	if r.Sandbox != "" && json.Unmarshal([]byte(r.Sandbox), &s.Sandbox) != nil {
+		s.Sandbox = nil
 	}
 	return s
 }
@@ -377,6 +381,12 @@ func (s *Store) SetSessionConfig(ctx context.Context, id string, options []share
 // SetPromptCapabilities stores what the agent takes in a prompt, as it said when it started.
 func (s *Store) SetPromptCapabilities(ctx context.Context, id string, c shared.PromptCapabilities) (shared.Session, error) {
 	return s.setSessionJSON(ctx, id, "prompt_caps", c)
+}
+
+// SetSandbox stores what the session's agent and commands may reach, as it is when its
+// agent starts.
+func (s *Store) SetSandbox(ctx context.Context, id string, b shared.Sandbox) (shared.Session, error) {
+	return s.setSessionJSON(ctx, id, "sandbox", b)
 }
 
 // listOrNil is l, or nil for an empty list: stored as "", not as "null" or "[]".
