@@ -15,8 +15,8 @@ import (
 )
 
 // Deleting a task with a running command, on the real server with its shell agent: the
-// command's process is gone, the task with everything it held is gone, and a live
-// subscriber is told.
+// command's process is gone, the task with everything it held is gone (its sessions'
+// sandbox homes too), and a live subscriber is told.
 func TestDeleteTaskStopsItsWork(t *testing.T) {
 	base, stop := startServer(t, filepath.Join(t.TempDir(), "conch.db"))
 	defer stop()
@@ -39,8 +39,19 @@ func TestDeleteTaskStopsItsWork(t *testing.T) {
 	}
 	waitFor(t, func() bool { return running("sleep\x00" + marker) })
 
+	if sess.Sandbox == nil || sess.Sandbox.Home == "" {
+		t.Fatalf("session without a sandbox home: %+v", sess.Sandbox)
+	}
+	if _, err := os.Stat(sess.Sandbox.Home); err != nil {
+		t.Fatal(err)
+	}
+
 	call(t, "DELETE", base+"/api/v1/tasks/"+sess.TaskID, nil, 204, nil)
 	waitFor(t, func() bool { return !running("sleep\x00" + marker) })
+	// The session's private home and TMPDIR go with it.
+	if _, err := os.Stat(filepath.Dir(sess.Sandbox.Home)); !os.IsNotExist(err) {
+		t.Errorf("the sandbox's home is still there: %v", err)
+	}
 	call(t, "GET", base+"/api/v1/tasks/"+sess.TaskID, nil, 404, nil)
 	call(t, "GET", base+"/api/v1/task-sessions/"+sess.ID, nil, 404, nil)
 	deadline := time.After(30 * time.Second)

@@ -29,9 +29,12 @@ var readmeCommands = []struct {
 	{cmd: "make test", skip: "this test runs under it"},
 	{cmd: "make quick", skip: "runs this package's tests again: a subset of make test"},
 	{cmd: "cat > agents.json <<'EOF'\n" +
-		`[{"name": "gemini", "description": "Gemini CLI", "command": "gemini", "args": ["--acp"], "no_read_text_file": true, "auth_method": "gemini-api-key"},` + "\n" +
-		` {"name": "claude", "command": "npx", "args": ["-y", "@agentclientprotocol/claude-agent-acp"], "permission": "ask"}]` + "\n" +
+		`[{"name": "gemini", "description": "Gemini CLI", "command": "gemini", "args": ["--acp"], "no_read_text_file": true,` + "\n" +
+		`  "auth_method": "gemini-api-key", "pass_env": ["GEMINI_API_KEY"]},` + "\n" +
+		` {"name": "claude", "command": "npx", "args": ["-y", "@agentclientprotocol/claude-agent-acp"], "permission": "ask",` + "\n" +
+		`  "pass_env": ["ANTHROPIC_API_KEY"], "sandbox": {"write": ["~/.npm"]}}]` + "\n" +
 		"EOF", check: runs},
+	{cmd: "export GEMINI_API_KEY=... ANTHROPIC_API_KEY=...", check: runs},
 	{cmd: "make run CONCH_AGENTS=agents.json ADDR=127.0.0.1:9000",
 		skip: "builds in the repository; the server of the next command starts with this CONCH_AGENTS, as make run passes it"},
 	{cmd: "bin/conch serve --db ./conch.db", check: serves},

@@ -297,8 +297,8 @@ func confine(spec sandboxSpec) error {
 		landlock.RWDirs(spec.Write...).IgnoreIfMissing(),
 		landlock.RODirs(spec.ReadDirs...).IgnoreIfMissing(),
 		landlock.ROFiles(spec.ReadFiles...).IgnoreIfMissing(),
-		landlock.RWFiles(sandboxDevices...).IgnoreIfMissing(),
-		landlock.RWDirs(sandboxDeviceDirs...).IgnoreIfMissing(),
+		landlock.RWFiles(sandboxDevices...).WithIoctlDev().IgnoreIfMissing(), // a terminal's size, openpty(3)
+		landlock.RWDirs(sandboxDeviceDirs...).WithIoctlDev().IgnoreIfMissing(),
 	)
 	if err != nil {
 		return fmt.Errorf("sandbox: %w", err)

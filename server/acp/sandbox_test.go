@@ -290,8 +290,8 @@ func TestSandboxNetworkHosts(t *testing.T) {
 	}
 }
 
-// The tools of a worktree work inside the sandbox: git, a Go build of a module, npm and
-// python3 (each where the machine has it).
+// The tools of a worktree work inside the sandbox: git, a Go build of a module, npm,
+// python3 and a pseudo-terminal (each where the machine has it).
 func TestSandboxToolchains(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds Go's standard library in a fresh cache")
@@ -310,9 +310,10 @@ func TestSandboxToolchains(t *testing.T) {
 		"go":      "go build -o hello . && ./hello",
 		"npm":     "npm init -y >/dev/null && test -f package.json && echo made",
 		"python3": "python3 -c 'import tempfile; tempfile.mkstemp(); print(True)'",
+		"script":  "script -qc 'echo in a pty' /dev/null", // openpty(3), as Gemini CLI's shell tool
 	}
-	wants := map[string]string{"git": "one\n", "go": "built\n", "npm": "made\n", "python3": "True\n"}
-	for _, tool := range []string{"git", "go", "npm", "python3"} {
+	wants := map[string]string{"git": "one\n", "go": "built\n", "npm": "made\n", "python3": "True\n", "script": "in a pty\r\n"}
+	for _, tool := range []string{"git", "go", "npm", "python3", "script"} {
 		if _, err := exec.LookPath(tool); err != nil {
 			t.Logf("%s is not installed here", tool)
 			continue

@@ -1,0 +1,68 @@
+package acp
+
+import (
+	"context"
+	"os"
+	"slices"
+	"testing"
+	"time"
+
+	"conch/shared"
+)
+
+// BenchmarkCommandStart times a command from its start to its exit, as an agent's
+// terminal/create runs it: `true` under ns-init in a PID and user namespace, unconfined (a
+// server run with --no-sandbox), sandboxed with network all (Landlock), and sandboxed with
+// network none (Landlock and a network namespace). The box is made once, as a session's
+// is; what the first sandbox of a server pays once (sandboxReady's probe, the /etc walk)
+// is paid before the timer starts. Besides ns/op (the mean) it reports the median and p90.
+// ns-init is this test binary (TestMain), or the conch binary CONCH_BENCH_INIT names
+// (make bench passes bin/conch).
+//
+//	go test ./server/acp/ -run '^$' -bench CommandStart -benchtime 200x
+func BenchmarkCommandStart(b *testing.B) {
+	exe := os.Getenv("CONCH_BENCH_INIT")
+	if exe == "" {
+		exe = testExe(b)
+	}
+	if isolate(exe) == nil {
+		b.Skip("the kernel makes no PID namespace here")
+	}
+	if err := sandboxReady(exe); err != nil {
+		b.Skip(err)
+	}
+	for _, c := range []struct {
+		name    string
+		network string // "": unconfined
+	}{{"unconfined", ""}, {"network=all", shared.NetworkAll}, {"network=none", shared.NetworkNone}} {
+		b.Run(c.name, func(b *testing.B) {
+			dir := b.TempDir()
+			box := unconfined(Profile{})
+			if c.network != "" {
+				p := Profile{Sandbox: SandboxConfig{Network: Network{Policy: c.network}}}
+				var err error
+				if box, err = newBox(p, "bench", dir, nil, b.TempDir(), exe); err != nil {
+					b.Fatal(err)
+				}
+			}
+			took := make([]time.Duration, 0, b.N)
+			b.ResetTimer()
+			for range b.N {
+				began := time.Now()
+				term, err := startTerminal("t", "true", nil, nil, dir, nil, exe, box, realClock, func(bool) {})
+				if err != nil {
+					b.Fatal(err)
+				}
+				st, err := term.waitExit(context.Background())
+				took = append(took, time.Since(began))
+				if err != nil || st.Code == nil || *st.Code != 0 {
+					b.Fatalf("true ended with %+v (%v)", st, err)
+				}
+			}
+			b.StopTimer()
+			slices.Sort(took)
+			b.ReportMetric(float64(took[len(took)/2].Microseconds()), "p50-µs")
+			b.ReportMetric(float64(took[len(took)*9/10].Microseconds()), "p90-µs")
+		})
+	}
+}
