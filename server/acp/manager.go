@@ -245,7 +245,7 @@ func (m *Manager) box(s *session) (*Box, error) {
 	box := unconfined(s.profile)
 	if !m.cfg.NoSandbox {
 		var err error
-		if box, err = newBox(s.profile, s.id, s.cwd, s.dirs, m.cfg.DataDir, m.cfg.Executable); err != nil {
+		if box, err = newBox(s.profile, s.id, s.cwd, s.dirs, s.tree, m.cfg.DataDir, m.cfg.Executable); err != nil {
 			return nil, err
 		}
 	}

@@ -161,8 +161,9 @@ func (c *SandboxConfig) check() error {
 var baseEnv = []string{"PATH", "LANG", "LANGUAGE", "LC_ALL", "LC_CTYPE", "LC_MESSAGES", "TZ", "TERM", "USER", "LOGNAME"}
 
 // newBox makes the sandbox of a session of profile p in dir with the task's additional
-// directories, and its private home under dataDir. exe is the conch binary.
-func newBox(p Profile, sessionID, dir string, dirs []string, dataDir, exe string) (*Box, error) {
+// directories and worktree (tree, "" without), and its private home under dataDir. exe is
+// the conch binary.
+func newBox(p Profile, sessionID, dir string, dirs []string, tree, dataDir, exe string) (*Box, error) {
 	private := filepath.Join(dataDir, "sandboxes", sessionID)
 	home, tmp := filepath.Join(private, "home"), filepath.Join(private, "tmp")
 	for _, d := range []string{home, tmp} {
@@ -184,7 +185,9 @@ func newBox(p Profile, sessionID, dir string, dirs []string, dataDir, exe string
 	b.spec.Write = append(b.spec.Write, cfg.Write...)
 	b.spec.ReadDirs = slices.Clone(sys.dirs)
 	b.spec.ReadFiles = append(slices.Clone(sys.files), exe)
-	for _, r := range cfg.Read {
+	gitWrite, gitRead := gitParts(tree)
+	b.spec.Write = append(b.spec.Write, gitWrite...)
+	for _, r := range slices.Concat(cfg.Read, gitRead) {
 		if fi, err := os.Stat(r); err == nil && !fi.IsDir() {
 			b.spec.ReadFiles = append(b.spec.ReadFiles, r)
 		} else {
@@ -215,6 +218,26 @@ func newBox(p Profile, sessionID, dir string, dirs []string, dataDir, exe string
 	b.info = shared.Sandbox{Dirs: append(append([]string{dir}, dirs...), cfg.Write...), Read: cfg.Read, Home: home,
 		Network: cfg.Network.Policy, Hosts: cfg.Network.Hosts}
 	return b, nil
+}
+
+// gitParts are the parts of a worktree's repository that git needs to work in it (commit,
+// branch, log): its objects, refs and logs and the worktree's own admin directory
+// read-write, its config, HEAD, packed refs and info (exclude) read-only. Not the repository's git
+// directory as a whole: it holds the other tasks' worktrees (worktree.Dir). So an agent
+// reads the repository's history and can move its refs, as any user of its worktree can.
+// tree is the task's worktree, <git dir>/conch-worktrees/<name>, as the server made it.
+func gitParts(tree string) (write, read []string) {
+	if tree == "" || filepath.Base(filepath.Dir(tree)) != "conch-worktrees" {
+		return nil, nil
+	}
+	common := filepath.Dir(filepath.Dir(tree))
+	for _, d := range []string{"objects", "refs", "logs", filepath.Join("worktrees", filepath.Base(tree))} {
+		write = append(write, filepath.Join(common, d))
+	}
+	for _, f := range []string{"config", "HEAD", "packed-refs", "info"} {
+		read = append(read, filepath.Join(common, f))
+	}
+	return write, read
 }
 
 // system is what every sandbox may read of the host, found once.

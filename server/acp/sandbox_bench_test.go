@@ -41,7 +41,7 @@ func BenchmarkCommandStart(b *testing.B) {
 			if c.network != "" {
 				p := Profile{Sandbox: SandboxConfig{Network: Network{Policy: c.network}}}
 				var err error
-				if box, err = newBox(p, "bench", dir, nil, b.TempDir(), exe); err != nil {
+				if box, err = newBox(p, "bench", dir, nil, "", b.TempDir(), exe); err != nil {
 					b.Fatal(err)
 				}
 			}

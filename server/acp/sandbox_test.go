@@ -358,7 +358,7 @@ func TestSandboxEnvironment(t *testing.T) {
 	t.Setenv("CONCH_SANDBOX_SECRET", "server's")
 	t.Setenv("CONCH_SANDBOX_KEY", "passed")
 	p := Profile{Name: "p", PassEnv: []string{"CONCH_SANDBOX_KEY"}, Env: map[string]string{"MINE": "1"}}
-	box, err := newBox(p, "s1", t.TempDir(), nil, t.TempDir(), "/bin/true")
+	box, err := newBox(p, "s1", t.TempDir(), nil, "", t.TempDir(), "/bin/true")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -371,4 +371,42 @@ func TestSandboxEnvironment(t *testing.T) {
 	if strings.Contains(env, "CONCH_SANDBOX_SECRET") {
 		t.Errorf("the server's variable reached the agent:\n%s", env)
 	}
+}
+
+// In a task's worktree git works (status, commit, log), while the repository's other
+// worktrees, beside it in the git directory, stay out of reach.
+func TestSandboxWorktree(t *testing.T) {
+	t.Parallel()
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("git is not installed")
+	}
+	repo := t.TempDir()
+	gitDir := filepath.Join(repo, ".git")
+	trees := filepath.Join(gitDir, "conch-worktrees")
+	for _, args := range [][]string{{"init", "-q", "-b", "main"}, {"commit", "-q", "--allow-empty", "-m", "one"},
+		{"worktree", "add", "-q", "-b", "conch/mine", filepath.Join(trees, "mine")},
+		{"worktree", "add", "-q", "-b", "conch/other", filepath.Join(trees, "other")}} {
+		cmd := exec.Command("git", append([]string{"-c", "user.name=t", "-c", "user.email=t@example.com"}, args...)...)
+		cmd.Dir = repo
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git %s: %v\n%s", args, err, out)
+		}
+	}
+	env := newEnv(t, shellProcess(t), true)
+	mine := filepath.Join(trees, "mine")
+	if _, err := env.st.SetTaskWorktree(context.Background(), env.task.ID, "conch/mine", mine); err != nil {
+		t.Fatal(err)
+	}
+	sess, err := env.m.StartSession(context.Background(), env.task.ID, ShellAgent, mine)
+	if err != nil || sess.State != shared.SessionReady {
+		t.Fatalf("%s %s %v", sess.State, sess.Error, err)
+	}
+	env.prompt(t, sess.ID, "echo x > f && git add f && git -c user.name=t -c user.email=t@example.com commit -qm two && git log --format=%s")
+	_, out := lastShell(t, env, sess.ID)
+	if out.Stdout != "two\none\n" || *out.ExitCode != 0 {
+		t.Errorf("git in the worktree: %q %q", out.Stdout, out.Stderr)
+	}
+	env.prompt(t, sess.ID, probeCommand(t, "list", filepath.Join(trees, "other"), "write", filepath.Join(gitDir, "planted")))
+	_, out = lastShell(t, env, sess.ID)
+	denied(t, out.Stdout, []string{"list", "", "write", ""})
 }

@@ -28,6 +28,7 @@ type session struct {
 	m       *Manager
 	id, cwd string
 	dirs    []string // the task's additional directories, which the agent may work in too
+	tree    string   // the task's worktree, "" for a task on no repository
 	profile Profile
 	box     *Box // the sandbox of its agent and commands, set before the agent starts
 	rec     *recorder
@@ -80,7 +81,7 @@ type session struct {
 }
 
 func newSession(m *Manager, sess shared.Session, task shared.Task, p Profile) *session {
-	s := &session{m: m, id: sess.ID, cwd: sess.Cwd, dirs: task.AdditionalDirectories, profile: p, state: sess.State,
+	s := &session{m: m, id: sess.ID, cwd: sess.Cwd, dirs: task.AdditionalDirectories, tree: task.Worktree, profile: p, state: sess.State,
 		log:       m.log.With("session", sess.ID, "agent", p.Name),
 		connected: make(chan struct{}), guarded: make(chan struct{}), started: make(chan struct{}), done: make(chan struct{}),
 		terms: map[string]*terminal{}, asks: map[string]chan string{}, urls: map[sdk.UnstableElicitationId]string{}}
