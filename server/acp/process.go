@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"os/exec"
 	"slices"
@@ -215,7 +214,7 @@ func startGroup(cmd *exec.Cmd, initExe string, box *Box) (*group, error) {
 		return nil, err
 	}
 	if g.egress != nil { // it ends when the sandbox's last process has closed its end
-		go egress.Serve(context.Background(), g.egress, box.hosts, (&net.Dialer{Timeout: 10 * time.Second}).DialContext, box.log)
+		go egress.Serve(context.Background(), g.egress, box.hosts, nil, box.log)
 	}
 	addLeader(cmd.Process.Pid) // peer.go: what it starts is an agent's
 	if g.status != nil {

@@ -1,7 +1,7 @@
 package acp
 
 import (
-	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -75,7 +75,7 @@ type Box struct {
 	env   []string
 	hosts []string
 	info  shared.Sandbox
-	log   *slog.Logger
+	log   *slog.Logger // the session's, for the egress proxy
 }
 
 // unconfined is the box of p's agent on a server run with --no-sandbox: the server's
@@ -85,7 +85,7 @@ func unconfined(p Profile) *Box {
 	for k, v := range p.Env {
 		env = append(env, k+"="+v)
 	}
-	return &Box{off: true, env: env, info: shared.Sandbox{Off: true, Network: shared.NetworkAll}, log: slog.Default()}
+	return &Box{off: true, env: env, info: shared.Sandbox{Off: true, Network: shared.NetworkAll}}
 }
 
 // SandboxConfig is a profile's sandbox: what its agent may see besides the task's
@@ -150,9 +150,6 @@ func (c *SandboxConfig) check() error {
 			(*list)[i] = filepath.Clean(p)
 		}
 	}
-	if c.Network.Policy == "" {
-		c.Network.Policy = shared.NetworkAll
-	}
 	return nil
 }
 
@@ -171,20 +168,17 @@ func newBox(p Profile, sessionID, dir string, dirs []string, tree, dataDir, exe 
 			return nil, fmt.Errorf("sandbox: %w", err)
 		}
 	}
-	sys, err := systemPaths()
+	sysDirs, sysFiles, err := systemPaths()
 	if err != nil {
 		return nil, err
 	}
 	cfg := p.Sandbox
-	if cfg.Network.Policy == "" {
-		cfg.Network.Policy = shared.NetworkAll
-	}
-	b := &Box{hosts: cfg.Network.Hosts, log: slog.Default()}
-	b.spec.Network = cfg.Network.Policy
-	b.spec.Write = append(append([]string{dir}, dirs...), private)
-	b.spec.Write = append(b.spec.Write, cfg.Write...)
-	b.spec.ReadDirs = slices.Clone(sys.dirs)
-	b.spec.ReadFiles = append(slices.Clone(sys.files), exe)
+	network := cmp.Or(cfg.Network.Policy, shared.NetworkAll)
+	b := &Box{hosts: cfg.Network.Hosts}
+	b.spec.Network = network
+	b.spec.Write = slices.Concat([]string{dir}, dirs, []string{private}, cfg.Write)
+	b.spec.ReadDirs = slices.Clone(sysDirs)
+	b.spec.ReadFiles = append(slices.Clone(sysFiles), exe)
 	gitWrite, gitRead := gitParts(tree)
 	b.spec.Write = append(b.spec.Write, gitWrite...)
 	for _, r := range slices.Concat(cfg.Read, gitRead) {
@@ -201,12 +195,7 @@ func newBox(p Profile, sessionID, dir string, dirs []string, tree, dataDir, exe 
 			}
 		}
 	}
-	for _, name := range baseEnv {
-		if v, ok := os.LookupEnv(name); ok {
-			b.env = append(b.env, name+"="+v)
-		}
-	}
-	for _, name := range p.PassEnv {
+	for _, name := range slices.Concat(baseEnv, p.PassEnv) {
 		if v, ok := os.LookupEnv(name); ok {
 			b.env = append(b.env, name+"="+v)
 		}
@@ -216,7 +205,7 @@ func newBox(p Profile, sessionID, dir string, dirs []string, tree, dataDir, exe 
 	}
 	b.env = append(b.env, "HOME="+home, "TMPDIR="+tmp)
 	b.info = shared.Sandbox{Dirs: append(append([]string{dir}, dirs...), cfg.Write...), Read: cfg.Read, Home: home,
-		Network: cfg.Network.Policy, Hosts: cfg.Network.Hosts}
+		Network: network, Hosts: cfg.Network.Hosts}
 	return b, nil
 }
 
@@ -250,7 +239,7 @@ var system struct {
 
 // systemPaths lists sandboxRead that exist and /etc entry by entry, less etcSecrets, and
 // the file /etc/resolv.conf links to (often under /run, which a sandbox may not read).
-func systemPaths() (struct{ dirs, files []string }, error) {
+func systemPaths() (dirs, files []string, err error) {
 	system.once.Do(func() {
 		for _, d := range sandboxRead {
 			if fi, err := os.Stat(d); err == nil && fi.IsDir() {
@@ -294,10 +283,10 @@ func systemPaths() (struct{ dirs, files []string }, error) {
 			system.files = append(system.files, real)
 		}
 	})
-	return struct{ dirs, files []string }{system.dirs, system.files}, system.err
+	return system.dirs, system.files, system.err
 }
 
-// sandboxArgs are ns-init's arguments for spec.
+// args are ns-init's arguments for s.
 func (s sandboxSpec) args() []string {
 	data, _ := json.Marshal(s)
 	return []string{"--sandbox", string(data)}
@@ -310,9 +299,8 @@ func confine(spec sandboxSpec) error {
 			return fmt.Errorf("sandbox: bring up the loopback: %w", err)
 		}
 	}
-	abi, err := llsys.LandlockGetABIVersion()
-	if err != nil || abi < 1 {
-		return fmt.Errorf("sandbox: the kernel has no Landlock (%v)", err)
+	if landlockABI() < 1 {
+		return errors.New("sandbox: the kernel has no Landlock")
 	}
 	// Files and scopes; the network is the namespace's affair (Landlock restricts TCP ports only).
 	cfg := landlock.Config{HandledAccessFS: landlock.V9.HandledAccessFS, Scoped: landlock.V9.Scoped}.BestEffort()
@@ -389,8 +377,8 @@ func sandboxed(spec *sandboxSpec) ([]string, error) {
 	return append(env, "NO_PROXY=localhost,127.0.0.1,::1", "no_proxy=localhost,127.0.0.1,::1"), nil
 }
 
-// LandlockABI is the kernel's Landlock ABI version, 0 without Landlock.
-func LandlockABI() int {
+// landlockABI is the kernel's Landlock ABI version, 0 without Landlock.
+func landlockABI() int {
 	v, err := llsys.LandlockGetABIVersion()
 	if err != nil {
 		return 0
@@ -401,7 +389,7 @@ func LandlockABI() int {
 // decodeSpec reads ns-init's --sandbox argument.
 func decodeSpec(arg string) (sandboxSpec, error) {
 	var spec sandboxSpec
-	dec := json.NewDecoder(bytes.NewReader([]byte(arg)))
+	dec := json.NewDecoder(strings.NewReader(arg))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&spec); err != nil {
 		return spec, fmt.Errorf("sandbox: %w", err)
@@ -425,12 +413,12 @@ func sandboxReady(initExe string) error {
 			sandboxing.err = errors.New("the kernel makes no PID namespace here")
 			return
 		}
-		sys, err := systemPaths()
+		dirs, files, err := systemPaths()
 		if err != nil {
 			sandboxing.err = err
 			return
 		}
-		spec := sandboxSpec{ReadDirs: sys.dirs, ReadFiles: sys.files, Network: shared.NetworkNone}
+		spec := sandboxSpec{ReadDirs: dirs, ReadFiles: files, Network: shared.NetworkNone}
 		probe := exec.Command(initExe, append(append([]string{NamespaceInitArg}, spec.args()...), "--probe")...)
 		attr.Cloneflags |= syscall.CLONE_NEWNET
 		probe.SysProcAttr = attr
@@ -450,5 +438,5 @@ func SandboxState(initExe string) (string, error) {
 	if err := sandboxReady(initExe); err != nil {
 		return "unavailable", err
 	}
-	return fmt.Sprintf("landlock ABI %d", LandlockABI()), nil
+	return fmt.Sprintf("landlock ABI %d", landlockABI()), nil
 }

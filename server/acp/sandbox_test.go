@@ -105,11 +105,7 @@ func probeAgent() error {
 
 // probeCommand is a shell command that runs the probe actions in the sandbox.
 func probeCommand(t *testing.T, actions ...string) string {
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return "CONCH_ACP_TEST_AGENT=probe " + exe + " " + strings.Join(actions, " ")
+	return "CONCH_ACP_TEST_AGENT=probe " + testExe(t) + " " + strings.Join(actions, " ")
 }
 
 // outsiders are what no sandbox may touch: the database, another task's directory, the
@@ -217,10 +213,7 @@ func TestSandboxKeepsTheDatabase(t *testing.T) {
 // writes of the host fail.
 func TestSandboxScriptedAgent(t *testing.T) {
 	t.Parallel()
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
+	exe := testExe(t)
 	env := newEnv(t, testAgent(exe, "sandboxed"), true, Profile{Name: "scripted", Command: exe})
 	sess := env.start(t, "scripted")
 	reads, writes := outsiders(t, env)

@@ -208,7 +208,7 @@ func startTerminal(id, command string, args []string, env []string, cwd string, 
 	}
 	cmd := exec.Command(command, args...)
 	cmd.Dir = cwd
-	cmd.Env = append(slices.Clone(box.env), env...)
+	cmd.Env = slices.Concat(box.env, env)
 	g, err := startGroup(cmd, initExe, box)
 	if err != nil {
 		return nil, err
