@@ -10,6 +10,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/chromedp/chromedp"
 	sdk "github.com/coder/acp-go-sdk"
@@ -62,11 +63,13 @@ func TestElicitationAnsweredInTheBrowser(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fifo := filepath.Join(t.TempDir(), "done")
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "done")
 	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	s, _ := startProfilesServer(t, []map[string]any{{"name": "asker", "command": exe, "env": map[string]string{"CONCH_E2E_AGENT": "elicit", "CONCH_E2E_DONE": fifo}}})
+	s, _ := startProfilesServer(t, []map[string]any{{"name": "asker", "command": exe, "env": map[string]string{"CONCH_E2E_AGENT": "elicit", "CONCH_E2E_DONE": fifo},
+		"sandbox": map[string]any{"read": []string{dir}}}}) // the agent's sandbox lets it open the FIFO
 	ctx, cancel := context.WithTimeout(context.Background(), deadline)
 	defer cancel()
 	sess := s.sessionOf(t, "tag a release", "asker")
@@ -122,11 +125,7 @@ func TestElicitationAnsweredInTheBrowser(t *testing.T) {
 	b.waitFor(t, "the page to visit", fmt.Sprintf(`!!%s && !!%[1]s.querySelector(".elic-accept")`, page2))
 	b.screenshots(t, "elicitation-url", ".elic.perm-pending")
 	b.do(t, chromedp.EmulateViewport(1280, 900))
-	f, err := os.OpenFile(fifo, os.O_WRONLY, 0) // the agent hears the page's step is done
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.Close()
+	signalFIFO(t, fifo) // the agent hears the page's step is done
 	b.waitFor(t, "the page's question completed", fmt.Sprintf(`%s.classList.contains("perm-completed") && !%[1]s.querySelector("button")`, page2))
 	if got := eval[string](t, b, page2+`.querySelector(".perm-label").textContent`); got != "Done: the agent says the step on its page is complete" {
 		t.Errorf("label %q", got)
@@ -141,5 +140,27 @@ func TestElicitationAnsweredInTheBrowser(t *testing.T) {
 		if task.NeedsAttention {
 			t.Errorf("task %s needs attention after the question completed", task.ID)
 		}
+	}
+}
+
+// signalFIFO opens the FIFO for writing and closes it, which ends the reader's wait; it
+// fails the test if no reader opens it within the deadline (open blocks until one does).
+func signalFIFO(t *testing.T, path string) {
+	t.Helper()
+	opened := make(chan error, 1)
+	go func() {
+		f, err := os.OpenFile(path, os.O_WRONLY, 0)
+		if err == nil {
+			err = f.Close()
+		}
+		opened <- err
+	}()
+	select {
+	case err := <-opened:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(deadline):
+		t.Fatalf("no reader opened %s within %s", path, deadline)
 	}
 }

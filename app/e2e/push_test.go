@@ -108,7 +108,7 @@ func TestPushOptInAndNotification(t *testing.T) {
 
 	// In the worker: a push of another path shows nothing; the server's payload shows
 	// its notification.
-	worker := workerContext(t, b)
+	worker := workerContext(t, b, s.URL)
 	shown := evalIn[string](t, worker, fmt.Sprintf(`(async () => {
 		self.dispatchEvent(new PushEvent("push", {data: JSON.stringify({title: "x", body: "y", path: "https://evil.example/", tag: "t"})}));
 		self.dispatchEvent(new PushEvent("push", {data: %q}));
@@ -143,15 +143,15 @@ func pushCard(status, button string) string {
 	})()`, status, button)
 }
 
-// workerContext is a context of the page's service worker.
-func workerContext(t *testing.T, b *browser) context.Context {
+// workerContext is a context of origin's service worker.
+func workerContext(t *testing.T, b *browser, origin string) context.Context {
 	t.Helper()
 	targets, err := chromedp.Targets(b.ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, info := range targets {
-		if info.Type == "service_worker" {
+		if info.Type == "service_worker" && strings.HasPrefix(info.URL, origin+"/") { // the browser is shared with other tests' servers
 			ctx, cancel := chromedp.NewContext(b.ctx, chromedp.WithTargetID(info.TargetID))
 			t.Cleanup(cancel)
 			// Attach now: chromedp ties a target to the context of its first Run, and
@@ -194,7 +194,7 @@ func TestNotificationClickOpensSession(t *testing.T) {
 		Permission: &cdpbrowser.PermissionDescriptor{Name: "notifications"}, BrowserContextID: b.contextID()})
 	b.do(t, chromedp.Navigate(s.URL+"/account"))
 	b.waitFor(t, "the app, under its service worker", `!document.getElementById("app-wasm-loader") && !!navigator.serviceWorker.controller`)
-	worker := workerContext(t, b)
+	worker := workerContext(t, b, s.URL)
 	deepLink := "/sessions/" + sess.ID
 	pushed := fmt.Sprintf(`{title: "Click me", body: "The agent's turn ended.", path: %q, tag: "conch-%s"}`, deepLink, sess.ID)
 
@@ -295,7 +295,7 @@ func TestPushSubscriptionRenewed(t *testing.T) {
 	b := newBrowser(t)
 	b.do(t, chromedp.Navigate(s.URL+"/account"))
 	b.waitFor(t, "the app, under its service worker", `!document.getElementById("app-wasm-loader") && !!navigator.serviceWorker.controller`)
-	worker := workerContext(t, b)
+	worker := workerContext(t, b, s.URL)
 	renew := func(old, given, made string) string {
 		return evalIn[string](t, worker, fmt.Sprintf(`(async () => {
 			const old = %s, given = %s, made = %s;
