@@ -11,6 +11,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"net"
+	"net/http"
 	"net/netip"
 	"os"
 	"os/signal"
@@ -241,7 +242,9 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 
 	ui.Routes()
 	wasm, _ := fs.ReadFile(web.FS, "app.wasm") // absent before the UI is built: the server still serves the API
-	server := api.New(api.Config{Store: st, Hub: events, Events: self.Events(), Runtime: self, UI: ui.Handler(wasm, cfg.token != "", api.Boot(st, time.Now)),
+	server := api.New(api.Config{Store: st, Hub: events, Events: self.Events(), Runtime: self, UI: func(boot func(string) (shared.Boot, error)) http.Handler {
+		return ui.Handler(wasm, cfg.token != "", boot)
+	},
 		Web: web.FS, Token: cfg.token, TrustedProxies: cfg.trusted, Logger: log, FromAgent: acp.FromAgent, OIDC: cfg.oidc,
 		PushKey: notifier.PublicKey(), Sandbox: sandbox})
 	ln, err := net.Listen("tcp", cfg.addr)

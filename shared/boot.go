@@ -13,3 +13,11 @@ type Boot struct {
 
 // BootElementID is the id of the page's <script type="application/json"> holding the Boot.
 const BootElementID = "conch-boot"
+
+// BootMessages is how many of the newest messages a boot carries: one page of the app's
+// list.
+const BootMessages = 100
+
+// BootParam is the query parameter under which the server hands the prerender of a page
+// the data it loaded for it: a one-time key (server/api's pages).
+const BootParam = "conch-boot"

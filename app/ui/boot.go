@@ -1,34 +1,23 @@
 package ui
 
 import (
-	"context"
 	"encoding/json"
-	"time"
 
 	"github.com/maxence-charriere/go-app/v10/pkg/app"
 
 	"conch/shared"
 )
 
-// BootFunc reads what the HTML of a session page carries: the session and its newest
-// limit messages, projected (shared.Boot). The server gives one to Handler; the
-// prerender of /sessions/{id} calls it, so the page shows the newest messages before the
-// app has loaded, and the app starts from them without asking the server again.
-type BootFunc func(ctx context.Context, sessionID string, limit int) (shared.Boot, error)
+// BootFunc gives the prerender of a session page what its HTML carries: the session and
+// its newest messages, projected (shared.Boot), from the one-time key the server put in
+// the page's URL (shared.BootParam). The server loads it before the prerender, through
+// the checks of the API route that serves the same data, so the UI reads no store of
+// its own; a page without a key shows no data. The prerender shows the newest messages
+// before the app has loaded, and the app starts from them without asking again.
+type BootFunc func(key string) (shared.Boot, error)
 
 // loadBoot is the handler's BootFunc; nil in the browser and for a handler without one.
 var loadBoot BootFunc
-
-// bootTimeout bounds the prerender's read: past it the page goes out without messages,
-// and the app lists them itself once it runs.
-const bootTimeout = 2 * time.Second
-
-// readBoot is the prerender's side: the boot of session id, or an error.
-func readBoot(id string) (shared.Boot, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), bootTimeout)
-	defer cancel()
-	return loadBoot(ctx, id, pageSize)
-}
 
 // bootScript is a boot as the page carries it: a script element that is data, not code
 // (type application/json: the CSP has nothing to allow). encoding/json escapes <, > and

@@ -3,7 +3,6 @@
 package ui
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"reflect"
@@ -95,8 +94,13 @@ func prerender(t *testing.T, b shared.Boot) *html.Node {
 	t.Helper()
 	Routes()
 	defer func() { loadBoot = nil }()
-	h := Handler([]byte("\x00asm"), false, func(context.Context, string, int) (shared.Boot, error) { return b, nil })
-	res, body := get(t, h, "/sessions/s1")
+	h := Handler([]byte("\x00asm"), false, func(key string) (shared.Boot, error) {
+		if key != "k1" {
+			t.Errorf("boot key %q, want the URL's", key)
+		}
+		return b, nil
+	})
+	res, body := get(t, h, "/sessions/s1?"+shared.BootParam+"=k1")
 	if res.StatusCode != 200 {
 		t.Fatalf("GET /sessions/s1: %d", res.StatusCode)
 	}

@@ -17,8 +17,9 @@ import (
 	"conch/shared/poll"
 )
 
-// pageSize is how many messages the first load and each "load older" bring.
-const pageSize = 100
+// pageSize is how many messages the first load and each "load older" bring: as many as
+// the page's boot carries.
+const pageSize = shared.BootMessages
 
 // firstPaint is how many of the newest messages the first load renders before the rest.
 const firstPaint = 20
@@ -97,7 +98,7 @@ func (p *SessionPage) OnNav(ctx app.Context) {
 	}
 	ctx.Page().SetTitle("Session · Conch")
 	if app.IsServer {
-		p.prerender(id)
+		p.prerender(id, ctx.Page().URL().Query().Get(shared.BootParam))
 		return
 	}
 	p.OnDismount()
@@ -133,14 +134,17 @@ func keepPage(path string) {
 	sw.Get("controller").Call("postMessage", map[string]any{"type": "conch:keep-page", "path": path})
 }
 
-// prerender reads the session's boot on the server, to render its messages and carry them.
-func (p *SessionPage) prerender(id string) {
+// prerender takes the boot the server loaded for the page (under key), to render the
+// session's messages and carry them.
+func (p *SessionPage) prerender(id, key string) {
 	p.id = id
 	if loadBoot == nil {
 		return
 	}
-	b, err := readBoot(id)
+	b, err := loadBoot(key)
 	switch {
+	case err == nil && b.Session.ID != id:
+		app.Log("prerendering session", id, "without the boot of another")
 	case err == nil:
 		p.boot(b)
 		p.bootHTML = bootScript(b)

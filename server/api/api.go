@@ -96,8 +96,10 @@ type Config struct {
 	Hub     *hub.Hub
 	Events  Events // Hub when nil
 	Runtime Runtime
-	UI      http.Handler // go-app's handler, mounted last as the catch-all
-	Web     fs.FS        // served at /web/; app.wasm from its .br/.gz copies when accepted
+	// UI makes go-app's handler, mounted last as the catch-all, with the one source of
+	// the data its pages show (ui.BootFunc; see pages).
+	UI  func(boot func(key string) (shared.Boot, error)) http.Handler
+	Web fs.FS // served at /web/; app.wasm from its .br/.gz copies when accepted
 	// Token, when set, is required on every API and WebSocket request (Bearer header or the
 	// sign-in cookie); pages redirect to /login. When empty, only loopback Host names
 	// are served, so a web page cannot reach the API through DNS rebinding.
@@ -144,6 +146,7 @@ type server struct {
 	reads     chan struct{} // admitReads' slots
 	worktrees sync.Mutex    // held while a task's first session makes its worktree (changes.go)
 	oidc      *oidcFlow     // nil without single sign-on
+	boots     boots         // the data of pages being prerendered (pages)
 }
 
 // New returns the Fiber app serving everything.
@@ -155,7 +158,7 @@ func New(cfg Config) *fiber.App {
 		cfg.BodyLimit = DefaultBodyLimit
 	}
 	if cfg.UI == nil {
-		cfg.UI = http.NotFoundHandler()
+		cfg.UI = func(func(string) (shared.Boot, error)) http.Handler { return http.NotFoundHandler() }
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
@@ -263,7 +266,7 @@ func New(cfg Config) *fiber.App {
 		app.Post("/invite/:code", s.sameOriginForm, s.handleInvite)
 		app.Get("/share/:code", s.handleShare)
 	}
-	app.Use(s.requirePageToken, s.pages(adaptor.HTTPHandler(cfg.UI)))
+	app.Use(s.requirePageToken, s.pages(adaptor.HTTPHandler(cfg.UI(s.boots.take))))
 	return app
 }
 

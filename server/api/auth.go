@@ -280,23 +280,25 @@ func (s *server) agentPeer(c *fiber.Ctx) bool {
 	return !ok1 || !ok2 || s.agent(client.AddrPort(), local.AddrPort())
 }
 
-// requirePageToken guards the UI catch-all. A ?token= hand-off sets the cookie and
-// redirects to the same URL without it; pages without the token go to /login. Paths with
-// a file extension are the PWA's static files (scripts, worker, manifest): browsers
-// fetch some of them without cookies, and they hold nothing private.
+// requirePageToken guards the UI catch-all, and gives a page request its account, for
+// the data the page shows (pages). A ?token= hand-off sets the cookie and redirects to
+// the same URL without it; pages without the token go to /login. Paths with a file
+// extension are the PWA's static files (scripts, worker, manifest): browsers fetch some
+// of them without cookies, and they hold nothing private (no account: no data).
 func (s *server) requirePageToken(c *fiber.Ctx) error {
-	if s.token == "" || path.Ext(c.Path()) != "" {
+	if path.Ext(c.Path()) != "" {
 		return c.Next()
 	}
-	if handoff := c.Query("token"); handoff != "" {
+	if handoff := c.Query("token"); handoff != "" && s.token != "" {
 		target := localPath(string(c.Request().Header.RequestURI()), "token")
 		if err := s.signIn(c, handoff, "link"); err != nil {
 			return s.loginPage(c, err, target)
 		}
 		return c.Redirect(target, http.StatusSeeOther)
 	}
-	_, _, err := s.authenticate(c)
+	acc, _, err := s.authenticate(c)
 	if err == nil {
+		c.SetUserContext(withAccount(c.UserContext(), acc))
 		return c.Next()
 	}
 	if c.Method() != fiber.MethodGet && c.Method() != fiber.MethodHead || shared.ErrorCode(err) == shared.CodeInternal {

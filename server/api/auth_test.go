@@ -80,7 +80,7 @@ func TestPagesRedirectToLoginAndAcceptHandOff(t *testing.T) {
 	}
 	e.clock.Advance(maxDelay)
 
-	if body := e.expect(http.StatusOK, "GET", "/sessions/abc", "", nil, "Cookie", e.signIn()); body != "<!doctype html><title>Conch</title><main>page /sessions/abc</main>" {
+	if body := e.expect(http.StatusOK, "GET", "/tasks/abc", "", nil, "Cookie", e.signIn()); body != "<!doctype html><title>Conch</title><main>page /tasks/abc</main>" {
 		t.Errorf("page with cookie: %s", body)
 	}
 	if body := e.expect(http.StatusOK, "GET", "/", "", nil, "Authorization", "Bearer "+token); !strings.Contains(body, "page /") {

@@ -18,7 +18,8 @@ func TestSecurityHeadersOnEveryAnswer(t *testing.T) {
 		status               int
 		header               []string
 	}{
-		{"page", open, "GET", "/sessions/x", "", http.StatusOK, nil},
+		{"page", open, "GET", "/tasks", "", http.StatusOK, nil},
+		{"no session", open, "GET", "/sessions/x", "", http.StatusNotFound, nil},
 		{"api", open, "GET", "/api/v1/tasks", "", http.StatusOK, nil},
 		{"created", open, "POST", "/api/v1/tasks", `{"title":"t"}`, http.StatusCreated, nil},
 		{"bad json", open, "POST", "/api/v1/tasks", `{`, http.StatusBadRequest, nil},

@@ -209,11 +209,22 @@ func (f *fakeRuntime) recorded() (prompts, cancels []string) {
 	return append([]string(nil), f.prompts...), append([]string(nil), f.cancels...)
 }
 
-// placeholderUI stands in for go-app's handler: a page that names its path.
-var placeholderUI = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	fmt.Fprintf(w, "<!doctype html><title>Conch</title><main>page %s</main>", r.URL.Path)
-})
+// placeholderUI stands in for go-app's handler: a page that names its path and, for a
+// page the server handed data, the session and the messages' text it got.
+func placeholderUI(boot func(string) (shared.Boot, error)) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		fmt.Fprintf(w, "<!doctype html><title>Conch</title><main>page %s", r.URL.Path)
+		if key := r.URL.Query().Get(shared.BootParam); key != "" {
+			b, err := boot(key)
+			fmt.Fprintf(w, " boot %s %v", b.Session.ID, err)
+			for _, m := range b.Messages.Messages {
+				fmt.Fprintf(w, " %q", m.Content)
+			}
+		}
+		fmt.Fprint(w, "</main>")
+	})
+}
 
 type env struct {
 	t      testing.TB

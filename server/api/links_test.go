@@ -11,7 +11,7 @@ import (
 
 // A share link signs a browser in as a guest of one task: every route that names another
 // task (or a session or message of one), or nothing of its task, answers 404 as if it did
-// not exist; its own task reads, and refuses writes. Revoking the link ends the guest's
+// not exist, and so does every page; its own task reads, and refuses writes. Revoking the link ends the guest's
 // sign-in at once.
 func TestGuestSeesOnlyItsTask(t *testing.T) {
 	e := newEnv(t, withToken)
@@ -78,6 +78,19 @@ func TestGuestSeesOnlyItsTask(t *testing.T) {
 	}
 	// A message of another task under the guest's own session is not found either.
 	e.expect(http.StatusNotFound, "GET", "/api/v1/task-sessions/"+own.ID+"/messages/"+otherMsg.ID+"/tool-content", "", nil, guest...)
+
+	// A page carries what the API route of its data answers: another task's session page
+	// is not found and carries none of it, however its path is written, and a key to
+	// another page's data in the URL is the client's own, dropped.
+	for _, p := range []string{"/sessions/" + other.ID, "/%73essions/" + other.ID, "/sessions/" + other.ID + "?" + shared.BootParam + "=forged"} {
+		resp, page := e.do("GET", p, "", guest...)
+		if resp.StatusCode != http.StatusNotFound || strings.Contains(page, "not mine") || strings.Contains(page, "forged") {
+			t.Errorf("%s as a guest: %d %s", p, resp.StatusCode, page)
+		}
+	}
+	if page := e.expect(http.StatusOK, "GET", "/sessions/"+own.ID, "", nil, guest...); !strings.Contains(page, `"mine"`) {
+		t.Errorf("its own session's page: %s", page)
+	}
 
 	// Over the WebSocket: its session only, and the task list's updates of its task only
 	// (TestGuestsTaskListIsLive).

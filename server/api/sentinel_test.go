@@ -22,7 +22,7 @@ var registerRoutes sync.Once
 // withRealUI serves the go-app UI itself, so the first page load is the real one.
 func withRealUI(c *Config) {
 	registerRoutes.Do(ui.Routes)
-	c.UI = ui.Handler(nil, false, Boot(c.Store, c.Now))
+	c.UI = func(boot func(string) (shared.Boot, error)) http.Handler { return ui.Handler(nil, false, boot) }
 }
 
 // sentinelOutput is about size bytes of a token unique to this run.
@@ -163,7 +163,7 @@ func TestSessionPageCarriesItsNewestMessages(t *testing.T) {
 	}
 
 	resp, html = e.do("GET", "/sessions/no-such-session", "")
-	if resp.StatusCode != http.StatusOK || !strings.Contains(html, "This session does not exist.") || strings.Contains(html, open) {
+	if resp.StatusCode != http.StatusNotFound || !strings.Contains(html, "This session does not exist.") || strings.Contains(html, open) {
 		t.Errorf("unknown session: %d\n%s", resp.StatusCode, html)
 	}
 }

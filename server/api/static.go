@@ -2,19 +2,18 @@ package api
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"io/fs"
 	"mime"
-	"net/url"
 	"path"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
-	"conch/server/store"
 	"conch/shared"
 
 	"github.com/gofiber/fiber/v2"
@@ -132,22 +131,39 @@ func accepts(header, coding string) bool {
 	return false
 }
 
-// pages serves the UI's pages through ui, go-app's handler. A session page carries that
-// session's newest messages (prerendered, and as its boot payload), so it is never answered
-// from a cache: go-app's ETag names the build, not the messages, and private messages
-// stay out of the browser's HTTP cache (the service worker keeps its own bounded copies,
-// which signing out clears). Which page it is comes from the path go-app routes by (the
-// adaptor hands it a request parsed from the request URI, so escapes are decoded), not
-// from Fiber's raw path: /%73essions/ID is a session page too.
+// pages serves the UI's pages through ui, go-app's handler. A page that shows data gets
+// it here, loaded before the prerender through the checks of the API route that serves
+// the same data (sessionBoot); the prerender takes it under a one-time key in the page's
+// URL (shared.BootParam) and reads no store of its own, so no page can show what the API
+// would not. A key in the request itself is dropped: only this function hands one out.
+// Which page it is comes from the decoded path (/%73essions/ID is a session page too),
+// as go-app routes by; where the two parse a path differently, the page gets no key and
+// shows no data.
+//
+// A session page carries that session's newest messages (prerendered, and as its boot
+// payload), so it is never answered from a cache: go-app's ETag names the build, not the
+// messages, and private messages stay out of the browser's HTTP cache (the service
+// worker keeps its own bounded copies, which signing out clears).
 func (s *server) pages(ui fiber.Handler) fiber.Handler {
 	return func(c *fiber.Ctx) error {
-		u, err := url.ParseRequestURI(string(c.Request().RequestURI()))
-		if err == nil && !strings.HasPrefix(u.Path, "/sessions/") {
+		uri := c.Request().URI()
+		uri.QueryArgs().Del(shared.BootParam)
+		id, isSession := strings.CutPrefix(string(uri.Path()), "/sessions/")
+		if !isSession {
+			c.Request().SetRequestURI(string(uri.RequestURI()))
 			return ui(c)
 		}
+		boot, err := s.sessionBoot(c.UserContext(), id)
+		key := s.boots.put(boot, err)
+		defer s.boots.take(key)
+		uri.QueryArgs().Set(shared.BootParam, key)
+		c.Request().SetRequestURI(string(uri.RequestURI()))
 		c.Request().Header.Del(fiber.HeaderIfNoneMatch)
 		if err := ui(c); err != nil {
 			return err
+		}
+		if shared.ErrorCode(err) == shared.CodeNotFound {
+			c.Status(fiber.StatusNotFound) // the page says so too
 		}
 		c.Response().Header.Del(fiber.HeaderETag)
 		c.Set(fiber.HeaderCacheControl, "no-store")
@@ -162,19 +178,68 @@ func (s *server) pages(ui fiber.Handler) fiber.Handler {
 	}
 }
 
-// Boot reads what the HTML of a session page carries (ui.BootFunc): the session and its
-// newest limit messages, projected by the store like every list, read at now().
-func Boot(st *store.Store, now func() time.Time) func(ctx context.Context, sessionID string, limit int) (shared.Boot, error) {
-	return func(ctx context.Context, sessionID string, limit int) (shared.Boot, error) {
-		at := now()
-		sess, err := st.GetSession(ctx, sessionID)
-		if err != nil {
-			return shared.Boot{}, err
-		}
-		page, err := st.ListMessages(ctx, shared.ListRequest{SessionID: sessionID, Limit: &limit, Sort: shared.SortDesc})
-		if err != nil {
-			return shared.Boot{}, err
-		}
-		return shared.Boot{Session: sess, Messages: page, At: at}, nil
+// bootTimeout bounds the read of a session page's data: past it the page goes out
+// without messages, and the app lists them itself once it runs.
+const bootTimeout = 2 * time.Second
+
+// sessionBoot is what the HTML of session id's page carries (ui.BootFunc): the session
+// and its newest messages, projected by the store like every list, read at now(). It
+// asks what GET /api/v1/task-sessions/{id}/messages asks of the account (as).
+func (s *server) sessionBoot(ctx context.Context, id string) (shared.Boot, error) {
+	acc := accountFrom(ctx)
+	if err := s.inScope(ctx, acc, shared.AuditEvent{SessionID: id}); err != nil {
+		return shared.Boot{}, err
 	}
+	if err := permits(acc, shared.RoleViewer); err != nil {
+		return shared.Boot{}, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, bootTimeout)
+	defer cancel()
+	at := s.now()
+	sess, err := s.store.GetSession(ctx, id)
+	if err != nil {
+		return shared.Boot{}, err
+	}
+	limit := shared.BootMessages
+	page, err := s.store.ListMessages(ctx, shared.ListRequest{SessionID: id, Limit: &limit, Sort: shared.SortDesc})
+	if err != nil {
+		return shared.Boot{}, err
+	}
+	return shared.Boot{Session: sess, Messages: page, At: at}, nil
 }
+
+// boots holds the data of the pages being prerendered, each under its one-time key.
+type boots struct {
+	mu sync.Mutex
+	m  map[string]bootResult
+}
+
+type bootResult struct {
+	boot shared.Boot
+	err  error
+}
+
+func (b *boots) put(boot shared.Boot, err error) string {
+	key := rand.Text()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.m == nil {
+		b.m = map[string]bootResult{}
+	}
+	b.m[key] = bootResult{boot, err}
+	return key
+}
+
+// take returns the data under key and forgets it; an unknown key is not found.
+func (b *boots) take(key string) (shared.Boot, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	r, ok := b.m[key]
+	if !ok {
+		return shared.Boot{}, errNoBoot
+	}
+	delete(b.m, key)
+	return r.boot, r.err
+}
+
+var errNoBoot = shared.Errorf(shared.CodeNotFound, "no data was loaded for this page")
