@@ -4,8 +4,10 @@
 //
 // A repository is hostile input: its configuration may be written by the agent working in
 // it (a worktree shares it), so no command configured there runs in the server's process.
-// Hooks, fsmonitor, external diff and textconv programs and clean/smudge filters are all
-// switched off for every git command this package runs (docs/SECURITY.md).
+// Hooks, fsmonitor, external diff and textconv programs, clean/smudge filters and every
+// other program a configuration may name are switched off for every git command this
+// package runs, and for the receive-pack a push starts in a repository on this machine
+// (docs/SECURITY.md; programs_test.go lists the keys).
 package worktree
 
 import (
@@ -30,18 +32,29 @@ const Timeout = 30 * time.Second
 const maxOutput = 64 << 20
 
 // safety is the configuration every git command runs with, given through GIT_CONFIG_*
-// variables (which take precedence over the repository's files and need no quoting):
-// no hooks, no fsmonitor, signing, ssh, credential or password program of the
-// repository's choosing, no automatic gc or maintenance.
+// variables (which take precedence over the repository's files and need no quoting), and
+// on the command line of a receive-pack in a repository on this machine (receivePack):
+// no hooks, no fsmonitor, signing, signature checking, ssh, credential, password, editor
+// or alternate-refs program of the repository's choosing, no automatic gc or maintenance.
+// A push neither fetches first (push.negotiate: an upload-pack in the remote) nor pushes
+// submodules (their remotes' receive-packs), and a remote on this machine never checks
+// out what it receives (updateInstead: its filters and fsmonitor).
 var safety = [][2]string{
 	{"core.hooksPath", os.DevNull},
 	{"core.fsmonitor", "false"},
+	{"core.alternateRefsCommand", "true"}, // lists no alternate's refs (an empty value is an error)
+	{"core.editor", ":"},                  // ":" is git's word for no editor
+	{"sequence.editor", ":"},
 	{"commit.gpgSign", "false"},
 	{"push.gpgSign", "false"},
+	{"merge.verifySignatures", "false"},
 	{"core.sshCommand", "ssh"},
 	{"credential.helper", ""}, // an empty value empties the list of helpers
 	{"core.askPass", ""},
 	{"core.pager", "cat"},
+	{"push.negotiate", "false"},
+	{"push.recurseSubmodules", "no"},
+	{"receive.denyCurrentBranch", "refuse"},
 	{"gc.auto", "0"},
 	{"maintenance.auto", "false"},
 	{"advice.detachedHead", "false"},
@@ -61,7 +74,11 @@ func git(ctx context.Context, dir string, limit int, extraEnv []string, args ...
 }
 
 // env is the whole environment of a git command: nothing of the server's but PATH (to
-// find git), so no GIT_* variable of the server's own reaches it.
+// find git), so no GIT_* variable of the server's own reaches it. Transports are those a
+// push may use; not git:// (unauthenticated, and its connection is a program the
+// repository may name, core.gitProxy, whose first setting wins over ours), nor ext:: or
+// another remote helper. An empty GIT_PROXY_COMMAND, which outranks core.gitProxy, says
+// no proxy all the same.
 func env(config [][2]string) []string {
 	e := []string{
 		"PATH=" + os.Getenv("PATH"),
@@ -72,6 +89,8 @@ func env(config [][2]string) []string {
 		"GIT_PAGER=cat",
 		"GIT_OPTIONAL_LOCKS=0",    // reading never rewrites the index the agent is using
 		"GIT_LITERAL_PATHSPECS=1", // a file name is a name, never a pattern
+		"GIT_ALLOW_PROTOCOL=file:http:https:ssh",
+		"GIT_PROXY_COMMAND=",
 		"GIT_CONFIG_COUNT=" + strconv.Itoa(len(config)),
 	}
 	for i, kv := range config {

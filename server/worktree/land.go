@@ -3,8 +3,8 @@ package worktree
 import (
 	"context"
 	"errors"
-	"os"
 	"os/exec"
+	"slices"
 	"strings"
 
 	"conch/shared"
@@ -113,7 +113,7 @@ func mergeCommit(ctx context.Context, repo, from, head, branch, base string) (st
 // rebase rebases the worktree dir's branch onto from and returns its new head; on a
 // conflict the rebase is aborted, which puts the branch and the worktree back.
 func rebase(ctx context.Context, dir, from, branch, base string) (string, error) {
-	_, err := git(ctx, dir, 0, append(identity(ctx, dir), "GIT_EDITOR=:"), "rebase", "--quiet", "--no-autostash", from)
+	_, err := git(ctx, dir, 0, identity(ctx, dir), "rebase", "--quiet", "--no-autostash", from)
 	if err != nil {
 		paths, _ := git(ctx, dir, 0, nil, "diff", "--name-only", "-z", "--diff-filter=U")
 		if _, abortErr := git(context.Background(), dir, 0, nil, "rebase", "--abort"); abortErr != nil {
@@ -168,19 +168,26 @@ func checkedOut(ctx context.Context, repo, branch string) (string, error) {
 const maxPushMessage = 1000
 
 // Push pushes branch from the worktree dir to the repository's remote origin. The remote's
-// hooks are its own business, except for a remote on this machine: its receive-pack would
-// run in the server's process tree, and the agent can point origin at a repository it wrote.
+// hooks are its own business, except for a remote on this machine: its receive-pack runs
+// in the server's process tree, in a repository the agent may have written.
 func Push(ctx context.Context, dir, branch string) error {
-	url, err := git(ctx, dir, 0, nil, "remote", "get-url", "--push", "origin")
+	urls, err := git(ctx, dir, 0, nil, "remote", "get-url", "--push", "--all", "origin")
 	if err != nil {
 		return shared.Errorf(shared.CodeConflict, "the repository has no remote origin to push to")
 	}
+	// git pushes to every push URL: one on this machine needs receivePack, which HTTP
+	// ignores but an ssh server would run, without its own hooks.
+	all := strings.Split(strings.TrimSuffix(string(urls), "\n"), "\n")
 	receive := "git-receive-pack"
-	if local(strings.TrimSpace(string(url))) {
-		receive = "git -c core.hooksPath=" + os.DevNull + " receive-pack"
+	if slices.ContainsFunc(all, local) {
+		if slices.ContainsFunc(all, func(u string) bool {
+			return !local(u) && !strings.HasPrefix(u, "http://") && !strings.HasPrefix(u, "https://")
+		}) {
+			return shared.Errorf(shared.CodeConflict, "origin pushes both to a repository on this machine and to another by ssh: Conch pushes to one kind at a time")
+		}
+		receive = receivePack()
 	}
-	_, err = git(ctx, dir, 0, []string{"GIT_ALLOW_PROTOCOL=file:git:http:https:ssh"},
-		"push", "--quiet", "--receive-pack="+receive, "origin", "refs/heads/"+branch+":refs/heads/"+branch)
+	_, err = git(ctx, dir, 0, nil, "push", "--quiet", "--receive-pack="+receive, "origin", "refs/heads/"+branch+":refs/heads/"+branch)
 	if err != nil {
 		said := strings.ToValidUTF8(reason(err), "\uFFFD")
 		if len(said) > maxPushMessage {
@@ -189,6 +196,18 @@ func Push(ctx context.Context, dir, branch string) error {
 		return shared.Errorf(shared.CodeConflict, "pushing %s to origin failed: %s", branch, said)
 	}
 	return nil
+}
+
+// receivePack is the program a push starts in a repository on this machine: git
+// receive-pack with safety on its command line. The GIT_CONFIG_* variables do not reach
+// it (git clears GIT_CONFIG_COUNT, a repository-local variable, for a local transport's
+// child), -c does, and receive-pack passes it on to the git commands it starts.
+func receivePack() string {
+	cmd := "git"
+	for _, kv := range safety {
+		cmd += " -c '" + strings.ReplaceAll(kv[0]+"="+kv[1], "'", `'\''`) + "'"
+	}
+	return cmd + " receive-pack"
 }
 
 // local reports whether a remote URL names a repository on this machine, as git reads it:

@@ -167,57 +167,6 @@ func TestLandBaseCheckout(t *testing.T) {
 	}
 }
 
-// Committing, landing and pushing run none of the repository's programs: hooks, signing,
-// merge drivers, and the hooks of a remote on this machine (which the agent could write).
-func TestLandingRunsNoRepositoryProgram(t *testing.T) {
-	ctx := context.Background()
-	marks := t.TempDir()
-	mark := func(name string) string { return "#!/bin/sh\ntouch " + filepath.Join(marks, name) + "\n" }
-	r := gittest.Repo(t, map[string]string{"a.txt": "a\n", "m.txt": "m\n", ".gitattributes": "m.txt merge=evil\n"})
-	remote := bare(t, r)
-	programs := t.TempDir()
-	gittest.Write(t, programs, map[string]string{"gpg": mark("gpg"), "driver": mark("driver")})
-	gittest.Git(t, r, "config", "merge.evil.driver", filepath.Join(programs, "driver")+" %O %A %B")
-	gittest.Git(t, r, "config", "commit.gpgSign", "true")
-	gittest.Git(t, r, "config", "gpg.program", filepath.Join(programs, "gpg"))
-	for repo, hooks := range map[string][]string{r + "/.git": {"pre-commit", "commit-msg", "post-commit", "post-merge", "post-rewrite", "pre-rebase", "pre-push", "reference-transaction"},
-		remote: {"pre-receive", "update", "post-receive"}} {
-		for _, h := range hooks {
-			gittest.Write(t, repo, map[string]string{"hooks/" + h: mark(h)})
-		}
-	}
-	for _, p := range []string{programs, r + "/.git/hooks", remote + "/hooks"} {
-		entries, _ := os.ReadDir(p)
-		for _, e := range entries {
-			os.Chmod(filepath.Join(p, e.Name()), 0o755)
-		}
-	}
-	dir, err := Add(ctx, r, "main", "conch/evil")
-	if err != nil {
-		t.Fatal(err)
-	}
-	gittest.Write(t, dir, map[string]string{"a.txt": "b\n", "m.txt": "task\n"})
-	if err := Commit(ctx, dir, "edit"); err != nil {
-		t.Fatal(err)
-	}
-	// Both sides change m.txt: its merge driver would merge it; a conflict instead.
-	gittest.Write(t, r, map[string]string{"m.txt": "base\n"})
-	gittest.Git(t, r, "-c", "core.hooksPath=/dev/null", "-c", "commit.gpgSign=false", "commit", "-q", "-am", "base")
-	if err := Land(ctx, r, dir, "main", "conch/evil", ModeMerge); !slices.Equal(shared.ConflictPaths(err), []string{"m.txt"}) {
-		t.Errorf("merging a file with a merge driver: %v", err)
-	}
-	if err := Land(ctx, r, dir, "main", "conch/evil", ModeRebase); !slices.Equal(shared.ConflictPaths(err), []string{"m.txt"}) {
-		t.Errorf("rebasing a file with a merge driver: %v", err)
-	}
-	if err := Push(ctx, dir, "conch/evil"); err != nil {
-		t.Fatal(err)
-	}
-	ran, _ := os.ReadDir(marks)
-	for _, e := range ran {
-		t.Errorf("the repository's %s program ran", e.Name())
-	}
-}
-
 func TestPushErrors(t *testing.T) {
 	ctx := context.Background()
 	r := gittest.Repo(t, map[string]string{"a.txt": "a\n"})
@@ -236,6 +185,12 @@ func TestPushErrors(t *testing.T) {
 	gittest.Git(t, r, "remote", "set-url", "origin", "ext::sh -c touch% /tmp/x")
 	if err := Push(ctx, dir, "conch/work"); code(err) != shared.CodeConflict || !strings.Contains(err.Error(), "transport 'ext' not allowed") {
 		t.Errorf("ext remote: %v", err)
+	}
+	gittest.Git(t, r, "remote", "set-url", "origin", t.TempDir())
+	gittest.Git(t, r, "remote", "set-url", "--add", "--push", "origin", t.TempDir())
+	gittest.Git(t, r, "remote", "set-url", "--add", "--push", "origin", "git@127.0.0.1:r.git")
+	if err := Push(ctx, dir, "conch/work"); code(err) != shared.CodeConflict || !strings.Contains(err.Error(), "one kind at a time") {
+		t.Errorf("push URLs on this machine and by ssh: %v", err)
 	}
 	for url, want := range map[string]bool{"/srv/r.git": true, "file:///srv/r.git": true, "../r": true, "r": true,
 		"host:r.git": false, "git@host:r.git": false, "ssh://host/r": false, "https://host/r": false, "./a:b": true} {

@@ -106,36 +106,6 @@ func TestAddRemoveKeepsBranch(t *testing.T) {
 	}
 }
 
-// A repository's configuration can be written by the agent working in it: none of the
-// programs it names (hooks, fsmonitor, filters, diff drivers) runs in the server.
-func TestRepositoryProgramsNeverRun(t *testing.T) {
-	ctx := context.Background()
-	marks := t.TempDir()
-	r := gittest.Repo(t, map[string]string{"a.txt": "a\n", ".gitattributes": "*.txt filter=evil diff=evil\n"})
-	mark := func(name string) string { return "touch " + filepath.Join(marks, name) + "; cat" }
-	gittest.Git(t, r, "config", "filter.evil.clean", mark("clean"))
-	gittest.Git(t, r, "config", "filter.evil.smudge", mark("smudge"))
-	gittest.Git(t, r, "config", "diff.evil.textconv", mark("textconv"))
-	gittest.Git(t, r, "config", "diff.external", mark("external"))
-	gittest.Git(t, r, "config", "core.fsmonitor", mark("fsmonitor"))
-	gittest.Write(t, r, map[string]string{".git/hooks/post-checkout": "#!/bin/sh\n" + mark("hook") + "\n"})
-	if err := os.Chmod(filepath.Join(r, ".git/hooks/post-checkout"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	dir, err := Add(ctx, r, "main", "conch/evil")
-	if err != nil {
-		t.Fatal(err)
-	}
-	gittest.Write(t, dir, map[string]string{"a.txt": "b\n", "new.txt": "n\n"})
-	if _, err := Diff(ctx, dir, "main", "conch/evil", "a.txt"); err != nil {
-		t.Fatal(err)
-	}
-	ran, _ := os.ReadDir(marks)
-	for _, e := range ran {
-		t.Errorf("the repository's %s program ran", e.Name())
-	}
-}
-
 func TestChangesAndDiff(t *testing.T) {
 	ctx := context.Background()
 	odd := "quote\"d\nnew\u202eline-\xff.txt"
