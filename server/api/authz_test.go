@@ -275,7 +275,7 @@ func TestTaskOwnersEditorsAndAudit(t *testing.T) {
 		t.Fatalf("owner %q", task.Owner)
 	}
 	var sess shared.Session
-	e.expect(http.StatusCreated, "POST", "/api/v1/tasks/"+task.ID+"/sessions", `{"agent":"shell","cwd":"/repo"}`, &sess, ada...)
+	e.expect(http.StatusCreated, "POST", "/api/v1/tasks/"+task.ID+"/sessions", `{"agent":"shell","cwd":"/tmp"}`, &sess, ada...)
 	e.expect(http.StatusOK, "GET", "/api/v1/tasks/"+task.ID, "", nil, bob...) // reading is open to every role
 	prompt := "/api/v1/task-sessions/" + sess.ID + "/messages"
 	if _, body := e.do("POST", prompt, `{"content":"ls"}`, bob...); !strings.Contains(body, "bob may not change this task: it is ada's") {

@@ -29,11 +29,15 @@ func checkRepo(ctx context.Context, repo, base string) (string, string, error) {
 	if err := shared.CheckText("repo", repo); err != nil {
 		return "", "", err
 	}
+	repo, err := checkDirectory("repo", repo)
+	if err != nil {
+		return "", "", err
+	}
 	return worktree.Repo(ctx, repo, base)
 }
 
-// checkDirectories checks a task request's additional directories: a few absolute
-// directories that exist, each named once (cleaned), in the order given.
+// checkDirectories checks a task request's additional directories: a few directories
+// (checkDirectory), each named once, in the order given.
 func checkDirectories(dirs []string) ([]string, error) {
 	if len(dirs) > shared.MaxAdditionalDirectories {
 		return nil, shared.Errorf(shared.CodeInvalid, "at most %d additional directories", shared.MaxAdditionalDirectories)
@@ -43,17 +47,46 @@ func checkDirectories(dirs []string) ([]string, error) {
 		if err := shared.CheckLength("additional directory", d, shared.MaxPathBytes); err != nil {
 			return nil, err
 		}
-		if !filepath.IsAbs(d) {
-			return nil, shared.Errorf(shared.CodeInvalid, "additional directory %q is not an absolute path", d)
+		d, err := checkDirectory("additional directory", d)
+		if err != nil {
+			return nil, err
 		}
-		if fi, err := os.Stat(d); err != nil || !fi.IsDir() {
-			return nil, shared.Errorf(shared.CodeInvalid, "additional directory %s is not a directory", d)
-		}
-		if d = filepath.Clean(d); !slices.Contains(out, d) {
+		if !slices.Contains(out, d) {
 			out = append(out, d)
 		}
 	}
 	return out, nil
+}
+
+// kernelTrees are the kernel's own file systems: a path through one names what the
+// reading process sees (/proc/self/cwd is the directory the server runs in, and an
+// agent's own in its sandbox; /proc/<pid>/root another process's file system), not a
+// project's directory.
+var kernelTrees = []string{"/proc", "/sys", "/dev"}
+
+// checkDirectory checks a directory a request names (what says which): an absolute path
+// of a directory the server can reach, in none of kernelTrees either as given or with its
+// symbolic links resolved. It returns the resolved path, which is then the one kept, so
+// what it names cannot change with the process that reads it or a link that moves.
+func checkDirectory(what, path string) (string, error) {
+	if !filepath.IsAbs(path) {
+		return "", shared.Errorf(shared.CodeInvalid, "%s %q is not an absolute path", what, path)
+	}
+	real, err := filepath.EvalSymlinks(path) // "" when it cannot be resolved
+	for _, p := range []string{filepath.Clean(path), real} {
+		for _, tree := range kernelTrees {
+			if p == tree || strings.HasPrefix(p, tree+"/") {
+				return "", shared.Errorf(shared.CodeInvalid, "%s %s is in %s, the kernel's files, not a project's: name the directory itself", what, path, tree)
+			}
+		}
+	}
+	if err != nil {
+		return "", shared.Errorf(shared.CodeInvalid, "%s %s is not a directory the server can reach", what, path)
+	}
+	if fi, err := os.Stat(real); err != nil || !fi.IsDir() {
+		return "", shared.Errorf(shared.CodeInvalid, "%s %s is not a directory the server can reach", what, path)
+	}
+	return real, nil
 }
 
 // ensureWorktree gives a task on a repository its worktree when it has none yet, and says

@@ -83,7 +83,7 @@ func TestTaskRepositoryRefused(t *testing.T) {
 	e := newEnv(t)
 	repo := gittest.Repo(t, nil)
 	for body, want := range map[string]string{
-		`{"title":"t","repo":"relative"}`:                                "repo must be an absolute path",
+		`{"title":"t","repo":"relative"}`:                                `repo \"relative\" is not an absolute path`,
 		fmt.Sprintf(`{"title":"t","repo":%q}`, t.TempDir()):              "is not a git work tree",
 		fmt.Sprintf(`{"title":"t","repo":%q,"base_branch":"dev"}`, repo): `no branch \"dev\"`,
 		`{"title":"t","base_branch":"main"}`:                             "base_branch needs a repo",
@@ -106,6 +106,64 @@ func TestTaskRepositoryRefused(t *testing.T) {
 	}
 	if after := gittest.Git(t, repo, "worktree", "list"); after != before {
 		t.Errorf("worktrees %q, were %q", after, before)
+	}
+}
+
+// A task's repository, additional directories and a session's cwd are never in /proc,
+// /sys or /dev, named there or reached by a link (/proc/self/cwd is whatever directory
+// the reading process runs in); a link elsewhere is kept as the directory it resolves to.
+func TestKernelDirectoriesRefused(t *testing.T) {
+	e := newEnv(t)
+	links := t.TempDir()
+	repo := gittest.Repo(t, nil)
+	for name, target := range map[string]string{"self": "/proc/self", "repo": repo} {
+		if err := os.Symlink(target, filepath.Join(links, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var plain shared.Task
+	e.expect(http.StatusCreated, "POST", "/api/v1/tasks", `{"title":"plain"}`, &plain)
+	for _, path := range []string{"/proc/self/cwd", "/proc/1/root/tmp", "/proc", "/sys/kernel", "/dev/shm", "/dev/../proc/self/cwd",
+		filepath.Join(links, "self")} {
+		tree := "/proc"
+		if p := filepath.Clean(path); strings.HasPrefix(p, "/sys") || strings.HasPrefix(p, "/dev") {
+			tree = p[:4]
+		}
+		for _, r := range []struct{ what, url, body string }{
+			{"repo", "/api/v1/tasks", fmt.Sprintf(`{"title":"t","repo":%q}`, path)},
+			{"additional directory", "/api/v1/tasks", fmt.Sprintf(`{"title":"t","additional_directories":[%q]}`, path)},
+			{"cwd", "/api/v1/tasks/" + plain.ID + "/sessions", fmt.Sprintf(`{"agent":"shell","cwd":%q}`, path)},
+		} {
+			want := fmt.Sprintf("%s %s is in %s, the kernel's files, not a project's: name the directory itself", r.what, path, tree)
+			if got := e.expect(http.StatusBadRequest, "POST", r.url, r.body, nil); !strings.Contains(got, want) {
+				t.Errorf("%s: %s, want %q", r.body, got, want)
+			}
+		}
+	}
+	if got := e.expect(http.StatusOK, "GET", "/api/v1/tasks", "", nil); strings.Count(got, `"id"`) != 1 {
+		t.Errorf("tasks stored: %s", got)
+	}
+	var task shared.Task
+	link := filepath.Join(links, "repo")
+	e.expect(http.StatusCreated, "POST", "/api/v1/tasks", fmt.Sprintf(`{"title":"t","repo":%q,"additional_directories":[%q]}`, link, link), &task)
+	if task.Repo != repo || !slices.Equal(task.AdditionalDirectories, []string{repo}) {
+		t.Errorf("a link to %s kept as %s and %q", repo, task.Repo, task.AdditionalDirectories)
+	}
+	// Through /proc to a directory of the server's: kept as that directory, which the
+	// request could have named.
+	here, err := os.Getwd()
+	if err == nil {
+		here, err = filepath.EvalSymlinks(here)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	for path, want := range map[string]string{link: repo, filepath.Join(links, "self", "cwd"): here} {
+		var sess shared.Session
+		e.expect(http.StatusCreated, "POST", "/api/v1/tasks/"+plain.ID+"/sessions", fmt.Sprintf(`{"agent":"shell","cwd":%q}`, path), &sess)
+		if sess.Cwd != want {
+			t.Errorf("session asked for %s in %s, want %s", path, sess.Cwd, want)
+		}
 	}
 }
 

@@ -35,7 +35,7 @@ func TestAnswerElicitation(t *testing.T) {
 	var task shared.Task
 	e.expect(http.StatusCreated, "POST", "/api/v1/tasks", `{"title":"ada's"}`, &task, ada...)
 	var s shared.Session
-	e.expect(http.StatusCreated, "POST", "/api/v1/tasks/"+task.ID+"/sessions", `{"agent":"shell","cwd":"/repo"}`, &s, ada...)
+	e.expect(http.StatusCreated, "POST", "/api/v1/tasks/"+task.ID+"/sessions", `{"agent":"shell","cwd":"/tmp"}`, &s, ada...)
 	q := e.question(s.ID)
 	path := "/api/v1/task-sessions/" + s.ID + "/elicitations/" + q.ID
 	for _, tt := range []struct{ name, body, want string }{

@@ -178,6 +178,10 @@ func (s *server) handleCreateSession(c *fiber.Ctx) error {
 			return s.fail(c, err)
 		}
 		cwd = task.Worktree
+	} else if cwd != "" {
+		if cwd, err = checkDirectory("cwd", cwd); err != nil {
+			return s.fail(c, err)
+		}
 	}
 	// A session that failed to start is still created: 201 with state failed and its error.
 	sess, err := s.rt.StartSession(ctx, task.ID, req.Agent, cwd)

@@ -148,7 +148,7 @@ func TestAnswerRecordsWhoAnswered(t *testing.T) {
 	var task shared.Task
 	e.expect(http.StatusCreated, "POST", "/api/v1/tasks", `{"title":"ada's"}`, &task, ada...)
 	var s shared.Session
-	e.expect(http.StatusCreated, "POST", "/api/v1/tasks/"+task.ID+"/sessions", `{"agent":"shell","cwd":"/repo"}`, &s, ada...)
+	e.expect(http.StatusCreated, "POST", "/api/v1/tasks/"+task.ID+"/sessions", `{"agent":"shell","cwd":"/tmp"}`, &s, ada...)
 	viaREST, viaWS := e.ask(s.ID), e.ask(s.ID)
 
 	var m shared.Message

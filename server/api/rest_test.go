@@ -158,8 +158,8 @@ func TestWireShapes(t *testing.T) {
 		t.Errorf("task\n got %s\nwant %s", taskJSON, want)
 	}
 	var sess shared.Session
-	sessJSON := e.expect(http.StatusCreated, "POST", "/api/v1/tasks/"+task.ID+"/sessions", `{"agent":"shell","cwd":"/repo"}`, &sess)
-	if want := fmt.Sprintf(`{"id":%q,"task_id":%q,"agent":"shell","cwd":"/repo","state":"ready","created_at":%q,"updated_at":%q}`,
+	sessJSON := e.expect(http.StatusCreated, "POST", "/api/v1/tasks/"+task.ID+"/sessions", `{"agent":"shell","cwd":"/tmp"}`, &sess)
+	if want := fmt.Sprintf(`{"id":%q,"task_id":%q,"agent":"shell","cwd":"/tmp","state":"ready","created_at":%q,"updated_at":%q}`,
 		sess.ID, task.ID, ts(sess.CreatedAt), ts(sess.UpdatedAt)); sessJSON != want {
 		t.Errorf("session\n got %s\nwant %s", sessJSON, want)
 	}
