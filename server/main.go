@@ -225,7 +225,11 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	defer self.Close()
 	// Web Push listens to what this server's agents publish: it sends once per event, from
 	// the server that runs the session.
-	notifier, err := push.New(ctx, push.Config{Store: st, Contact: cfg.pushContact, Logger: log})
+	pushTo := push.Endpoints{AllowPrivate: cfg.pushAllowPrivate}
+	if cfg.pushAllowPrivate {
+		log.Warn("--push-allow-private: push subscriptions may name http URLs and loopback or private addresses, which this server then sends requests to; for test setups only")
+	}
+	notifier, err := push.New(ctx, push.Config{Store: st, Contact: cfg.pushContact, Logger: log, Endpoints: pushTo})
 	if err != nil {
 		return err
 	}
@@ -246,7 +250,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return ui.Handler(wasm, cfg.token != "", boot)
 	},
 		Web: web.FS, Token: cfg.token, TrustedProxies: cfg.trusted, Logger: log, FromAgent: acp.FromAgent, OIDC: cfg.oidc,
-		PushKey: notifier.PublicKey(), Sandbox: sandbox})
+		PushKey: notifier.PublicKey(), PushEndpoints: pushTo, Sandbox: sandbox})
 	ln, err := net.Listen("tcp", cfg.addr)
 	if err != nil {
 		return err
@@ -317,6 +321,7 @@ type serveConfig struct {
 	tokenFlag               bool      // the token came as --token, on the command line
 	oidc                    *api.OIDC // single sign-on, when an issuer is named
 	pushContact             string    // VAPID's subject (server/push)
+	pushAllowPrivate        bool      // push endpoints may be http and non-public (push.Endpoints)
 	noSandbox               bool      // agents run unconfined
 }
 
@@ -350,6 +355,8 @@ func parseServe(args []string, stdout, stderr io.Writer) (serveConfig, error) {
 	groups := flags.String("oidc-groups", env("CONCH_OIDC_GROUPS", ""), "the issuer's groups and the roles they give, e.g. conch-admins=admin,developers=member (env CONCH_OIDC_GROUPS)")
 	defaultRole := flags.String("oidc-default-role", env("CONCH_OIDC_DEFAULT_ROLE", ""), "the role of someone in none of --oidc-groups; empty turns them away (env CONCH_OIDC_DEFAULT_ROLE)")
 	pushContact := flags.String("push-contact", env("CONCH_PUSH_CONTACT", ""), "an e-mail address or https URL the browsers' push services may write to about this server's notifications (env CONCH_PUSH_CONTACT)")
+	pushAllowPrivate := flags.Bool("push-allow-private", os.Getenv("CONCH_PUSH_ALLOW_PRIVATE") == "1",
+		"let push subscriptions name http URLs and loopback, private and link-local hosts, for a test push service on this machine (env CONCH_PUSH_ALLOW_PRIVATE=1); by default only https URLs of public hosts")
 	noSandbox := flags.Bool("no-sandbox", os.Getenv("CONCH_NO_SANDBOX") == "1",
 		"run agents and their commands unconfined, able to reach everything this server's user can (env CONCH_NO_SANDBOX=1); by default each session has a sandbox")
 	var proxies []string
@@ -374,7 +381,8 @@ func parseServe(args []string, stdout, stderr io.Writer) (serveConfig, error) {
 	if drain < 0 {
 		return serveConfig{}, fmt.Errorf("--drain %s is negative: give 0 to cancel running turns at once", drain)
 	}
-	cfg := serveConfig{addr: *addr, db: *dbPath, agents: *agents, token: *token, lease: lease, idle: idle, drain: drain, trusted: trusted, pushContact: *pushContact, noSandbox: *noSandbox}
+	cfg := serveConfig{addr: *addr, db: *dbPath, agents: *agents, token: *token, lease: lease, idle: idle, drain: drain, trusted: trusted, pushContact: *pushContact,
+		pushAllowPrivate: *pushAllowPrivate, noSandbox: *noSandbox}
 	if *issuer != "" {
 		if cfg.oidc, err = parseOIDC(*issuer, *clientID, *groups, *defaultRole); err != nil {
 			return serveConfig{}, err

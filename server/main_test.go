@@ -284,16 +284,17 @@ func TestParseServe(t *testing.T) {
 	t.Setenv("CONCH_TOKEN", "a-token-from-the-environment")
 	t.Setenv("CONCH_AGENT_IDLE", "0s")
 	t.Setenv("CONCH_TRUSTED_PROXIES", "10.0.0.1, 10.1.0.0/16")
+	t.Setenv("CONCH_PUSH_ALLOW_PRIVATE", "1")
 	cfg, err := parseServe([]string{"--db", "x.db", "--lease", "20s"}, io.Discard, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := fmt.Sprintf("%s %s %s %s %s %v %v", cfg.addr, cfg.db, cfg.token, cfg.lease, cfg.idle, cfg.trusted, cfg.tokenFlag); got !=
-		"127.0.0.1:9 x.db a-token-from-the-environment 20s 0s [10.0.0.1/32 10.1.0.0/16] false" {
+	if got := fmt.Sprintf("%s %s %s %s %s %v %v %v", cfg.addr, cfg.db, cfg.token, cfg.lease, cfg.idle, cfg.trusted, cfg.tokenFlag, cfg.pushAllowPrivate); got !=
+		"127.0.0.1:9 x.db a-token-from-the-environment 20s 0s [10.0.0.1/32 10.1.0.0/16] false true" {
 		t.Errorf("from the environment: %s", got)
 	}
-	cfg, err = parseServe([]string{"--token", "a-token-on-the-command-line", "--trusted-proxy", "10.2.0.0/16"}, io.Discard, io.Discard)
-	if err != nil || cfg.token != "a-token-on-the-command-line" || !cfg.tokenFlag || fmt.Sprint(cfg.trusted) != "[10.2.0.0/16]" {
+	cfg, err = parseServe([]string{"--token", "a-token-on-the-command-line", "--trusted-proxy", "10.2.0.0/16", "--push-allow-private=false"}, io.Discard, io.Discard)
+	if err != nil || cfg.token != "a-token-on-the-command-line" || !cfg.tokenFlag || fmt.Sprint(cfg.trusted) != "[10.2.0.0/16]" || cfg.pushAllowPrivate {
 		t.Errorf("flags over the environment: %+v, %v", cfg, err)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -30,7 +31,7 @@ import (
 // Screenshots: artifacts/push-off-*.png.
 func TestPushOptInAndNotification(t *testing.T) {
 	t.Parallel()
-	s, _ := startAgentsServer(t)
+	s, _ := startAgentsServer(t, "--push-allow-private") // the push service is on 127.0.0.1
 	ctx, cancel := context.WithTimeout(context.Background(), deadline)
 	defer cancel()
 	bodies := make(chan []byte, 4)
@@ -268,7 +269,7 @@ func clickNotification(t *testing.T, worker context.Context, notification string
 // gets the event dispatched in it (Chromium does not fire it).
 func TestPushSubscriptionRenewed(t *testing.T) {
 	t.Parallel()
-	s := startServer(t)
+	s := startServerAt(t, "127.0.0.1:0", filepath.Join(t.TempDir(), "conch.db"), "--push-allow-private") // endpoints on 127.0.0.1
 	ctx, cancel := context.WithTimeout(context.Background(), deadline)
 	defer cancel()
 	subs := make([]string, 3) // the subscriptions' JSON, one push endpoint each

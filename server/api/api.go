@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"conch/server/hub"
+	"conch/server/push"
 	"conch/server/store"
 	"conch/shared"
 
@@ -119,6 +120,9 @@ type Config struct {
 	OIDC *OIDC
 	// PushKey is Web Push's VAPID public key (server/push); "" turns the push routes off.
 	PushKey string
+	// PushEndpoints are the push endpoints a subscription may name (the zero value: https
+	// URLs of public hosts); server/push sends by the same rule.
+	PushEndpoints push.Endpoints
 	// Sandbox is how agents are confined here, for /healthz: "landlock ABI 7", "off
 	// (--no-sandbox)" or "unavailable: why".
 	Sandbox string
@@ -136,7 +140,8 @@ type server struct {
 	now     func() time.Time
 	agent   func(client, server netip.AddrPort) bool // Config.FromAgent
 	pushKey string
-	sandbox string // Config.Sandbox
+	pushTo  push.Endpoints // Config.PushEndpoints
+	sandbox string         // Config.Sandbox
 
 	sessionKey []byte         // of the sign-in cookie's MAC, derived from token
 	proxies    []netip.Prefix // trusted
@@ -167,7 +172,7 @@ func New(cfg Config) *fiber.App {
 		cfg.Events = cfg.Hub
 	}
 	s := &server{store: cfg.Store, hub: cfg.Hub, events: cfg.Events, rt: cfg.Runtime, web: newAssets(cfg.Web),
-		token: cfg.Token, log: cfg.Logger, limit: cfg.BodyLimit, now: cfg.Now, agent: cfg.FromAgent, pushKey: cfg.PushKey,
+		token: cfg.Token, log: cfg.Logger, limit: cfg.BodyLimit, now: cfg.Now, agent: cfg.FromAgent, pushKey: cfg.PushKey, pushTo: cfg.PushEndpoints,
 		sandbox: cfg.Sandbox, sessionKey: sessionKeyOf(cfg.Token), proxies: cfg.TrustedProxies, throttle: newThrottle(cfg.Now),
 		snapshots: newSnapshotCache(snapshotCacheBytes), reads: make(chan struct{}, runtime.GOMAXPROCS(0))}
 	if cfg.OIDC != nil && cfg.Token != "" {

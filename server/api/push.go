@@ -1,11 +1,10 @@
 package api
 
 import (
+	"context"
 	"crypto/ecdh"
 	"encoding/base64"
 	"net/http"
-	"net/netip"
-	"net/url"
 	"strings"
 
 	"conch/shared"
@@ -38,7 +37,7 @@ func (s *server) handleSubscribePush(c *fiber.Ctx) error {
 	if err := decodeBody(c.Body(), &sub); err != nil {
 		return s.fail(c, err)
 	}
-	if err := checkSubscription(sub); err != nil {
+	if err := s.checkSubscription(c.UserContext(), sub); err != nil {
 		return s.fail(c, err)
 	}
 	signIn, err := s.signInUsed(c)
@@ -77,16 +76,11 @@ func (s *server) signInUsed(c *fiber.Ctx) (string, error) {
 }
 
 // checkSubscription refuses what no browser gives: the server will send to the endpoint,
-// so it must be an https URL (http only to this host's loopback, for tests), and the keys
-// must be a P-256 point and a 16-byte secret (RFC 8291).
-func checkSubscription(sub shared.PushSubscription) error {
-	u, err := url.Parse(sub.Endpoint)
-	switch {
-	case len(sub.Endpoint) > maxEndpointBytes || len(sub.Replaces) > maxEndpointBytes:
+// so it must be an https URL of a public host (push.Endpoints), and the keys must be a
+// P-256 point and a 16-byte secret (RFC 8291).
+func (s *server) checkSubscription(ctx context.Context, sub shared.PushSubscription) error {
+	if len(sub.Endpoint) > maxEndpointBytes || len(sub.Replaces) > maxEndpointBytes {
 		return shared.Errorf(shared.CodeInvalid, "endpoint is over %d bytes", maxEndpointBytes)
-	case err != nil || u.Host == "" || u.User != nil || u.Fragment != "" ||
-		!(u.Scheme == "https" || u.Scheme == "http" && loopbackHost(u.Hostname())):
-		return shared.Errorf(shared.CodeInvalid, "endpoint must be an https URL, as the browser's push service gives it")
 	}
 	key, kerr := decodeKey(sub.Keys.P256dh)
 	auth, aerr := decodeKey(sub.Keys.Auth)
@@ -96,12 +90,7 @@ func checkSubscription(sub shared.PushSubscription) error {
 	if kerr != nil || aerr != nil || len(auth) != 16 {
 		return shared.Errorf(shared.CodeInvalid, "keys must hold p256dh, a P-256 public key, and auth, 16 bytes, in base64url")
 	}
-	return nil
-}
-
-func loopbackHost(host string) bool {
-	ip, err := netip.ParseAddr(host)
-	return err == nil && ip.IsLoopback()
+	return s.pushTo.Check(ctx, sub.Endpoint) // last: it looks the host up
 }
 
 // decodeKey reads base64url with or without padding, as browsers differ.

@@ -5,15 +5,26 @@ import (
 	"crypto/ecdh"
 	"crypto/rand"
 	"encoding/base64"
+	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/netip"
 	"strings"
 	"testing"
 
+	"conch/server/push"
+	"conch/server/push/pushtest"
 	"conch/shared"
 )
 
-func withPush(c *Config) { c.PushKey = "BPublicKeyOfTheDatabase" }
+// withPush turns push on, with push services whose names resolve with no network.
+func withPush(c *Config) {
+	c.PushKey = "BPublicKeyOfTheDatabase"
+	c.PushEndpoints = push.Endpoints{Resolver: pushtest.Resolver{
+		"push.example": {pushtest.PublicAddr},
+		"localhost":    {netip.MustParseAddr("127.0.0.1"), netip.MustParseAddr("::1")},
+	}}
+}
 
 // subscriptionJSON is a browser's PushSubscription.toJSON() for endpoint, with valid keys.
 func subscriptionJSON(t *testing.T, endpoint string, everyTask bool) string {
@@ -69,7 +80,7 @@ func TestPushSubscriptions(t *testing.T) {
 	if done.Endpoint != endpoint || !done.EveryTask {
 		t.Errorf("answer %+v", done)
 	}
-	e.expect(http.StatusCreated, "POST", "/api/v1/push/subscriptions", subscriptionJSON(t, "http://127.0.0.1:9/mia", false), nil, "Cookie", mia)
+	e.expect(http.StatusCreated, "POST", "/api/v1/push/subscriptions", subscriptionJSON(t, "https://push.example/mia", false), nil, "Cookie", mia)
 	if subs, _ := e.store.Watchers(ctx, task.ID); len(subs) != 1 || subs[0].Endpoint != endpoint {
 		t.Fatalf("watchers %v, want vic's browser only (mia asked for her own tasks)", subs)
 	}
@@ -87,6 +98,43 @@ func TestPushSubscriptions(t *testing.T) {
 	if subs, _ := e.store.Watchers(ctx, task.ID); len(subs) != 0 {
 		t.Errorf("after unsubscribing the watchers are %v, want none", subs)
 	}
+}
+
+// A subscription must name a push service on the internet: the server sends to it, so
+// an endpoint of this host or its network would have it forge requests there. Each is
+// refused, and stores nothing; --push-allow-private (for tests) lets 127.0.0.1 in.
+func TestPushSubscriptionPrivateEndpoints(t *testing.T) {
+	e := newEnv(t, withPush)
+	task, err := e.store.CreateTask(context.Background(), "Mine", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const public = ", not a public address: push services are on the internet"
+	for _, c := range []struct{ endpoint, message string }{
+		{"http://push.example/x", "endpoint must be an https URL, as the browser's push service gives it"},
+		{"http://127.0.0.1:9/x", "endpoint must be an https URL, as the browser's push service gives it"},
+		{"https://127.0.0.1:9/x", "endpoint's host 127.0.0.1 is not a public address: push services are on the internet"},
+		{"https://[::1]/x", "endpoint's host ::1 is not a public address: push services are on the internet"},
+		{"https://[::ffff:127.0.0.1]/x", "endpoint's host ::ffff:127.0.0.1 is not a public address: push services are on the internet"},
+		{"https://169.254.169.254/latest/meta-data", "endpoint's host 169.254.169.254 is not a public address: push services are on the internet"},
+		{"https://10.0.0.1/x", "endpoint's host 10.0.0.1 is not a public address: push services are on the internet"},
+		{"https://192.168.1.1/x", "endpoint's host 192.168.1.1 is not a public address: push services are on the internet"},
+		{"https://100.64.0.1/x", "endpoint's host 100.64.0.1 is not a public address: push services are on the internet"},
+		{"https://[fd00::1]/x", "endpoint's host fd00::1 is not a public address: push services are on the internet"},
+		{"https://localhost/x", "endpoint's host localhost is at 127.0.0.1" + public},
+		{"https://nowhere.example/x", "endpoint's host nowhere.example does not resolve"},
+	} {
+		want, _ := json.Marshal(shared.ErrorBody{Error: c.message, Code: shared.CodeInvalid})
+		if got := e.expect(http.StatusBadRequest, "POST", "/api/v1/push/subscriptions", subscriptionJSON(t, c.endpoint, false), nil); got != string(want) {
+			t.Errorf("%s: %s, want %s", c.endpoint, got, want)
+		}
+	}
+	if subs, _ := e.store.Watchers(context.Background(), task.ID); len(subs) != 0 {
+		t.Fatalf("refused subscriptions stored: %v", subs)
+	}
+
+	allowed := newEnv(t, withPush, func(c *Config) { c.PushEndpoints.AllowPrivate = true })
+	allowed.expect(http.StatusCreated, "POST", "/api/v1/push/subscriptions", subscriptionJSON(t, "http://127.0.0.1:9/x", false), nil)
 }
 
 // An account keeps at most store.MaxPushSubscriptions browsers: the oldest goes.

@@ -30,13 +30,14 @@ type Config struct {
 	// subject): an e-mail address or an https URL (default conch@localhost).
 	Contact string
 	Logger  *slog.Logger
-	// Client sends to the push services; default one with a 10 s timeout.
-	Client *http.Client
+	// Endpoints are those sent to: the same rule as when a browser subscribes.
+	Endpoints Endpoints
 }
 
 // Sender sends notifications from one worker.
 type Sender struct {
 	cfg                Config
+	client             *http.Client // cfg.Endpoints.Client
 	private, public    string
 	queue              chan event
 	stop, done         chan struct{}
@@ -53,6 +54,9 @@ type event struct {
 // queueSize bounds the events waiting to be sent: past it an event is dropped and logged
 // (the page still shows it), so a slow push service never holds an agent up.
 const queueSize = 256
+
+// sendTimeout bounds one request to a push service.
+const sendTimeout = 10 * time.Second
 
 // Bounds of what a payload carries of a task and of an agent (the push service sees its
 // size, and the notification shows only a few lines).
@@ -71,14 +75,11 @@ func New(ctx context.Context, cfg Config) (*Sender, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	if cfg.Client == nil {
-		cfg.Client = &http.Client{Timeout: 10 * time.Second}
-	}
 	private, public, err := cfg.Store.VAPIDKeys(ctx, webpush.GenerateVAPIDKeys)
 	if err != nil {
 		return nil, err
 	}
-	return &Sender{cfg: cfg, private: private, public: public, queue: make(chan event, queueSize),
+	return &Sender{cfg: cfg, client: cfg.Endpoints.Client(sendTimeout), private: private, public: public, queue: make(chan event, queueSize),
 		stop: make(chan struct{}), done: make(chan struct{})}, nil
 }
 
@@ -119,7 +120,8 @@ func (s *Sender) enqueue(e event) {
 }
 
 // send tells every watcher of the event's task. A subscription the push service no
-// longer knows (404, 410) is deleted.
+// longer knows (404, 410) is deleted; a redirect is not followed (Endpoints.Client), and
+// counts as a refusal.
 func (s *Sender) send(e event) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -139,7 +141,7 @@ func (s *Sender) send(e event) {
 	if err != nil {
 		return
 	}
-	opts := &webpush.Options{HTTPClient: s.cfg.Client, Subscriber: s.cfg.Contact, Topic: topic(e.sessionID),
+	opts := &webpush.Options{HTTPClient: s.client, Subscriber: s.cfg.Contact, Topic: topic(e.sessionID),
 		TTL: int(e.ttl / time.Second), Urgency: e.urgency, VAPIDPublicKey: s.public, VAPIDPrivateKey: s.private}
 	for _, sub := range subs {
 		s.sendOne(ctx, payload, sub, opts)
@@ -147,6 +149,11 @@ func (s *Sender) send(e event) {
 }
 
 func (s *Sender) sendOne(ctx context.Context, payload []byte, sub shared.PushSubscription, opts *webpush.Options) {
+	// One stored before Endpoints was may be an http URL; addresses are checked on connecting.
+	if _, err := s.cfg.Endpoints.parse(sub.Endpoint); err != nil {
+		s.cfg.Logger.Warn("push: endpoint refused", "endpoint", host(sub.Endpoint), "err", err)
+		return
+	}
 	resp, err := webpush.SendNotificationWithContext(ctx, payload, &webpush.Subscription{Endpoint: sub.Endpoint,
 		Keys: webpush.Keys{P256dh: sub.Keys.P256dh, Auth: sub.Keys.Auth}}, opts)
 	if err != nil {

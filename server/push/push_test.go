@@ -31,6 +31,7 @@ type pushService struct {
 	got      []*http.Request
 	bodies   map[string][]byte
 	status   map[string]int
+	location string // of a redirect's answer
 	received chan struct{}
 }
 
@@ -45,6 +46,9 @@ func newPushService(t *testing.T) *pushService {
 		p.mu.Unlock()
 		if status == 0 {
 			status = http.StatusCreated
+		}
+		if p.location != "" {
+			w.Header().Set("Location", p.location)
 		}
 		w.WriteHeader(status)
 		p.received <- struct{}{}
@@ -83,6 +87,7 @@ func decrypt(t *testing.T, b *pushtest.Browser, body []byte) []byte {
 }
 
 type fixture struct {
+	logs    *strings.Builder // the sender's: read after Close, or after a send of the test's own
 	st      *store.Store
 	push    *pushService
 	sender  *Sender
@@ -119,8 +124,10 @@ func newFixture(t *testing.T, owner shared.Account, title string) *fixture {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	f := &fixture{st: st, push: newPushService(t), next: &recorder{}}
-	if f.sender, err = New(ctx, Config{Store: st, Contact: "mailto:ops@example.com", Logger: slog.New(slog.DiscardHandler)}); err != nil {
+	f := &fixture{logs: &strings.Builder{}, st: st, push: newPushService(t), next: &recorder{}}
+	// The push service is on 127.0.0.1.
+	if f.sender, err = New(ctx, Config{Store: st, Contact: "mailto:ops@example.com", Logger: slog.New(slog.NewTextHandler(f.logs, nil)),
+		Endpoints: Endpoints{AllowPrivate: true}}); err != nil {
 		t.Fatal(err)
 	}
 	f.watch = f.sender.Watch(f.next)
@@ -141,8 +148,15 @@ func newFixture(t *testing.T, owner shared.Account, title string) *fixture {
 // subscribe stores a browser of a new account (login "" for the server's token).
 func (f *fixture) subscribe(t *testing.T, login, role, path string, everyTask bool) *pushtest.Browser {
 	t.Helper()
+	return f.subscribeTo(t, login, role, f.push.URL+path, everyTask)
+}
+
+// subscribeTo stores, as subscribe does, a browser whose endpoint is any URL: no check
+// is made, as if the subscription were older than the checks.
+func (f *fixture) subscribeTo(t *testing.T, login, role, endpoint string, everyTask bool) *pushtest.Browser {
+	t.Helper()
 	ctx := context.Background()
-	b, err := pushtest.NewBrowser(f.push.URL + path)
+	b, err := pushtest.NewBrowser(endpoint)
 	if err != nil {
 		t.Fatal(err)
 	}

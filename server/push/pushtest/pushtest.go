@@ -1,9 +1,11 @@
 // Package pushtest is a browser's side of Web Push for tests: its subscription keys, and
-// the decryption of what a push service hands it (RFC 8291, aes128gcm).
+// the decryption of what a push service hands it (RFC 8291, aes128gcm); and the names of
+// push services, looked up with no network.
 package pushtest
 
 import (
 	"bytes"
+	"context"
 	"crypto/aes"
 	"crypto/cipher"
 	"crypto/ecdh"
@@ -14,6 +16,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"net"
+	"net/netip"
 
 	"conch/shared"
 )
@@ -92,3 +96,18 @@ func (b *Browser) Decrypt(body []byte) ([]byte, error) {
 	}
 	return plain[:len(plain)-1], nil
 }
+
+// Resolver answers host names from its table as DNS would, with no network: a name it
+// lacks does not exist (push.Endpoints' Resolver).
+type Resolver map[string][]netip.Addr
+
+// LookupNetIP is (*net.Resolver).LookupNetIP on the table.
+func (r Resolver) LookupNetIP(_ context.Context, _, host string) ([]netip.Addr, error) {
+	if addrs, ok := r[host]; ok {
+		return addrs, nil
+	}
+	return nil, &net.DNSError{Err: "no such host", Name: host, IsNotFound: true}
+}
+
+// PublicAddr is a public address for Resolver's tables: nothing here connects to it.
+var PublicAddr = netip.MustParseAddr("93.184.215.14")
