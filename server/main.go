@@ -193,6 +193,20 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if cfg.tokenFlag {
 		log.Warn("--token is readable by every process of this host in /proc/PID/cmdline: set CONCH_TOKEN instead")
 	}
+	// A second server on the same SQLite file, or on a port in use, stops here, before it
+	// touches the database or an agent: joining would take the first one's sessions over
+	// (store.Lock). The lock comes first so that the same port is refused with the clearer
+	// message; the Fiber app serves on this listener once all is ready.
+	unlock, err := store.Lock(cfg.db)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	ln, err := net.Listen("tcp", cfg.addr)
+	if err != nil {
+		return err
+	}
+	defer ln.Close() // on a failed start; serving closes it otherwise
 	profiles, err := acp.LoadProfiles(cfg.agents)
 	if err != nil {
 		return err
@@ -251,10 +265,6 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	},
 		Web: web.FS, Token: cfg.token, TrustedProxies: cfg.trusted, Logger: log, FromAgent: acp.FromAgent, OIDC: cfg.oidc,
 		PushKey: notifier.PublicKey(), PushEndpoints: pushTo, Sandbox: sandbox})
-	ln, err := net.Listen("tcp", cfg.addr)
-	if err != nil {
-		return err
-	}
 	// After start-up, so that it does not grow the heap of start-up itself. A GOGC set by
 	// hand wins.
 	if os.Getenv("GOGC") == "" {
