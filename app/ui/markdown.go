@@ -15,6 +15,7 @@ import (
 	"github.com/yuin/goldmark/ast"
 	"github.com/yuin/goldmark/extension"
 	east "github.com/yuin/goldmark/extension/ast"
+	"github.com/yuin/goldmark/parser"
 	ghtml "github.com/yuin/goldmark/renderer/html"
 	"github.com/yuin/goldmark/text"
 )
@@ -33,7 +34,55 @@ import (
 // follows CommonMark's spec and GitHub's extensions exactly, and has tagged releases.
 // With this file, app.wasm.br grew from 1,257,153 to 1,419,266 bytes.
 
-var markdownParser = goldmark.New(goldmark.WithExtensions(extension.Table, extension.Strikethrough, extension.TaskList)).Parser()
+var markdownParser = goldmark.New(goldmark.WithParser(nestingParser()),
+	goldmark.WithExtensions(extension.Table, extension.Strikethrough, extension.TaskList)).Parser()
+
+// markdownNesting bounds how many blockquotes and lists the parser opens inside each
+// other. goldmark's work grows with the square of the nesting (each level reads its line
+// again from the start, each line goes through every open level): a reply of 40,000
+// nested quotes took 1.5 s to parse (BenchmarkMarkdownNestedQuotes), on the server for
+// each view of its session page, which prerenders it. Past the bound a ">" or a list
+// marker is text of the innermost block, shown as written, so parsing is linear in the
+// text. No person nests 32 quotes; the page draws 16 levels (markdownDepth) and flattens
+// the rest anyway.
+const markdownNesting = 32
+
+// nestingParser is goldmark's parser with its blockquote and list parsers bounded by
+// markdownNesting.
+func nestingParser() parser.Parser {
+	blocks := parser.DefaultBlockParsers()
+	for i, b := range blocks {
+		if b.Value == parser.NewBlockquoteParser() || b.Value == parser.NewListParser() {
+			blocks[i].Value = nested{b.Value.(parser.BlockParser)}
+		}
+	}
+	return parser.NewParser(parser.WithBlockParsers(blocks...),
+		parser.WithInlineParsers(parser.DefaultInlineParsers()...),
+		parser.WithParagraphTransformers(parser.DefaultParagraphTransformers()...))
+}
+
+// nested is a parser of a container block that opens none inside markdownNesting others.
+type nested struct{ parser.BlockParser }
+
+func (p nested) Open(parent ast.Node, reader text.Reader, pc parser.Context) (ast.Node, parser.State) {
+	if nesting(parent) >= markdownNesting {
+		return nil, parser.NoChildren
+	}
+	return p.BlockParser.Open(parent, reader, pc)
+}
+
+// nesting counts the blockquotes and lists n is in, n included: at most markdownNesting
+// of them (with a list item and a paragraph or two between each), so the walk is short.
+func nesting(n ast.Node) int {
+	d := 0
+	for ; n != nil; n = n.Parent() {
+		switch n.(type) {
+		case *ast.Blockquote, *ast.List:
+			d++
+		}
+	}
+	return d
+}
 
 // markdownDepth bounds how deeply elements nest: past it a node's text is shown flat.
 // An agent may nest emphasis or quotes thousands deep; the page stays shallow.
