@@ -19,7 +19,10 @@ const (
 	CodeTooManyRequests = "too_many_requests" // wrong tokens came too fast from one address
 	CodeTimeout         = "timeout"           // the agent did not answer in time
 	CodeDraining        = "draining"          // the server is stopping: send it again later, here or to another server
-	CodeInternal        = "internal"          // the server failed; the details are in its log
+	// The server has no room to store it: its disk or database is full, or its storage
+	// limit (conch serve --max-storage) is reached.
+	CodeInsufficientStorage = "insufficient_storage"
+	CodeInternal            = "internal" // the server failed; the details are in its log
 )
 
 // internalMessage is all a client learns of an internal failure (docs/API.md, "Errors").

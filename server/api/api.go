@@ -297,6 +297,9 @@ var statusOf = map[string]int{
 	shared.CodeTimeout:         http.StatusGatewayTimeout,
 	shared.CodeDraining:        http.StatusServiceUnavailable,
 	shared.CodeInternal:        http.StatusInternalServerError,
+	// A full disk or database, or --max-storage reached: the request may succeed once an
+	// operator makes room, unlike a 500.
+	shared.CodeInsufficientStorage: http.StatusInsufficientStorage,
 }
 
 // drainRetry is the Retry-After, in seconds, of a request a draining server refuses: by
@@ -304,11 +307,17 @@ var statusOf = map[string]int{
 const drainRetry = "5"
 
 // report is what a client is told of err, over REST and WebSocket alike: its code and
-// its message, with no internal context. An internal failure's details go to the log.
+// its message, with no internal context. A database or disk without room is
+// insufficient_storage (store.Full), whichever write met it. The details of an internal
+// failure or a full store go to the log.
 func (s *server) report(err error, attrs ...any) shared.Error {
+	err = store.Full(err)
 	e := shared.Error{Code: shared.ErrorCode(err), Message: shared.ErrorMessage(err)}
-	if e.Code == shared.CodeInternal {
+	switch e.Code {
+	case shared.CodeInternal:
 		s.log.Error("request failed", append(attrs, "err", err)...)
+	case shared.CodeInsufficientStorage:
+		s.log.Warn("refused for want of storage", append(attrs, "err", err)...)
 	}
 	return e
 }

@@ -28,6 +28,7 @@ func TestEveryCodeHasOneStatus(t *testing.T) {
 		http.StatusInternalServerError: {shared.CodeInternal},
 		http.StatusGatewayTimeout:      {shared.CodeTimeout},
 		http.StatusServiceUnavailable:  {shared.CodeDraining},
+		http.StatusInsufficientStorage: {shared.CodeInsufficientStorage},
 	}
 	rows := 0
 	for status, codes := range want {
