@@ -24,6 +24,9 @@ type ShellOutput struct {
 	ExitCode  *int   `json:"exit_code,omitempty"` // nil when no source stated it
 	Signal    string `json:"signal,omitempty"`    // POSIX name when a signal ended the command
 	Truncated bool   `json:"truncated,omitempty"`
+	// StorageFull: the server stopped storing this output where it stands, for want of
+	// room (its storage limit, conch serve --max-storage); Truncated is set too.
+	StorageFull bool `json:"storage_full,omitempty"`
 	// The bytes the command wrote to each stream, kept or not (at least the kept bytes
 	// once Bounded), and when it started and finished, when known.
 	StdoutTotalBytes int64      `json:"stdout_total_bytes,omitempty"`
@@ -46,6 +49,7 @@ type ShellOutputSummary struct {
 	StdoutBytes      int        `json:"stdout_bytes"`
 	StderrBytes      int        `json:"stderr_bytes"`
 	Truncated        bool       `json:"truncated"`
+	StorageFull      bool       `json:"storage_full,omitempty"` // as ShellOutput's
 	ExitCode         *int       `json:"exit_code,omitempty"`
 	Signal           string     `json:"signal,omitempty"`
 	StdoutTotalBytes int64      `json:"stdout_total_bytes"` // produced, >= StdoutBytes
@@ -140,6 +144,7 @@ func (o ShellOutput) Summarize() ShellOutputSummary {
 		StdoutBytes:      len(o.Stdout),
 		StderrBytes:      len(o.Stderr),
 		Truncated:        o.Truncated,
+		StorageFull:      o.StorageFull,
 		ExitCode:         o.ExitCode,
 		Signal:           o.Signal,
 		StdoutTotalBytes: max(o.StdoutTotalBytes, int64(len(o.Stdout))),

@@ -143,3 +143,44 @@ func TestStoreFullAtShutdown(t *testing.T) {
 		t.Errorf("session %s after recovery", stored.State)
 	}
 }
+
+// TestStorageLimitMidCommand: a command whose output passes the storage limit
+// (--max-storage) ends as it would otherwise, its output stopped with the reason in its
+// summary; the session goes on, and no write is retried or lost.
+func TestStorageLimitMidCommand(t *testing.T) {
+	t.Parallel()
+	chunk := strings.Repeat("y", 40<<10)
+	env := newEnv(t, scripted(map[string]script{
+		"work": func(ctx context.Context, a *acptest.Agent, sid sdk.SessionId) error {
+			lines := []string{`{"sessionUpdate":"tool_call","toolCallId":"w","title":"make","kind":"execute","status":"in_progress","rawInput":{"command":"make"}}`}
+			for range 3 {
+				lines = append(lines, fmt.Sprintf(`{"sessionUpdate":"tool_call_update","toolCallId":"w","_meta":{"terminal_output_delta":{"data":%q}}}`, chunk))
+			}
+			lines = append(lines, `{"sessionUpdate":"tool_call_update","toolCallId":"w","status":"completed","_meta":{"terminal_exit":{"exit_code":0}}}`)
+			return rawAll(ctx, a, sid, lines...)
+		},
+	}), false, Profile{Name: "scripted"})
+	const limit = 64 << 10
+	if err := env.st.LimitStorage(context.Background(), limit); err != nil {
+		t.Fatal(err)
+	}
+	sess := env.start(t, "scripted")
+	env.prompt(t, sess.ID, "work")
+	m, out := env.tool(t, sess.ID, "w")
+	sum := shared.ShellOf(m).Output
+	if m.Metadata.Status != shared.StatusCompleted || out.ExitCode == nil || *out.ExitCode != 0 {
+		t.Errorf("command %s, exit %v", m.Metadata.Status, out.ExitCode)
+	}
+	if !sum.StorageFull || !out.StorageFull || len(out.Stdout) > limit || sum.StdoutBytes != len(out.Stdout) {
+		t.Errorf("output: %d bytes stored, summary %+v", len(out.Stdout), sum)
+	}
+	if used, _ := env.st.StoredBytes(); used > limit {
+		t.Errorf("%d bytes stored, over the limit", used)
+	}
+	if got, _ := env.st.GetSession(context.Background(), sess.ID); got.State != shared.SessionReady {
+		t.Errorf("session %s: %s", got.State, got.Error)
+	}
+	if err := env.st.WriteHealth(); err != nil {
+		t.Errorf("the store reports failing writes: %v", err)
+	}
+}

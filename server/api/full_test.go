@@ -81,3 +81,23 @@ func TestFullDatabaseIs507(t *testing.T) {
 	}
 	e.expect(http.StatusCreated, "POST", "/api/v1/tasks", task, nil)
 }
+
+// TestStorageLimitIs507: past the storage limit (--max-storage) an upload answers 507
+// insufficient_storage, saying which limit; a file that still fits is stored.
+func TestStorageLimitIs507(t *testing.T) {
+	e := newEnv(t)
+	sess := e.session()
+	ctx := context.Background()
+	if _, err := e.store.SetPromptCapabilities(ctx, sess.ID, shared.PromptCapabilities{EmbeddedContext: true}); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.store.LimitStorage(ctx, 4<<10); err != nil {
+		t.Fatal(err)
+	}
+	e.upload(http.StatusCreated, sess.ID, "a.txt", "text/plain", strings.Repeat("a", 3<<10), nil)
+	body := e.upload(http.StatusInsufficientStorage, sess.ID, "b.txt", "text/plain", strings.Repeat("b", 2<<10), nil)
+	if want := `{"error":"this server's storage limit (4 KiB of command output and files) is reached: delete tasks to make room","code":"insufficient_storage"}`; body != want {
+		t.Errorf("past the limit: %s, want %s", body, want)
+	}
+	e.upload(http.StatusCreated, sess.ID, "c.txt", "text/plain", strings.Repeat("c", 1<<10), nil)
+}

@@ -38,12 +38,14 @@ type AttachmentBody struct {
 
 // CreateAttachment stores a file for a prompt of the session to carry. name and
 // mimeType are the caller's to check (the API sniffs the type); the store bounds the
-// size and the files a session holds pending. A session that ended is a conflict.
+// size and the files a session holds pending. A session that ended is a conflict; a file
+// past the storage limit is insufficient_storage.
 func (s *Store) CreateAttachment(ctx context.Context, sessionID, name, mimeType string, data []byte) (shared.Attachment, error) {
 	if len(data) > shared.MaxAttachmentBytes {
 		return shared.Attachment{}, shared.Errorf(shared.CodeTooLarge, "a file is at most %d MiB", shared.MaxAttachmentBytes>>20)
 	}
 	row := attachmentRow{ID: newID(), SessionID: sessionID, Name: name, MimeType: mimeType, Size: len(data), Data: data, CreatedAt: s.stamp()}
+	use := s.usage()
 	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		sess, err := getSession(locked(tx), sessionID) // locked: concurrent uploads count in turn
 		if err != nil {
@@ -59,8 +61,12 @@ func (s *Store) CreateAttachment(ctx context.Context, sessionID, name, mimeType 
 		if pending >= shared.MaxPendingAttachments {
 			return shared.Errorf(shared.CodeInvalid, "this session holds %d files not sent yet: send or drop them first", pending)
 		}
+		if !use.take(tx, int64(len(data))) {
+			return use.q.full
+		}
 		return tx.Create(&row).Error
 	})
+	use.done(err)
 	if err != nil {
 		return shared.Attachment{}, fmt.Errorf("create attachment: %w", err)
 	}

@@ -44,19 +44,34 @@ func taskSessions(tx *gorm.DB, taskID string) ([]string, error) {
 // go back to the file system (see reclaim).
 func (s *Store) DeleteTask(ctx context.Context, id string) ([]string, error) {
 	var sessions []string
+	use := s.usage()
 	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		var err error
 		if sessions, err = taskSessions(tx, id); err != nil {
 			return err
 		}
+		if use.counts() { // what the storage limit counts of the task, given back
+			var n int64
+			if err := tx.Raw(taskStoredBytes, id, id).Scan(&n).Error; err != nil {
+				return err
+			}
+			use.free(n)
+		}
 		return tx.Delete(&taskRow{}, "id = ?", id).Error
 	})
+	use.done(err)
 	if err != nil {
 		return nil, fmt.Errorf("delete task: %w", err)
 	}
 	s.reclaim(ctx)
 	return sessions, nil
 }
+
+// taskStoredBytes sums what the storage limit counts of a task (storedBytes).
+const taskStoredBytes = `SELECT (SELECT COALESCE(SUM(length(c.data)), 0) FROM shell_output_chunks AS c
+		JOIN messages AS m ON m.id = c.message_id WHERE m.task_id = ?) +
+	(SELECT COALESCE(SUM(a.size), 0) FROM attachments AS a
+		JOIN task_sessions AS s ON s.id = a.session_id WHERE s.task_id = ?)`
 
 // PruneTasks removes the tasks whose last activity (the task, its sessions and their
 // messages) is older than before, and none with a live session. It returns them as they

@@ -87,8 +87,9 @@ type Update struct {
 // here, so the rules run once and no writer can store other results: the summary comes
 // from the output as bounded (or stays prev when there is no new output), and a
 // known non-zero exit code makes the status failed whatever the agent said. It returns the
-// output to store (putOutput), nil for a message that is not a shell command. It works on
-// a copy; the caller's values are never changed.
+// output to store (putOutput), nil for a message that is not a shell command or whose
+// output the storage limit stopped (prev.StorageFull): that output stays as it was stored.
+// It works on a copy; the caller's values are never changed.
 func settle(md *shared.Metadata, out *shared.ShellOutput, prev shared.ShellOutputSummary) (*shared.Metadata, *shared.ShellOutput) {
 	if md == nil {
 		return nil, nil
@@ -103,12 +104,39 @@ func settle(md *shared.Metadata, out *shared.ShellOutput, prev shared.ShellOutpu
 	if out != nil {
 		se.Output = out.Bounded().Summarize()
 	}
+	if prev.StorageFull {
+		se.Output, out = stopped(prev, se.Output), nil
+	}
 	if code := se.Output.ExitCode; code != nil && *code != 0 {
 		c.Status = shared.StatusFailed
 	}
 	n.ShellExec = &se
 	c.Normalized = &n
 	return &c, out
+}
+
+// stopped is the summary of an output the storage limit stopped: the bytes as stored
+// (prev), how the command ended as now says.
+func stopped(prev, now shared.ShellOutputSummary) shared.ShellOutputSummary {
+	prev.ExitCode, prev.Signal, prev.StartedAt, prev.FinishedAt = now.ExitCode, now.Signal, now.StartedAt, now.FinishedAt
+	prev.Truncated, prev.StorageFull = true, true
+	return prev
+}
+
+// putSettled stores out for the message id, whose metadata md (settled) is about to be or
+// has been stored. When the storage limit has no room for out, md is returned with the
+// output stopped where it was stored (prev), and changed reports it.
+func putSettled(tx *gorm.DB, use *usage, id string, md *shared.Metadata, out *shared.ShellOutput,
+	prev shared.ShellOutputSummary) (_ *shared.Metadata, changed bool, _ error) {
+	stored, err := putOutput(tx, use, id, out)
+	if err != nil || stored {
+		return md, false, err
+	}
+	c, n := *md, *md.Normalized
+	se := *n.ShellExec
+	se.Output = stopped(prev, se.Output)
+	n.ShellExec, c.Normalized = &se, &n
+	return &c, true, nil
 }
 
 func encodeMetadata(md *shared.Metadata) ([]byte, error) {
@@ -131,6 +159,7 @@ func (s *Store) CreateMessage(ctx context.Context, nm NewMessage) (shared.Messag
 // or seeding many costs one commit instead of one each.
 func (s *Store) CreateMessages(ctx context.Context, nms []NewMessage) ([]shared.Message, error) {
 	rows := make([]messageRow, len(nms))
+	use := s.usage()
 	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		sessions := map[string]sessionRow{}
 		for i, nm := range nms {
@@ -151,13 +180,23 @@ func (s *Store) CreateMessages(ctx context.Context, nms []NewMessage) ([]shared.
 			if err := putContent(tx, row.ID, content); err != nil {
 				return err
 			}
-			if err := putOutput(tx, row.ID, out); err != nil {
+			md, changed, err := putSettled(tx, use, row.ID, md, out, shared.ShellOutputSummary{})
+			if err != nil {
 				return err
+			}
+			if changed {
+				if row.Metadata, err = encodeMetadata(md); err != nil {
+					return err
+				}
+				if err := tx.Model(&messageRow{}).Where("id = ?", row.ID).Update("metadata", row.Metadata).Error; err != nil {
+					return err
+				}
 			}
 			rows[i] = row
 		}
 		return nil
 	})
+	use.done(err)
 	if err != nil {
 		return nil, fmt.Errorf("create message: %w", err)
 	}
@@ -269,6 +308,7 @@ func (s *Store) UpdateMessage(ctx context.Context, id string, u Update) (shared.
 		row     messageRow
 		changed bool
 	)
+	use := s.usage()
 	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		if err := locked(tx).Take(&row, "id = ?", id).Error; err != nil {
 			return notFound(err, "message")
@@ -291,6 +331,10 @@ func (s *Store) UpdateMessage(ctx context.Context, id string, u Update) (shared.
 		content := settleContent(md, u.ToolContent, shared.ToolContentOf(cur))
 		if shared.ToolStatus(row.Status).IsTerminal() && md != nil && !md.Status.IsTerminal() {
 			return nil
+		}
+		// The output first: past the storage limit it stops, and the metadata says so.
+		if md, _, err = putSettled(tx, use, id, md, out, prev); err != nil {
+			return err
 		}
 		// The row is changed in memory as in the database, so the message returned is
 		// built without reading the row back. Only the columns whose values change are
@@ -331,14 +375,12 @@ func (s *Store) UpdateMessage(ctx context.Context, id string, u Update) (shared.
 		if err := putContent(tx, id, content); err != nil {
 			return err
 		}
-		if err := putOutput(tx, id, out); err != nil {
-			return err
-		}
 		if _, ended := cols["status"]; ended && md.Status.IsTerminal() {
-			return finishOutput(tx, id)
+			return finishOutput(tx, use, id)
 		}
 		return nil
 	})
+	use.done(err)
 	if err != nil {
 		return shared.Message{}, false, fmt.Errorf("update message: %w", err)
 	}

@@ -117,23 +117,27 @@ func filled(rows []chunkRow) kept {
 
 // putOutput stores out, the output of a command as its writer captured it (before any
 // bound). Offsets in out say where each body starts in its stream: then only the bytes
-// after what is stored are written, when the body goes on from it.
-func putOutput(tx *gorm.DB, messageID string, out *shared.ShellOutput) error {
+// after what is stored are written, when the body goes on from it. It reports false when
+// the storage limit had no room for a stream's new bytes (use): that stream, and stderr
+// after a refused stdout, is left as it was stored.
+func putOutput(tx *gorm.DB, use *usage, messageID string, out *shared.ShellOutput) (bool, error) {
 	if out == nil {
-		return nil
+		return true, nil
 	}
-	if err := putStream(tx, messageID, streamStdout, out.Stdout, out.StdoutOffset); err != nil {
-		return err
+	stored, err := putStream(tx, use, messageID, streamStdout, out.Stdout, out.StdoutOffset)
+	if err != nil || !stored {
+		return false, err
 	}
-	return putStream(tx, messageID, streamStderr, out.Stderr, out.StderrOffset)
+	return putStream(tx, use, messageID, streamStderr, out.Stderr, out.StderrOffset)
 }
 
 // putStream makes the kept text of a stream body, which starts at position from in the
 // stream (nil: not known). Positions are the writer's promise (shared.ShellOutput): the
 // bytes at a position never change. So when the stored text ends inside body, the rest of
 // body is appended and nothing stored is read or written again; any other write replaces
-// the stream's chunks, unless they already hold body.
-func putStream(tx *gorm.DB, messageID string, stream int, body string, from *int64) error {
+// the stream's chunks, unless they already hold body. The bytes it adds are taken from use;
+// when they do not fit, nothing is written and it reports false.
+func putStream(tx *gorm.DB, use *usage, messageID string, stream int, body string, from *int64) (bool, error) {
 	known := from != nil && len(body) <= rawLimit
 	if !known {
 		// Text without positions ends just before position 0, where no writer's stream
@@ -146,7 +150,7 @@ func putStream(tx *gorm.DB, messageID string, stream int, body string, from *int
 	var newest []chunkRow
 	if err := tx.Select(chunkColumns).Scopes(streamOf(messageID, stream)).Order("start DESC").Limit(reserveAhead + 1).
 		Find(&newest).Error; err != nil {
-		return fmt.Errorf("read stored output: %w", err)
+		return false, fmt.Errorf("read stored output: %w", err)
 	}
 	if len(newest) > 0 {
 		reserved := 0
@@ -154,21 +158,37 @@ func putStream(tx *gorm.DB, messageID string, stream int, body string, from *int
 			reserved++
 		}
 		if t := newest[reserved]; known && len(t.Data) > 0 && t.KeptFrom <= start && start <= t.end() && t.end() <= start+int64(len(body)) {
+			fresh := body[t.end()-start:]
+			if !use.take(tx, int64(len(fresh))) {
+				return false, nil
+			}
 			slices.Reverse(newest[:reserved])
-			return appendStream(tx, t, newest[:reserved], body[t.end()-start:], start)
+			return true, appendStream(tx, use, t, newest[:reserved], fresh, start)
 		}
 		var rows []chunkRow
 		if err := tx.Select(chunkColumns).Scopes(streamOf(messageID, stream)).Order("start").Find(&rows).Error; err != nil {
-			return fmt.Errorf("read stored output: %w", err)
+			return false, fmt.Errorf("read stored output: %w", err)
 		}
-		if k := filled(rows); k.from() == start && string(k.text(start)) == body {
-			return nil
+		k := filled(rows)
+		if k.from() == start && string(k.text(start)) == body {
+			return true, nil
+		}
+		old := int64(0)
+		for _, c := range k {
+			old += int64(len(c.Data))
+		}
+		if grows := int64(len(body)) - old; grows > 0 && !use.take(tx, grows) {
+			return false, nil
+		} else if grows < 0 {
+			use.free(-grows)
 		}
 		if err := tx.Scopes(streamOf(messageID, stream)).Delete(&chunkRow{}).Error; err != nil {
-			return fmt.Errorf("replace output: %w", err)
+			return false, fmt.Errorf("replace output: %w", err)
 		}
+	} else if !use.take(tx, int64(len(body))) {
+		return false, nil
 	}
-	return insertChunks(tx, chunkRow{MessageID: messageID, Stream: stream, Start: start, KeptFrom: start}, body, false)
+	return true, insertChunks(tx, chunkRow{MessageID: messageID, Stream: stream, Start: start, KeptFrom: start}, body, false)
 }
 
 // streamOf scopes a query of shell_output_chunks to one stream of one message.
@@ -217,7 +237,8 @@ func (c chunkRow) end() int64 { return c.Start + int64(len(c.Data)) }
 // grows up to chunkSize before the next starts, in the first of the rows reserved after it
 // (ascending) while they last: a flush of a few bytes rewrites one row in place instead of
 // adding a row, an index entry and often a page.
-func appendStream(tx *gorm.DB, t chunkRow, reserved []chunkRow, fresh string, from int64) error {
+// The bytes it adds were taken from use by the caller; those it deletes are given back.
+func appendStream(tx *gorm.DB, use *usage, t chunkRow, reserved []chunkRow, fresh string, from int64) error {
 	grow := fresh[:min(len(fresh), max(chunkSize-len(t.Data), 0))]
 	if grow != "" || from != t.KeptFrom {
 		if err := setChunk(tx, t, append(t.Data, grow...), from); err != nil {
@@ -249,10 +270,29 @@ func appendStream(tx *gorm.DB, t chunkRow, reserved []chunkRow, fresh string, fr
 		return nil
 	}
 	// start < from bounds the search to the chunks the kept text has left.
-	if err := tx.Scopes(streamOf(t.MessageID, t.Stream)).Where("start < ? AND start + length(data) <= ?", from, from).
-		Delete(&chunkRow{}).Error; err != nil {
+	left := func(db *gorm.DB) *gorm.DB {
+		return db.Scopes(streamOf(t.MessageID, t.Stream)).Where("start < ? AND start + length(data) <= ?", from, from)
+	}
+	if err := freeChunks(tx, use, left); err != nil {
 		return fmt.Errorf("trim output: %w", err)
 	}
+	if err := tx.Scopes(left).Delete(&chunkRow{}).Error; err != nil {
+		return fmt.Errorf("trim output: %w", err)
+	}
+	return nil
+}
+
+// freeChunks gives back to use the bytes of the chunks scope selects, about to be
+// deleted; without a storage limit nothing is counted, so nothing is read.
+func freeChunks(tx *gorm.DB, use *usage, scope func(*gorm.DB) *gorm.DB) error {
+	if !use.counts() {
+		return nil
+	}
+	var n int64
+	if err := tx.Model(&chunkRow{}).Scopes(scope).Select("COALESCE(SUM(length(data)), 0)").Scan(&n).Error; err != nil {
+		return err
+	}
+	use.free(n)
 	return nil
 }
 
@@ -271,10 +311,16 @@ func setChunk(tx *gorm.DB, c chunkRow, data []byte, from int64) error {
 
 // finishOutput leaves a finished command's output as it is kept: the rows still reserved
 // and the chunks its kept text has left go.
-func finishOutput(tx *gorm.DB, messageID string) error {
-	if err := tx.Exec(`DELETE FROM shell_output_chunks WHERE message_id = ? AND (length(data) = 0 OR
+func finishOutput(tx *gorm.DB, use *usage, messageID string) error {
+	left := func(db *gorm.DB) *gorm.DB {
+		return db.Where(`message_id = ? AND (length(data) = 0 OR
 		start + length(data) <= (SELECT MAX(k.kept_from) FROM shell_output_chunks AS k
-			WHERE k.message_id = shell_output_chunks.message_id AND k.stream = shell_output_chunks.stream))`, messageID).Error; err != nil {
+			WHERE k.message_id = shell_output_chunks.message_id AND k.stream = shell_output_chunks.stream))`, messageID)
+	}
+	if err := freeChunks(tx, use, left); err != nil {
+		return fmt.Errorf("finish output: %w", err)
+	}
+	if err := tx.Scopes(left).Delete(&chunkRow{}).Error; err != nil {
 		return fmt.Errorf("finish output: %w", err)
 	}
 	return nil
@@ -358,7 +404,7 @@ func (s *Store) GetShellOutput(ctx context.Context, sessionID, messageID string)
 	}
 	return shared.ShellOutputSnapshot{MessageID: m.ID, Status: shared.ToolStatus(first.Status), UpdatedAt: m.UpdatedAt,
 		Output: shared.ShellOutput{Stdout: string(stdout.text(stdout.from())), Stderr: string(stderr.text(stderr.from())),
-			ExitCode: sum.ExitCode, Signal: sum.Signal, Truncated: sum.Truncated,
+			ExitCode: sum.ExitCode, Signal: sum.Signal, Truncated: sum.Truncated, StorageFull: sum.StorageFull,
 			StdoutTotalBytes: sum.StdoutTotalBytes, StderrTotalBytes: sum.StderrTotalBytes,
 			StartedAt: sum.StartedAt, FinishedAt: sum.FinishedAt}.Bounded()}, nil
 }

@@ -53,6 +53,8 @@ type Store struct {
 
 	replica string        // this process's replica id, once joined (replica.go)
 	lease   time.Duration // the length of its lease
+
+	quota *quota // the storage limit (quota.go); nil: none
 }
 
 // Open opens (and creates, on first start) the database: a SQLite file at a path, or the
