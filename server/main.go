@@ -17,6 +17,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -166,6 +167,19 @@ func envDuration(name string, def time.Duration) (time.Duration, error) {
 	return d, nil
 }
 
+// envBytes reads a byte count from the environment variable name, 0 when unset.
+func envBytes(name string) (int64, error) {
+	v := os.Getenv(name)
+	if v == "" {
+		return 0, nil
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("%s=%q is not a number of bytes such as 10737418240", name, v)
+	}
+	return n, nil
+}
+
 func defaultDB() string {
 	if dir, err := os.UserHomeDir(); err == nil {
 		return filepath.Join(dir, ".local", "share", "conch", "conch.db")
@@ -226,6 +240,12 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer st.Close()
+	if err := st.LimitStorage(ctx, cfg.maxStorage); err != nil {
+		return err
+	}
+	if used, limit := st.StoredBytes(); limit > 0 {
+		log.Info("storage limit", "max_bytes", limit, "stored_bytes", used)
+	}
 	events := hub.New(hub.Config{Logger: log, Task: st.TaskSummary})
 	// This process among the servers of the database: it ends what no live server runs
 	// (on SQLite, everything a previous process left live) before serving.
@@ -333,6 +353,7 @@ type serveConfig struct {
 	pushContact             string    // VAPID's subject (server/push)
 	pushAllowPrivate        bool      // push endpoints may be http and non-public (push.Endpoints)
 	noSandbox               bool      // agents run unconfined
+	maxStorage              int64     // bytes of output and files stored; 0: no limit
 }
 
 // parseServe reads and checks serve's flags and environment; it opens and starts nothing.
@@ -369,6 +390,12 @@ func parseServe(args []string, stdout, stderr io.Writer) (serveConfig, error) {
 		"let push subscriptions name http URLs and loopback, private and link-local hosts, for a test push service on this machine (env CONCH_PUSH_ALLOW_PRIVATE=1); by default only https URLs of public hosts")
 	noSandbox := flags.Bool("no-sandbox", os.Getenv("CONCH_NO_SANDBOX") == "1",
 		"run agents and their commands unconfined, able to reach everything this server's user can (env CONCH_NO_SANDBOX=1); by default each session has a sandbox")
+	maxStorage, err := envBytes("CONCH_MAX_STORAGE")
+	if err != nil {
+		return serveConfig{}, err
+	}
+	flags.Int64Var(&maxStorage, "max-storage", maxStorage,
+		"the most bytes of command output and uploaded files stored, all sessions together, in plain bytes (10737418240 is 10 GiB); past it uploads are refused (507 insufficient_storage) and commands' output stops being stored, with a note; 0 is no limit (env CONCH_MAX_STORAGE)")
 	var proxies []string
 	flags.Func("trusted-proxy", "address or CIDR of a reverse proxy whose X-Forwarded-* headers count; repeatable (env CONCH_TRUSTED_PROXIES, comma-separated)",
 		func(p string) error { proxies = append(proxies, p); return nil })
@@ -391,8 +418,11 @@ func parseServe(args []string, stdout, stderr io.Writer) (serveConfig, error) {
 	if drain < 0 {
 		return serveConfig{}, fmt.Errorf("--drain %s is negative: give 0 to cancel running turns at once", drain)
 	}
+	if maxStorage < 0 {
+		return serveConfig{}, fmt.Errorf("--max-storage %d is negative: give 0 for no limit", maxStorage)
+	}
 	cfg := serveConfig{addr: *addr, db: *dbPath, agents: *agents, token: *token, lease: lease, idle: idle, drain: drain, trusted: trusted, pushContact: *pushContact,
-		pushAllowPrivate: *pushAllowPrivate, noSandbox: *noSandbox}
+		pushAllowPrivate: *pushAllowPrivate, noSandbox: *noSandbox, maxStorage: maxStorage}
 	if *issuer != "" {
 		if cfg.oidc, err = parseOIDC(*issuer, *clientID, *groups, *defaultRole); err != nil {
 			return serveConfig{}, err

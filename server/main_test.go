@@ -298,3 +298,26 @@ func TestParseServe(t *testing.T) {
 		t.Errorf("flags over the environment: %+v, %v", cfg, err)
 	}
 }
+
+// --max-storage takes plain bytes, from CONCH_MAX_STORAGE where the flag is not given; a
+// negative count or one with a unit is refused before anything starts.
+func TestParseMaxStorage(t *testing.T) {
+	for _, c := range []struct {
+		env  string
+		args []string
+		want int64
+		err  string
+	}{
+		{"", nil, 0, ""},
+		{"1073741824", nil, 1 << 30, ""},
+		{"1073741824", []string{"--max-storage", "2048"}, 2048, ""},
+		{"", []string{"--max-storage", "-1"}, 0, "--max-storage -1 is negative: give 0 for no limit"},
+		{"10GiB", nil, 0, `CONCH_MAX_STORAGE="10GiB" is not a number of bytes such as 10737418240`},
+	} {
+		t.Setenv("CONCH_MAX_STORAGE", c.env)
+		cfg, err := parseServe(c.args, io.Discard, io.Discard)
+		if got := fmt.Sprint(err); c.err != "" && got != c.err || c.err == "" && (err != nil || cfg.maxStorage != c.want) {
+			t.Errorf("env %q, %v: %d, %v; want %d, %s", c.env, c.args, cfg.maxStorage, err, c.want, c.err)
+		}
+	}
+}
