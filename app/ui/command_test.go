@@ -232,6 +232,15 @@ func TestCommandRowOpen(t *testing.T) {
 			notWant: []string{"No command output"},
 		},
 		{
+			name:   "stopped by the server's storage limit",
+			status: shared.StatusCompleted,
+			drive: func(m *poll.Machine) {
+				m.Open()
+				m.Loaded(1, snapshot(shared.StatusCompleted, shared.ShellOutput{Stdout: "kept\n", Truncated: true, StorageFull: true, ExitCode: intp(0)}), "")
+			},
+			want: []string{"kept", "Output truncated: the server stopped storing it here, its storage limit is reached", "Exit code 0"},
+		},
+		{
 			name:   "finished without an exit code",
 			status: shared.StatusCancelled,
 			drive: func(m *poll.Machine) {

@@ -129,7 +129,10 @@ func (c *CommandRow) transcript(view poll.View) []app.UI {
 				}
 			}
 		}
-		if o.Truncated {
+		switch {
+		case o.StorageFull:
+			out = append(out, app.P().Class("out-note").Text("Output truncated: the server stopped storing it here, its storage limit is reached"))
+		case o.Truncated:
 			out = append(out, app.P().Class("out-note").Text("Output truncated"))
 		}
 		if s.Status.IsTerminal() {
