@@ -1,6 +1,9 @@
 package shared
 
-import "time"
+import (
+	"strings"
+	"time"
+)
 
 // The roles of an account, from most to least allowed (docs/API.md, "Accounts and roles"):
 // an admin may do everything, accounts included; a member may use tasks and sessions; a
@@ -37,6 +40,9 @@ type Account struct {
 	// TaskID is set for a guest, signed in through a share link: a viewer of this one
 	// task, to whom everything else does not exist.
 	TaskID string `json:"task_id,omitempty"`
+	// Provider is the issuer of the identity provider the account signs in with (single
+	// sign-on); "" for an account with a password.
+	Provider string `json:"provider,omitempty"`
 }
 
 // NewAccount asks for an account (POST /api/v1/accounts). With a password the account is
@@ -61,13 +67,25 @@ type AccessToken struct {
 	Name       string     `json:"name"`
 	CreatedAt  time.Time  `json:"created_at"`
 	LastUsedAt *time.Time `json:"last_used_at,omitempty"`
+	ExpiresAt  *time.Time `json:"expires_at,omitempty"` // nil: until revoked
 	Token      string     `json:"token,omitempty"`
 }
 
 // NewAccessToken asks for a token (POST /api/v1/tokens).
 type NewAccessToken struct {
 	Name string `json:"name"`
+	// ExpiresInDays ends the token that many days after it is made (1 to
+	// MaxTokenDays); 0 keeps it until revoked, except for an account of single sign-on,
+	// whose tokens last at most SSOTokenDays (their default too), so that a person the
+	// identity provider drops loses them without signing in again.
+	ExpiresInDays int `json:"expires_in_days,omitempty"`
 }
+
+// The bounds of an access token's life, in days (NewAccessToken).
+const (
+	MaxTokenDays = 366
+	SSOTokenDays = 30
+)
 
 // AuditEvent is one thing a person did (GET /api/v1/audit, one JSON object a line):
 // Action is the route ("POST /api/v1/tasks/:task_id/…") or WebSocket action, and the ids
@@ -100,5 +118,21 @@ type NewShareLink struct {
 	Days int `json:"days"`
 }
 
-// GuestLogin is the login of everyone signed in through a share link.
-const GuestLogin = "guest"
+// The logins of who is not an account: the server's --token, everyone on a server
+// without a token, and everyone signed in through a share link. No account may take one,
+// in any case, so that the audit tells them apart from people.
+const (
+	TokenLogin = "token"
+	LocalLogin = "local"
+	GuestLogin = "guest"
+)
+
+// ReservedLogin reports whether login is one of the logins of who is not an account.
+func ReservedLogin(login string) bool {
+	for _, r := range []string{TokenLogin, LocalLogin, GuestLogin} {
+		if strings.EqualFold(login, r) {
+			return true
+		}
+	}
+	return false
+}

@@ -47,10 +47,11 @@ func (c *Client) AccessTokens(ctx context.Context) ([]shared.AccessToken, error)
 	return out.Tokens, c.call(ctx, "GET", "/api/v1/tokens", nil, &out)
 }
 
-// CreateAccessToken makes a token of this account; its Token is the secret, shown once.
-func (c *Client) CreateAccessToken(ctx context.Context, name string) (shared.AccessToken, error) {
+// CreateAccessToken makes a token of this account that ends days from now (0: when
+// revoked); its Token is the secret, shown once.
+func (c *Client) CreateAccessToken(ctx context.Context, name string, days int) (shared.AccessToken, error) {
 	var t shared.AccessToken
-	return t, c.call(ctx, "POST", "/api/v1/tokens", shared.NewAccessToken{Name: name}, &t)
+	return t, c.call(ctx, "POST", "/api/v1/tokens", shared.NewAccessToken{Name: name, ExpiresInDays: days}, &t)
 }
 
 // RevokeAccessToken revokes one of this account's tokens.

@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/chromedp/chromedp"
 
@@ -59,7 +60,11 @@ func TestAccountsInTheBrowser(t *testing.T) {
 	if me, err := s.API.WithToken(secret).Me(ctx); err != nil || me.Login != "ada" {
 		t.Errorf("the token made in the page is %+v, %v", me, err)
 	}
-	admin.waitFor(t, "the token in the list", `document.querySelector(".account-list").textContent.includes("laptop")`)
+	tokens, err := s.API.WithToken(secret).AccessTokens(ctx)
+	if err != nil || len(tokens) != 1 || tokens[0].ExpiresAt == nil || tokens[0].ExpiresAt.Sub(tokens[0].CreatedAt).Round(time.Hour) != 30*24*time.Hour {
+		t.Errorf("the token made in the page with the form's default life: %+v, %v", tokens, err)
+	}
+	admin.waitFor(t, "the token in the list", `document.querySelector(".account-list").textContent.includes("laptop") && document.querySelector(".account-list").textContent.includes("ends")`)
 	if name := eval[string](t, admin, `document.querySelector("#token-name").value`); name != "" {
 		t.Errorf("after the token was made its name field holds %q", name)
 	}

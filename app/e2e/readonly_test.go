@@ -97,6 +97,9 @@ func TestReadOnlyInTheBrowser(t *testing.T) {
 	adaPage.waitFor(t, "the new link", `!!document.querySelector(".share-panel .secret-value") && document.querySelectorAll(".share-panel li").length === 1`)
 	link := adaPage.text(t, ".share-panel .secret-value")
 	adaPage.screenshots(t, "sharelink", ".share-panel")
+	adaPage.do(t, chromedp.Navigate(link)) // ada, signed in, is asked before her sign-in goes
+	adaPage.waitFor(t, "the question before a guest sign-in", `document.body.textContent.includes("You are signed in as ada") && !!document.querySelector("form[method=post] button")`)
+	adaPage.screenshots(t, "share-ask", "")
 	other, err := s.API.CreateTask(ctx, "not shared", "")
 	if err != nil {
 		t.Fatal(err)

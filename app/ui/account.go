@@ -2,6 +2,9 @@ package ui
 
 import (
 	"context"
+	"slices"
+	"strconv"
+	"time"
 
 	"github.com/maxence-charriere/go-app/v10/pkg/app"
 
@@ -20,13 +23,23 @@ type AccountPage struct {
 	err      string
 
 	tokenName string
+	tokenDays string // the new token's life: days, "0" until revoked
 	secret    string // the token just made: shown once
 	role      string // of the next invitation
 	invite    string // the link just made
 	note      string // "Copied", for a moment
 }
 
-func newAccountPage() app.Composer { return &AccountPage{role: shared.RoleMember} }
+func newAccountPage() app.Composer { return &AccountPage{role: shared.RoleMember, tokenDays: "30"} }
+
+type tokenLife struct {
+	days  int
+	label string
+}
+
+// tokenLives are the lives the token form offers, in days (0: until revoked); an
+// account of single sign-on gets those up to shared.SSOTokenDays.
+var tokenLives = []tokenLife{{7, "7 days"}, {30, "30 days"}, {90, "90 days"}, {shared.MaxTokenDays, "a year"}, {0, "until revoked"}}
 
 // OnMount loads who is signed in, then what that account may see.
 func (p *AccountPage) OnMount(ctx app.Context) {
@@ -98,12 +111,13 @@ func (p *AccountPage) do(ctx app.Context, what string, change func(context.Conte
 func (p *AccountPage) createToken(ctx app.Context, e app.Event) {
 	e.PreventDefault()
 	name := p.tokenName
+	days, _ := strconv.Atoi(p.tokenDays) // one of tokenLives
 	// The field is emptied by the form itself: go-app leaves a typed value alone when the
 	// one it rendered last was empty too.
 	e.Get("target").Call("reset")
 	p.tokenName = ""
 	p.do(ctx, "Could not create the token", func(c context.Context) error {
-		t, err := api.CreateAccessToken(c, name)
+		t, err := api.CreateAccessToken(c, name, days)
 		if err == nil {
 			ctx.Dispatch(func(app.Context) { p.secret = t.Token })
 		}
@@ -186,11 +200,22 @@ func (p *AccountPage) renderBody() app.UI {
 }
 
 func (p *AccountPage) renderTokens() app.UI {
+	lives := tokenLives
+	if p.me.Provider != "" {
+		lives = slices.DeleteFunc(slices.Clone(lives), func(l tokenLife) bool { return l.days == 0 || l.days > shared.SSOTokenDays })
+	}
 	return app.Section().Class("new-task", "account-card").Body(
 		app.H2().Text("Access tokens"),
 		app.P().Class("empty").Text("For the conch command and scripts: CONCH_TOKEN=… conch tasks"),
 		app.Form().Class("inline-form").OnSubmit(p.createToken).Body(
 			field("token-name", "Name", app.Input().ID("token-name").Required(true).MaxLength(100).Value(p.tokenName).OnInput(bind(&p.tokenName))),
+			field("token-days", "Lasts", app.Select().ID("token-days").OnChange(bind(&p.tokenDays)).Body(
+				app.Range(lives).Slice(func(i int) app.UI {
+					l := lives[i]
+					v := strconv.Itoa(l.days)
+					return selected(app.Option().Value(v), v == p.tokenDays).Text(l.label)
+				}),
+			)),
 			app.Button().Type("submit").Text("Create token"),
 		),
 		app.If(p.secret != "", func() app.UI {
@@ -210,11 +235,19 @@ func (p *AccountPage) renderTokens() app.UI {
 			}
 			return app.Li().Body(
 				app.Span().Class("account-name").Text(t.Name),
-				app.Span().Class("account-meta").Text("made "+t.CreatedAt.Local().Format("2 Jan 2006")+" · "+used),
+				app.Span().Class("account-meta").Text("made "+t.CreatedAt.Local().Format("2 Jan 2006")+" · "+used+ends(t.ExpiresAt)),
 				app.Button().Type("button").Class("secondary").Aria("label", attrText("Revoke token "+t.Name)).OnClick(p.revoke(t.ID)).Text("Revoke"),
 			)
 		})),
 	)
+}
+
+// ends says when a token stops working, "" for one that lasts until revoked.
+func ends(at *time.Time) string {
+	if at == nil {
+		return ""
+	}
+	return " · ends " + at.Local().Format("2 Jan 2006")
 }
 
 func (p *AccountPage) renderPeople() app.UI {

@@ -261,7 +261,7 @@ func New(cfg Config) *fiber.App {
 	app.Get("/web/*", s.handleAsset)
 	if s.token != "" {
 		app.Get("/login", s.handleLoginForm)
-		app.Post("/login", s.handleLogin)
+		app.Post("/login", s.sameOriginForm, s.handleLogin)
 		app.Post("/logout", s.sameOriginForm, s.handleLogout)
 		if s.oidc != nil {
 			app.Get("/login/oidc", s.handleOIDCStart)
@@ -270,6 +270,7 @@ func New(cfg Config) *fiber.App {
 		app.Get("/invite/:code", s.handleInviteForm)
 		app.Post("/invite/:code", s.sameOriginForm, s.handleInvite)
 		app.Get("/share/:code", s.handleShare)
+		app.Post("/share/:code", s.sameOriginForm, s.handleShare)
 	}
 	app.Use(s.requirePageToken, s.pages(adaptor.HTTPHandler(cfg.UI(s.boots.take))))
 	return app

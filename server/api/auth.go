@@ -31,6 +31,11 @@ const cookieName = "conch_session"
 // sessionLifetime is how long a sign-in lasts.
 const sessionLifetime = 30 * 24 * time.Hour
 
+// ssoSignInLifetime is how long a sign-in through the identity provider lasts: the
+// groups are read again at its end, so that a person the provider drops or demotes loses
+// their role within a day even without signing in.
+const ssoSignInLifetime = 24 * time.Hour
+
 // validToken compares in constant time; hashing first makes the time independent of length.
 func (s *server) validToken(candidate string) bool {
 	want, got := sha256.Sum256([]byte(s.token)), sha256.Sum256([]byte(candidate))
@@ -482,6 +487,10 @@ func (s *server) loginPage(c *fiber.Ctx, err error, next string) error {
 	if err != nil {
 		return s.fail(c, err)
 	}
+	// The form's post carries its Origin, which sameOriginForm checks so that no other
+	// site signs a browser in to an account of its choosing; under "no-referrer" a browser
+	// would send it as "null".
+	c.Set(fiber.HeaderReferrerPolicy, "same-origin")
 	return loginTemplate.Execute(c, struct {
 		Error, Next   string
 		Accounts, SSO bool

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"net/http"
 	"net/netip"
 	"net/url"
@@ -8,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"conch/shared"
 )
 
 const token = "s3cret-token"
@@ -173,6 +176,29 @@ func TestLogoutEndsTheSignIn(t *testing.T) {
 			t.Errorf("%s: a page with the signed-out cookie: %d", name, resp.StatusCode)
 		}
 		s.expect(http.StatusOK, "GET", "/api/v1/tasks", "", nil, "Cookie", staying)
+	}
+}
+
+// A sign-in form posted from another site is refused (login CSRF: it would sign the
+// browser in to the other site's account); the page's own form sends its Origin.
+func TestLoginFromAnotherSiteRefused(t *testing.T) {
+	e := newEnv(t, withToken)
+	if _, err := e.store.CreateAccount(context.Background(), "mallory", shared.RoleMember, hashPassword("correct horse battery")); err != nil {
+		t.Fatal(err)
+	}
+	form := []string{"Content-Type", form}
+	body := "login=mallory&password=correct+horse+battery"
+	if resp, raw := e.do("POST", "/login", body, append(form, "Origin", "http://evil.example")...); resp.StatusCode != http.StatusForbidden || len(resp.Cookies()) != 0 {
+		t.Errorf("a sign-in posted from another site: %d %s %v", resp.StatusCode, raw, resp.Cookies())
+	}
+	if resp, _ := e.do("POST", "/login", body, append(form, "Origin", "null")...); resp.StatusCode != http.StatusForbidden || len(resp.Cookies()) != 0 {
+		t.Errorf("a sign-in posted from an opaque origin: %d %v", resp.StatusCode, resp.Cookies())
+	}
+	if resp, _ := e.do("GET", "/login", ""); resp.Header.Get("Referrer-Policy") != "same-origin" {
+		t.Errorf("the sign-in page's Referrer-Policy %q: its form would post Origin: null", resp.Header.Get("Referrer-Policy"))
+	}
+	if resp, _ := e.do("POST", "/login", body, append(form, "Origin", "http://127.0.0.1:8080")...); resp.StatusCode != http.StatusSeeOther || len(resp.Cookies()) != 1 {
+		t.Errorf("a sign-in from the page: %d %v", resp.StatusCode, resp.Cookies())
 	}
 }
 

@@ -47,9 +47,9 @@ func accountFrom(ctx context.Context) shared.Account {
 var (
 	// tokenAccount is who the server's --token is: the admin of scripts made before
 	// accounts. It has no row, so no access tokens of its own.
-	tokenAccount = shared.Account{Login: "token", Role: shared.RoleAdmin}
+	tokenAccount = shared.Account{Login: shared.TokenLogin, Role: shared.RoleAdmin}
 	// localAccount is everyone on a server without a token, which serves loopback only.
-	localAccount = shared.Account{Login: "local", Role: shared.RoleAdmin}
+	localAccount = shared.Account{Login: shared.LocalLogin, Role: shared.RoleAdmin}
 )
 
 var (
@@ -88,6 +88,15 @@ func (s *server) wsAllowed(ctx context.Context, req shared.Envelope) (*shared.Au
 	}
 	if !known || need == shared.RoleViewer {
 		return nil, permits(acc, need)
+	}
+	// A socket keeps the account it opened with; a write asks for its role now, so a
+	// demotion (single sign-on's groups) reaches sockets opened before it.
+	if acc.ID != "" && acc.TaskID == "" {
+		now, err := s.store.Account(ctx, acc.ID)
+		if err != nil {
+			return nil, err
+		}
+		acc = now
 	}
 	if err := permits(acc, need); err != nil {
 		return nil, err
@@ -366,13 +375,38 @@ func (s *server) handleCreateToken(c *fiber.Ctx) error {
 	if req.Name == "" || len(req.Name) > 100 || !utf8.ValidString(req.Name) {
 		return s.fail(c, shared.Errorf(shared.CodeInvalid, "name is 1 to 100 bytes of UTF-8"))
 	}
+	days, err := tokenDays(acc, req.ExpiresInDays)
+	if err != nil {
+		return s.fail(c, err)
+	}
+	var expires time.Time
+	if days > 0 {
+		expires = s.now().Add(time.Duration(days) * 24 * time.Hour)
+	}
 	secret := accessTokenPrefix + rand.Text()
-	tok, err := s.store.CreateAccessToken(c.UserContext(), acc.ID, req.Name, hashSecret(secret))
+	tok, err := s.store.CreateAccessToken(c.UserContext(), acc.ID, req.Name, hashSecret(secret), expires)
 	if err != nil {
 		return s.fail(c, err)
 	}
 	tok.Token = secret
 	return sendJSON(c.Status(http.StatusCreated), tok)
+}
+
+// tokenDays is how many days a new token of acc lasts when it asks for asked (0: until
+// revoked). An account of single sign-on gets at most shared.SSOTokenDays, so that a
+// person the identity provider drops keeps no way in for long without signing in.
+func tokenDays(acc shared.Account, asked int) (int, error) {
+	most := shared.MaxTokenDays
+	if acc.Provider != "" {
+		most = shared.SSOTokenDays
+		if asked == 0 {
+			return most, nil
+		}
+	}
+	if asked < 0 || asked > most {
+		return 0, shared.Errorf(shared.CodeInvalid, "expires_in_days is 1 to %d, or 0 for a token that lasts until revoked (accounts of single sign-on: at most %d)", shared.MaxTokenDays, shared.SSOTokenDays)
+	}
+	return asked, nil
 }
 
 func (s *server) handleDeleteToken(c *fiber.Ctx) error {

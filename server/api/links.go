@@ -77,36 +77,64 @@ func (s *server) handleDeleteLink(c *fiber.Ctx) error {
 	return c.SendStatus(http.StatusNoContent)
 }
 
-// The page a share link opens: the sign-in cookie is SameSite=Strict, which a browser
-// does not send on a redirect that began on another site (the mail or chat the link was
-// in), so the page goes on to the task by itself, from this origin.
+// The page a share link opens. The sign-in cookie is SameSite=Strict, which a browser
+// does not send on a navigation that began on another site (the mail or chat the link
+// was in): so such a visit first comes back from this origin (Hop) to see who is signed
+// in; someone signed in with an account is asked before their sign-in is swapped for a
+// guest's (Login); a guest's page goes on to the task by itself.
 var sharePage = template.Must(template.New("share").Parse(`<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
 <meta name="theme-color" content="#111827">
-{{if not .Error}}<meta http-equiv="refresh" content="0; url=/">{{end}}
+{{if .Hop}}<meta http-equiv="refresh" content="0">{{else if .Until}}{{if not .Login}}<meta http-equiv="refresh" content="0; url=/">{{end}}{{end}}
 <title>Shared task · Conch</title>
 <link rel="icon" href="/web/icon.svg"><link rel="stylesheet" href="/web/app.css">
 </head><body><div class="page login-page">
 <header class="bar"><h1>Conch</h1></header>
 <main><div class="new-task">
 {{if .Error}}<p class="alert" role="alert">{{.Error}}</p>
+{{else if .Hop}}<p>Opening the shared task…</p>
+{{else if .Login}}<h2>Open a shared task?</h2>
+<p>This link shows one task, read only, until {{.Until}}. You are signed in as <strong>{{.Login}}</strong>: opening it as a guest signs this browser out of {{.Login}}.</p>
+<form method="post" class="inline-form"><button type="submit">Open as a guest</button> <a href="/">Stay signed in as {{.Login}}</a></form>
 {{else}}<p>You may read this task until {{.Until}}. <a href="/">Open it</a></p>{{end}}
 </div></main></div></body></html>
 `))
 
-// handleShare signs the browser in as a guest of the link's task, until the link expires.
+type sharePageData struct {
+	Error, Until, Login string
+	Hop                 bool
+}
+
+// handleShare signs the browser in as a guest of the link's task, until the link
+// expires; a GET from a browser signed in with an account asks first (sharePage), and its
+// form posts here.
 func (s *server) handleShare(c *fiber.Ctx) error {
 	c.Set(fiber.HeaderCacheControl, "no-store")
-	c.Set(fiber.HeaderReferrerPolicy, "no-referrer") // the code is in the URL
+	// The code is in the URL: no other site gets it, and the form's post carries its
+	// Origin (sameOriginForm), which under "no-referrer" a browser sends as "null".
+	c.Set(fiber.HeaderReferrerPolicy, "same-origin")
 	c.Type("html", "utf-8")
 	link, err := s.store.ShareLinkByHash(c.UserContext(), hashSecret(c.Params("code")))
+	page := sharePageData{}
+	if err == nil {
+		page.Until = link.ExpiresAt.Format("Jan 2, 2006 15:04 UTC")
+		if c.Method() == fiber.MethodGet {
+			if c.Get("Sec-Fetch-Site") == "cross-site" {
+				return sharePage.Execute(c, sharePageData{Hop: true})
+			}
+			if acc, _, in, _ := s.signedIn(c); in && acc.TaskID == "" {
+				page.Login = acc.Login
+				return sharePage.Execute(c, page)
+			}
+		}
+	}
 	if err == nil {
 		err = s.signInUntil(c, store.SignIn{LinkID: link.ID}, link.ExpiresAt)
 	}
 	if err != nil {
 		e := s.report(err)
 		c.Status(statusOf[e.Code])
-		return sharePage.Execute(c, struct{ Error, Until string }{e.Message, ""})
+		return sharePage.Execute(c, sharePageData{Error: e.Message})
 	}
-	return sharePage.Execute(c, struct{ Error, Until string }{"", link.ExpiresAt.Format("Jan 2, 2006 15:04 UTC")})
+	return sharePage.Execute(c, page)
 }

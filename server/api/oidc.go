@@ -15,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"conch/server/store"
 	"conch/shared"
 
 	"github.com/coreos/go-oidc/v3/oidc"
@@ -142,7 +143,7 @@ func (s *server) handleOIDCCallback(c *fiber.Ctx) error {
 	}
 	acc, err := s.oidcAccount(c, pending)
 	if err == nil {
-		err = s.startSignIn(c, acc.ID)
+		err = s.signInUntil(c, store.SignIn{AccountID: acc.ID}, s.now().Add(ssoSignInLifetime))
 	}
 	if err != nil {
 		return s.loginPage(c, err, pending.Next)
@@ -184,6 +185,14 @@ func (s *server) oidcAccount(c *fiber.Ctx, pending oidcPending) (shared.Account,
 	}
 	role := s.oidc.roleOf(claims.Groups)
 	if role == "" {
+		// The provider has dropped this person: what they signed in with before ends now.
+		id, err := s.store.EndExternalAccess(ctx, s.oidc.cfg.Issuer, idt.Subject)
+		if err != nil {
+			return shared.Account{}, err
+		}
+		if id != "" {
+			s.events.Revoked(revokeKey("account", id))
+		}
 		return shared.Account{}, shared.Errorf(shared.CodeForbidden, "Your account at the identity provider is in none of the groups that may use Conch: ask an admin.")
 	}
 	return s.store.ExternalAccount(ctx, s.oidc.cfg.Issuer, idt.Subject, loginFrom(claims), role)

@@ -30,7 +30,7 @@ type accountRow struct {
 func (accountRow) TableName() string { return "accounts" }
 
 func (r accountRow) account() shared.Account {
-	return shared.Account{ID: r.ID, Login: r.Login, Role: r.Role, CreatedAt: time.Unix(0, r.CreatedAt).UTC()}
+	return shared.Account{ID: r.ID, Login: r.Login, Role: r.Role, CreatedAt: time.Unix(0, r.CreatedAt).UTC(), Provider: r.OidcIssuer}
 }
 
 type accessTokenRow struct {
@@ -40,6 +40,7 @@ type accessTokenRow struct {
 	Hash       string
 	CreatedAt  int64 `gorm:"autoCreateTime:false"`
 	LastUsedAt int64
+	ExpiresAt  int64 // 0: until revoked
 }
 
 func (accessTokenRow) TableName() string { return "access_tokens" }
@@ -54,7 +55,7 @@ func (invitationRow) TableName() string { return "invitations" }
 
 var (
 	errNoAccount   = shared.Errorf(shared.CodeNotFound, "account not found")
-	errLoginTaken  = shared.Errorf(shared.CodeConflict, "that login is taken")
+	errLoginTaken  = shared.Errorf(shared.CodeConflict, "that login is taken (token, local and guest are the server's own)")
 	errNoToken     = shared.Errorf(shared.CodeNotFound, "token not found")
 	errInvitation  = shared.Errorf(shared.CodeNotFound, "this invitation is not valid: it was used, it expired, or the link is wrong")
 	errLastAdmin   = shared.Errorf(shared.CodeConflict, "the last admin account cannot be deleted")
@@ -74,6 +75,9 @@ func (s *Store) CreateAccount(ctx context.Context, login, role, passwordHash str
 }
 
 func createAccount(tx *gorm.DB, row *accountRow) error {
+	if shared.ReservedLogin(row.Login) {
+		return errLoginTaken
+	}
 	var n int64
 	if err := tx.Model(&accountRow{}).Where("login = ?", row.Login).Count(&n).Error; err != nil {
 		return fmt.Errorf("read accounts: %w", err)
@@ -119,6 +123,31 @@ func (s *Store) ExternalAccount(ctx context.Context, issuer, subject, login, rol
 		return shared.Account{}, err
 	}
 	return row.account(), nil
+}
+
+// EndExternalAccess ends every way in of the account of subject at issuer, whom the
+// identity provider no longer puts in a group that may use Conch: its sign-ins and
+// access tokens go (its tasks and what it wrote stay). It returns the account's id, ""
+// when the subject has none.
+func (s *Store) EndExternalAccess(ctx context.Context, issuer, subject string) (string, error) {
+	var row accountRow
+	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		err := tx.Where("oidc_issuer = ? AND oidc_subject = ?", issuer, subject).Take(&row).Error
+		if err != nil {
+			return err
+		}
+		if err := tx.Where("account_id = ?", row.ID).Delete(&signInRow{}).Error; err != nil {
+			return err
+		}
+		return tx.Where("account_id = ?", row.ID).Delete(&accessTokenRow{}).Error
+	})
+	switch {
+	case errors.Is(err, gorm.ErrRecordNotFound):
+		return "", nil
+	case err != nil:
+		return "", fmt.Errorf("end access of %s: %w", subject, err)
+	}
+	return row.ID, nil
 }
 
 // AccountByLogin is the account of a login and its password hash. A login that does not
@@ -254,9 +283,13 @@ func (s *Store) InvitationValid(ctx context.Context, hash string) (string, error
 	return inv.Role, nil
 }
 
-// CreateAccessToken stores a token of an account by the hash of its secret.
-func (s *Store) CreateAccessToken(ctx context.Context, accountID, name, hash string) (shared.AccessToken, error) {
+// CreateAccessToken stores a token of an account by the hash of its secret, working until
+// expires (zero: until revoked).
+func (s *Store) CreateAccessToken(ctx context.Context, accountID, name, hash string, expires time.Time) (shared.AccessToken, error) {
 	row := accessTokenRow{ID: uuid.NewString(), AccountID: accountID, Name: name, Hash: hash, CreatedAt: s.stamp()}
+	if !expires.IsZero() {
+		row.ExpiresAt = expires.UnixNano()
+	}
 	if err := s.db.WithContext(ctx).Create(&row).Error; err != nil {
 		return shared.AccessToken{}, fmt.Errorf("create token: %w", err)
 	}
@@ -268,6 +301,10 @@ func (r accessTokenRow) token() shared.AccessToken {
 	if r.LastUsedAt != 0 {
 		used := time.Unix(0, r.LastUsedAt).UTC()
 		t.LastUsedAt = &used
+	}
+	if r.ExpiresAt != 0 {
+		end := time.Unix(0, r.ExpiresAt).UTC()
+		t.ExpiresAt = &end
 	}
 	return t
 }
@@ -298,17 +335,17 @@ func (s *Store) DeleteAccessToken(ctx context.Context, accountID, id string) err
 }
 
 // AccountByToken is the account whose access token has hash, and the token's id; it
-// records the token's use. A hash no token has is errNoToken.
+// records the token's use. A hash no token has, or one that has expired, is errNoToken.
 func (s *Store) AccountByToken(ctx context.Context, hash string) (shared.Account, string, error) {
 	var rows []struct {
-		ID, Login, Role string
-		CreatedAt       int64
-		TokenID         string
-		LastUsedAt      int64
+		ID, Login, Role, OidcIssuer string
+		CreatedAt                   int64
+		TokenID                     string
+		LastUsedAt                  int64
 	}
 	err := s.db.WithContext(ctx).Table("access_tokens AS t").
-		Select("a.id, a.login, a.role, a.created_at, t.id AS token_id, t.last_used_at").Joins("JOIN accounts AS a ON a.id = t.account_id").
-		Where("t.hash = ?", hash).Limit(1).Scan(&rows).Error
+		Select("a.id, a.login, a.role, a.oidc_issuer, a.created_at, t.id AS token_id, t.last_used_at").Joins("JOIN accounts AS a ON a.id = t.account_id").
+		Where("t.hash = ? AND (t.expires_at = 0 OR t.expires_at > ?)", hash, s.stamp()).Limit(1).Scan(&rows).Error
 	switch {
 	case err != nil:
 		return shared.Account{}, "", fmt.Errorf("read token: %w", err)
@@ -325,7 +362,7 @@ func (s *Store) AccountByToken(ctx context.Context, hash string) (shared.Account
 		}
 	}
 	r := rows[0]
-	return accountRow{ID: r.ID, Login: r.Login, Role: r.Role, CreatedAt: r.CreatedAt}.account(), r.TokenID, nil
+	return accountRow{ID: r.ID, Login: r.Login, Role: r.Role, OidcIssuer: r.OidcIssuer, CreatedAt: r.CreatedAt}.account(), r.TokenID, nil
 }
 
 // IsUnknownToken reports whether err is AccountByToken's "no token has this hash".

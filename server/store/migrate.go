@@ -283,6 +283,10 @@ var steps = []step{
 	{table: "task_sessions", column: "sandbox", stmts: []string{
 		`ALTER TABLE task_sessions ADD COLUMN sandbox TEXT NOT NULL DEFAULT ''`,
 	}},
+	// When an access token stops working (0: when revoked).
+	{table: "access_tokens", column: "expires_at", stmts: []string{
+		`ALTER TABLE access_tokens ADD COLUMN expires_at BIGINT NOT NULL DEFAULT 0`,
+	}},
 }
 
 // migrate brings the schema to the last step in one transaction (DDL is transactional
