@@ -68,6 +68,9 @@ func TestAccountsInTheBrowser(t *testing.T) {
 	if name := eval[string](t, admin, `document.querySelector("#token-name").value`); name != "" {
 		t.Errorf("after the token was made its name field holds %q", name)
 	}
+	if life := eval[string](t, admin, `document.querySelector("#token-days").selectedOptions[0].textContent`); life != "30 days" {
+		t.Errorf("after the token was made its life shows %q, the one it was made with is 30 days", life)
+	}
 
 	admin.do(t, chromedp.Evaluate[chromedp.Void](`const r = document.querySelector("#invite-role"); r.value = "viewer"; r.dispatchEvent(new Event("change"))`),
 		chromedp.Click(chromedp.CSS(`#invite-role ~ button, form.inline-form:has(#invite-role) button`)))

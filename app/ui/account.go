@@ -112,9 +112,10 @@ func (p *AccountPage) createToken(ctx app.Context, e app.Event) {
 	e.PreventDefault()
 	name := p.tokenName
 	days, _ := strconv.Atoi(p.tokenDays) // one of tokenLives
-	// The field is emptied by the form itself: go-app leaves a typed value alone when the
-	// one it rendered last was empty too.
-	e.Get("target").Call("reset")
+	// The name field is emptied here: go-app leaves a typed value alone when the one it
+	// rendered last was empty too. (Not the form's reset, which would show the life's
+	// first option while p.tokenDays keeps the chosen one.)
+	e.Get("target").Get("elements").Call("namedItem", "token-name").Set("value", "")
 	p.tokenName = ""
 	p.do(ctx, "Could not create the token", func(c context.Context) error {
 		t, err := api.CreateAccessToken(c, name, days)

@@ -95,7 +95,7 @@ var sharePage = template.Must(template.New("share").Parse(`<!doctype html>
 {{else if .Hop}}<p>Opening the shared task…</p>
 {{else if .Login}}<h2>Open a shared task?</h2>
 <p>This link shows one task, read only, until {{.Until}}. You are signed in as <strong>{{.Login}}</strong>: opening it as a guest signs this browser out of {{.Login}}.</p>
-<form method="post" class="inline-form"><button type="submit">Open as a guest</button> <a href="/">Stay signed in as {{.Login}}</a></form>
+<form method="post" class="inline-form choice"><button type="submit">Open as a guest</button> <a href="/">Stay signed in as {{.Login}}</a></form>
 {{else}}<p>You may read this task until {{.Until}}. <a href="/">Open it</a></p>{{end}}
 </div></main></div></body></html>
 `))
