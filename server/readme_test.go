@@ -84,7 +84,7 @@ var readmeCommands = []struct {
 		}
 	}},
 	{cmd: "bin/conch tail SESSION_ID", check: func(t *testing.T, r *readme, cmd string) {
-		c := r.command("exec " + strings.Replace(cmd, "SESSION_ID", r.session, 1)) // as its own job
+		c := r.command(context.Background(), "exec "+strings.Replace(cmd, "SESSION_ID", r.session, 1)) // as its own job
 		var errs syncBuffer
 		c.Stderr = &errs
 		if err := c.Start(); err != nil {
@@ -122,23 +122,31 @@ type readme struct {
 	stdout   string // what conch run printed on stdout
 }
 
-// command is cmd for sh in r's directory and environment, in a process group of its own.
-func (r *readme) command(cmd string) *exec.Cmd {
-	c := exec.Command("sh", "-c", cmd)
+// command is cmd for sh in r's directory and environment, in a process group of its own,
+// which the end of ctx kills.
+func (r *readme) command(ctx context.Context, cmd string) *exec.Cmd {
+	c := exec.CommandContext(ctx, "sh", "-c", cmd)
 	c.Dir, c.Env = r.dir, r.env
 	c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	c.Cancel = func() error { return syscall.Kill(-c.Process.Pid, syscall.SIGKILL) }
 	return c
 }
 
-// sh runs cmd to its end, within two minutes, and fails the test unless it exits with want.
+// sh runs cmd to its end and fails the test unless it exits with want. A command that
+// hangs is killed, with its process group, a minute before the test's own deadline, so
+// that the failure names it; a slow machine only makes it slower.
 func (r *readme) sh(t *testing.T, cmd string, want int) (stdout, stderr string) {
 	t.Helper()
-	c := r.command(cmd)
+	ctx := t.Context()
+	if end, ok := t.Deadline(); ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadline(ctx, end.Add(-time.Minute))
+		defer cancel()
+	}
+	c := r.command(ctx, cmd)
 	var out, errs bytes.Buffer
 	c.Stdout, c.Stderr, c.WaitDelay = &out, &errs, time.Second
-	timer := time.AfterFunc(2*time.Minute, func() { _ = syscall.Kill(-c.Process.Pid, syscall.SIGKILL) })
 	err := c.Run()
-	timer.Stop()
 	if c.ProcessState == nil {
 		t.Fatalf("%s: %v", cmd, err)
 	}
@@ -153,7 +161,7 @@ func runs(t *testing.T, r *readme, cmd string) { r.sh(t, cmd, 0) }
 // serves starts the server of the README on a port of its own (CONCH_ADDR; the README's
 // is 8080) with the agents file written before, and points the commands after it there.
 func serves(t *testing.T, r *readme, cmd string) {
-	c := r.command("exec " + cmd) // as its own job, which the signal below stops
+	c := r.command(context.Background(), "exec "+cmd) // as its own job, which the signal below stops
 	c.Env = slices.Concat(r.env, []string{"CONCH_ADDR=127.0.0.1:0", "CONCH_AGENTS=agents.json"})
 	var logs syncBuffer
 	c.Stderr = &logs

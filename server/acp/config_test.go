@@ -176,7 +176,7 @@ func TestConfigSetUnanswered(t *testing.T) {
 	}
 	select {
 	case <-withdrawn:
-	case <-time.After(waitLimit):
+	case <-time.After(waitLimit(t)):
 		t.Fatal("the agent was never told the request is withdrawn")
 	}
 	stored, err := env.st.GetSession(context.Background(), sess.ID)

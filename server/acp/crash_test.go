@@ -34,7 +34,8 @@ func crashMidCommand(ctx context.Context, a *acptest.Agent, sid sdk.SessionId) e
 	if err != nil {
 		return err
 	}
-	for deadline := time.Now().Add(waitLimit); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+	// In the agent process there is no test, so no deadline of one: waitLimit's default.
+	for deadline := time.Now().Add(waitLimit(nil)); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
 		out, err := a.Conn.TerminalOutput(ctx, sdk.TerminalOutputRequest{SessionId: sid, TerminalId: term.TerminalId})
 		if err != nil {
 			return err

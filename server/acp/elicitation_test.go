@@ -484,7 +484,7 @@ func TestElicitationCompletedByTheAgent(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), "a question with this elicitationId is pending") {
 			t.Errorf("a second question of the same id: %v", err)
 		}
-	case <-time.After(waitLimit):
+	case <-time.After(waitLimit(t)):
 		t.Fatal("the second question was never answered")
 	}
 	close(done)

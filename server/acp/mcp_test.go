@@ -25,7 +25,7 @@ func TestProfileMCPServers(t *testing.T) {
 	var servers []sdk.McpServer
 	select {
 	case servers = <-got:
-	case <-time.After(waitLimit):
+	case <-time.After(waitLimit(t)):
 		t.Fatal("the agent got no session/new")
 	}
 	if len(servers) != 2 || servers[0].Stdio == nil || servers[1].Http == nil {

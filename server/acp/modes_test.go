@@ -94,7 +94,7 @@ func TestModeSwitchUnanswered(t *testing.T) {
 		if shared.ErrorCode(err) != shared.CodeTimeout || err.Error() != "the agent did not answer session/set_mode within 1ms" {
 			t.Errorf("an unanswered switch: %v", err)
 		}
-	case <-time.After(waitLimit):
+	case <-time.After(waitLimit(t)):
 		t.Fatal("the mode switch is still waiting for the agent")
 	}
 	stored, err := env.st.GetSession(context.Background(), sess.ID)

@@ -26,7 +26,7 @@ func TestBinaryCommandCannotReadServer(t *testing.T) {
 		cmd.Env = append(os.Environ(), "CONCH_TOKEN="+token)
 	})
 	c := client.New(srv.base).WithToken(token)
-	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+	ctx, cancel := context.WithTimeout(context.Background(), waitLimit(t))
 	defer cancel()
 	sess := startShell(t, c)
 	proc := "/proc/" + strconv.Itoa(srv.cmd.Process.Pid)
@@ -96,7 +96,7 @@ func TestBinaryAgentCannotUseTheAPI(t *testing.T) {
 	t.Parallel()
 	srv := startServerAs(t, filepath.Join(t.TempDir(), "conch.db"), func(*exec.Cmd) {})
 	c := client.New(srv.base)
-	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+	ctx, cancel := context.WithTimeout(context.Background(), waitLimit(t))
 	defer cancel()
 	sess := startShell(t, c)
 	port := srv.base[strings.LastIndex(srv.base, ":")+1:]

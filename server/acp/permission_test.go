@@ -197,7 +197,7 @@ func TestPermissionWithdrawnBeforeDelivery(t *testing.T) {
 		if o.Selected != nil {
 			t.Errorf("the agent got %+v, want cancelled", o)
 		}
-	case <-time.After(waitLimit):
+	case <-time.After(waitLimit(t)):
 		t.Fatal("the agent never got an outcome for the request withdrawn after an answer was stored")
 	}
 	env.waitIdle(t, sess.ID)

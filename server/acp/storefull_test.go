@@ -127,7 +127,7 @@ func TestStoreFullAtShutdown(t *testing.T) {
 	}()
 	select {
 	case <-closed:
-	case <-time.After(waitLimit):
+	case <-time.After(waitLimit(t)):
 		t.Fatal("Close hangs on a store that refuses writes")
 	}
 	if err := env.st.LimitGrowth(ctx, -1); err != nil {

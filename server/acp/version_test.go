@@ -23,7 +23,7 @@ func TestClientInfoVersion(t *testing.T) {
 			if info == nil || info.Name != "conch" || info.Version != want {
 				t.Errorf("Version %q: clientInfo %+v", version, info)
 			}
-		case <-time.After(waitLimit):
+		case <-time.After(waitLimit(t)):
 			t.Fatal("the agent was not initialized")
 		}
 	}

@@ -69,7 +69,7 @@ func TestStuckTurnWithdrawn(t *testing.T) {
 	env.waitIdle(t, sess.ID)
 	select {
 	case <-withdrawn:
-	case <-time.After(waitLimit):
+	case <-time.After(waitLimit(t)):
 		t.Fatal("the agent was never sent $/cancel_request")
 	}
 	msgs := env.messages(t, sess.ID)
