@@ -1,5 +1,15 @@
 package shared
 
+// Repository is what a directory on the server is to git (GET /api/v1/repository), for the
+// New task form's offer of a worktree: Top is the top of the git work tree it is in ("" for
+// none), Branch that tree's current branch ("" on none), Branches its local branches.
+type Repository struct {
+	Path     string   `json:"path"`
+	Top      string   `json:"top,omitempty"`
+	Branch   string   `json:"branch,omitempty"`
+	Branches []string `json:"branches"`
+}
+
 // Changes is what a task on a repository changed, against its base branch: the commits of
 // its branch and the uncommitted work of its worktree, file by file, without any diff body
 // (GET /api/v1/tasks/{id}/changes). Each file's diff is fetched on demand (FileDiff).

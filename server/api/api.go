@@ -220,6 +220,7 @@ func New(cfg Config) *fiber.App {
 	v1.Get("/agents", s.as(shared.RoleViewer), s.handleListAgents)
 	v1.Get("/tasks", s.as(shared.RoleViewer), s.handleListTasks)
 	v1.Post("/tasks", s.as(shared.RoleMember), s.handleCreateTask)
+	v1.Get("/repository", s.as(shared.RoleMember), s.handleRepository)
 	v1.Get("/tasks/:task_id", s.as(shared.RoleViewer), s.handleGetTask)
 	v1.Delete("/tasks/:task_id", s.as(shared.RoleMember), s.handleDeleteTask)
 	v1.Post("/tasks/:task_id/sessions", s.as(shared.RoleMember), s.handleCreateSession)

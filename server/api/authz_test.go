@@ -37,6 +37,7 @@ var routeNeeds = map[string]string{
 	"GET /api/v1/tasks":                                                           shared.RoleViewer,
 	"GET /api/v1/search":                                                          shared.RoleViewer,
 	"POST /api/v1/tasks":                                                          shared.RoleMember,
+	"GET /api/v1/repository":                                                      shared.RoleMember,
 	"GET /api/v1/tasks/:task_id":                                                  shared.RoleViewer,
 	"DELETE /api/v1/tasks/:task_id":                                               shared.RoleMember,
 	"POST /api/v1/tasks/:task_id/sessions":                                        shared.RoleMember,

@@ -36,6 +36,27 @@ func checkRepo(ctx context.Context, repo, base string) (string, string, error) {
 	return worktree.Repo(ctx, repo, base)
 }
 
+// handleRepository says what a directory on the server is to git (shared.Repository), so
+// the New task form can offer a worktree; the directory is checked as a task's are.
+func (s *server) handleRepository(c *fiber.Ctx) error {
+	path := c.Query("path")
+	if path == "" {
+		return s.fail(c, shared.Errorf(shared.CodeInvalid, "path is required"))
+	}
+	if err := shared.CheckLength("path", path, shared.MaxPathBytes); err != nil {
+		return s.fail(c, err)
+	}
+	dir, err := checkDirectory("path", path)
+	if err != nil {
+		return s.fail(c, err)
+	}
+	r, err := worktree.Inspect(c.UserContext(), dir)
+	if err != nil {
+		return s.fail(c, err)
+	}
+	return sendJSON(c, r)
+}
+
 // checkDirectories checks a task request's additional directories: a few directories
 // (checkDirectory), each named once, in the order given.
 func checkDirectories(dirs []string) ([]string, error) {

@@ -109,6 +109,50 @@ func TestTaskRepositoryRefused(t *testing.T) {
 	}
 }
 
+// The New task form asks what a directory is to git: the top of the work tree it is in,
+// its current branch and its branches; a directory in none says so; a directory the task
+// routes would refuse is refused the same way.
+func TestRepositoryOfADirectory(t *testing.T) {
+	e := newEnv(t)
+	repo := gittest.Repo(t, map[string]string{"sub/a.txt": "a\n"})
+	gittest.Git(t, repo, "branch", "dev")
+	plain, links := t.TempDir(), t.TempDir()
+	if err := os.Symlink(filepath.Join(repo, "sub"), filepath.Join(links, "sub")); err != nil {
+		t.Fatal(err)
+	}
+	ask := func(path string) string {
+		return e.expect(http.StatusOK, "GET", "/api/v1/repository?path="+url.QueryEscape(path), "", nil)
+	}
+	inRepo := fmt.Sprintf(`"top":%q,"branch":"main","branches":["dev","main"]}`, repo)
+	for path, want := range map[string]string{
+		repo:                        fmt.Sprintf(`{"path":%q,`, repo) + inRepo,
+		filepath.Join(links, "sub"): fmt.Sprintf(`{"path":%q,`, filepath.Join(repo, "sub")) + inRepo,
+		plain:                       fmt.Sprintf(`{"path":%q,"branches":[]}`, plain),
+		filepath.Join(repo, ".git"): fmt.Sprintf(`{"path":%q,"branches":[]}`, filepath.Join(repo, ".git")),
+	} {
+		if got := ask(path); got != want {
+			t.Errorf("%s:\n got %s\nwant %s", path, got, want)
+		}
+	}
+	gittest.Git(t, repo, "checkout", "-q", "--detach")
+	if got, want := ask(repo), fmt.Sprintf(`{"path":%q,"top":%q,"branches":["dev","main"]}`, repo, repo); got != want {
+		t.Errorf("detached:\n got %s\nwant %s", got, want)
+	}
+
+	for path, want := range map[string]string{
+		"":                               "path is required",
+		"relative":                       `path \"relative\" is not an absolute path`,
+		filepath.Join(repo, "nope"):      "is not a directory the server can reach",
+		filepath.Join(repo, "sub/a.txt"): "is not a directory the server can reach",
+		"/proc/self/cwd":                 "path /proc/self/cwd is in /proc, the kernel's files",
+		"/a\x00b":                        "contains a NUL character",
+	} {
+		if got := e.expect(http.StatusBadRequest, "GET", "/api/v1/repository?path="+url.QueryEscape(path), "", nil); !strings.Contains(got, want) {
+			t.Errorf("%q: %s, want %q", path, got, want)
+		}
+	}
+}
+
 // A task's repository, additional directories and a session's cwd are never in /proc,
 // /sys or /dev, named there or reached by a link (/proc/self/cwd is whatever directory
 // the reading process runs in); a link elsewhere is kept as the directory it resolves to.

@@ -64,6 +64,7 @@ var generated = map[string]any{
 	"Changes":                shared.Changes{},
 	"ChangedFile":            shared.ChangedFile{},
 	"FileDiff":               shared.FileDiff{},
+	"Repository":             shared.Repository{},
 	"Account":                shared.Account{},
 	"NewAccount":             shared.NewAccount{},
 	"Invitation":             shared.Invitation{},

@@ -241,6 +241,10 @@ func TestNoRepositoryProgramRuns(t *testing.T) {
 		t.Fatal(err)
 	}
 	ran("Repo")
+	if got, err := Inspect(ctx, r); err != nil || got.Top != r || got.Branch != "main" {
+		t.Fatalf("Inspect: %+v, %v", got, err)
+	}
+	ran("Inspect")
 	dir, err := Add(ctx, r, "main", "conch/evil")
 	if err != nil {
 		t.Fatal(err)

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"unicode"
 
@@ -41,6 +43,44 @@ func Repo(ctx context.Context, path, base string) (string, string, error) {
 		return "", "", err
 	}
 	return path, base, nil
+}
+
+// maxBranches bounds the branches Inspect lists.
+const maxBranches = 1000
+
+// Inspect says what the directory dir (absolute, its links resolved) is to git: the top of
+// the work tree it is in, that tree's current branch and its local branches by name (at
+// most maxBranches, and the current one). A directory in no work tree is
+// Top "": no error.
+func Inspect(ctx context.Context, dir string) (shared.Repository, error) {
+	r := shared.Repository{Path: dir, Branches: []string{}}
+	top, err := git(ctx, dir, 0, nil, "rev-parse", "--show-toplevel")
+	var gitErr *Error
+	if errors.As(err, &gitErr) { // git says it is no work tree (or one it will not read)
+		return r, nil
+	}
+	if err != nil {
+		return r, err
+	}
+	r.Top = strings.TrimSuffix(string(top), "\n")
+	if out, err := git(ctx, dir, 0, nil, "symbolic-ref", "--quiet", "--short", "HEAD"); err == nil {
+		r.Branch = strings.TrimSpace(string(out))
+	}
+	out, err := git(ctx, dir, 0, nil, "for-each-ref", "--count="+strconv.Itoa(maxBranches), "--format=%(refname)", "refs/heads/")
+	if err != nil {
+		return r, err
+	}
+	for _, ref := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		if b, ok := strings.CutPrefix(ref, "refs/heads/"); ok {
+			r.Branches = append(r.Branches, b)
+		}
+	}
+	if r.Branch != "" && !slices.Contains(r.Branches, r.Branch) {
+		if _, err := commit(ctx, dir, r.Branch); err == nil { // past the bound; none before its first commit
+			r.Branches = append(r.Branches, r.Branch)
+		}
+	}
+	return r, nil
 }
 
 // commit resolves branch to its commit; a branch that is not there is CodeInvalid.
