@@ -85,6 +85,13 @@ func (c *Client) CreateTaskOn(ctx context.Context, title, description, repo, bas
 	return t, c.call(ctx, "POST", "/api/v1/tasks", in, &t)
 }
 
+// Repository says what a directory on the server (an absolute path) is to git: the top
+// of the work tree it is in, its current branch and its branches; Top "" for none.
+func (c *Client) Repository(ctx context.Context, path string) (shared.Repository, error) {
+	var r shared.Repository
+	return r, c.call(ctx, "GET", "/api/v1/repository?path="+url.QueryEscape(path), nil, &r)
+}
+
 // SignOut ends the browser's sign-in (the server's cookie); a client with a token has
 // nothing to end.
 func (c *Client) SignOut(ctx context.Context) error {

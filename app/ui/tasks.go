@@ -35,7 +35,16 @@ type TasksPage struct {
 	cancel context.CancelFunc
 
 	title, description, agent, cwd string
+
+	// The worktree the form offers when cwd is in a git repository (typeCwd).
+	repo       *shared.Repository // what cwd is to git, when it is in a work tree
+	base       string             // the base branch of the task's branch
+	inCheckout bool               // the person said no: the agent works in cwd itself
+	asked      int                // counts cwd's edits: the answer about an older one is dropped
 }
+
+// askDelay is how long typing must pause before the form asks what the directory is.
+const askDelay = 400 * time.Millisecond
 
 // OnMount loads the tasks and agents, in the browser only, and follows the task list's
 // changes.
@@ -154,6 +163,35 @@ func bind(dst *string) app.EventHandler {
 	return func(ctx app.Context, _ app.Event) { *dst = ctx.JSSrc().Get("value").String() }
 }
 
+// typeCwd keeps the working directory typed and, once typing pauses, asks whether it is
+// in a git repository, to offer the task a worktree of its own.
+func (p *TasksPage) typeCwd(ctx app.Context, _ app.Event) {
+	p.cwd = ctx.JSSrc().Get("value").String()
+	p.asked++
+	p.repo = nil
+	n, dir := p.asked, strings.TrimSpace(p.cwd)
+	if !strings.HasPrefix(dir, "/") {
+		return
+	}
+	ctx.After(askDelay, func(ctx app.Context) {
+		if n != p.asked {
+			return
+		}
+		ctx.Async(func() {
+			r, err := api.Repository(context.Background(), dir)
+			ctx.Dispatch(func(app.Context) {
+				if n != p.asked || err != nil || r.Top == "" || len(r.Branches) == 0 {
+					return // no repository, or none with a branch to start from: nothing to offer
+				}
+				p.repo, p.base = &r, r.Branch
+				if !slices.Contains(r.Branches, p.base) {
+					p.base = r.Branches[0]
+				}
+			})
+		})
+	})
+}
+
 // create makes a task and starts a session on it, then opens the session.
 func (p *TasksPage) create(ctx app.Context, _ app.Event) {
 	title := strings.TrimSpace(p.title)
@@ -166,9 +204,13 @@ func (p *TasksPage) create(ctx app.Context, _ app.Event) {
 	}
 	p.busy, p.err = true, ""
 	desc, agent, cwd := p.description, p.agent, strings.TrimSpace(p.cwd)
+	repo, base := "", ""
+	if p.repo != nil && !p.inCheckout { // its sessions run in the task's worktree
+		repo, base, cwd = p.repo.Top, p.base, ""
+	}
 	ctx.Async(func() {
 		c := context.Background()
-		t, err := api.CreateTask(c, title, desc)
+		t, err := api.CreateTaskOn(c, title, desc, repo, base)
 		var s shared.Session
 		if err == nil {
 			s, err = api.StartSession(c, t.ID, agent, cwd)
@@ -215,6 +257,9 @@ func (p *TasksPage) startOn(t shared.Task) app.EventHandler {
 		}
 		p.busy, p.err = true, ""
 		taskID, agent, cwd := t.ID, p.agentFor(t), strings.TrimSpace(p.cwd)
+		if t.Repo != "" { // its sessions run in its worktree
+			cwd = ""
+		}
 		ctx.Async(func() {
 			s, err := api.StartSession(context.Background(), taskID, agent, cwd)
 			ctx.Dispatch(func(ctx app.Context) {
@@ -235,12 +280,12 @@ func (p *TasksPage) Render() app.UI {
 		app.Header().Class("bar").Body(
 			app.H1().Text("Conch"),
 			searchBox(""),
-			app.If(app.Getenv(signInEnv) != "", func() app.UI {
-				return app.Div().Class("bar-actions").Body(
-					app.A().Class("button", "secondary").Href("/account").Text("Account"),
-					app.Button().Type("button").Class("secondary").OnClick(p.signOut).Text("Sign out"),
-				)
-			}),
+			app.Div().Class("bar-actions").Body(
+				app.A().Class("button", "secondary").Href("/account").Text("Account"),
+				app.If(app.Getenv(signInEnv) != "", func() app.UI {
+					return app.Button().Type("button").Class("secondary").OnClick(p.signOut).Text("Sign out")
+				}),
+			),
 		),
 		&Notices{Offline: p.offline},
 		app.If(p.err != "", func() app.UI { return app.P().Class("alert").Text(p.err) }),
@@ -255,7 +300,8 @@ func (p *TasksPage) Render() app.UI {
 						return selected(app.Option().Value(attrText(a.Name)), a.Name == p.agent).Text(a.Name + optional(" · ", a.Description))
 					}),
 				)),
-				field("task-cwd", "Working directory (optional)", app.Input().ID("task-cwd").Value(p.cwd).OnInput(bind(&p.cwd))),
+				field("task-cwd", "Working directory (optional)", app.Input().ID("task-cwd").Value(p.cwd).OnInput(p.typeCwd)),
+				app.If(p.repo != nil, p.renderWorktreeOffer),
 				disabled(app.Button().Type("submit"), p.busy || !p.loaded).Text("Create task and start session"),
 			),
 			app.Div().Class("tasks-head").Body(
@@ -271,6 +317,33 @@ func (p *TasksPage) Render() app.UI {
 				)
 			}),
 		),
+	)
+}
+
+// renderWorktreeOffer offers a task in a git repository a worktree and branch of its own,
+// from a base branch, so that the agent leaves the person's checkout alone.
+func (p *TasksPage) renderWorktreeOffer() app.UI {
+	r := p.repo
+	return app.Div().Class("worktree-offer").Body(
+		app.Label().Class("check").Body(
+			app.Input().Type("checkbox").ID("task-worktree").Checked(!p.inCheckout).
+				OnChange(func(ctx app.Context, _ app.Event) { p.inCheckout = !ctx.JSSrc().Get("checked").Bool() }),
+			app.Text("Work on a branch of its own (worktree)"),
+		),
+		app.If(!p.inCheckout, func() app.UI {
+			return app.Div().Body(
+				field("task-base", "Base branch", app.Select().ID("task-base").OnChange(bind(&p.base)).Body(
+					app.Range(r.Branches).Slice(func(i int) app.UI {
+						b := r.Branches[i]
+						return selected(app.Option().Value(attrText(b)), b == p.base).Text(b)
+					}),
+				)),
+				app.P().Class("hint").Text("A new branch from "+p.base+" in a worktree of "+r.Top+
+					": your checkout stays as it is. Review and merge it on the task's Changes page."),
+			)
+		}).Else(func() app.UI {
+			return app.P().Class("hint").Text("The agent works in " + strings.TrimSpace(p.cwd) + " itself, in your checkout.")
+		}),
 	)
 }
 
@@ -328,6 +401,7 @@ func (p *TasksPage) renderTask(t shared.Task) app.UI {
 			}),
 		),
 		app.If(t.Description != "", func() app.UI { return app.P().Class("desc").Text(shared.Visible(t.Description)) }),
+		app.If(t.Repo != "", func() app.UI { return taskBranch(t) }),
 		app.Ul().Class("sessions").Body(
 			app.Range(t.Sessions).Slice(func(i int) app.UI {
 				s := t.Sessions[i]
@@ -341,6 +415,20 @@ func (p *TasksPage) renderTask(t shared.Task) app.UI {
 			changesLink(t),
 			app.If(t.MayEdit, func() app.UI { return p.taskActions(t, confirming) }),
 		),
+	)
+}
+
+// taskBranch says where a task on a repository works: the repository, and its branch,
+// which its first session makes.
+func taskBranch(t shared.Task) app.UI {
+	return app.P().Class("task-repo").Body(
+		app.Span().Class("sr-only").Text("Repository "),
+		app.Code().Text(t.Repo),
+		app.If(t.Branch != "", func() app.UI {
+			return app.Span().Body(app.Text(" · branch "), app.Code().Text(t.Branch), app.Text(" from "+t.BaseBranch))
+		}).Else(func() app.UI {
+			return app.Text(" · a branch of its own from " + t.BaseBranch + ", made by its first session")
+		}),
 	)
 }
 
