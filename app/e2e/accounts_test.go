@@ -57,6 +57,13 @@ func TestAccountsInTheBrowser(t *testing.T) {
 	if !strings.HasPrefix(secret, "conch_") {
 		t.Fatalf("secret %q", secret)
 	}
+	// The bar of an admin's Account page downloads the audit, which holds that write.
+	audit := eval[string](t, admin, `fetch(document.querySelector('.bar a[download][href="/api/v1/audit"]').href).then(r => r.text())`)
+	if !strings.Contains(audit, `"login":"ada","action":"POST /api/v1/tokens"`) {
+		t.Errorf("the audit the Account page links to: %q", audit)
+	}
+	admin.screenshots(t, "account-bar", ".bar")
+	admin.do(t, chromedp.EmulateViewport(1280, 900))
 	if me, err := s.API.WithToken(secret).Me(ctx); err != nil || me.Login != "ada" {
 		t.Errorf("the token made in the page is %+v, %v", me, err)
 	}

@@ -13,7 +13,7 @@ import (
 
 // AccountPage is /account: who is signed in, this browser's notifications (push.go),
 // their personal access tokens, and, for admins, the people of this server (invitation
-// links, deletion) and the audit.
+// links, deletion) and, in its bar, a link that downloads the audit.
 type AccountPage struct {
 	app.Compo
 
@@ -167,6 +167,10 @@ func (p *AccountPage) Render() app.UI {
 		app.Header().Class("bar").Body(
 			app.A().Class("back").Href("/").Text("← Tasks"),
 			app.H1().Text("Account"),
+			app.If(p.me != nil && p.me.Role == shared.RoleAdmin, func() app.UI {
+				return app.A().Class("button", "secondary").Href("/api/v1/audit").Attr("download", "conch-audit.jsonl").
+					Title("Every write of the last day, by whom, as JSON lines").Text("Audit")
+			}),
 		),
 		app.If(p.err != "", func() app.UI { return app.P().Class("alert").Role("alert").Text(p.err) }),
 		app.Main().Body(p.renderBody()),
@@ -281,6 +285,5 @@ func (p *AccountPage) renderPeople() app.UI {
 				app.Button().Type("button").Class("tool").OnClick(p.copy(p.invite)).Text("Copy link"),
 			)
 		}),
-		app.P().Body(app.A().Href("/api/v1/audit").Attr("download", "conch-audit.jsonl").Text("Download the last day's audit (JSON lines)")),
 	)
 }
