@@ -19,7 +19,8 @@ import (
 // is a git repository, so the New task form offers a branch of its own, on by default, from
 // the repository's current branch. The task list then shows the repository and the branch,
 // the built-in shell agent writes a file in the worktree (the person's checkout stays as it
-// was), and the task's Changes page lists the file. Screenshots: worktree-offer-*.png.
+// was), and the task's Changes page lists the file. Screenshots: worktree-offer-*.png,
+// worktree-task-*.png.
 func TestWorktreeTaskFromTheForm(t *testing.T) {
 	t.Parallel()
 	s := startServer(t)
@@ -40,6 +41,7 @@ func TestWorktreeTaskFromTheForm(t *testing.T) {
 		t.Errorf("base branches offered %q, want dev and main, main picked", got)
 	}
 	b.screenshots(t, "worktree-offer", ".worktree-offer")
+	b.checkAxe(t, "the New task form's offer of a worktree")
 	b.do(t, chromedp.EmulateViewport(1280, 900))
 	b.do(t, chromedp.Click(chromedp.CSS(`.new-task button[type=submit]`)))
 	b.waitFor(t, "the new session page", `location.pathname.startsWith("/sessions/") && !!document.querySelector(".live")`)
@@ -69,6 +71,7 @@ func TestWorktreeTaskFromTheForm(t *testing.T) {
 		t.Errorf("the task list says %q, want %q", got, want)
 	}
 	b.screenshots(t, "worktree-task", ".task-repo")
+	b.checkAxe(t, "the task list with a task's repository and branch")
 	b.do(t, chromedp.EmulateViewport(1280, 900))
 	b.do(t, chromedp.Click(chromedp.CSS(fmt.Sprintf(`a[href="/tasks/%s/changes"]`, task.ID))))
 	b.waitFor(t, "the Changes page listing the agent's file", `location.pathname.endsWith("/changes") && (document.querySelector("main") || {textContent: ""}).textContent.includes("greeting.txt")`)
