@@ -27,6 +27,8 @@ const (
 // toolUpdate is the part of tool_call, tool_call_update and a permission request's
 // toolCall that Conch uses. Nil pointers and a nil Content mean "unchanged".
 type toolUpdate struct {
+	Announce bool // a tool_call or a permission request's toolCall: the call made known
+
 	Title     *string
 	Kind      *string
 	Status    *string
@@ -38,7 +40,7 @@ type toolUpdate struct {
 }
 
 func fromToolCall(u *sdk.SessionUpdateToolCall) toolUpdate {
-	tu := toolUpdate{Title: &u.Title, Content: u.Content, RawInput: u.RawInput, RawOutput: u.RawOutput, Meta: u.Meta, Locations: u.Locations}
+	tu := toolUpdate{Announce: true, Title: &u.Title, Content: u.Content, RawInput: u.RawInput, RawOutput: u.RawOutput, Meta: u.Meta, Locations: u.Locations}
 	if u.Kind != "" {
 		k := string(u.Kind)
 		tu.Kind = &k
@@ -55,7 +57,9 @@ func fromToolCallUpdate(u *sdk.SessionToolCallUpdate) toolUpdate {
 }
 
 func fromPermission(u *sdk.ToolCallUpdate) toolUpdate {
-	return fromFields(u.Title, u.Kind, u.Status, u.Content, u.RawInput, u.RawOutput, u.Meta, u.Locations)
+	tu := fromFields(u.Title, u.Kind, u.Status, u.Content, u.RawInput, u.RawOutput, u.Meta, u.Locations)
+	tu.Announce = true
+	return tu
 }
 
 func fromFields(title *string, kind *sdk.ToolKind, status *sdk.ToolCallStatus, content []sdk.ToolCallContent,
@@ -123,7 +127,7 @@ func (tc *toolCall) apply(u toolUpdate) (major bool) {
 			tc.WorkDir = dir
 		}
 	}
-	tc.applyContent(u.Content)
+	tc.applyContent(u.Content, u.Announce && !tc.Status.IsTerminal())
 	tc.applyRawOutput(u.RawOutput)
 	tc.applyMeta(u.Meta)
 	return tc.header() != before
@@ -175,7 +179,21 @@ func statusOfACP(s string) shared.ToolStatus {
 	return shared.ToolStatus(s)
 }
 
-func (tc *toolCall) applyContent(content []sdk.ToolCallContent) {
+// applyContent takes a content list. Its text is the command's output, except in the
+// message that makes a call known before it has finished (described): there it says
+// what the call is for. Gemini CLI 0.61.0 runs run_shell_command itself and sends, as
+// recorded (TestNormalizeGeminiShell):
+//
+//	tool_call {status: in_progress, kind: execute, title: the command, content: [text
+//	  "[current working directory DIR] (DESCRIPTION)"]} (or, for a command it asks for,
+//	  the same as session/request_permission's toolCall, status pending)
+//	tool_call_update {status: completed, kind: execute, title: the command, content: []}
+//
+// with no rawOutput, _meta or exit code. The completed update's content is the output
+// only when Gemini runs commands without its interactive shell (its setting
+// tools.shell.enableInteractiveShell false): then one text block, stdout and stderr
+// merged, or "Command exited with code: N" for a failed command that printed nothing.
+func (tc *toolCall) applyContent(content []sdk.ToolCallContent, described bool) {
 	var text strings.Builder
 	hasText := false
 	var items []shared.ToolContentItem
@@ -199,7 +217,7 @@ func (tc *toolCall) applyContent(content []sdk.ToolCallContent) {
 			items = append(items, shared.ToolContentItem{Type: shared.ContentText, Text: &t})
 		}
 	}
-	if content != nil { // ACP: a content list replaces the previous one, also when empty
+	if content != nil && !described { // ACP: a content list replaces the previous one, also when empty
 		tc.replace(rankText, unfence(text.String()), "")
 	}
 	switch {
@@ -345,12 +363,11 @@ func (tc *toolCall) replace(rank int, stdout, stderr string) {
 	tc.stderr.write([]byte(stderr))
 }
 
-// output is the output from the agent's own reports (not a client terminal). A call that
-// has not run has none: a text block of a call still pending is not output (Gemini CLI
-// puts the command's description in its permission request), nor is anything the agent
-// reports of a rejected call (Gemini CLI reports the refusal as a text block).
+// output is the output from the agent's own reports (not a client terminal). A rejected
+// call has not run: nothing the agent reports of it is output (Gemini CLI reports the
+// refusal as a text block).
 func (tc *toolCall) output() shared.ShellOutput {
-	if tc.Rejected || (tc.rank == rankText && tc.Status == shared.StatusPending) {
+	if tc.Rejected {
 		return shared.ShellOutput{}
 	}
 	o := tc.capture(false)
