@@ -42,6 +42,7 @@ var geminiFileTurns = []map[string]any{
 	geminiCalls("replace", map[string]any{"file_path": "hello.py", "instruction": "Greet by name.", "old_string": geminiCreated, "new_string": geminiEdited}),
 	geminiSays("I edited hello.py."),
 	geminiCalls("run_shell_command", map[string]any{"command": "rm hello.py", "description": "Delete hello.py."}), geminiSays("I deleted hello.py."),
+	geminiCalls("run_shell_command", map[string]any{"command": "echo gemini-ran-this", "description": "Print a line."}), geminiSays("I printed a line."),
 }
 
 // geminiTurns writes the model's replies to the file Gemini CLI's --fake-responses reads,
@@ -92,7 +93,10 @@ func startGeminiServer(t *testing.T, turns []map[string]any) (s *server, replies
 	if err := os.MkdirAll(filepath.Dir(settings), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(settings, []byte(`{"privacy": {"usageStatisticsEnabled": false}}`), 0o644); err != nil {
+	// Without its interactive shell, as the README says: in it, Gemini CLI 0.61.0 sends no
+	// output of its commands.
+	if err := os.WriteFile(settings, []byte(`{"privacy": {"usageStatisticsEnabled": false},
+		"tools": {"shell": {"enableInteractiveShell": false}}}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	s, db := startProfilesServer(t, []map[string]any{{
@@ -152,6 +156,7 @@ func TestGeminiCreatesEditsDeletesAFile(t *testing.T) {
 		{"Create hello.py with a greet function.", "I created hello.py.", new(geminiCreated), []string{"Diff · hello.py · +2 −0"}},
 		{"Make greet take a name.", "I edited hello.py.", new(geminiEdited), []string{"Diff · hello.py · +2 −0", "Diff · hello.py · +2 −2"}},
 		{"Delete hello.py.", "I deleted hello.py.", nil, []string{"Diff · hello.py · +2 −0", "Diff · hello.py · +2 −2"}},
+		{"Print a line in the shell.", "I printed a line.", nil, []string{"Diff · hello.py · +2 −0", "Diff · hello.py · +2 −2"}},
 	} {
 		b.waitFor(t, "an empty prompt box", `document.querySelector("#prompt-input").value === ""`)
 		b.do(t, chromedp.SendKeys(chromedp.CSS("#prompt-input"), step.prompt), chromedp.Click(chromedp.CSS(`.prompt button[type=submit]`)))
@@ -182,10 +187,23 @@ func TestGeminiCreatesEditsDeletesAFile(t *testing.T) {
 		}
 		return ""
 	})
-	if want := []string{"Writing to hello.py completed", "hello.py: def greet():... => def greet(name):... completed", "rm hello.py completed"}; strings.Join(calls, "\n") != strings.Join(want, "\n") {
+	if want := []string{"Writing to hello.py completed", "hello.py: def greet():... => def greet(name):... completed", "rm hello.py completed",
+		"echo gemini-ran-this completed"}; strings.Join(calls, "\n") != strings.Join(want, "\n") {
 		t.Errorf("tool calls %q, want %q", calls, want)
 	}
+
+	// Gemini's own commands: the output it sends is the command's (no exit code: Gemini
+	// sends none); of one that printed nothing it sends nothing, and the row says so.
+	rows := `[...document.querySelectorAll(".msg.cmd")].map(e => e.querySelector(".cmd-text").textContent + " | " +
+		e.querySelector(".status-text").textContent + " | " + (e.querySelector(".disclosure-toggle, .cmd-note")?.textContent ?? ""))`
+	if got, want := eval[[]string](t, b, rows), []string{"rm hello.py | Command finished | The agent ran this itself and sent no output.",
+		"echo gemini-ran-this | Command finished | Output · 15 B"}; strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("the command rows say %q, want %q", got, want)
+	}
+	b.do(t, chromedp.Evaluate[chromedp.Void](`document.querySelectorAll(".msg.cmd")[1].querySelector(".disclosure-toggle").click()`))
+	b.waitFor(t, "the command's output", `[...document.querySelectorAll(".msg.cmd pre.stdout .ln")].some(e => e.textContent === "gemini-ran-this\n")`)
 	b.screenshots(t, "gemini-files", ".msg.cmd")
+	b.screenshots(t, "gemini-shell-output", ".msg.cmd:has(.transcript) .stream")
 	b.do(t, chromedp.EmulateViewport(1280, 900))
 	b.do(t, chromedp.Evaluate[chromedp.Void](`document.querySelectorAll(".msg.tool button.disclosure-toggle")[1].click()`))
 	b.waitFor(t, "the edit's diff", `[...document.querySelectorAll(".dl-add")].some(e => e.textContent.endsWith("+def greet(name):"))`)

@@ -207,8 +207,19 @@ func (c *CommandRow) Render() app.UI {
 		),
 		app.If(sh.Output.HasOutput || view.Open, func() app.UI {
 			return c.renderDisclosure(sh.Output, view, bodyID)
+		}).ElseIf(sentNothing(c.status(), sh.Output), func() app.UI {
+			return app.P().Class("cmd-note").Text("The agent ran this itself and sent no output.")
 		}),
 	)
+}
+
+// sentNothing reports a finished command of which nothing is known but that it ended: no
+// output, no exit code, no signal. Conch's own terminals know how their commands end, so
+// the agent ran it itself and reported no output (Gemini CLI 0.61.0 in its interactive
+// shell never does), which is not the same as a command that printed nothing.
+func sentNothing(status shared.ToolStatus, o shared.ShellOutputSummary) bool {
+	return (status == shared.StatusCompleted || status == shared.StatusFailed) &&
+		!o.HasOutput && !o.StorageFull && o.ExitCode == nil && o.Signal == ""
 }
 
 func (c *CommandRow) renderDisclosure(sum shared.ShellOutputSummary, view poll.View, bodyID string) app.UI {
