@@ -182,7 +182,7 @@ func statusOfACP(s string) shared.ToolStatus {
 // applyContent takes a content list. Its text is the command's output, except in the
 // message that makes a call known before it has finished (described): there it says
 // what the call is for. Gemini CLI 0.61.0 runs run_shell_command itself and sends, as
-// recorded (TestNormalizeGeminiShell):
+// recorded (TestGeminiShellFrames):
 //
 //	tool_call {status: in_progress, kind: execute, title: the command, content: [text
 //	  "[current working directory DIR] (DESCRIPTION)"]} (or, for a command it asks for,
