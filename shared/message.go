@@ -388,6 +388,11 @@ func (r StopReason) Sentence() string {
 	return "The turn ended: " + string(r) + "."
 }
 
+// ShellAgent is the name of the built-in agent. It runs each prompt as one shell command,
+// so it takes commands, not requests: a review (POST /api/v1/tasks/{id}/review) goes
+// only to other agents.
+const ShellAgent = "shell"
+
 // Agent is an agent profile as listed by GET /api/v1/agents.
 type Agent struct {
 	Name        string `json:"name"`

@@ -13,6 +13,8 @@ import (
 	"strings"
 
 	sdk "github.com/coder/acp-go-sdk"
+
+	"conch/shared"
 )
 
 // Permission policies of a profile: who answers the agent's permission requests. Ask (the
@@ -24,7 +26,7 @@ const (
 )
 
 // ShellAgent is the name of the built-in agent.
-const ShellAgent = "shell"
+const ShellAgent = shared.ShellAgent
 
 // Profile is an agent Conch can start. An empty Command means the running binary
 // (Config.Executable), which is how the built-in shell agent runs.

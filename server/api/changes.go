@@ -252,7 +252,8 @@ func (s *server) landStep(c *fiber.Ctx, step func(context.Context, shared.Task) 
 }
 
 // handleReview sends a person's comments on the task's change to its newest session as
-// one prompt: file:line references in the text, and each file as a resource link.
+// one prompt: file:line references in the text, and each file as a resource link. The
+// built-in shell agent would run it as a command, so a review never goes to it.
 func (s *server) handleReview(c *fiber.Ctx) error {
 	var req shared.Review
 	if err := decodeBody(c.Body(), &req); err != nil {
@@ -275,8 +276,11 @@ func (s *server) handleReview(c *fiber.Ctx) error {
 	if err != nil {
 		return s.fail(c, err)
 	}
-	if len(summary.Sessions) == 0 {
+	switch {
+	case len(summary.Sessions) == 0:
 		return s.fail(c, shared.Errorf(shared.CodeConflict, "the task has no session to send the review to"))
+	case summary.Sessions[0].Agent == shared.ShellAgent:
+		return s.fail(c, shared.Errorf(shared.CodeConflict, "the task's newest session is of the built-in shell agent, which would run the review as a shell command: start a session of an agent that takes requests, then send the review"))
 	}
 	msg, err := s.addMessage(ctx, summary.Sessions[0].ID, shared.AddRequest{Content: text, ClientMessageID: req.ClientMessageID}, files...)
 	if err != nil {

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -271,19 +272,27 @@ func TestTaskLanding(t *testing.T) {
 }
 
 // Review comments go to the task's newest session as one prompt: file:line references in
-// the text, each file once as a link; a bad review is refused and prompts nothing.
+// the text, each file once as a link; a bad review is refused and prompts nothing, and
+// so is a review to the built-in shell agent, which would run it as a command.
 func TestReviewToAgent(t *testing.T) {
 	e := newEnv(t)
 	repo := gittest.Repo(t, map[string]string{"a.txt": "one\n", "b.txt": "b\n"})
 	var task shared.Task
 	e.expect(http.StatusCreated, "POST", "/api/v1/tasks", fmt.Sprintf(`{"title":"r","repo":%q}`, repo), &task)
 	path := "/api/v1/tasks/" + task.ID + "/review"
-	e.expect(http.StatusNotFound, "POST", path, `{"comments":[{"path":"a.txt","line":1,"text":"x"}]}`, nil)
-	var old, newest shared.Session
-	e.expect(http.StatusCreated, "POST", "/api/v1/tasks/"+task.ID+"/sessions", `{"agent":"shell"}`, &old)
-	e.expect(http.StatusCreated, "POST", "/api/v1/tasks/"+task.ID+"/sessions", `{"agent":"shell"}`, &newest)
+	good := `{"comments":[{"path":"a.txt","line":1,"text":"x"}]}`
+	e.expect(http.StatusNotFound, "POST", path, good, nil)
+	e.expect(http.StatusCreated, "POST", "/api/v1/tasks/"+task.ID+"/sessions", `{"agent":"shell"}`, nil)
 	e.expect(http.StatusOK, "GET", "/api/v1/tasks/"+task.ID, "", &task)
 	gittest.Write(t, task.Worktree, map[string]string{"a.txt": "one\ntwo\n", "b.txt": "bb\n"})
+	if got := e.expect(http.StatusConflict, "POST", path, good, nil); !strings.Contains(got, "the task's newest session is of the built-in shell agent, which would run the review as a shell command") {
+		t.Errorf("a review to the shell agent: %s", got)
+	}
+	// The fake runtime starts only the shell agent: the store makes a session of another.
+	newest, err := e.store.CreateSession(context.Background(), task.ID, "coder", task.Worktree)
+	if err != nil {
+		t.Fatal(err)
+	}
 	for body, want := range map[string]string{
 		`{"comments":[]}`: "1 to 100 comments",
 		`{"comments":[{"path":"c.txt","line":1,"text":"x"}]}`: `\"c.txt\" is not a file of the change`,
