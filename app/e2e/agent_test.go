@@ -111,6 +111,9 @@ var steps = map[string]acptest.Script{
 			{Name: "init", Description: "Write an AGENTS.md for this repository"},
 		}}})
 	},
+	reviewPrompt: func(ctx context.Context, a *acptest.Agent, sid sdk.SessionId) error {
+		return a.Send(ctx, sid, sdk.UpdateAgentMessageText(reviewAnswer))
+	},
 	"fail": func(context.Context, *acptest.Agent, sdk.SessionId) error {
 		return errors.New("model overloaded, try again later")
 	},

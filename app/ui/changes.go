@@ -13,14 +13,23 @@ import (
 	"conch/shared"
 )
 
-// ChangesPage is /tasks/{id}/changes: what a task on a repository changed against its
-// base, file by file from the summary; a file's diff is fetched only when it is opened,
-// and drawn like a tool call's (diffView).
+// Handlers made by one function for different values (a file's, a line's, a step's) go
+// with app.EventScope of the value: go-app tells two handlers apart by their code alone,
+// so an element drawn again for another value would keep the first one's.
+
+// ChangesPage is /tasks/{id}/changes: the whole of what a task on a repository changed
+// against its base, for review. Every file is open, but for those over collapseLines
+// changed lines, which open on a click or with Expand all; diffs are fetched a few at a
+// time (parallelDiffs) and drawn like a tool call's (diffView), and pressing a new line's
+// number starts a comment on it, sent to the task's agent with the others as one prompt.
 type ChangesPage struct {
 	app.Compo
 
 	taskID  string
 	title   string // the task's
+	repo    string // the task's repository
+	agent   string // the agent of the task's newest session; "" when it has none
+	known   bool   // the task's sessions are known (agent is set)
 	live    bool   // the page follows the task's events (data-live, for tests and people alike)
 	stale   bool   // an event came while the summary was loading: load it again after
 	changes *shared.Changes
@@ -28,10 +37,13 @@ type ChangesPage struct {
 	loading bool
 	raw     []string           // the files' paths as listed: the diff route's names for them
 	files   []*fileView        // by index in changes.Files
+	queue   []diffFetch        // diffs to fetch, in page order
+	fetches int                // diff requests in flight
 	ctx     context.Context    // the page's, until it is dismounted
 	cancel  context.CancelFunc // of ctx
 
 	message string   // the commit message being written
+	confirm string   // the landing step awaiting confirmation ("merge", "rebase", "push"), or ""
 	landing string   // the landing step in flight ("commit", "merge", "rebase", "push"), or ""
 	landed  string   // what the last step did, for people
 	failed  string   // why the last step failed
@@ -45,11 +57,27 @@ type ChangesPage struct {
 
 // fileView is one file's disclosure, and the review comment being written on it.
 type fileView struct {
-	open       bool
-	diff       *shared.FileDiff
-	err        string
-	line, note string
+	open     bool
+	diff     *shared.FileDiff
+	err      string
+	fetching bool   // its diff is queued or in flight
+	line     int    // the new line a comment is being written on; 0: none
+	note     string // that comment
 }
+
+// diffFetch is one diff to fetch: the file's view, its route name and its summary.
+type diffFetch struct {
+	v    *fileView
+	path string
+	file shared.ChangedFile
+}
+
+// collapseLines is the most changed lines of a file that opens by itself; a larger one
+// waits for a click, so a change with a generated file does not fetch it unasked.
+const collapseLines = 200
+
+// parallelDiffs bounds the diff requests in flight.
+const parallelDiffs = 3
 
 func newChangesPage() app.Composer { return &ChangesPage{} }
 
@@ -90,9 +118,12 @@ func (p *ChangesPage) watch(ctx app.Context, c context.Context, conn *client.Con
 				subscribed[s.ID] = true
 			}
 		}
-		title := shared.Visible(t.Title)
+		title, repo, agent := shared.Visible(t.Title), shared.Visible(t.Repo), ""
+		if len(t.Sessions) > 0 {
+			agent = t.Sessions[0].Agent // the newest
+		}
 		ctx.Dispatch(func(ctx app.Context) {
-			p.title, p.live = title, true
+			p.title, p.repo, p.agent, p.known, p.live = title, repo, agent, true, true
 			p.refresh(ctx, app.Event{})
 		})
 	}
@@ -148,35 +179,34 @@ func (p *ChangesPage) load(ctx app.Context) {
 	})
 }
 
-// show puts a summary on the page. A file still listed as it was keeps its disclosure
-// and diff; an open one that changed is fetched again, with the comment being written on it.
+// show puts a summary on the page. A file still listed as it was keeps its view; one that
+// changed keeps whether it is open and the comment being written on it, and is fetched
+// again when open; a new one opens unless it is large.
 func (p *ChangesPage) show(ctx app.Context, ch shared.Changes) {
 	before := map[string]int{}
 	for i, r := range p.raw {
 		before[r] = i
 	}
 	raw, files := make([]string, len(ch.Files)), make([]*fileView, len(ch.Files))
-	var refetch []int
 	for i, f := range ch.Files { // marked once, where they enter the page
 		raw[i] = f.Path
 		ch.Files[i].Path, ch.Files[i].OldPath = shared.Visible(f.Path), shared.Visible(f.OldPath)
-		var v *fileView
-		var was shared.ChangedFile
-		if j, ok := before[f.Path]; ok {
-			v, was = p.files[j], p.changes.Files[j]
-		}
+		j, was := before[f.Path]
 		switch {
-		case v == nil:
-		case ch.Files[i] == was:
-			files[i] = v
-		case v.open:
-			files[i] = &fileView{line: v.line, note: v.note}
-			refetch = append(refetch, i)
+		case !was:
+			files[i] = &fileView{open: f.AddedLines+f.RemovedLines <= collapseLines}
+		case ch.Files[i] == p.changes.Files[j]:
+			files[i] = p.files[j]
+		default:
+			v := p.files[j]
+			files[i] = &fileView{open: v.open, line: v.line, note: v.note}
 		}
 	}
 	p.changes, p.raw, p.files = &ch, raw, files
-	for _, i := range refetch {
-		p.toggle(i)(ctx, app.Event{})
+	for i, v := range files {
+		if v.open {
+			p.fetch(ctx, i)
+		}
 	}
 }
 
@@ -188,31 +218,72 @@ func whyNot(what string, err error) string {
 	return what + ": " + shared.ErrorMessage(err)
 }
 
-// toggle opens or closes file i; the first opening fetches its diff.
+// toggle opens or closes file i; opening fetches its diff if it has none yet.
 func (p *ChangesPage) toggle(i int) app.EventHandler {
 	return func(ctx app.Context, _ app.Event) {
-		f := p.changes.Files[i]
 		v := p.files[i]
-		if v == nil {
-			v = &fileView{}
-			p.files[i] = v
-		}
 		v.open = !v.open
-		if !v.open || v.diff != nil {
-			return
+		if v.open {
+			p.fetch(ctx, i)
 		}
-		v.err = ""
-		c, id, path := context.Background(), p.taskID, p.raw[i]
+	}
+}
+
+// expandAll opens every file, or closes them all when all are open.
+func (p *ChangesPage) expandAll(ctx app.Context, _ app.Event) {
+	open := !p.allOpen()
+	for i, v := range p.files {
+		v.open = open
+		if open {
+			p.fetch(ctx, i)
+		}
+	}
+}
+
+func (p *ChangesPage) allOpen() bool {
+	return !slices.ContainsFunc(p.files, func(v *fileView) bool { return !v.open })
+}
+
+// fetch queues file i's diff unless it has it, is fetching it, or is binary (the summary
+// says all there is).
+func (p *ChangesPage) fetch(ctx app.Context, i int) {
+	v, f := p.files[i], p.changes.Files[i]
+	if v.diff != nil || v.fetching || f.Binary {
+		return
+	}
+	v.fetching, v.err = true, ""
+	p.queue = append(p.queue, diffFetch{v: v, path: p.raw[i], file: f})
+	p.pump(ctx)
+}
+
+// pump starts queued fetches while fewer than parallelDiffs are in flight; a file closed
+// meanwhile is skipped, and fetched when opened again.
+func (p *ChangesPage) pump(ctx app.Context) {
+	for p.fetches < parallelDiffs && len(p.queue) > 0 {
+		job := p.queue[0]
+		p.queue = p.queue[1:]
+		if !job.v.open {
+			job.v.fetching = false
+			continue
+		}
+		p.fetches++
+		c, id := p.ctx, p.taskID
 		ctx.Async(func() {
-			d, err := api.ChangeDiff(c, id, path)
-			ctx.Dispatch(func(app.Context) {
-				if err != nil {
-					v.err = whyNot("Diff unavailable", err)
+			d, err := api.ChangeDiff(c, id, job.path)
+			ctx.Dispatch(func(ctx app.Context) {
+				if c.Err() != nil {
 					return
 				}
-				d.File = f
-				d.OldText, d.NewText = visiblePtr(d.OldText), visiblePtr(d.NewText)
-				v.diff = &d
+				p.fetches--
+				job.v.fetching = false
+				if err != nil {
+					job.v.err = whyNot("Diff unavailable", err)
+				} else {
+					d.File = job.file
+					d.OldText, d.NewText = visiblePtr(d.OldText), visiblePtr(d.NewText)
+					job.v.diff = &d
+				}
+				p.pump(ctx)
 			})
 		})
 	}
@@ -246,14 +317,48 @@ func (p *ChangesPage) renderChanges() app.UI {
 	if ch == nil {
 		return app.If(p.err == "", func() app.UI { return app.P().Class("empty").Text("Loading changes…") })
 	}
+	base := shared.Visible(ch.Base)
+	state, empty := "", "No file differs from "+base+"."
+	if ch.Ahead == 0 && len(ch.Files) == 0 { // new, or landed: either way nothing to count
+		empty = "Nothing to land: " + base + " has everything on this branch."
+	} else {
+		state = " · " + plural(ch.Ahead, "commit") + " ahead, " + strconv.Itoa(ch.Behind) + " behind · " + plural(len(ch.Files), "file") + " changed"
+	}
 	return app.Div().Body(
-		app.P().Class("changes-head").Body(
-			app.Code().Text(shared.Visible(ch.Branch)), app.Text(" from "), app.Code().Text(shared.Visible(ch.Base)),
-			app.Text(" · "+plural(ch.Ahead, "commit")+" ahead, "+strconv.Itoa(ch.Behind)+" behind · "+plural(len(ch.Files), "file")+" changed"),
+		app.Div().Class("changes-head").Body(
+			app.P().Body(app.Code().Text(shared.Visible(ch.Branch)), app.Text(" from "), app.Code().Text(base), app.Text(state)),
+			app.If(len(ch.Files) > 0, func() app.UI {
+				return app.Button().Type("button").Class("secondary").OnClick(p.expandAll).
+					Text(map[bool]string{true: "Collapse all", false: "Expand all"}[p.allOpen()])
+			}),
 		),
-		app.If(len(ch.Files) == 0, func() app.UI { return app.P().Class("empty").Text("No changes yet.") }),
+		app.If(len(ch.Files) == 0, func() app.UI { return app.P().Class("empty").Text(empty) }).
+			Else(func() app.UI { return p.reviewHint() }),
 		app.Ul().Class("changed-files").Body(app.Range(ch.Files).Slice(func(i int) app.UI { return p.renderFile(i) })),
 	)
+}
+
+// mayReview is whether comments can be written: the task's newest session is of an agent
+// that takes requests (the built-in shell agent would run them as a command).
+func (p *ChangesPage) mayReview() bool {
+	return p.known && p.agent != "" && p.agent != shared.ShellAgent
+}
+
+// reviewHint says how to comment on the change, or why it cannot be.
+func (p *ChangesPage) reviewHint() app.UI {
+	var hint string
+	switch {
+	case !p.known:
+		return nil
+	case p.agent == "":
+		hint = "Start a session on this task to send its agent review comments."
+	case p.agent == shared.ShellAgent:
+		hint = "Review comments go to the task's agent as a prompt, but this task's newest session is of the built-in shell agent, " +
+			"which would run them as a shell command. To review here, start a session of another agent on this task."
+	default:
+		hint = "Press a line's number to comment on it; Send to agent sends your comments together, as one prompt."
+	}
+	return app.P().Class("review-hint").Text(hint)
 }
 
 // land runs one step of landing the task (step "commit", "merge", "rebase" or "push"),
@@ -264,7 +369,7 @@ func (p *ChangesPage) land(step string) app.EventHandler {
 		if p.landing != "" || step == "commit" && message == "" {
 			return
 		}
-		p.landing, p.landed, p.failed, p.clash = step, "", "", nil
+		p.confirm, p.landing, p.landed, p.failed, p.clash = "", step, "", "", nil
 		c, id := context.Background(), p.taskID
 		ctx.Async(func() {
 			var ch shared.Changes
@@ -285,8 +390,11 @@ func (p *ChangesPage) land(step string) app.EventHandler {
 				}
 				if step == "commit" {
 					p.message = ""
+					if box := app.Window().GetElementByID("commit-message"); box.Truthy() {
+						box.Set("value", "") // the box's text is its value, which rendering does not reset
+					}
 				}
-				p.landed = landingNames[step] + " done."
+				p.landed = landedText(step, shared.Visible(ch.Branch), shared.Visible(ch.Base))
 				p.show(ctx, ch)
 			})
 		})
@@ -296,8 +404,50 @@ func (p *ChangesPage) land(step string) app.EventHandler {
 // landingNames name the landing steps for people.
 var landingNames = map[string]string{"commit": "Commit", "merge": "Merge", "rebase": "Rebase", "push": "Push"}
 
+// landedText says what a landing step did.
+func landedText(step, branch, base string) string {
+	switch step {
+	case "merge":
+		return "Merged into " + base + "."
+	case "rebase":
+		return "Rebased onto " + base + ", which is now at the task's last commit."
+	case "push":
+		return "Pushed " + branch + " to origin."
+	}
+	return "Committed."
+}
+
+// ask shows the confirmation of a landing step ("" hides it), and gives it the focus.
+func (p *ChangesPage) ask(step string) app.EventHandler {
+	return func(ctx app.Context, _ app.Event) {
+		p.confirm, p.landed, p.failed, p.clash = step, "", "", nil
+		ctx.Defer(func(app.Context) {
+			if yes := app.Window().GetElementByID("land-yes"); yes.Truthy() {
+				yes.Call("focus")
+			}
+		})
+	}
+}
+
+// question is what confirming a landing step asks, naming where it lands.
+func (p *ChangesPage) question(step string) string {
+	branch, base := shared.Visible(p.changes.Branch), shared.Visible(p.changes.Base)
+	where := ""
+	if p.repo != "" {
+		where = " in " + p.repo
+	}
+	switch step {
+	case "merge":
+		return "Merge " + branch + " into " + base + where + "? A merge commit goes on " + base + "; where " + base + " is checked out, that checkout moves too."
+	case "rebase":
+		return "Rebase " + branch + " onto " + base + where + "? Its commits are replayed on " + base + ", which then moves to them."
+	}
+	return "Push " + branch + " to the remote origin of the repository" + where + "?"
+}
+
 // renderLand draws the landing steps: a commit message and its button, merge or rebase
-// onto the base, push; and what the last step did or why it failed.
+// onto the base, push, each asked again naming its target; and what the last step did or
+// why it failed.
 func (p *ChangesPage) renderLand() app.UI {
 	ch := p.changes
 	if ch == nil {
@@ -306,7 +456,7 @@ func (p *ChangesPage) renderLand() app.UI {
 	base := shared.Visible(ch.Base)
 	busy := p.landing != ""
 	step := func(name, label, title string) app.UI {
-		return disabled(app.Button().Type("button").Class("secondary"), busy).Title(attrText(title)).OnClick(p.land(name)).
+		return disabled(app.Button().Type("button").Class("secondary"), busy).Title(attrText(title)).OnClick(p.ask(name), app.EventScope(name)).
 			Text(map[bool]string{true: label + "…", false: label}[p.landing == name])
 	}
 	return app.Section().Class("land").Aria("label", "Land the change").Body(
@@ -318,11 +468,19 @@ func (p *ChangesPage) renderLand() app.UI {
 			disabled(app.Button().Type("submit"), busy || strings.TrimSpace(p.message) == "").
 				Text(map[bool]string{true: "Committing…", false: "Commit all changes"}[p.landing == "commit"]),
 		),
-		app.Div().Class("land-actions").Body(
-			step("merge", "Merge into "+base, "A merge commit of the task's branch on "+base),
-			step("rebase", "Rebase onto "+base, "The task's commits replayed on "+base+", which then moves to them"),
-			step("push", "Push", "Push the task's branch to the repository's remote origin"),
-		),
+		app.If(p.confirm == "", func() app.UI {
+			return app.Div().Class("land-actions").Body(
+				step("merge", "Merge into "+base, "A merge commit of the task's branch on "+base),
+				step("rebase", "Rebase onto "+base, "The task's commits replayed on "+base+", which then moves to them"),
+				step("push", "Push", "Push the task's branch to the repository's remote origin"),
+			)
+		}).Else(func() app.UI {
+			return app.Div().Class("confirm", "land-confirm").Role("group").Aria("label", "Confirm: "+landingNames[p.confirm]).Body(
+				app.P().Text(p.question(p.confirm)),
+				app.Button().ID("land-yes").Type("button").OnClick(p.land(p.confirm), app.EventScope(p.confirm)).Text("Yes, "+strings.ToLower(landingNames[p.confirm])),
+				app.Button().Type("button").Class("secondary").OnClick(p.ask(""), app.EventScope("")).Text("Cancel"),
+			)
+		}),
 		app.If(p.landed != "", func() app.UI { return app.P().Class("land-done").Role("status").Text(p.landed) }),
 		app.If(p.failed != "", func() app.UI {
 			return app.Div().Class("alert", "land-failed").Role("alert").Body(
@@ -357,59 +515,104 @@ func fileLabel(f shared.ChangedFile) string {
 func (p *ChangesPage) renderFile(i int) app.UI {
 	f := p.changes.Files[i]
 	v := p.files[i]
-	open := v != nil && v.open
 	label := fileLabel(f)
 	bodyID := "file-" + strconv.Itoa(i)
 	return app.Li().Class("disclosure", "changed-file", "file-"+f.Status).Body(
 		app.Button().Class("disclosure-toggle").Type("button").
-			Aria("label", attrText(disclosureName(open, "diff", label))).
-			Aria("expanded", strconv.FormatBool(open)).Aria("controls", bodyID).
-			OnClick(p.toggle(i)).
+			Aria("label", attrText(disclosureName(v.open, "diff", label))).
+			Aria("expanded", strconv.FormatBool(v.open)).Aria("controls", bodyID).
+			OnClick(p.toggle(i), app.EventScope(i)).
 			Body(app.Span().Class("chevron").Aria("hidden", "true"), app.Text(label)),
-		app.If(open, func() app.UI {
-			return app.Div().ID(bodyID).Class("transcript").Body(renderFileDiff(v, p.pickLine(i)),
-				app.If(v.diff != nil && !v.diff.File.Binary, func() app.UI { return p.commentForm(i, v) }))
+		app.If(v.open, func() app.UI {
+			return app.Div().ID(bodyID).Class("transcript").Body(p.renderFileDiff(i))
 		}),
 	)
 }
 
-// commentForm adds a review comment on a line of file i.
-func (p *ChangesPage) commentForm(i int, v *fileView) app.UI {
+// renderFileDiff draws file i's diff, its new lines taking comments when the page may.
+func (p *ChangesPage) renderFileDiff(i int) app.UI {
+	switch v, d := p.files[i], p.files[i].diff; {
+	case p.changes.Files[i].Binary:
+		return app.P().Class("out-note").Text("A binary file: no diff to show.")
+	case d != nil && d.Omitted:
+		return app.P().Class("out-note").Text("This file is too large to show here (over " + sizeLabel(shared.DiffSideLimit) + ").")
+	case d != nil:
+		var review *lineReview
+		if p.mayReview() {
+			review = p.lineReview(i)
+		}
+		return diffView(derefText(d.OldText), derefText(d.NewText), review)
+	case v.err != "":
+		return app.P().Class("out-error").Role("alert").Text(v.err)
+	}
+	return app.P().Class("out-note", "loading").Aria("live", "polite").Text("Loading…")
+}
+
+// lineReview is file i's comments: a line's pending comments under it, and the comment
+// being written under its line.
+func (p *ChangesPage) lineReview(i int) *lineReview {
+	v := p.files[i]
+	onLine := map[int][]int{} // pending comments by line
+	for j, c := range p.comments {
+		if c.Path == p.raw[i] {
+			onLine[c.Line] = append(onLine[c.Line], j)
+		}
+	}
+	return &lineReview{
+		pick: func(line int) app.EventHandler {
+			return func(ctx app.Context, _ app.Event) {
+				if v.line != line {
+					v.line, v.note = line, ""
+				}
+				ctx.Defer(func(app.Context) {
+					if note := app.Window().GetElementByID("comment-" + strconv.Itoa(i)); note.Truthy() {
+						note.Set("value", v.note) // a box drawn again keeps its value, which rendering does not reset
+						note.Call("focus")
+					}
+				})
+			}
+		},
+		under: func(line int) app.UI {
+			pending := onLine[line]
+			if len(pending) == 0 && v.line != line {
+				return nil
+			}
+			return app.Div().Class("line-notes").Body(
+				app.Range(pending).Slice(func(k int) app.UI { return p.renderComment(pending[k], false) }),
+				app.If(v.line == line, func() app.UI { return p.commentForm(i) }),
+			)
+		},
+	}
+}
+
+// commentForm writes a review comment on the picked line of file i.
+func (p *ChangesPage) commentForm(i int) app.UI {
+	v := p.files[i]
 	id := "comment-" + strconv.Itoa(i)
-	return app.Form().Class("comment-form").OnSubmit(p.addComment(i)).Body(
-		app.Div().Class("field", "comment-line").Body(app.Label().For(id+"-line").Text("Line"),
-			app.Input().ID(id+"-line").Type("number").Min(1).Required(true).Value(v.line).OnInput(bind(&v.line))),
-		app.Div().Class("field", "comment-note").Body(app.Label().For(id+"-note").Text("Comment"),
-			app.Textarea().ID(id+"-note").Rows(2).Required(true).Text(v.note).OnInput(bind(&v.note))),
-		app.Button().Type("submit").Class("secondary").Aria("label", attrText("Add comment on "+p.changes.Files[i].Path)).Text("Add comment"),
+	return app.Form().Class("comment-form").OnSubmit(p.addComment(i), app.EventScope(i)).Body(
+		app.Label().For(id).Text("Comment on line "+strconv.Itoa(v.line)),
+		app.Textarea().ID(id).Rows(3).Required(true).Text(v.note).OnInput(bind(&v.note)),
+		app.Div().Class("comment-actions").Body(
+			app.Button().Type("submit").Text("Add comment"),
+			app.Button().Type("button").Class("secondary").OnClick(p.dropForm(i), app.EventScope(i)).Text("Cancel"),
+		),
 	)
 }
 
-// pickLine starts a comment on a line of file i: its number goes in the form, and the
-// comment field takes the focus.
-func (p *ChangesPage) pickLine(i int) func(line int) app.EventHandler {
-	return func(line int) app.EventHandler {
-		return func(ctx app.Context, _ app.Event) {
-			p.files[i].line = strconv.Itoa(line)
-			ctx.Defer(func(app.Context) {
-				if note := app.Window().GetElementByID("comment-" + strconv.Itoa(i) + "-note"); note.Truthy() {
-					note.Call("focus")
-				}
-			})
-		}
-	}
+// dropForm closes the comment being written on file i.
+func (p *ChangesPage) dropForm(i int) app.EventHandler {
+	return func(app.Context, app.Event) { p.files[i].line, p.files[i].note = 0, "" }
 }
 
 // addComment keeps the comment written on file i until the review is sent.
 func (p *ChangesPage) addComment(i int) app.EventHandler {
 	return func(ctx app.Context, _ app.Event) {
 		v := p.files[i]
-		line, err := strconv.Atoi(strings.TrimSpace(v.line))
-		if err != nil || line < 1 || strings.TrimSpace(v.note) == "" {
+		if v.line < 1 || strings.TrimSpace(v.note) == "" {
 			return
 		}
-		p.comments = append(p.comments, shared.ReviewComment{Path: p.raw[i], Line: line, Text: strings.TrimSpace(v.note)})
-		v.line, v.note, p.reviewed = "", "", ""
+		p.comments = append(p.comments, shared.ReviewComment{Path: p.raw[i], Line: v.line, Text: strings.TrimSpace(v.note)})
+		v.line, v.note, p.reviewed = 0, "", ""
 	}
 }
 
@@ -433,9 +636,21 @@ func (p *ChangesPage) sendReview(ctx app.Context, _ app.Event) {
 	})
 }
 
-// removeComment drops pending comment i.
-func (p *ChangesPage) removeComment(i int) app.EventHandler {
-	return func(app.Context, app.Event) { p.comments = slices.Delete(p.comments, i, i+1) }
+// removeComment drops pending comment j.
+func (p *ChangesPage) removeComment(j int) app.EventHandler {
+	return func(app.Context, app.Event) { p.comments = slices.Delete(p.comments, j, j+1) }
+}
+
+// renderComment draws pending comment j, where it is (file:line) when where is set.
+func (p *ChangesPage) renderComment(j int, where bool) app.UI {
+	c := p.comments[j]
+	at := shared.Visible(c.Path) + ":" + strconv.Itoa(c.Line)
+	return app.Div().Class("pending-comment").Body(
+		app.If(where, func() app.UI { return app.Code().Text(at) }),
+		app.Span().Class("comment-text").Text(shared.Visible(c.Text)),
+		app.Button().Type("button").Class("secondary").Aria("label", attrText("Remove the comment on "+at)).
+			OnClick(p.removeComment(j), app.EventScope(j)).Text("Remove"),
+	)
 }
 
 // renderReview lists the pending comments with Send to agent, or where the last review went.
@@ -448,33 +663,13 @@ func (p *ChangesPage) renderReview() app.UI {
 	}
 	return app.Section().Class("review").Aria("label", "Review comments").Body(
 		app.H2().Text("Review comments"),
-		app.Ul().Class("comments").Body(app.Range(p.comments).Slice(func(i int) app.UI {
-			c := p.comments[i]
-			where := shared.Visible(c.Path) + ":" + strconv.Itoa(c.Line)
-			return app.Li().Body(app.Code().Text(where), app.Text(" "+shared.Visible(c.Text)+" "),
-				app.Button().Type("button").Class("secondary").Aria("label", attrText("Remove the comment on "+where)).
-					OnClick(p.removeComment(i)).Text("Remove"))
+		app.Ul().Class("comments").Body(app.Range(p.comments).Slice(func(j int) app.UI {
+			return app.Li().Body(p.renderComment(j, true))
 		})),
 		disabled(app.Button().Type("button"), p.sending).OnClick(p.sendReview).
 			Text(map[bool]string{true: "Sending…", false: "Send to agent"}[p.sending]),
 		app.If(p.notSent != "", func() app.UI { return app.P().Class("alert").Role("alert").Text(p.notSent) }),
 	)
-}
-
-// renderFileDiff draws a file's diff; pick, when a new line's number is pressed, starts a
-// comment on that line.
-func renderFileDiff(v *fileView, pick func(line int) app.EventHandler) app.UI {
-	switch d := v.diff; {
-	case d != nil && d.File.Binary:
-		return app.P().Class("out-note").Text("A binary file: no diff to show.")
-	case d != nil && d.Omitted:
-		return app.P().Class("out-note").Text("This file is too large to show here (over " + sizeLabel(shared.DiffSideLimit) + ").")
-	case d != nil:
-		return diffView(derefText(d.OldText), derefText(d.NewText), pick)
-	case v.err != "":
-		return app.P().Class("out-error").Role("alert").Text(v.err)
-	}
-	return app.P().Class("out-note", "loading").Aria("live", "polite").Text("Loading…")
 }
 
 // changesLink leads from a task with a worktree to its Changes page (nothing for others).

@@ -150,10 +150,17 @@ func derefInt(n *int) int {
 	return *n
 }
 
+// lineReview makes a diff a place to comment on: each new line's number is a button that
+// starts a comment on that line (pick), and under(line), when not nil, is drawn below it.
+type lineReview struct {
+	pick  func(line int) app.EventHandler
+	under func(line int) app.UI
+}
+
 // diffView renders the change from oldText to newText as a unified diff (three lines of
 // context) with the old and new line numbers of every line. Its text is text, never markup.
-// With onLine, a new line's number is a button that picks that line (a review comment).
-func diffView(oldText, newText string, onLine func(line int) app.EventHandler) app.UI {
+// With review, the new lines take comments.
+func diffView(oldText, newText string, review *lineReview) app.UI {
 	u, err := udiff.ToUnifiedDiff("a", "b", oldText, udiff.Lines(oldText, newText), 3)
 	switch {
 	case err != nil:
@@ -190,15 +197,20 @@ func diffView(oldText, newText string, onLine func(line int) app.EventHandler) a
 				newN++
 			}
 			var newNumber app.UI = app.Span().Class("ln").Text(n)
-			if onLine != nil && n != "" {
+			if review != nil && n != "" {
 				newNumber = app.Button().Type("button").Class("ln", "ln-pick").Aria("label", "Comment on line "+n).
-					OnClick(onLine(line)).Text(n)
+					OnClick(review.pick(line), app.EventScope(line)).Text(n) // scoped: go-app tells handlers apart by their code alone
 			}
 			rows = append(rows, app.Div().Class("dl", kind).Body(
 				app.Span().Class("ln").Text(o),
 				newNumber,
 				app.Span().Class("dt").Text(sign+text),
 			))
+			if review != nil && n != "" {
+				if u := review.under(line); u != nil {
+					rows = append(rows, u)
+				}
+			}
 		}
 	}
 	return diffBox(width, rows)
