@@ -212,6 +212,7 @@ func TestTwoTasksReviewAndLand(t *testing.T) {
 	b.waitFor(t, "the pending comment", `document.querySelector("#file-1 .line-notes .comment-text")?.textContent === "Say why" && `+
 		`!!document.querySelector(".review .comments")?.textContent.startsWith("notes.txt:2Say why")`)
 	b.screenshots(t, "review-pending", ".review")
+	b.checkAxe(t, "Changes page with a pending comment")
 	b.do(t, chromedp.EmulateViewport(1280, 900))
 	b.click(t, "Send to agent")
 	for answered := false; !answered; {
