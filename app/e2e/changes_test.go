@@ -21,8 +21,9 @@ import (
 // A task on a real repository: the built-in shell agent edits files in the task's own
 // worktree, and the Changes page shows the whole change at once: every file open with its
 // diff (drawn like a tool call's), fetched by itself, but for a large one, which stays
-// closed and unfetched until Expand all opens it. The shell agent would run a review as a
-// command, so the page says so and offers no comments.
+// closed and unfetched until Expand all opens it; no more than three diffs are fetched at
+// once. The shell agent would run a review as a command, so the page says so and offers
+// no comments.
 func TestChangesView(t *testing.T) {
 	t.Parallel()
 	s := startServer(t)
@@ -41,7 +42,7 @@ func TestChangesView(t *testing.T) {
 	if err != nil || sess.State != shared.SessionReady {
 		t.Fatalf("session %+v: %v", sess, err)
 	}
-	s.run(t, sess.ID, `printf 'one\n2\nthree\nfour\n' > notes.txt && printf 'new\n' > "a \"quoted\" name.txt" && seq 1 201 > big.txt`, nil)
+	s.run(t, sess.ID, `printf 'one\n2\nthree\nfour\n' > notes.txt && printf 'new\n' > "a \"quoted\" name.txt" && seq 1 201 > big.txt && mkdir more && for i in 1 2 3 4 5 6; do echo $i > more/$i.txt; done`, nil)
 	if got := gittest.Git(t, repo, "status", "--porcelain"); got != "" {
 		t.Errorf("the agent's edit reached the repository's own work tree: %q", got)
 	}
@@ -65,21 +66,27 @@ func TestChangesView(t *testing.T) {
 	b.do(t, chromedp.Navigate(s.URL+"/tasks/"+task.ID+"/changes"))
 	b.waitFor(t, "the live page", `!document.getElementById("app-wasm-loader") && !!document.querySelector(".changes-page[data-live=true]")`)
 	toggle := `.changed-file button.disclosure-toggle`
-	b.waitFor(t, "the file list", fmt.Sprintf(`document.querySelectorAll(%q).length === 3`, toggle))
+	b.waitFor(t, "the file list", fmt.Sprintf(`document.querySelectorAll(%q).length === 9`, toggle))
 	opened := fmt.Sprintf(`[...document.querySelectorAll(%q)].map(e => e.getAttribute("aria-expanded"))`, toggle)
-	if got := eval[[]string](t, b, fmt.Sprintf(`[...document.querySelectorAll(%q)].map(e => e.textContent)`, toggle)); fmt.Sprint(got) != `[a "quoted" name.txt · added · +1 −0 big.txt · added · +201 −0 notes.txt · modified · +2 −1]` {
+	if got := eval[[]string](t, b, fmt.Sprintf(`[...document.querySelectorAll(%q)].map(e => e.textContent)`, toggle)); len(got) != 9 || fmt.Sprint(got[:3])+" "+got[8] != `[a "quoted" name.txt · added · +1 −0 big.txt · added · +201 −0 more/1.txt · added · +1 −0] notes.txt · modified · +2 −1` {
 		t.Errorf("files %q", got)
 	}
-	if got := eval[[]string](t, b, opened); fmt.Sprint(got) != "[true false true]" {
+	if got := eval[[]string](t, b, opened); fmt.Sprint(got) != "[true false true true true true true true true]" {
 		t.Errorf("files open: %v, want all but the large one", got)
 	}
 	if n := b.named(t, "button", "Hide diff: notes.txt · modified · +2 −1"); n != 1 {
 		t.Errorf("%d buttons named by notes.txt's label", n)
 	}
 	added := `[...document.querySelectorAll(".dl-add")].map(e => e.textContent)`
-	b.waitFor(t, "the open diffs", `document.querySelectorAll(".dl-add").length === 3`)
-	if got := eval[[]string](t, b, added); fmt.Sprint(got) != "[1+new 2+2 4+four]" {
+	b.waitFor(t, "the open diffs", `document.querySelectorAll(".dl-add").length === 9`)
+	if got := eval[[]string](t, b, added); fmt.Sprint(got) != "[1+new 1+1 1+2 1+3 1+4 1+5 1+6 2+2 4+four]" {
 		t.Errorf("added lines %q", got)
+	}
+	b.mu.Lock()
+	peak := b.peak
+	b.mu.Unlock()
+	if peak > 3 {
+		t.Errorf("%d diff requests in flight at once", peak)
 	}
 	if got := b.text(t, ".review-hint"); !strings.Contains(got, "newest session is of the built-in shell agent, which would run them as a shell command") {
 		t.Errorf("the review hint for a shell session: %q", got)
@@ -92,8 +99,8 @@ func TestChangesView(t *testing.T) {
 		t.Fatalf("diff requests before Expand all: big.txt %d, notes.txt %d", n, other)
 	}
 	b.click(t, "Expand all")
-	b.waitFor(t, "the large diff", `document.querySelectorAll(".dl-add").length === 204`)
-	if got := eval[[]string](t, b, opened); fmt.Sprint(got) != "[true true true]" {
+	b.waitFor(t, "the large diff", `document.querySelectorAll(".dl-add").length === 210`)
+	if got := eval[[]string](t, b, opened); strings.Contains(fmt.Sprint(got), "false") {
 		t.Errorf("files open after Expand all: %v", got)
 	}
 	if n, other := b.snapshots("diff:big.txt"), b.snapshots("diff:notes.txt"); n != 1 || other != 1 {
@@ -102,8 +109,8 @@ func TestChangesView(t *testing.T) {
 	b.click(t, "Collapse all")
 	b.waitFor(t, "every file closed", fmt.Sprintf(`%s.every(e => e === "false") && !document.querySelector(".diff")`, opened))
 	b.click(t, "Expand all")
-	b.waitFor(t, "every diff again", `document.querySelectorAll(".dl-add").length === 204`)
-	if n := b.total(); n != 3 {
+	b.waitFor(t, "every diff again", `document.querySelectorAll(".dl-add").length === 210`)
+	if n := b.total(); n != 9 {
 		t.Errorf("%d diff requests in all: a diff once fetched is kept", n)
 	}
 	b.screenshots(t, "changes", ".changes-head")

@@ -212,6 +212,7 @@ type browser struct {
 	mu       sync.Mutex
 	requests map[string]int                      // sent, per message id
 	pending  map[network.RequestID]*snapshotLoad // sent, not finished yet
+	peak     int                                 // the most of them in flight at once
 	loads    []snapshotLoad                      // finished, in order
 	loaded   chan struct{}                       // signalled on each finished load
 }
@@ -363,6 +364,7 @@ func (b *browser) observe(ev any) {
 		b.requests[id]++
 		b.pending[e.RequestID] = &snapshotLoad{message: id, ifNoneMatch: header(e.Request.Headers, "If-None-Match"),
 			offsets: u.Query().Has("stdout_offset")}
+		b.peak = max(b.peak, len(b.pending))
 	case *network.EventResponseReceived:
 		if l := b.pending[e.RequestID]; l != nil {
 			l.status, l.etag = e.Response.Status, header(e.Response.Headers, "ETag")
