@@ -26,6 +26,42 @@ document.addEventListener("keydown", (e) => {
   }
 }, true);
 
+// A click before the app runs. The server-rendered page shows disclosures (a command's
+// output, a tool's content, an error's whole text) whose buttons have no handler until
+// app.wasm has started, seconds on a slow link; go-app then replaces the whole page. Such
+// a click is kept, by the id of what the button opens (aria-controls, the same in the page
+// the app renders), shown taken (the chevron turns and app.css adds "opens once loaded"),
+// and made on the app's own button once the app runs: when go-app's loader is gone, at
+// each change of the page until that button exists (the app renders older messages a
+// frame later). A second click takes the first back; the person's first click once the
+// app runs drops what was not made yet.
+const conchKept = new Map(); // aria-controls → the state the person asked for ("true": open)
+const conchReplay = new MutationObserver(() => {
+  if (document.getElementById("app-wasm-loader")) return; // the app does not run yet
+  for (const [id, want] of conchKept) {
+    const button = document.querySelector(`button[aria-controls="${CSS.escape(id)}"]`);
+    if (!button) continue;
+    conchKept.delete(id);
+    if (button.getAttribute("aria-expanded") !== want) button.click();
+  }
+  if (!conchKept.size) conchReplay.disconnect();
+});
+document.addEventListener("click", (e) => {
+  if (!e.isTrusted) return; // conchReplay's own
+  if (!document.getElementById("app-wasm-loader")) {
+    conchKept.clear();
+    conchReplay.disconnect();
+    return;
+  }
+  const button = e.target instanceof Element && e.target.closest("button[aria-controls][aria-expanded]");
+  if (!button) return;
+  const want = button.getAttribute("aria-expanded") === "true" ? "false" : "true";
+  button.setAttribute("aria-expanded", want);
+  button.classList.toggle("kept");
+  conchKept.set(button.getAttribute("aria-controls"), want);
+  conchReplay.observe(document.body, {childList: true, subtree: true});
+}, true);
+
 // A session page follows its end while the person is there: whatever grows (a new message,
 // an open output, the prerendered messages before the app has loaded) keeps the newest in
 // view. Once the page moves away from the end, by the person (wheel, touch, keys, the

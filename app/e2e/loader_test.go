@@ -5,9 +5,12 @@ package e2e
 import (
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/chromedp/cdproto/fetch"
 	"github.com/chromedp/chromedp"
+
+	"conch/shared"
 )
 
 // While app.wasm loads, a session page shows its prerendered messages and a small
@@ -44,4 +47,54 @@ func TestLoadingPillAbovePrompt(t *testing.T) {
 			t.Errorf("%s: the pill's centre is %.0f px off the prompt bar's", size.name, centre)
 		}
 	}
+}
+
+// A click on a command's output button of the server-rendered page, made before app.wasm
+// has arrived, is not lost: the button shows it taken, and the output opens once the app
+// runs. A second click before then takes the first back.
+func TestClickBeforeAppRuns(t *testing.T) {
+	t.Parallel()
+	s := startServer(t)
+	sess := s.session(t, "click before the app")
+	first := s.run(t, sess.ID, "seq 1 5", nil)
+	second := s.run(t, sess.ID, "seq 101 105", nil)
+	b := newBrowser(t)
+	paused := make(chan fetch.RequestID, 1)
+	if err := chromedp.Listen(b.ctx, func(ev any) {
+		if e, ok := ev.(*fetch.EventRequestPaused); ok {
+			paused <- e.RequestID // one app.wasm per page load
+		}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	send(t, b, fetch.Enable, fetch.EnableParams{Patterns: []*fetch.RequestPattern{{URLPattern: "*app.wasm*"}}})
+	b.do(t, chromedp.Navigate(s.URL+"/sessions/"+sess.ID))
+	var wasm fetch.RequestID
+	select {
+	case wasm = <-paused: // the page is as it loads, and stays so until the request goes on
+	case <-time.After(deadline):
+		t.Fatal("the page never asked for app.wasm")
+	}
+	button := func(m shared.Message) string { return row(m.ID) + " button.disclosure-toggle" }
+	b.do(t, chromedp.Click(chromedp.CSS(button(first))), chromedp.Click(chromedp.CSS(button(second))), chromedp.Click(chromedp.CSS(button(second))))
+	if !eval[bool](t, b, `!!document.getElementById("app-wasm-loader")`) {
+		t.Fatal("the app ran before app.wasm arrived")
+	}
+	if got := eval[string](t, b, fmt.Sprintf(`document.querySelector(%q).getAttribute("aria-expanded")`, button(first))); got != "true" {
+		t.Errorf("before the app runs, the clicked output button is aria-expanded=%s, want true (the click shown taken)", got)
+	}
+	if got := eval[int](t, b, `document.querySelectorAll(".disclosure-toggle.kept").length`); got != 1 {
+		t.Errorf("%d buttons say they open once loaded, want 1 (the one clicked once)", got)
+	}
+	b.screenshots(t, "click-before-app", button(first))
+
+	send(t, b, fetch.ContinueRequest, fetch.ContinueRequestParams{RequestID: wasm})
+	b.waitApp(t)
+	b.waitFor(t, "the output the click opened", fmt.Sprintf(`(document.getElementById("output-%s") || {textContent: ""}).textContent.includes("5")`, first.ID))
+	if open := eval[bool](t, b, fmt.Sprintf(`!!document.getElementById("output-%s")`, second.ID)); open {
+		t.Error("an output clicked twice before the app ran is open")
+	}
+	// Kept clicks are made once: closing the output with the app's own button keeps it closed.
+	b.do(t, chromedp.Click(chromedp.CSS(button(first))))
+	b.waitFor(t, "the output closed", fmt.Sprintf(`!document.getElementById("output-%s")`, first.ID))
 }
