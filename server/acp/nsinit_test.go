@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"conch/app/client"
+	"conch/server/servetest"
 	"conch/shared"
 )
 
@@ -40,7 +41,8 @@ func TestBinaryCommandCannotReadServer(t *testing.T) {
 // A process of the server's own user outside any namespace, without CAP_SYS_PTRACE (the
 // fallback where the kernel makes no user namespace), cannot read the server's
 // environment either: the server is not dumpable. Run as root, the test runs the server
-// and the reader as nobody.
+// and the reader as nobody, and the server from a copy of CONCH_BIN in nobody's folder:
+// a checkout under a folder only root may enter (/root) is no path nobody can run.
 func TestBinaryServerNotDumpable(t *testing.T) {
 	t.Parallel()
 	token := rand.Text()
@@ -58,8 +60,18 @@ func TestBinaryServerNotDumpable(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
+		bin, err := os.ReadFile(servetest.Bin(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "conch"), bin, 0o755); err != nil {
+			t.Fatal(err)
+		}
 	}
 	srv := startServerAs(t, filepath.Join(dir, "conch.db"), func(cmd *exec.Cmd) {
+		if cred != nil {
+			cmd.Path, cmd.Args[0], cmd.Dir = filepath.Join(dir, "conch"), filepath.Join(dir, "conch"), dir
+		}
 		cmd.Env = append(os.Environ(), "CONCH_TOKEN="+token)
 		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
 	})
