@@ -42,8 +42,8 @@ func TestRenderMessage(t *testing.T) {
 		},
 		{
 			name: "agent text",
-			msg:  shared.Message{ID: "2", AuthorType: shared.AuthorAgent, Type: shared.TypeMessage, Content: "exit 0 in 0.1s"},
-			want: []string{`class="msg agent"`, "exit 0 in 0.1s"},
+			msg:  shared.Message{ID: "2", AuthorType: shared.AuthorAgent, Type: shared.TypeMessage, Content: "exit 0"},
+			want: []string{`class="msg agent"`, "exit 0"},
 		},
 		{
 			name: "thinking is collapsed",

@@ -267,7 +267,7 @@ func TestShellAgentAsks(t *testing.T) {
 		status shared.ToolStatus
 		last   string
 	}{
-		{shellagent.OptionAllow, shared.StatusCompleted, "exit 0 in"},
+		{shellagent.OptionAllow, shared.StatusCompleted, "exit 0"},
 		{shellagent.OptionDeny, shared.StatusCancelled, "Not run: permission denied."},
 	} {
 		file := filepath.Join(sess.Cwd, tt.option+".txt")

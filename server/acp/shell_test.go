@@ -62,7 +62,7 @@ func TestShellAgentEndToEnd(t *testing.T) {
 			}
 			msgs := env.messages(t, sess.ID)
 			last := msgs[len(msgs)-1]
-			if last.Type != shared.TypeMessage || !strings.HasPrefix(last.Content, "exit 3 in ") {
+			if last.Type != shared.TypeMessage || last.Content != "exit 3" {
 				t.Errorf("closing message %s %q", last.Type, last.Content)
 			}
 
@@ -117,7 +117,7 @@ func TestShellAgentCancel(t *testing.T) {
 	if m.Metadata.Status != shared.StatusCancelled || !strings.HasPrefix(out.Stdout, "started ") || out.Signal != "SIGINT" {
 		t.Errorf("%s %+v, want cancelled, stopped by SIGINT", m.Metadata.Status, out)
 	}
-	if said := env.texts(t, sess.ID, shared.TypeMessage, shared.AuthorAgent); len(said) == 0 || !strings.HasPrefix(said[len(said)-1], "Cancelled: killed by SIGINT after ") {
+	if said := env.texts(t, sess.ID, shared.TypeMessage, shared.AuthorAgent); len(said) == 0 || said[len(said)-1] != "Cancelled: killed by SIGINT" {
 		t.Errorf("the agent said %q, want how the command ended", said)
 	}
 	waitGone(t, pid)

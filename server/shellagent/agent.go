@@ -168,7 +168,6 @@ func (a *agent) permit(ctx context.Context, sid sdk.SessionId, callID sdk.ToolCa
 }
 
 func (a *agent) run(ctx context.Context, sid sdk.SessionId, cwd string, callID sdk.ToolCallId, command string) (sdk.PromptResponse, error) {
-	started := time.Now()
 	term, err := a.conn.CreateTerminal(ctx, sdk.CreateTerminalRequest{SessionId: sid, Command: "sh",
 		Args: []string{"-c", command}, Cwd: &cwd, OutputByteLimit: sdk.Ptr(outputLimit)})
 	if err != nil {
@@ -191,16 +190,15 @@ func (a *agent) run(ctx context.Context, sid sdk.SessionId, cwd string, callID s
 	exit, err := a.conn.WaitForTerminalExit(ctx, sdk.WaitForTerminalExitRequest{SessionId: sid, TerminalId: tid})
 	if err != nil {
 		if ctx.Err() != nil {
-			return a.stop(sid, tid, started)
+			return a.stop(sid, tid)
 		}
 		return sdk.PromptResponse{}, err
 	}
-	elapsed := time.Since(started)
 	// Read the final output back, as any ACP agent would before reporting.
 	if _, err := a.conn.TerminalOutput(ctx, sdk.TerminalOutputRequest{SessionId: sid, TerminalId: tid}); err != nil {
 		return sdk.PromptResponse{}, err
 	}
-	status, raw, summary := outcome(exit, elapsed)
+	status, raw, summary := outcome(exit)
 	err = a.update(ctx, sid, sdk.UpdateToolCall(callID, sdk.WithUpdateStatus(status), sdk.WithUpdateRawOutput(raw)))
 	if err != nil {
 		return sdk.PromptResponse{}, err
@@ -211,7 +209,7 @@ func (a *agent) run(ctx context.Context, sid sdk.SessionId, cwd string, callID s
 // stop ends a cancelled turn's command: the client stops it (Conch sends SIGINT, then
 // SIGTERM and SIGKILL while it keeps running), and the turn ends once it is gone, saying
 // how it ended; the client ends the open tool call as cancelled.
-func (a *agent) stop(sid sdk.SessionId, tid string, started time.Time) (sdk.PromptResponse, error) {
+func (a *agent) stop(sid sdk.SessionId, tid string) (sdk.PromptResponse, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
 	defer cancel()
 	cancelled := sdk.PromptResponse{StopReason: sdk.StopReasonCancelled}
@@ -222,24 +220,24 @@ func (a *agent) stop(sid sdk.SessionId, tid string, started time.Time) (sdk.Prom
 	if err != nil {
 		return cancelled, nil
 	}
-	_, _, summary := outcome(exit, time.Since(started))
+	_, _, summary := outcome(exit)
 	return a.say(ctx, sid, "Cancelled: "+summary, sdk.StopReasonCancelled)
 }
 
-// outcome is the final status, rawOutput and summary line of an exited command.
-func outcome(exit sdk.WaitForTerminalExitResponse, elapsed time.Duration) (sdk.ToolCallStatus, map[string]any, string) {
-	took := fmt.Sprintf("%.1fs", elapsed.Seconds())
+// outcome is the final status, rawOutput and summary line of an exited command. The
+// summary names no duration: the command's row shows the one Conch measured.
+func outcome(exit sdk.WaitForTerminalExitResponse) (sdk.ToolCallStatus, map[string]any, string) {
 	switch {
 	case exit.ExitCode != nil:
 		status := sdk.ToolCallStatusCompleted
 		if *exit.ExitCode != 0 {
 			status = sdk.ToolCallStatusFailed
 		}
-		return status, map[string]any{"exit_code": *exit.ExitCode}, fmt.Sprintf("exit %d in %s", *exit.ExitCode, took)
+		return status, map[string]any{"exit_code": *exit.ExitCode}, fmt.Sprintf("exit %d", *exit.ExitCode)
 	case exit.Signal != nil:
-		return sdk.ToolCallStatusFailed, map[string]any{"signal": *exit.Signal}, fmt.Sprintf("killed by %s after %s", *exit.Signal, took)
+		return sdk.ToolCallStatusFailed, map[string]any{"signal": *exit.Signal}, "killed by " + *exit.Signal
 	}
-	return sdk.ToolCallStatusFailed, map[string]any{}, "ended with an unknown status after " + took
+	return sdk.ToolCallStatusFailed, map[string]any{}, "ended with an unknown status"
 }
 
 func (a *agent) update(ctx context.Context, sid sdk.SessionId, u sdk.SessionUpdate) error {
