@@ -244,6 +244,17 @@ func TestCommandRowOpen(t *testing.T) {
 			notWant: []string{"No command output"},
 		},
 		{
+			name:   "a tail kept of a longer stdout: its line numbers count the tail's lines, and say so",
+			status: shared.StatusCompleted,
+			drive: func(m *poll.Machine) {
+				m.Open()
+				m.Loaded(1, snapshot(shared.StatusCompleted, shared.ShellOutput{Stdout: "2999823\n", StdoutTotalBytes: 3 << 20, Stderr: "whole\n",
+					StderrTotalBytes: 6, Truncated: true, ExitCode: intp(0)}), "")
+			},
+			want: []string{`<span class="stream-lines">1 line of the kept tail</span>`, `<span class="stream-lines">1 line</span>`,
+				"Output truncated: the first 3 MB of stdout were not kept, so line numbers count the lines of the kept tail"},
+		},
+		{
 			name:   "stopped by the server's storage limit",
 			status: shared.StatusCompleted,
 			drive: func(m *poll.Machine) {

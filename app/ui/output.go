@@ -123,9 +123,10 @@ func (c *CommandRow) transcript(view poll.View) []app.UI {
 		} else {
 			matches := r.search(c.tools.query)
 			out = append(out, c.toolbar(len(matches)))
+			cut := droppedBytes(o)
 			for i, st := range streams {
 				if len(r.streams[i]) > 0 {
-					out = append(out, c.streamView(i, st.name, st.label, r.streams[i], marksOf(matches, i, c.tools.at)))
+					out = append(out, c.streamView(i, st.name, st.label, r.streams[i], cut[i] > 0, marksOf(matches, i, c.tools.at)))
 				}
 			}
 		}
@@ -133,7 +134,7 @@ func (c *CommandRow) transcript(view poll.View) []app.UI {
 		case o.StorageFull:
 			out = append(out, app.P().Class("out-note").Text("Output truncated: the server stopped storing it here, its storage limit is reached"))
 		case o.Truncated:
-			out = append(out, app.P().Class("out-note").Text("Output truncated"))
+			out = append(out, app.P().Class("out-note").Text(truncatedNote(droppedBytes(o))))
 		}
 		if s.Status.IsTerminal() {
 			out = append(out, app.P().Class("out-exit").Text(exitLabel(o.ExitCode)))
@@ -196,12 +197,34 @@ func (c *CommandRow) toolbar(found int) app.UI {
 // parsing the text takes about 50 ms.
 const tailLines = 200
 
+// droppedBytes is how many bytes of stdout and stderr were not kept (the head of a
+// stream longer than shared.OutputLimit), as far as the snapshot says.
+func droppedBytes(o shared.ShellOutput) [2]int64 {
+	return [2]int64{max(o.StdoutTotalBytes-int64(len(o.Stdout)), 0), max(o.StderrTotalBytes-int64(len(o.Stderr)), 0)}
+}
+
+// truncatedNote says that a stream's head was not kept, how much of it where that is
+// known, and so what the line numbers count: the lines of the kept tail, not the
+// command's (the number of lines dropped is not known).
+func truncatedNote(dropped [2]int64) string {
+	var parts []string
+	for i, n := range dropped {
+		if n > 0 {
+			parts = append(parts, "the first "+sizeLabel(int(n))+" of "+streams[i].name)
+		}
+	}
+	if len(parts) == 0 {
+		return "Output truncated: only the tail is kept, and line numbers count its lines"
+	}
+	return "Output truncated: " + strings.Join(parts, " and ") + " were not kept, so line numbers count the lines of the kept tail"
+}
+
 // streamView draws one stream as a terminal would have shown it, its last tailLines
-// lines unless all were asked for. Lines are block spans numbered from an attribute by
+// lines unless all were asked for; cut says its head was not kept. Lines are block spans numbered from an attribute by
 // CSS (so copying a selection takes no numbers); text goes into text nodes and colours
 // into classes, so output never becomes markup or inline style. The view scrolls on its
 // own, so it is focusable to be scrolled from the keyboard.
-func (c *CommandRow) streamView(i int, name, label string, lines []term.Line, marks map[int][]mark) app.UI {
+func (c *CommandRow) streamView(i int, name, label string, lines []term.Line, cut bool, marks map[int][]mark) app.UI {
 	first := c.firstShown(i, len(lines))
 	nodes := make([]app.UI, 0, len(lines)-first+1)
 	if first > 0 {
@@ -215,7 +238,7 @@ func (c *CommandRow) streamView(i int, name, label string, lines []term.Line, ma
 	return app.Section().Class("stream", name).Body(
 		app.Div().Class("stream-head").Body(
 			app.Span().Class("stream-name").Text(name),
-			app.Span().Class("stream-lines").Text(linesLabel(len(lines))),
+			app.Span().Class("stream-lines").Text(linesLabel(len(lines))+map[bool]string{true: " of the kept tail"}[cut]),
 			app.Button().Type("button").Class("tool").Aria("label", "Copy "+name).
 				OnClick(func(ctx app.Context, _ app.Event) { c.copy(ctx, i) }).Text("Copy"),
 			app.A().Class("tool").Href(api.ShellOutputRawURL(c.SessionID, c.Msg.ID, name)).Attr("download", c.Msg.ID+"-"+name+".txt").
