@@ -19,20 +19,27 @@ import (
 type TasksPage struct {
 	app.Compo
 
-	tasks   []shared.Task
-	agents  []shared.Agent
-	loaded  bool
-	offline bool
-	err     string
-	busy    bool
-	confirm string            // the task whose deletion awaits a second click
-	picked  map[string]string // the agent picked for a task's next session, by task id
+	tasks    []shared.Task
+	agents   []shared.Agent
+	loaded   bool
+	offline  bool
+	err      string
+	busy     bool
+	confirm  string            // the task whose deletion awaits a second click
+	starting string            // the task a session is being started on (startOn)
+	picked   map[string]string // the agent picked for a task's next session, by task id
 
 	board  bool            // the tasks are shown as columns by state
 	landed map[string]bool // by task id, for the board: whether a task's worktree has nothing left to land
 	live   bool            // the page follows the list's changes (data-live, for tests and people alike)
 	ctx    context.Context // the page's WebSocket; cancelled on dismount
 	cancel context.CancelFunc
+	// mounted is the page's own app context: what comes back from a click on a task is
+	// dispatched through it, not the button's, which may be gone by then (a task's first
+	// session on a repository adds its Changes link before the button; on the board it
+	// moves the task to another column), and go-app drops what is dispatched to an element
+	// that is gone.
+	mounted app.Context
 
 	title, description, agent, cwd string
 
@@ -50,6 +57,7 @@ const askDelay = 400 * time.Millisecond
 // changes.
 func (p *TasksPage) OnMount(ctx app.Context) {
 	ctx.Page().SetTitle("Conch")
+	p.mounted = ctx
 	p.ctx, p.cancel = context.WithCancel(context.Background())
 	go p.follow(ctx, p.ctx)
 	ctx.Async(func() {
@@ -249,21 +257,23 @@ func (p *TasksPage) pick(taskID string) app.EventHandler {
 	}
 }
 
-// startOn starts another session on an existing task with its agent (agentFor).
+// startOn starts another session on an existing task with its agent (agentFor), where its
+// newest session worked (nextCwd; a fresh directory for its first), and opens it.
 func (p *TasksPage) startOn(t shared.Task) app.EventHandler {
 	return func(ctx app.Context, _ app.Event) {
 		if p.busy {
 			return
 		}
-		p.busy, p.err = true, ""
-		taskID, agent, cwd := t.ID, p.agentFor(t), strings.TrimSpace(p.cwd)
-		if t.Repo != "" { // its sessions run in its worktree
-			cwd = ""
+		p.busy, p.starting, p.err = true, t.ID, ""
+		cwd := ""
+		if len(t.Sessions) > 0 {
+			cwd = nextCwd(&t, t.Sessions[0].Cwd)
 		}
+		taskID, agent := t.ID, p.agentFor(t)
 		ctx.Async(func() {
 			s, err := api.StartSession(context.Background(), taskID, agent, cwd)
-			ctx.Dispatch(func(ctx app.Context) {
-				p.busy = false
+			p.mounted.Dispatch(func(ctx app.Context) {
+				p.busy, p.starting = false, ""
 				if err != nil {
 					p.err = "Could not start: " + err.Error()
 					return
@@ -441,8 +451,8 @@ func (p *TasksPage) taskActions(t shared.Task, confirming bool) app.UI {
 				return selected(app.Option().Value(attrText(a)), a == p.agentFor(t)).Text(a)
 			}),
 		),
-		disabled(app.Button().Type("button").Class("secondary"), p.busy || p.agentFor(t) == "").OnClick(p.startOn(t)).
-			Text("Start a "+p.agentFor(t)+" session"),
+		disabled(app.Button().Type("button").Class("secondary", "start-session"), p.busy || p.agentFor(t) == "").OnClick(p.startOn(t)).
+			Text(map[bool]string{true: "Starting…", false: "Start a " + p.agentFor(t) + " session"}[p.starting == t.ID]),
 		app.If(!confirming, func() app.UI {
 			return disabled(app.Button().Type("button").Class("secondary", "danger"), p.busy).OnClick(p.askDelete(t.ID)).
 				Aria("label", attrText("Delete task "+t.Title)).Text("Delete")
