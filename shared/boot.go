@@ -3,10 +3,12 @@ package shared
 import "time"
 
 // Boot is what the HTML of a session page carries for the app to show without asking
-// again: the session and its newest page of messages, projected like every list (no
+// again: the session, its task and its newest page of messages, projected like every list (no
 // output body, ever). The app reads it from the element BootElementID.
 type Boot struct {
-	Session  Session     `json:"session"`
+	Session Session `json:"session"`
+	// Task is the session's task, for the page's header (its title, branch, Changes).
+	Task     *Task       `json:"task,omitempty"`
 	Messages MessagePage `json:"messages"` // newest first, as listed with sort=desc
 	At       time.Time   `json:"at"`       // when the server read them: a kept copy says how old it is
 }

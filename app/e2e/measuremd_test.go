@@ -56,31 +56,13 @@ func TestMeasureMarkdownSession(t *testing.T) {
 // server opens it, and returns its id.
 func seedMarkdown(t *testing.T, db string, n int) string {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), deadline)
-	defer cancel()
-	st, err := store.Open(db, time.Now)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	task, err := st.CreateTask(ctx, "markdown", "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	sess, err := st.CreateSession(ctx, task.ID, "shell", t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := st.SetSessionState(ctx, sess.ID, shared.SessionClosed, ""); err != nil {
-		t.Fatal(err)
-	}
-	var nms []store.NewMessage
-	for i := range n / 2 {
-		nms = append(nms, store.NewMessage{SessionID: sess.ID, AuthorType: shared.AuthorUser, Type: shared.TypeMessage, Content: fmt.Sprintf("Step %d, please", i)},
-			store.NewMessage{SessionID: sess.ID, AuthorType: shared.AuthorAgent, Type: shared.TypeMessage, Content: markdownReply})
-	}
-	if _, err := st.CreateMessages(ctx, nms); err != nil {
-		t.Fatal(err)
-	}
-	return sess.ID
+	return seedClosed(t, db, "markdown", t.TempDir(), "", func(ctx context.Context, st *store.Store, sess shared.Session) error {
+		var nms []store.NewMessage
+		for i := range n / 2 {
+			nms = append(nms, store.NewMessage{SessionID: sess.ID, AuthorType: shared.AuthorUser, Type: shared.TypeMessage, Content: fmt.Sprintf("Step %d, please", i)},
+				store.NewMessage{SessionID: sess.ID, AuthorType: shared.AuthorAgent, Type: shared.TypeMessage, Content: markdownReply})
+		}
+		_, err := st.CreateMessages(ctx, nms)
+		return err
+	}).ID
 }

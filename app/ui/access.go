@@ -29,19 +29,19 @@ func readOnlyReason(acc shared.Account, task shared.Task) string {
 	return shared.Visible(task.Owner) + "'s task: ask " + shared.Visible(task.Owner) + " or an admin to share it."
 }
 
-// checkAccess asks who the person is and what they may do with the session's task, and
-// shows the page read-only when they may not change it.
+// checkAccess reads the session's task, for the header, and asks who the person is and
+// what they may do with it: the page is read-only when they may not change it.
 func (p *SessionPage) checkAccess(ctx app.Context, c context.Context, taskID string) {
-	acc, err := api.Me(c)
-	var task shared.Task
-	if err == nil {
-		task, err = api.GetTask(c, taskID)
-	}
+	task, err := api.GetTask(c, taskID)
 	if err != nil {
 		return // the server refuses what the person may not do, and says why
 	}
+	acc, err := api.Me(c)
 	p.apply(ctx, c, func(ctx app.Context) {
-		p.readOnly = readOnlyReason(acc, task)
-		ctx.SetState(stateReadOnly, p.readOnly)
+		p.task = &task
+		if err == nil {
+			p.readOnly = readOnlyReason(acc, task)
+			ctx.SetState(stateReadOnly, p.readOnly)
+		}
 	})
 }

@@ -84,8 +84,57 @@ func bootWith(s string) shared.Boot {
 					{ID: s, Name: s, Description: s, Group: s}, {ID: s + "2", Name: s, Description: s}}},
 				{ID: s + "b", Name: s, Description: s, Category: s, Type: shared.ConfigBoolean}},
 			CreatedAt: at, UpdatedAt: at},
+		Task:     &shared.Task{ID: "t1", Title: s, Repo: "/r", Branch: s, Worktree: "/w" + s, CreatedAt: at, UpdatedAt: at},
 		Messages: shared.MessagePage{Messages: msgs, Total: int64(len(msgs)), HasMore: true, Cursor: "c"},
 		At:       at,
+	}
+}
+
+// The session bar names the task, the agent and where it works, with the task's Changes;
+// the prompt box asks for what the agent takes; a session that ended says why in its
+// place, with the way on.
+func TestPrerenderedSessionContext(t *testing.T) {
+	for _, tc := range []struct {
+		name, agent string
+		task        *shared.Task
+		state       shared.SessionState
+		errText     string
+		want        []string
+		notWant     []string
+	}{
+		{name: "a worktree task", agent: "gemini", task: &shared.Task{ID: "t1", Title: "Fix the parser", Repo: "/r", Branch: "conch/fix", Worktree: "/r/.wt"},
+			state: shared.SessionReady,
+			want: []string{`<h1>Fix the parser</h1>`, `<span class="session-agent">gemini session</span>`, `<code>conch/fix</code>`, `title="Worktree: /r/.wt"`,
+				`<a class="changes-link" href="/tasks/t1/changes">Changes</a>`, `placeholder="A prompt for the agent"`},
+			notWant: []string{"A shell command"}},
+		{name: "a directory", agent: "shell", task: &shared.Task{ID: "t1", Title: "Look around"}, state: shared.SessionReady,
+			want: []string{`<h1>Look around</h1>`, `<code>/home/me/proj</code>`, `title="Working directory: /home/me/proj"`, `placeholder="A shell command"`}, notWant: []string{"changes-link"}},
+		{name: "closed", agent: "shell", task: &shared.Task{ID: "t1", Title: "Old"}, state: shared.SessionClosed, errText: "the server stopped while this session was live",
+			want: []string{`This session was closed: the server stopped while this session was live. It takes no more prompts.`,
+				`>Start a new session</button>`, `title="A new session of this task, with the shell agent, in /home/me/proj"`},
+			notWant: []string{"prompt-input", "Agent error"}},
+		{name: "failed", agent: "shell", task: &shared.Task{ID: "t1", Title: "Old", Repo: "/r", Worktree: "/r/.wt"}, state: shared.SessionFailed, errText: "exec: no such file",
+			want: []string{"Agent error: exec: no such file", "This session failed (the error is above)", `>Start a new session</button>`,
+				`with the shell agent, in the task&#39;s worktree`}, notWant: []string{"prompt-input"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := bootWith("harmless")
+			b.Task, b.Session.Agent, b.Session.Cwd, b.Session.State, b.Session.Error = tc.task, tc.agent, "/home/me/proj", tc.state, tc.errText
+			var page strings.Builder
+			if err := html.Render(&page, prerender(t, b)); err != nil {
+				t.Fatal(err)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(page.String(), w) {
+					t.Errorf("the page lacks %s", w)
+				}
+			}
+			for _, w := range tc.notWant {
+				if strings.Contains(page.String(), w) {
+					t.Errorf("the page has %s", w)
+				}
+			}
+		})
 	}
 }
 

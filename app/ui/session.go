@@ -37,6 +37,7 @@ type SessionPage struct {
 
 	id        string
 	session   *shared.Session
+	task      *shared.Task // the session's task, once known: the header's title, branch and Changes
 	tl        timeline
 	loaded    bool // the first page has arrived
 	hasOlder  bool
@@ -48,6 +49,7 @@ type SessionPage struct {
 	files     []pendingFile    // to send with the prompt (attach.go)
 	pending   string           // the client message id of the prompt on its way, until the store has it
 	stopping  bool             // a stop or a resume of the agent is on its way
+	starting  bool             // a new session of the task is on its way (startNew)
 	missing   bool             // the session does not exist
 	switching bool             // a change of a mode or a config option is on its way
 	readOnly  string           // why the person may not change this session, when they may not (access.go)
@@ -84,6 +86,7 @@ func (p *SessionPage) boot(b shared.Boot) {
 	}
 	p.id = b.Session.ID
 	p.setSession(b.Session)
+	p.task = b.Task
 	p.tl.merge(msgs...)
 	p.loaded, p.hasOlder, p.kept = true, b.Messages.HasMore, b.At
 }
@@ -104,10 +107,11 @@ func (p *SessionPage) OnNav(ctx app.Context) {
 	p.OnDismount()
 	booted := id == p.id // only the boot sets the id before the page runs
 	if !booted {
-		p.session, p.tl, p.loaded, p.hasOlder, p.kept = nil, timeline{}, false, false, time.Time{}
+		p.session, p.task, p.tl, p.loaded, p.hasOlder, p.kept = nil, nil, timeline{}, false, false, time.Time{}
 	}
 	p.id, p.older = id, false
 	p.live, p.offline, p.err, p.draft, p.pending, p.switching, p.stopping, p.missing = liveConnecting, false, "", "", "", false, false, false
+	p.starting = false
 	p.readOnly, p.files = "", nil
 	ctx.SetState(stateReadOnly, "")
 	p.ctx, p.cancel = context.WithCancel(context.Background())
@@ -508,6 +512,53 @@ func newClientMessageID() string {
 	return hex.EncodeToString(b)
 }
 
+// startNew starts a new session of the task with this session's agent, where this one
+// worked (nextCwd), and opens it: the way on from a session that ended.
+func (p *SessionPage) startNew(ctx app.Context, _ app.Event) {
+	if p.starting || p.session == nil || p.ctx == nil {
+		return
+	}
+	p.starting, p.err = true, ""
+	c, s := p.ctx, *p.session
+	cwd := nextCwd(p.task, s.Cwd)
+	ctx.Async(func() {
+		next, err := api.StartSession(c, s.TaskID, s.Agent, cwd)
+		p.apply(ctx, c, func(ctx app.Context) {
+			p.starting = false
+			if err != nil {
+				p.offline = errors.Is(err, client.ErrUnreachable)
+				if !p.offline {
+					p.err = "Could not start a new session: " + err.Error()
+				}
+				return
+			}
+			ctx.Navigate("/sessions/" + next.ID)
+		})
+	})
+}
+
+// nextCwd is the directory to ask for a task's next session that should work where cwd
+// (an earlier session's) did: none for a task on a repository, whose sessions all work in
+// its worktree (the server refuses another), else cwd.
+func nextCwd(task *shared.Task, cwd string) string {
+	if task != nil && task.Repo != "" {
+		return ""
+	}
+	return cwd
+}
+
+// endedReason says in a sentence why a session that ended (failed or closed) takes no
+// more prompts.
+func endedReason(s shared.Session) string {
+	switch {
+	case s.State == shared.SessionFailed:
+		return "This session failed (the error is above): its agent cannot take another prompt here."
+	case s.Error != "":
+		return "This session was closed: " + strings.TrimSuffix(s.Error, ".") + ". It takes no more prompts."
+	}
+	return "This session was closed when its server stopped. It takes no more prompts."
+}
+
 // Render draws the page. On the server (prerender) it is the empty shell of a chat.
 func (p *SessionPage) Render() app.UI {
 	state := shared.SessionState("")
@@ -515,7 +566,9 @@ func (p *SessionPage) Render() app.UI {
 	stopped, resumable := false, false
 	if s := p.session; s != nil {
 		state, stopped, resumable = s.State, s.Stopped, s.Resumable
-		title = s.Agent + " session"
+	}
+	if p.task != nil {
+		title = shared.Visible(p.task.Title)
 	}
 	if p.missing {
 		return app.Div().Class("page", "session-page").Body(
@@ -547,6 +600,7 @@ func (p *SessionPage) Render() app.UI {
 			app.If(p.live != "", func() app.UI {
 				return app.Span().Class("live", "live-"+map[bool]string{true: "on", false: "off"}[p.live == liveOn]).Text(p.live)
 			}),
+			sessionContext(p.session, p.task),
 			sandboxView(p.session),
 		),
 		&Notices{Offline: p.offline, Kept: p.kept},
@@ -554,8 +608,8 @@ func (p *SessionPage) Render() app.UI {
 		// so a banner appearing before the chat would replace the chat, and every open
 		// output in it would close and forget its search.
 		app.Div().Class("alerts").Body(
-			app.If(p.session != nil && p.session.Error != "", func() app.UI {
-				return errorAlert(p.session.Error)
+			app.If(p.session != nil && p.session.Error != "" && state != shared.SessionClosed, func() app.UI {
+				return errorAlert(p.session.Error) // a closed session's reason is where the prompt box was (ended)
 			}),
 			app.If(p.err != "", func() app.UI { return app.P().Class("alert").Text(p.err) }),
 		),
@@ -588,6 +642,16 @@ func (p *SessionPage) Render() app.UI {
 // may not change the session, the line that says why.
 func (p *SessionPage) promptForm(state shared.SessionState, stopped, resumable bool) app.UI {
 	jump := app.Button().Type("button").Class("jump").OnClick(func(ctx app.Context, _ app.Event) { scrollToEnd(ctx) }).Text("↓ Jump to newest")
+	if state.Ended() {
+		return app.Form().Class("prompt", "ended").Body(jump,
+			app.P().Role("status").Text(endedReason(*p.session)),
+			app.If(p.readOnly == "", func() app.UI {
+				return disabled(app.Button().Type("button").Class("start-new"), p.starting).OnClick(p.startNew).
+					Title(attrText("A new session of this task, with the " + p.session.Agent + " agent, " + p.where())).
+					Text(map[bool]string{true: "Starting…", false: "Start a new session"}[p.starting])
+			}),
+		)
+	}
 	if p.readOnly != "" {
 		return app.Form().Class("prompt", "read-only").Body(jump, app.P().Role("status").Text(p.readOnly))
 	}
@@ -595,7 +659,7 @@ func (p *SessionPage) promptForm(state shared.SessionState, stopped, resumable b
 		OnDragOver(func(_ app.Context, e app.Event) { e.PreventDefault() }).OnDrop(p.onDrop).Body(
 		jump,
 		app.Label().For("prompt-input").Class("sr-only").Text("Prompt"),
-		app.Textarea().ID("prompt-input").Rows(2).Placeholder("A shell command, or a prompt for the agent").
+		app.Textarea().ID("prompt-input").Rows(2).Placeholder(promptHint(p.session)).
 			Text(p.draft).OnInput(p.onInput).OnPaste(p.onPaste),
 		p.commandList(),
 		p.attachRow(),
@@ -610,7 +674,7 @@ func (p *SessionPage) promptForm(state shared.SessionState, stopped, resumable b
 						false: "End the agent's process; the next prompt starts it again, without the earlier turns"}[resumable]).
 					Text(map[bool]string{true: "Stopping…", false: "Stop agent"}[p.stopping])
 			}),
-			disabled(app.Button().Type("submit"), p.pending != "" || state.Ended()).
+			disabled(app.Button().Type("submit"), p.pending != "").
 				Text(map[bool]string{true: "Sending…", false: "Send"}[p.pending != ""]),
 		),
 	)
@@ -724,9 +788,54 @@ func (p *SessionPage) cwd() string {
 	return p.session.Cwd
 }
 
+// sessionContext is the header's line under the title: the session's agent, where it
+// works (its task's branch, or its directory) and, for a task with a worktree, a link to
+// the task's Changes.
+func sessionContext(s *shared.Session, task *shared.Task) app.UI {
+	if s == nil {
+		return nil
+	}
+	return app.Div().Class("session-context").Body(
+		app.Span().Class("session-agent").Text(s.Agent+" session"),
+		app.If(task != nil && task.Worktree != "", func() app.UI {
+			return app.Span().Class("where").Title(attrText("Worktree: "+shared.Visible(task.Worktree))).Body(
+				app.Text("on branch "), app.Code().Text(shared.Visible(task.Branch)))
+		}).Else(func() app.UI {
+			return app.Span().Class("where").Title(attrText("Working directory: "+s.Cwd)).Body(
+				app.Text("in "), app.Code().Text(s.Cwd))
+		}),
+		app.If(task != nil && task.Worktree != "", func() app.UI {
+			return app.A().Class("changes-link").Href("/tasks/" + task.ID + "/changes").Text("Changes")
+		}),
+	)
+}
+
+// where says where a new session of the task would work (nextCwd), for the Start a new
+// session button.
+func (p *SessionPage) where() string {
+	if p.task != nil && p.task.Repo != "" {
+		return "in the task's worktree"
+	}
+	return "in " + p.cwd()
+}
+
+// promptHint is the prompt box's placeholder in the words of the session's agent.
+func promptHint(s *shared.Session) string {
+	if s == nil {
+		return "A prompt"
+	}
+	if s.Agent == "shell" {
+		return "A shell command"
+	}
+	return "A prompt for the agent"
+}
+
 // emptyHint invites the first prompt in the words of the session's agent: the built-in
-// shell agent takes a command, any other agent a request.
+// shell agent takes a command, any other agent a request; a session that ended takes none.
 func emptyHint(s *shared.Session) string {
+	if s != nil && s.State.Ended() {
+		return "This session has no messages."
+	}
 	if s == nil || s.Agent == "shell" {
 		return "No messages yet. Type a shell command below."
 	}

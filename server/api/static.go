@@ -182,8 +182,8 @@ func (s *server) pages(ui fiber.Handler) fiber.Handler {
 // without messages, and the app lists them itself once it runs.
 const bootTimeout = 2 * time.Second
 
-// sessionBoot is what the HTML of session id's page carries (ui.BootFunc): the session
-// and its newest messages, projected by the store like every list, read at now(). It
+// sessionBoot is what the HTML of session id's page carries (ui.BootFunc): the session,
+// its task and its newest messages, projected by the store like every list, read at now(). It
 // asks what GET /api/v1/task-sessions/{id}/messages asks of the account (as).
 func (s *server) sessionBoot(ctx context.Context, id string) (shared.Boot, error) {
 	acc := accountFrom(ctx)
@@ -200,12 +200,16 @@ func (s *server) sessionBoot(ctx context.Context, id string) (shared.Boot, error
 	if err != nil {
 		return shared.Boot{}, err
 	}
+	task, err := s.store.GetTask(ctx, sess.TaskID)
+	if err != nil {
+		return shared.Boot{}, err
+	}
 	limit := shared.BootMessages
 	page, err := s.store.ListMessages(ctx, shared.ListRequest{SessionID: id, Limit: &limit, Sort: shared.SortDesc})
 	if err != nil {
 		return shared.Boot{}, err
 	}
-	return shared.Boot{Session: sess, Messages: page, At: at}, nil
+	return shared.Boot{Session: sess, Task: &task, Messages: page, At: at}, nil
 }
 
 // boots holds the data of the pages being prerendered, each under its one-time key.
