@@ -227,7 +227,7 @@ func (p *AccountPage) renderTokens() app.UI {
 			return app.Div().Class("secret").Role("status").Body(
 				app.P().Text("Copy it now: it is not shown again."),
 				app.Code().Class("secret-value").Text(p.secret),
-				app.Button().Type("button").Class("tool").OnClick(p.copy(p.secret)).Text("Copy token"),
+				app.Button().Type("button").Class("tool").OnClick(p.copy(p.secret), app.EventScope(p.secret)).Text("Copy token"),
 				app.If(p.note != "", func() app.UI { return app.Span().Class("out-note-inline").Text(p.note) }),
 			)
 		}),
@@ -241,7 +241,7 @@ func (p *AccountPage) renderTokens() app.UI {
 			return app.Li().Body(
 				app.Span().Class("account-name").Text(t.Name),
 				app.Span().Class("account-meta").Text("made "+t.CreatedAt.Local().Format("2 Jan 2006")+" · "+used+ends(t.ExpiresAt)),
-				app.Button().Type("button").Class("secondary").Aria("label", attrText("Revoke token "+t.Name)).OnClick(p.revoke(t.ID)).Text("Revoke"),
+				app.Button().Type("button").Class("secondary").Aria("label", attrText("Revoke token "+t.Name)).OnClick(p.revoke(t.ID), app.EventScope(t.ID)).Text("Revoke"),
 			)
 		})),
 	)
@@ -265,7 +265,7 @@ func (p *AccountPage) renderPeople() app.UI {
 				app.Span().Class("account-meta").Text(a.Role),
 				app.If(p.me.ID != a.ID, func() app.UI {
 					return app.Button().Type("button").Class("secondary").Aria("label", attrText("Delete account "+a.Login)).
-						OnClick(p.deleteAccount(a.ID)).Text("Delete")
+						OnClick(p.deleteAccount(a.ID), app.EventScope(a.ID)).Text("Delete")
 				}),
 			)
 		})),
@@ -282,7 +282,7 @@ func (p *AccountPage) renderPeople() app.UI {
 			return app.Div().Class("secret").Role("status").Body(
 				app.P().Text("Send this link to the person: it works once, for 7 days."),
 				app.Code().Class("secret-value").Text(p.invite),
-				app.Button().Type("button").Class("tool").OnClick(p.copy(p.invite)).Text("Copy link"),
+				app.Button().Type("button").Class("tool").OnClick(p.copy(p.invite), app.EventScope(p.invite)).Text("Copy link"),
 			)
 		}),
 	)

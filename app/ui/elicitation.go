@@ -188,7 +188,7 @@ func (r *ElicitationRow) checks(id string, f shared.ElicitationField) app.UI {
 			box := id + "-" + strconv.Itoa(i)
 			return app.Label().For(box).Class("elic-choice").Body(
 				app.Input().Type("checkbox").ID(box).Class("elic-check").
-					Checked(slices.Contains(ticked, any(o.Value))).OnChange(r.set(f, toggle)),
+					Checked(slices.Contains(ticked, any(o.Value))).OnChange(r.set(f, toggle), app.EventScope(f.Name)),
 				app.Span().Text(cmpOr(o.Title, o.Value)),
 			)
 		}),
@@ -203,10 +203,10 @@ func (r *ElicitationRow) input(id string, f shared.ElicitationField) app.UI {
 	case f.Type == shared.FieldBoolean:
 		on, _ := v.(bool)
 		return app.Input().Type("checkbox").ID(id).Class("elic-check").Checked(on).
-			OnChange(r.set(f, func(s app.Value) any { return s.Get("checked").Bool() }))
+			OnChange(r.set(f, func(s app.Value) any { return s.Get("checked").Bool() }), app.EventScope(f.Name))
 	case len(f.Options) > 0:
 		current, _ := v.(string)
-		return app.Select().ID(id).Required(f.Required).OnChange(r.set(f, text)).Body(
+		return app.Select().ID(id).Required(f.Required).OnChange(r.set(f, text), app.EventScope(f.Name)).Body(
 			app.Option().Value("").Selected(current == "").Text("—"),
 			app.Range(f.Options).Slice(func(i int) app.UI {
 				o := f.Options[i]
@@ -214,7 +214,7 @@ func (r *ElicitationRow) input(id string, f shared.ElicitationField) app.UI {
 			}),
 		)
 	case f.Type == shared.FieldNumber || f.Type == shared.FieldInteger:
-		in := app.Input().Type("number").ID(id).Required(f.Required).Step(1).OnInput(r.set(f, number))
+		in := app.Input().Type("number").ID(id).Required(f.Required).Step(1).OnInput(r.set(f, number), app.EventScope(f.Name))
 		if f.Type == shared.FieldNumber {
 			in = in.Attr("step", "any")
 		}
@@ -230,7 +230,7 @@ func (r *ElicitationRow) input(id string, f shared.ElicitationField) app.UI {
 		return in
 	}
 	s, _ := v.(string)
-	in := app.Input().Type("text").ID(id).Required(f.Required).Value(attrText(s)).OnInput(r.set(f, text))
+	in := app.Input().Type("text").ID(id).Required(f.Required).Value(attrText(s)).OnInput(r.set(f, text), app.EventScope(f.Name))
 	if f.Max != nil && *f.Max >= 0 && *f.Max < 1<<20 {
 		in = in.MaxLength(int(*f.Max))
 	}

@@ -64,13 +64,13 @@ func (p *SessionPage) configControls() app.UI {
 		if o.Type == shared.ConfigBoolean {
 			return app.Label().Class("mode", "config-toggle").Title(attrText(o.Description)).Body(
 				checked(disabled(app.Input().Type("checkbox").Class("config").DataSet("config", attrText(o.ID)), off), o.On).
-					OnChange(p.setConfig(o.ID)),
+					OnChange(p.setConfig(o.ID), app.EventScope(o.ID)),
 				app.Span().Text(o.Name),
 			)
 		}
 		return app.Label().Class("mode", "config-select").Title(attrText(o.Description)).Body(
 			app.Span().Text(o.Name),
-			disabled(app.Select().Class("config").DataSet("config", attrText(o.ID)), off).OnChange(p.setConfig(o.ID)).Body(valueList(o)...),
+			disabled(app.Select().Class("config").DataSet("config", attrText(o.ID)), off).OnChange(p.setConfig(o.ID), app.EventScope(o.ID)).Body(valueList(o)...),
 		)
 	})
 }
@@ -160,7 +160,7 @@ func (p *SessionPage) commandList() app.UI {
 		app.Range(matches).Slice(func(i int) app.UI {
 			c := matches[i]
 			return app.Li().Body(
-				app.Button().Type("button").Class("command").OnClick(p.useCommand(c.Name)).Body(
+				app.Button().Type("button").Class("command").OnClick(p.useCommand(c.Name), app.EventScope(c.Name)).Body(
 					app.Span().Class("command-name").Text("/"+c.Name),
 					app.Span().Class("command-desc").Text(c.Description+optional(" · ", c.Hint)),
 				),

@@ -104,7 +104,7 @@ func (s *ShareLinks) Render() app.UI {
 						l := s.links[i]
 						return app.Li().Body(
 							app.Span().Text("By "+shared.Visible(l.CreatedBy)+", until "+l.ExpiresAt.Local().Format("Jan 2 15:04")),
-							app.Button().Type("button").Class("secondary", "danger").OnClick(s.revoke(l.ID)).Text("Revoke"),
+							app.Button().Type("button").Class("secondary", "danger").OnClick(s.revoke(l.ID), app.EventScope(l.ID)).Text("Revoke"),
 						)
 					}),
 				),

@@ -445,21 +445,21 @@ func taskBranch(t shared.Task) app.UI {
 // taskActions start a session on the task or delete it, for a person who may change it.
 func (p *TasksPage) taskActions(t shared.Task, confirming bool) app.UI {
 	return app.Span().Class("task-actions").Body(
-		app.Select().Class("agent-pick").Aria("label", attrText("Agent of the next session of "+t.Title)).OnChange(p.pick(t.ID)).Body(
+		app.Select().Class("agent-pick").Aria("label", attrText("Agent of the next session of "+t.Title)).OnChange(p.pick(t.ID), app.EventScope(t.ID)).Body(
 			app.Range(p.agents).Slice(func(i int) app.UI {
 				a := p.agents[i].Name
 				return selected(app.Option().Value(attrText(a)), a == p.agentFor(t)).Text(a)
 			}),
 		),
-		disabled(app.Button().Type("button").Class("secondary", "start-session"), p.busy || p.agentFor(t) == "").OnClick(p.startOn(t)).
+		disabled(app.Button().Type("button").Class("secondary", "start-session"), p.busy || p.agentFor(t) == "").OnClick(p.startOn(t), app.EventScope(t.ID)).
 			Text(map[bool]string{true: "Starting…", false: "Start a " + p.agentFor(t) + " session"}[p.starting == t.ID]),
 		app.If(!confirming, func() app.UI {
-			return disabled(app.Button().Type("button").Class("secondary", "danger"), p.busy).OnClick(p.askDelete(t.ID)).
+			return disabled(app.Button().Type("button").Class("secondary", "danger"), p.busy).OnClick(p.askDelete(t.ID), app.EventScope(t.ID)).
 				Aria("label", attrText("Delete task "+t.Title)).Text("Delete")
 		}).Else(func() app.UI {
 			return app.Span().Class("confirm").Role("group").Aria("label", "Confirm deletion").Body(
 				app.Span().Text("Delete this task, its sessions and their output for good?"),
-				disabled(app.Button().Type("button").Class("danger"), p.busy).OnClick(p.remove(t.ID)).Text("Delete for good"),
+				disabled(app.Button().Type("button").Class("danger"), p.busy).OnClick(p.remove(t.ID), app.EventScope(t.ID)).Text("Delete for good"),
 				disabled(app.Button().Type("button").Class("secondary"), p.busy).OnClick(p.askDelete("")).Text("Keep it"),
 			)
 		}),

@@ -36,11 +36,12 @@ func (w watchInput) Read(p []byte) (int, error) {
 // again.
 func TestStuckTurnWithdrawn(t *testing.T) {
 	t.Parallel()
-	never := make(chan struct{})
+	never, stuck := make(chan struct{}), make(chan struct{})
 	withdrawn := make(chan struct{})
 	var once sync.Once
 	scripts := map[string]script{
 		"stuck": func(context.Context, *acptest.Agent, sdk.SessionId) error {
+			close(stuck)
 			<-never
 			return nil
 		},
@@ -55,6 +56,13 @@ func TestStuckTurnWithdrawn(t *testing.T) {
 	t.Cleanup(func() { close(never) }) // before the agent is stopped: cleanups run last first
 	sess := env.start(t, "scripted")
 	env.promptAsync(t, sess.ID, "stuck")
+	// Cancel once the agent has the turn: on a loaded machine the prompt may not have
+	// reached it yet, and a Cancel before the turn sets no timer.
+	select {
+	case <-stuck:
+	case <-time.After(waitLimit(t)):
+		t.Fatal("the agent never got the prompt")
+	}
 	if err := env.m.Cancel(sess.ID); err != nil {
 		t.Fatal(err)
 	}
