@@ -61,7 +61,7 @@ test: build axe gemini test-go test-wasm
 ## quick: a loop while changing code, not a check: every package but the browser tests,
 ## once, on SQLite, without the race detector; -short skips a wasm build, and the tests that
 ## run bin/conch skip themselves without CONCH_BIN. make test is the full run CI makes.
-quick:
+quick: $(WASM_WORK)
 	$(GO) test -short $$($(GO) list ./... | grep -v '^conch/app/e2e$$')
 
 ## axe: axe-core, which the accessibility browser test runs in the page, installed with npm
