@@ -404,14 +404,12 @@ func TestReconnectRelistsWithoutDoubles(t *testing.T) {
 	b.waitFor(t, "the offline notice", `!!document.querySelector(".notice.offline")`)
 
 	// The same address and database: the page reconnects by itself, re-lists, and shows
-	// each message once, with the session state the restart left (its agent stopped) and
-	// the status message saying so.
+	// each message once, with the session state the restart left (closed).
 	startServerAt(t, strings.TrimPrefix(s.URL, "http://"), db)
 	b.waitLive(t, "Live")
-	b.waitFor(t, "the stopped session", `(document.querySelector(".bar .badge") || {textContent: ""}).textContent === "ready" && !!document.querySelector(".bar .badge.agent-stopped")`)
-	b.waitFor(t, "the restart's status message", `document.querySelectorAll(".messages .msg.status").length === 1`)
-	if n := eval[int](t, b, `document.querySelectorAll(".messages .msg").length`); n != 4 {
-		t.Fatalf("%d messages after the reconnect, want the same 3 and the restart's status", n)
+	b.waitFor(t, "the closed session", `(document.querySelector(".bar .badge") || {textContent: ""}).textContent === "closed"`)
+	if n := eval[int](t, b, `document.querySelectorAll(".messages .msg").length`); n != 3 {
+		t.Fatalf("%d messages after the reconnect, want the same 3", n)
 	}
 	if eval[bool](t, b, `!!document.querySelector(".notice.offline")`) {
 		t.Fatal("the offline notice stayed after the reconnect")
