@@ -104,6 +104,9 @@ type events struct {
 	updated  []shared.Message
 	sessions []shared.Session
 	signal   chan struct{}
+	// onSession, when set before the session starts, sees each session as published, in
+	// the publisher's goroutine (as a client that acts on it at once).
+	onSession func(shared.Session)
 }
 
 func newEvents() *events { return &events{signal: make(chan struct{}, 1)} }
@@ -133,6 +136,9 @@ func (e *events) SessionUpdated(s shared.Session) {
 	e.mu.Lock()
 	e.sessions = append(e.sessions, s)
 	e.mu.Unlock()
+	if e.onSession != nil {
+		e.onSession(s)
+	}
 	e.note()
 }
 

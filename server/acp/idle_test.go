@@ -86,7 +86,9 @@ func (env *testEnv) restartAndRun(t testing.TB, sessionID, cmd string) string {
 
 // An agent with nothing to do for AgentIdle is stopped on the runtime's clock; one that
 // had a turn since is not. The session stays, says so, and the next prompt starts a new
-// agent in the same directory.
+// agent in the same directory. Each step waits for the idle rule to decide (its timer set
+// again, or the agent stopped), so a rule off by any factor fails at once, not at the
+// test's deadline.
 func TestIdleAgentStopsAndRestarts(t *testing.T) {
 	t.Parallel()
 	const idle = 15 * time.Minute
@@ -94,16 +96,21 @@ func TestIdleAgentStopsAndRestarts(t *testing.T) {
 	env.m.cfg.AgentIdle = idle
 	t0 := env.clock.Now()
 	sess := env.start(t, ShellAgent)
-	waitFor(t, env.ev, "the idle timer", func() bool { return env.clock.Due(t0.Add(idle)) })
-
-	env.clock.Advance(10 * time.Minute)
-	env.prompt(t, sess.ID, "echo one") // quiet again from here: 10 min
-	env.clock.Advance(5 * time.Minute) // the first period is over, but the agent was busy 5 min ago
-	waitFor(t, env.ev, "the idle timer to be set again", func() bool { return env.clock.Due(t0.Add(10*time.Minute + idle)) })
-	if !slices.Contains(env.m.Running(), sess.ID) {
-		t.Fatal("the agent was stopped 5 minutes after its last turn")
+	waitFor(t, env.ev, "the idle timer", func() bool { return env.clock.Pending() > 0 })
+	if n := env.clock.Pending(); n != 1 || !env.clock.Due(t0.Add(idle)) {
+		t.Fatalf("%d timers, the idle one due at the end of the period: %v", n, env.clock.Due(t0.Add(idle)))
 	}
-	env.clock.Advance(10 * time.Minute)
+
+	env.clock.Advance(5 * time.Minute)
+	env.prompt(t, sess.ID, "echo one")  // quiet again from here: 5 min
+	env.clock.Advance(10 * time.Minute) // the first period is over, but the agent was busy 10 min ago
+	if env.idleDecided(t, sess.ID, t0.Add(5*time.Minute+idle)) {
+		t.Fatal("the agent was stopped 10 minutes after its last turn")
+	}
+	env.clock.Advance(5 * time.Minute)
+	if !env.idleDecided(t, sess.ID, t0.Add(20*time.Minute+idle)) {
+		t.Fatal("the agent runs on 15 minutes after its last turn")
+	}
 	got := env.stopped(t, sess.ID)
 	if got.Cwd != sess.Cwd {
 		t.Errorf("cwd %q, want %q", got.Cwd, sess.Cwd)
@@ -119,6 +126,23 @@ func TestIdleAgentStopsAndRestarts(t *testing.T) {
 	if s, _ := env.st.GetSession(context.Background(), sess.ID); s.Stopped || s.State != shared.SessionReady {
 		t.Errorf("after the restart: %s stopped=%v", s.State, s.Stopped)
 	}
+}
+
+// idleDecided waits for the idle rule to look at a session after the clock moved past its
+// timer: either the agent is being stopped (true), or the rule's next timer is set for at
+// (false).
+func (env *testEnv) idleDecided(t testing.TB, sessionID string, at time.Time) bool {
+	t.Helper()
+	stopping := false
+	waitFor(t, env.ev, "the idle rule to stop the agent or look again at "+at.Format(time.TimeOnly), func() bool {
+		env.ev.mu.Lock()
+		defer env.ev.mu.Unlock()
+		for _, s := range env.ev.sessions {
+			stopping = stopping || s.ID == sessionID && s.Stopped
+		}
+		return stopping || env.clock.Due(at)
+	})
+	return stopping
 }
 
 // StopAgent ends a running turn's command (cancelled, output kept) and the agent; the

@@ -625,11 +625,12 @@ func (s *session) busy() bool {
 }
 
 // liveTurn is a turn under way: withdraw ends Conch's wait for its session/prompt, done is
-// closed when that wait is over.
+// closed when that wait is over; cancelled (under session.mu) is set by a Cancel.
 type liveTurn struct {
-	withdraw context.CancelCauseFunc
-	done     chan struct{}
-	watched  sync.Once
+	withdraw  context.CancelCauseFunc
+	done      chan struct{}
+	watched   sync.Once
+	cancelled bool
 }
 
 // errNotEnded is why Conch stopped waiting for a turn: the agent did not end it within
@@ -637,16 +638,26 @@ type liveTurn struct {
 var errNotEnded = errors.New("the turn did not end after session/cancel")
 
 // turn runs one prompt: running while it runs, ready after (unless more are queued).
+// The turn is Cancel's from before the session says running: a client that cancels as
+// soon as it sees the turn cancels this one, and one cancelled before it is sent is not
+// sent at all.
 func (s *session) turn(prompt []sdk.ContentBlock) {
-	if _, err := s.setState(shared.SessionRunning, ""); err != nil {
-		s.log.Error("record turn start", "err", err)
-	}
 	ctx, withdraw := context.WithCancelCause(context.Background())
 	r := &liveTurn{withdraw: withdraw, done: make(chan struct{})}
 	s.mu.Lock()
 	s.running = r
 	s.mu.Unlock()
-	resp, err := s.conn.Prompt(ctx, sdk.PromptRequest{SessionId: s.acpID, Prompt: prompt})
+	if _, err := s.setState(shared.SessionRunning, ""); err != nil {
+		s.log.Error("record turn start", "err", err)
+	}
+	s.mu.Lock()
+	cancelled := r.cancelled
+	s.mu.Unlock()
+	resp := sdk.PromptResponse{StopReason: sdk.StopReasonCancelled}
+	var err error
+	if !cancelled {
+		resp, err = s.conn.Prompt(ctx, sdk.PromptRequest{SessionId: s.acpID, Prompt: prompt})
+	}
 	s.mu.Lock()
 	s.running = nil
 	s.mu.Unlock()
@@ -788,6 +799,9 @@ func (s *session) cancel() error {
 	}
 	s.mu.Lock()
 	r := s.running
+	if r != nil {
+		r.cancelled = true
+	}
 	s.mu.Unlock()
 	if r != nil {
 		r.watched.Do(func() { go s.withdrawUnended(r) })

@@ -51,7 +51,7 @@ func testExe(t testing.TB) string {
 
 func wait(t *testing.T, term *terminal) exitStatus {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), waitLimit(t))
 	defer cancel()
 	st, err := term.waitExit(ctx)
 	if err != nil {
@@ -207,7 +207,7 @@ func TestTerminalKillGroup(t *testing.T) {
 	t.Parallel()
 	term := start(t, "("+hostPID+"; exec sleep 300) & wait", nil)
 	var child int
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(waitLimit(t))
 	for child == 0 && time.Now().Before(deadline) {
 		<-time.After(10 * time.Millisecond)
 		text, _, _ := term.output()
@@ -308,7 +308,7 @@ func TestTerminalGroupEndsWithCommand(t *testing.T) {
 // waitGone waits until pid no longer runs (gone, or a zombie nobody reaped yet).
 func waitGone(t *testing.T, pid int) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(waitLimit(t))
 	for time.Now().Before(deadline) {
 		if !running(pid) {
 			return

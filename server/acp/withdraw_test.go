@@ -93,3 +93,34 @@ func TestStuckTurnWithdrawn(t *testing.T) {
 		t.Errorf("the session did not go on: %+v", msgs[len(msgs)-1])
 	}
 }
+
+// A Cancel as soon as the session says running cancels that turn, even before the agent
+// has it: the prompt is not sent, and the turn ends cancelled. (The turn used to be
+// Cancel's only once its prompt was on its way: a Cancel in between reached the agent
+// before the prompt, and the turn ran to its end.)
+func TestCancelAsTheTurnStarts(t *testing.T) {
+	t.Parallel()
+	env := newEnv(t, scripted(map[string]script{
+		"hello": func(ctx context.Context, a *acptest.Agent, sid sdk.SessionId) error {
+			return a.Send(ctx, sid, sdk.UpdateAgentMessageText("I ran"))
+		},
+	}), false, Profile{Name: "scripted"})
+	var once sync.Once
+	env.ev.onSession = func(s shared.Session) {
+		if s.State == shared.SessionRunning {
+			once.Do(func() {
+				if err := env.m.Cancel(s.ID); err != nil {
+					t.Error(err)
+				}
+			})
+		}
+	}
+	sess := env.start(t, "scripted")
+	env.prompt(t, sess.ID, "hello")
+	if got := env.texts(t, sess.ID, shared.TypeMessage, shared.AuthorAgent); len(got) != 0 {
+		t.Errorf("the agent ran the cancelled turn: %q", got)
+	}
+	if stored, err := env.st.GetSession(context.Background(), sess.ID); err != nil || stored.LastStopReason != shared.StopCancelled {
+		t.Errorf("the turn ended %q, %v; want cancelled", stored.LastStopReason, err)
+	}
+}
