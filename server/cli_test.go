@@ -17,6 +17,7 @@ import (
 
 	"conch/app/cli"
 	"conch/app/client"
+	"conch/server/internal/waittest"
 	"conch/shared"
 )
 
@@ -173,13 +174,13 @@ func (b *syncBuffer) String() string {
 	return b.buf.String()
 }
 
-// waitFor polls cond until it holds, failing after 30 s.
+// waitFor polls cond until it holds, failing at waittest.Limit.
 func waitFor(t *testing.T, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(waittest.Limit(t))
 	for !cond() {
 		if time.Now().After(deadline) {
-			t.Fatal("condition not met within 30 s")
+			t.Fatal("condition not met in time")
 		}
 		time.Sleep(10 * time.Millisecond)
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"conch/app/client"
+	"conch/server/internal/waittest"
 	"conch/server/worktree/gittest"
 	"conch/shared"
 )
@@ -54,7 +55,7 @@ func TestDeleteTaskStopsItsWork(t *testing.T) {
 	}
 	call(t, "GET", base+"/api/v1/tasks/"+sess.TaskID, nil, 404, nil)
 	call(t, "GET", base+"/api/v1/task-sessions/"+sess.ID, nil, 404, nil)
-	deadline := time.After(30 * time.Second)
+	deadline := time.After(waittest.Limit(t))
 	for {
 		select {
 		case env := <-conn.Notifications():

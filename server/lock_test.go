@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"conch/app/client"
+	"conch/server/internal/waittest"
 	"conch/server/servetest"
 	"conch/shared"
 )
@@ -29,13 +30,13 @@ func TestSecondServerOnOneDatabase(t *testing.T) {
 	first := &replicaProcess{logs: &syncBuffer{}}
 	first.cmd = exec.Command(bin, "serve", "--addr", "127.0.0.1:0", "--db", db)
 	first.cmd.Stderr = first.logs
-	first.base = servetest.Start(t, first.cmd, time.Minute, first.logs)
+	first.base = servetest.Start(t, first.cmd, waittest.Limit(t), first.logs)
 	t.Cleanup(first.kill)
 
 	api := client.New(first.base)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), waittest.Limit(t))
 	defer cancel()
-	deadline := time.After(90 * time.Second)
+	deadline := time.After(waittest.Limit(t))
 	sess := shellSession(t, api)
 	watch, err := api.Dial(ctx)
 	if err != nil {
@@ -61,7 +62,7 @@ func TestSecondServerOnOneDatabase(t *testing.T) {
 		{"its port", strings.TrimPrefix(first.base, "http://")},
 		{"a port of its own", "127.0.0.1:0"},
 	} {
-		exit, stderr := refusal(t, exec.Command(bin, "serve", "--addr", tc.addr, "--db", db), time.Minute)
+		exit, stderr := refusal(t, exec.Command(bin, "serve", "--addr", tc.addr, "--db", db), waittest.Limit(t))
 		if exit.ExitCode() != 1 || stderr != want {
 			t.Errorf("a second server on %s: %v, stderr %q, want exit status 1 and %q", tc.name, exit, stderr, want)
 		}

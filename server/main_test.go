@@ -17,6 +17,7 @@ import (
 	"conch/server/acp"
 	"conch/server/acp/acptest"
 	"conch/server/internal/pgtest"
+	"conch/server/internal/waittest"
 	"conch/shared"
 
 	sdk "github.com/coder/acp-go-sdk"
@@ -79,8 +80,8 @@ func startServer(t *testing.T, dbPath string, flags ...string) (string, func()) 
 			if err != nil {
 				t.Errorf("serve: %v", err)
 			}
-		case <-time.After(30 * time.Second):
-			t.Error("server did not stop within 30 s")
+		case <-time.After(waittest.Limit(t)):
+			t.Error("server did not stop")
 		}
 	}
 	return base, stop
@@ -117,7 +118,7 @@ func call(t *testing.T, method, url string, body any, want int, out any) {
 func TestServeEndToEnd(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "conch.db")
 	base, stop := startServer(t, db)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), waittest.Limit(t))
 	defer cancel()
 
 	var health map[string]string

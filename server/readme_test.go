@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"conch/app/client"
+	"conch/server/internal/waittest"
 	"conch/server/servetest"
 	"conch/shared"
 )
@@ -133,16 +134,12 @@ func (r *readme) command(ctx context.Context, cmd string) *exec.Cmd {
 }
 
 // sh runs cmd to its end and fails the test unless it exits with want. A command that
-// hangs is killed, with its process group, a minute before the test's own deadline, so
-// that the failure names it; a slow machine only makes it slower.
+// hangs is killed, with its process group, at waittest.Limit, so that the failure names
+// it; a slow machine only makes it slower.
 func (r *readme) sh(t *testing.T, cmd string, want int) (stdout, stderr string) {
 	t.Helper()
-	ctx := t.Context()
-	if end, ok := t.Deadline(); ok {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithDeadline(ctx, end.Add(-time.Minute))
-		defer cancel()
-	}
+	ctx, cancel := context.WithTimeout(t.Context(), waittest.Limit(t))
+	defer cancel()
 	c := r.command(ctx, cmd)
 	var out, errs bytes.Buffer
 	c.Stdout, c.Stderr, c.WaitDelay = &out, &errs, time.Second
@@ -165,7 +162,7 @@ func serves(t *testing.T, r *readme, cmd string) {
 	c.Env = slices.Concat(r.env, []string{"CONCH_ADDR=127.0.0.1:0", "CONCH_AGENTS=agents.json"})
 	var logs syncBuffer
 	c.Stderr = &logs
-	r.server = servetest.Start(t, c, time.Minute, &logs)
+	r.server = servetest.Start(t, c, waittest.Limit(t), &logs)
 	t.Cleanup(func() {
 		_ = syscall.Kill(-c.Process.Pid, syscall.SIGTERM)
 		if err := c.Wait(); err != nil {

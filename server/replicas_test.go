@@ -19,6 +19,7 @@ import (
 	"conch/server/acp"
 	"conch/server/acp/acptest"
 	"conch/server/internal/pgtest"
+	"conch/server/internal/waittest"
 	"conch/server/servetest"
 	"conch/server/store"
 	"conch/shared"
@@ -45,7 +46,7 @@ func startReplica(t *testing.T, bin, dsn, agents string) *replicaProcess {
 	// With a database URL, session directories go under the home directory.
 	p.cmd.Env = append(os.Environ(), "HOME="+t.TempDir())
 	p.cmd.Stderr = p.logs
-	p.base = servetest.Start(t, p.cmd, 60*time.Second, p.logs)
+	p.base = servetest.Start(t, p.cmd, waittest.Limit(t), p.logs)
 	t.Cleanup(func() { p.kill() })
 	return p
 }
@@ -77,7 +78,7 @@ func startPair(t *testing.T, profiles func(bin string) []acp.Profile) *pair {
 	}
 	dsn := pgtest.Database(t)
 	p := &pair{dsn: dsn, a: startReplica(t, bin, dsn, agents), b: startReplica(t, bin, dsn, agents)}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), waittest.Limit(t))
 	t.Cleanup(cancel)
 	p.ctx, p.onA, p.onB = ctx, client.New(p.a.base), client.New(p.b.base)
 	watch, err := p.onB.Dial(ctx)
@@ -161,7 +162,7 @@ func TestReplicasShareOneDatabase(t *testing.T) {
 			{Name: "modes", Command: os.Args[0], Env: map[string]string{"CONCH_TEST_AGENT": "modes"}}}
 	})
 	a, b, onB, watch, ctx := p.a, p.b, p.onB, p.watch, p.ctx
-	deadline := time.After(90 * time.Second)
+	deadline := time.After(waittest.Limit(t))
 	start := func(agent string) shared.Session { return p.start(t, agent) }
 
 	// Output as it runs. The command names a marker, to find its process.
@@ -282,8 +283,8 @@ func TestReplicasShareOneDatabase(t *testing.T) {
 		closed[s.ID] = true
 	}
 	took := time.Since(killed)
-	if took > 30*time.Second || !closed[sess.ID] || !closed[asking.ID] || !closed[moded.ID] {
-		t.Errorf("B closed %v %s after A died; want %s, %s and %s within 30 s", closed, took, sess.ID, asking.ID, moded.ID)
+	if !closed[sess.ID] || !closed[asking.ID] || !closed[moded.ID] {
+		t.Errorf("B closed %v after A died; want %s, %s and %s", closed, sess.ID, asking.ID, moded.ID)
 	}
 	t.Logf("B closed A's sessions %s after A died (lease %s)", took.Round(time.Millisecond), replicaLease)
 	final, err := onB.ShellOutput(ctx, sess.ID, cmd.ID)
@@ -361,7 +362,7 @@ func TestReplicaStopsCleanly(t *testing.T) {
 	if err := a.cmd.Wait(); err != nil {
 		t.Fatalf("A ended with %v:\n%s", err, a.logs)
 	}
-	env := next(t, p.watch, time.After(30*time.Second), "the session closed", forSession(sess.ID, func(env shared.Envelope) bool {
+	env := next(t, p.watch, time.After(waittest.Limit(t)), "the session closed", forSession(sess.ID, func(env shared.Envelope) bool {
 		var s shared.Session
 		return env.Action == shared.ActionSessionUpdated && env.Decode(&s) == nil && s.State == shared.SessionClosed
 	}))
@@ -376,7 +377,7 @@ func TestReplicaStopsCleanly(t *testing.T) {
 		out.String() != "deleted 1 tasks idle for more than 1ns\n" || errs.Len() > 0 {
 		t.Fatalf("prune: %v, %q, %q", err, out.String(), errs.String())
 	}
-	next(t, p.watch, time.After(30*time.Second), "session.deleted of the pruned session", func(env shared.Envelope) bool {
+	next(t, p.watch, time.After(waittest.Limit(t)), "session.deleted of the pruned session", func(env shared.Envelope) bool {
 		var ref shared.SessionRef
 		return env.Action == shared.ActionSessionDeleted && env.Decode(&ref) == nil && ref.SessionID == sess.ID
 	})
@@ -422,7 +423,7 @@ func TestReplicaTakeoverResumes(t *testing.T) {
 	sess := p.start(t, "resumer")
 	p.answered(t, p.onB, sess.ID, "hello", "hi")
 	p.a.kill()
-	next(t, p.watch, time.After(30*time.Second), "the session left resumable", forSession(sess.ID, func(env shared.Envelope) bool {
+	next(t, p.watch, time.After(waittest.Limit(t)), "the session left resumable", forSession(sess.ID, func(env shared.Envelope) bool {
 		var s shared.Session
 		return env.Action == shared.ActionSessionUpdated && env.Decode(&s) == nil && s.Stopped && s.Resumable && s.State == shared.SessionReady
 	}))

@@ -19,6 +19,7 @@ import (
 
 	"conch/app/client"
 	"conch/server/acp/acptest"
+	"conch/server/internal/waittest"
 	"conch/server/servetest"
 	"conch/server/store"
 	"conch/shared"
@@ -44,7 +45,7 @@ func startServerAs(t *testing.T, db string, setup func(*exec.Cmd)) *server {
 	srv := &server{cmd: exec.Command(servetest.Bin(t), "serve", "--addr", "127.0.0.1:0", "--db", db), stderr: &bytes.Buffer{}}
 	setup(srv.cmd)
 	srv.cmd.Stderr = srv.stderr
-	srv.base = servetest.Start(t, srv.cmd, waitLimit(t), srv.stderr)
+	srv.base = servetest.Start(t, srv.cmd, waittest.Limit(t), srv.stderr)
 	t.Cleanup(func() { srv.stop(t, syscall.SIGKILL) })
 	return srv
 }
@@ -77,7 +78,7 @@ func TestBinaryLiveOutput(t *testing.T) {
 	t.Parallel()
 	srv := startServer(t, filepath.Join(t.TempDir(), "conch.db"))
 	c := client.New(srv.base)
-	ctx, cancel := context.WithTimeout(context.Background(), waitLimit(t))
+	ctx, cancel := context.WithTimeout(context.Background(), waittest.Limit(t))
 	defer cancel()
 	sess := startShell(t, c)
 	conn, err := c.Dial(ctx)
@@ -220,7 +221,7 @@ func TestBinaryCrashLeavesNoBackgroundChild(t *testing.T) {
 			// No drain: the running command is stopped at once (TestBinaryDrain has the drain).
 			srv := startServerAs(t, filepath.Join(t.TempDir(), "conch.db"), func(cmd *exec.Cmd) { cmd.Args = append(cmd.Args, "--drain", "0s") })
 			c := client.New(srv.base)
-			ctx, cancel := context.WithTimeout(context.Background(), waitLimit(t))
+			ctx, cancel := context.WithTimeout(context.Background(), waittest.Limit(t))
 			defer cancel()
 			sess := startShell(t, c)
 			lines := runUntilPrinted(ctx, t, c, sess.ID,
@@ -255,7 +256,7 @@ func TestBinaryRestartWhileRunning(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "conch.db")
 	srv := startServer(t, db)
 	c := client.New(srv.base)
-	ctx, cancel := context.WithTimeout(context.Background(), waitLimit(t))
+	ctx, cancel := context.WithTimeout(context.Background(), waittest.Limit(t))
 	defer cancel()
 	sess := startShell(t, c)
 	pid, _ := strconv.Atoi(runUntilPrinted(ctx, t, c, sess.ID, hostPID+"; exec sleep 300", 1)[0])
@@ -309,7 +310,7 @@ func TestBinaryRestartResumes(t *testing.T) {
 		t.Fatal(err)
 	}
 	withAgents := func(cmd *exec.Cmd) { cmd.Args = append(cmd.Args, "--agents", agents) }
-	ctx, cancel := context.WithTimeout(context.Background(), waitLimit(t))
+	ctx, cancel := context.WithTimeout(context.Background(), waittest.Limit(t))
 	defer cancel()
 	srv := startServerAs(t, db, withAgents)
 	c := client.New(srv.base)
@@ -393,7 +394,7 @@ func TestBinaryDrain(t *testing.T) {
 	if err := syscall.Mkfifo(filepath.Join(cwd, "go"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), waitLimit(t))
+	ctx, cancel := context.WithTimeout(context.Background(), waittest.Limit(t))
 	defer cancel()
 	serve := func(drain string) (*server, *client.Client) {
 		srv := startServerAs(t, db, func(cmd *exec.Cmd) { cmd.Args = append(cmd.Args, "--agents", agents, "--drain", drain) })

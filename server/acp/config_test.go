@@ -10,6 +10,7 @@ import (
 	sdk "github.com/coder/acp-go-sdk"
 
 	"conch/server/acp/acptest"
+	"conch/server/internal/waittest"
 	"conch/shared"
 )
 
@@ -176,7 +177,7 @@ func TestConfigSetUnanswered(t *testing.T) {
 	}
 	select {
 	case <-withdrawn:
-	case <-time.After(waitLimit(t)):
+	case <-time.After(waittest.Limit(t)):
 		t.Fatal("the agent was never told the request is withdrawn")
 	}
 	stored, err := env.st.GetSession(context.Background(), sess.ID)

@@ -13,6 +13,7 @@ import (
 	sdk "github.com/coder/acp-go-sdk"
 
 	"conch/server/acp/acptest"
+	"conch/server/internal/waittest"
 	"conch/shared"
 )
 
@@ -34,8 +35,8 @@ func crashMidCommand(ctx context.Context, a *acptest.Agent, sid sdk.SessionId) e
 	if err != nil {
 		return err
 	}
-	// In the agent process there is no test, so no deadline of one: waitLimit's default.
-	for deadline := time.Now().Add(waitLimit(nil)); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+	// In the agent process there is no test, so no deadline of one: waittest.Limit's default.
+	for deadline := time.Now().Add(waittest.Limit(nil)); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
 		out, err := a.Conn.TerminalOutput(ctx, sdk.TerminalOutputRequest{SessionId: sid, TerminalId: term.TerminalId})
 		if err != nil {
 			return err

@@ -10,6 +10,7 @@ import (
 	sdk "github.com/coder/acp-go-sdk"
 
 	"conch/server/acp/acptest"
+	"conch/server/internal/waittest"
 	"conch/server/store"
 	"conch/shared"
 )
@@ -484,7 +485,7 @@ func TestElicitationCompletedByTheAgent(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), "a question with this elicitationId is pending") {
 			t.Errorf("a second question of the same id: %v", err)
 		}
-	case <-time.After(waitLimit(t)):
+	case <-time.After(waittest.Limit(t)):
 		t.Fatal("the second question was never answered")
 	}
 	close(done)

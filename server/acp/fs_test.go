@@ -17,6 +17,7 @@ import (
 	sdk "github.com/coder/acp-go-sdk"
 
 	"conch/server/acp/acptest"
+	"conch/server/internal/waittest"
 	"conch/shared"
 )
 
@@ -189,7 +190,7 @@ func TestFilesHostileKinds(t *testing.T) {
 	}
 	env := newEnv(t, scripted(map[string]script{
 		"files": func(ctx context.Context, a *acptest.Agent, sid sdk.SessionId) error {
-			ctx, cancel := context.WithTimeout(ctx, waitLimit(t)) // a request left waiting fails the test, not hangs it
+			ctx, cancel := context.WithTimeout(ctx, waittest.Limit(t)) // a request left waiting fails the test, not hangs it
 			defer cancel()
 			read := func(name string) {
 				_, err := a.Conn.ReadTextFile(ctx, sdk.ReadTextFileRequest{SessionId: sid, Path: filepath.Join(cwd, name)})

@@ -16,6 +16,7 @@ import (
 
 	"conch/server/acp/acptest"
 	"conch/server/internal/clocktest"
+	"conch/server/internal/waittest"
 	"conch/server/shellagent"
 	"conch/server/store"
 	"conch/shared"
@@ -78,18 +79,6 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, "cannot find my config")
 		os.Exit(2)
 	}
-}
-
-// waitLimit is how long a test waits for what it expects: until half a minute before the
-// test binary's own deadline (go test -timeout), so that a loaded machine makes a test
-// slower, never failing it, while a hang still fails, naming what it waited for.
-func waitLimit(t testing.TB) time.Duration {
-	if d, ok := t.(interface{ Deadline() (time.Time, bool) }); ok {
-		if end, ok := d.Deadline(); ok {
-			return max(time.Until(end)-30*time.Second, time.Second)
-		}
-	}
-	return 10 * time.Minute
 }
 
 // newFakeClock is the runtime's clock in tests: time moves only when the test says so.
@@ -165,7 +154,7 @@ func (e *events) states(id string) []shared.SessionState {
 // (some conditions depend on processes, not events), with a deadline.
 func waitFor(t testing.TB, e *events, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.NewTimer(waitLimit(t))
+	deadline := time.NewTimer(waittest.Limit(t))
 	defer deadline.Stop()
 	tick := time.NewTicker(50 * time.Millisecond)
 	defer tick.Stop()
@@ -199,7 +188,7 @@ func newEnv(t testing.TB, launch Launcher, realClock bool, profiles ...Profile) 
 	}
 	env := &testEnv{dir: dir, st: st, ev: newEvents(), clock: newFakeClock()}
 	cfg := Config{Store: st, Events: env.ev, Profiles: append([]Profile{BuiltinShell()}, profiles...), DataDir: dir,
-		Launch: launch, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), StartTimeout: waitLimit(t)}
+		Launch: launch, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), StartTimeout: waittest.Limit(t)}
 	if !realClock {
 		cfg.Now, cfg.After = env.clock.Now, env.clock.After
 	}

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"conch/server/acp/acptest"
+	"conch/server/internal/waittest"
 
 	sdk "github.com/coder/acp-go-sdk"
 )
@@ -25,7 +26,7 @@ func TestProfileMCPServers(t *testing.T) {
 	var servers []sdk.McpServer
 	select {
 	case servers = <-got:
-	case <-time.After(waitLimit(t)):
+	case <-time.After(waittest.Limit(t)):
 		t.Fatal("the agent got no session/new")
 	}
 	if len(servers) != 2 || servers[0].Stdio == nil || servers[1].Http == nil {

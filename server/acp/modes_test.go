@@ -8,6 +8,7 @@ import (
 	sdk "github.com/coder/acp-go-sdk"
 
 	"conch/server/acp/acptest"
+	"conch/server/internal/waittest"
 	"conch/shared"
 )
 
@@ -94,7 +95,7 @@ func TestModeSwitchUnanswered(t *testing.T) {
 		if shared.ErrorCode(err) != shared.CodeTimeout || err.Error() != "the agent did not answer session/set_mode within 1ms" {
 			t.Errorf("an unanswered switch: %v", err)
 		}
-	case <-time.After(waitLimit(t)):
+	case <-time.After(waittest.Limit(t)):
 		t.Fatal("the mode switch is still waiting for the agent")
 	}
 	stored, err := env.st.GetSession(context.Background(), sess.ID)

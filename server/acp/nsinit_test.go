@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"conch/app/client"
+	"conch/server/internal/waittest"
 	"conch/server/servetest"
 	"conch/shared"
 )
@@ -27,7 +28,7 @@ func TestBinaryCommandCannotReadServer(t *testing.T) {
 		cmd.Env = append(os.Environ(), "CONCH_TOKEN="+token)
 	})
 	c := client.New(srv.base).WithToken(token)
-	ctx, cancel := context.WithTimeout(context.Background(), waitLimit(t))
+	ctx, cancel := context.WithTimeout(context.Background(), waittest.Limit(t))
 	defer cancel()
 	sess := startShell(t, c)
 	proc := "/proc/" + strconv.Itoa(srv.cmd.Process.Pid)
@@ -108,7 +109,7 @@ func TestBinaryAgentCannotUseTheAPI(t *testing.T) {
 	t.Parallel()
 	srv := startServerAs(t, filepath.Join(t.TempDir(), "conch.db"), func(*exec.Cmd) {})
 	c := client.New(srv.base)
-	ctx, cancel := context.WithTimeout(context.Background(), waitLimit(t))
+	ctx, cancel := context.WithTimeout(context.Background(), waittest.Limit(t))
 	defer cancel()
 	sess := startShell(t, c)
 	port := srv.base[strings.LastIndex(srv.base, ":")+1:]

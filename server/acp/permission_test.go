@@ -13,6 +13,7 @@ import (
 	sdk "github.com/coder/acp-go-sdk"
 
 	"conch/server/acp/acptest"
+	"conch/server/internal/waittest"
 	"conch/server/shellagent"
 	"conch/server/store"
 	"conch/shared"
@@ -197,7 +198,7 @@ func TestPermissionWithdrawnBeforeDelivery(t *testing.T) {
 		if o.Selected != nil {
 			t.Errorf("the agent got %+v, want cancelled", o)
 		}
-	case <-time.After(waitLimit(t)):
+	case <-time.After(waittest.Limit(t)):
 		t.Fatal("the agent never got an outcome for the request withdrawn after an answer was stored")
 	}
 	env.waitIdle(t, sess.ID)

@@ -10,6 +10,7 @@ import (
 	sdk "github.com/coder/acp-go-sdk"
 
 	"conch/server/acp/acptest"
+	"conch/server/internal/waittest"
 	"conch/shared"
 )
 
@@ -127,7 +128,7 @@ func TestStoreFullAtShutdown(t *testing.T) {
 	}()
 	select {
 	case <-closed:
-	case <-time.After(waitLimit(t)):
+	case <-time.After(waittest.Limit(t)):
 		t.Fatal("Close hangs on a store that refuses writes")
 	}
 	if err := env.st.LimitGrowth(ctx, -1); err != nil {

@@ -15,6 +15,7 @@ import (
 
 	"conch/server/acp/acptest"
 	"conch/server/internal/clocktest"
+	"conch/server/internal/waittest"
 	"conch/shared"
 )
 
@@ -51,7 +52,7 @@ func testExe(t testing.TB) string {
 
 func wait(t *testing.T, term *terminal) exitStatus {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), waitLimit(t))
+	ctx, cancel := context.WithTimeout(context.Background(), waittest.Limit(t))
 	defer cancel()
 	st, err := term.waitExit(ctx)
 	if err != nil {
@@ -207,7 +208,7 @@ func TestTerminalKillGroup(t *testing.T) {
 	t.Parallel()
 	term := start(t, "("+hostPID+"; exec sleep 300) & wait", nil)
 	var child int
-	deadline := time.Now().Add(waitLimit(t))
+	deadline := time.Now().Add(waittest.Limit(t))
 	for child == 0 && time.Now().Before(deadline) {
 		<-time.After(10 * time.Millisecond)
 		text, _, _ := term.output()
@@ -308,7 +309,7 @@ func TestTerminalGroupEndsWithCommand(t *testing.T) {
 // waitGone waits until pid no longer runs (gone, or a zombie nobody reaped yet).
 func waitGone(t *testing.T, pid int) {
 	t.Helper()
-	deadline := time.Now().Add(waitLimit(t))
+	deadline := time.Now().Add(waittest.Limit(t))
 	for time.Now().Before(deadline) {
 		if !running(pid) {
 			return

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"conch/server/acp/acptest"
+	"conch/server/internal/waittest"
 
 	sdk "github.com/coder/acp-go-sdk"
 )
@@ -23,7 +24,7 @@ func TestClientInfoVersion(t *testing.T) {
 			if info == nil || info.Name != "conch" || info.Version != want {
 				t.Errorf("Version %q: clientInfo %+v", version, info)
 			}
-		case <-time.After(waitLimit(t)):
+		case <-time.After(waittest.Limit(t)):
 			t.Fatal("the agent was not initialized")
 		}
 	}

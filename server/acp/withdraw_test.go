@@ -11,6 +11,7 @@ import (
 	sdk "github.com/coder/acp-go-sdk"
 
 	"conch/server/acp/acptest"
+	"conch/server/internal/waittest"
 	"conch/shared"
 )
 
@@ -60,7 +61,7 @@ func TestStuckTurnWithdrawn(t *testing.T) {
 	// reached it yet, and a Cancel before the turn sets no timer.
 	select {
 	case <-stuck:
-	case <-time.After(waitLimit(t)):
+	case <-time.After(waittest.Limit(t)):
 		t.Fatal("the agent never got the prompt")
 	}
 	if err := env.m.Cancel(sess.ID); err != nil {
@@ -77,7 +78,7 @@ func TestStuckTurnWithdrawn(t *testing.T) {
 	env.waitIdle(t, sess.ID)
 	select {
 	case <-withdrawn:
-	case <-time.After(waitLimit(t)):
+	case <-time.After(waittest.Limit(t)):
 		t.Fatal("the agent was never sent $/cancel_request")
 	}
 	msgs := env.messages(t, sess.ID)

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/gofiber/fiber/v2"
+
+	"conch/server/internal/waittest"
 )
 
 // TestAdmitReadsHoldsGETsToTheSlotsAndLetsWritesPass: with 2 slots and 8 GETs whose
@@ -45,7 +47,7 @@ func TestAdmitReadsHoldsGETsToTheSlotsAndLetsWritesPass(t *testing.T) {
 		t.Helper()
 		select {
 		case <-ch:
-		case <-time.After(10 * time.Second):
+		case <-time.After(waittest.Limit(t)):
 			t.Fatalf("no %s within 10s", what)
 		}
 	}

@@ -3,9 +3,9 @@ package api
 import (
 	"context"
 	"testing"
-	"time"
 
 	"conch/app/client"
+	"conch/server/internal/waittest"
 	"conch/shared"
 )
 
@@ -14,7 +14,7 @@ import (
 func TestTypedClientAgainstServer(t *testing.T) {
 	e := newEnv(t)
 	c := client.New("http://" + e.listen())
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), waittest.Limit(t))
 	defer cancel()
 
 	agents, err := c.Agents(ctx)
@@ -106,7 +106,7 @@ func TestTypedClientAgainstServer(t *testing.T) {
 func TestTypedClientWithToken(t *testing.T) {
 	e := newEnv(t, withToken)
 	base := "http://" + e.listen()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), waittest.Limit(t))
 	defer cancel()
 
 	if _, err := client.New(base).Agents(ctx); shared.ErrorCode(err) != shared.CodeUnauthorized {

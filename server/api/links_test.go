@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"conch/server/internal/waittest"
 	"conch/shared"
 
 	"github.com/coder/websocket"
@@ -288,7 +289,7 @@ func TestGuestsTaskListIsLive(t *testing.T) {
 	e.expect(http.StatusNoContent, "DELETE", "/api/v1/tasks/"+own.TaskID, "", nil, admin...)
 	// The guest may hear of its own task's deletion before the close (the two race), and
 	// of nothing else.
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), waittest.Limit(t))
 	defer cancel()
 	for {
 		_, data, err := guest.c.Read(ctx)

@@ -6,8 +6,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
+	"conch/server/internal/waittest"
 	"conch/shared"
 
 	"github.com/coder/websocket"
@@ -93,7 +93,7 @@ func TestRevokingClosesOpenWebSockets(t *testing.T) {
 // before it.
 func expectSignedOut(t *testing.T, w *wsClient, what string) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), waittest.Limit(t))
 	defer cancel()
 	_, data, err := w.c.Read(ctx)
 	if websocket.CloseStatus(err) != shared.CloseSignedOut {

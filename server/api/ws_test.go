@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"conch/server/hub"
+	"conch/server/internal/waittest"
 	"conch/server/store"
 	"conch/shared"
 
@@ -33,7 +34,7 @@ func dial(t *testing.T, addr string, header http.Header) (*wsClient, *http.Respo
 
 func dialWith(t *testing.T, addr string, opts *websocket.DialOptions) (*wsClient, *http.Response, error) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), waittest.Limit(t))
 	defer cancel()
 	c, resp, err := websocket.Dial(ctx, "ws://"+addr+"/ws", opts)
 	if err != nil {
@@ -55,7 +56,7 @@ func mustDial(t *testing.T, addr string) *wsClient {
 
 func (w *wsClient) read() shared.Envelope {
 	w.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), waittest.Limit(w.t))
 	defer cancel()
 	kind, data, err := w.c.Read(ctx)
 	if err != nil {
@@ -84,7 +85,7 @@ func (w *wsClient) next() shared.Envelope {
 
 func (w *wsClient) send(raw string) {
 	w.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), waittest.Limit(w.t))
 	defer cancel()
 	if err := w.c.Write(ctx, websocket.MessageText, []byte(raw)); err != nil {
 		w.t.Fatalf("ws write: %v", err)
@@ -307,7 +308,7 @@ func TestWSHubCloseSaysGoingAway(t *testing.T) {
 	w := mustDial(t, e.listen())
 	w.request(shared.ActionSubscribe, shared.SessionRef{SessionID: e.session().ID})
 	e.hub.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), waittest.Limit(t))
 	defer cancel()
 	_, _, err := w.c.Read(ctx)
 	if status := websocket.CloseStatus(err); status != websocket.StatusGoingAway {
@@ -322,7 +323,7 @@ func TestWSPanicEndsOnlyThatConnection(t *testing.T) {
 	w := mustDial(t, addr)
 	e.rt.panics.Store(true)
 	w.send(`{"id":"1","type":"request","action":"message.add","payload":{"session_id":"` + s.ID + `","content":"ls"}}`)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), waittest.Limit(t))
 	defer cancel()
 	if _, _, err := w.c.Read(ctx); err == nil {
 		t.Error("connection still open after a panic")
@@ -358,7 +359,7 @@ func TestWSSlowClientIsDropped(t *testing.T) {
 		e.hub.MessageAdded(big)
 		fast.next() // the fast client keeps up
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), waittest.Limit(t))
 	defer cancel()
 	received := 0
 	for {
@@ -383,7 +384,7 @@ func TestWSSlowClientIsDropped(t *testing.T) {
 func TestWSBinaryAndOversizedFrames(t *testing.T) {
 	e := newEnv(t, func(c *Config) { c.BodyLimit = 4096 })
 	w := mustDial(t, e.listen())
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), waittest.Limit(t))
 	defer cancel()
 	if err := w.c.Write(ctx, websocket.MessageBinary, []byte(`{"action":"message.list"}`)); err != nil {
 		t.Fatal(err)
@@ -434,7 +435,7 @@ func TestWSCompressed(t *testing.T) {
 	}
 
 	w.send(`{"action":"message.add","payload":{"content":"` + strings.Repeat("x", 64<<10) + `"}}`)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), waittest.Limit(t))
 	defer cancel()
 	_, _, err = w.c.Read(ctx)
 	if status := websocket.CloseStatus(err); status != websocket.StatusMessageTooBig {

@@ -18,10 +18,9 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
-)
 
-// waitLimit bounds every wait of these tests: long, so that a loaded machine passes.
-const waitLimit = 30 * time.Second
+	"conch/server/internal/waittest"
+)
 
 // A listed host is reached through the relay and the proxy, whatever the case and a
 // trailing dot; bytes sent right after the head are not lost, and each side's end of
@@ -62,7 +61,7 @@ func TestHTTPSClient(t *testing.T) {
 	tr := srv.Client().Transport.(*http.Transport).Clone() // trusts srv's certificate, made for example.com
 	tr.Proxy = http.ProxyURL(&url.URL{Scheme: "http", Host: h.proxy})
 	t.Cleanup(tr.CloseIdleConnections)
-	resp, err := (&http.Client{Transport: tr, Timeout: waitLimit}).Get("https://example.com:" + port + "/")
+	resp, err := (&http.Client{Transport: tr, Timeout: waittest.Limit(t)}).Get("https://example.com:" + port + "/")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -256,7 +255,7 @@ func TestTooManyConnections(t *testing.T) {
 		t.Fatal(err)
 	}
 	conns = append(conns, c)
-	c.SetDeadline(time.Now().Add(waitLimit))
+	c.SetDeadline(time.Now().Add(waittest.Limit(t)))
 	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
 	if err != nil || resp.StatusCode != http.StatusServiceUnavailable {
 		t.Fatalf("connection %d: %v, %v; want 503", maxConns+1, resp, err)
@@ -350,7 +349,7 @@ func (h *harness) dialProxy(t *testing.T) net.Conn {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c.SetDeadline(time.Now().Add(waitLimit))
+	c.SetDeadline(time.Now().Add(waittest.Limit(t)))
 	t.Cleanup(func() { c.Close() })
 	return c
 }
@@ -417,15 +416,15 @@ func within(t *testing.T, done <-chan struct{}, what string) {
 	t.Helper()
 	select {
 	case <-done:
-	case <-time.After(waitLimit):
-		t.Fatalf("%s has not returned after %v", what, waitLimit)
+	case <-time.After(waittest.Limit(t)):
+		t.Fatalf("%s has not returned", what)
 	}
 }
 
 // closed checks that the other end has closed c, whatever it sent before.
 func closed(t *testing.T, c net.Conn) {
 	t.Helper()
-	c.SetReadDeadline(time.Now().Add(waitLimit))
+	c.SetReadDeadline(time.Now().Add(waittest.Limit(t)))
 	if _, err := io.Copy(io.Discard, c); err != nil && !errors.Is(err, unix.ECONNRESET) {
 		t.Errorf("the connection was not closed: %v", err)
 	}

@@ -5,6 +5,8 @@ import (
 	"runtime/metrics"
 	"testing"
 	"time"
+
+	"conch/server/internal/waittest"
 )
 
 const mib = 1 << 20
@@ -44,10 +46,10 @@ func near(v, want uint64) bool { return v > want*9/10 && v < want*11/10 }
 // collectUntil runs collections, the event the tuner follows, until ok holds.
 func collectUntil(t *testing.T, what string, ok func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(waittest.Limit(t))
 	for !ok() {
 		if time.Now().After(deadline) {
-			t.Fatalf("after collections for 10s (GOGC %d, goal %d): want %s", gogc(), goal(), what)
+			t.Fatalf("after collections until the test's deadline (GOGC %d, goal %d): want %s", gogc(), goal(), what)
 		}
 		runtime.GC()
 	}

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"conch/server/internal/waittest"
 	"conch/shared"
 )
 
@@ -356,7 +357,7 @@ func TestTaskDeletedWhileRead(t *testing.T) {
 	c := h.Connect(Who{})
 	defer c.Close()
 	c.SubscribeTasks()
-	deadline := time.After(10 * time.Second)
+	deadline := time.After(waittest.Limit(t))
 	read := func(want string) {
 		select {
 		case id := <-reading:

@@ -18,6 +18,7 @@ import (
 
 	"github.com/golang-jwt/jwt/v5"
 
+	"conch/server/internal/waittest"
 	"conch/server/push/pushtest"
 	"conch/server/store"
 	"conch/shared"
@@ -62,8 +63,8 @@ func (p *pushService) wait(t *testing.T) {
 	t.Helper()
 	select {
 	case <-p.received:
-	case <-time.After(10 * time.Second):
-		t.Fatal("no push request in 10 s")
+	case <-time.After(waittest.Limit(t)):
+		t.Fatal("no push request")
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 
 	"conch/server/hub"
 	"conch/server/internal/pgtest"
+	"conch/server/internal/waittest"
 	"conch/server/store"
 )
 
@@ -50,7 +51,7 @@ func TestRevokedOnEveryReplica(t *testing.T) {
 	w.writer.rep.Events().Revoked("sign-in:a")
 	select {
 	case <-signedOut.Done():
-	case <-time.After(30 * time.Second):
+	case <-time.After(waittest.Limit(t)):
 		t.Fatal("the other replica's connection of the revoked sign-in is still open")
 	}
 	if !errors.Is(signedOut.Err(), hub.ErrRevoked) || w.client.Err() != nil {

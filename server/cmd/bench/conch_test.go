@@ -5,8 +5,8 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
-	"time"
 
+	"conch/server/internal/waittest"
 	"conch/server/servetest"
 	"conch/shared"
 )
@@ -15,7 +15,7 @@ import (
 // (CONCH_BIN, as make test sets it) on a small seeded session.
 func TestHarnessAgainstRealServer(t *testing.T) {
 	bin := servetest.Bin(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), waittest.Limit(t))
 	defer cancel()
 	b := &bench{conchBin: bin, tmp: t.TempDir()}
 	srv, sessions, err := b.serveSeeded(ctx, "e2e", seedSpec{Messages: 6, StdoutBytes: 4096})

@@ -15,6 +15,7 @@ import (
 
 	"conch/server/acp/acptest"
 	"conch/server/cmd/loadgen/load"
+	"conch/server/internal/waittest"
 	"conch/server/servetest"
 	"conch/shared"
 )
@@ -42,7 +43,7 @@ func TestHostileAttackAgainstRealServer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), waittest.Limit(t))
 	defer cancel()
 	b := &bench{conchBin: bin, tmp: t.TempDir()}
 	fifo := acptest.Attacks[slices.IndexFunc(acptest.Attacks, func(a acptest.Attack) bool { return a.Name == "fifo" })]
