@@ -17,7 +17,7 @@ import (
 
 	"conch/app/cli"
 	"conch/app/client"
-	"conch/server/internal/waittest"
+	"conch/server/waittest"
 	"conch/shared"
 )
 

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"conch/app/client"
-	"conch/server/internal/waittest"
+	"conch/server/waittest"
 	"conch/server/worktree/gittest"
 	"conch/shared"
 )

@@ -17,7 +17,7 @@ import (
 	"conch/server/acp"
 	"conch/server/acp/acptest"
 	"conch/server/internal/pgtest"
-	"conch/server/internal/waittest"
+	"conch/server/waittest"
 	"conch/shared"
 
 	sdk "github.com/coder/acp-go-sdk"

@@ -14,8 +14,8 @@ import (
 	"time"
 
 	"conch/app/client"
-	"conch/server/internal/waittest"
 	"conch/server/servetest"
+	"conch/server/waittest"
 	"conch/shared"
 )
 

@@ -19,9 +19,9 @@ import (
 	"conch/server/acp"
 	"conch/server/acp/acptest"
 	"conch/server/internal/pgtest"
-	"conch/server/internal/waittest"
 	"conch/server/servetest"
 	"conch/server/store"
+	"conch/server/waittest"
 	"conch/shared"
 
 	sdk "github.com/coder/acp-go-sdk"

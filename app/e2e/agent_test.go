@@ -5,6 +5,7 @@ package e2e
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"os"
 	"strings"
@@ -13,6 +14,7 @@ import (
 	sdk "github.com/coder/acp-go-sdk"
 
 	"conch/server/acp/acptest"
+	"conch/server/waittest"
 )
 
 // TestMain lets the test binary play a third-party ACP agent: the server under test
@@ -35,6 +37,8 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(0)
 	}
+	flag.Parse()
+	deadline = waittest.Limit(nil)
 	code := m.Run()
 	if chromium.stop != nil {
 		chromium.stop()

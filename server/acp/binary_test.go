@@ -19,9 +19,9 @@ import (
 
 	"conch/app/client"
 	"conch/server/acp/acptest"
-	"conch/server/internal/waittest"
 	"conch/server/servetest"
 	"conch/server/store"
+	"conch/server/waittest"
 	"conch/shared"
 )
 

@@ -10,8 +10,8 @@ import (
 	sdk "github.com/coder/acp-go-sdk"
 
 	"conch/server/acp/acptest"
-	"conch/server/internal/waittest"
 	"conch/server/store"
+	"conch/server/waittest"
 	"conch/shared"
 )
 

@@ -17,7 +17,7 @@ import (
 	sdk "github.com/coder/acp-go-sdk"
 
 	"conch/server/acp/acptest"
-	"conch/server/internal/waittest"
+	"conch/server/waittest"
 	"conch/shared"
 )
 

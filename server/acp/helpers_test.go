@@ -16,9 +16,9 @@ import (
 
 	"conch/server/acp/acptest"
 	"conch/server/internal/clocktest"
-	"conch/server/internal/waittest"
 	"conch/server/shellagent"
 	"conch/server/store"
+	"conch/server/waittest"
 	"conch/shared"
 )
 

@@ -13,8 +13,8 @@ import (
 	"testing"
 
 	"conch/app/client"
-	"conch/server/internal/waittest"
 	"conch/server/servetest"
+	"conch/server/waittest"
 	"conch/shared"
 )
 

@@ -13,9 +13,9 @@ import (
 	sdk "github.com/coder/acp-go-sdk"
 
 	"conch/server/acp/acptest"
-	"conch/server/internal/waittest"
 	"conch/server/shellagent"
 	"conch/server/store"
+	"conch/server/waittest"
 	"conch/shared"
 )
 

@@ -15,7 +15,7 @@ import (
 
 	"conch/server/acp/acptest"
 	"conch/server/internal/clocktest"
-	"conch/server/internal/waittest"
+	"conch/server/waittest"
 	"conch/shared"
 )
 

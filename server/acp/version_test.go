@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"conch/server/acp/acptest"
-	"conch/server/internal/waittest"
+	"conch/server/waittest"
 
 	sdk "github.com/coder/acp-go-sdk"
 )

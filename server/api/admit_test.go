@@ -8,7 +8,7 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
-	"conch/server/internal/waittest"
+	"conch/server/waittest"
 )
 
 // TestAdmitReadsHoldsGETsToTheSlotsAndLetsWritesPass: with 2 slots and 8 GETs whose

@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"conch/app/client"
-	"conch/server/internal/waittest"
+	"conch/server/waittest"
 	"conch/shared"
 )
 

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"conch/server/internal/waittest"
+	"conch/server/waittest"
 	"conch/shared"
 
 	"github.com/coder/websocket"

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"conch/server/internal/waittest"
+	"conch/server/waittest"
 	"conch/shared"
 
 	"github.com/coder/websocket"

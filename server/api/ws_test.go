@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"conch/server/hub"
-	"conch/server/internal/waittest"
 	"conch/server/store"
+	"conch/server/waittest"
 	"conch/shared"
 
 	"github.com/coder/websocket"

@@ -19,7 +19,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"conch/server/internal/waittest"
+	"conch/server/waittest"
 )
 
 // A listed host is reached through the relay and the proxy, whatever the case and a

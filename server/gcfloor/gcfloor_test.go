@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"conch/server/internal/waittest"
+	"conch/server/waittest"
 )
 
 const mib = 1 << 20

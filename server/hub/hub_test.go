@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"conch/server/internal/waittest"
+	"conch/server/waittest"
 	"conch/shared"
 )
 

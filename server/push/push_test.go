@@ -18,9 +18,9 @@ import (
 
 	"github.com/golang-jwt/jwt/v5"
 
-	"conch/server/internal/waittest"
 	"conch/server/push/pushtest"
 	"conch/server/store"
+	"conch/server/waittest"
 	"conch/shared"
 )
 

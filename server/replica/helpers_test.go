@@ -13,6 +13,7 @@ import (
 	"conch/server/hub"
 	"conch/server/internal/pgtest"
 	"conch/server/store"
+	"conch/server/waittest"
 	"conch/shared"
 )
 
@@ -113,14 +114,15 @@ func (w *watch) seen(content string, within time.Duration) bool {
 // listening returns once the watcher hears the writer's changes: a replica hears nothing
 // before its listening connection is up.
 func (w *watch) listening() {
+	end := time.Now().Add(waittest.Limit(w.tb))
 	for i := 0; ; i++ {
 		content := "listening? " + strconv.Itoa(i)
 		w.change(content)
 		if w.seen(content, 100*time.Millisecond) {
 			return
 		}
-		if i == 300 {
-			w.tb.Fatal("the watcher heard nothing from the writer within 30 s")
+		if time.Now().After(end) {
+			w.tb.Fatal("the watcher heard nothing from the writer")
 		}
 	}
 }

@@ -10,8 +10,8 @@ import (
 
 	"conch/server/hub"
 	"conch/server/internal/pgtest"
-	"conch/server/internal/waittest"
 	"conch/server/store"
+	"conch/server/waittest"
 )
 
 // A replica whose listening connection is lost hears nothing while it is down: once it is
@@ -35,7 +35,7 @@ func TestListenerRereadsAfterReconnect(t *testing.T) {
 		t.Fatalf("ended %d listening connections (%v), want B's", ended, err)
 	}
 	w.change("while away")
-	if !w.seen("while away", 30*time.Second) {
+	if !w.seen("while away", waittest.Limit(t)) {
 		t.Fatal("B's client never got the change made while B was not listening")
 	}
 }

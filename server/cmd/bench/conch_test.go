@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"conch/server/internal/waittest"
 	"conch/server/servetest"
+	"conch/server/waittest"
 	"conch/shared"
 )
 

@@ -15,8 +15,8 @@ import (
 
 	"conch/server/acp/acptest"
 	"conch/server/cmd/loadgen/load"
-	"conch/server/internal/waittest"
 	"conch/server/servetest"
+	"conch/server/waittest"
 	"conch/shared"
 )
 
