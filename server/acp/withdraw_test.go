@@ -57,8 +57,8 @@ func TestStuckTurnWithdrawn(t *testing.T) {
 	t.Cleanup(func() { close(never) }) // before the agent is stopped: cleanups run last first
 	sess := env.start(t, "scripted")
 	env.promptAsync(t, sess.ID, "stuck")
-	// Cancel once the agent has the turn: on a loaded machine the prompt may not have
-	// reached it yet, and a Cancel before the turn sets no timer.
+	// Cancel once the agent has the turn: a turn cancelled before it is sent is not sent
+	// at all (TestCancelAsTheTurnStarts), and there would be nothing to withdraw.
 	select {
 	case <-stuck:
 	case <-time.After(waittest.Limit(t)):
