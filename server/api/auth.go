@@ -472,6 +472,10 @@ func (s *server) formPage(c *fiber.Ctx, err error) string {
 	}
 	c.Status(status).Type("html", "utf-8")
 	c.Set(fiber.HeaderCacheControl, "no-store")
+	// These pages hold forms, whose posts carry their Origin for sameOriginForm; under
+	// "no-referrer" a browser sends it as "null". No other site gets their URLs (an
+	// invitation's or a share link's code) either way.
+	c.Set(fiber.HeaderReferrerPolicy, "same-origin")
 	return problem
 }
 
@@ -487,10 +491,6 @@ func (s *server) loginPage(c *fiber.Ctx, err error, next string) error {
 	if err != nil {
 		return s.fail(c, err)
 	}
-	// The form's post carries its Origin, which sameOriginForm checks so that no other
-	// site signs a browser in to an account of its choosing; under "no-referrer" a browser
-	// would send it as "null".
-	c.Set(fiber.HeaderReferrerPolicy, "same-origin")
 	return loginTemplate.Execute(c, struct {
 		Error, Next   string
 		Accounts, SSO bool

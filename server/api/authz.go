@@ -443,9 +443,6 @@ var inviteTemplate = template.Must(template.New("invite").Parse(`<!doctype html>
 
 func (s *server) invitePage(c *fiber.Ctx, err error, role string) error {
 	problem := s.formPage(c, err)
-	// The code is in the URL: no other site gets it, and the form's own post carries its
-	// Origin (sameOriginForm), which under "no-referrer" a browser sends as "null".
-	c.Set(fiber.HeaderReferrerPolicy, "same-origin")
 	return inviteTemplate.Execute(c, struct{ Error, Role string }{problem, role})
 }
 

@@ -109,32 +109,23 @@ type sharePageData struct {
 // expires; a GET from a browser signed in with an account asks first (sharePage), and its
 // form posts here.
 func (s *server) handleShare(c *fiber.Ctx) error {
-	c.Set(fiber.HeaderCacheControl, "no-store")
-	// The code is in the URL: no other site gets it, and the form's post carries its
-	// Origin (sameOriginForm), which under "no-referrer" a browser sends as "null".
-	c.Set(fiber.HeaderReferrerPolicy, "same-origin")
-	c.Type("html", "utf-8")
 	link, err := s.store.ShareLinkByHash(c.UserContext(), hashSecret(c.Params("code")))
-	page := sharePageData{}
+	var page sharePageData
 	if err == nil {
 		page.Until = link.ExpiresAt.Format("Jan 2, 2006 15:04 UTC")
 		if c.Method() == fiber.MethodGet {
 			if c.Get("Sec-Fetch-Site") == "cross-site" {
-				return sharePage.Execute(c, sharePageData{Hop: true})
-			}
-			if acc, _, in, _ := s.signedIn(c); in && acc.TaskID == "" {
+				page = sharePageData{Hop: true}
+			} else if acc, _, in, _ := s.signedIn(c); in && acc.TaskID == "" {
 				page.Login = acc.Login
-				return sharePage.Execute(c, page)
 			}
 		}
+		if !page.Hop && page.Login == "" {
+			err = s.signInUntil(c, store.SignIn{LinkID: link.ID}, link.ExpiresAt)
+		}
 	}
-	if err == nil {
-		err = s.signInUntil(c, store.SignIn{LinkID: link.ID}, link.ExpiresAt)
-	}
-	if err != nil {
-		e := s.report(err)
-		c.Status(statusOf[e.Code])
-		return sharePage.Execute(c, sharePageData{Error: e.Message})
+	if problem := s.formPage(c, err); problem != "" {
+		page = sharePageData{Error: problem}
 	}
 	return sharePage.Execute(c, page)
 }
