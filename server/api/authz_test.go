@@ -12,61 +12,16 @@ import (
 	"conch/shared"
 )
 
-// routeNeeds is the least role each API route needs, written out apart from the routes
-// themselves: a route missing here, or registered with another role, fails
-// TestEveryRouteChecksItsRole.
-var routeNeeds = map[string]string{
-	"GET /api/v1/me":                                                              shared.RoleViewer,
-	"GET /api/v1/tokens":                                                          shared.RoleViewer,
-	"POST /api/v1/tokens":                                                         shared.RoleViewer,
-	"DELETE /api/v1/tokens/:token_id":                                             shared.RoleViewer,
-	"GET /api/v1/push/key":                                                        shared.RoleViewer,
-	"POST /api/v1/push/subscriptions":                                             shared.RoleViewer,
-	"DELETE /api/v1/push/subscriptions":                                           shared.RoleViewer,
-	"GET /api/v1/accounts":                                                        shared.RoleAdmin,
-	"POST /api/v1/accounts":                                                       shared.RoleAdmin,
-	"DELETE /api/v1/accounts/:account_id":                                         shared.RoleAdmin,
-	"GET /api/v1/audit":                                                           shared.RoleAdmin,
-	"GET /api/v1/tasks/:task_id/editors":                                          shared.RoleViewer,
-	"POST /api/v1/tasks/:task_id/editors":                                         shared.RoleMember,
-	"GET /api/v1/tasks/:task_id/links":                                            shared.RoleMember,
-	"POST /api/v1/tasks/:task_id/links":                                           shared.RoleMember,
-	"DELETE /api/v1/tasks/:task_id/links/:link_id":                                shared.RoleMember,
-	"DELETE /api/v1/tasks/:task_id/editors/:account_id":                           shared.RoleMember,
-	"GET /api/v1/agents":                                                          shared.RoleViewer,
-	"GET /api/v1/tasks":                                                           shared.RoleViewer,
-	"GET /api/v1/search":                                                          shared.RoleViewer,
-	"POST /api/v1/tasks":                                                          shared.RoleMember,
-	"GET /api/v1/repository":                                                      shared.RoleMember,
-	"GET /api/v1/tasks/:task_id":                                                  shared.RoleViewer,
-	"DELETE /api/v1/tasks/:task_id":                                               shared.RoleMember,
-	"POST /api/v1/tasks/:task_id/sessions":                                        shared.RoleMember,
-	"GET /api/v1/tasks/:task_id/changes":                                          shared.RoleViewer,
-	"POST /api/v1/tasks/:task_id/commit":                                          shared.RoleMember,
-	"POST /api/v1/tasks/:task_id/merge":                                           shared.RoleMember,
-	"POST /api/v1/tasks/:task_id/push":                                            shared.RoleMember,
-	"POST /api/v1/tasks/:task_id/review":                                          shared.RoleMember,
-	"GET /api/v1/tasks/:task_id/changes/diff":                                     shared.RoleViewer,
-	"GET /api/v1/task-sessions/:session_id":                                       shared.RoleViewer,
-	"GET /api/v1/task-sessions/:session_id/messages":                              shared.RoleViewer,
-	"POST /api/v1/task-sessions/:session_id/messages":                             shared.RoleMember,
-	"POST /api/v1/task-sessions/:session_id/cancel":                               shared.RoleMember,
-	"POST /api/v1/task-sessions/:session_id/stop":                                 shared.RoleMember,
-	"POST /api/v1/task-sessions/:session_id/resume":                               shared.RoleMember,
-	"GET /api/v1/usage":                                                           shared.RoleViewer,
-	"POST /api/v1/task-sessions/:session_id/mode":                                 shared.RoleMember,
-	"POST /api/v1/task-sessions/:session_id/config":                               shared.RoleMember,
-	"GET /api/v1/task-sessions/:session_id/messages/:message_id/shell-output":     shared.RoleViewer,
-	"GET /api/v1/task-sessions/:session_id/messages/:message_id/shell-output/raw": shared.RoleViewer,
-	"GET /api/v1/task-sessions/:session_id/messages/:message_id/tool-content":     shared.RoleViewer,
-	"GET /api/v1/task-sessions/:session_id/messages/:message_id/error-detail":     shared.RoleViewer,
-	"POST /api/v1/task-sessions/:session_id/permissions/:message_id":              shared.RoleMember,
-	"POST /api/v1/task-sessions/:session_id/elicitations/:message_id":             shared.RoleMember,
-	"POST /api/v1/task-sessions/:session_id/attachments":                          shared.RoleMember,
-	"GET /api/v1/task-sessions/:session_id/attachments/:attachment_id":            shared.RoleViewer,
-	"GET /api/v1/messages/:message_id":                                            shared.RoleViewer,
-	"GET /api/v1/openapi.json":                                                    shared.RoleViewer,
-}
+// routeNeeds is the least role of each API route ("GET /api/v1/me"), as the route table
+// declares it: a route registered apart from the table, or whose handler checks another
+// role than its row's, fails TestEveryRouteChecksItsRole.
+var routeNeeds = func() map[string]string {
+	needs := map[string]string{}
+	for _, r := range routes {
+		needs[r.method+" /api/v1"+r.path] = r.role
+	}
+	return needs
+}()
 
 // accountWithToken makes an account of role and returns a bearer header of a personal
 // access token of it, made through the API as the account itself.
@@ -106,7 +61,7 @@ func (e *env) signInAs(login, password string) string {
 	return cookieName + "=" + resp.Cookies()[0].Value
 }
 
-// Every API route asks for a role, and the one routeNeeds says: each route is called
+// Every API route asks for a role, and the one its row of the route table says: each route is called
 // by each role, and answers 403 exactly when the role is below its need.
 func TestEveryRouteChecksItsRole(t *testing.T) {
 	e := newEnv(t, withToken)

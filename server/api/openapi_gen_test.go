@@ -8,7 +8,9 @@ import (
 	"fmt"
 	"os"
 	"reflect"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -102,6 +104,9 @@ func openAPIDocument() ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("openapi.in.json: %w", err)
 	}
+	if doc["paths"], err = routePaths(doc["paths"].(map[string]any)); err != nil {
+		return nil, err
+	}
 	schemas := doc["components"].(map[string]any)["schemas"].(map[string]any)
 	names := map[reflect.Type]string{}
 	for name, v := range generated {
@@ -180,6 +185,100 @@ func merge(path string, s map[string]any, hand any) error {
 		}
 	}
 	return nil
+}
+
+// pathParams describes the path parameters routes name; openapi.in.json says more where
+// a route needs it (which message a message_id must be, say).
+var pathParams = map[string]string{
+	"task_id":       "A task id.",
+	"session_id":    "A session id.",
+	"message_id":    "A message id.",
+	"account_id":    "An account id.",
+	"token_id":      "A token id.",
+	"link_id":       "A share link id.",
+	"attachment_id": "An attachment id of that session.",
+}
+
+// routePaths is the paths of openapi.json: each route's operation as the route table gives
+// it (summary, path parameters, JSON body and answer, and the errors every route may
+// answer), with hand, openapi.in.json's paths, applied over it as a JSON merge patch
+// (RFC 7396: its values replace, its objects merge, its nulls remove). hand alone gives
+// what is not a route of the table (/healthz, /ws).
+func routePaths(hand map[string]any) (map[string]any, error) {
+	paths := map[string]any{}
+	for _, r := range routes {
+		path := "/api/v1" + regexp.MustCompile(`:(\w+)`).ReplaceAllString(r.path, "{$1}")
+		op := map[string]any{"summary": r.summary, "responses": map[string]any{
+			"401": errorAnswer("Missing or wrong token (servers started with --token)."),
+			"429": mergePatch(errorAnswer("Too many wrong tokens from this address: wait `Retry-After` seconds."),
+				map[string]any{"headers": map[string]any{"Retry-After": map[string]any{"schema": map[string]any{"type": "integer"}}}}),
+			"500":                  errorAnswer("A store failure: `request failed`; details in the server log."),
+			"507":                  errorAnswer("`insufficient_storage`: no room to store it. The server's disk or database is full, or its storage limit (`--max-storage`) is reached; it may succeed once room is made."),
+			strconv.Itoa(r.status): jsonContent(r.out),
+		}}
+		var params []any
+		for _, m := range regexp.MustCompile(`:(\w+)`).FindAllStringSubmatch(r.path, -1) {
+			desc, ok := pathParams[m[1]]
+			if !ok {
+				return nil, fmt.Errorf("%s %s: path parameter %s has no description in pathParams", r.method, r.path, m[1])
+			}
+			params = append(params, map[string]any{"name": m[1], "in": "path", "required": true, "schema": map[string]any{"type": "string"}, "description": desc})
+		}
+		if params != nil {
+			op["parameters"] = params
+		}
+		if r.in != "" {
+			op["requestBody"] = mergePatch(jsonContent(r.in), map[string]any{"required": true})
+		}
+		ops, _ := paths[path].(map[string]any)
+		if ops == nil {
+			ops = map[string]any{}
+			paths[path] = ops
+		}
+		ops[strings.ToLower(r.method)] = op
+	}
+	for path, ops := range hand {
+		known, _ := paths[path].(map[string]any)
+		for method := range ops.(map[string]any) {
+			if _, ok := known[method]; strings.HasPrefix(path, "/api/v1/") && !ok {
+				return nil, fmt.Errorf("openapi.in.json: %s %s is not in the route table", method, path)
+			}
+		}
+	}
+	return mergePatch(paths, hand).(map[string]any), nil
+}
+
+// errorAnswer is an answer of the Error schema.
+func errorAnswer(description string) map[string]any {
+	return mergePatch(jsonContent("Error"), map[string]any{"description": description}).(map[string]any)
+}
+
+// jsonContent is a body of the named schema; with no name, a body that says nothing yet.
+func jsonContent(schema string) map[string]any {
+	if schema == "" {
+		return map[string]any{}
+	}
+	return map[string]any{"content": map[string]any{"application/json": map[string]any{"schema": map[string]any{"$ref": "#/components/schemas/" + schema}}}}
+}
+
+// mergePatch applies patch to target as RFC 7396 says, changing target's objects in place.
+func mergePatch(target, patch any) any {
+	p, ok := patch.(map[string]any)
+	if !ok {
+		return patch
+	}
+	t, ok := target.(map[string]any)
+	if !ok {
+		t = map[string]any{}
+	}
+	for k, v := range p {
+		if v == nil {
+			delete(t, k)
+			continue
+		}
+		t[k] = mergePatch(t[k], v)
+	}
+	return t
 }
 
 // openapi.json is generated: a change to a shared type or to openapi.in.json without
