@@ -200,7 +200,7 @@ var pathParams = map[string]string{
 }
 
 // routePaths is the paths of openapi.json: each route's operation as the route table gives
-// it (summary, path parameters, JSON body and answer, and the errors every route may
+// it (summary, ending with the role it needs, path parameters, JSON body and answer, and the errors every route may
 // answer), with hand, openapi.in.json's paths, applied over it as a JSON merge patch
 // (RFC 7396: its values replace, its objects merge, its nulls remove). hand alone gives
 // what is not a route of the table (/healthz, /ws).
@@ -208,7 +208,7 @@ func routePaths(hand map[string]any) (map[string]any, error) {
 	paths := map[string]any{}
 	for _, r := range routes {
 		path := "/api/v1" + regexp.MustCompile(`:(\w+)`).ReplaceAllString(r.path, "{$1}")
-		op := map[string]any{"summary": r.summary, "responses": map[string]any{
+		op := map[string]any{"summary": r.summary + " (role: " + r.role + ")", "responses": map[string]any{
 			"401": errorAnswer("Missing or wrong token (servers started with --token)."),
 			"429": mergePatch(errorAnswer("Too many wrong tokens from this address: wait `Retry-After` seconds."),
 				map[string]any{"headers": map[string]any{"Retry-After": map[string]any{"schema": map[string]any{"type": "integer"}}}}),

@@ -15,29 +15,29 @@ type route struct {
 	in           string // the schema of its JSON body in openapi.json; "" when none or not JSON
 	status       int    // of its answer when it succeeds
 	out          string // the schema of that answer; "" when none or not JSON
-	summary      string
+	summary      string // openapi.json adds the role: "Create a task (role: member)"
 	handle       func(*server, *fiber.Ctx) error
 }
 
 // routes is every route of /api/v1, in the order they are registered.
 var routes = []route{
-	{"GET", "/me", shared.RoleViewer, "", 200, "Account", "The account of the request: the server's token is the account `token`, a server without a token has the account `local` (role: viewer)", (*server).handleMe},
-	{"GET", "/tokens", shared.RoleViewer, "", 200, "AccessTokenList", "The personal access tokens of the signed-in account, without their secrets (role: viewer)", (*server).handleListTokens},
-	{"POST", "/tokens", shared.RoleViewer, "NewAccessToken", 201, "AccessToken", "Create a personal access token (`Authorization: Bearer conch_…`); its secret is in this answer only (role: viewer)", (*server).handleCreateToken},
-	{"DELETE", "/tokens/:token_id", shared.RoleViewer, "", 204, "", "Revoke one of the signed-in account's tokens (role: viewer)", (*server).handleDeleteToken},
-	{"GET", "/push/key", shared.RoleViewer, "", 200, "PushServerKey", "The server's VAPID public key, the `applicationServerKey` a browser subscribes with (role: viewer)", (*server).handlePushKey},
-	{"POST", "/push/subscriptions", shared.RoleViewer, "PushSubscription", 201, "PushSubscribed", "Notify this browser: its `PushSubscription` as `toJSON()` gives it, with `every_task` to be told of every task rather than those one owns or edits; it lasts while the sign-in it came through does (role: viewer)", (*server).handleSubscribePush},
-	{"DELETE", "/push/subscriptions", shared.RoleViewer, "PushUnsubscribe", 204, "", "Stop notifying a browser of the account (role: viewer)", (*server).handleUnsubscribePush},
-	{"GET", "/accounts", shared.RoleAdmin, "", 200, "AccountList", "Every account, oldest first (role: admin)", (*server).handleListAccounts},
-	{"POST", "/accounts", shared.RoleAdmin, "NewAccount", 201, "AccountOrInvitation", "Create an account: with `login` and `password` at once; with neither, an invitation link that sets them (role: admin)", (*server).handleCreateAccount},
-	{"DELETE", "/accounts/:account_id", shared.RoleAdmin, "", 204, "", "Delete an account with its access tokens and sign-ins, at once on every server (role: admin)", (*server).handleDeleteAccount},
-	{"GET", "/audit", shared.RoleAdmin, "", 200, "", "What people did, as JSON lines (`application/jsonl`), oldest first: every write through the API or the WebSocket that succeeded, with who, when, the route or action, and the ids it named (role: admin)", (*server).handleAudit},
-	{"GET", "/tasks/:task_id/editors", shared.RoleViewer, "", 200, "EditorList", "The accounts the task is shared with for editing (role: viewer)", (*server).handleListEditors},
-	{"POST", "/tasks/:task_id/editors", shared.RoleMember, "", 200, "Account", "Share the task for editing with an account (its owner or an admin only) (role: member)", (*server).handleAddEditor},
-	{"DELETE", "/tasks/:task_id/editors/:account_id", shared.RoleMember, "", 204, "", "Take an editor's access back (the task's owner or an admin only) (role: member)", (*server).handleRemoveEditor},
-	{"GET", "/tasks/:task_id/links", shared.RoleMember, "", 200, "ShareLinkList", "The task's share links that still work, without their codes (its owner or an admin only) (role: member)", (*server).handleListLinks},
-	{"POST", "/tasks/:task_id/links", shared.RoleMember, "NewShareLink", 201, "ShareLink", "Make a read-only link to the task that works for `days` days, 1 to 30 (its owner or an admin only); opening it signs a browser in as a guest of this task alone (role: member)", (*server).handleCreateLink},
-	{"DELETE", "/tasks/:task_id/links/:link_id", shared.RoleMember, "", 204, "", "Revoke a share link: the guests it signed in are signed out at once (the task's owner or an admin only) (role: member)", (*server).handleDeleteLink},
+	{"GET", "/me", shared.RoleViewer, "", 200, "Account", "The account of the request: the server's token is the account `token`, a server without a token has the account `local`", (*server).handleMe},
+	{"GET", "/tokens", shared.RoleViewer, "", 200, "AccessTokenList", "The personal access tokens of the signed-in account, without their secrets", (*server).handleListTokens},
+	{"POST", "/tokens", shared.RoleViewer, "NewAccessToken", 201, "AccessToken", "Create a personal access token (`Authorization: Bearer conch_…`); its secret is in this answer only", (*server).handleCreateToken},
+	{"DELETE", "/tokens/:token_id", shared.RoleViewer, "", 204, "", "Revoke one of the signed-in account's tokens", (*server).handleDeleteToken},
+	{"GET", "/push/key", shared.RoleViewer, "", 200, "PushServerKey", "The server's VAPID public key, the `applicationServerKey` a browser subscribes with", (*server).handlePushKey},
+	{"POST", "/push/subscriptions", shared.RoleViewer, "PushSubscription", 201, "PushSubscribed", "Notify this browser: its `PushSubscription` as `toJSON()` gives it, with `every_task` to be told of every task rather than those one owns or edits; it lasts while the sign-in it came through does", (*server).handleSubscribePush},
+	{"DELETE", "/push/subscriptions", shared.RoleViewer, "PushUnsubscribe", 204, "", "Stop notifying a browser of the account", (*server).handleUnsubscribePush},
+	{"GET", "/accounts", shared.RoleAdmin, "", 200, "AccountList", "Every account, oldest first", (*server).handleListAccounts},
+	{"POST", "/accounts", shared.RoleAdmin, "NewAccount", 201, "AccountOrInvitation", "Create an account: with `login` and `password` at once; with neither, an invitation link that sets them", (*server).handleCreateAccount},
+	{"DELETE", "/accounts/:account_id", shared.RoleAdmin, "", 204, "", "Delete an account with its access tokens and sign-ins, at once on every server", (*server).handleDeleteAccount},
+	{"GET", "/audit", shared.RoleAdmin, "", 200, "", "What people did, as JSON lines (`application/jsonl`), oldest first: every write through the API or the WebSocket that succeeded, with who, when, the route or action, and the ids it named", (*server).handleAudit},
+	{"GET", "/tasks/:task_id/editors", shared.RoleViewer, "", 200, "EditorList", "The accounts the task is shared with for editing", (*server).handleListEditors},
+	{"POST", "/tasks/:task_id/editors", shared.RoleMember, "", 200, "Account", "Share the task for editing with an account (its owner or an admin only)", (*server).handleAddEditor},
+	{"DELETE", "/tasks/:task_id/editors/:account_id", shared.RoleMember, "", 204, "", "Take an editor's access back (the task's owner or an admin only)", (*server).handleRemoveEditor},
+	{"GET", "/tasks/:task_id/links", shared.RoleMember, "", 200, "ShareLinkList", "The task's share links that still work, without their codes (its owner or an admin only)", (*server).handleListLinks},
+	{"POST", "/tasks/:task_id/links", shared.RoleMember, "NewShareLink", 201, "ShareLink", "Make a read-only link to the task that works for `days` days, 1 to 30 (its owner or an admin only); opening it signs a browser in as a guest of this task alone", (*server).handleCreateLink},
+	{"DELETE", "/tasks/:task_id/links/:link_id", shared.RoleMember, "", 204, "", "Revoke a share link: the guests it signed in are signed out at once (the task's owner or an admin only)", (*server).handleDeleteLink},
 	{"GET", "/agents", shared.RoleViewer, "", 200, "AgentList", "The agent profiles a session can run", (*server).handleListAgents},
 	{"GET", "/tasks", shared.RoleViewer, "", 200, "TaskList", "Tasks, newest first, each with its sessions", (*server).handleListTasks},
 	{"POST", "/tasks", shared.RoleMember, "CreateTask", 201, "Task", "Create a task", (*server).handleCreateTask},
@@ -58,7 +58,7 @@ var routes = []route{
 	{"POST", "/task-sessions/:session_id/stop", shared.RoleMember, "", 200, "Session", "Stop the session's agent; the session stays, and its next prompt starts a new agent", (*server).handleStop},
 	{"POST", "/task-sessions/:session_id/resume", shared.RoleMember, "", 200, "Session", "Start a stopped session's agent again, which resumes the conversation (ACP session/resume or session/load), with no prompt", (*server).handleResume},
 	{"GET", "/usage", shared.RoleViewer, "", 200, "UsageReport", "What the agents reported they cost, per day and per task (ACP usage_update)", (*server).handleUsage},
-	{"GET", "/search", shared.RoleViewer, "", 200, "SearchPage", "Search prompts, agent messages and shell commands across sessions (role: viewer)", (*server).handleSearch},
+	{"GET", "/search", shared.RoleViewer, "", 200, "SearchPage", "Search prompts, agent messages and shell commands across sessions", (*server).handleSearch},
 	{"POST", "/task-sessions/:session_id/mode", shared.RoleMember, "ModeRequest", 200, "Session", "Switch the agent's session mode", (*server).handleSetMode},
 	{"POST", "/task-sessions/:session_id/config", shared.RoleMember, "ConfigRequest", 200, "Session", "Set one of the agent's config options", (*server).handleSetConfig},
 	{"GET", "/task-sessions/:session_id/messages/:message_id/shell-output", shared.RoleViewer, "", 200, "ShellOutputSnapshot", "A command's whole stored output", (*server).handleShellOutput},
