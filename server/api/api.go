@@ -23,6 +23,7 @@ import (
 	"conch/server/hub"
 	"conch/server/push"
 	"conch/server/store"
+	"conch/server/task"
 	"conch/shared"
 
 	"github.com/gofiber/contrib/websocket"
@@ -130,6 +131,7 @@ type Config struct {
 
 type server struct {
 	store   *store.Store
+	tasks   *task.Service
 	hub     *hub.Hub
 	events  Events
 	rt      Runtime
@@ -171,7 +173,7 @@ func New(cfg Config) *fiber.App {
 	if cfg.Events == nil {
 		cfg.Events = cfg.Hub
 	}
-	s := &server{store: cfg.Store, hub: cfg.Hub, events: cfg.Events, rt: cfg.Runtime, web: newAssets(cfg.Web),
+	s := &server{store: cfg.Store, tasks: task.New(cfg.Store), hub: cfg.Hub, events: cfg.Events, rt: cfg.Runtime, web: newAssets(cfg.Web),
 		token: cfg.Token, log: cfg.Logger, limit: cfg.BodyLimit, now: cfg.Now, agent: cfg.FromAgent, pushKey: cfg.PushKey, pushTo: cfg.PushEndpoints,
 		sandbox: cfg.Sandbox, sessionKey: sessionKeyOf(cfg.Token), proxies: cfg.TrustedProxies, throttle: newThrottle(cfg.Now),
 		snapshots: newSnapshotCache(snapshotCacheBytes), reads: make(chan struct{}, runtime.GOMAXPROCS(0))}

@@ -11,19 +11,20 @@ import (
 	"math"
 	"net/http"
 	"regexp"
-	"slices"
 	"time"
 	"unicode/utf8"
 
 	"conch/server/store"
+	"conch/server/task"
 	"conch/shared"
 
 	"github.com/gofiber/fiber/v2"
 )
 
-// Who may do what is decided here, for REST and WebSocket alike: every route is
-// registered with the least role it needs (as), every WebSocket action has one (wsNeeds),
-// and both ask permits. docs/API.md, "Accounts and roles".
+// Who may do what is asked here, for REST and WebSocket alike, and decided by server/task:
+// every route is registered with the least role it needs (as, from the route table), every
+// WebSocket action has one (wsNeeds), and both ask task.Permits, then the task's rules.
+// docs/API.md, "Accounts and roles".
 
 // accountKey holds the request's account in Fiber's locals, which a WebSocket keeps
 // (requireToken); handlers read it from their context (accountFrom).
@@ -83,11 +84,11 @@ func (s *server) wsAllowed(ctx context.Context, req shared.Envelope) (*shared.Au
 	}
 	_ = json.Unmarshal(req.Payload, &ids)
 	event := shared.AuditEvent{Login: acc.Login, Action: req.Action, SessionID: ids.SessionID, MessageID: ids.MessageID}
-	if err := s.inScope(ctx, acc, event); err != nil {
+	if err := s.tasks.InScope(ctx, acc, event); err != nil {
 		return nil, err
 	}
 	if !known || need == shared.RoleViewer {
-		return nil, permits(acc, need)
+		return nil, task.Permits(acc, need)
 	}
 	// A socket keeps the account it opened with; a write asks for its role now, so a
 	// demotion (single sign-on's groups) reaches sockets opened before it.
@@ -98,70 +99,10 @@ func (s *server) wsAllowed(ctx context.Context, req shared.Envelope) (*shared.Au
 		}
 		acc = now
 	}
-	if err := permits(acc, need); err != nil {
+	if err := task.Permits(acc, need); err != nil {
 		return nil, err
 	}
-	return &event, s.mayEdit(ctx, acc, &event)
-}
-
-// inScope refuses a guest (a share link's sign-in, acc.TaskID) anything but its own task:
-// whatever names another task, a session or message of one, or nothing of its task at all
-// (the usage, accounts, …) is not found, as if it did not
-// exist. Its own task's writes go on to the role check, which refuses them. The task list
-// shows a guest its one task (seenBy), and its live updates only that task's (hub.Who's
-// Task); /me is its own.
-func (s *server) inScope(ctx context.Context, acc shared.Account, e shared.AuditEvent) error {
-	if acc.TaskID == "" || e.Action == "GET /api/v1/tasks" || e.Action == "GET /api/v1/me" || e.Action == shared.ActionTasksSubscribe {
-		return nil
-	}
-	task, err := "", error(nil)
-	switch {
-	case e.TaskID != "":
-		task = e.TaskID
-	case e.SessionID != "":
-		var sess shared.Session
-		sess, err = s.store.GetSession(ctx, e.SessionID)
-		task = sess.TaskID
-	case e.MessageID != "":
-		var m shared.Message
-		m, err = s.store.GetMessage(ctx, e.MessageID)
-		task = m.TaskID
-	}
-	if err != nil && shared.ErrorCode(err) != shared.CodeNotFound {
-		return err
-	}
-	if task != acc.TaskID {
-		return errNotShared
-	}
-	return nil
-}
-
-var errNotShared = shared.Errorf(shared.CodeNotFound, "not found")
-
-// readable is which tasks acc may read, for what lists or searches across tasks: every
-// role reads every task (a member may read others' tasks too); a guest only its own.
-func readable(acc shared.Account) store.Readable {
-	if acc.TaskID != "" {
-		return store.Readable{Tasks: []string{acc.TaskID}}
-	}
-	return store.EveryTask
-}
-
-// person is the account of the request when it is a person's own, the zero account for
-// the server's token and a server without one: what owns a task and signs a prompt.
-func person(ctx context.Context) shared.Account {
-	if acc := accountFrom(ctx); acc.ID != "" {
-		return acc
-	}
-	return shared.Account{}
-}
-
-// permits reports whether acc's role reaches need.
-func permits(acc shared.Account, need string) error {
-	if shared.RoleRank(acc.Role) >= shared.RoleRank(need) {
-		return nil
-	}
-	return shared.Errorf(shared.CodeForbidden, "this needs the %s role; %s is %s", need, acc.Login, acc.Role)
+	return &event, s.tasks.CheckEdit(ctx, acc, &event)
 }
 
 // as is the middleware of a route that needs role. A write to a task (a route that names
@@ -172,14 +113,14 @@ func (s *server) as(role string) fiber.Handler {
 		ctx, acc := c.UserContext(), accountFrom(c.UserContext())
 		event := shared.AuditEvent{Login: acc.Login, Action: c.Method() + " " + c.Route().Path,
 			TaskID: c.Params("task_id"), SessionID: c.Params("session_id"), MessageID: c.Params("message_id")}
-		if err := s.inScope(ctx, acc, event); err != nil {
+		if err := s.tasks.InScope(ctx, acc, event); err != nil {
 			return s.fail(c, err)
 		}
-		if err := permits(acc, role); err != nil {
+		if err := task.Permits(acc, role); err != nil {
 			return s.fail(c, err)
 		}
 		if role == shared.RoleMember {
-			if err := s.mayEdit(ctx, acc, &event); err != nil {
+			if err := s.tasks.CheckEdit(ctx, acc, &event); err != nil {
 				return s.fail(c, err)
 			}
 		}
@@ -191,62 +132,6 @@ func (s *server) as(role string) fiber.Handler {
 		}
 		return s.audit(ctx, event)
 	}
-}
-
-// mayEdit refuses a write to a task the account may not edit. The task is the one the
-// event names, or the one of its session (filled in); one that does not exist is left
-// to the handler's own not-found answer.
-func (s *server) mayEdit(ctx context.Context, acc shared.Account, event *shared.AuditEvent) error {
-	if acc.Role == shared.RoleAdmin {
-		return nil
-	}
-	if event.TaskID == "" && event.SessionID != "" {
-		sess, err := s.store.GetSession(ctx, event.SessionID)
-		if shared.ErrorCode(err) == shared.CodeNotFound {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		event.TaskID = sess.TaskID
-	}
-	if event.TaskID == "" {
-		return nil // a new task: anyone of the role
-	}
-	ok, err := s.store.MayEdit(ctx, acc, event.TaskID)
-	if err != nil || ok {
-		return err
-	}
-	return shared.Errorf(shared.CodeForbidden, "%s may not change this task: it is %s's; ask them or an admin to share it", acc.Login, s.ownerOf(ctx, event.TaskID))
-}
-
-// seenBy is the tasks as the request's account sees them: a guest only its own task, and
-// each with MayEdit by the rule mayEdit enforces (store.MayEdit) and MayShare by
-// mayShare's.
-func (s *server) seenBy(ctx context.Context, tasks []shared.Task) ([]shared.Task, error) {
-	acc := accountFrom(ctx)
-	if acc.TaskID != "" {
-		tasks = slices.DeleteFunc(tasks, func(t shared.Task) bool { return t.ID != acc.TaskID })
-	}
-	var mine map[string]bool
-	if acc.Role == shared.RoleMember && acc.ID != "" {
-		var err error
-		if mine, err = s.store.EditableTasks(ctx, acc.ID); err != nil {
-			return nil, err
-		}
-	}
-	for i := range tasks {
-		tasks[i].MayEdit = acc.Role == shared.RoleAdmin || mine[tasks[i].ID]
-		tasks[i].MayShare = mayShareTask(acc, tasks[i])
-	}
-	return tasks, nil
-}
-
-func (s *server) ownerOf(ctx context.Context, taskID string) string {
-	if t, err := s.store.GetTask(ctx, taskID); err == nil && t.Owner != "" {
-		return t.Owner
-	}
-	return "the admins"
 }
 
 // audit records a write that succeeded. A store that cannot record it is logged, not
@@ -481,24 +366,6 @@ func (s *server) handleListEditors(c *fiber.Ctx) error {
 	}{editors})
 }
 
-// mayShare: only the task's owner and admins share it or take it back (its editors may
-// edit it, not hand it on).
-func (s *server) mayShare(ctx context.Context, taskID string) error {
-	task, err := s.store.GetTask(ctx, taskID)
-	switch {
-	case err != nil:
-		return err
-	case mayShareTask(accountFrom(ctx), task):
-		return nil
-	}
-	return shared.Errorf(shared.CodeForbidden, "only %s or an admin may share this task", s.ownerOf(ctx, taskID))
-}
-
-// mayShareTask is mayShare's rule, which the task list answers too (Task.MayShare).
-func mayShareTask(acc shared.Account, task shared.Task) bool {
-	return acc.Role == shared.RoleAdmin || acc.ID != "" && task.Owner == acc.Login
-}
-
 func (s *server) handleAddEditor(c *fiber.Ctx) error {
 	var req struct {
 		Login string `json:"login"`
@@ -506,7 +373,7 @@ func (s *server) handleAddEditor(c *fiber.Ctx) error {
 	if err := decodeBody(c.Body(), &req); err != nil {
 		return s.fail(c, err)
 	}
-	if err := s.mayShare(c.UserContext(), c.Params("task_id")); err != nil {
+	if err := s.tasks.CheckShare(c.UserContext(), accountFrom(c.UserContext()), c.Params("task_id")); err != nil {
 		return s.fail(c, err)
 	}
 	acc, err := s.store.ShareTask(c.UserContext(), c.Params("task_id"), req.Login)
@@ -517,7 +384,7 @@ func (s *server) handleAddEditor(c *fiber.Ctx) error {
 }
 
 func (s *server) handleRemoveEditor(c *fiber.Ctx) error {
-	if err := s.mayShare(c.UserContext(), c.Params("task_id")); err != nil {
+	if err := s.tasks.CheckShare(c.UserContext(), accountFrom(c.UserContext()), c.Params("task_id")); err != nil {
 		return s.fail(c, err)
 	}
 	if err := s.store.UnshareTask(c.UserContext(), c.Params("task_id"), c.Params("account_id")); err != nil {

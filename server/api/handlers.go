@@ -18,6 +18,7 @@ import (
 	"unicode/utf8"
 
 	"conch/server/store"
+	taskpkg "conch/server/task"
 	"conch/shared"
 
 	"github.com/gofiber/fiber/v2"
@@ -54,7 +55,7 @@ func (s *server) handleListAgents(c *fiber.Ctx) error {
 func (s *server) handleListTasks(c *fiber.Ctx) error {
 	tasks, err := s.store.ListTasks(c.UserContext())
 	if err == nil {
-		tasks, err = s.seenBy(c.UserContext(), tasks)
+		tasks, err = s.tasks.SeenBy(c.UserContext(), accountFrom(c.UserContext()), tasks)
 	}
 	if err != nil {
 		return s.fail(c, err)
@@ -86,13 +87,13 @@ func (s *server) handleCreateTask(c *fiber.Ctx) error {
 	if err != nil {
 		return s.fail(c, err)
 	}
-	task, err := s.store.CreateTaskOn(c.UserContext(), req.Title, req.Description, repo, base, person(c.UserContext()), dirs...)
+	task, err := s.store.CreateTaskOn(c.UserContext(), req.Title, req.Description, repo, base, taskpkg.Person(accountFrom(c.UserContext())), dirs...)
 	if err != nil {
 		return s.fail(c, err)
 	}
 	s.events.TaskChanged(task.ID)
 	c.Locals(madeTaskKey, task.ID)
-	task.MayEdit, task.MayShare = true, mayShareTask(accountFrom(c.UserContext()), task) // its maker's
+	task.MayEdit, task.MayShare = true, taskpkg.MayShare(accountFrom(c.UserContext()), task) // its maker's
 	return sendJSON(c.Status(http.StatusCreated), task)
 }
 
@@ -100,7 +101,7 @@ func (s *server) handleGetTask(c *fiber.Ctx) error {
 	task, err := s.store.GetTask(c.UserContext(), c.Params("task_id"))
 	tasks := []shared.Task{task}
 	if err == nil {
-		tasks, err = s.seenBy(c.UserContext(), tasks)
+		tasks, err = s.tasks.SeenBy(c.UserContext(), accountFrom(c.UserContext()), tasks)
 	}
 	if err != nil {
 		return s.fail(c, err)
@@ -252,7 +253,7 @@ func (s *server) addMessage(ctx context.Context, sessionID string, req shared.Ad
 	if err := shared.CheckLength("content", req.Content, shared.MaxPromptBytes); err != nil {
 		return shared.Message{}, err
 	}
-	return s.rt.Prompt(ctx, sessionID, person(ctx).Login, req, files...)
+	return s.rt.Prompt(ctx, sessionID, taskpkg.Person(accountFrom(ctx)).Login, req, files...)
 }
 
 func (s *server) handleCancel(c *fiber.Ctx) error {
@@ -319,7 +320,7 @@ func (s *server) answerPermission(ctx context.Context, req shared.PermissionAnsw
 	case strings.TrimSpace(req.OptionID) == "":
 		return shared.Message{}, shared.Errorf(shared.CodeInvalid, "option_id is required")
 	}
-	return s.rt.AnswerPermission(store.AnsweredBy(ctx, person(ctx).Login), req.SessionID, req.MessageID, req.OptionID)
+	return s.rt.AnswerPermission(store.AnsweredBy(ctx, taskpkg.Person(accountFrom(ctx)).Login), req.SessionID, req.MessageID, req.OptionID)
 }
 
 func (s *server) handleAnswerElicitation(c *fiber.Ctx) error {
@@ -343,7 +344,7 @@ func (s *server) answerElicitation(ctx context.Context, req shared.ElicitationAn
 	if strings.TrimSpace(req.MessageID) == "" {
 		return shared.Message{}, shared.Errorf(shared.CodeInvalid, "message_id is required")
 	}
-	return s.rt.AnswerElicitation(store.AnsweredBy(ctx, person(ctx).Login), req.SessionID, req.MessageID, req)
+	return s.rt.AnswerElicitation(store.AnsweredBy(ctx, taskpkg.Person(accountFrom(ctx)).Login), req.SessionID, req.MessageID, req)
 }
 
 func (s *server) handleSetMode(c *fiber.Ctx) error {

@@ -15,7 +15,7 @@ import (
 
 // Read-only links to a task (shared.ShareLink): its owner or an admin makes one that
 // works for 1 to 30 days, lists and revokes them; opening one signs the browser in as a
-// guest of that one task (guest; what a guest may reach is decided in authz.go, inScope).
+// guest of that one task (guest; what a guest may reach is decided in task.Service.InScope).
 
 // guest is the account of a sign-in made by the link id: a viewer of the link's task, or
 // not signed in once the link was revoked or expired.
@@ -39,7 +39,7 @@ func (s *server) handleCreateLink(c *fiber.Ctx) error {
 		return s.fail(c, shared.Errorf(shared.CodeInvalid, "days must be 1 to 30"))
 	}
 	ctx, taskID := c.UserContext(), c.Params("task_id")
-	if err := s.mayShare(ctx, taskID); err != nil {
+	if err := s.tasks.CheckShare(ctx, accountFrom(ctx), taskID); err != nil {
 		return s.fail(c, err)
 	}
 	code := rand.Text()
@@ -53,7 +53,7 @@ func (s *server) handleCreateLink(c *fiber.Ctx) error {
 
 func (s *server) handleListLinks(c *fiber.Ctx) error {
 	ctx, taskID := c.UserContext(), c.Params("task_id")
-	if err := s.mayShare(ctx, taskID); err != nil {
+	if err := s.tasks.CheckShare(ctx, accountFrom(ctx), taskID); err != nil {
 		return s.fail(c, err)
 	}
 	links, err := s.store.ShareLinks(ctx, taskID)
@@ -67,7 +67,7 @@ func (s *server) handleListLinks(c *fiber.Ctx) error {
 
 func (s *server) handleDeleteLink(c *fiber.Ctx) error {
 	ctx, taskID := c.UserContext(), c.Params("task_id")
-	if err := s.mayShare(ctx, taskID); err != nil {
+	if err := s.tasks.CheckShare(ctx, accountFrom(ctx), taskID); err != nil {
 		return s.fail(c, err)
 	}
 	if err := s.store.DeleteShareLink(ctx, taskID, c.Params("link_id")); err != nil {

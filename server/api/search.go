@@ -4,6 +4,7 @@ import (
 	"strconv"
 	"strings"
 
+	"conch/server/task"
 	"conch/shared"
 
 	"github.com/gofiber/fiber/v2"
@@ -19,7 +20,7 @@ func (s *server) handleSearch(c *fiber.Ctx) error {
 		}
 		q.Limit = n
 	}
-	page, err := s.store.Search(c.UserContext(), q, readable(accountFrom(c.UserContext())))
+	page, err := s.store.Search(c.UserContext(), q, task.Readable(accountFrom(c.UserContext())))
 	if err != nil {
 		return s.fail(c, err)
 	}

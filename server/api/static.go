@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"conch/server/task"
 	"conch/shared"
 
 	"github.com/gofiber/fiber/v2"
@@ -187,10 +188,10 @@ const bootTimeout = 2 * time.Second
 // asks what GET /api/v1/task-sessions/{id}/messages asks of the account (as).
 func (s *server) sessionBoot(ctx context.Context, id string) (shared.Boot, error) {
 	acc := accountFrom(ctx)
-	if err := s.inScope(ctx, acc, shared.AuditEvent{SessionID: id}); err != nil {
+	if err := s.tasks.InScope(ctx, acc, shared.AuditEvent{SessionID: id}); err != nil {
 		return shared.Boot{}, err
 	}
-	if err := permits(acc, shared.RoleViewer); err != nil {
+	if err := task.Permits(acc, shared.RoleViewer); err != nil {
 		return shared.Boot{}, err
 	}
 	ctx, cancel := context.WithTimeout(ctx, bootTimeout)
