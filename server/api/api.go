@@ -8,7 +8,6 @@
 package api
 
 import (
-	"context"
 	_ "embed"
 	"errors"
 	"io/fs"
@@ -17,7 +16,6 @@ import (
 	"net/netip"
 	"runtime"
 	"runtime/debug"
-	"sync"
 	"time"
 
 	"conch/server/hub"
@@ -44,60 +42,12 @@ var OpenAPI []byte
 // DefaultBodyLimit bounds request bodies and WebSocket frames when Config.BodyLimit is 0.
 const DefaultBodyLimit = 1 << 20
 
-// Runtime runs agent sessions. Production wires *replica.Replica, which runs a session's
-// agent here or asks the server that owns it (checked in server/replica/api_test.go).
-type Runtime interface {
-	Agents() []shared.Agent
-	// StartSession creates the session, starts its agent and returns it ready, or failed with its error.
-	StartSession(ctx context.Context, taskID, agent, cwd string) (shared.Session, error)
-	// Prompt stores a person's prompt (author is the account's login), publishes it and
-	// queues its turn, which runs in the background; a repeated client_message_id returns
-	// the first message and queues nothing. Each of files (an absolute path) follows the
-	// text as an ACP resource_link. A draining server refuses it before storing it.
-	Prompt(ctx context.Context, sessionID, author string, req shared.AddRequest, files ...string) (shared.Message, error)
-	// Cancel sends ACP session/cancel for the running turn.
-	Cancel(sessionID string) error
-	// Stop ends the session's agent and its commands, and returns once they are gone.
-	Stop(sessionID, reason string)
-	// StopAgent stops the session's agent and its commands while the session stays (its
-	// next prompt starts a new agent), and returns the session once they are gone.
-	StopAgent(ctx context.Context, sessionID string) (shared.Session, error)
-	// Resume starts a stopped session's agent, which takes the conversation up again (ACP
-	// session/resume or session/load), with no prompt; it returns the session once the
-	// agent has answered.
-	Resume(ctx context.Context, sessionID string) (shared.Session, error)
-	// Draining is nil while the server runs, and once it is stopping (SIGTERM), the
-	// shared.CodeDraining error it answers what it no longer starts: turns and agents.
-	Draining() error
-	// AnswerPermission stores a person's answer to a pending permission request, publishes
-	// the updated message and hands the answer to the agent.
-	AnswerPermission(ctx context.Context, sessionID, messageID, optionID string) (shared.Message, error)
-	// AnswerElicitation stores a person's answer to an agent's pending question, checked
-	// against its fields, publishes the updated message and hands the answer to the agent.
-	AnswerElicitation(ctx context.Context, sessionID, messageID string, a shared.ElicitationAnswer) (shared.Message, error)
-	// SetMode switches the agent to one of the modes it offers and returns the session.
-	SetMode(ctx context.Context, sessionID, modeID string) (shared.Session, error)
-	// SetConfig sets one of the agent's config options and returns the session once the
-	// agent has answered.
-	SetConfig(ctx context.Context, sessionID string, req shared.ConfigRequest) (shared.Session, error)
-}
-
-// Events publishes what the API committed: the hub itself, or a bus that also tells the
-// other servers of the database (*replica.Bus).
-type Events interface {
-	MessageAdded(shared.Message)
-	SessionDeleted(sessionID string)
-	TaskChanged(taskID string)
-	TaskDeleted(taskID string)
-	Revoked(key string) // closes the WebSockets key let in (hub.Who)
-}
-
 // Config wires the API to the rest of the server.
 type Config struct {
 	Store   *store.Store
 	Hub     *hub.Hub
-	Events  Events // Hub when nil
-	Runtime Runtime
+	Events  task.Events // Hub when nil
+	Runtime task.Runtime
 	// UI makes go-app's handler, mounted last as the catch-all, with the one source of
 	// the data its pages show (ui.BootFunc; see pages).
 	UI  func(boot func(key string) (shared.Boot, error)) http.Handler
@@ -133,8 +83,8 @@ type server struct {
 	store   *store.Store
 	tasks   *task.Service
 	hub     *hub.Hub
-	events  Events
-	rt      Runtime
+	events  task.Events
+	rt      task.Runtime
 	web     *assets
 	token   string
 	log     *slog.Logger
@@ -151,7 +101,6 @@ type server struct {
 
 	snapshots *snapshotCache
 	reads     chan struct{} // admitReads' slots
-	worktrees sync.Mutex    // held while a task's first session makes its worktree (changes.go)
 	oidc      *oidcFlow     // nil without single sign-on
 	boots     boots         // the data of pages being prerendered (pages)
 }
@@ -173,10 +122,11 @@ func New(cfg Config) *fiber.App {
 	if cfg.Events == nil {
 		cfg.Events = cfg.Hub
 	}
-	s := &server{store: cfg.Store, tasks: task.New(cfg.Store), hub: cfg.Hub, events: cfg.Events, rt: cfg.Runtime, web: newAssets(cfg.Web),
+	s := &server{store: cfg.Store, hub: cfg.Hub, events: cfg.Events, rt: cfg.Runtime, web: newAssets(cfg.Web),
 		token: cfg.Token, log: cfg.Logger, limit: cfg.BodyLimit, now: cfg.Now, agent: cfg.FromAgent, pushKey: cfg.PushKey, pushTo: cfg.PushEndpoints,
 		sandbox: cfg.Sandbox, sessionKey: sessionKeyOf(cfg.Token), proxies: cfg.TrustedProxies, throttle: newThrottle(cfg.Now),
 		snapshots: newSnapshotCache(snapshotCacheBytes), reads: make(chan struct{}, runtime.GOMAXPROCS(0))}
+	s.tasks = task.New(cfg.Store, cfg.Events, cfg.Runtime, cfg.Logger)
 	if cfg.OIDC != nil && cfg.Token != "" {
 		s.oidc = &oidcFlow{cfg: *cfg.OIDC}
 	}

@@ -1,192 +1,28 @@
 package api
 
 import (
-	"context"
-	"fmt"
-	"log/slog"
 	"net/http"
-	"os"
-	"path/filepath"
-	"slices"
-	"strings"
 
-	"conch/server/store"
-	"conch/server/worktree"
 	"conch/shared"
 
 	"github.com/gofiber/fiber/v2"
 )
 
-// checkRepo checks a task request's repository and base branch (docs/API.md,
-// "Repositories and worktrees"); no repository, no base.
-func checkRepo(ctx context.Context, repo, base string) (string, string, error) {
-	if repo == "" {
-		if base != "" {
-			return "", "", shared.Errorf(shared.CodeInvalid, "base_branch needs a repo")
-		}
-		return "", "", nil
-	}
-	if err := shared.CheckText("repo", repo); err != nil {
-		return "", "", err
-	}
-	repo, err := checkDirectory("repo", repo)
-	if err != nil {
-		return "", "", err
-	}
-	return worktree.Repo(ctx, repo, base)
-}
+// A task's worktree and the landing of its change: server/task does them (worktree.go).
 
-// handleRepository says what a directory on the server is to git (shared.Repository), so
-// the New task form can offer a worktree; the directory is checked as a task's are.
 func (s *server) handleRepository(c *fiber.Ctx) error {
-	path := c.Query("path")
-	if path == "" {
-		return s.fail(c, shared.Errorf(shared.CodeInvalid, "path is required"))
-	}
-	if err := shared.CheckLength("path", path, shared.MaxPathBytes); err != nil {
-		return s.fail(c, err)
-	}
-	dir, err := checkDirectory("path", path)
-	if err != nil {
-		return s.fail(c, err)
-	}
-	r, err := worktree.Inspect(c.UserContext(), dir)
-	if err != nil {
-		return s.fail(c, err)
-	}
-	return sendJSON(c, r)
-}
-
-// checkDirectories checks a task request's additional directories: a few directories
-// (checkDirectory), each named once, in the order given.
-func checkDirectories(dirs []string) ([]string, error) {
-	if len(dirs) > shared.MaxAdditionalDirectories {
-		return nil, shared.Errorf(shared.CodeInvalid, "at most %d additional directories", shared.MaxAdditionalDirectories)
-	}
-	var out []string
-	for _, d := range dirs {
-		if err := shared.CheckLength("additional directory", d, shared.MaxPathBytes); err != nil {
-			return nil, err
-		}
-		d, err := checkDirectory("additional directory", d)
-		if err != nil {
-			return nil, err
-		}
-		if !slices.Contains(out, d) {
-			out = append(out, d)
-		}
-	}
-	return out, nil
-}
-
-// kernelTrees are the kernel's own file systems: a path through one names what the
-// reading process sees (/proc/self/cwd is the directory the server runs in, and an
-// agent's own in its sandbox; /proc/<pid>/root another process's file system), not a
-// project's directory.
-var kernelTrees = []string{"/proc", "/sys", "/dev"}
-
-// checkDirectory checks a directory a request names (what says which): an absolute path
-// of a directory the server can reach, in none of kernelTrees either as given or with its
-// symbolic links resolved. It returns the resolved path, which is then the one kept, so
-// what it names cannot change with the process that reads it or a link that moves.
-func checkDirectory(what, path string) (string, error) {
-	if !filepath.IsAbs(path) {
-		return "", shared.Errorf(shared.CodeInvalid, "%s %q is not an absolute path", what, path)
-	}
-	real, err := filepath.EvalSymlinks(path) // "" when it cannot be resolved
-	for _, p := range []string{filepath.Clean(path), real} {
-		for _, tree := range kernelTrees {
-			if p == tree || strings.HasPrefix(p, tree+"/") {
-				return "", shared.Errorf(shared.CodeInvalid, "%s %s is in %s, the kernel's files, not a project's: name the directory itself", what, path, tree)
-			}
-		}
-	}
-	if err != nil {
-		return "", shared.Errorf(shared.CodeInvalid, "%s %s is not a directory the server can reach", what, path)
-	}
-	if fi, err := os.Stat(real); err != nil || !fi.IsDir() {
-		return "", shared.Errorf(shared.CodeInvalid, "%s %s is not a directory the server can reach", what, path)
-	}
-	return real, nil
-}
-
-// ensureWorktree gives a task on a repository its worktree when it has none yet, and says
-// so for people (made); one at a time, so two first sessions make one worktree.
-func (s *server) ensureWorktree(ctx context.Context, task shared.Task) (shared.Task, string, error) {
-	s.worktrees.Lock()
-	defer s.worktrees.Unlock()
-	task, err := s.store.GetTask(ctx, task.ID)
-	if err != nil || task.Worktree != "" {
-		return task, "", err
-	}
-	branch := worktree.Branch(task.ID, task.Title)
-	dir, err := worktree.Add(ctx, task.Repo, task.BaseBranch, branch)
-	if err != nil {
-		return task, "", err
-	}
-	if task, err = s.store.SetTaskWorktree(ctx, task.ID, branch, dir); err != nil {
-		_ = worktree.Remove(context.Background(), task.Repo, dir)
-		return task, "", err
-	}
-	return task, "Made worktree " + dir + " on a new branch " + branch + " from " + task.BaseBranch + ".", nil
-}
-
-// addStatus adds a status message for people to a session and publishes it.
-func (s *server) addStatus(ctx context.Context, sessionID, text string) {
-	msg, err := s.store.CreateMessage(ctx, store.NewMessage{SessionID: sessionID, AuthorType: shared.AuthorSystem,
-		Type: shared.TypeStatus, Content: text})
-	if err != nil {
-		s.log.Error("status message", "session", sessionID, "err", err)
-		return
-	}
-	s.events.MessageAdded(msg)
-}
-
-// removeWorktree removes a deleted task's worktree (its branch stays). The task is gone
-// already, so a failure is only logged: the worktree is then git's to prune.
-func (s *server) removeWorktree(task shared.Task) {
-	if task.Worktree == "" {
-		return
-	}
-	err := worktree.Remove(context.Background(), task.Repo, task.Worktree)
-	s.log.Info("worktree removed with its task", "task", task.ID, "worktree", task.Worktree, "branch kept", task.Branch, slog.Any("err", err))
-}
-
-// repoTask is the task of the request, which must have a worktree.
-func (s *server) repoTask(c *fiber.Ctx) (shared.Task, error) {
-	task, err := s.store.GetTask(c.UserContext(), c.Params("task_id"))
-	if err == nil && task.Worktree == "" {
-		err = shared.Errorf(shared.CodeNotFound, "the task has no worktree: it names no repository or has had no session yet")
-	}
-	return task, err
+	r, err := s.tasks.Repository(c.UserContext(), c.Query("path"))
+	return s.answer(c, http.StatusOK, r, err)
 }
 
 func (s *server) handleChanges(c *fiber.Ctx) error {
-	task, err := s.repoTask(c)
-	if err != nil {
-		return s.fail(c, err)
-	}
-	changes, err := worktree.Changes(c.UserContext(), task.Worktree, task.BaseBranch, task.Branch)
-	if err != nil {
-		return s.fail(c, err)
-	}
-	return sendJSON(c, changes)
+	changes, err := s.tasks.Changes(c.UserContext(), c.Params("task_id"))
+	return s.answer(c, http.StatusOK, changes, err)
 }
 
 func (s *server) handleChangesDiff(c *fiber.Ctx) error {
-	task, err := s.repoTask(c)
-	if err != nil {
-		return s.fail(c, err)
-	}
-	path := c.Query("path")
-	if path == "" {
-		return s.fail(c, shared.Errorf(shared.CodeInvalid, "path is required"))
-	}
-	d, err := worktree.Diff(c.UserContext(), task.Worktree, task.BaseBranch, task.Branch, path)
-	if err != nil {
-		return s.fail(c, err)
-	}
-	return sendJSON(c, d)
+	d, err := s.tasks.Diff(c.UserContext(), c.Params("task_id"), c.Query("path"))
+	return s.answer(c, http.StatusOK, d, err)
 }
 
 type commitRequest struct {
@@ -197,127 +33,35 @@ type landRequest struct {
 	Mode string `json:"mode"`
 }
 
-// handleCommit commits all of the task's uncommitted work on its branch.
 func (s *server) handleCommit(c *fiber.Ctx) error {
 	var req commitRequest
 	if err := decodeBody(c.Body(), &req); err != nil {
 		return s.fail(c, err)
 	}
-	if err := shared.CheckText("message", req.Message); err != nil {
-		return s.fail(c, err)
-	}
-	return s.landStep(c, func(ctx context.Context, task shared.Task) error {
-		s.worktrees.Lock() // git's index lock would refuse a second commit at once
-		defer s.worktrees.Unlock()
-		return worktree.Commit(ctx, task.Worktree, req.Message)
-	})
+	changes, err := s.tasks.Commit(c.UserContext(), c.Params("task_id"), req.Message)
+	return s.answer(c, http.StatusOK, changes, err)
 }
 
-// handleMerge brings the task's branch onto its base branch, by merge or rebase.
 func (s *server) handleMerge(c *fiber.Ctx) error {
 	var req landRequest
 	if err := decodeBody(c.Body(), &req); err != nil {
 		return s.fail(c, err)
 	}
-	return s.landStep(c, func(ctx context.Context, task shared.Task) error {
-		s.worktrees.Lock() // two tasks landing on one base must not both start from its old commit
-		defer s.worktrees.Unlock()
-		return worktree.Land(ctx, task.Repo, task.Worktree, task.BaseBranch, task.Branch, req.Mode)
-	})
+	changes, err := s.tasks.Merge(c.UserContext(), c.Params("task_id"), req.Mode)
+	return s.answer(c, http.StatusOK, changes, err)
 }
 
-// handlePush pushes the task's branch to the repository's remote origin.
 func (s *server) handlePush(c *fiber.Ctx) error {
-	return s.landStep(c, func(ctx context.Context, task shared.Task) error {
-		return worktree.Push(ctx, task.Worktree, task.Branch)
-	})
+	changes, err := s.tasks.Push(c.UserContext(), c.Params("task_id"))
+	return s.answer(c, http.StatusOK, changes, err)
 }
 
-// landStep runs one step of landing a task's change, tells the task's viewers that its
-// changes may have moved, and answers the task's changes summary.
-func (s *server) landStep(c *fiber.Ctx, step func(context.Context, shared.Task) error) error {
-	task, err := s.repoTask(c)
-	if err != nil {
-		return s.fail(c, err)
-	}
-	if err := step(c.UserContext(), task); err != nil {
-		return s.fail(c, err)
-	}
-	s.events.TaskChanged(task.ID)
-	changes, err := worktree.Changes(c.UserContext(), task.Worktree, task.BaseBranch, task.Branch)
-	if err != nil {
-		return s.fail(c, err)
-	}
-	return sendJSON(c, changes)
-}
-
-// handleReview sends a person's comments on the task's change to its newest session as
-// one prompt: file:line references in the text, and each file as a resource link. The
-// built-in shell agent would run it as a command, so a review never goes to it.
 func (s *server) handleReview(c *fiber.Ctx) error {
 	var req shared.Review
 	if err := decodeBody(c.Body(), &req); err != nil {
 		return s.fail(c, err)
 	}
-	task, err := s.repoTask(c)
-	if err != nil {
-		return s.fail(c, err)
-	}
 	ctx := c.UserContext()
-	changes, err := worktree.Changes(ctx, task.Worktree, task.BaseBranch, task.Branch)
-	if err != nil {
-		return s.fail(c, err)
-	}
-	text, files, err := reviewPrompt(req.Comments, changes, task.Worktree)
-	if err != nil {
-		return s.fail(c, err)
-	}
-	summary, err := s.store.TaskSummary(ctx, task.ID)
-	if err != nil {
-		return s.fail(c, err)
-	}
-	switch {
-	case len(summary.Sessions) == 0:
-		return s.fail(c, shared.Errorf(shared.CodeConflict, "the task has no session to send the review to"))
-	case summary.Sessions[0].Agent == shared.ShellAgent:
-		return s.fail(c, shared.Errorf(shared.CodeConflict, "the task's newest session is of the built-in shell agent, which would run the review as a shell command: start a session of an agent that takes requests, then send the review"))
-	}
-	msg, err := s.addMessage(ctx, summary.Sessions[0].ID, shared.AddRequest{Content: text, ClientMessageID: req.ClientMessageID}, files...)
-	if err != nil {
-		return s.fail(c, err)
-	}
-	return sendJSON(c.Status(http.StatusAccepted), msg)
-}
-
-// reviewPrompt is the prompt of a review: one line per comment (its continuation lines
-// indented), and the paths in the worktree of the files commented on, each once.
-func reviewPrompt(comments []shared.ReviewComment, changes shared.Changes, worktree string) (string, []string, error) {
-	if len(comments) == 0 || len(comments) > shared.MaxReviewComments {
-		return "", nil, shared.Errorf(shared.CodeInvalid, "a review has 1 to %d comments", shared.MaxReviewComments)
-	}
-	listed := map[string]bool{}
-	for _, f := range changes.Files {
-		listed[f.Path] = true
-	}
-	var b strings.Builder
-	b.WriteString("Review comments on your change (file:line, in your worktree):\n")
-	var files []string
-	for i, cm := range comments {
-		switch {
-		case !listed[cm.Path]:
-			return "", nil, shared.Errorf(shared.CodeInvalid, "comment %d: %q is not a file of the change", i+1, cm.Path)
-		case cm.Line < 1:
-			return "", nil, shared.Errorf(shared.CodeInvalid, "comment %d: line counts from 1", i+1)
-		case strings.TrimSpace(cm.Text) == "":
-			return "", nil, shared.Errorf(shared.CodeInvalid, "comment %d: text is required", i+1)
-		}
-		if err := shared.CheckText("text", cm.Text); err != nil {
-			return "", nil, err
-		}
-		fmt.Fprintf(&b, "\n%s:%d: %s", cm.Path, cm.Line, strings.ReplaceAll(strings.TrimSpace(cm.Text), "\n", "\n    "))
-		if f := filepath.Join(worktree, cm.Path); !slices.Contains(files, f) {
-			files = append(files, f)
-		}
-	}
-	return b.String(), files, nil
+	msg, err := s.tasks.Review(ctx, accountFrom(ctx), c.Params("task_id"), req)
+	return s.answer(c, http.StatusAccepted, msg, err)
 }

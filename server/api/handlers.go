@@ -9,16 +9,12 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"os"
-	"path/filepath"
 	"reflect"
-	"slices"
 	"strings"
 	"unicode"
 	"unicode/utf8"
 
-	"conch/server/store"
-	taskpkg "conch/server/task"
+	"conch/server/task"
 	"conch/shared"
 
 	"github.com/gofiber/fiber/v2"
@@ -53,102 +49,34 @@ func (s *server) handleListAgents(c *fiber.Ctx) error {
 }
 
 func (s *server) handleListTasks(c *fiber.Ctx) error {
-	tasks, err := s.store.ListTasks(c.UserContext())
-	if err == nil {
-		tasks, err = s.tasks.SeenBy(c.UserContext(), accountFrom(c.UserContext()), tasks)
-	}
-	if err != nil {
-		return s.fail(c, err)
-	}
+	tasks, err := s.tasks.ListTasks(c.UserContext(), accountFrom(c.UserContext()))
 	if tasks == nil {
 		tasks = []shared.Task{}
 	}
-	return sendJSON(c, fiber.Map{"tasks": tasks})
-}
-
-type createTaskRequest struct {
-	Title       string   `json:"title"`
-	Description string   `json:"description"`
-	Repo        string   `json:"repo"`
-	BaseBranch  string   `json:"base_branch"`
-	Directories []string `json:"additional_directories"`
+	return s.answer(c, http.StatusOK, fiber.Map{"tasks": tasks}, err)
 }
 
 func (s *server) handleCreateTask(c *fiber.Ctx) error {
-	var req createTaskRequest
+	var req task.NewTask
 	if err := decodeBody(c.Body(), &req); err != nil {
 		return s.fail(c, err)
 	}
-	repo, base, err := checkRepo(c.UserContext(), req.Repo, req.BaseBranch)
-	if err != nil {
-		return s.fail(c, err)
+	t, err := s.tasks.CreateTask(c.UserContext(), accountFrom(c.UserContext()), req)
+	if err == nil {
+		c.Locals(madeTaskKey, t.ID)
 	}
-	dirs, err := checkDirectories(req.Directories)
-	if err != nil {
-		return s.fail(c, err)
-	}
-	task, err := s.store.CreateTaskOn(c.UserContext(), req.Title, req.Description, repo, base, taskpkg.Person(accountFrom(c.UserContext())), dirs...)
-	if err != nil {
-		return s.fail(c, err)
-	}
-	s.events.TaskChanged(task.ID)
-	c.Locals(madeTaskKey, task.ID)
-	task.MayEdit, task.MayShare = true, taskpkg.MayShare(accountFrom(c.UserContext()), task) // its maker's
-	return sendJSON(c.Status(http.StatusCreated), task)
+	return s.answer(c, http.StatusCreated, t, err)
 }
 
 func (s *server) handleGetTask(c *fiber.Ctx) error {
-	task, err := s.store.GetTask(c.UserContext(), c.Params("task_id"))
-	tasks := []shared.Task{task}
-	if err == nil {
-		tasks, err = s.tasks.SeenBy(c.UserContext(), accountFrom(c.UserContext()), tasks)
-	}
-	if err != nil {
-		return s.fail(c, err)
-	}
-	return sendJSON(c, tasks[0])
+	t, err := s.tasks.GetTask(c.UserContext(), accountFrom(c.UserContext()), c.Params("task_id"))
+	return s.answer(c, http.StatusOK, t, err)
 }
 
-// handleDeleteTask stops the task's agents, then removes the task with everything it holds
-// in one transaction, and tells the sessions' subscribers.
 func (s *server) handleDeleteTask(c *fiber.Ctx) error {
-	ctx, id := c.UserContext(), c.Params("task_id")
-	task, err := s.store.GetTask(ctx, id)
-	if err != nil {
+	if err := s.tasks.DeleteTask(c.UserContext(), c.Params("task_id")); err != nil {
 		return s.fail(c, err)
 	}
-	live, err := s.store.TaskSessions(ctx, id)
-	if err != nil {
-		return s.fail(c, err)
-	}
-	const reason = "its task was deleted"
-	var homes []string         // the sessions' private homes (shared.Sandbox), removed with the task
-	for _, sid := range live { // first, so that no agent writes into what is being deleted
-		s.rt.Stop(sid, reason)
-		if sess, err := s.store.GetSession(ctx, sid); err == nil && sess.Sandbox != nil && sess.Sandbox.Home != "" {
-			homes = append(homes, sess.Sandbox.Home)
-		}
-	}
-	deleted, err := s.store.DeleteTask(ctx, id)
-	if err != nil {
-		return s.fail(c, err)
-	}
-	for _, sid := range deleted {
-		if !slices.Contains(live, sid) { // started in between
-			s.rt.Stop(sid, reason)
-		}
-		s.events.SessionDeleted(sid)
-	}
-	s.removeWorktree(task)
-	for _, home := range homes {
-		// <data>/sandboxes/<session id>/home: the session's directory goes, its home and TMPDIR.
-		if dir := filepath.Dir(home); filepath.Base(filepath.Dir(dir)) == "sandboxes" {
-			if err := os.RemoveAll(dir); err != nil {
-				s.log.Warn("remove a deleted session's sandbox home", "dir", dir, "err", err)
-			}
-		}
-	}
-	s.events.TaskDeleted(id)
 	return c.SendStatus(http.StatusNoContent)
 }
 
@@ -162,37 +90,9 @@ func (s *server) handleCreateSession(c *fiber.Ctx) error {
 	if err := decodeBody(c.Body(), &req); err != nil {
 		return s.fail(c, err)
 	}
-	if strings.TrimSpace(req.Agent) == "" {
-		return s.fail(c, shared.Errorf(shared.CodeInvalid, "agent is required"))
-	}
-	ctx := c.UserContext()
-	task, err := s.store.GetTask(ctx, c.Params("task_id"))
-	if err != nil {
-		return s.fail(c, err)
-	}
-	cwd, made := req.Cwd, ""
-	if task.Repo != "" {
-		if cwd != "" {
-			return s.fail(c, shared.Errorf(shared.CodeInvalid, "a task on a repository runs its sessions in its own worktree: leave cwd out"))
-		}
-		if task, made, err = s.ensureWorktree(ctx, task); err != nil {
-			return s.fail(c, err)
-		}
-		cwd = task.Worktree
-	} else if cwd != "" {
-		if cwd, err = checkDirectory("cwd", cwd); err != nil {
-			return s.fail(c, err)
-		}
-	}
 	// A session that failed to start is still created: 201 with state failed and its error.
-	sess, err := s.rt.StartSession(ctx, task.ID, req.Agent, cwd)
-	if err != nil {
-		return s.fail(c, err)
-	}
-	if made != "" {
-		s.addStatus(ctx, sess.ID, made)
-	}
-	return sendJSON(c.Status(http.StatusCreated), sess)
+	sess, err := s.tasks.CreateSession(c.UserContext(), c.Params("task_id"), req.Agent, req.Cwd)
+	return s.answer(c, http.StatusCreated, sess, err)
 }
 
 func (s *server) handleGetSession(c *fiber.Ctx) error {
@@ -235,38 +135,13 @@ func (s *server) handleAddMessage(c *fiber.Ctx) error {
 	if err := fromPath(c, pathID{"session_id", &req.SessionID}); err != nil {
 		return s.fail(c, err)
 	}
-	msg, err := s.addMessage(c.UserContext(), req.SessionID, req)
-	if err != nil {
-		return s.fail(c, err)
-	}
-	return sendJSON(c.Status(http.StatusAccepted), msg)
-}
-
-// addMessage is message.add over REST and WebSocket alike: the runtime stores the prompt,
-// publishes it and queues the turn (with files as resource links: a review). A repeated
-// client_message_id returns the first message and starts nothing. A prompt may be files
-// alone (a pasted screenshot), never nothing.
-func (s *server) addMessage(ctx context.Context, sessionID string, req shared.AddRequest, files ...string) (shared.Message, error) {
-	if strings.TrimSpace(req.Content) == "" && len(req.Attachments) == 0 {
-		return shared.Message{}, shared.Errorf(shared.CodeInvalid, "content is required")
-	}
-	if err := shared.CheckLength("content", req.Content, shared.MaxPromptBytes); err != nil {
-		return shared.Message{}, err
-	}
-	return s.rt.Prompt(ctx, sessionID, taskpkg.Person(accountFrom(ctx)).Login, req, files...)
+	msg, err := s.tasks.Prompt(c.UserContext(), accountFrom(c.UserContext()), req.SessionID, req)
+	return s.answer(c, http.StatusAccepted, msg, err)
 }
 
 func (s *server) handleCancel(c *fiber.Ctx) error {
-	sessionID := c.Params("session_id")
-	sess, err := s.store.GetSession(c.UserContext(), sessionID)
-	if err != nil {
-		return s.fail(c, err)
-	}
-	if err := s.rt.Cancel(sessionID); err != nil {
-		return s.fail(c, err)
-	}
-	// The turn ends asynchronously (ACP session/cancel is a notification).
-	return sendJSON(c.Status(http.StatusAccepted), sess)
+	sess, err := s.tasks.Cancel(c.UserContext(), c.Params("session_id"))
+	return s.answer(c, http.StatusAccepted, sess, err) // the turn ends later
 }
 
 // handleStop stops the session's agent; the session stays for the next prompt.
@@ -297,95 +172,43 @@ func (s *server) handleResume(c *fiber.Ctx) error {
 }
 
 func (s *server) handleAnswerPermission(c *fiber.Ctx) error {
-	var req shared.PermissionAnswer
-	if err := decodeBody(c.Body(), &req); err != nil {
-		return s.fail(c, err)
-	}
-	if err := fromPath(c, pathID{"session_id", &req.SessionID}, pathID{"message_id", &req.MessageID}); err != nil {
-		return s.fail(c, err)
-	}
-	msg, err := s.answerPermission(c.UserContext(), req)
-	if err != nil {
-		return s.fail(c, err)
-	}
-	return sendJSON(c, msg)
-}
-
-// answerPermission is permission.answer over REST and WebSocket alike; the runtime
-// stores the answer, publishes it and hands it to the agent.
-func (s *server) answerPermission(ctx context.Context, req shared.PermissionAnswer) (shared.Message, error) {
-	switch {
-	case strings.TrimSpace(req.MessageID) == "":
-		return shared.Message{}, shared.Errorf(shared.CodeInvalid, "message_id is required")
-	case strings.TrimSpace(req.OptionID) == "":
-		return shared.Message{}, shared.Errorf(shared.CodeInvalid, "option_id is required")
-	}
-	return s.rt.AnswerPermission(store.AnsweredBy(ctx, taskpkg.Person(accountFrom(ctx)).Login), req.SessionID, req.MessageID, req.OptionID)
+	return askAgent(s, c, func(r *shared.PermissionAnswer) []pathID {
+		return []pathID{{"session_id", &r.SessionID}, {"message_id", &r.MessageID}}
+	},
+		func(ctx context.Context, req shared.PermissionAnswer) (shared.Message, error) {
+			return s.tasks.AnswerPermission(ctx, accountFrom(ctx), req)
+		})
 }
 
 func (s *server) handleAnswerElicitation(c *fiber.Ctx) error {
-	var req shared.ElicitationAnswer
-	if err := decodeBody(c.Body(), &req); err != nil {
-		return s.fail(c, err)
-	}
-	if err := fromPath(c, pathID{"session_id", &req.SessionID}, pathID{"message_id", &req.MessageID}); err != nil {
-		return s.fail(c, err)
-	}
-	msg, err := s.answerElicitation(c.UserContext(), req)
-	if err != nil {
-		return s.fail(c, err)
-	}
-	return sendJSON(c, msg)
-}
-
-// answerElicitation is elicitation.answer over REST and WebSocket alike; the store checks
-// the answer against the question's fields.
-func (s *server) answerElicitation(ctx context.Context, req shared.ElicitationAnswer) (shared.Message, error) {
-	if strings.TrimSpace(req.MessageID) == "" {
-		return shared.Message{}, shared.Errorf(shared.CodeInvalid, "message_id is required")
-	}
-	return s.rt.AnswerElicitation(store.AnsweredBy(ctx, taskpkg.Person(accountFrom(ctx)).Login), req.SessionID, req.MessageID, req)
+	return askAgent(s, c, func(r *shared.ElicitationAnswer) []pathID {
+		return []pathID{{"session_id", &r.SessionID}, {"message_id", &r.MessageID}}
+	},
+		func(ctx context.Context, req shared.ElicitationAnswer) (shared.Message, error) {
+			return s.tasks.AnswerElicitation(ctx, accountFrom(ctx), req)
+		})
 }
 
 func (s *server) handleSetMode(c *fiber.Ctx) error {
-	return askAgent(s, c, func(r *shared.ModeRequest) *string { return &r.SessionID }, s.setMode)
+	return askAgent(s, c, func(r *shared.ModeRequest) []pathID { return []pathID{{"session_id", &r.SessionID}} }, s.tasks.SetMode)
 }
 
-// askAgent answers a request of body T for the agent of the session in the path (T's
-// session id, named by id) with the session that ask returns.
-func askAgent[T any](s *server, c *fiber.Ctx, id func(*T) *string, ask func(context.Context, T) (shared.Session, error)) error {
+func (s *server) handleSetConfig(c *fiber.Ctx) error {
+	return askAgent(s, c, func(r *shared.ConfigRequest) []pathID { return []pathID{{"session_id", &r.SessionID}} }, s.tasks.SetConfig)
+}
+
+// askAgent answers a request of body T for the agent of the session in the path (and its
+// message: ids, T's ids that the path names too) with what ask returns.
+func askAgent[T, A any](s *server, c *fiber.Ctx, ids func(*T) []pathID, ask func(context.Context, T) (A, error)) error {
 	var req T
 	if err := decodeBody(c.Body(), &req); err != nil {
 		return s.fail(c, err)
 	}
-	if err := fromPath(c, pathID{"session_id", id(&req)}); err != nil {
+	if err := fromPath(c, ids(&req)...); err != nil {
 		return s.fail(c, err)
 	}
-	sess, err := ask(c.UserContext(), req)
-	if err != nil {
-		return s.fail(c, err)
-	}
-	return sendJSON(c, sess)
-}
-
-// setMode is session.set_mode over REST and WebSocket alike.
-func (s *server) setMode(ctx context.Context, req shared.ModeRequest) (shared.Session, error) {
-	if strings.TrimSpace(req.ModeID) == "" {
-		return shared.Session{}, shared.Errorf(shared.CodeInvalid, "mode_id is required")
-	}
-	return s.rt.SetMode(ctx, req.SessionID, req.ModeID)
-}
-
-func (s *server) handleSetConfig(c *fiber.Ctx) error {
-	return askAgent(s, c, func(r *shared.ConfigRequest) *string { return &r.SessionID }, s.setConfig)
-}
-
-// setConfig is session.set_config over REST and WebSocket alike.
-func (s *server) setConfig(ctx context.Context, req shared.ConfigRequest) (shared.Session, error) {
-	if err := req.Check(); err != nil {
-		return shared.Session{}, err
-	}
-	return s.rt.SetConfig(ctx, req.SessionID, req)
+	v, err := ask(c.UserContext(), req)
+	return s.answer(c, http.StatusOK, v, err)
 }
 
 // decodeBody decodes one strict JSON object (see the package comment) into v.

@@ -24,6 +24,15 @@ const maxPooledJSON = 1 << 20
 
 // sendJSON answers v as JSON: the same bytes and Content-Type as c.JSON, compressed over
 // 1 KiB as the client accepts (lists are most of what a session page reads).
+// answer encodes v with status, or answers err when there is one: the end of a handler
+// that called server/task.
+func (s *server) answer(c *fiber.Ctx, status int, v any, err error) error {
+	if err != nil {
+		return s.fail(c, err)
+	}
+	return sendJSON(c.Status(status), v)
+}
+
 func sendJSON(c *fiber.Ctx, v any) error {
 	buf := jsonBuffers.Get().(*bytes.Buffer)
 	defer func() {

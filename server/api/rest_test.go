@@ -13,6 +13,7 @@ import (
 
 	"conch/server/hub"
 	"conch/server/store"
+	"conch/server/task"
 	"conch/shared"
 )
 
@@ -241,7 +242,7 @@ func TestCreateAndGetErrors(t *testing.T) {
 // case, is refused, at any depth and in the types the API decodes.
 func TestCheckKeys(t *testing.T) {
 	var (
-		task     = reflect.TypeFor[createTaskRequest]()
+		newTask  = reflect.TypeFor[task.NewTask]()
 		envelope = reflect.TypeFor[shared.Envelope]()
 		free     = reflect.TypeFor[any]()
 		list     = reflect.TypeOf(struct { // the WebSocket's message.list payload
@@ -259,11 +260,11 @@ func TestCheckKeys(t *testing.T) {
 		t          reflect.Type
 		body, want string
 	}{
-		{task, `{"title":"a","description":"b"}`, ""},
-		{task, `{"title":"a","title":"b"}`, `key "title" appears twice`},
-		{task, `{"title":"a","Title":"b"}`, `unknown field "Title"; field names are case-sensitive: did you mean "title"?`},
-		{task, `{"TITLE":"a"}`, `unknown field "TITLE"; field names are case-sensitive: did you mean "title"?`},
-		{task, `{"title":"k","description":"title"}`, ""}, // a value is no key
+		{newTask, `{"title":"a","description":"b"}`, ""},
+		{newTask, `{"title":"a","title":"b"}`, `key "title" appears twice`},
+		{newTask, `{"title":"a","Title":"b"}`, `unknown field "Title"; field names are case-sensitive: did you mean "title"?`},
+		{newTask, `{"TITLE":"a"}`, `unknown field "TITLE"; field names are case-sensitive: did you mean "title"?`},
+		{newTask, `{"title":"k","description":"title"}`, ""}, // a value is no key
 		{envelope, `{"type":"request","action":"x","payload":{"content":"ls","content":"rm"}}`, `key "content" appears twice`},
 		{envelope, `{"type":"request","action":"x","payload":{"Content":"ls","content":"rm"}}`, ""}, // the payload's own decoding checks it
 		{envelope, `{"type":"request","Action":"x"}`, `unknown field "Action"; field names are case-sensitive: did you mean "action"?`},

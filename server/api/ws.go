@@ -261,27 +261,27 @@ func (s *server) dispatch(ctx context.Context, client *hub.Client, req shared.En
 	case shared.ActionMessageAdd:
 		var p shared.AddRequest
 		if err = decodePayload(req.Payload, &p, &p.SessionID); err == nil {
-			result, err = s.addMessage(ctx, p.SessionID, p)
+			result, err = s.tasks.Prompt(ctx, accountFrom(ctx), p.SessionID, p)
 		}
 	case shared.ActionPermissionAnswer:
 		var p shared.PermissionAnswer
 		if err = decodePayload(req.Payload, &p, &p.SessionID); err == nil {
-			result, err = s.answerPermission(ctx, p)
+			result, err = s.tasks.AnswerPermission(ctx, accountFrom(ctx), p)
 		}
 	case shared.ActionElicitationAnswer:
 		var p shared.ElicitationAnswer
 		if err = decodePayload(req.Payload, &p, &p.SessionID); err == nil {
-			result, err = s.answerElicitation(ctx, p)
+			result, err = s.tasks.AnswerElicitation(ctx, accountFrom(ctx), p)
 		}
 	case shared.ActionSetMode:
 		var p shared.ModeRequest
 		if err = decodePayload(req.Payload, &p, &p.SessionID); err == nil {
-			result, err = s.setMode(ctx, p)
+			result, err = s.tasks.SetMode(ctx, p)
 		}
 	case shared.ActionSetConfig:
 		var p shared.ConfigRequest
 		if err = decodePayload(req.Payload, &p, &p.SessionID); err == nil {
-			result, err = s.setConfig(ctx, p)
+			result, err = s.tasks.SetConfig(ctx, p)
 		}
 	case shared.ActionStop:
 		var ref shared.SessionRef

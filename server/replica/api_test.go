@@ -1,10 +1,10 @@
 package replica
 
-import "conch/server/api"
+import "conch/server/task"
 
-// The API's interfaces that production wires to this package. Checked here, in a test:
-// replica does not import api, which would bring Fiber into it.
+// The task layer's interfaces that production wires to this package (through server/api's
+// Config). Checked here, in a test, so that replica need not import task.
 var (
-	_ api.Runtime = (*Replica)(nil)
-	_ api.Events  = (*Bus)(nil)
+	_ task.Runtime = (*Replica)(nil)
+	_ task.Events  = (*Bus)(nil)
 )

@@ -119,7 +119,7 @@ func (s *Service) SeenBy(ctx context.Context, acc shared.Account, tasks []shared
 	}
 	for i := range tasks {
 		tasks[i].MayEdit = admin(acc) || mine[tasks[i].ID]
-		tasks[i].MayShare = MayShare(acc, tasks[i])
+		tasks[i].MayShare = mayShare(acc, tasks[i])
 	}
 	return tasks, nil
 }
@@ -131,14 +131,14 @@ func (s *Service) CheckShare(ctx context.Context, acc shared.Account, taskID str
 	switch {
 	case err != nil:
 		return err
-	case MayShare(acc, task):
+	case mayShare(acc, task):
 		return nil
 	}
 	return shared.Errorf(shared.CodeForbidden, "only %s or an admin may share this task", s.ownerOf(ctx, taskID))
 }
 
-// MayShare is CheckShare's rule, which the task list answers too (Task.MayShare).
-func MayShare(acc shared.Account, task shared.Task) bool {
+// mayShare is CheckShare's rule, which the task list answers too (Task.MayShare).
+func mayShare(acc shared.Account, task shared.Task) bool {
 	return admin(acc) || acc.ID != "" && task.Owner == acc.Login
 }
 
