@@ -18,6 +18,7 @@ import (
 
 	"conch/server/hub"
 	"conch/server/store"
+	"conch/server/task"
 	"conch/shared"
 
 	"github.com/gofiber/contrib/websocket"
@@ -63,7 +64,7 @@ func (s *server) signInOf(v string) (string, bool) {
 }
 
 // pass is what let a request in, which its WebSocket keeps: what revoking ends it
-// (hub.Who's keys, revokeKey; a guest's task) and when its sign-in expires (zero for a
+// (hub.Who's keys, task.RevokeKey; a guest's task) and when its sign-in expires (zero for a
 // token, which lasts until it is revoked).
 type pass struct {
 	who   hub.Who
@@ -73,9 +74,6 @@ type pass struct {
 // passKey holds the request's pass in Fiber's locals (requireToken).
 const passKey = "conch.pass"
 
-// revokeKey names a sign-in, access token, share link or account (kind) for Events.Revoked.
-func revokeKey(kind, id string) string { return kind + ":" + id }
-
 // signedIn is the account whose sign-in the request's cookie names, when it has neither
 // expired nor been signed out, and its pass.
 func (s *server) signedIn(c *fiber.Ctx) (shared.Account, pass, bool, error) {
@@ -84,11 +82,11 @@ func (s *server) signedIn(c *fiber.Ctx) (shared.Account, pass, bool, error) {
 		return shared.Account{}, pass{}, false, nil
 	}
 	who, ok, err := s.store.SignedIn(c.UserContext(), id, s.now())
-	p := pass{who: hub.Who{Keys: []string{revokeKey("sign-in", id)}}, until: who.ExpiresAt}
+	p := pass{who: hub.Who{Keys: []string{task.RevokeKey("sign-in", id)}}, until: who.ExpiresAt}
 	switch {
 	case ok && who.LinkID != "":
 		acc, ok, err := s.guest(c.UserContext(), who.LinkID)
-		p.who.Keys, p.who.Task = append(p.who.Keys, revokeKey("link", who.LinkID)), acc.TaskID
+		p.who.Keys, p.who.Task = append(p.who.Keys, task.RevokeKey("link", who.LinkID)), acc.TaskID
 		return acc, p, ok, err
 	case !ok || err != nil || who.AccountID == "":
 		return tokenAccount, p, ok, err
@@ -97,7 +95,7 @@ func (s *server) signedIn(c *fiber.Ctx) (shared.Account, pass, bool, error) {
 	if shared.ErrorCode(err) == shared.CodeNotFound { // deleted since
 		return shared.Account{}, pass{}, false, nil
 	}
-	p.who.Keys = append(p.who.Keys, revokeKey("account", acc.ID))
+	p.who.Keys = append(p.who.Keys, task.RevokeKey("account", acc.ID))
 	return acc, p, err == nil, err
 }
 
@@ -132,9 +130,9 @@ func (s *server) authenticate(c *fiber.Ctx) (shared.Account, pass, error) {
 		return shared.Account{}, pass{}, errUnauthorized
 	}
 	if strings.HasPrefix(bearer, accessTokenPrefix) {
-		acc, id, err := s.store.AccountByToken(c.UserContext(), hashSecret(bearer))
+		acc, id, err := s.store.AccountByToken(c.UserContext(), task.HashSecret(bearer))
 		if !store.IsUnknownToken(err) {
-			return acc, pass{who: hub.Who{Keys: []string{revokeKey("token", id), revokeKey("account", acc.ID)}}}, err
+			return acc, pass{who: hub.Who{Keys: []string{task.RevokeKey("token", id), task.RevokeKey("account", acc.ID)}}}, err
 		}
 	}
 	return tokenAccount, pass{}, s.checkToken(c, bearer, "bearer")
@@ -426,7 +424,7 @@ func (s *server) handleLogout(c *fiber.Ctx) error {
 		if err := s.store.DeleteSignIn(c.UserContext(), id); err != nil {
 			return s.fail(c, err)
 		}
-		s.events.Revoked(revokeKey("sign-in", id))
+		s.events.Revoked(task.RevokeKey("sign-in", id))
 	}
 	c.Cookie(&fiber.Cookie{Name: cookieName, Path: "/", HTTPOnly: true,
 		SameSite: fiber.CookieSameSiteStrictMode, Secure: c.Protocol() == "https", Expires: time.Unix(0, 0)})

@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"html/template"
 	"math"
@@ -148,13 +146,6 @@ func (s *server) audit(ctx context.Context, e shared.AuditEvent) error {
 // its --token.
 const accessTokenPrefix = "conch_"
 
-// hashSecret is how access tokens and invitation codes are stored: they are 130 random
-// bits, so a fast hash is enough.
-func hashSecret(secret string) string {
-	sum := sha256.Sum256([]byte(secret))
-	return hex.EncodeToString(sum[:])
-}
-
 var loginPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._@-]{0,63}$`)
 
 // checkNewAccount is the rule for a login and a password.
@@ -211,7 +202,7 @@ func (s *server) handleDeleteAccount(c *fiber.Ctx) error {
 	if err := s.store.DeleteAccount(c.UserContext(), c.Params("account_id")); err != nil {
 		return s.fail(c, err)
 	}
-	s.events.Revoked(revokeKey("account", c.Params("account_id")))
+	s.events.Revoked(task.RevokeKey("account", c.Params("account_id")))
 	return c.SendStatus(http.StatusNoContent)
 }
 
@@ -226,7 +217,7 @@ func (s *server) invite(ctx context.Context, role string) (shared.Invitation, er
 // calls it at start-up for the first admin (serve), and admins through the API.
 func Invite(ctx context.Context, st *store.Store, role string, expires time.Time) (shared.Invitation, error) {
 	code := rand.Text()
-	if err := st.CreateInvitation(ctx, hashSecret(code), role, expires); err != nil {
+	if err := st.CreateInvitation(ctx, task.HashSecret(code), role, expires); err != nil {
 		return shared.Invitation{}, err
 	}
 	return shared.Invitation{Role: role, URL: "/invite/" + code, ExpiresAt: expires.UTC()}, nil
@@ -269,7 +260,7 @@ func (s *server) handleCreateToken(c *fiber.Ctx) error {
 		expires = s.now().Add(time.Duration(days) * 24 * time.Hour)
 	}
 	secret := accessTokenPrefix + rand.Text()
-	tok, err := s.store.CreateAccessToken(c.UserContext(), acc.ID, req.Name, hashSecret(secret), expires)
+	tok, err := s.store.CreateAccessToken(c.UserContext(), acc.ID, req.Name, task.HashSecret(secret), expires)
 	if err != nil {
 		return s.fail(c, err)
 	}
@@ -302,7 +293,7 @@ func (s *server) handleDeleteToken(c *fiber.Ctx) error {
 	if err := s.store.DeleteAccessToken(c.UserContext(), acc.ID, c.Params("token_id")); err != nil {
 		return s.fail(c, err)
 	}
-	s.events.Revoked(revokeKey("token", c.Params("token_id")))
+	s.events.Revoked(task.RevokeKey("token", c.Params("token_id")))
 	return c.SendStatus(http.StatusNoContent)
 }
 
@@ -332,12 +323,12 @@ func (s *server) invitePage(c *fiber.Ctx, err error, role string) error {
 }
 
 func (s *server) handleInviteForm(c *fiber.Ctx) error {
-	role, err := s.store.InvitationValid(c.UserContext(), hashSecret(c.Params("code")))
+	role, err := s.store.InvitationValid(c.UserContext(), task.HashSecret(c.Params("code")))
 	return s.invitePage(c, err, role)
 }
 
 func (s *server) handleInvite(c *fiber.Ctx) error {
-	hash := hashSecret(c.Params("code"))
+	hash := task.HashSecret(c.Params("code"))
 	role, err := s.store.InvitationValid(c.UserContext(), hash)
 	if err != nil {
 		return s.invitePage(c, err, "")
@@ -373,21 +364,14 @@ func (s *server) handleAddEditor(c *fiber.Ctx) error {
 	if err := decodeBody(c.Body(), &req); err != nil {
 		return s.fail(c, err)
 	}
-	if err := s.tasks.CheckShare(c.UserContext(), accountFrom(c.UserContext()), c.Params("task_id")); err != nil {
-		return s.fail(c, err)
-	}
-	acc, err := s.store.ShareTask(c.UserContext(), c.Params("task_id"), req.Login)
-	if err != nil {
-		return s.fail(c, err)
-	}
-	return sendJSON(c, acc)
+	ctx := c.UserContext()
+	acc, err := s.tasks.AddEditor(ctx, accountFrom(ctx), c.Params("task_id"), req.Login)
+	return s.answer(c, http.StatusOK, acc, err)
 }
 
 func (s *server) handleRemoveEditor(c *fiber.Ctx) error {
-	if err := s.tasks.CheckShare(c.UserContext(), accountFrom(c.UserContext()), c.Params("task_id")); err != nil {
-		return s.fail(c, err)
-	}
-	if err := s.store.UnshareTask(c.UserContext(), c.Params("task_id"), c.Params("account_id")); err != nil {
+	ctx := c.UserContext()
+	if err := s.tasks.RemoveEditor(ctx, accountFrom(ctx), c.Params("task_id"), c.Params("account_id")); err != nil {
 		return s.fail(c, err)
 	}
 	return c.SendStatus(http.StatusNoContent)

@@ -2,12 +2,11 @@ package api
 
 import (
 	"context"
-	"crypto/rand"
 	"html/template"
 	"net/http"
-	"time"
 
 	"conch/server/store"
+	"conch/server/task"
 	"conch/shared"
 
 	"github.com/gofiber/fiber/v2"
@@ -35,45 +34,24 @@ func (s *server) handleCreateLink(c *fiber.Ctx) error {
 	if err := decodeBody(c.Body(), &req); err != nil {
 		return s.fail(c, err)
 	}
-	if req.Days < 1 || req.Days > 30 {
-		return s.fail(c, shared.Errorf(shared.CodeInvalid, "days must be 1 to 30"))
-	}
-	ctx, taskID := c.UserContext(), c.Params("task_id")
-	if err := s.tasks.CheckShare(ctx, accountFrom(ctx), taskID); err != nil {
-		return s.fail(c, err)
-	}
-	code := rand.Text()
-	link, err := s.store.CreateShareLink(ctx, taskID, accountFrom(ctx).Login, hashSecret(code), s.now().Add(time.Duration(req.Days)*24*time.Hour))
-	if err != nil {
-		return s.fail(c, err)
-	}
-	link.URL = "/share/" + code
-	return sendJSON(c.Status(http.StatusCreated), link)
+	ctx := c.UserContext()
+	link, err := s.tasks.CreateLink(ctx, accountFrom(ctx), c.Params("task_id"), req.Days)
+	return s.answer(c, http.StatusCreated, link, err)
 }
 
 func (s *server) handleListLinks(c *fiber.Ctx) error {
-	ctx, taskID := c.UserContext(), c.Params("task_id")
-	if err := s.tasks.CheckShare(ctx, accountFrom(ctx), taskID); err != nil {
-		return s.fail(c, err)
-	}
-	links, err := s.store.ShareLinks(ctx, taskID)
-	if err != nil {
-		return s.fail(c, err)
-	}
-	return sendJSON(c, struct {
+	ctx := c.UserContext()
+	links, err := s.tasks.Links(ctx, accountFrom(ctx), c.Params("task_id"))
+	return s.answer(c, http.StatusOK, struct {
 		Links []shared.ShareLink `json:"links"`
-	}{links})
+	}{links}, err)
 }
 
 func (s *server) handleDeleteLink(c *fiber.Ctx) error {
-	ctx, taskID := c.UserContext(), c.Params("task_id")
-	if err := s.tasks.CheckShare(ctx, accountFrom(ctx), taskID); err != nil {
+	ctx := c.UserContext()
+	if err := s.tasks.DeleteLink(ctx, accountFrom(ctx), c.Params("task_id"), c.Params("link_id")); err != nil {
 		return s.fail(c, err)
 	}
-	if err := s.store.DeleteShareLink(ctx, taskID, c.Params("link_id")); err != nil {
-		return s.fail(c, err)
-	}
-	s.events.Revoked(revokeKey("link", c.Params("link_id")))
 	return c.SendStatus(http.StatusNoContent)
 }
 
@@ -109,7 +87,7 @@ type sharePageData struct {
 // expires; a GET from a browser signed in with an account asks first (sharePage), and its
 // form posts here.
 func (s *server) handleShare(c *fiber.Ctx) error {
-	link, err := s.store.ShareLinkByHash(c.UserContext(), hashSecret(c.Params("code")))
+	link, err := s.store.ShareLinkByHash(c.UserContext(), task.HashSecret(c.Params("code")))
 	var page sharePageData
 	if err == nil {
 		page.Until = link.ExpiresAt.Format("Jan 2, 2006 15:04 UTC")

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"conch/server/store"
+	"conch/server/task"
 	"conch/shared"
 
 	"github.com/coreos/go-oidc/v3/oidc"
@@ -191,7 +192,7 @@ func (s *server) oidcAccount(c *fiber.Ctx, pending oidcPending) (shared.Account,
 			return shared.Account{}, err
 		}
 		if id != "" {
-			s.events.Revoked(revokeKey("account", id))
+			s.events.Revoked(task.RevokeKey("account", id))
 		}
 		return shared.Account{}, shared.Errorf(shared.CodeForbidden, "Your account at the identity provider is in none of the groups that may use Conch: ask an admin.")
 	}

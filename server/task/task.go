@@ -10,6 +10,7 @@ import (
 	"context"
 	"log/slog"
 	"sync"
+	"time"
 
 	"conch/server/store"
 	"conch/shared"
@@ -70,10 +71,12 @@ type Service struct {
 	events    Events
 	rt        Runtime
 	log       *slog.Logger
+	now       func() time.Time
 	worktrees sync.Mutex // held while a task's first session makes its worktree, and while git commits or lands
 }
 
-// New returns the Service of st, publishing to events and running agents with rt.
-func New(st *store.Store, events Events, rt Runtime, log *slog.Logger) *Service {
-	return &Service{store: st, events: events, rt: rt, log: log}
+// New returns the Service of st, publishing to events and running agents with rt, at the
+// times now tells.
+func New(st *store.Store, events Events, rt Runtime, log *slog.Logger, now func() time.Time) *Service {
+	return &Service{store: st, events: events, rt: rt, log: log, now: now}
 }

@@ -3,6 +3,7 @@ package task
 import (
 	"context"
 	"testing"
+	"time"
 
 	"conch/server/internal/pgtest"
 	"conch/server/store"
@@ -16,7 +17,7 @@ func newService(t *testing.T) (*Service, *store.Store) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	return New(st, nil, nil, nil), st
+	return New(st, nil, nil, nil, time.Now), st
 }
 
 // Who may edit and share a task: an admin any (with or without an account of its own),
