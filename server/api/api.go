@@ -153,6 +153,9 @@ func New(cfg Config) *fiber.App {
 	api := app.Group("/api", s.requireToken, s.sameOriginWrites, s.admitReads)
 	v1 := api.Group("/v1")
 	for _, r := range routes {
+		if r.path == "" {
+			continue // a WebSocket action alone
+		}
 		handlers := []fiber.Handler{s.as(r.role), func(c *fiber.Ctx) error { return r.handle(s, c) }}
 		if r.method == fiber.MethodGet {
 			v1.Head(r.path, handlers...) // as v1.Get does

@@ -20,8 +20,9 @@ import (
 )
 
 // Who may do what is asked here, for REST and WebSocket alike, and decided by server/task:
-// every route is registered with the least role it needs (as, from the route table), every
-// WebSocket action has one (wsNeeds), and both ask task.Permits, then the task's rules.
+// every route is registered with the least role it needs (as), every WebSocket action has
+// one (wsAllowed), both from the route table (routes.go), and both ask task.Permits, then
+// the task's rules.
 // docs/API.md, "Accounts and roles".
 
 // accountKey holds the request's account in Fiber's locals, which a WebSocket keeps
@@ -56,21 +57,6 @@ var (
 	errNoOwnTokens   = shared.Errorf(shared.CodeInvalid, "the server's token has no access tokens of its own: sign in with an account")
 )
 
-// wsNeeds is the least role of each WebSocket action.
-var wsNeeds = map[string]string{
-	shared.ActionTasksSubscribe:    shared.RoleViewer,
-	shared.ActionSubscribe:         shared.RoleViewer,
-	shared.ActionUnsubscribe:       shared.RoleViewer,
-	shared.ActionMessageList:       shared.RoleViewer,
-	shared.ActionMessageAdd:        shared.RoleMember,
-	shared.ActionPermissionAnswer:  shared.RoleMember,
-	shared.ActionElicitationAnswer: shared.RoleMember,
-	shared.ActionSetMode:           shared.RoleMember,
-	shared.ActionSetConfig:         shared.RoleMember,
-	shared.ActionStop:              shared.RoleMember,
-	shared.ActionResume:            shared.RoleMember,
-}
-
 // wsAllowed checks a WebSocket request as as checks a route; a write returns its audit
 // event. The payload is read here only for its ids; the action decodes it strictly.
 func (s *server) wsAllowed(ctx context.Context, req shared.Envelope) (*shared.AuditEvent, error) {
@@ -85,7 +71,10 @@ func (s *server) wsAllowed(ctx context.Context, req shared.Envelope) (*shared.Au
 	if err := s.tasks.InScope(ctx, acc, event); err != nil {
 		return nil, err
 	}
-	if !known || need == shared.RoleViewer {
+	if !known { // an action without a row in routes is no action
+		return nil, unknownAction(req.Action)
+	}
+	if need == shared.RoleViewer {
 		return nil, task.Permits(acc, need)
 	}
 	// A socket keeps the account it opened with; a write asks for its role now, so a

@@ -18,7 +18,9 @@ import (
 var routeNeeds = func() map[string]string {
 	needs := map[string]string{}
 	for _, r := range routes {
-		needs[r.method+" /api/v1"+r.path] = r.role
+		if r.path != "" {
+			needs[r.method+" /api/v1"+r.path] = r.role
+		}
 	}
 	return needs
 }()
@@ -106,8 +108,8 @@ func TestEveryRouteChecksItsRole(t *testing.T) {
 	}
 }
 
-// A WebSocket action needs the role its REST twin needs: a viewer may subscribe and list,
-// not prompt.
+// A WebSocket action needs the role of its row in the route table (its REST twin's): a
+// viewer may subscribe and list, not prompt.
 func TestWebSocketActionsCheckRoles(t *testing.T) {
 	e := newEnv(t, withToken)
 	sess := e.session()
@@ -116,6 +118,16 @@ func TestWebSocketActionsCheckRoles(t *testing.T) {
 	w, resp, err := dial(t, addr, http.Header{viewer[0]: {viewer[1]}})
 	if err != nil {
 		t.Fatalf("dial: %v (%v)", err, resp)
+	}
+	for action, need := range wsNeeds {
+		got := w.request(action, shared.SessionRef{SessionID: sess.ID})
+		refused := got.Type == shared.EnvelopeError && strings.Contains(string(got.Payload), "needs the "+need+" role")
+		if want := need != shared.RoleViewer; refused != want {
+			t.Errorf("viewer's %s: %+v; refused %v, want %v", action, got, refused, want)
+		}
+	}
+	if got := w.request("session.unheard_of", shared.SessionRef{SessionID: sess.ID}); !strings.Contains(string(got.Payload), shared.CodeUnknownAction) {
+		t.Errorf("an action without a row: %+v", got)
 	}
 	if got := w.request(shared.ActionSubscribe, shared.SessionRef{SessionID: sess.ID}); got.Type != shared.EnvelopeResponse {
 		t.Errorf("viewer's subscribe: %+v", got)

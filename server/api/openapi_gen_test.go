@@ -207,6 +207,9 @@ var pathParams = map[string]string{
 func routePaths(hand map[string]any) (map[string]any, error) {
 	paths := map[string]any{}
 	for _, r := range routes {
+		if r.path == "" {
+			continue // a WebSocket action alone: /ws, in openapi.in.json
+		}
 		path := "/api/v1" + regexp.MustCompile(`:(\w+)`).ReplaceAllString(r.path, "{$1}")
 		op := map[string]any{"summary": r.summary + " (role: " + r.role + ")", "responses": map[string]any{
 			"401": errorAnswer("Missing or wrong token (servers started with --token)."),

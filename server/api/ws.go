@@ -225,6 +225,10 @@ func (s *server) dispatchApart(ctx context.Context, client *hub.Client, req shar
 	return s.dispatch(ctx, client, req)
 }
 
+func unknownAction(action string) error {
+	return shared.Errorf(shared.CodeUnknownAction, "unknown action %q", action)
+}
+
 // dispatch answers one request with a response or an error envelope.
 func (s *server) dispatch(ctx context.Context, client *hub.Client, req shared.Envelope) []byte {
 	write, err := s.wsAllowed(ctx, req)
@@ -294,7 +298,7 @@ func (s *server) dispatch(ctx context.Context, client *hub.Client, req shared.En
 			result, err = s.rt.Resume(ctx, ref.SessionID)
 		}
 	default:
-		err = shared.Errorf(shared.CodeUnknownAction, "unknown action %q", req.Action)
+		err = unknownAction(req.Action)
 	}
 	if err != nil {
 		return s.wsError(req, err)
