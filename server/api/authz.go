@@ -117,17 +117,9 @@ func (s *server) as(role string) fiber.Handler {
 		if made, ok := c.Locals(madeTaskKey).(string); ok {
 			event.TaskID = made
 		}
-		return s.audit(ctx, event)
+		s.tasks.Audit(ctx, event)
+		return nil
 	}
-}
-
-// audit records a write that succeeded. A store that cannot record it is logged, not
-// answered: the write itself is done.
-func (s *server) audit(ctx context.Context, e shared.AuditEvent) error {
-	if err := s.store.Record(context.WithoutCancel(ctx), e); err != nil {
-		s.log.Error("audit", "action", e.Action, "login", e.Login, "err", err)
-	}
-	return nil
 }
 
 // accessTokenPrefix starts every personal access token, so that a leaked one is easy to

@@ -304,7 +304,7 @@ func (s *server) dispatch(ctx context.Context, client *hub.Client, req shared.En
 		return s.wsError(req, err)
 	}
 	if write != nil {
-		_ = s.audit(ctx, *write)
+		s.tasks.Audit(ctx, *write)
 	}
 	frame, err := s.hub.Encode(shared.EnvelopeResponse, req.Action, req.ID, result)
 	if err != nil {

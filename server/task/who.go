@@ -10,7 +10,8 @@ import (
 
 // Who may do what, for REST and WebSocket alike: a role reaches the roles below it
 // (Permits), a write to a task needs an account that may edit it (CheckEdit), sharing needs
-// its owner (CheckShare), and a guest of a share link reaches its own task alone (InScope).
+// its owner (CheckShare), and a guest of a share link reaches its own task alone (InScope);
+// and what they did (Audit).
 // docs/API.md, "Accounts and roles".
 
 // admin is the one rule that an admin may do anything: edit and share every task.
@@ -147,4 +148,12 @@ func (s *Service) ownerOf(ctx context.Context, taskID string) string {
 		return t.Owner
 	}
 	return "the admins"
+}
+
+// Audit records a write that succeeded. A store that cannot record it is logged, not
+// answered: the write itself is done.
+func (s *Service) Audit(ctx context.Context, e shared.AuditEvent) {
+	if err := s.store.Record(context.WithoutCancel(ctx), e); err != nil {
+		s.log.Error("audit", "action", e.Action, "login", e.Login, "err", err)
+	}
 }
