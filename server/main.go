@@ -35,6 +35,7 @@ import (
 	"conch/server/replica"
 	"conch/server/shellagent"
 	"conch/server/store"
+	"conch/server/task"
 	"conch/server/worktree"
 	"conch/shared"
 	"conch/web"
@@ -515,7 +516,7 @@ func printSetupLink(ctx context.Context, stdout io.Writer, st *store.Store, addr
 	if err != nil || admins > 0 {
 		return err
 	}
-	inv, err := api.Invite(ctx, st, shared.RoleAdmin, time.Now().Add(24*time.Hour))
+	inv, err := task.Invite(ctx, st, shared.RoleAdmin, time.Now().Add(24*time.Hour))
 	if err != nil {
 		return err
 	}

@@ -129,7 +129,7 @@ func (s *server) authenticate(c *fiber.Ctx) (shared.Account, pass, error) {
 	if !ok {
 		return shared.Account{}, pass{}, errUnauthorized
 	}
-	if strings.HasPrefix(bearer, accessTokenPrefix) {
+	if strings.HasPrefix(bearer, task.AccessTokenPrefix) {
 		acc, id, err := s.store.AccountByToken(c.UserContext(), task.HashSecret(bearer))
 		if !store.IsUnknownToken(err) {
 			return acc, pass{who: hub.Who{Keys: []string{task.RevokeKey("token", id), task.RevokeKey("account", acc.ID)}}}, err
@@ -397,10 +397,10 @@ func (s *server) passwordSignIn(c *fiber.Ctx, login, password string) error {
 	acc, hash, err := s.store.AccountByLogin(c.UserContext(), login)
 	switch {
 	case store.IsNoSuchLogin(err):
-		passwordMatches(dummyHash(), password)
+		task.PasswordMatches(task.DummyHash(), password)
 	case err != nil:
 		return err
-	case passwordMatches(hash, password):
+	case task.PasswordMatches(hash, password):
 		return s.startSignIn(c, acc.ID)
 	}
 	failures, wait := s.throttle.failed(addr)

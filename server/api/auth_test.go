@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"conch/server/task"
 	"conch/shared"
 )
 
@@ -183,7 +184,7 @@ func TestLogoutEndsTheSignIn(t *testing.T) {
 // browser in to the other site's account); the page's own form sends its Origin.
 func TestLoginFromAnotherSiteRefused(t *testing.T) {
 	e := newEnv(t, withToken)
-	if _, err := e.store.CreateAccount(context.Background(), "mallory", shared.RoleMember, hashPassword("correct horse battery")); err != nil {
+	if _, err := e.store.CreateAccount(context.Background(), "mallory", shared.RoleMember, task.HashPassword("correct horse battery")); err != nil {
 		t.Fatal(err)
 	}
 	form := []string{"Content-Type", form}

@@ -3,16 +3,12 @@ package api
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
 	"encoding/json"
 	"html/template"
 	"math"
 	"net/http"
-	"regexp"
 	"time"
-	"unicode/utf8"
 
-	"conch/server/store"
 	"conch/server/task"
 	"conch/shared"
 
@@ -122,24 +118,6 @@ func (s *server) as(role string) fiber.Handler {
 	}
 }
 
-// accessTokenPrefix starts every personal access token, so that a leaked one is easy to
-// find (secret scanners) and the server knows to look it up rather than compare it with
-// its --token.
-const accessTokenPrefix = "conch_"
-
-var loginPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._@-]{0,63}$`)
-
-// checkNewAccount is the rule for a login and a password.
-func checkNewAccount(login, password string) error {
-	switch {
-	case !loginPattern.MatchString(login):
-		return shared.Errorf(shared.CodeInvalid, "a login is 1 to 64 letters, digits, '.', '_', '@' or '-', starting with a letter or digit")
-	case utf8.RuneCountInString(password) < 10 || len(password) > 256 || !utf8.ValidString(password):
-		return shared.Errorf(shared.CodeInvalid, "a password is 10 to 256 bytes of UTF-8, at least 10 characters")
-	}
-	return nil
-}
-
 func (s *server) handleMe(c *fiber.Ctx) error { return sendJSON(c, accountFrom(c.UserContext())) }
 
 func (s *server) handleListAccounts(c *fiber.Ctx) error {
@@ -159,122 +137,45 @@ func (s *server) handleCreateAccount(c *fiber.Ctx) error {
 	if err := decodeBody(c.Body(), &req); err != nil {
 		return s.fail(c, err)
 	}
-	if shared.RoleRank(req.Role) == 0 {
-		return s.fail(c, shared.Errorf(shared.CodeInvalid, "role must be admin, member or viewer"))
-	}
-	if req.Password == "" && req.Login == "" {
-		inv, err := s.invite(c.UserContext(), req.Role)
-		if err != nil {
-			return s.fail(c, err)
-		}
-		return sendJSON(c.Status(http.StatusCreated), inv)
-	}
-	if err := checkNewAccount(req.Login, req.Password); err != nil {
-		return s.fail(c, err)
-	}
-	acc, err := s.store.CreateAccount(c.UserContext(), req.Login, req.Role, hashPassword(req.Password))
-	if err != nil {
-		return s.fail(c, err)
-	}
-	return sendJSON(c.Status(http.StatusCreated), acc)
+	made, err := s.tasks.CreateAccount(c.UserContext(), req)
+	return s.answer(c, http.StatusCreated, made, err)
 }
 
 func (s *server) handleDeleteAccount(c *fiber.Ctx) error {
-	if err := s.store.DeleteAccount(c.UserContext(), c.Params("account_id")); err != nil {
+	if err := s.tasks.DeleteAccount(c.UserContext(), c.Params("account_id")); err != nil {
 		return s.fail(c, err)
 	}
-	s.events.Revoked(task.RevokeKey("account", c.Params("account_id")))
 	return c.SendStatus(http.StatusNoContent)
 }
 
-// invitationLifetime is how long an invitation link works.
-const invitationLifetime = 7 * 24 * time.Hour
-
-func (s *server) invite(ctx context.Context, role string) (shared.Invitation, error) {
-	return Invite(ctx, s.store, role, s.now().Add(invitationLifetime))
-}
-
-// Invite makes a one-time link that creates an account of role until expires. The server
-// calls it at start-up for the first admin (serve), and admins through the API.
-func Invite(ctx context.Context, st *store.Store, role string, expires time.Time) (shared.Invitation, error) {
-	code := rand.Text()
-	if err := st.CreateInvitation(ctx, task.HashSecret(code), role, expires); err != nil {
-		return shared.Invitation{}, err
-	}
-	return shared.Invitation{Role: role, URL: "/invite/" + code, ExpiresAt: expires.UTC()}, nil
-}
-
 func (s *server) handleListTokens(c *fiber.Ctx) error {
-	acc := accountFrom(c.UserContext())
-	if acc.ID == "" {
-		return s.fail(c, errNoOwnTokens)
-	}
-	tokens, err := s.store.AccessTokens(c.UserContext(), acc.ID)
-	if err != nil {
-		return s.fail(c, err)
-	}
-	return sendJSON(c, struct {
+	ctx := c.UserContext()
+	tokens, err := s.tasks.AccessTokens(ctx, accountFrom(ctx))
+	return s.answer(c, http.StatusOK, struct {
 		Tokens []shared.AccessToken `json:"tokens"`
-	}{tokens})
+	}{tokens}, err)
 }
 
 // handleCreateToken makes a token of the signed-in account; its secret is in this answer
 // only.
 func (s *server) handleCreateToken(c *fiber.Ctx) error {
-	acc := accountFrom(c.UserContext())
-	if acc.ID == "" {
-		return s.fail(c, errNoOwnTokens)
+	ctx := c.UserContext()
+	if err := task.HasOwnTokens(accountFrom(ctx)); err != nil {
+		return s.fail(c, err)
 	}
 	var req shared.NewAccessToken
 	if err := decodeBody(c.Body(), &req); err != nil {
 		return s.fail(c, err)
 	}
-	if req.Name == "" || len(req.Name) > 100 || !utf8.ValidString(req.Name) {
-		return s.fail(c, shared.Errorf(shared.CodeInvalid, "name is 1 to 100 bytes of UTF-8"))
-	}
-	days, err := tokenDays(acc, req.ExpiresInDays)
-	if err != nil {
-		return s.fail(c, err)
-	}
-	var expires time.Time
-	if days > 0 {
-		expires = s.now().Add(time.Duration(days) * 24 * time.Hour)
-	}
-	secret := accessTokenPrefix + rand.Text()
-	tok, err := s.store.CreateAccessToken(c.UserContext(), acc.ID, req.Name, task.HashSecret(secret), expires)
-	if err != nil {
-		return s.fail(c, err)
-	}
-	tok.Token = secret
-	return sendJSON(c.Status(http.StatusCreated), tok)
-}
-
-// tokenDays is how many days a new token of acc lasts when it asks for asked (0: until
-// revoked). An account of single sign-on gets at most shared.SSOTokenDays, so that a
-// person the identity provider drops keeps no way in for long without signing in.
-func tokenDays(acc shared.Account, asked int) (int, error) {
-	most := shared.MaxTokenDays
-	if acc.Provider != "" {
-		most = shared.SSOTokenDays
-		if asked == 0 {
-			return most, nil
-		}
-	}
-	if asked < 0 || asked > most {
-		return 0, shared.Errorf(shared.CodeInvalid, "expires_in_days is 1 to %d, or 0 for a token that lasts until revoked (accounts of single sign-on: at most %d)", shared.MaxTokenDays, shared.SSOTokenDays)
-	}
-	return asked, nil
+	tok, err := s.tasks.CreateToken(ctx, accountFrom(ctx), req)
+	return s.answer(c, http.StatusCreated, tok, err)
 }
 
 func (s *server) handleDeleteToken(c *fiber.Ctx) error {
-	acc := accountFrom(c.UserContext())
-	if acc.ID == "" {
-		return s.fail(c, errNoOwnTokens)
-	}
-	if err := s.store.DeleteAccessToken(c.UserContext(), acc.ID, c.Params("token_id")); err != nil {
+	ctx := c.UserContext()
+	if err := s.tasks.DeleteToken(ctx, accountFrom(ctx), c.Params("token_id")); err != nil {
 		return s.fail(c, err)
 	}
-	s.events.Revoked(task.RevokeKey("token", c.Params("token_id")))
 	return c.SendStatus(http.StatusNoContent)
 }
 
@@ -315,10 +216,10 @@ func (s *server) handleInvite(c *fiber.Ctx) error {
 		return s.invitePage(c, err, "")
 	}
 	login, password := c.FormValue("login"), c.FormValue("password")
-	if err := checkNewAccount(login, password); err != nil {
+	if err := task.CheckNewAccount(login, password); err != nil {
 		return s.invitePage(c, err, role)
 	}
-	acc, err := s.store.AcceptInvitation(c.UserContext(), hash, login, hashPassword(password))
+	acc, err := s.store.AcceptInvitation(c.UserContext(), hash, login, task.HashPassword(password))
 	if err == nil {
 		err = s.startSignIn(c, acc.ID)
 	}

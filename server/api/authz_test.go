@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"conch/server/task"
 	"conch/shared"
 )
 
@@ -29,14 +30,14 @@ var routeNeeds = func() map[string]string {
 // access token of it, made through the API as the account itself.
 func (e *env) accountWithToken(login, role string) []string {
 	e.t.Helper()
-	acc, err := e.store.CreateAccount(context.Background(), login, role, hashPassword("correct horse battery"))
+	acc, err := e.store.CreateAccount(context.Background(), login, role, task.HashPassword("correct horse battery"))
 	if err != nil {
 		e.t.Fatal(err)
 	}
 	cookie := e.signInAs(login, "correct horse battery")
 	var tok shared.AccessToken
 	e.expect(http.StatusCreated, "POST", "/api/v1/tokens", `{"name":"tests"}`, &tok, "Cookie", cookie)
-	if !strings.HasPrefix(tok.Token, accessTokenPrefix) || tok.ID == "" || acc.ID == "" {
+	if !strings.HasPrefix(tok.Token, task.AccessTokenPrefix) || tok.ID == "" || acc.ID == "" {
 		e.t.Fatalf("token %+v of %+v", tok, acc)
 	}
 	return []string{"Authorization", "Bearer " + tok.Token}
@@ -213,24 +214,11 @@ func TestAccountsAndTokens(t *testing.T) {
 	e.expect(http.StatusNoContent, "DELETE", "/api/v1/accounts/"+acc.ID, "", nil, admin...)
 	e.expect(http.StatusUnauthorized, "GET", "/api/v1/me", "", nil, "Cookie", cookie)
 	e.clock.Advance(maxDelay)
-	boss, err := e.store.CreateAccount(context.Background(), "boss", shared.RoleAdmin, hashPassword("the boss password"))
+	boss, err := e.store.CreateAccount(context.Background(), "boss", shared.RoleAdmin, task.HashPassword("the boss password"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	e.expect(http.StatusConflict, "DELETE", "/api/v1/accounts/"+boss.ID, "", nil, admin...)
-}
-
-func TestPasswordHash(t *testing.T) {
-	h := hashPassword("correct horse battery")
-	if !passwordMatches(h, "correct horse battery") || passwordMatches(h, "correct horse batterY") || h == hashPassword("correct horse battery") {
-		t.Errorf("hash %s", h)
-	}
-	for _, bad := range []string{"", "$argon2id$v=19$m=0,t=1,p=1$AAAA$AAAA", "$argon2id$v=19$m=1048576,t=1,p=1$AAAA$AAAA",
-		"$argon2i$v=19$m=19456,t=2,p=1$AAAA$AAAA", strings.Replace(h, "$v=19$", "$v=16$", 1), h + "$"} {
-		if passwordMatches(bad, "correct horse battery") {
-			t.Errorf("%q matched", bad)
-		}
-	}
 }
 
 // A member changes the tasks it made and those shared with it, reads the others, and
@@ -323,7 +311,7 @@ func TestSingleSignOnRules(t *testing.T) {
 		{oidcClaims{PreferredUsername: "-._x" + strings.Repeat("y", 100)}, "x" + strings.Repeat("y", 55)},
 	} {
 		got := loginFrom(c.claims)
-		if got != c.want || !loginPattern.MatchString(got) {
+		if got != c.want || !task.LoginPattern.MatchString(got) {
 			t.Errorf("loginFrom(%+v) = %q, want %q", c.claims, got, c.want)
 		}
 	}

@@ -14,6 +14,7 @@ import (
 
 	"conch/server/push"
 	"conch/server/push/pushtest"
+	"conch/server/task"
 	"conch/shared"
 )
 
@@ -43,7 +44,7 @@ func TestPushSubscriptions(t *testing.T) {
 	e := newEnv(t, withToken, withPush)
 	ctx := context.Background()
 	for _, login := range []string{"vic", "mia"} {
-		if _, err := e.store.CreateAccount(ctx, login, shared.RoleViewer, hashPassword("correct horse battery")); err != nil {
+		if _, err := e.store.CreateAccount(ctx, login, shared.RoleViewer, task.HashPassword("correct horse battery")); err != nil {
 			t.Fatal(err)
 		}
 	}

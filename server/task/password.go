@@ -1,4 +1,4 @@
-package api
+package task
 
 import (
 	"crypto/rand"
@@ -21,7 +21,8 @@ const (
 	argonKeyLen  = 32
 )
 
-func hashPassword(password string) string {
+// HashPassword is the PHC string of password, with a new salt.
+func HashPassword(password string) string {
 	salt := make([]byte, 16)
 	_, _ = rand.Read(salt) // crypto/rand never fails (Go 1.24)
 	key := argon2.IDKey([]byte(password), salt, argonTime, argonMemory, argonThreads, argonKeyLen)
@@ -30,10 +31,10 @@ func hashPassword(password string) string {
 		enc.EncodeToString(salt), enc.EncodeToString(key))
 }
 
-// passwordMatches checks password against a PHC string with the parameters it names, so a
+// PasswordMatches checks password against a PHC string with the parameters it names, so a
 // later change of the constants above keeps older hashes working. A malformed hash or one
 // asking for more than this server would spend matches nothing.
-func passwordMatches(hash, password string) bool {
+func PasswordMatches(hash, password string) bool {
 	parts := strings.Split(hash, "$")
 	if len(parts) != 6 || parts[1] != "argon2id" || parts[2] != fmt.Sprintf("v=%d", argon2.Version) {
 		return false
@@ -53,7 +54,7 @@ func passwordMatches(hash, password string) bool {
 	return subtle.ConstantTimeCompare(got, want) == 1
 }
 
-// dummyHash is checked when a login does not exist, so that a wrong login takes as long
+// DummyHash is checked when a login does not exist, so that a wrong login takes as long
 // as a wrong password and the time tells nothing of which logins exist. Made on first use:
 // not every process that links the API signs people in.
-var dummyHash = sync.OnceValue(func() string { return hashPassword("no account has this password") })
+var DummyHash = sync.OnceValue(func() string { return HashPassword("no account has this password") })
