@@ -46,7 +46,7 @@ const DefaultBodyLimit = 1 << 20
 type Config struct {
 	Store   *store.Store
 	Hub     *hub.Hub
-	Events  task.Events // Hub when nil
+	Events  task.Events // where server/task publishes what it committed; Hub when nil
 	Runtime task.Runtime
 	// UI makes go-app's handler, mounted last as the catch-all, with the one source of
 	// the data its pages show (ui.BootFunc; see pages).
@@ -83,7 +83,6 @@ type server struct {
 	store   *store.Store
 	tasks   *task.Service
 	hub     *hub.Hub
-	events  task.Events
 	rt      task.Runtime
 	web     *assets
 	token   string
@@ -122,7 +121,7 @@ func New(cfg Config) *fiber.App {
 	if cfg.Events == nil {
 		cfg.Events = cfg.Hub
 	}
-	s := &server{store: cfg.Store, hub: cfg.Hub, events: cfg.Events, rt: cfg.Runtime, web: newAssets(cfg.Web),
+	s := &server{store: cfg.Store, hub: cfg.Hub, rt: cfg.Runtime, web: newAssets(cfg.Web),
 		token: cfg.Token, log: cfg.Logger, limit: cfg.BodyLimit, now: cfg.Now, agent: cfg.FromAgent, pushKey: cfg.PushKey, pushTo: cfg.PushEndpoints,
 		sandbox: cfg.Sandbox, sessionKey: sessionKeyOf(cfg.Token), proxies: cfg.TrustedProxies, throttle: newThrottle(cfg.Now),
 		snapshots: newSnapshotCache(snapshotCacheBytes), reads: make(chan struct{}, runtime.GOMAXPROCS(0))}

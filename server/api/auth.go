@@ -421,10 +421,9 @@ func (s *server) sameOriginForm(c *fiber.Ctx) error {
 // form may do it (sameOriginForm).
 func (s *server) handleLogout(c *fiber.Ctx) error {
 	if id, ok := s.signInOf(c.Cookies(cookieName)); ok {
-		if err := s.store.DeleteSignIn(c.UserContext(), id); err != nil {
+		if err := s.tasks.SignOut(c.UserContext(), id); err != nil {
 			return s.fail(c, err)
 		}
-		s.events.Revoked(task.RevokeKey("sign-in", id))
 	}
 	c.Cookie(&fiber.Cookie{Name: cookieName, Path: "/", HTTPOnly: true,
 		SameSite: fiber.CookieSameSiteStrictMode, Secure: c.Protocol() == "https", Expires: time.Unix(0, 0)})

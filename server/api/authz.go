@@ -210,16 +210,11 @@ func (s *server) handleInviteForm(c *fiber.Ctx) error {
 }
 
 func (s *server) handleInvite(c *fiber.Ctx) error {
-	hash := task.HashSecret(c.Params("code"))
-	role, err := s.store.InvitationValid(c.UserContext(), hash)
+	role, err := s.store.InvitationValid(c.UserContext(), task.HashSecret(c.Params("code")))
 	if err != nil {
 		return s.invitePage(c, err, "")
 	}
-	login, password := c.FormValue("login"), c.FormValue("password")
-	if err := task.CheckNewAccount(login, password); err != nil {
-		return s.invitePage(c, err, role)
-	}
-	acc, err := s.store.AcceptInvitation(c.UserContext(), hash, login, task.HashPassword(password))
+	acc, err := s.tasks.AcceptInvitation(c.UserContext(), c.Params("code"), c.FormValue("login"), c.FormValue("password"))
 	if err == nil {
 		err = s.startSignIn(c, acc.ID)
 	}

@@ -16,7 +16,6 @@ import (
 	"time"
 
 	"conch/server/store"
-	"conch/server/task"
 	"conch/shared"
 
 	"github.com/coreos/go-oidc/v3/oidc"
@@ -187,12 +186,8 @@ func (s *server) oidcAccount(c *fiber.Ctx, pending oidcPending) (shared.Account,
 	role := s.oidc.roleOf(claims.Groups)
 	if role == "" {
 		// The provider has dropped this person: what they signed in with before ends now.
-		id, err := s.store.EndExternalAccess(ctx, s.oidc.cfg.Issuer, idt.Subject)
-		if err != nil {
+		if err := s.tasks.EndExternalAccess(ctx, s.oidc.cfg.Issuer, idt.Subject); err != nil {
 			return shared.Account{}, err
-		}
-		if id != "" {
-			s.events.Revoked(task.RevokeKey("account", id))
 		}
 		return shared.Account{}, shared.Errorf(shared.CodeForbidden, "Your account at the identity provider is in none of the groups that may use Conch: ask an admin.")
 	}

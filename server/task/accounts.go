@@ -144,3 +144,35 @@ func (s *Service) DeleteToken(ctx context.Context, acc shared.Account, id string
 	s.events.Revoked(RevokeKey("token", id))
 	return nil
 }
+
+// AcceptInvitation makes the account an invitation's code (valid, unused) lets someone
+// make, with login and password.
+func (s *Service) AcceptInvitation(ctx context.Context, code, login, password string) (shared.Account, error) {
+	if err := CheckNewAccount(login, password); err != nil {
+		return shared.Account{}, err
+	}
+	return s.store.AcceptInvitation(ctx, HashSecret(code), login, HashPassword(password))
+}
+
+// SignOut ends a sign-in and closes the WebSockets it opened.
+func (s *Service) SignOut(ctx context.Context, signInID string) error {
+	if err := s.store.DeleteSignIn(ctx, signInID); err != nil {
+		return err
+	}
+	s.events.Revoked(RevokeKey("sign-in", signInID))
+	return nil
+}
+
+// EndExternalAccess ends what the account the identity provider issuer knows as subject
+// signed in with, once the provider has dropped that person (none of the groups that may
+// use Conch), and closes its WebSockets.
+func (s *Service) EndExternalAccess(ctx context.Context, issuer, subject string) error {
+	id, err := s.store.EndExternalAccess(ctx, issuer, subject)
+	if err != nil {
+		return err
+	}
+	if id != "" {
+		s.events.Revoked(RevokeKey("account", id))
+	}
+	return nil
+}
