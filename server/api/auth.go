@@ -388,7 +388,7 @@ func (s *server) handleLogin(c *fiber.Ctx) error {
 }
 
 // passwordSignIn signs an account in. A wrong login or password is a guess like a wrong
-// token (the same throttle), and takes as long either way (dummyHash).
+// token (the same throttle), and takes as long either way (task.DummyHash).
 func (s *server) passwordSignIn(c *fiber.Ctx, login, password string) error {
 	addr := s.clientAddr(c)
 	if wait := s.throttle.wait(addr); wait > 0 {
