@@ -14,9 +14,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
-	"net"
 	"net/http"
-	"net/url"
 	"os"
 	"strings"
 
@@ -49,7 +47,7 @@ func run(args []string) error {
 	}
 	urls := fs.Args()
 	for _, u := range urls {
-		if err := loopbackURL(u); err != nil {
+		if err := load.Loopback(u); err != nil {
 			return err
 		}
 	}
@@ -69,18 +67,6 @@ func run(args []string) error {
 	}
 	if p := res.Proc; p != nil {
 		fmt.Printf("server: rss max %d KiB, end %d KiB, cpu %.2fs, wrote %d bytes\n", p.RSSMaxKiB, p.RSSEndKiB, p.CPUSeconds, p.WriteBytes)
-	}
-	return nil
-}
-
-// loopbackURL refuses any target but a loopback host: this tool is for local benchmarks.
-func loopbackURL(raw string) error {
-	u, err := url.Parse(raw)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") {
-		return fmt.Errorf("%q is not an http URL", raw)
-	}
-	if ip := net.ParseIP(u.Hostname()); u.Hostname() != "localhost" && (ip == nil || !ip.IsLoopback()) {
-		return fmt.Errorf("%q: only loopback hosts are allowed", raw)
 	}
 	return nil
 }

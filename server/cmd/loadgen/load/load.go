@@ -13,7 +13,9 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"net/url"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -262,6 +264,18 @@ drain:
 	res.Unsent = len(queue)
 	res.finish(started, sampler, lat)
 	return res, nil
+}
+
+// Loopback refuses any target but a loopback host: load is for local benchmarks.
+func Loopback(raw string) error {
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") {
+		return fmt.Errorf("%q is not an http URL", raw)
+	}
+	if ip := net.ParseIP(u.Hostname()); u.Hostname() != "localhost" && (ip == nil || !ip.IsLoopback()) {
+		return fmt.Errorf("%q: only loopback hosts are allowed", raw)
+	}
+	return nil
 }
 
 func micros(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }

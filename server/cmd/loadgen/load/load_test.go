@@ -149,3 +149,23 @@ func TestOpenLoopRejectsARateBelowOneRequest(t *testing.T) {
 		t.Fatal("half a request was accepted")
 	}
 }
+
+func TestLoopback(t *testing.T) {
+	for _, tt := range []struct {
+		url string
+		ok  bool
+	}{
+		{"http://127.0.0.1:8080/healthz", true},
+		{"http://localhost:1/", true},
+		{"http://[::1]:8080/", true},
+		{"https://127.0.0.2/", true},
+		{"http://example.com/", false},
+		{"http://10.0.0.1/", false},
+		{"ftp://127.0.0.1/", false},
+		{"127.0.0.1:8080", false},
+	} {
+		if err := Loopback(tt.url); (err == nil) != tt.ok {
+			t.Errorf("Loopback(%q) = %v, want ok=%v", tt.url, err, tt.ok)
+		}
+	}
+}
