@@ -275,15 +275,19 @@ func (b *bench) loadRuns(ctx context.Context, srv *conch, conns int, urls ...str
 		if err != nil {
 			return f, err
 		}
-		f.rps = append(f.rps, res.RPS)
-		f.p50 = append(f.p50, res.P50us)
-		f.p99 = append(f.p99, res.P99us)
-		f.reqs = append(f.reqs, float64(res.Requests))
-		f.bytes = append(f.bytes, float64(res.BodyBytes)/float64(max(res.Requests, 1)))
-		if res.Proc != nil {
-			f.rss = append(f.rss, float64(res.Proc.RSSMaxKiB)*1024)
-			f.cpu = append(f.cpu, res.Proc.CPUSeconds)
-		}
+		f.add(res)
 	}
 	return f, nil
+}
+
+func (f *loadFigures) add(res load.Result) {
+	f.rps = append(f.rps, res.RPS)
+	f.p50 = append(f.p50, res.P50us)
+	f.p99 = append(f.p99, res.P99us)
+	f.reqs = append(f.reqs, float64(res.Requests))
+	f.bytes = append(f.bytes, float64(res.BodyBytes)/float64(max(res.Requests, 1)))
+	if res.Proc != nil {
+		f.rss = append(f.rss, float64(res.Proc.RSSMaxKiB)*1024)
+		f.cpu = append(f.cpu, res.Proc.CPUSeconds)
+	}
 }

@@ -76,21 +76,26 @@ func (b *bench) openLoop(ctx context.Context) error {
 		"counts the sends that found every connection busy (sent late, their latency still counted from the intended "+
 		"time); *unsent* those the run ended before sending. The goal (issue 36) is Conch's p99 within x1.2 of the "+
 		"baseline's at each rate.", maxRateConns, b.dur, openLoopConns)
-	maxRows := [][]string{}
-	var conchMax float64
-	for i, t := range targets {
-		f, err := b.loadRuns(ctx, t.srv, maxRateConns, t.urls...)
-		if err != nil {
-			return fmt.Errorf("%s: %w", t.name, err)
+	maxes := make([]loadFigures, len(targets))
+	for range b.runs {
+		for i, t := range targets { // alternating, so that the machine's moods fall on each alike
+			res, err := b.load(ctx, t.srv, maxRateConns, t.urls...)
+			if err != nil {
+				return fmt.Errorf("%s: %w", t.name, err)
+			}
+			maxes[i].add(res)
 		}
-		if i == 0 {
-			conchMax = f.rps.median()
-		}
-		maxRows = append(maxRows, []string{t.name, f.rps.format(count), f.p50.format(micros), f.p99.format(micros),
-			f.cpuPerRequest().format(micros), f.rss.format(bytesIEC)})
 	}
-	b.r.table([]string{"closed loop, 16 connections", "requests/s (the maximum)", "p50", "p99", "server CPU / request",
-		"server RSS (max)"}, maxRows)
+	conchMax := maxes[0].rps.median()
+	var maxRows [][]string
+	for i, t := range targets {
+		f := maxes[i]
+		maxRows = append(maxRows, []string{t.name, f.rps.format(count), ratio(f.rps, maxes[1].rps), f.p50.format(micros),
+			f.p99.format(micros), f.cpuPerRequest().format(micros), ratio(f.cpuPerRequest(), maxes[1].cpuPerRequest()),
+			f.rss.format(bytesIEC)})
+	}
+	b.r.table([]string{"closed loop, 16 connections", "requests/s (the maximum)", "vs baseline", "p50", "p99",
+		"server CPU / request", "vs baseline", "server RSS (max)"}, maxRows)
 
 	var rows [][]string
 	for _, share := range openLoopShares {
