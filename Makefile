@@ -110,7 +110,8 @@ check: vet test
 ## bench: every benchmark on loopback against bin/conch, under 10 minutes; writes docs/BENCHMARKS.md.
 ## Not pass/fail. BENCH_FLAGS passes options, e.g. BENCH_FLAGS='-runs 5' (bin/bench -h lists them), or
 ## BENCH_FLAGS='-only hostile -out /tmp/hostile.md' for the hostile agent's attacks alone (bin/bench is
-## that agent too: `bin/bench agent`).
+## that agent too: `bin/bench agent`), or BENCH_FLAGS='-only openloop -compare OLD_BIN' for the open
+## loop against an older conch too (bin/bench is the open loop's net/http baseline too: `bin/bench baseline`).
 bench: build
 	$(GO) build -trimpath -o bin/loadgen ./server/cmd/loadgen
 	$(GO) build -trimpath -o bin/bench ./server/cmd/bench

@@ -43,6 +43,22 @@ func BenchmarkShellOutputSnapshot(b *testing.B) {
 	}
 }
 
+// BenchmarkShellOutputSnapshot1KiB: the snapshot endpoint for a command of 1 KiB of
+// stdout, answered from the snapshot cache as under load: what each small request costs
+// besides the network (the stamp lookup, routing, headers).
+func BenchmarkShellOutputSnapshot1KiB(b *testing.B) {
+	e := newEnv(b)
+	s := e.session()
+	m := e.shell(s.ID, "ls", shared.StatusCompleted, &shared.ShellOutput{Stdout: strings.Repeat("x", 1<<10), ExitCode: intp(0)})
+	h := e.app.Handler()
+	target := "/api/v1/task-sessions/" + s.ID + "/messages/" + m.ID + "/shell-output"
+	b.SetBytes(int64(len(serve(b, h, target))))
+	b.ReportAllocs()
+	for b.Loop() {
+		serve(b, h, target)
+	}
+}
+
 // BenchmarkListShellMessages: a REST page of 40 commands each holding 2 x 256 KiB of
 // output, as served (projected), with the size the same page would have with the bodies
 // inline (computed here only, from the snapshots).

@@ -65,7 +65,8 @@ func (s *server) snapshot(c *fiber.Ctx, stampOf func(ctx context.Context, sessio
 		return s.fail(c, err)
 	}
 	c.Set(fiber.HeaderCacheControl, "no-cache")
-	if etag := snapshotETag(messageID, stamp); c.Get(fiber.HeaderIfNoneMatch) == etag {
+	etag := snapshotETag(messageID, stamp)
+	if c.Get(fiber.HeaderIfNoneMatch) == etag {
 		c.Set(fiber.HeaderETag, etag)
 		return c.SendStatus(fiber.StatusNotModified)
 	}
@@ -82,14 +83,16 @@ func (s *server) snapshot(c *fiber.Ctx, stampOf func(ctx context.Context, sessio
 		if body, err = json.Marshal(snap); err != nil {
 			return s.fail(c, err)
 		}
-		stamp = at // the body read may be newer than the lookup
+		if !at.Equal(stamp) { // the body read is newer than the lookup
+			stamp, etag = at, snapshotETag(messageID, at)
+		}
 		if !cached {
-			c.Set(fiber.HeaderETag, snapshotETag(messageID, stamp))
+			c.Set(fiber.HeaderETag, etag)
 			return sendEncoded(c, body, func(name string) []byte { return compress(name, body) })
 		}
 		s.snapshots.put(messageID, stamp, body)
 	}
-	c.Set(fiber.HeaderETag, snapshotETag(messageID, stamp))
+	c.Set(fiber.HeaderETag, etag)
 	return sendEncoded(c, body, func(name string) []byte { return s.snapshots.encoded(messageID, stamp, name, body) })
 }
 

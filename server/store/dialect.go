@@ -37,6 +37,10 @@ type dialect struct {
 	// conns, when not 0, is how many connections the pool keeps open, idle or not: a new
 	// PostgreSQL connection starts a server process, and database/sql keeps only 2 idle.
 	conns int
+	// stampQuery is the updated_at of one message (id), if it is of the session and of the
+	// type given, in this order (output.go's stampOf): prepared once, in this database's
+	// placeholders.
+	stampQuery string
 	// explain returns the query plan of a statement, one step a line.
 	explain func(ctx context.Context, db *sql.DB, query string, vars []any) ([]string, error)
 	// searchSchema indexes message_search (search.go); searchQuery finds a page in it:
@@ -51,6 +55,7 @@ var sqliteDialect = &dialect{
 	ddl:         func(stmt string) string { return stmt },
 	countColumn: "SELECT COUNT(*) FROM pragma_table_info(?) WHERE name = ?",
 	textBytes:   "CAST(%s AS BLOB)",
+	stampQuery:  "SELECT updated_at FROM messages WHERE id = ? AND session_id = ? AND type = ?",
 	size:        "SELECT page_count * page_size FROM pragma_page_count(), pragma_page_size()",
 	// FTS4 rather than FTS5: the driver builds FTS4 by default, and FTS5 only with a build
 	// tag every build and test would need (docs/PERFORMANCE.md, "Search"). Its content is
@@ -112,6 +117,7 @@ var postgresDialect = &dialect{
 	},
 	countColumn:   "SELECT COUNT(*) FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = ? AND column_name = ?",
 	textBytes:     "convert_to(%s, 'UTF8')",
+	stampQuery:    "SELECT updated_at FROM messages WHERE id = $1 AND session_id = $2 AND type = $3",
 	size:          "SELECT pg_database_size(current_database())",
 	migrationLock: "SELECT pg_advisory_xact_lock(7270637463) -- 'conch' in ASCII",
 	conns:         32,

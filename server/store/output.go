@@ -2,6 +2,8 @@ package store
 
 import (
 	"context"
+	"database/sql"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -338,24 +340,27 @@ func messageOf(typ shared.MessageType, sessionID, messageID string) func(*gorm.D
 // GetShellOutputStamp answers as GetShellOutput does, but with only the output's
 // updated_at, without reading the body: enough to validate a cached snapshot.
 func (s *Store) GetShellOutputStamp(ctx context.Context, sessionID, messageID string) (time.Time, error) {
-	stamp, err := s.stampOf(ctx, messageOf(shared.TypeToolExecute, sessionID, messageID))
+	stamp, err := s.stampOf(ctx, shared.TypeToolExecute, sessionID, messageID)
 	if err != nil {
 		return time.Time{}, fmt.Errorf("get shell output stamp: %w", err)
 	}
 	return stamp, nil
 }
 
-// stampOf returns the updated_at of the message scope selects in "messages AS m", or
-// "message not found".
-func (s *Store) stampOf(ctx context.Context, scope func(*gorm.DB) *gorm.DB) (time.Time, error) {
-	var stamps []int64
-	if err := s.db.WithContext(ctx).Table("messages AS m").Scopes(scope).Limit(1).Pluck("m.updated_at", &stamps).Error; err != nil {
-		return time.Time{}, err
-	}
-	if len(stamps) == 0 {
+// stampOf returns the updated_at of the message of type typ of the session, or "message
+// not found" (absent, of another session and of another type alike, as messageOf). It is
+// the lookup before every snapshot answer, so it is one prepared statement
+// (Store.prepare), not a query built per call.
+func (s *Store) stampOf(ctx context.Context, typ shared.MessageType, sessionID, messageID string) (time.Time, error) {
+	var stamp int64
+	err := s.stamps.QueryRowContext(ctx, messageID, sessionID, string(typ)).Scan(&stamp)
+	if errors.Is(err, sql.ErrNoRows) {
 		return time.Time{}, missing("message")
 	}
-	return fromNanos(stamps[0]), nil
+	if err != nil {
+		return time.Time{}, err
+	}
+	return fromNanos(stamp), nil
 }
 
 // GetShellOutput returns the full stored output of a shell command of the session. An
@@ -412,7 +417,7 @@ func (s *Store) GetShellOutput(ctx context.Context, sessionID, messageID string)
 // GetErrorDetailStamp answers as GetErrorDetail does, but with only the message's
 // updated_at, without reading its text.
 func (s *Store) GetErrorDetailStamp(ctx context.Context, sessionID, messageID string) (time.Time, error) {
-	stamp, err := s.stampOf(ctx, messageOf(shared.TypeError, sessionID, messageID))
+	stamp, err := s.stampOf(ctx, shared.TypeError, sessionID, messageID)
 	if err != nil {
 		return time.Time{}, fmt.Errorf("get error detail stamp: %w", err)
 	}

@@ -116,7 +116,7 @@ func putContent(tx *gorm.DB, messageID string, kept *keptContent) error {
 // GetToolContentStamp answers as GetToolContent does, but with only the content's
 // updated_at, without reading a body.
 func (s *Store) GetToolContentStamp(ctx context.Context, sessionID, messageID string) (time.Time, error) {
-	stamp, err := s.stampOf(ctx, messageOf(shared.TypeToolCall, sessionID, messageID))
+	stamp, err := s.stampOf(ctx, shared.TypeToolCall, sessionID, messageID)
 	if err != nil {
 		return time.Time{}, fmt.Errorf("get tool content stamp: %w", err)
 	}

@@ -20,7 +20,8 @@ import (
 	"github.com/coder/websocket"
 )
 
-// conch is a running `conch serve` on 127.0.0.1 with its own database.
+// conch is a running `conch serve` on 127.0.0.1 with its own database, or another server
+// started the same way (the open loop's baseline).
 type conch struct {
 	URL    string // http://127.0.0.1:PORT
 	DB     string // the database file it serves
@@ -36,6 +37,16 @@ func startConch(ctx context.Context, bin, db string, flags ...string) (*conch, e
 	cmd := exec.Command(bin, append([]string{"serve", "--addr", "127.0.0.1:0", "--db", db}, flags...)...)
 	// A crash's own line, not its goroutine dump, is what the stderr tail must keep.
 	cmd.Env = append(os.Environ(), "CONCH_TOKEN=", "CONCH_AGENTS=", "GOTRACEBACK=none")
+	c, err := startServer(ctx, cmd)
+	if c != nil {
+		c.DB = db
+	}
+	return c, err
+}
+
+// startServer starts cmd, a server that prints "listening on URL" on its stdout, and waits
+// for that line.
+func startServer(ctx context.Context, cmd *exec.Cmd) (*conch, error) {
 	// Its own process group, so that stopping it also ends the commands it runs.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	// A child that inherited its stderr must not keep Wait, and so stop, waiting.
@@ -44,7 +55,7 @@ func startConch(ctx context.Context, bin, db string, flags ...string) (*conch, e
 	if err != nil {
 		return nil, err
 	}
-	c := &conch{DB: db, cmd: cmd, stderr: &tailBuffer{max: 8 << 10}, exited: make(chan struct{})}
+	c := &conch{cmd: cmd, stderr: &tailBuffer{max: 8 << 10}, exited: make(chan struct{})}
 	cmd.Stderr = c.stderr
 	if err := cmd.Start(); err != nil {
 		return nil, err
@@ -71,10 +82,10 @@ func startConch(ctx context.Context, bin, db string, flags ...string) (*conch, e
 				return c, nil
 			}
 		case <-c.exited:
-			return nil, fmt.Errorf("conch exited before listening: %s", c.stderr)
+			return nil, fmt.Errorf("%s exited before listening: %s", cmd.Path, c.stderr)
 		case <-timer.C:
 			c.stop()
-			return nil, fmt.Errorf("conch did not start within 30s: %s", c.stderr)
+			return nil, fmt.Errorf("%s did not start within 30s: %s", cmd.Path, c.stderr)
 		case <-ctx.Done():
 			c.stop()
 			return nil, ctx.Err()

@@ -26,6 +26,7 @@ import (
 
 type bench struct {
 	conchBin   string
+	compareBin string // an older conch the openloop step also measures, "" for none
 	loadgenBin string
 	runs       int
 	dur        time.Duration
@@ -54,6 +55,9 @@ func run(ctx context.Context, args []string) error {
 	if len(args) > 0 && args[0] == "emit" {
 		return emit(ctx, args[1:], os.Stdout)
 	}
+	if len(args) > 0 && args[0] == "baseline" {
+		return baseline(ctx, args[1:], os.Stdout)
+	}
 	if len(args) > 0 && args[0] == "agent" {
 		return acptest.ServeHostile(ctx)
 	}
@@ -61,6 +65,7 @@ func run(ctx context.Context, args []string) error {
 	b := &bench{}
 	fs.StringVar(&b.conchBin, "conch", "bin/conch", "the conch binary to measure")
 	fs.StringVar(&b.loadgenBin, "loadgen", "bin/loadgen", "the load generator binary")
+	fs.StringVar(&b.compareBin, "compare", "", "an older conch binary that the openloop benchmark also measures, at the same rates (before and after)")
 	out := fs.String("out", "docs/BENCHMARKS.md", "where to write the report")
 	fs.IntVar(&b.runs, "runs", 3, "repetitions of each timed run")
 	fs.DurationVar(&b.dur, "d", 1500*time.Millisecond, "length of each load run")
@@ -68,7 +73,7 @@ func run(ctx context.Context, args []string) error {
 	burstMB := fs.Int("burst-mb", 50, "output of the fast command, MB")
 	growth := fs.String("growth", "1000,10000,100000", "session sizes of the growth benchmark")
 	fs.BoolVar(&b.browser, "browser", true, "run the headless Chromium benchmark")
-	only := fs.String("only", "", "run only these benchmarks (comma-separated: payload,prompts,snapshot,growth,parts,live,crowd,startup,browser,gobench,postgres,hostile,idle,changes,search,sandbox)")
+	only := fs.String("only", "", "run only these benchmarks (comma-separated: payload,prompts,snapshot,openloop,growth,parts,live,crowd,startup,browser,gobench,postgres,hostile,idle,changes,search,sandbox)")
 	fs.StringVar(&b.postgres, "postgres", os.Getenv("CONCH_BENCH_POSTGRES"),
 		"PostgreSQL server URL whose user may create databases, for the SQLite-against-PostgreSQL benchmark (env CONCH_BENCH_POSTGRES; default: a throwaway cluster from Debian's postgresql package)")
 	fs.StringVar(&b.web, "web", "web", "the folder holding app.wasm, app.wasm.gz and app.wasm.br")
@@ -83,8 +88,8 @@ func run(ctx context.Context, args []string) error {
 		}
 		b.growth = append(b.growth, n)
 	}
-	for _, bin := range []string{b.conchBin, b.loadgenBin} {
-		if _, err := os.Stat(bin); err != nil {
+	for _, bin := range []string{b.conchBin, b.loadgenBin, b.compareBin} {
+		if _, err := os.Stat(bin); bin != "" && err != nil {
 			return fmt.Errorf("%w (run make build first, or make bench)", err)
 		}
 	}
@@ -105,6 +110,7 @@ func run(ctx context.Context, args []string) error {
 		{"payload", b.payload},
 		{"prompts", b.prompts},
 		{"snapshot", b.snapshot},
+		{"openloop", b.openLoop},
 		{"growth", b.growthBench},
 		{"parts", b.parts},
 		{"live", b.live},
@@ -227,7 +233,12 @@ func (b *bench) load(ctx context.Context, srv *conch, conns int, urls ...string)
 // loadFor is load for a duration d. A run with failed requests answers its figures and
 // an error.
 func (b *bench) loadFor(ctx context.Context, srv *conch, d time.Duration, conns int, urls ...string) (load.Result, error) {
-	args := []string{"-json", "-c", strconv.Itoa(conns), "-d", d.String(), "-pid", strconv.Itoa(srv.PID)}
+	return b.loadgen(ctx, srv, []string{"-c", strconv.Itoa(conns), "-d", d.String()}, urls)
+}
+
+// loadgen runs the load generator with args against urls of srv, sampling srv.
+func (b *bench) loadgen(ctx context.Context, srv *conch, args, urls []string) (load.Result, error) {
+	args = append([]string{"-json", "-pid", strconv.Itoa(srv.PID)}, args...)
 	out, err := exec.CommandContext(ctx, b.loadgenBin, append(args, urls...)...).Output()
 	if err != nil {
 		if ee, ok := err.(*exec.ExitError); ok {
@@ -264,15 +275,19 @@ func (b *bench) loadRuns(ctx context.Context, srv *conch, conns int, urls ...str
 		if err != nil {
 			return f, err
 		}
-		f.rps = append(f.rps, res.RPS)
-		f.p50 = append(f.p50, res.P50us)
-		f.p99 = append(f.p99, res.P99us)
-		f.reqs = append(f.reqs, float64(res.Requests))
-		f.bytes = append(f.bytes, float64(res.BodyBytes)/float64(max(res.Requests, 1)))
-		if res.Proc != nil {
-			f.rss = append(f.rss, float64(res.Proc.RSSMaxKiB)*1024)
-			f.cpu = append(f.cpu, res.Proc.CPUSeconds)
-		}
+		f.add(res)
 	}
 	return f, nil
+}
+
+func (f *loadFigures) add(res load.Result) {
+	f.rps = append(f.rps, res.RPS)
+	f.p50 = append(f.p50, res.P50us)
+	f.p99 = append(f.p99, res.P99us)
+	f.reqs = append(f.reqs, float64(res.Requests))
+	f.bytes = append(f.bytes, float64(res.BodyBytes)/float64(max(res.Requests, 1)))
+	if res.Proc != nil {
+		f.rss = append(f.rss, float64(res.Proc.RSSMaxKiB)*1024)
+		f.cpu = append(f.cpu, res.Proc.CPUSeconds)
+	}
 }

@@ -10,6 +10,7 @@ type targets struct {
 	inlineRatio256Shell float64   // the same per shell message
 	snapshot256At16     dist      // requests/s, 256 KiB snapshot, 16 connections
 	snapshot1KP99At16   dist      // p99 in microseconds, 1 KiB snapshot, 16 connections
+	openLoopP99Ratios   []float64 // Conch's open-loop p99 over the net/http baseline's, 1 KiB snapshot, one per rate (issue 36)
 	list50P99At16       dist      // p99 in microseconds, newest page of limit=50, 16 connections
 	growthNewestRatio   string    // newest-page p50, largest session / smallest
 	growthSizes         [2]int
@@ -28,6 +29,10 @@ func (t targets) render(r *report) {
 	for _, v := range t.listBytesPerShell {
 		worst = max(worst, v)
 	}
+	worstOpen := 0.0
+	for _, v := range t.openLoopP99Ratios {
+		worstOpen = max(worstOpen, v)
+	}
 	rows := [][]string{
 		{"list bytes per shell message, every stdout size", "<= 600 B", orNA(len(t.listBytesPerShell) > 0, fmt.Sprintf("%.0f B at most", worst), na)},
 		{"list bytes on the wire per prompt, a page of 20, compressed", "<= 250 B", orNA(t.promptBytes > 0, fmt.Sprintf("%.0f B", t.promptBytes), na)},
@@ -35,6 +40,8 @@ func (t targets) render(r *report) {
 			fmt.Sprintf("x%.0f for the list (half of it text messages), x%.0f per shell message", t.inlineRatio256List, t.inlineRatio256Shell), na)},
 		{"256 KiB snapshot at 16 connections", ">= 2,000 requests/s", orNA(len(t.snapshot256At16) > 0, t.snapshot256At16.format(count)+" requests/s", na)},
 		{"1 KiB snapshot p99 at 16 connections", "<= 8 ms", orNA(len(t.snapshot1KP99At16) > 0, t.snapshot1KP99At16.format(micros), na)},
+		{"1 KiB snapshot p99 in an open loop at 25/50/75% of the maximum rate, vs a net/http baseline", "within x1.2 at each rate",
+			orNA(len(t.openLoopP99Ratios) > 0, fmt.Sprintf("x%.2f at worst", worstOpen), na)},
 		{"limit=50 page p99 at 16 connections", "<= 35 ms", orNA(len(t.list50P99At16) > 0, t.list50P99At16.format(micros), na)},
 		{fmt.Sprintf("newest-page list p50, %d vs %d messages", t.growthSizes[1], t.growthSizes[0]), "within x2",
 			orNA(t.growthNewestRatio != "", t.growthNewestRatio, na)},

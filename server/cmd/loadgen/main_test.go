@@ -5,26 +5,6 @@ import (
 	"testing"
 )
 
-func TestLoopbackURL(t *testing.T) {
-	for _, tt := range []struct {
-		url string
-		ok  bool
-	}{
-		{"http://127.0.0.1:8080/healthz", true},
-		{"http://localhost:1/", true},
-		{"http://[::1]:8080/", true},
-		{"https://127.0.0.2/", true},
-		{"http://example.com/", false},
-		{"http://10.0.0.1/", false},
-		{"ftp://127.0.0.1/", false},
-		{"127.0.0.1:8080", false},
-	} {
-		if err := loopbackURL(tt.url); (err == nil) != tt.ok {
-			t.Errorf("loopbackURL(%q) = %v, want ok=%v", tt.url, err, tt.ok)
-		}
-	}
-}
-
 func TestHeaderFlag(t *testing.T) {
 	var h headerFlag
 	for _, v := range []string{"Authorization: Bearer x", "X-A:1", "X-A: 2"} {

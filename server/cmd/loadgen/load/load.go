@@ -1,12 +1,21 @@
 // Package load drives HTTP load against a server on loopback and samples the server
 // process from /proc: the engine of cmd/loadgen, also used by cmd/bench to read results.
+//
+// A closed loop (the default) sends each connection's next request when its previous
+// answer is in: a server that stalls also stalls the load, so the stall shows in one
+// latency only and the requests it held back are never sent (coordinated omission). An
+// open loop (Config.Rate) sends at fixed intended times whatever the answers do, and
+// measures each latency from its intended time, so a stall shows in every request it
+// delayed.
 package load
 
 import (
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"net/url"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -21,8 +30,13 @@ type Config struct {
 	Duration time.Duration
 	Requests int
 	Header   http.Header
-	PID      int // server process to sample; 0 for none
+	PID      int     // server process to sample; 0 for none
+	Rate     float64 // requests per second of an open loop; 0 for a closed loop
 }
+
+// drainLimit is how long an open loop waits, after its last intended send, for the
+// requests still queued or in flight.
+const drainLimit = time.Second
 
 // Result is what a run measured. Latencies are in microseconds.
 type Result struct {
@@ -36,30 +50,32 @@ type Result struct {
 	MaxUs     float64 `json:"max_us"`     // of successful requests
 	BodyBytes int64   `json:"body_bytes"` // response bodies read
 	Proc      *Proc   `json:"proc,omitempty"`
+	// An open loop's: its rate, the intended sends that found every connection busy (sent
+	// late, their latency still counted from the intended time), and those of them the
+	// run ended before sending at all.
+	Rate   float64 `json:"rate,omitempty"`
+	Missed int     `json:"missed,omitempty"`
+	Unsent int     `json:"unsent,omitempty"`
 }
 
 // Run performs the load run described by cfg.
 func Run(ctx context.Context, cfg Config) (Result, error) {
-	if len(cfg.URLs) == 0 || cfg.Conns < 1 || (cfg.Duration <= 0 && cfg.Requests <= 0) {
-		return Result{}, fmt.Errorf("load: need URLs, at least one connection and a duration or a request count")
+	if len(cfg.URLs) == 0 || cfg.Conns < 1 || (cfg.Duration <= 0 && cfg.Requests <= 0) || cfg.Rate < 0 {
+		return Result{}, fmt.Errorf("load: need URLs, at least one connection, a duration or a request count, and a rate of 0 or more")
+	}
+	if cfg.Rate > 0 {
+		return runOpen(ctx, cfg)
 	}
 	if cfg.Duration > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, cfg.Duration)
 		defer cancel()
 	}
-	client := &http.Client{Transport: &http.Transport{
-		MaxIdleConns: cfg.Conns, MaxIdleConnsPerHost: cfg.Conns, MaxConnsPerHost: cfg.Conns,
-		DisableCompression: true, IdleConnTimeout: time.Minute,
-	}}
+	client := newClient(cfg.Conns)
 	defer client.CloseIdleConnections()
-
-	var sampler *Sampler
-	if cfg.PID > 0 {
-		var err error
-		if sampler, err = Watch(cfg.PID, 50*time.Millisecond); err != nil {
-			return Result{}, err
-		}
+	sampler, err := watch(cfg.PID)
+	if err != nil {
+		return Result{}, err
 	}
 	var (
 		left    atomic.Int64 // requests not yet issued, with cfg.Requests
@@ -99,6 +115,28 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 		}()
 	}
 	wg.Wait()
+	res.finish(started, sampler, lat)
+	return res, nil
+}
+
+func newClient(conns int) *http.Client {
+	return &http.Client{Transport: &http.Transport{
+		MaxIdleConns: conns, MaxIdleConnsPerHost: conns, MaxConnsPerHost: conns,
+		DisableCompression: true, IdleConnTimeout: time.Minute,
+	}}
+}
+
+// watch samples process pid every 50 ms; pid 0: none (nil).
+func watch(pid int) (*Sampler, error) {
+	if pid <= 0 {
+		return nil, nil
+	}
+	return Watch(pid, 50*time.Millisecond)
+}
+
+// finish fills in the figures of a run that started at started, with the latencies of
+// its successful requests.
+func (res *Result) finish(started time.Time, sampler *Sampler, lat []time.Duration) {
 	res.Seconds = time.Since(started).Seconds()
 	if sampler != nil {
 		p := sampler.Stop()
@@ -112,33 +150,163 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 		res.P99us = micros(lat[min(len(lat)-1, len(lat)*99/100)])
 		res.MaxUs = micros(lat[len(lat)-1])
 	}
+}
+
+// runOpen is the open loop: request i is due at start + i/Rate, whether or not earlier
+// answers are in. Cfg.Conns connections take the due requests in order; one due while
+// every connection is busy is a missed send: it waits for the first free connection, and
+// its latency counts from when it was due. The run ends after its last due request (the
+// Duration's or the Requests'), once the requests still queued or in flight are answered
+// or drainLimit has passed; the queued ones left then are unsent.
+func runOpen(ctx context.Context, cfg Config) (Result, error) {
+	interval := time.Duration(float64(time.Second) / cfg.Rate)
+	if interval <= 0 {
+		return Result{}, fmt.Errorf("load: a rate of %g requests/s is too high", cfg.Rate)
+	}
+	due := cfg.Requests
+	if n := int(cfg.Duration / interval); cfg.Duration > 0 && (due <= 0 || n < due) {
+		due = n
+	}
+	if due < 1 {
+		return Result{}, fmt.Errorf("load: %s at %g requests/s is not one request", cfg.Duration, cfg.Rate)
+	}
+	client := newClient(cfg.Conns)
+	defer client.CloseIdleConnections()
+	sampler, err := watch(cfg.PID)
+	if err != nil {
+		return Result{}, err
+	}
+	var (
+		queue   = make(chan time.Time, due) // intended send times, in order
+		pending atomic.Int64                // queued or in flight
+		idle    = make(chan struct{}, 1)    // pending reached 0
+		tick    = time.NewTimer(0)
+		mu      sync.Mutex
+		lat     []time.Duration
+		res     = Result{Conns: cfg.Conns, Rate: cfg.Rate}
+		wg      sync.WaitGroup
+		started = time.Now()
+	)
+	// Requests still out when the drain ends are cut: not results.
+	reqCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	for w := range cfg.Conns {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var mine []time.Duration
+			var errs int
+			var bytes int64
+			for i := w; ; i += cfg.Conns {
+				if reqCtx.Err() != nil {
+					break
+				}
+				var intended time.Time
+				select {
+				case intended = <-queue:
+				case <-reqCtx.Done():
+					continue
+				}
+				n, err := fetch(reqCtx, client, cfg.URLs[i%len(cfg.URLs)], cfg.Header)
+				switch {
+				case err != nil && reqCtx.Err() != nil:
+				case err != nil:
+					errs++
+				default:
+					mine = append(mine, time.Since(intended))
+					bytes += n
+				}
+				if pending.Add(-1) == 0 {
+					select {
+					case idle <- struct{}{}:
+					default:
+					}
+				}
+			}
+			mu.Lock()
+			lat = append(lat, mine...)
+			res.Errors += errs
+			res.BodyBytes += bytes
+			mu.Unlock()
+		}()
+	}
+	for i := range due {
+		intended := started.Add(time.Duration(i) * interval)
+		if d := time.Until(intended); d > 0 {
+			tick.Reset(d)
+			select {
+			case <-tick.C:
+			case <-ctx.Done():
+			}
+		}
+		if ctx.Err() != nil {
+			break
+		}
+		if pending.Load() >= int64(cfg.Conns) {
+			res.Missed++
+		}
+		pending.Add(1)
+		queue <- intended
+	}
+	tick.Reset(drainLimit)
+drain:
+	for pending.Load() > 0 {
+		select {
+		case <-idle:
+		case <-tick.C:
+			break drain
+		case <-ctx.Done():
+			break drain
+		}
+	}
+	cancel()
+	wg.Wait()
+	res.Unsent = len(queue)
+	res.finish(started, sampler, lat)
 	return res, nil
+}
+
+// Loopback refuses any target but a loopback host: load is for local benchmarks.
+func Loopback(raw string) error {
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") {
+		return fmt.Errorf("%q is not an http URL", raw)
+	}
+	if ip := net.ParseIP(u.Hostname()); u.Hostname() != "localhost" && (ip == nil || !ip.IsLoopback()) {
+		return fmt.Errorf("%q: only loopback hosts are allowed", raw)
+	}
+	return nil
 }
 
 func micros(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
 
-// get requests url and reads the whole body; a non-2xx answer is an error.
+// get requests url and reads the whole body, timed; a non-2xx answer is an error.
 func get(ctx context.Context, client *http.Client, url string, h http.Header) (time.Duration, int64, error) {
+	start := time.Now()
+	n, err := fetch(ctx, client, url, h)
+	return time.Since(start), n, err
+}
+
+// fetch requests url and reads the whole body; a non-2xx answer is an error.
+func fetch(ctx context.Context, client *http.Client, url string, h http.Header) (int64, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
-		return 0, 0, err
+		return 0, err
 	}
 	for k, v := range h {
 		req.Header[k] = v
 	}
-	start := time.Now()
 	resp, err := client.Do(req)
 	if err != nil {
-		return 0, 0, err
+		return 0, err
 	}
 	n, err := io.Copy(io.Discard, resp.Body)
 	resp.Body.Close()
-	d := time.Since(start)
 	if err != nil {
-		return 0, 0, err
+		return 0, err
 	}
 	if resp.StatusCode/100 != 2 {
-		return 0, 0, fmt.Errorf("GET %s: %s", url, resp.Status)
+		return 0, fmt.Errorf("GET %s: %s", url, resp.Status)
 	}
-	return d, n, nil
+	return n, nil
 }
