@@ -235,6 +235,15 @@ func BenchmarkMarkdownNestedQuotes(b *testing.B) { benchParse(b, strings.Repeat(
 // "](" fails to make a link, as BenchmarkMarkdownNestedQuotes does.
 func BenchmarkMarkdownLinkOpeners(b *testing.B) { benchParse(b, strings.Repeat("[a](", 16<<10)) }
 
+// BenchmarkMarkdownReply parses a streamed reply as large as a message grows
+// (MaxTextBytes, 256 KiB) of what agents write: the most one store of its text costs.
+func BenchmarkMarkdownReply(b *testing.B) {
+	reply := "I created **hello.py** with a `greet` function.\n\n## What changed\n\n1. Added `greet(name)`\n2. Wired it into *main*\n\n" +
+		"- [x] write it\n- [ ] document it\n\n| file | lines |\n|:--|--:|\n| hello.py | 12 |\n\n```python\ndef greet(name):\n    return name\n```\n\n" +
+		"See [the docs](https://docs.python.org/3/tutorial/).\n\n"
+	benchParse(b, strings.Repeat(reply, 256<<10/len(reply)))
+}
+
 func benchParse(b *testing.B, src string) {
 	b.Run("goldmark", func(b *testing.B) {
 		p := goldmark.New(goldmark.WithExtensions(extension.Table, extension.Strikethrough, extension.TaskList)).Parser()
