@@ -116,6 +116,9 @@ type Metadata struct {
 	DetailBytes int `json:"detail_bytes,omitempty"`
 	// Attachments are the files a person's prompt carried (bodies fetched on open).
 	Attachments []Attachment `json:"attachments,omitempty"`
+	// Markdown is an agent's reply (the content) parsed, for the page to draw
+	// (markdown.go); none past MaxMarkdownBytes.
+	Markdown []MarkdownNode `json:"markdown,omitempty"`
 }
 
 // PlanEntry is one step of an agent's plan: ACP's priority (high | medium | low) and
@@ -124,6 +127,8 @@ type PlanEntry struct {
 	Content  string `json:"content"`
 	Priority string `json:"priority"`
 	Status   string `json:"status"`
+	// Markdown is the content parsed, as a reply's (Metadata.Markdown).
+	Markdown []MarkdownNode `json:"markdown,omitempty"`
 }
 
 // PermissionOption is one answer an agent offers to a permission request. Kind is ACP's

@@ -70,7 +70,9 @@ func (m Message) Visible() Message {
 	for i := range md.Entries {
 		e := &md.Entries[i]
 		e.Content, e.Priority, e.Status = Visible(e.Content), Visible(e.Priority), Visible(e.Status)
+		e.Markdown, _ = visibleTree(e.Markdown)
 	}
+	md.Markdown, _ = visibleTree(md.Markdown)
 	if n := md.Normalized; n != nil {
 		c := *n
 		if sh := c.ShellExec; sh != nil {
@@ -184,4 +186,26 @@ func visiblePtr(s *string) *string {
 	}
 	v := Visible(*s)
 	return &v
+}
+
+// visibleTree returns a markdown tree with Visible applied to its texts, and whether that
+// changed any: a copy then, tree itself else.
+func visibleTree(tree []MarkdownNode) ([]MarkdownNode, bool) {
+	var out []MarkdownNode
+	for i, n := range tree {
+		v := n
+		v.Text, v.Href, v.Lang = Visible(n.Text), Visible(n.Href), Visible(n.Lang)
+		var changed bool
+		v.Children, changed = visibleTree(n.Children)
+		if out == nil && (changed || v.Text != n.Text || v.Href != n.Href || v.Lang != n.Lang) {
+			out = slices.Clone(tree)
+		}
+		if out != nil {
+			out[i] = v
+		}
+	}
+	if out == nil {
+		return tree, false
+	}
+	return out, true
 }

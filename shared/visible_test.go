@@ -67,6 +67,8 @@ func TestVisibleValues(t *testing.T) {
 		"ToolContentSnapshot.MessageID",
 		"Message.Metadata.Elicitation.Mode", "Message.Metadata.Elicitation.Action", "Message.Metadata.Elicitation.Fields.Name",
 		"Message.Metadata.Elicitation.Fields.Type", "Message.Metadata.Elicitation.Fields.Options.Value",
+		"Message.Metadata.Markdown.Kind", "Message.Metadata.Markdown.Align", "Message.Metadata.Entries.Markdown.Kind",
+		"Message.Metadata.Entries.Markdown.Align",
 	}
 	for _, tc := range []struct {
 		name    string
@@ -87,14 +89,14 @@ func TestVisibleValues(t *testing.T) {
 }
 
 // filled is a T with every string "x\u202e", every number 7, every bool true, every
-// pointer set and every slice of one element.
+// pointer set and every slice of one element (but a slice of a struct it is in: empty).
 func filled[T any]() T {
 	var v T
-	fill(reflect.ValueOf(&v).Elem())
+	fill(reflect.ValueOf(&v).Elem(), nil)
 	return v
 }
 
-func fill(v reflect.Value) {
+func fill(v reflect.Value, in []reflect.Type) {
 	switch v.Kind() {
 	case reflect.String:
 		v.SetString("x\u202e")
@@ -104,17 +106,20 @@ func fill(v reflect.Value) {
 		v.SetInt(7)
 	case reflect.Pointer:
 		v.Set(reflect.New(v.Type().Elem()))
-		fill(v.Elem())
+		fill(v.Elem(), in)
 	case reflect.Slice:
+		if slices.Contains(in, v.Type().Elem()) { // a tree's children
+			return
+		}
 		v.Set(reflect.MakeSlice(v.Type(), 1, 1))
-		fill(v.Index(0))
+		fill(v.Index(0), in)
 	case reflect.Struct:
 		if v.Type() == reflect.TypeFor[time.Time]() {
 			v.Set(reflect.ValueOf(time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)))
 			return
 		}
 		for i := range v.NumField() {
-			fill(v.Field(i))
+			fill(v.Field(i), append(in, v.Type()))
 		}
 	}
 }

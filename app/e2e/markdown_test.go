@@ -5,6 +5,9 @@ package e2e
 import (
 	"context"
 	"testing"
+
+	"github.com/chromedp/cdproto/network"
+	"github.com/chromedp/chromedp"
 )
 
 // markdownReply is what the scripted agent answers "markdown" with: what agents write.
@@ -44,4 +47,22 @@ func TestMarkdownReply(t *testing.T) {
 		}
 	}
 	b.shots(t, "markdown", ".msg.agent .md table")
+
+	// The server's prerender of the page (app.wasm blocked) draws the same markup: elements,
+	// attributes, text (its spacing aside). go-app's prerender writes an attribute whose
+	// value is "true" with no value, so aria-hidden counts by its presence.
+	shape := `(function shape(e) {
+		return [...e.childNodes].map(n => n.nodeType === 3 ? n.textContent.replace(/\s+/g, " ").trim() :
+			"<" + n.tagName + [...n.attributes].map(a => " " + a.name + (a.name === "aria-hidden" ? "" : "=" + a.value)).sort().join("") +
+			">" + shape(n) + "</>").join("")
+	})(document.querySelector(".msg.agent .md"))`
+	live := eval[string](t, b, shape)
+	p := newBrowser(t)
+	send(t, p, network.Enable, network.EnableParams{})
+	send(t, p, network.SetBlockedURLs, network.SetBlockedURLsParams{URLPatterns: []*network.BlockPattern{{URLPattern: "*://*:*/web/app.wasm", Block: true}}})
+	p.do(t, chromedp.Navigate(s.URL+"/sessions/"+sess.ID))
+	p.waitFor(t, "the prerendered reply", `document.readyState === "complete" && !!document.querySelector(".msg.agent .md table")`)
+	if got := eval[string](t, p, shape); got != live {
+		t.Errorf("the prerendered reply differs from the app's:\n%s\n%s", got, live)
+	}
 }

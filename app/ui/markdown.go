@@ -1,309 +1,133 @@
 package ui
 
 import (
-	"bufio"
-	"bytes"
 	"fmt"
-	"html"
-	"net/url"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/maxence-charriere/go-app/v10/pkg/app"
-	"github.com/yuin/goldmark"
-	"github.com/yuin/goldmark/ast"
-	"github.com/yuin/goldmark/extension"
-	east "github.com/yuin/goldmark/extension/ast"
-	"github.com/yuin/goldmark/parser"
-	ghtml "github.com/yuin/goldmark/renderer/html"
-	"github.com/yuin/goldmark/text"
+
+	"conch/shared"
 )
 
-// An agent's reply and its plan entries are markdown (CommonMark with GitHub's tables,
-// strikethrough and task lists). The parsed tree becomes go-app elements here, element by
-// element: agent text only ever reaches text nodes or, through attrText, the href and
-// title of a link, so HTML in a reply shows as the text it is and no markup can come of
-// it. Links open in a new tab, without the opener or a referrer, and only for
-// http, https and mailto; images are never loaded (their alt text and address show as a
-// link instead: an image request tells its host who read the reply, and when).
-//
-// goldmark was chosen over github.com/gomarkdown/markdown on figures measured on
-// 2026-12-04 (app.wasm, raw / brotli, parsing with both extensions and walking the tree):
-// goldmark added 979 KB / 123.4 KB, gomarkdown 739 KB / 121.3 KB. For 2 KB more it
-// follows CommonMark's spec and GitHub's extensions exactly, and has tagged releases.
-// With this file, app.wasm.br grew from 1,257,153 to 1,419,266 bytes.
+// An agent's reply and its plan entries are markdown, parsed on the server when stored
+// (server/markdown) into a tree of blocks (shared.MarkdownNode) that becomes go-app
+// elements here, node by node: agent text only ever reaches text nodes or, through
+// attrText, the href and title of a link, so HTML in a reply shows as the text it is and
+// no markup can come of it. Links open in a new tab, without the opener or a referrer,
+// and only for http, https and mailto; images are never loaded (their alt text and
+// address show as a link instead: an image request tells its host who read the reply,
+// and when). The browser carries no parser: goldmark added 162 KB to app.wasm.br.
 
-var markdownParser = goldmark.New(goldmark.WithParser(nestingParser()),
-	goldmark.WithExtensions(extension.Table, extension.Strikethrough, extension.TaskList)).Parser()
-
-// markdownNesting bounds how many blockquotes and lists the parser opens inside each
-// other. goldmark's work grows with the square of the nesting (each level reads its line
-// again from the start, each line goes through every open level): a reply of 40,000
-// nested quotes took 1.5 s to parse (BenchmarkMarkdownNestedQuotes), on the server for
-// each view of its session page, which prerenders it. Past the bound a ">" or a list
-// marker is text of the innermost block, shown as written, so parsing is linear in the
-// text. No person nests 32 quotes; the page draws 16 levels (markdownDepth) and flattens
-// the rest anyway.
-const markdownNesting = 32
-
-// nestingParser is goldmark's parser with its blockquote and list parsers bounded by
-// markdownNesting.
-func nestingParser() parser.Parser {
-	blocks := parser.DefaultBlockParsers()
-	for i, b := range blocks {
-		if b.Value == parser.NewBlockquoteParser() || b.Value == parser.NewListParser() {
-			blocks[i].Value = nested{b.Value.(parser.BlockParser)}
-		}
+// markdown draws src (an agent's markdown) from its tree inside a div of the given
+// classes; without a tree (a server from before, a text past shared.MaxMarkdownBytes),
+// src as written.
+func markdown(src string, tree []shared.MarkdownNode, classes ...string) app.UI {
+	if tree == nil {
+		return app.Div().Class(append(classes, "md", "md-plain")...).Text(src)
 	}
-	return parser.NewParser(parser.WithBlockParsers(blocks...),
-		parser.WithInlineParsers(parser.DefaultInlineParsers()...),
-		parser.WithParagraphTransformers(parser.DefaultParagraphTransformers()...))
+	return app.Div().Class(append(classes, "md")...).Body(mdNodes(tree)...)
 }
 
-// nested is a parser of a container block that opens none inside markdownNesting others.
-type nested struct{ parser.BlockParser }
-
-func (p nested) Open(parent ast.Node, reader text.Reader, pc parser.Context) (ast.Node, parser.State) {
-	if nesting(parent) >= markdownNesting {
-		return nil, parser.NoChildren
-	}
-	return p.BlockParser.Open(parent, reader, pc)
-}
-
-// nesting counts the blockquotes and lists n is in, n included: at most markdownNesting
-// of them (with a list item and a paragraph or two between each), so the walk is short.
-func nesting(n ast.Node) int {
-	d := 0
-	for ; n != nil; n = n.Parent() {
-		switch n.(type) {
-		case *ast.Blockquote, *ast.List:
-			d++
-		}
-	}
-	return d
-}
-
-// markdownDepth bounds how deeply elements nest: past it a node's text is shown flat.
-// An agent may nest emphasis or quotes thousands deep; the page stays shallow.
-const markdownDepth = 16
-
-// markdown draws src (an agent's markdown) as elements inside a div of the given classes.
-func markdown(src string, classes ...string) app.UI {
-	b := []byte(src)
-	doc := markdownParser.Parse(text.NewReader(b))
-	m := md{src: b}
-	return app.Div().Class(append(classes, "md")...).Body(m.children(doc, 0)...)
-}
-
-type md struct{ src []byte }
-
-func (m md) children(n ast.Node, depth int) []app.UI {
-	var out []app.UI
-	var run strings.Builder // neighbouring text goes into one text node
-	for c := n.FirstChild(); c != nil; c = c.NextSibling() {
-		if s, hard, ok := m.text(c); ok {
-			run.WriteString(s)
-			if hard {
-				out = append(out, app.Text(run.String()), app.Br())
-				run.Reset()
-			}
-			continue
-		}
-		if run.Len() > 0 {
-			out = append(out, app.Text(run.String()))
-			run.Reset()
-		}
-		out = append(out, m.node(c, depth+1))
-	}
-	if run.Len() > 0 {
-		out = append(out, app.Text(run.String()))
+func mdNodes(ns []shared.MarkdownNode) []app.UI {
+	out := make([]app.UI, len(ns))
+	for i, n := range ns {
+		out[i] = mdNode(n)
 	}
 	return out
 }
 
-// text is what a text node shows, whether a hard line break follows it, and whether n is
-// one. HTML is shown as the text it is; a soft line break is a space (CommonMark's reading).
-func (m md) text(n ast.Node) (s string, hard, ok bool) {
-	switch n := n.(type) {
-	case *ast.Text:
-		s := string(n.Value(m.src))
-		if !n.IsRaw() {
-			s = m.escaped(n.Value(m.src))
-		}
-		if n.SoftLineBreak() {
-			s += " "
-		}
-		return s, n.HardLineBreak(), true
-	case *ast.String:
-		if n.IsRaw() || n.IsCode() {
-			return string(n.Value), false, true
-		}
-		return m.escaped(n.Value), false, true
-	case *ast.RawHTML:
-		var s strings.Builder
-		for i := 0; i < n.Segments.Len(); i++ {
-			seg := n.Segments.At(i)
-			s.Write(seg.Value(m.src))
-		}
-		return s.String(), false, true
-	}
-	return "", false, false
-}
-
-func (m md) node(n ast.Node, depth int) app.UI {
-	if depth > markdownDepth && n.HasChildren() { // an agent may nest thousands deep
-		return app.Text(m.plain(n))
-	}
-	kids := func() []app.UI { return m.children(n, depth) }
-	switch n := n.(type) {
-	case *ast.Paragraph:
+// mdNode draws n. The server bounds the tree's depth (shared.MarkdownDepth).
+func mdNode(n shared.MarkdownNode) app.UI {
+	kids := func() []app.UI { return mdNodes(n.Children) }
+	switch n.Kind {
+	case shared.MarkdownBreak:
+		return app.Br()
+	case shared.MarkdownParagraph:
 		return app.P().Body(kids()...)
-	case *ast.TextBlock: // a tight list item's text
+	case shared.MarkdownSpan:
 		return app.Span().Body(kids()...)
-	case *ast.Heading:
+	case shared.MarkdownHeading:
 		return app.P().Class("md-heading", "md-h"+strconv.Itoa(n.Level)).Body(kids()...)
-	case *ast.ThematicBreak:
+	case shared.MarkdownRule:
 		return app.Hr()
-	case *ast.Blockquote:
+	case shared.MarkdownQuote:
 		return app.Blockquote().Body(kids()...)
-	case *ast.List:
-		if !n.IsOrdered() {
+	case shared.MarkdownList:
+		switch {
+		case !n.Ordered:
 			return app.Ul().Body(kids()...)
-		}
-		if n.Start != 1 {
+		case n.Start != 1:
 			return app.Ol().Attr("start", n.Start).Body(kids()...)
 		}
 		return app.Ol().Body(kids()...)
-	case *ast.ListItem:
+	case shared.MarkdownItem:
 		return app.Li().Body(kids()...)
-	case *ast.FencedCodeBlock:
-		return &CodeBlock{Lang: m.escaped(n.Language(m.src)), Code: m.lines(n)}
-	case *ast.CodeBlock:
-		return &CodeBlock{Code: m.lines(n)}
-	case *ast.HTMLBlock: // shown as the text it is
-		s := m.lines(n)
-		if n.HasClosure() {
-			s += string(n.ClosureLine.Value(m.src))
-		}
-		return app.P().Class("md-html").Text(s)
-	case *ast.Emphasis:
-		if n.Level >= 2 {
-			return app.Strong().Body(kids()...)
-		}
+	case shared.MarkdownCodeBlock:
+		return &CodeBlock{Lang: n.Lang, Code: n.Text}
+	case shared.MarkdownHTML:
+		return app.P().Class("md-html").Text(n.Text)
+	case shared.MarkdownEmphasis:
 		return app.Em().Body(kids()...)
-	case *east.Strikethrough:
+	case shared.MarkdownStrong:
+		return app.Strong().Body(kids()...)
+	case shared.MarkdownStrike:
 		return app.Del().Body(kids()...)
-	case *ast.CodeSpan:
-		return app.Code().Text(m.plain(n))
-	case *ast.Link:
-		return link(m.escaped(n.Destination), kids())
-	case *ast.AutoLink:
-		u := string(n.URL(m.src))
-		if n.AutoLinkType == ast.AutoLinkEmail && !strings.HasPrefix(strings.ToLower(u), "mailto:") {
-			u = "mailto:" + u
-		}
-		return link(u, []app.UI{app.Text(string(n.Label(m.src)))})
-	case *ast.Image: // not loaded: its alt text, then its address as a link
-		dest := m.escaped(n.Destination)
+	case shared.MarkdownCode:
+		return app.Code().Text(n.Text)
+	case shared.MarkdownLink:
+		return link(n.Href, kids())
+	case shared.MarkdownImage: // not loaded: its alt text, then its address as a link
 		return app.Span().Class("md-image").Body(
-			app.Span().Class("md-image-alt").Text("Image: "+m.plain(n)),
-			link(dest, []app.UI{app.Text(dest)}),
+			app.Span().Class("md-image-alt").Text("Image: "+n.Text),
+			link(n.Href, []app.UI{app.Text(n.Href)}),
 		)
-	case *east.TaskCheckBox:
+	case shared.MarkdownTask:
 		mark, word := "☐", "to do"
-		if n.IsChecked {
+		if n.Checked {
 			mark, word = "☑", "done"
 		}
 		return app.Span().Class("md-task").Body(
 			app.Span().Aria("hidden", "true").Text(mark+" "),
 			app.Span().Class("sr-only").Text(word+": "),
 		)
-	case *east.Table:
+	case shared.MarkdownTable:
 		var head, body []app.UI
-		for c := n.FirstChild(); c != nil; c = c.NextSibling() {
-			if _, ok := c.(*east.TableHeader); ok {
-				head = append(head, app.Tr().Body(m.cells(c, n.Alignments, depth, true)...))
+		for i, row := range n.Children { // the header row first
+			if i == 0 {
+				head = append(head, app.Tr().Body(cells(row, n.Align, true)...))
 			} else {
-				body = append(body, app.Tr().Body(m.cells(c, n.Alignments, depth, false)...))
+				body = append(body, app.Tr().Body(cells(row, n.Align, false)...))
 			}
 		}
 		return app.Div().Class("md-table").Body(app.Table().Body(app.THead().Body(head...), app.TBody().Body(body...)))
 	}
-	// Anything else (a node kind this file does not know) shows its text.
-	return app.Text(m.plain(n))
+	// Text, and a kind this page does not know: its text.
+	return app.Text(n.Text)
 }
 
-func (m md) cells(row ast.Node, align []east.Alignment, depth int, head bool) []app.UI {
-	var out []app.UI
-	i := 0
-	for c := row.FirstChild(); c != nil; c, i = c.NextSibling(), i+1 {
+func cells(row shared.MarkdownNode, align []string, head bool) []app.UI {
+	out := make([]app.UI, len(row.Children))
+	for i, c := range row.Children {
 		cls := "md-left"
-		if i < len(align) {
-			switch align[i] {
-			case east.AlignCenter:
-				cls = "md-center"
-			case east.AlignRight:
-				cls = "md-right"
-			}
+		if i < len(align) && (align[i] == "center" || align[i] == "right") {
+			cls = "md-" + align[i]
 		}
 		if head {
-			out = append(out, app.Th().Scope("col").Class(cls).Body(m.children(c, depth+2)...))
+			out[i] = app.Th().Scope("col").Class(cls).Body(mdNodes(c.Children)...)
 		} else {
-			out = append(out, app.Td().Class(cls).Body(m.children(c, depth+2)...))
+			out[i] = app.Td().Class(cls).Body(mdNodes(c.Children)...)
 		}
 	}
 	return out
 }
 
-// lines is a block's text as written (code keeps its backslashes and references).
-func (m md) lines(n ast.Node) string {
-	var s strings.Builder
-	l := n.Lines()
-	for i := 0; i < l.Len(); i++ {
-		seg := l.At(i)
-		s.Write(seg.Value(m.src))
-	}
-	return s.String()
-}
-
-// plain is the text of n and everything under it, for a node drawn flat.
-func (m md) plain(n ast.Node) string {
-	var s strings.Builder
-	_ = ast.Walk(n, func(c ast.Node, entering bool) (ast.WalkStatus, error) {
-		if !entering {
-			return ast.WalkContinue, nil
-		}
-		if t, hard, ok := m.text(c); ok {
-			s.WriteString(t)
-			if hard {
-				s.WriteByte('\n')
-			}
-		}
-		return ast.WalkContinue, nil
-	})
-	return s.String()
-}
-
-// escaped is text with the agent's backslash escapes and character references resolved,
-// exactly as goldmark's own HTML writer resolves them (then read back from its HTML).
-func (m md) escaped(b []byte) string {
-	if bytes.IndexAny(b, `\&`) < 0 && bytes.IndexByte(b, 0) < 0 {
-		return string(b)
-	}
-	var buf bytes.Buffer
-	w := bufio.NewWriter(&buf)
-	ghtml.DefaultWriter.Write(w, b)
-	w.Flush()
-	return html.UnescapeString(buf.String())
-}
-
-// link is an anchor to dest around body when dest is an absolute http, https or mailto
-// address, else body alone: a relative address would resolve against Conch itself and
-// any other scheme (javascript:, data:, file:) has no business in a reply. The title
-// shows the address as the agent wrote it, on hover and focus.
+// link is an anchor to dest around body when dest is one a reply may open
+// (shared.Linkable, which the server checked already), else body alone. The title shows
+// the address as the agent wrote it, on hover and focus.
 func link(dest string, body []app.UI) app.UI {
-	if !linkable(dest) {
+	if !shared.Linkable(dest) {
 		return app.Span().Body(body...)
 	}
 	return app.A().Href(attrText(asciiURL(dest))).Title(attrText(dest)).Target("_blank").Rel("noopener noreferrer").Body(body...)
@@ -322,20 +146,6 @@ func asciiURL(dest string) string {
 		}
 	}
 	return b.String()
-}
-
-func linkable(dest string) bool {
-	u, err := url.Parse(dest)
-	if err != nil {
-		return false
-	}
-	switch strings.ToLower(u.Scheme) {
-	case "http", "https":
-		return u.Host != ""
-	case "mailto":
-		return u.Opaque != ""
-	}
-	return false
 }
 
 // CodeBlock is a fenced or indented code block: monospace like an output, with a button

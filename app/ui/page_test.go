@@ -45,7 +45,7 @@ func bootWith(s string) shared.Boot {
 	options := []shared.PermissionOption{{OptionID: s, Name: s, Kind: "allow_once"}, {OptionID: s + "2", Name: s, Kind: s}}
 	msgs := []shared.Message{
 		msg(shared.TypeMessage, shared.AuthorUser, nil),
-		msg(shared.TypeMessage, shared.AuthorAgent, nil),
+		msg(shared.TypeMessage, shared.AuthorAgent, &shared.Metadata{Markdown: parsed(s)}),
 		msg(shared.TypeThinking, shared.AuthorAgent, nil),
 		msg(shared.TypeError, shared.AuthorAgent, nil),
 		msg(shared.TypeError, shared.AuthorAgent, &shared.Metadata{DetailBytes: 3}),
@@ -55,7 +55,7 @@ func bootWith(s string) shared.Boot {
 		msg(shared.TypePermissionRequest, shared.AuthorAgent, &shared.Metadata{ToolCallID: s, Title: s,
 			Status: shared.StatusSelected, SelectedOptionID: s + "2", Options: options}),
 		msg(shared.TypePlan, shared.AuthorAgent, &shared.Metadata{Entries: []shared.PlanEntry{
-			{Content: s, Priority: s, Status: s}, {Content: s, Priority: "high", Status: "completed"}}}),
+			{Content: s, Priority: s, Status: s, Markdown: parsed(s)}, {Content: s, Priority: "high", Status: "completed", Markdown: parsed(s)}}}),
 		msg(shared.TypeToolCall, shared.AuthorAgent, &shared.Metadata{ToolCallID: s, Title: s, Kind: s, Status: shared.ToolStatus(s)}),
 		msg(shared.TypeToolCall, shared.AuthorAgent, &shared.Metadata{ToolCallID: s, Title: s, Kind: s, Status: shared.StatusCompleted,
 			Normalized: &shared.Normalized{Kind: shared.NormalizedToolContent, ToolContent: &shared.ToolContentSummary{Items: []shared.ToolContentItemSummary{
@@ -483,7 +483,7 @@ func TestPrerenderedMarkdownKeepsAgentTextOutOfMarkup(t *testing.T) {
 			for _, md := range mds {
 				var walk func(n *html.Node, depth int)
 				walk = func(n *html.Node, depth int) {
-					if depth > 2*markdownDepth+8 {
+					if depth > 2*shared.MarkdownDepth+8 {
 						t.Fatalf("markdown nests deeper than %d", depth)
 					}
 					for c := range n.ChildNodes() {

@@ -60,7 +60,11 @@ func renderMessage(sessionID, cwd string, m shared.Message) app.UI {
 	case m.AuthorType == shared.AuthorUser:
 		return userRow(m)
 	default:
-		return app.Div().Class("msg", "agent").DataSet("message-id", m.ID).Body(markdown(m.Content, "text"))
+		var tree []shared.MarkdownNode
+		if m.Metadata != nil {
+			tree = m.Metadata.Markdown
+		}
+		return app.Div().Class("msg", "agent").DataSet("message-id", m.ID).Body(markdown(m.Content, tree, "text"))
 	}
 }
 
@@ -124,7 +128,7 @@ func planRow(m shared.Message) app.UI {
 				return app.Li().Class("plan-entry", state).Body(
 					app.Span().Class("plan-mark").Aria("hidden", "true").Text(mark[0]),
 					app.Span().Class("sr-only").Text(mark[1]+": "),
-					markdown(e.Content, "plan-text"),
+					markdown(e.Content, e.Markdown, "plan-text"),
 					app.If(e.Priority == "high", func() app.UI { return app.Span().Class("plan-priority").Text("high priority") }),
 				)
 			}),

@@ -88,7 +88,7 @@ func (sameOrigin) Resolve(location string) string {
 	if location == "" {
 		return "/"
 	}
-	if cleanURL(location) && linkable(location) { // an agent's link (markdown.go), written for the attribute
+	if cleanURL(location) && shared.Linkable(location) { // an agent's link (markdown.go), written for the attribute
 		return location
 	}
 	if u, err := url.Parse(location); err == nil && cleanURL(u.String()) {

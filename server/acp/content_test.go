@@ -3,6 +3,7 @@ package acp
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 
@@ -106,9 +107,16 @@ func TestPlanOneMessagePerTurn(t *testing.T) {
 	if len(plans) != 2 {
 		t.Fatalf("%d plan messages for two turns: %q", len(plans), order)
 	}
-	want := []shared.PlanEntry{{Content: "Read the code", Priority: "high", Status: "completed"}, {Content: "Fix the bug", Priority: "high", Status: "completed"}}
-	if got := plans[0].Metadata.Entries; len(got) != 2 || got[0] != want[0] || got[1] != want[1] || plans[0].Content != "Plan: 2 of 2 steps done" {
-		t.Errorf("plan %q %+v", plans[0].Content, got)
+	var got [][3]string // each entry's text, priority and status; its text parsed as markdown
+	for _, e := range plans[0].Metadata.Entries {
+		got = append(got, [3]string{e.Content, e.Priority, e.Status})
+		if e.Markdown == nil {
+			t.Errorf("plan entry %q without its markdown", e.Content)
+		}
+	}
+	want := [][3]string{{"Read the code", "high", "completed"}, {"Fix the bug", "high", "completed"}}
+	if !slices.Equal(got, want) || plans[0].Content != "Plan: 2 of 2 steps done" {
+		t.Errorf("plan %q %q", plans[0].Content, got)
 	}
 	if got := strings.Join(order[:4], " | "); got != "message:plan | message:Let me plan. | plan:Plan: 2 of 2 steps done | message:Reading." {
 		t.Errorf("first turn: %s", got)

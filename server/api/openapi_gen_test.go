@@ -56,6 +56,7 @@ var generated = map[string]any{
 	"ToolContentSnapshot":    shared.ToolContentSnapshot{},
 	"ErrorDetail":            shared.ErrorDetail{},
 	"PlanEntry":              shared.PlanEntry{},
+	"MarkdownNode":           shared.MarkdownNode{},
 	"SessionMode":            shared.SessionMode{},
 	"Modes":                  shared.Modes{},
 	"Command":                shared.Command{},

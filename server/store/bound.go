@@ -21,6 +21,7 @@ const MaxTextBytes = shared.OutputLimit
 const (
 	// maxMessageBytes bounds all the texts of one row together, so that a row stays well
 	// inside a list page (shared.MaxPageBytes, 4 MiB) however many fields an agent fills.
+	// Their markdown trees add at most shared.MaxMarkdownBytes of JSON (markdown.go).
 	maxMessageBytes = 1 << 20
 	// itemCost is what each option or plan entry counts besides its strings (its JSON),
 	// so that a million empty entries are bounded too.

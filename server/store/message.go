@@ -159,6 +159,10 @@ func (s *Store) CreateMessage(ctx context.Context, nm NewMessage) (shared.Messag
 // or seeding many costs one commit instead of one each.
 func (s *Store) CreateMessages(ctx context.Context, nms []NewMessage) ([]shared.Message, error) {
 	rows := make([]messageRow, len(nms))
+	parsed := make([]*shared.Metadata, len(nms))
+	for i, nm := range nms { // outside the transaction (markdown.go)
+		parsed[i] = withMarkdown(nm.AuthorType, nm.Type, nm.Content, nm.Metadata)
+	}
 	use := s.usage()
 	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		sessions := map[string]sessionRow{}
@@ -171,7 +175,7 @@ func (s *Store) CreateMessages(ctx context.Context, nms []NewMessage) ([]shared.
 				}
 				sessions[nm.SessionID] = sess
 			}
-			md, out := settle(nm.Metadata, nm.Output, shared.ShellOutputSummary{})
+			md, out := settle(parsed[i], nm.Output, shared.ShellOutputSummary{})
 			content := settleContent(md, nm.ToolContent, nil)
 			row, err := s.insertMessage(tx, sess, nm.AuthorType, nm.Type, nm.Content, md, nil)
 			if err != nil {
@@ -308,6 +312,24 @@ func (s *Store) UpdateMessage(ctx context.Context, id string, u Update) (shared.
 		row     messageRow
 		changed bool
 	)
+	// The markdown of a reply's new text or of a plan's entries, parsed outside the
+	// transaction (markdown.go): a text's update carries no metadata, a plan's its entries.
+	var (
+		tree  []shared.MarkdownNode
+		reply bool
+	)
+	if u.Content != nil && u.Metadata == nil || u.Metadata != nil && len(u.Metadata.Entries) > 0 {
+		var kind messageRow
+		if err := s.db.WithContext(ctx).Select("author_type, type").Take(&kind, "id = ?", id).Error; err != nil {
+			return shared.Message{}, false, fmt.Errorf("update message: %w", notFound(err, "message"))
+		}
+		switch author, typ := shared.AuthorType(kind.AuthorType), shared.MessageType(kind.Type); {
+		case typ == shared.TypePlan:
+			u.Metadata = withPlan(u.Metadata)
+		case parsesMarkdown(author, typ) && u.Content != nil:
+			tree, reply = parseReply(*u.Content), true
+		}
+	}
 	use := s.usage()
 	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		if err := locked(tx).Take(&row, "id = ?", id).Error; err != nil {
@@ -320,6 +342,9 @@ func (s *Store) UpdateMessage(ctx context.Context, id string, u Update) (shared.
 		md := u.Metadata
 		if md == nil {
 			md = cur.Metadata
+		}
+		if reply {
+			md = withTree(md, tree)
 		}
 		var prev shared.ShellOutputSummary
 		if se := shared.ShellOf(cur); se != nil {

@@ -13,7 +13,8 @@ import (
 // is never edited after it has shipped: a change of the schema is a new step at the end.
 type step struct {
 	// table.column is a column the step adds: a database made before schema_version
-	// has had the step when it has that column (detect).
+	// has had the step when it has that column (detect). A step that moves data only
+	// names none.
 	table, column string
 	stmts         []string
 	// then, when set, runs after stmts in the same transaction (a move of data).
@@ -287,6 +288,9 @@ var steps = []step{
 	{table: "access_tokens", column: "expires_at", stmts: []string{
 		`ALTER TABLE access_tokens ADD COLUMN expires_at BIGINT NOT NULL DEFAULT 0`,
 	}},
+	// The markdown of agents' replies and plans, parsed when stored (markdown.go), for
+	// those stored before.
+	{then: parseStored},
 }
 
 // migrate brings the schema to the last step in one transaction (DDL is transactional
@@ -346,6 +350,9 @@ func (s *Store) migrateTo(ctx context.Context, to int) error {
 // which ran the schema's statements on every start). It runs once per database.
 func detect(tx *gorm.DB, d *dialect) (int, error) {
 	for i, st := range steps {
+		if st.column == "" { // no database made before schema_version had it
+			return i, nil
+		}
 		var n int64
 		if err := tx.Raw(d.countColumn, st.table, st.column).Scan(&n).Error; err != nil {
 			return 0, fmt.Errorf("read the columns of %s: %w", st.table, err)

@@ -76,6 +76,15 @@ func TestMigrateFromEveryVersion(t *testing.T) {
 						t.Errorf("search %q: %+v (%v), want message %s", q, page.Results, err, want)
 					}
 				}
+				// Replies stored before the server parsed markdown are parsed (the rows of a
+				// version that parses are written past the store, so not parsed).
+				parsing := slices.IndexFunc(steps, func(st step) bool { return st.table == "" }) + 1
+				if parsing == 0 {
+					t.Fatal("no step parses markdown")
+				}
+				if text, err := s.GetMessage(ctx, rows.messages[0]); err != nil || n < parsing && (text.Metadata == nil || treeText(text.Metadata.Markdown) != "hello") {
+					t.Errorf("the old reply: %+v (%v)", text.Metadata, err)
+				}
 				snap, err := s.GetShellOutput(ctx, rows.session, rows.messages[1])
 				if err != nil || snap.Output.Stdout != "old é 🙂\n" || snap.Output.Stderr != "warn\n" {
 					t.Errorf("output: %+v (%v)", snap.Output, err)
