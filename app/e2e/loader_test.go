@@ -4,10 +4,12 @@ package e2e
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/chromedp/cdproto/fetch"
+	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 
 	"conch/shared"
@@ -97,4 +99,39 @@ func TestClickBeforeAppRuns(t *testing.T) {
 	// Kept clicks are made once: closing the output with the app's own button keeps it closed.
 	b.do(t, chromedp.Click(chromedp.CSS(button(first))))
 	b.waitFor(t, "the output closed", fmt.Sprintf(`!document.getElementById("output-%s")`, first.ID))
+}
+
+// app.wasm is downloaded once per page load and compiled as it arrives
+// (instantiateStreaming, not the fallback that compiles a whole buffer); the next visit
+// has it from the service worker's cache, not the network.
+func TestWasmStreamedAndCached(t *testing.T) {
+	t.Parallel()
+	s := startServer(t)
+	sess := s.session(t, "streamed")
+	b := newBrowser(t)
+	send(t, b, page.AddScriptToEvaluateOnNewDocument, page.AddScriptToEvaluateOnNewDocumentParams{Source: `
+		window.__compiled = [];
+		for (const name of ["instantiateStreaming", "compileStreaming", "instantiate", "compile"]) {
+			const orig = WebAssembly[name];
+			WebAssembly[name] = (...args) => { __compiled.push(name); return orig.apply(WebAssembly, args); };
+		}`})
+	wasm := s.URL + "/web/app.wasm"
+	for _, visit := range []string{"first", "second"} {
+		b.open(t, s.URL+"/sessions/"+sess.ID)
+		if got := eval[[]string](t, b, `__compiled`); !slices.Equal(got, []string{"instantiateStreaming"}) {
+			t.Errorf("%s visit: the page compiled with %q, want instantiateStreaming once", visit, got)
+		}
+		sizes := eval[[]float64](t, b, fmt.Sprintf(`performance.getEntriesByName(%q).map((e) => e.transferSize)`, wasm))
+		switch {
+		case len(sizes) != 1:
+			t.Errorf("%s visit: the page asked for app.wasm %d times, want once", visit, len(sizes))
+		case visit == "first" && sizes[0] == 0:
+			t.Error("first visit: app.wasm came from a cache, in a fresh profile")
+		case visit == "second" && sizes[0] != 0:
+			t.Errorf("second visit: %.0f bytes of app.wasm came over the network, want none (the worker's cache)", sizes[0])
+		}
+		if visit == "first" {
+			b.waitFor(t, "the worker's copy of app.wasm", `(async () => navigator.serviceWorker.controller !== null && !!(await caches.match("/web/app.wasm")))()`)
+		}
+	}
 }

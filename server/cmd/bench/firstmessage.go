@@ -41,7 +41,7 @@ type firstLoad struct{ html, wasm, app, message float64 }
 func (b *bench) firstMessage(ctx context.Context, origin, sessionID string) error {
 	var cold, warm [4]dist
 	for run := range b.runs {
-		loads, err := b.coldThenWarm(ctx, origin+"/sessions/"+sessionID, filepath.Join(b.tmp, fmt.Sprintf("first-%d", run)))
+		loads, err := coldThenWarm(ctx, origin+"/sessions/"+sessionID, filepath.Join(b.tmp, fmt.Sprintf("first-%d", run)), loadFirst)
 		if err != nil {
 			return err
 		}
@@ -66,10 +66,11 @@ func (b *bench) firstMessage(ctx context.Context, origin, sessionID string) erro
 	return nil
 }
 
-// coldThenWarm starts a browser on a fresh profile in dir, loads url (cold), waits until
-// the service worker holds app.wasm, and loads url again in a new tab (warm).
-func (b *bench) coldThenWarm(ctx context.Context, url, dir string) ([2]firstLoad, error) {
-	var loads [2]firstLoad
+// coldThenWarm starts a browser on a fresh profile in dir, loads url (cold) with load, and
+// loads url again in a new tab (warm). load waits, after a cold load, until the service
+// worker holds app.wasm (waitWorkerCached).
+func coldThenWarm[T any](ctx context.Context, url, dir string, load func(tab context.Context, url string, cold bool) (T, error)) ([2]T, error) {
+	var loads [2]T
 	allocCtx, cancelAlloc := chromedp.NewExecAllocator(ctx, append(chromedp.DefaultExecAllocatorOptions[:],
 		chromedp.NoSandbox, chromedp.UserDataDir(dir))...)
 	defer cancelAlloc()
@@ -80,7 +81,7 @@ func (b *bench) coldThenWarm(ctx context.Context, url, dir string) ([2]firstLoad
 	}
 	for i := range loads {
 		tab, cancel := chromedp.NewContext(browserCtx)
-		l, err := loadFirst(tab, url, i == 0)
+		l, err := load(tab, url, i == 0)
 		cancel()
 		if err != nil {
 			return loads, fmt.Errorf("%s load: %w", []string{"cold", "warm"}[i], err)
@@ -117,20 +118,29 @@ func loadFirst(tab context.Context, url string, cold bool) (firstLoad, error) {
 		return firstLoad{}, errors.New("no timings from the page")
 	}
 	if cold {
-		for cached := false; !cached; {
-			cached, err = chromedp.Run(ctx, chromedp.Evaluate[bool](`(async () => navigator.serviceWorker.controller !== null &&
-				!!(await caches.match("/web/app.wasm")))()`, chromedp.EvalAwaitPromise))
-			if err != nil {
-				return firstLoad{}, fmt.Errorf("the service worker did not cache the app: %w", err)
-			}
-			if !cached {
-				select { // the worker signals nothing the page can wait on: look again shortly
-				case <-ctx.Done():
-					return firstLoad{}, fmt.Errorf("the service worker did not cache the app: %w", ctx.Err())
-				case <-time.After(50 * time.Millisecond):
-				}
-			}
+		if err := waitWorkerCached(ctx); err != nil {
+			return firstLoad{}, err
 		}
 	}
 	return firstLoad{html: times[0], wasm: times[1], app: times[2], message: times[3]}, nil
+}
+
+// waitWorkerCached waits until the service worker controls the page in ctx and has cached
+// app.wasm.
+func waitWorkerCached(ctx context.Context) error {
+	for {
+		cached, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`(async () => navigator.serviceWorker.controller !== null &&
+			!!(await caches.match("/web/app.wasm")))()`, chromedp.EvalAwaitPromise))
+		if err != nil {
+			return fmt.Errorf("the service worker did not cache the app: %w", err)
+		}
+		if cached {
+			return nil
+		}
+		select { // the worker signals nothing the page can wait on: look again shortly
+		case <-ctx.Done():
+			return fmt.Errorf("the service worker did not cache the app: %w", ctx.Err())
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
 }

@@ -73,7 +73,7 @@ func run(ctx context.Context, args []string) error {
 	burstMB := fs.Int("burst-mb", 50, "output of the fast command, MB")
 	growth := fs.String("growth", "1000,10000,100000", "session sizes of the growth benchmark")
 	fs.BoolVar(&b.browser, "browser", true, "run the headless Chromium benchmark")
-	only := fs.String("only", "", "run only these benchmarks (comma-separated: payload,prompts,snapshot,openloop,growth,parts,live,crowd,startup,browser,gobench,postgres,hostile,idle,changes,search,sandbox)")
+	only := fs.String("only", "", "run only these benchmarks (comma-separated: payload,prompts,snapshot,openloop,growth,parts,live,crowd,startup,browser,tti,gobench,postgres,hostile,idle,changes,search,sandbox)")
 	fs.StringVar(&b.postgres, "postgres", os.Getenv("CONCH_BENCH_POSTGRES"),
 		"PostgreSQL server URL whose user may create databases, for the SQLite-against-PostgreSQL benchmark (env CONCH_BENCH_POSTGRES; default: a throwaway cluster from Debian's postgresql package)")
 	fs.StringVar(&b.web, "web", "web", "the folder holding app.wasm, app.wasm.gz and app.wasm.br")
@@ -117,6 +117,7 @@ func run(ctx context.Context, args []string) error {
 		{"crowd", b.crowd},
 		{"startup", b.startup},
 		{"browser", b.browserBench},
+		{"tti", b.tti},
 		{"gobench", b.goBench},
 		{"postgres", b.postgresBench},
 		{"hostile", b.hostile},

@@ -16,6 +16,7 @@ type targets struct {
 	growthSizes         [2]int
 	wasmBrotli          int64
 	firstMessage        [2]dist // ms from navigation to the newest message on screen: cold, warm
+	tti                 [2]dist // ms from navigation to a click's output open (issue 36): cold, warm
 	sandboxAdded        float64 // microseconds the sandbox adds to a command's start at the median, the worse network
 	sandboxMeasured     bool
 }
@@ -47,6 +48,8 @@ func (t targets) render(r *report) {
 			orNA(t.growthNewestRatio != "", t.growthNewestRatio, na)},
 		{"newest message on screen, cold (fresh profile)", "<= 1.5 s", orNA(len(t.firstMessage[0]) > 0, t.firstMessage[0].format(millis), na)},
 		{"newest message on screen, warm (app cached)", "<= 500 ms", orNA(len(t.firstMessage[1]) > 0, t.firstMessage[1].format(millis), na)},
+		{"click answered, cold (fresh profile)", "< 3 s", orNA(len(t.tti[0]) > 0, t.tti[0].format(millis), na)},
+		{"click answered, warm (app cached)", "< 1 s", orNA(len(t.tti[1]) > 0, t.tti[1].format(millis), na)},
 		{"time the sandbox adds to a command's start, median", "< 10 ms", orNA(t.sandboxMeasured, msFromMicros(t.sandboxAdded), na)},
 		{"app.wasm, brotli", "<= 2.0 MB", orNA(t.wasmBrotli > 0, fmt.Sprintf("%.2f MB", float64(t.wasmBrotli)/1e6), na)},
 	}
