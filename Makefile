@@ -28,7 +28,8 @@ WASM_GCFLAGS := -gcflags=conch/...=-l -gcflags=github.com/...=-l
 # The server and the host tests use go-app as published.
 WASM_WORK := .cache/wasm/go.work
 JS := GOWORK=$(CURDIR)/$(WASM_WORK) GOOS=js GOARCH=wasm
-$(WASM_WORK): go.mod go.sum server/cmd/slimapp/main.go
+# slimapp also checks the route patterns the browser build registers, so it reads app/ and wasm/.
+$(WASM_WORK): go.mod go.sum $(wildcard server/cmd/slimapp/*.go) $(shell find app wasm -name '*.go' -not -name '*_test.go')
 	$(GO) run ./server/cmd/slimapp -out $(dir $(WASM_WORK))
 
 web/app.wasm: $(shell find app shared wasm -name '*.go' -not -name '*_test.go') go.mod go.sum $(WASM_WORK)

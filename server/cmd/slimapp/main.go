@@ -11,19 +11,27 @@
 //	go run ./server/cmd/slimapp -out .cache/wasm
 //	GOWORK=$PWD/.cache/wasm/go.work GOOS=js GOARCH=wasm go build ./wasm
 //
+// It also gives the copy's router a small matcher in place of regexp (route.go in this
+// folder), after checking that it reads every pattern Conch registers with
+// app.RouteWithRegexp under app/ and wasm/.
+//
 // It fails when a declaration it cuts is no longer there (a new go-app version moved it):
-// then read the new version and update cut; wasm/deps_test.go fails if net/http comes back.
+// then read the new version and update cut; wasm/deps_test.go fails if net/http or regexp
+// comes back.
 package main
 
 import (
 	"bytes"
+	_ "embed"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"go/ast"
 	"go/format"
 	"go/parser"
 	"go/token"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -52,6 +60,9 @@ func main() {
 func run(out string) error {
 	root, err := os.Getwd()
 	if err != nil {
+		return err
+	}
+	if err := checkRoutes(root); err != nil {
 		return err
 	}
 	// The version go.mod requires, from the module cache (downloaded if missing).
@@ -111,6 +122,12 @@ func slimModule(dir, copyDir string) error {
 			return err
 		}
 	}
+	if !found["route.go"] {
+		return errors.New("no pkg/app/route.go any more: read its router and update routeRegexp in server/cmd/slimapp")
+	}
+	if err := os.WriteFile(filepath.Join(copyDir, "pkg/app/route_pattern.go"), routeMatcher(), 0o644); err != nil {
+		return err
+	}
 	var missing []string
 	for _, name := range cut {
 		if !found[name] {
@@ -156,6 +173,16 @@ func copyPackage(src, dst string, found map[string]bool) error {
 // slim drops the declarations cut names from one file, with their comments, and the
 // imports nothing uses any more.
 func slim(name string, text []byte, found map[string]bool) ([]byte, error) {
+	rewritten := name == "route.go"
+	if rewritten {
+		for _, old := range routeRegexp {
+			if !bytes.Contains(text, []byte(old[0])) {
+				return nil, fmt.Errorf("pkg/app/route.go has no %s any more: read its router and update routeRegexp in server/cmd/slimapp", old[0])
+			}
+			text = bytes.ReplaceAll(text, []byte(old[0]), []byte(old[1]))
+		}
+		found[name] = true
+	}
 	fset := token.NewFileSet()
 	f, err := parser.ParseFile(fset, name, text, parser.ParseComments)
 	if err != nil {
@@ -170,7 +197,7 @@ func slim(name string, text []byte, found map[string]bool) ([]byte, error) {
 		found[key] = found[key] || slices.Contains(cut, key)
 		return slices.Contains(cut, key)
 	})
-	if len(f.Decls) == decls {
+	if len(f.Decls) == decls && !rewritten {
 		return text, nil
 	}
 	f.Comments = comments.Filter(f).Comments() // the comments of what is left
@@ -229,4 +256,68 @@ func pruneImports(f *ast.File) {
 			})
 		}
 	}
+}
+
+// What go-app's router (pkg/app/route.go) says of regexp, and what stands in for it in the
+// copy: the matcher of route.go in this folder.
+var routeRegexp = [][2]string{{"regexp.MustCompile(", "mustCompileRoute("}, {"*regexp.Regexp", "*routePattern"}}
+
+//go:embed route.go
+var routeSource []byte
+
+// routeMatcher is route.go of this folder as a file of go-app's package.
+func routeMatcher() []byte {
+	return bytes.Replace(routeSource, []byte("package main\n"), []byte("package app\n"), 1)
+}
+
+// checkRoutes fails unless compileRoute reads every pattern the Go files (tests aside) under
+// app/ and wasm/ of root pass to app.RouteWithRegexp: the browser build would panic on one
+// it cannot read, and only a constant can be checked before it runs.
+func checkRoutes(root string) error {
+	var bad []string
+	for _, dir := range []string{"app", "wasm"} {
+		err := filepath.WalkDir(filepath.Join(root, dir), func(path string, d fs.DirEntry, err error) error {
+			if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+				return err
+			}
+			fset := token.NewFileSet()
+			f, err := parser.ParseFile(fset, path, nil, 0)
+			if err != nil {
+				return err
+			}
+			ast.Inspect(f, func(n ast.Node) bool {
+				call, ok := n.(*ast.CallExpr)
+				if !ok || len(call.Args) == 0 {
+					return true
+				}
+				if sel, ok := call.Fun.(*ast.SelectorExpr); !ok || sel.Sel.Name != "RouteWithRegexp" {
+					return true
+				}
+				if err := checkPattern(call.Args[0]); err != nil {
+					bad = append(bad, fmt.Sprintf("%s: %v", fset.Position(call.Pos()), err))
+				}
+				return true
+			})
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+	}
+	if len(bad) > 0 {
+		return fmt.Errorf("the browser build's router (server/cmd/slimapp/route.go) cannot match:\n%s", strings.Join(bad, "\n"))
+	}
+	return nil
+}
+
+func checkPattern(arg ast.Expr) error {
+	lit, ok := arg.(*ast.BasicLit)
+	if !ok || lit.Kind != token.STRING {
+		return errors.New("the pattern is no string constant")
+	}
+	pattern, err := strconv.Unquote(lit.Value)
+	if err == nil {
+		_, err = compileRoute(pattern)
+	}
+	return err
 }
