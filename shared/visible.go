@@ -100,7 +100,7 @@ func (m Message) Visible() Message {
 // answer sends them back.
 func (e *Elicitation) visible() *Elicitation {
 	c := *e
-	c.URL = Visible(c.URL)
+	c.URL, c.Host = Visible(c.URL), Visible(c.Host)
 	c.Fields = slices.Clone(c.Fields)
 	for i := range c.Fields {
 		f := &c.Fields[i]

@@ -31,11 +31,7 @@ var allowed = map[string]struct {
 			"github.com/aymanbagabas/go-udiff",
 			// An agent's markdown (app/ui/markdown.go): +162 KB of app.wasm.br with the
 			// renderer; the parser alone +123 KB against gomarkdown's +121 KB.
-			"github.com/yuin/goldmark",
-			// The host an agent's link opens, in its xn-- form (app/ui/elicitation.go,
-			// idna.ToASCII): +21 KB of app.wasm.br with the x/text tables under it; the
-			// browser's full mapping (idna.Lookup) would add 77 KB.
-			"golang.org/x/net/idna", "golang.org/x/text/"},
+			"github.com/yuin/goldmark"},
 		// Its package initialisers alone (crypto/tls and the curves under it) add 340 KB
 		// to app.wasm.br: server/cmd/slimapp says how go-app is built without it.
 		// crypto/sha256 hashes app.wasm for the server's handler only (app/ui/handler.go,
