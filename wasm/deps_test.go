@@ -25,10 +25,9 @@ var allowed = map[string]struct {
 }{
 	"./wasm": {
 		goos: "js",
+		// No diff algorithm: the server works out the hunks a diff view draws (server/diff),
+		// which kept go-udiff, log and regexp's use of it out (15 KB of app.wasm.br).
 		prefixes: []string{"github.com/maxence-charriere/go-app/v10/", "github.com/google/uuid",
-			// The diff view's hunks and line numbers: +24 KB of app.wasm.br, measured against
-			// sergi/go-diff's +21 KB, which gives no hunks or line numbers to draw.
-			"github.com/aymanbagabas/go-udiff",
 			// An agent's markdown (app/ui/markdown.go): +162 KB of app.wasm.br with the
 			// renderer; the parser alone +123 KB against gomarkdown's +121 KB.
 			"github.com/yuin/goldmark"},
@@ -36,7 +35,7 @@ var allowed = map[string]struct {
 		// to app.wasm.br: server/cmd/slimapp says how go-app is built without it.
 		// crypto/sha256 hashes app.wasm for the server's handler only (app/ui/handler.go,
 		// built without the wasm tag): 3.5 KB of app.wasm.br.
-		banned: []string{"net/http", "crypto/sha256"},
+		banned: []string{"net/http", "crypto/sha256", "log"},
 	},
 	"./shared/...": {},
 }
