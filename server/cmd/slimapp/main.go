@@ -16,8 +16,8 @@
 // app.RouteWithRegexp under app/ and wasm/.
 //
 // It fails when a declaration it cuts is no longer there (a new go-app version moved it):
-// then read the new version and update cut; wasm/deps_test.go fails if net/http or regexp
-// comes back.
+// then read the new version and update cut; wasm/deps_test.go fails if net/http comes
+// back.
 package main
 
 import (
@@ -62,7 +62,7 @@ func run(out string) error {
 	if err != nil {
 		return err
 	}
-	if err := checkRoutes(root); err != nil {
+	if _, err := checkRoutes(root); err != nil {
 		return err
 	}
 	// The version go.mod requires, from the module cache (downloaded if missing).
@@ -270,10 +270,10 @@ func routeMatcher() []byte {
 	return bytes.Replace(routeSource, []byte("package main\n"), []byte("package app\n"), 1)
 }
 
-// checkRoutes fails unless compileRoute reads every pattern the Go files (tests aside) under
-// app/ and wasm/ of root pass to app.RouteWithRegexp: the browser build would panic on one
-// it cannot read, and only a constant can be checked before it runs.
-func checkRoutes(root string) error {
+// checkRoutes returns the patterns the Go files (tests aside) under app/ and wasm/ of root
+// pass to app.RouteWithRegexp, and fails unless compileRoute reads every one: the browser
+// build would panic on one it cannot read, and only a constant can be checked before it runs.
+func checkRoutes(root string) (patterns []string, err error) {
 	var bad []string
 	for _, dir := range []string{"app", "wasm"} {
 		err := filepath.WalkDir(filepath.Join(root, dir), func(path string, d fs.DirEntry, err error) error {
@@ -293,31 +293,33 @@ func checkRoutes(root string) error {
 				if sel, ok := call.Fun.(*ast.SelectorExpr); !ok || sel.Sel.Name != "RouteWithRegexp" {
 					return true
 				}
-				if err := checkPattern(call.Args[0]); err != nil {
+				pattern, err := checkPattern(call.Args[0])
+				if err != nil {
 					bad = append(bad, fmt.Sprintf("%s: %v", fset.Position(call.Pos()), err))
 				}
+				patterns = append(patterns, pattern)
 				return true
 			})
 			return nil
 		})
 		if err != nil {
-			return err
+			return nil, err
 		}
 	}
 	if len(bad) > 0 {
-		return fmt.Errorf("the browser build's router (server/cmd/slimapp/route.go) cannot match:\n%s", strings.Join(bad, "\n"))
+		return nil, fmt.Errorf("the browser build's router (server/cmd/slimapp/route.go) cannot match:\n%s", strings.Join(bad, "\n"))
 	}
-	return nil
+	return patterns, nil
 }
 
-func checkPattern(arg ast.Expr) error {
+func checkPattern(arg ast.Expr) (string, error) {
 	lit, ok := arg.(*ast.BasicLit)
 	if !ok || lit.Kind != token.STRING {
-		return errors.New("the pattern is no string constant")
+		return "", errors.New("the pattern is no string constant")
 	}
 	pattern, err := strconv.Unquote(lit.Value)
 	if err == nil {
 		_, err = compileRoute(pattern)
 	}
-	return err
+	return pattern, err
 }
