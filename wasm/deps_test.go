@@ -27,7 +27,9 @@ var allowed = map[string]struct {
 		goos: "js",
 		// No diff algorithm: the server works out the hunks a diff view draws (server/diff),
 		// which kept go-udiff, log and regexp's use of it out (15 KB of app.wasm.br).
-		prefixes: []string{"github.com/maxence-charriere/go-app/v10/", "github.com/google/uuid",
+		// No github.com/google/uuid either: its crypto/md5 and crypto/sha1 register themselves
+		// and stay (server/cmd/slimapp gives go-app a UUID of its own).
+		prefixes: []string{"github.com/maxence-charriere/go-app/v10/",
 			// An agent's markdown (app/ui/markdown.go): +162 KB of app.wasm.br with the
 			// renderer; the parser alone +123 KB against gomarkdown's +121 KB.
 			"github.com/yuin/goldmark"},

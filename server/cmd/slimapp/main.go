@@ -13,7 +13,8 @@
 //
 // It also gives the copy's router a small matcher in place of regexp (route.go in this
 // folder), after checking that it reads every pattern Conch registers with
-// app.RouteWithRegexp under app/ and wasm/.
+// app.RouteWithRegexp under app/ and wasm/, and its ids a random UUID of its own
+// (uuid.go) in place of github.com/google/uuid (see rewrites).
 //
 // It fails when a declaration it cuts is no longer there (a new go-app version moved it):
 // then read the new version and update cut; wasm/deps_test.go fails if net/http comes
@@ -122,11 +123,16 @@ func slimModule(dir, copyDir string) error {
 			return err
 		}
 	}
-	if !found["route.go"] {
-		return errors.New("no pkg/app/route.go any more: read its router and update routeRegexp in server/cmd/slimapp")
+	for _, rw := range rewrites {
+		if !found[rw.file] {
+			return fmt.Errorf("no pkg/app/%s any more: read the new version and update rewrites in server/cmd/slimapp", rw.file)
+		}
 	}
-	if err := os.WriteFile(filepath.Join(copyDir, "pkg/app/route_pattern.go"), routeMatcher(), 0o644); err != nil {
-		return err
+	for name, source := range map[string][]byte{"route_pattern.go": routeSource, "uuid.go": uuidSource} {
+		text := bytes.Replace(source, []byte("package main\n"), []byte("package app\n"), 1)
+		if err := os.WriteFile(filepath.Join(copyDir, "pkg/app", name), text, 0o644); err != nil {
+			return err
+		}
 	}
 	var missing []string
 	for _, name := range cut {
@@ -173,15 +179,15 @@ func copyPackage(src, dst string, found map[string]bool) error {
 // slim drops the declarations cut names from one file, with their comments, and the
 // imports nothing uses any more.
 func slim(name string, text []byte, found map[string]bool) ([]byte, error) {
-	rewritten := name == "route.go"
-	if rewritten {
-		for _, old := range routeRegexp {
-			if !bytes.Contains(text, []byte(old[0])) {
-				return nil, fmt.Errorf("pkg/app/route.go has no %s any more: read its router and update routeRegexp in server/cmd/slimapp", old[0])
-			}
-			text = bytes.ReplaceAll(text, []byte(old[0]), []byte(old[1]))
+	rewritten := false
+	for _, rw := range rewrites {
+		if rw.file != name {
+			continue
 		}
-		found[name] = true
+		if !bytes.Contains(text, []byte(rw.old)) {
+			return nil, fmt.Errorf("pkg/app/%s has no %s any more: read the new version and update rewrites in server/cmd/slimapp", name, rw.old)
+		}
+		text, rewritten, found[name] = bytes.ReplaceAll(text, []byte(rw.old), []byte(rw.new)), true, true
 	}
 	fset := token.NewFileSet()
 	f, err := parser.ParseFile(fset, name, text, parser.ParseComments)
@@ -232,7 +238,8 @@ func declName(d ast.Decl) string {
 	return ""
 }
 
-// pruneImports removes the imports no selector in f names any more.
+// pruneImports removes the imports no selector in f names any more, and import
+// declarations left empty.
 func pruneImports(f *ast.File) {
 	used := map[string]bool{}
 	ast.Inspect(f, func(n ast.Node) bool {
@@ -256,19 +263,29 @@ func pruneImports(f *ast.File) {
 			})
 		}
 	}
+	f.Decls = slices.DeleteFunc(f.Decls, func(d ast.Decl) bool {
+		g, ok := d.(*ast.GenDecl)
+		return ok && g.Tok == token.IMPORT && len(g.Specs) == 0
+	})
 }
 
-// What go-app's router (pkg/app/route.go) says of regexp, and what stands in for it in the
-// copy: the matcher of route.go in this folder.
-var routeRegexp = [][2]string{{"regexp.MustCompile(", "mustCompileRoute("}, {"*regexp.Regexp", "*routePattern"}}
-
-//go:embed route.go
-var routeSource []byte
-
-// routeMatcher is route.go of this folder as a file of go-app's package.
-func routeMatcher() []byte {
-	return bytes.Replace(routeSource, []byte("package main\n"), []byte("package app\n"), 1)
+// rewrites are the texts of go-app's files that the copy says otherwise, each of which must
+// be found: its router's use of regexp, for the matcher of route.go in this folder, and
+// its two ids from github.com/google/uuid, for newUUID of uuid.go. The files of this
+// folder are written into the copy as route_pattern.go and uuid.go.
+var rewrites = []struct{ file, old, new string }{
+	{"route.go", "regexp.MustCompile(", "mustCompileRoute("},
+	{"route.go", "*regexp.Regexp", "*routePattern"},
+	{"context.go", "uuid.NewString()", "newUUID()"},
+	{"state.go", "uuid.NewString()", "newUUID()"},
 }
+
+var (
+	//go:embed route.go
+	routeSource []byte
+	//go:embed uuid.go
+	uuidSource []byte
+)
 
 // checkRoutes returns the patterns the Go files (tests aside) under app/ and wasm/ of root
 // pass to app.RouteWithRegexp, and fails unless compileRoute reads every one: the browser

@@ -58,6 +58,8 @@ func RemoteBucket(url string) string { return strings.TrimSuffix(url, "/") }
 `,
 	"pkg/app/http_test.go": "package app\n",
 	"pkg/app/route.go":     routeGo,
+	"pkg/app/context.go":   "package app\n\nimport \"github.com/google/uuid\"\n\nfunc id() string { return uuid.NewString() }\n",
+	"pkg/app/state.go":     "package app\n\nimport (\n\t\"github.com/google/uuid\"\n)\n\nvar storeID = uuid.NewString()\n",
 }
 
 // go-app's router, cut down.
@@ -136,6 +138,9 @@ func RemoteBucket(url string) string { return strings.TrimSuffix(url, "/") }
 		"pkg/app/route.go": strings.NewReplacer(`	"regexp"
 `, "", "regexp.MustCompile(", "mustCompileRoute(", "*regexp.Regexp", "*routePattern").Replace(routeGo),
 		"pkg/app/route_pattern.go": strings.Replace(string(routeSource), "package main\n", "package app\n", 1),
+		"pkg/app/context.go":       "package app\n\nfunc id() string { return newUUID() }\n",
+		"pkg/app/state.go":         "package app\n\nvar storeID = newUUID()\n",
+		"pkg/app/uuid.go":          strings.Replace(string(uuidSource), "package main\n", "package app\n", 1),
 	}
 	for name, text := range want {
 		if got := read(name); got != text {
@@ -161,6 +166,15 @@ func TestSlimModuleMissing(t *testing.T) {
 	err = slimModule(dir, filepath.Join(t.TempDir(), "go-app"))
 	if err == nil || !strings.Contains(err.Error(), "route.go has no *regexp.Regexp any more") {
 		t.Fatalf("err = %v, want one naming the router's regexp", err)
+	}
+}
+
+// newUUID gives what uuid.NewString gives: random version 4 UUIDs.
+func TestNewUUID(t *testing.T) {
+	form := regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$`)
+	a, b := newUUID(), newUUID()
+	if !form.MatchString(a) || !form.MatchString(b) || a == b {
+		t.Errorf("%q, %q: want two different version 4 UUIDs", a, b)
 	}
 }
 
