@@ -48,12 +48,46 @@ type ChangedFile struct {
 // FileDiff is one file's change with its two texts (GET .../changes/diff?path=P), bounded
 // like tool content: each side whole, or both omitted when a side is over DiffSideLimit;
 // none for a binary file. OldText is absent for an added file, NewText for a deleted one.
+// Hunks is the change the page draws, worked out by the server (DiffHunk).
 type FileDiff struct {
-	File    ChangedFile `json:"file"`
-	OldText *string     `json:"old_text,omitempty"`
-	NewText *string     `json:"new_text,omitempty"`
-	Omitted bool        `json:"omitted,omitempty"`
+	File           ChangedFile `json:"file"`
+	OldText        *string     `json:"old_text,omitempty"`
+	NewText        *string     `json:"new_text,omitempty"`
+	Omitted        bool        `json:"omitted,omitempty"`
+	Hunks          []DiffHunk  `json:"hunks,omitempty"`
+	HunksTruncated bool        `json:"hunks_truncated,omitempty"`
 }
+
+// MaxDiffLines bounds the lines of a diff's hunks (context included): past it, the hunks
+// stop and say so (hunks_truncated), since no one reads such a change line by line in a
+// browser, and the page would slow down drawing it.
+const MaxDiffLines = 2000
+
+// DiffHunk is one hunk of the unified diff (three lines of context) from a diff's old
+// text to its new one: where it starts in each, and its lines. The server works hunks out
+// so that the browser carries no diff algorithm; no hunks with two different texts means
+// the server could not diff them.
+type DiffHunk struct {
+	OldLine int        `json:"old_line"` // the first line's number in the old text, from 1
+	NewLine int        `json:"new_line"` // and in the new text
+	Lines   []DiffLine `json:"lines"`
+}
+
+// DiffLine is a line of a hunk: removed ("-"), added ("+") or the same in both (" "),
+// with its number in each text it is in, and its text without the newline.
+type DiffLine struct {
+	Kind string `json:"kind"`
+	Old  int    `json:"old,omitempty"`
+	New  int    `json:"new,omitempty"`
+	Text string `json:"text"`
+}
+
+// The kinds of a DiffLine.
+const (
+	DiffRemoved = "-"
+	DiffAdded   = "+"
+	DiffSame    = " "
+)
 
 // MaxReviewComments bounds the comments of one Review.
 const MaxReviewComments = 100

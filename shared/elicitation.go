@@ -14,8 +14,11 @@ import (
 // person answers (selected, with Action), the agent says a page's step is done
 // (completed, elicitation/complete) or the agent no longer waits (cancelled).
 type Elicitation struct {
-	Mode   string             `json:"mode"`          // form | url
-	URL    string             `json:"url,omitempty"` // url mode: the page, shown as text
+	Mode string `json:"mode"`          // form | url
+	URL  string `json:"url,omitempty"` // url mode: the page, shown as text
+	// url mode: the host a link to URL opens, in its xn-- form, with its port; set by the
+	// store's projection, "" when URL is no http(s) address (there is no link then).
+	Host   string             `json:"host,omitempty"`
 	Fields []ElicitationField `json:"fields,omitempty"`
 	// What the person answered: accept (a form's Content) | decline | cancel.
 	Action  string         `json:"action,omitempty"`

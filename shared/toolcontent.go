@@ -35,6 +35,9 @@ type ToolContentItem struct {
 	NewText *string `json:"new_text,omitempty"`
 	Text    *string `json:"text,omitempty"`
 	Omitted bool    `json:"omitted,omitempty"`
+	// A diff's change as the page draws it (FileDiff has the same two fields).
+	Hunks          []DiffHunk `json:"hunks,omitempty"`
+	HunksTruncated bool       `json:"hunks_truncated,omitempty"`
 }
 
 // ToolContentItemSummary is an item as messages carry it: sizes and line counts, no text.

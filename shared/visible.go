@@ -102,7 +102,7 @@ func (m Message) Visible() Message {
 // answer sends them back.
 func (e *Elicitation) visible() *Elicitation {
 	c := *e
-	c.URL = Visible(c.URL)
+	c.URL, c.Host = Visible(c.URL), Visible(c.Host)
 	c.Fields = slices.Clone(c.Fields)
 	for i := range c.Fields {
 		f := &c.Fields[i]
@@ -176,6 +176,14 @@ func (s ToolContentSnapshot) Visible() ToolContentSnapshot {
 		it := &s.Items[i]
 		it.Type, it.Path = Visible(it.Type), Visible(it.Path)
 		it.OldText, it.NewText, it.Text = visiblePtr(it.OldText), visiblePtr(it.NewText), visiblePtr(it.Text)
+		it.Hunks = slices.Clone(it.Hunks)
+		for j := range it.Hunks {
+			h := &it.Hunks[j]
+			h.Lines = slices.Clone(h.Lines)
+			for k := range h.Lines {
+				h.Lines[k].Text = Visible(h.Lines[k].Text)
+			}
+		}
 	}
 	return s
 }

@@ -64,7 +64,7 @@ func TestVisibleValues(t *testing.T) {
 		"Message.Metadata.Options.OptionID", "Message.Metadata.Normalized.Kind",
 		"Session.ID", "Session.TaskID", "Session.State", "Session.Modes.Current", "Session.Modes.Available.ID",
 		"Session.ConfigOptions.ID", "Session.ConfigOptions.Type", "Session.ConfigOptions.Current", "Session.ConfigOptions.Values.ID",
-		"ToolContentSnapshot.MessageID",
+		"ToolContentSnapshot.MessageID", "ToolContentSnapshot.Items.Hunks.Lines.Kind",
 		"Message.Metadata.Elicitation.Mode", "Message.Metadata.Elicitation.Action", "Message.Metadata.Elicitation.Fields.Name",
 		"Message.Metadata.Elicitation.Fields.Type", "Message.Metadata.Elicitation.Fields.Options.Value",
 		"Message.Metadata.Markdown.Kind", "Message.Metadata.Markdown.Align", "Message.Metadata.Entries.Markdown.Kind",

@@ -25,17 +25,18 @@ var allowed = map[string]struct {
 }{
 	"./wasm": {
 		goos: "js",
-		prefixes: []string{"github.com/maxence-charriere/go-app/v10/", "github.com/google/uuid",
-			// The diff view's hunks and line numbers: +24 KB of app.wasm.br, measured against
-			// sergi/go-diff's +21 KB, which gives no hunks or line numbers to draw.
-			"github.com/aymanbagabas/go-udiff",
-			// The host an agent's link opens, in its xn-- form (app/ui/elicitation.go,
-			// idna.ToASCII): +21 KB of app.wasm.br with the x/text tables under it; the
-			// browser's full mapping (idna.Lookup) would add 77 KB.
-			"golang.org/x/net/idna", "golang.org/x/text/"},
+		// No diff algorithm: the server works out the hunks a diff view draws (server/diff),
+		// which kept go-udiff, log and regexp's use of it out (15 KB of app.wasm.br).
+		// No markdown parser: the server parses an agent's markdown when it is stored
+		// (server/markdown), which kept goldmark out (128 KB of app.wasm.br).
+		// No github.com/google/uuid either: its crypto/md5 and crypto/sha1 register themselves
+		// and stay (server/cmd/slimapp gives go-app a UUID of its own).
+		prefixes: []string{"github.com/maxence-charriere/go-app/v10/"},
 		// Its package initialisers alone (crypto/tls and the curves under it) add 340 KB
 		// to app.wasm.br: server/cmd/slimapp says how go-app is built without it.
-		banned: []string{"net/http"},
+		// crypto/sha256 hashes app.wasm for the server's handler only (app/ui/handler.go,
+		// built without the wasm tag): 3.5 KB of app.wasm.br.
+		banned: []string{"net/http", "crypto/sha256", "log", "regexp"},
 	},
 	"./shared/...": {},
 }

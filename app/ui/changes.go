@@ -541,7 +541,7 @@ func (p *ChangesPage) renderFileDiff(i int) app.UI {
 		if p.mayReview() {
 			review = p.lineReview(i)
 		}
-		return diffView(derefText(d.OldText), derefText(d.NewText), review)
+		return diffView(d.Hunks, d.HunksTruncated, derefText(d.OldText) == derefText(d.NewText), review)
 	case v.err != "":
 		return app.P().Class("out-error").Role("alert").Text(v.err)
 	}

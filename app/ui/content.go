@@ -5,15 +5,10 @@ import (
 	"strconv"
 	"strings"
 
-	udiff "github.com/aymanbagabas/go-udiff"
 	"github.com/maxence-charriere/go-app/v10/pkg/app"
 
 	"conch/shared"
 )
-
-// maxDiffLines bounds the lines one diff draws (context included): past it the page
-// would slow down for a change no one reads line by line in a browser.
-const maxDiffLines = 2000
 
 // ToolCallRow is a tool call that is not a shell command and has content: its title and
 // status, and one collapsed disclosure per item (a diff, a text), labelled from the
@@ -102,7 +97,7 @@ func (r *ToolCallRow) renderBody(i int) app.UI {
 		it := r.snap.Items[i]
 		var view app.UI = app.Pre().Class("tool-text").Text(derefText(it.Text))
 		if it.Type == shared.ContentDiff {
-			view = diffView(derefText(it.OldText), derefText(it.NewText), nil)
+			view = diffView(it.Hunks, it.HunksTruncated, derefText(it.OldText) == derefText(it.NewText), nil)
 		}
 		if r.snap.Offline {
 			return app.Div().Body(offlineNote(), view)
@@ -157,63 +152,61 @@ type lineReview struct {
 	under func(line int) app.UI
 }
 
-// diffView renders the change from oldText to newText as a unified diff (three lines of
-// context) with the old and new line numbers of every line. Its text is text, never markup.
-// With review, the new lines take comments.
-func diffView(oldText, newText string, review *lineReview) app.UI {
-	u, err := udiff.ToUnifiedDiff("a", "b", oldText, udiff.Lines(oldText, newText), 3)
+// diffView draws a diff's hunks (shared.DiffHunk, worked out by the server) with the old
+// and new line numbers of every line; same says its two texts are the same. Its text is
+// text, never markup. With review, the new lines take comments.
+func diffView(hunks []shared.DiffHunk, truncated, same bool, review *lineReview) app.UI {
 	switch {
-	case err != nil:
-		return app.P().Class("out-note").Text("This diff cannot be shown.")
-	case len(u.Hunks) == 0:
+	case len(hunks) == 0 && same:
 		return app.P().Class("out-note").Text("No change.")
+	case len(hunks) == 0:
+		return app.P().Class("out-note").Text("This diff cannot be shown.")
 	}
-	last := u.Hunks[len(u.Hunks)-1]
-	width := len(strconv.Itoa(max(last.FromLine, last.ToLine) + len(last.Lines)))
+	largest := 0
+	for _, l := range hunks[len(hunks)-1].Lines {
+		largest = max(largest, l.Old, l.New)
+	}
 	var rows []app.UI
-	shown := 0
-	for _, h := range u.Hunks {
-		oldN, newN := h.FromLine, h.ToLine
-		rows = append(rows, app.Div().Class("dl", "dl-hunk").Text("@@ −"+strconv.Itoa(oldN)+" +"+strconv.Itoa(newN)+" @@"))
+	for _, h := range hunks {
+		rows = append(rows, app.Div().Class("dl", "dl-hunk").Text("@@ −"+strconv.Itoa(h.OldLine)+" +"+strconv.Itoa(h.NewLine)+" @@"))
 		for _, l := range h.Lines {
-			if shown == maxDiffLines {
-				rows = append(rows, app.P().Class("out-note").Text("The rest of this diff is not shown: it is over "+strconv.Itoa(maxDiffLines)+" lines."))
-				return diffBox(width, rows)
-			}
-			shown++
-			text := strings.TrimSuffix(l.Content, "\n")
-			var kind, sign, o, n string
-			line := newN
+			kind, sign := "dl-eq", " "
 			switch l.Kind {
-			case udiff.Delete:
-				kind, sign, o = "dl-del", "−", strconv.Itoa(oldN)
-				oldN++
-			case udiff.Insert:
-				kind, sign, n = "dl-add", "+", strconv.Itoa(newN)
-				newN++
-			default:
-				kind, sign, o, n = "dl-eq", " ", strconv.Itoa(oldN), strconv.Itoa(newN)
-				oldN++
-				newN++
+			case shared.DiffRemoved:
+				kind, sign = "dl-del", "−"
+			case shared.DiffAdded:
+				kind, sign = "dl-add", "+"
 			}
+			o, n := lineNumber(l.Old), lineNumber(l.New)
 			var newNumber app.UI = app.Span().Class("ln").Text(n)
 			if review != nil && n != "" {
 				newNumber = app.Button().Type("button").Class("ln", "ln-pick").Aria("label", "Comment on line "+n).
-					OnClick(review.pick(line), app.EventScope(line)).Text(n) // scoped: go-app tells handlers apart by their code alone
+					OnClick(review.pick(l.New), app.EventScope(l.New)).Text(n) // scoped: go-app tells handlers apart by their code alone
 			}
 			rows = append(rows, app.Div().Class("dl", kind).Body(
 				app.Span().Class("ln").Text(o),
 				newNumber,
-				app.Span().Class("dt").Text(sign+text),
+				app.Span().Class("dt").Text(sign+l.Text),
 			))
 			if review != nil && n != "" {
-				if u := review.under(line); u != nil {
+				if u := review.under(l.New); u != nil {
 					rows = append(rows, u)
 				}
 			}
 		}
 	}
-	return diffBox(width, rows)
+	if truncated {
+		rows = append(rows, app.P().Class("out-note").Text("The rest of this diff is not shown: it is over "+strconv.Itoa(shared.MaxDiffLines)+" lines."))
+	}
+	return diffBox(len(strconv.Itoa(largest)), rows)
+}
+
+// lineNumber is a diff line's number in one text, "" for none (0).
+func lineNumber(n int) string {
+	if n == 0 {
+		return ""
+	}
+	return strconv.Itoa(n)
 }
 
 // diffBox holds a diff's rows; the line number columns are as wide as its largest number,

@@ -26,13 +26,16 @@ func TestContentLabel(t *testing.T) {
 	}
 }
 
-// The diff view numbers the old and new lines, marks added and removed ones, and treats
-// the texts as text.
+// The diff view numbers the old and new lines of the server's hunks, marks added and
+// removed ones, and treats the texts as text.
 func TestDiffView(t *testing.T) {
-	oldText := "one\ntwo\nthree\n<b>four</b>\n"
-	newText := "one\n2\nthree\n<b>four</b>\nfive\n"
+	// What server/diff gives for "one two three <b>four</b>" to "one 2 three <b>four</b> five".
+	hunks := []shared.DiffHunk{{OldLine: 1, NewLine: 1, Lines: []shared.DiffLine{
+		{Kind: " ", Old: 1, New: 1, Text: "one"}, {Kind: "-", Old: 2, Text: "two"}, {Kind: "+", New: 2, Text: "2"},
+		{Kind: " ", Old: 3, New: 3, Text: "three"}, {Kind: " ", Old: 4, New: 4, Text: "<b>four</b>"}, {Kind: "+", New: 5, Text: "five"},
+	}}}
 	// Without the indentation HTMLString adds between elements.
-	html := regexp.MustCompile(`>\s+<`).ReplaceAllString(app.HTMLString(diffView(oldText, newText, nil)), "><")
+	html := regexp.MustCompile(`>\s+<`).ReplaceAllString(app.HTMLString(diffView(hunks, false, false, nil)), "><")
 	for _, want := range []string{
 		"@@ −1 +1 @@",
 		`<span class="ln">2</span><span class="ln"></span><span class="dt">−two</span>`,
@@ -46,15 +49,19 @@ func TestDiffView(t *testing.T) {
 			t.Errorf("missing %q in\n%s", want, html)
 		}
 	}
-	if strings.Contains(html, "style=") {
-		t.Errorf("a style attribute, which the CSP refuses:\n%s", html)
+	if strings.Contains(html, "style=") || strings.Contains(html, "is not shown") {
+		t.Errorf("a style attribute, which the CSP refuses, or a note of lines left out:\n%s", html)
 	}
-	if got := app.HTMLString(diffView("same\n", "same\n", nil)); !strings.Contains(got, "No change.") {
-		t.Errorf("no change: %s", got)
+	for _, tc := range []struct {
+		same bool
+		want string
+	}{{true, "No change."}, {false, "This diff cannot be shown."}} {
+		if got := app.HTMLString(diffView(nil, false, tc.same, nil)); !strings.Contains(got, tc.want) {
+			t.Errorf("no hunks, same %v: %s", tc.same, got)
+		}
 	}
-	long := strings.Repeat("x\n", maxDiffLines+10)
-	if got := app.HTMLString(diffView("", long, nil)); strings.Count(got, `class="dl dl-add"`) != maxDiffLines || !strings.Contains(got, "is not shown") {
-		t.Error("a long diff is not bounded")
+	if got := app.HTMLString(diffView(hunks, true, false, nil)); !strings.Contains(got, "is not shown: it is over 2000 lines") {
+		t.Errorf("hunks the server cut say nothing of it: %s", got)
 	}
 }
 

@@ -9,7 +9,6 @@ import (
 	"strings"
 
 	"github.com/maxence-charriere/go-app/v10/pkg/app"
-	"golang.org/x/net/idna"
 
 	"conch/app/client"
 	"conch/shared"
@@ -65,7 +64,7 @@ func (r *ElicitationRow) Render() app.UI {
 		Role("group").Aria("labelledby", titleID).Body(
 		app.P().Class("perm-label").Text(elicitationLabel(md, e)),
 		app.P().ID(titleID).Class("elic-question").Text(r.Msg.Content),
-		app.If(e.Mode == shared.ElicitURL, func() app.UI { return urlLine(r.Msg.ID, e.URL) }),
+		app.If(e.Mode == shared.ElicitURL, func() app.UI { return urlLine(r.Msg.ID, e.URL, e.Host) }),
 		app.If(pending && e.Mode == shared.ElicitForm, func() app.UI { return r.form(e, answering) }),
 		app.If(md.Status == shared.StatusSelected && e.Action == shared.ElicitAccept && len(e.Content) > 0, func() app.UI { return answerList(e) }),
 		app.If(answering, func() app.UI {
@@ -89,12 +88,13 @@ func (r *ElicitationRow) Render() app.UI {
 }
 
 // urlLine shows the page a question sends the person to: beside the link, the host it
-// opens, prominently (an agent may name any site, and the rest of an address can be made
-// to look like another's); then the whole address as text. The link is there only when
-// it is http(s): never a javascript: or data: link, whatever the server let by.
-func urlLine(id, raw string) app.UI {
+// opens (the server's, in its xn-- form: see shared.Elicitation.Host), prominently (an
+// agent may name any site, and the rest of an address can be made to look like another's);
+// then the whole address as text. The link is there only when it is http(s) with a host:
+// never a javascript: or data: link, whatever the server let by.
+func urlLine(id, raw, host string) app.UI {
 	u, err := url.Parse(raw)
-	web := err == nil && (u.Scheme == "http" || u.Scheme == "https")
+	web := err == nil && (u.Scheme == "http" || u.Scheme == "https") && host != ""
 	hostID := "elic-host-" + id
 	return app.P().Class("elic-url").Body(
 		app.If(web, func() app.UI {
@@ -102,30 +102,10 @@ func urlLine(id, raw string) app.UI {
 				Aria("describedby", hostID).Text("Open the page")
 		}),
 		app.If(web, func() app.UI {
-			return app.Span().ID(hostID).Class("elic-host").Body(app.Text("Opens "), app.Strong().Body(app.Code().Text(hostOf(u))))
+			return app.Span().ID(hostID).Class("elic-host").Body(app.Text("Opens "), app.Strong().Body(app.Code().Text(host)))
 		}),
 		app.Code().Class("elic-address").Text(raw),
 	)
-}
-
-// hostOf is the host a link to u opens, with its port when u names one. An international
-// name is shown in its ASCII (xn--) form, and left in it when it comes so: a lookalike of
-// a known name in other scripts cannot pass for it here. (idna.ToASCII, not the browser's
-// full mapping, idna.Lookup, which adds 77 KB to app.wasm.br against this one's 21 KB: a
-// name the mapping would change, like a full-width one, shows as xn-- too.)
-func hostOf(u *url.URL) string {
-	h := u.Hostname()
-	if strings.HasPrefix(u.Host, "[") { // an IPv6 address
-		h = "[" + h + "]"
-	} else if a, err := idna.ToASCII(strings.ToLower(h)); err == nil {
-		h = a
-	} else { // a bad xn-- label, which no browser opens: escaped, never shown as Unicode
-		h = strconv.QuoteToASCII(h)
-	}
-	if p := u.Port(); p != "" {
-		h += ":" + p
-	}
-	return h
 }
 
 // form is one labelled input per field, disabled for a person who may not answer.

@@ -58,7 +58,8 @@ func TestTaskOnRepository(t *testing.T) {
 		t.Errorf("changes\n got %s\nwant %s", got, want)
 	}
 	got = e.expect(http.StatusOK, "GET", "/api/v1/tasks/"+task.ID+"/changes/diff?path=a.txt", "", nil)
-	if want := `{"file":{"path":"a.txt","status":"modified","added_lines":1,"removed_lines":0},"old_text":"one\n","new_text":"one\ntwo\n"}`; got != want {
+	if want := `{"file":{"path":"a.txt","status":"modified","added_lines":1,"removed_lines":0},"old_text":"one\n","new_text":"one\ntwo\n",` +
+		`"hunks":[{"old_line":1,"new_line":1,"lines":[{"kind":" ","old":1,"new":1,"text":"one"},{"kind":"+","new":2,"text":"two"}]}]}`; got != want {
 		t.Errorf("diff\n got %s\nwant %s", got, want)
 	}
 	e.expect(http.StatusNotFound, "GET", "/api/v1/tasks/"+task.ID+"/changes/diff?path="+url.QueryEscape("../a.txt"), "", nil)

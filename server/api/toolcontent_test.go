@@ -28,7 +28,8 @@ func TestToolContent(t *testing.T) {
 	base := "/api/v1/task-sessions/" + s1.ID + "/messages/"
 
 	resp, got := e.do("GET", base+edit.ID+"/tool-content", "")
-	want := fmt.Sprintf(`{"message_id":%q,"status":"completed","updated_at":%q,"items":[{"type":"diff","path":"/r/x.go","old_text":"a\nb\n","new_text":"a\nc\n"}]}`,
+	want := fmt.Sprintf(`{"message_id":%q,"status":"completed","updated_at":%q,"items":[{"type":"diff","path":"/r/x.go","old_text":"a\nb\n","new_text":"a\nc\n",`+
+		`"hunks":[{"old_line":1,"new_line":1,"lines":[{"kind":" ","old":1,"new":1,"text":"a"},{"kind":"-","old":2,"text":"b"},{"kind":"+","new":2,"text":"c"}]}]}]}`,
 		edit.ID, edit.UpdatedAt.Format("2006-01-02T15:04:05.999999999Z07:00"))
 	if resp.StatusCode != http.StatusOK || got != want {
 		t.Errorf("tool content %d\n got %s\nwant %s", resp.StatusCode, got, want)

@@ -5,6 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"golang.org/x/net/idna"
 
 	"conch/shared"
 
@@ -49,6 +54,11 @@ func (r messageRow) message() (shared.Message, error) {
 			}
 			m.Content, m.Metadata.DetailBytes = line, len(r.Content)
 		}
+	}
+	if md := m.Metadata; md != nil && md.Elicitation != nil && md.Elicitation.Mode == shared.ElicitURL {
+		e := *md.Elicitation
+		e.Host = urlHost(e.URL)
+		md.Elicitation = &e
 	}
 	if se := shared.ShellOf(m); se != nil {
 		// Summaries stored before the totals existed count none: produced >= kept.
@@ -460,4 +470,29 @@ func deref[T any](p *T) T {
 		return zero
 	}
 	return *p
+}
+
+// urlHost is the host a link to raw opens, with its port when raw names one, or "" when raw
+// is no http(s) address. An international name is given in its ASCII (xn--) form, and
+// left in it when it comes so: a lookalike of a known name in other scripts cannot pass
+// for it in the page. (idna.ToASCII, not the browser's full mapping, idna.Lookup: a name
+// the mapping would change, like a full-width one, shows as xn-- too.) The server works it
+// out so that app.wasm carries no IDNA tables (21 KB of app.wasm.br).
+func urlHost(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return ""
+	}
+	h := u.Hostname()
+	if strings.HasPrefix(u.Host, "[") { // an IPv6 address
+		h = "[" + h + "]"
+	} else if a, err := idna.ToASCII(strings.ToLower(h)); err == nil {
+		h = a
+	} else { // a bad xn-- label, which no browser opens: escaped, never shown as Unicode
+		h = strconv.QuoteToASCII(h)
+	}
+	if p := u.Port(); p != "" {
+		h += ":" + p
+	}
+	return h
 }

@@ -11,6 +11,8 @@ import (
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
 
+	"conch/server/diff"
+
 	"conch/shared"
 )
 
@@ -150,6 +152,11 @@ func (s *Store) GetToolContent(ctx context.Context, sessionID, messageID string)
 	if len(r.Items) > 0 {
 		if err := json.Unmarshal(r.Items, &snap.Items); err != nil {
 			return shared.ToolContentSnapshot{}, fmt.Errorf("decode tool content of %s: %w", r.ID, err)
+		}
+	}
+	for i, it := range snap.Items {
+		if it.Type == shared.ContentDiff && !it.Omitted {
+			snap.Items[i].Hunks, snap.Items[i].HunksTruncated = diff.Hunks(it.OldText, it.NewText)
 		}
 	}
 	return snap, nil

@@ -14,7 +14,7 @@ func toolMeta(status shared.ToolStatus) *shared.Metadata {
 		Normalized: &shared.Normalized{Kind: shared.NormalizedToolContent}}
 }
 
-func diff(path, oldText, newText string) shared.ToolContentItem {
+func diffItem(path, oldText, newText string) shared.ToolContentItem {
 	return shared.ToolContentItem{Type: shared.ContentDiff, Path: path, OldText: &oldText, NewText: &newText}
 }
 
@@ -26,8 +26,8 @@ func TestToolContentStoredApart(t *testing.T) {
 	sess := newSession(t, s)
 	note := "wrote 3 lines"
 	items := []shared.ToolContentItem{
-		diff("/repo/main.go", "package main\n\nfunc a() {}\nfunc b() {}\n", "package main\n\nfunc a() { x() }\nfunc b() {}\nfunc c() {}\n"),
-		diff("/repo/new.go", "", "package main\n"),
+		diffItem("/repo/main.go", "package main\n\nfunc a() {}\nfunc b() {}\n", "package main\n\nfunc a() { x() }\nfunc b() {}\nfunc c() {}\n"),
+		diffItem("/repo/new.go", "", "package main\n"),
 		{Type: shared.ContentText, Text: &note},
 	}
 	m, err := s.CreateMessage(ctx, NewMessage{SessionID: sess.ID, AuthorType: shared.AuthorAgent, Type: shared.TypeToolCall,
@@ -63,6 +63,11 @@ func TestToolContentStoredApart(t *testing.T) {
 		*snap.Items[0].NewText != *items[0].NewText || *snap.Items[1].OldText != "" || *snap.Items[2].Text != note || snap.Truncated {
 		t.Errorf("snapshot %+v", snap)
 	}
+	// The diffs come with the hunks the page draws; a text has none.
+	if h, _ := json.Marshal([]any{snap.Items[1].Hunks, snap.Items[2].Hunks}); string(h) !=
+		`[[{"old_line":1,"new_line":1,"lines":[{"kind":"+","new":1,"text":"package main"}]}],null]` || len(snap.Items[0].Hunks) != 1 {
+		t.Errorf("hunks %s, and %d of main.go's", h, len(snap.Items[0].Hunks))
+	}
 	if stamp, err := s.GetToolContentStamp(ctx, sess.ID, m.ID); err != nil || !stamp.Equal(done.UpdatedAt) {
 		t.Errorf("stamp %v %v", stamp, err)
 	}
@@ -89,7 +94,7 @@ func TestToolContentStoredApart(t *testing.T) {
 func TestToolContentBound(t *testing.T) {
 	big := strings.Repeat("x\n", shared.DiffSideLimit/2+1)
 	long := strings.Repeat("y", shared.OutputLimit+10)
-	kept, sum := boundContent([]shared.ToolContentItem{diff("big.txt", "", big), {Type: shared.ContentText, Text: &long}, diff("ok.txt", "a\n", "b\n")})
+	kept, sum := boundContent([]shared.ToolContentItem{diffItem("big.txt", "", big), {Type: shared.ContentText, Text: &long}, diffItem("ok.txt", "a\n", "b\n")})
 	if !sum.Truncated || !kept.truncated {
 		t.Error("not truncated")
 	}

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	"conch/server/diff"
 	"conch/shared"
 )
 
@@ -217,6 +218,7 @@ func Diff(ctx context.Context, dir, base, branch, path string) (shared.FileDiff,
 			}
 			d.NewText = &text
 		}
+		d.Hunks, d.HunksTruncated = diff.Hunks(d.OldText, d.NewText)
 		return d, nil
 	}
 	return shared.FileDiff{}, shared.Errorf(shared.CodeNotFound, "file not changed")

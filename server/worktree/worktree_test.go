@@ -163,13 +163,16 @@ func TestChangesAndDiff(t *testing.T) {
 	if err != nil || d.OldText == nil || *d.OldText != "1\n2\n3\n" || d.NewText == nil || *d.NewText != "1\ntwo\n3\n4\n" {
 		t.Errorf("keep.txt: %+v %v", d, err)
 	}
+	if len(d.Hunks) != 1 || len(d.Hunks[0].Lines) != 5 || d.Hunks[0].Lines[2] != (shared.DiffLine{Kind: "+", New: 2, Text: "two"}) {
+		t.Errorf("keep.txt's hunks: %+v", d.Hunks) // the page draws these
+	}
 	if d, err := Diff(ctx, dir, "main", "conch/work", oddShown); err != nil || d.OldText != nil || *d.NewText != "odd\n" {
 		t.Errorf("odd name: %+v %v", d, err)
 	}
 	if d, err := Diff(ctx, dir, "main", "conch/work", "gone.txt"); err != nil || *d.OldText != "g\n" || d.NewText != nil {
 		t.Errorf("gone.txt: %+v %v", d, err)
 	}
-	if d, err := Diff(ctx, dir, "main", "conch/work", "renamed.txt"); err != nil || *d.OldText != *d.NewText {
+	if d, err := Diff(ctx, dir, "main", "conch/work", "renamed.txt"); err != nil || *d.OldText != *d.NewText || d.Hunks != nil {
 		t.Errorf("renamed.txt: %+v %v", d, err)
 	}
 	if d, err := Diff(ctx, dir, "main", "conch/work", "big.txt"); err != nil || !d.Omitted || d.OldText != nil || d.NewText != nil {

@@ -11,19 +11,28 @@
 //	go run ./server/cmd/slimapp -out .cache/wasm
 //	GOWORK=$PWD/.cache/wasm/go.work GOOS=js GOARCH=wasm go build ./wasm
 //
+// It also gives the copy's router a small matcher in place of regexp (route.go in this
+// folder), after checking that it reads every pattern Conch registers with
+// app.RouteWithRegexp under app/ and wasm/, and its ids a random UUID of its own
+// (uuid.go) in place of github.com/google/uuid (see rewrites).
+//
 // It fails when a declaration it cuts is no longer there (a new go-app version moved it):
-// then read the new version and update cut; wasm/deps_test.go fails if net/http comes back.
+// then read the new version and update cut; wasm/deps_test.go fails if net/http comes
+// back.
 package main
 
 import (
 	"bytes"
+	_ "embed"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"go/ast"
 	"go/format"
 	"go/parser"
 	"go/token"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -52,6 +61,9 @@ func main() {
 func run(out string) error {
 	root, err := os.Getwd()
 	if err != nil {
+		return err
+	}
+	if _, err := checkRoutes(root); err != nil {
 		return err
 	}
 	// The version go.mod requires, from the module cache (downloaded if missing).
@@ -111,6 +123,17 @@ func slimModule(dir, copyDir string) error {
 			return err
 		}
 	}
+	for _, rw := range rewrites {
+		if !found[rw.file] {
+			return fmt.Errorf("no pkg/app/%s any more: read the new version and update rewrites in server/cmd/slimapp", rw.file)
+		}
+	}
+	for name, source := range map[string][]byte{"route_pattern.go": routeSource, "uuid.go": uuidSource} {
+		text := bytes.Replace(source, []byte("package main\n"), []byte("package app\n"), 1)
+		if err := os.WriteFile(filepath.Join(copyDir, "pkg/app", name), text, 0o644); err != nil {
+			return err
+		}
+	}
 	var missing []string
 	for _, name := range cut {
 		if !found[name] {
@@ -156,6 +179,16 @@ func copyPackage(src, dst string, found map[string]bool) error {
 // slim drops the declarations cut names from one file, with their comments, and the
 // imports nothing uses any more.
 func slim(name string, text []byte, found map[string]bool) ([]byte, error) {
+	rewritten := false
+	for _, rw := range rewrites {
+		if rw.file != name {
+			continue
+		}
+		if !bytes.Contains(text, []byte(rw.old)) {
+			return nil, fmt.Errorf("pkg/app/%s has no %s any more: read the new version and update rewrites in server/cmd/slimapp", name, rw.old)
+		}
+		text, rewritten, found[name] = bytes.ReplaceAll(text, []byte(rw.old), []byte(rw.new)), true, true
+	}
 	fset := token.NewFileSet()
 	f, err := parser.ParseFile(fset, name, text, parser.ParseComments)
 	if err != nil {
@@ -170,7 +203,7 @@ func slim(name string, text []byte, found map[string]bool) ([]byte, error) {
 		found[key] = found[key] || slices.Contains(cut, key)
 		return slices.Contains(cut, key)
 	})
-	if len(f.Decls) == decls {
+	if len(f.Decls) == decls && !rewritten {
 		return text, nil
 	}
 	f.Comments = comments.Filter(f).Comments() // the comments of what is left
@@ -205,7 +238,8 @@ func declName(d ast.Decl) string {
 	return ""
 }
 
-// pruneImports removes the imports no selector in f names any more.
+// pruneImports removes the imports no selector in f names any more, and import
+// declarations left empty.
 func pruneImports(f *ast.File) {
 	used := map[string]bool{}
 	ast.Inspect(f, func(n ast.Node) bool {
@@ -229,4 +263,80 @@ func pruneImports(f *ast.File) {
 			})
 		}
 	}
+	f.Decls = slices.DeleteFunc(f.Decls, func(d ast.Decl) bool {
+		g, ok := d.(*ast.GenDecl)
+		return ok && g.Tok == token.IMPORT && len(g.Specs) == 0
+	})
+}
+
+// rewrites are the texts of go-app's files that the copy says otherwise, each of which must
+// be found: its router's use of regexp, for the matcher of route.go in this folder, and
+// its two ids from github.com/google/uuid, for newUUID of uuid.go. The files of this
+// folder are written into the copy as route_pattern.go and uuid.go.
+var rewrites = []struct{ file, old, new string }{
+	{"route.go", "regexp.MustCompile(", "mustCompileRoute("},
+	{"route.go", "*regexp.Regexp", "*routePattern"},
+	{"context.go", "uuid.NewString()", "newUUID()"},
+	{"state.go", "uuid.NewString()", "newUUID()"},
+}
+
+var (
+	//go:embed route.go
+	routeSource []byte
+	//go:embed uuid.go
+	uuidSource []byte
+)
+
+// checkRoutes returns the patterns the Go files (tests aside) under app/ and wasm/ of root
+// pass to app.RouteWithRegexp, and fails unless compileRoute reads every one: the browser
+// build would panic on one it cannot read, and only a constant can be checked before it runs.
+func checkRoutes(root string) (patterns []string, err error) {
+	var bad []string
+	for _, dir := range []string{"app", "wasm"} {
+		err := filepath.WalkDir(filepath.Join(root, dir), func(path string, d fs.DirEntry, err error) error {
+			if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+				return err
+			}
+			fset := token.NewFileSet()
+			f, err := parser.ParseFile(fset, path, nil, 0)
+			if err != nil {
+				return err
+			}
+			ast.Inspect(f, func(n ast.Node) bool {
+				call, ok := n.(*ast.CallExpr)
+				if !ok || len(call.Args) == 0 {
+					return true
+				}
+				if sel, ok := call.Fun.(*ast.SelectorExpr); !ok || sel.Sel.Name != "RouteWithRegexp" {
+					return true
+				}
+				pattern, err := checkPattern(call.Args[0])
+				if err != nil {
+					bad = append(bad, fmt.Sprintf("%s: %v", fset.Position(call.Pos()), err))
+				}
+				patterns = append(patterns, pattern)
+				return true
+			})
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	if len(bad) > 0 {
+		return nil, fmt.Errorf("the browser build's router (server/cmd/slimapp/route.go) cannot match:\n%s", strings.Join(bad, "\n"))
+	}
+	return patterns, nil
+}
+
+func checkPattern(arg ast.Expr) (string, error) {
+	lit, ok := arg.(*ast.BasicLit)
+	if !ok || lit.Kind != token.STRING {
+		return "", errors.New("the pattern is no string constant")
+	}
+	pattern, err := strconv.Unquote(lit.Value)
+	if err == nil {
+		_, err = compileRoute(pattern)
+	}
+	return pattern, err
 }
