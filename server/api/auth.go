@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"crypto/hmac"
 	"crypto/sha256"
 	"crypto/subtle"
@@ -76,22 +77,22 @@ const passKey = "conch.pass"
 
 // signedIn is the account whose sign-in the request's cookie names, when it has neither
 // expired nor been signed out, and its pass.
-func (s *server) signedIn(c *fiber.Ctx) (shared.Account, pass, bool, error) {
-	id, ok := s.signInOf(c.Cookies(cookieName))
+func (s *server) signedIn(ctx context.Context, cookie string) (shared.Account, pass, bool, error) {
+	id, ok := s.signInOf(cookie)
 	if !ok {
 		return shared.Account{}, pass{}, false, nil
 	}
-	who, ok, err := s.store.SignedIn(c.UserContext(), id, s.now())
+	who, ok, err := s.store.SignedIn(ctx, id, s.now())
 	p := pass{who: hub.Who{Keys: []string{task.RevokeKey("sign-in", id)}}, until: who.ExpiresAt}
 	switch {
 	case ok && who.LinkID != "":
-		acc, ok, err := s.guest(c.UserContext(), who.LinkID)
+		acc, ok, err := s.guest(ctx, who.LinkID)
 		p.who.Keys, p.who.Task = append(p.who.Keys, task.RevokeKey("link", who.LinkID)), acc.TaskID
 		return acc, p, ok, err
 	case !ok || err != nil || who.AccountID == "":
 		return tokenAccount, p, ok, err
 	}
-	acc, err := s.store.Account(c.UserContext(), who.AccountID)
+	acc, err := s.store.Account(ctx, who.AccountID)
 	if shared.ErrorCode(err) == shared.CodeNotFound { // deleted since
 		return shared.Account{}, pass{}, false, nil
 	}
@@ -122,20 +123,59 @@ func (s *server) authenticate(c *fiber.Ctx) (shared.Account, pass, error) {
 	if s.token == "" {
 		return localAccount, pass{}, nil
 	}
-	if acc, p, in, err := s.signedIn(c); in || err != nil {
-		return acc, p, err
+	acc, p, guess, err := s.letIn(c.UserContext(), credentialsOf(c))
+	if guess != "" {
+		return tokenAccount, pass{}, s.checkToken(c, guess, "bearer")
 	}
-	bearer, ok := bearerToken(c.Get(fiber.HeaderAuthorization))
+	return acc, p, err
+}
+
+// credentials are what a request shows to be let in: its sign-in cookie and its bearer
+// token. A WebSocket keeps them to be let in again once it is registered (handleWS).
+type credentials struct {
+	cookie, authorization string
+}
+
+// credentialsKey holds a WebSocket upgrade's credentials in Fiber's locals (checkUpgrade).
+const credentialsKey = "conch.credentials"
+
+func credentialsOf(c *fiber.Ctx) credentials {
+	return credentials{cookie: strings.Clone(c.Cookies(cookieName)), authorization: strings.Clone(c.Get(fiber.HeaderAuthorization))}
+}
+
+// letIn is the account and pass of credentials on a server with a token. A bearer token
+// that is no personal access token comes back as guess, for the caller to compare with the
+// server's token (checkToken) and to count if it is wrong.
+func (s *server) letIn(ctx context.Context, cr credentials) (acc shared.Account, p pass, guess string, err error) {
+	if acc, p, in, err := s.signedIn(ctx, cr.cookie); in || err != nil {
+		return acc, p, "", err
+	}
+	bearer, ok := bearerToken(cr.authorization)
 	if !ok {
-		return shared.Account{}, pass{}, errUnauthorized
+		return shared.Account{}, pass{}, "", errUnauthorized
 	}
 	if strings.HasPrefix(bearer, task.AccessTokenPrefix) {
-		acc, id, err := s.store.AccountByToken(c.UserContext(), task.HashSecret(bearer))
+		acc, id, err := s.store.AccountByToken(ctx, task.HashSecret(bearer))
 		if !store.IsUnknownToken(err) {
-			return acc, pass{who: hub.Who{Keys: []string{task.RevokeKey("token", id), task.RevokeKey("account", acc.ID)}}}, err
+			return acc, pass{who: hub.Who{Keys: []string{task.RevokeKey("token", id), task.RevokeKey("account", acc.ID)}}}, "", err
 		}
 	}
-	return tokenAccount, pass{}, s.checkToken(c, bearer, "bearer")
+	return tokenAccount, pass{}, bearer, nil
+}
+
+// stillLetIn checks a WebSocket's credentials again once its client is registered in the
+// hub: a revocation published between the upgrade's check and the registration reached no
+// client, and the store now says it. nil on a server without a token.
+func (s *server) stillLetIn(ctx context.Context, cr credentials) error {
+	if s.token == "" {
+		return nil
+	}
+	_, _, guess, err := s.letIn(ctx, cr)
+	switch {
+	case shared.ErrorCode(err) == shared.CodeUnauthorized, guess != "" && !s.validToken(guess):
+		return hub.ErrRevoked
+	}
+	return err
 }
 
 // checkToken is where every token guess goes (bearer, sign-in form, ?token= link). The
@@ -254,6 +294,7 @@ func (s *server) sameOriginWrites(c *fiber.Ctx) error {
 	case s.agentPeer(c):
 		return s.fail(c, errFromAgent)
 	}
+	c.Locals(credentialsKey, credentialsOf(c))
 	return c.Next()
 }
 
@@ -267,6 +308,7 @@ func (s *server) checkUpgrade(c *fiber.Ctx) error {
 	case s.agentPeer(c):
 		return s.fail(c, errFromAgent)
 	}
+	c.Locals(credentialsKey, credentialsOf(c))
 	return c.Next()
 }
 

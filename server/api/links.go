@@ -94,7 +94,7 @@ func (s *server) handleShare(c *fiber.Ctx) error {
 		if c.Method() == fiber.MethodGet {
 			if c.Get("Sec-Fetch-Site") == "cross-site" {
 				page = sharePageData{Hop: true}
-			} else if acc, _, in, _ := s.signedIn(c); in && acc.TaskID == "" {
+			} else if acc, _, in, _ := s.signedIn(c.UserContext(), c.Cookies(cookieName)); in && acc.TaskID == "" {
 				page.Login = acc.Login
 			}
 		}

@@ -100,3 +100,24 @@ func expectSignedOut(t *testing.T, w *wsClient, what string) {
 		t.Errorf("after %s: read %s, %v; want a close with %d", what, data, err, shared.CloseSignedOut)
 	}
 }
+
+// A sign-out between a WebSocket's upgrade (its cookie still good) and its registration in
+// the hub publishes a revocation no client hears: the socket checks its credentials again
+// once registered, and ends with 4401.
+func TestRevokedWhileUpgrading(t *testing.T) {
+	e := newEnv(t, withToken)
+	addr := e.listen()
+	e.accountWithToken("ada", shared.RoleMember)
+	cookie := e.signInAs("ada", "correct horse battery")
+	registering = func() {
+		if resp, _ := e.do("POST", "/logout", "", "Cookie", cookie); resp.StatusCode != http.StatusSeeOther {
+			t.Errorf("logout: %d", resp.StatusCode)
+		}
+	}
+	t.Cleanup(func() { registering = func() {} })
+	w, resp, err := dial(t, addr, http.Header{"Cookie": {cookie}})
+	if err != nil {
+		t.Fatalf("dial: %v (%v)", err, resp)
+	}
+	expectSignedOut(t, w, "a sign-out during the upgrade")
+}

@@ -42,8 +42,13 @@ const (
 // handleWS serves one /ws connection. The read loop runs here; one writer goroutine owns
 // every write (responses and notifications alike, through the hub client's queue) and the
 // pings. contrib/websocket pools the Conn once this returns, so it waits for the writer.
+// registering runs as a WebSocket's client is about to be registered in the hub: a test
+// revokes there, between the upgrade's check and the registration.
+var registering = func() {}
+
 func (s *server) handleWS(conn *websocket.Conn) {
 	p, _ := conn.Locals(passKey).(pass)
+	registering()
 	client := s.hub.Connect(p.who)
 	acc, _ := conn.Locals(accountKey).(shared.Account)
 	ctx, cancel := context.WithCancel(withAccount(context.Background(), acc))
@@ -52,6 +57,11 @@ func (s *server) handleWS(conn *websocket.Conn) {
 		defer close(writerDone)
 		s.writeLoop(conn, client, p.until)
 	}()
+	if cr, ok := conn.Locals(credentialsKey).(credentials); ok {
+		if err := s.stillLetIn(ctx, cr); err != nil {
+			client.End(err)
+		}
+	}
 	defer func() {
 		// A panic is recovered here rather than by contrib/websocket, whose handler would
 		// write to the connection the writer goroutine owns.
