@@ -454,13 +454,14 @@ var hostileMarkdown = map[string]struct {
 	"image": {`![x" onerror="alert(1)](https://tracker.example/p.png"x) ![y](<https://tracker.example/é\x>)`, [][2]string{
 		{`https://tracker.example/p.png%22x`, `https://tracker.example/p.png"x`},
 		{`https://tracker.example/%C3%A9%5Cx`, `https://tracker.example/é\x`}}},
-	"html":             {"<img src=x onerror=alert(1)>\n\n<iframe src=https://e.example></iframe> <a href=javascript:alert(1)>x</a>", nil},
-	"code language":    {"```\"><script>alert(1)</script>\nx\n```", nil},
-	"nested emphasis":  {strings.Repeat("*a ", 10000) + strings.Repeat(" a*", 10000), nil},
-	"nested strong":    {strings.Repeat("**", 10000) + "a" + strings.Repeat("**", 10000), nil},
-	"nested quotes":    {strings.Repeat("> ", 10000) + "x", nil},
-	"nested lists":     {strings.Repeat("- ", 10000) + "x", nil},
-	"nested links":     {strings.Repeat("[a", 10000) + strings.Repeat("](https://e.example/)", 10000), [][2]string{{"https://e.example/", "https://e.example/"}}},
+	"html":            {"<img src=x onerror=alert(1)>\n\n<iframe src=https://e.example></iframe> <a href=javascript:alert(1)>x</a>", nil},
+	"code language":   {"```\"><script>alert(1)</script>\nx\n```", nil},
+	"nested emphasis": {strings.Repeat("*a ", 10000) + strings.Repeat(" a*", 10000), nil},
+	"nested strong":   {strings.Repeat("**", 10000) + "a" + strings.Repeat("**", 10000), nil},
+	"nested quotes":   {strings.Repeat("> ", 10000) + "x", nil},
+	"nested lists":    {strings.Repeat("- ", 10000) + "x", nil},
+	// 10,000 nested links read as text, with no link, under server/markdown's bounds (100 give one).
+	"nested links":     {strings.Repeat("[a", 10000) + strings.Repeat("](https://e.example/)", 10000), nil},
 	"nested emphasis2": {strings.Repeat("_a ~~", 10000) + strings.Repeat("~~ a_", 10000), nil},
 }
 
