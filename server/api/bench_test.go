@@ -31,25 +31,21 @@ func fullOutput() *shared.ShellOutput {
 // BenchmarkShellOutputSnapshot: the snapshot endpoint for a command holding 256 KiB of
 // stdout and 256 KiB of stderr (store read, JSON encoding, Fiber).
 func BenchmarkShellOutputSnapshot(b *testing.B) {
-	e := newEnv(b)
-	s := e.session()
-	m := e.shell(s.ID, "make", shared.StatusFailed, fullOutput())
-	h := e.app.Handler()
-	target := "/api/v1/task-sessions/" + s.ID + "/messages/" + m.ID + "/shell-output"
-	b.SetBytes(int64(len(serve(b, h, target))))
-	b.ReportAllocs()
-	for b.Loop() {
-		serve(b, h, target)
-	}
+	benchSnapshot(b, shared.StatusFailed, fullOutput())
 }
 
 // BenchmarkShellOutputSnapshot1KiB: the snapshot endpoint for a command of 1 KiB of
 // stdout, answered from the snapshot cache as under load: what each small request costs
 // besides the network (the stamp lookup, routing, headers).
 func BenchmarkShellOutputSnapshot1KiB(b *testing.B) {
+	benchSnapshot(b, shared.StatusCompleted, &shared.ShellOutput{Stdout: strings.Repeat("x", 1<<10), ExitCode: intp(0)})
+}
+
+// benchSnapshot serves the snapshot of one command of out, again and again.
+func benchSnapshot(b *testing.B, status shared.ToolStatus, out *shared.ShellOutput) {
 	e := newEnv(b)
 	s := e.session()
-	m := e.shell(s.ID, "ls", shared.StatusCompleted, &shared.ShellOutput{Stdout: strings.Repeat("x", 1<<10), ExitCode: intp(0)})
+	m := e.shell(s.ID, "make", status, out)
 	h := e.app.Handler()
 	target := "/api/v1/task-sessions/" + s.ID + "/messages/" + m.ID + "/shell-output"
 	b.SetBytes(int64(len(serve(b, h, target))))
