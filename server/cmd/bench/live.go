@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"time"
 
 	"conch/server/cmd/loadgen/load"
@@ -131,11 +132,14 @@ func perSecond(frames []frame) dist {
 }
 
 // emit is `bench emit`: the command of the slow live benchmark. It writes one numbered line
-// every interval, on a ticker so that the rate does not drift, for the given time.
+// every interval, on a ticker so that the rate does not drift, for the given time. With
+// -stamp each line ends with the wall-clock time it was printed (stampSep, Unix nanoseconds),
+// which the many-live benchmark reads back.
 func emit(ctx context.Context, args []string, w io.Writer) error {
 	fs := flag.NewFlagSet("emit", flag.ContinueOnError)
 	every := fs.Duration("every", 10*time.Millisecond, "time between lines")
 	total := fs.Duration("for", time.Minute, "how long to write")
+	stamp := fs.Bool("stamp", false, "end each line with the time it is printed")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -151,7 +155,11 @@ func emit(ctx context.Context, args []string, w io.Writer) error {
 		case <-ctx.Done():
 			return nil
 		case <-t.C:
-			if _, err := fmt.Fprintf(w, "line %d of the slow command\n", i); err != nil {
+			line := fmt.Sprintf("line %d of the slow command", i)
+			if *stamp {
+				line += stampSep + strconv.FormatInt(time.Now().UnixNano(), 10)
+			}
+			if _, err := io.WriteString(w, line+"\n"); err != nil {
 				return err
 			}
 		}
