@@ -3,7 +3,9 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -22,7 +24,7 @@ const (
 	manyLiveSessions = 200
 	manyLiveSockets  = 20
 	manyLiveEvery    = 100 * time.Millisecond
-	manyLiveStarters = 8 // sessions started at once
+	manyLiveStarters = 8 // sessions started, or prompted, at once
 )
 
 // stampSep comes before the print time (Unix nanoseconds) at the end of each line of
@@ -37,27 +39,27 @@ func (b *bench) manyLiveBench(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	command := fmt.Sprintf("%s emit -every %s -for %s -stamp", shared.ShellJoin(self), manyLiveEvery, b.manyLive)
 	b.r.h(2, "Many live sessions")
 	b.r.p("%d sessions of the built-in `shell` agent each run `bench emit -every %s -for %s -stamp` (%.0f lines a "+
-		"second, each ending with the wall-clock time it was printed), all at once: the prompts are sent one after "+
-		"another once every session has started. %d WebSocket clients each subscribe (`session.subscribe`, as the "+
+		"second, each ending with the wall-clock time it was printed), all at once: once every session has started "+
+		"the prompts are sent, %d at a time, and the commands start printing together once all are stored (`-after`, "+
+		"a file the benchmark creates then). %d WebSocket clients each subscribe (`session.subscribe`, as the "+
 		"session page does) to %d of the sessions, so that each session has one watcher, and read until each of "+
 		"their commands has ended. *Store → notice*: for each notification of a command, from its message's "+
 		"`updated_at`, which the server stamps inside the write that stores the new output (just before the "+
 		"commit), to its arrival at the socket, on the same clock. *Print → notice*: for each line, from its print "+
 		"to the arrival of the first notification whose `stdout_total_bytes` counts it; it includes the wait for "+
 		"the server's flush (new output is stored at least once a second). *Server CPU* is the conch process's "+
-		"user+system time from the first prompt to the last command's end, and the share of one core it is over "+
+		"user+system time from that start to the last command's end, and the share of one core it is over "+
 		"that time; the agents, shells and commands are processes of their own and are not counted. Memory is "+
 		"the server's VmRSS. PostgreSQL: %s on 127.0.0.1.",
-		manyLiveSessions, manyLiveEvery, b.manyLive, float64(time.Second/manyLiveEvery), manyLiveSockets,
+		manyLiveSessions, manyLiveEvery, b.manyLive, float64(time.Second/manyLiveEvery), manyLiveStarters, manyLiveSockets,
 		manyLiveSessions/manyLiveSockets,
 		map[bool]string{true: "a throwaway cluster with fsync off", false: "the server -postgres names"}[b.postgres == ""])
 	var rows [][]string
 	measure := func(name, db string) error {
 		progress("   %s: %d sessions, %d sockets, %s", name, manyLiveSessions, manyLiveSockets, b.manyLive)
-		r, err := b.manyLiveOn(ctx, db, command)
+		r, err := b.manyLiveOn(ctx, db, self)
 		if err != nil {
 			return fmt.Errorf("%s: %w", name, err)
 		}
@@ -87,7 +89,7 @@ func (b *bench) manyLiveBench(ctx context.Context) error {
 type manyLiveRun struct {
 	lines, notices  int
 	stored, printed []time.Duration // store → notice per notification, print → notice per line
-	window          time.Duration   // from the first prompt to the last command's end at its socket
+	window          time.Duration   // from the commands' start to the last one's end at its socket
 	proc            load.Proc
 }
 
@@ -99,19 +101,29 @@ func (r manyLiveRun) row(name string) []string {
 		bytesIEC(float64(r.proc.RSSMaxKiB) * 1024), bytesIEC(float64(r.proc.RSSEndKiB) * 1024)}
 }
 
-// manyLiveOn serves db, starts the sessions, subscribes the sockets, prompts every session
-// with command and measures until every command has ended.
-func (b *bench) manyLiveOn(ctx context.Context, db, command string) (manyLiveRun, error) {
+// manyLiveOn serves db, starts the sessions, subscribes the sockets and prompts every
+// session with emit, which prints once all the commands are there, and measures from then
+// until every command has ended.
+func (b *bench) manyLiveOn(ctx context.Context, db, self string) (manyLiveRun, error) {
 	var r manyLiveRun
+	begin := filepath.Join(b.tmp, "manylive", "begin")
+	if err := os.Remove(begin); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return r, err
+	}
+	command := fmt.Sprintf("%s emit -every %s -for %s -stamp -after %s", shared.ShellJoin(self), manyLiveEvery,
+		b.manyLive, shared.ShellJoin(begin))
 	srv, err := startConch(ctx, b.conchBin, db)
 	if err != nil {
 		return r, err
 	}
 	defer srv.stop()
-	ctx, cancel := context.WithTimeout(ctx, b.manyLive+5*time.Minute)
+	ctx, cancel := context.WithTimeout(ctx, emitWait+b.manyLive+time.Minute)
 	defer cancel()
-	sessions, err := srv.startShellSessions(ctx, manyLiveSessions)
-	if err != nil {
+	sessions := make([]shared.Session, manyLiveSessions)
+	if err := inParallel(len(sessions), func(i int) (err error) {
+		sessions[i], err = srv.startShellSession(ctx, fmt.Sprintf("many live %d", i+1))
+		return err
+	}); err != nil {
 		return r, err
 	}
 	sockets := make([]*wsClient, manyLiveSockets)
@@ -126,23 +138,31 @@ func (b *bench) manyLiveOn(ctx context.Context, db, command string) (manyLiveRun
 			}
 		}
 	}
-	sampler, err := load.Watch(srv.PID, 100*time.Millisecond)
-	if err != nil {
-		return r, err
-	}
 	logs := make([]clientLog, len(sockets))
 	var wg sync.WaitGroup
 	followAll(ctx, sockets, logs, len(sessions)/len(sockets), &wg)
-	start := time.Now()
-	for _, s := range sessions {
+	// Every command is prompted and stored before any prints.
+	err = inParallel(len(sessions), func(i int) error {
 		var prompt shared.Message
-		if err := srv.post(ctx, "/api/v1/task-sessions/"+s.ID+"/messages", shared.AddRequest{Content: command},
+		if err := srv.post(ctx, "/api/v1/task-sessions/"+sessions[i].ID+"/messages", shared.AddRequest{Content: command},
 			&prompt, http.StatusAccepted); err != nil {
-			cancel()
-			wg.Wait()
-			sampler.Stop()
-			return r, err
+			return err
 		}
+		_, err := srv.commandOf(ctx, sessions[i].ID)
+		return err
+	})
+	var sampler *load.Sampler
+	if err == nil {
+		sampler, err = load.Watch(srv.PID, 100*time.Millisecond)
+	}
+	start := time.Now()
+	if err == nil {
+		err = os.WriteFile(begin, nil, 0o644)
+	}
+	if err != nil {
+		cancel()
+		wg.Wait()
+		return r, err
 	}
 	wg.Wait()
 	r.proc = sampler.Stop()
@@ -179,16 +199,16 @@ func (b *bench) manyLiveOn(ctx context.Context, db, command string) (manyLiveRun
 	return r, nil
 }
 
-// startShellSessions starts n sessions of the shell agent, manyLiveStarters at a time.
-func (c *conch) startShellSessions(ctx context.Context, n int) ([]shared.Session, error) {
-	sessions := make([]shared.Session, n)
+// inParallel calls do with 0 to n-1, manyLiveStarters calls at a time, and returns the
+// error of the first call that failed.
+func inParallel(n int, do func(i int) error) error {
 	errs := make([]error, n)
 	next := make(chan int)
 	var wg sync.WaitGroup
 	for range manyLiveStarters {
 		wg.Go(func() {
 			for i := range next {
-				sessions[i], errs[i] = c.startShellSession(ctx, fmt.Sprintf("many live %d", i+1))
+				errs[i] = do(i)
 			}
 		})
 	}
@@ -199,10 +219,10 @@ func (c *conch) startShellSessions(ctx context.Context, n int) ([]shared.Session
 	wg.Wait()
 	for i, err := range errs {
 		if err != nil {
-			return nil, fmt.Errorf("session %d of %d: %w", i+1, n, err)
+			return fmt.Errorf("%d of %d: %w", i+1, n, err)
 		}
 	}
-	return sessions, nil
+	return nil
 }
 
 // shellOutput fetches a command's stored output.

@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -38,6 +40,36 @@ func TestEmitStampsEachLineWithItsPrintTime(t *testing.T) {
 	}
 	if n == 0 {
 		t.Fatal("no lines")
+	}
+}
+
+func TestEmitAfterWaitsForItsFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "begin")
+	tick := make(chan time.Time)
+	done := make(chan error, 1)
+	go func() { done <- awaitFile(context.Background(), path, tick) }()
+	select {
+	case tick <- time.Now(): // it looked, found nothing, and waits for the next tick
+	case err := <-done:
+		t.Fatalf("returned before the file existed: %v", err)
+	}
+	if err := os.WriteFile(path, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case tick <- time.Now():
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := awaitFile(ctx, path+".never", nil); err == nil || !strings.Contains(err.Error(), "did not appear") {
+		t.Fatalf("a file that never appears: %v", err)
 	}
 }
 
