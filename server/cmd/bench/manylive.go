@@ -52,7 +52,8 @@ func (b *bench) manyLiveBench(ctx context.Context) error {
 		"the server's flush (new output is stored at least once a second). *Server CPU* is the conch process's "+
 		"user+system time from that start to the last command's end, and the share of one core it is over "+
 		"that time; the agents, shells and commands are processes of their own and are not counted. Memory is "+
-		"the server's VmRSS. PostgreSQL: %s on 127.0.0.1.",
+		"the server's VmRSS: with the sessions started and subscribed, before the prompts; at its peak while "+
+		"the commands print; at their end. PostgreSQL: %s on 127.0.0.1.",
 		manyLiveSessions, manyLiveEvery, b.manyLive, float64(time.Second/manyLiveEvery), manyLiveStarters, manyLiveSockets,
 		manyLiveSessions/manyLiveSockets,
 		map[bool]string{true: "a throwaway cluster with fsync off", false: "the server -postgres names"}[b.postgres == ""])
@@ -80,7 +81,7 @@ func (b *bench) manyLiveBench(ctx context.Context) error {
 	}
 	if len(rows) > 0 {
 		b.r.table([]string{"database", "lines stored", "notifications", "store → notice p50", "p99", "max",
-			"print → notice p50", "p99", "window", "server CPU", "server RSS peak", "server RSS at end"}, rows)
+			"print → notice p50", "p99", "window", "server CPU", "server RSS, sessions idle", "peak", "at end"}, rows)
 	}
 	return err
 }
@@ -90,6 +91,7 @@ type manyLiveRun struct {
 	lines, notices  int
 	stored, printed []time.Duration // store → notice per notification, print → notice per line
 	window          time.Duration   // from the commands' start to the last one's end at its socket
+	idle            load.Stat       // the server with the sessions started, before the prompts
 	proc            load.Proc
 }
 
@@ -98,7 +100,7 @@ func (r manyLiveRun) row(name string) []string {
 	return []string{name, fmt.Sprint(r.lines), fmt.Sprint(r.notices),
 		latency(r.stored, 0.50), latency(r.stored, 0.99), latency(r.stored, 1),
 		latency(r.printed, 0.50), latency(r.printed, 0.99), seconds(r.window.Seconds()), cpu,
-		bytesIEC(float64(r.proc.RSSMaxKiB) * 1024), bytesIEC(float64(r.proc.RSSEndKiB) * 1024)}
+		bytesIEC(float64(r.idle.RSSKiB) * 1024), bytesIEC(float64(r.proc.RSSMaxKiB) * 1024), bytesIEC(float64(r.proc.RSSEndKiB) * 1024)}
 }
 
 // manyLiveOn serves db, starts the sessions, subscribes the sockets and prompts every
@@ -137,6 +139,9 @@ func (b *bench) manyLiveOn(ctx context.Context, db, self string) (manyLiveRun, e
 				return r, fmt.Errorf("socket %d: %w", i+1, err)
 			}
 		}
+	}
+	if r.idle, err = load.ReadStat(srv.PID); err != nil {
+		return r, err
 	}
 	logs := make([]clientLog, len(sockets))
 	var wg sync.WaitGroup
