@@ -35,11 +35,14 @@ const stampSep = ", printed at "
 // and reports the server's CPU and memory and how long a stored chunk of output takes to
 // reach the socket that watches its session.
 func (b *bench) manyLiveBench(ctx context.Context) error {
+	b.r.h(2, "Many live sessions")
+	if b.manyLive < manyLiveEvery {
+		return fmt.Errorf("-manylive-d %s: the commands must print for at least %s", b.manyLive, manyLiveEvery)
+	}
 	self, err := os.Executable()
 	if err != nil {
 		return err
 	}
-	b.r.h(2, "Many live sessions")
 	b.r.p("%d sessions of the built-in `shell` agent each run `bench emit -every %s -for %s -stamp` (%.0f lines a "+
 		"second, each ending with the wall-clock time it was printed), all at once: once every session has started "+
 		"the prompts are sent, %d at a time, and the commands start printing together once all are stored (`-after`, "+
