@@ -50,7 +50,7 @@ func (b *bench) crowd(ctx context.Context) error {
 	}
 	logs := make([]clientLog, len(clients))
 	var wg sync.WaitGroup
-	followAll(wctx, clients, logs, &wg)
+	followAll(wctx, clients, logs, 1, &wg)
 	// The run: the command, then the pollers on its output while the crowd follows it.
 	run := func() (load.Result, error) {
 		command := fmt.Sprintf("%s emit -every 10ms -for %s", shared.ShellJoin(self), crowdFor)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"time"
 
 	"conch/server/cmd/loadgen/load"
@@ -131,29 +132,62 @@ func perSecond(frames []frame) dist {
 }
 
 // emit is `bench emit`: the command of the slow live benchmark. It writes one numbered line
-// every interval, on a ticker so that the rate does not drift, for the given time.
+// every interval, on a ticker so that the rate does not drift, for the given time. With
+// -stamp each line ends with the wall-clock time it was printed (stampSep, Unix nanoseconds),
+// which the many-live benchmark reads back; with -after it starts once that file exists,
+// looked for at each tick, and gives up after emitWait.
 func emit(ctx context.Context, args []string, w io.Writer) error {
 	fs := flag.NewFlagSet("emit", flag.ContinueOnError)
 	every := fs.Duration("every", 10*time.Millisecond, "time between lines")
 	total := fs.Duration("for", time.Minute, "how long to write")
+	stamp := fs.Bool("stamp", false, "end each line with the time it is printed")
+	after := fs.String("after", "", "a file: print nothing until it exists")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if *every <= 0 {
 		return fmt.Errorf("-every must be positive")
 	}
-	ctx, cancel := context.WithTimeout(ctx, *total)
-	defer cancel()
 	t := time.NewTicker(*every)
 	defer t.Stop()
+	if *after != "" {
+		if err := awaitFile(ctx, *after, t.C); err != nil {
+			return err
+		}
+	}
+	ctx, cancel := context.WithTimeout(ctx, *total)
+	defer cancel()
 	for i := 1; ; i++ {
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-t.C:
-			if _, err := fmt.Fprintf(w, "line %d of the slow command\n", i); err != nil {
+			line := fmt.Sprintf("line %d of the slow command", i)
+			if *stamp {
+				line += stampSep + strconv.FormatInt(time.Now().UnixNano(), 10)
+			}
+			if _, err := io.WriteString(w, line+"\n"); err != nil {
 				return err
 			}
+		}
+	}
+}
+
+// emitWait bounds how long `bench emit -after` waits for its file.
+const emitWait = 5 * time.Minute
+
+// awaitFile returns once path exists, looking at each tick, or an error after emitWait.
+func awaitFile(ctx context.Context, path string, tick <-chan time.Time) error {
+	ctx, cancel := context.WithTimeout(ctx, emitWait)
+	defer cancel()
+	for {
+		if _, err := os.Stat(path); err == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%s did not appear: %w", path, ctx.Err())
+		case <-tick:
 		}
 	}
 }

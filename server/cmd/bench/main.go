@@ -31,6 +31,7 @@ type bench struct {
 	runs       int
 	dur        time.Duration
 	trickle    time.Duration
+	manyLive   time.Duration // how long each command of the many-live benchmark prints
 	burstBytes int
 	growth     []int
 	browser    bool
@@ -70,10 +71,11 @@ func run(ctx context.Context, args []string) error {
 	fs.IntVar(&b.runs, "runs", 3, "repetitions of each timed run")
 	fs.DurationVar(&b.dur, "d", 1500*time.Millisecond, "length of each load run")
 	fs.DurationVar(&b.trickle, "trickle", 60*time.Second, "length of the line-every-10ms command")
+	fs.DurationVar(&b.manyLive, "manylive-d", 20*time.Second, "how long each command of the many-live benchmark prints")
 	burstMB := fs.Int("burst-mb", 50, "output of the fast command, MB")
 	growth := fs.String("growth", "1000,10000,100000", "session sizes of the growth benchmark")
 	fs.BoolVar(&b.browser, "browser", true, "run the headless Chromium benchmark")
-	only := fs.String("only", "", "run only these benchmarks (comma-separated: payload,prompts,snapshot,openloop,growth,parts,live,crowd,startup,browser,tti,gobench,postgres,hostile,idle,changes,search,sandbox)")
+	only := fs.String("only", "", "run only these benchmarks (comma-separated: payload,prompts,snapshot,openloop,growth,parts,live,crowd,manylive,startup,browser,tti,gobench,postgres,hostile,idle,changes,search,sandbox)")
 	fs.StringVar(&b.postgres, "postgres", os.Getenv("CONCH_BENCH_POSTGRES"),
 		"PostgreSQL server URL whose user may create databases, for the SQLite-against-PostgreSQL benchmark (env CONCH_BENCH_POSTGRES; default: a throwaway cluster from Debian's postgresql package)")
 	fs.StringVar(&b.web, "web", "web", "the folder holding app.wasm, app.wasm.gz and app.wasm.br")
@@ -125,6 +127,7 @@ func run(ctx context.Context, args []string) error {
 		{"changes", b.changes},
 		{"search", b.searchBench},
 		{"sandbox", b.sandboxBench},
+		{"manylive", b.manyLiveBench},
 	}
 	var chosen []string
 	if *only != "" {

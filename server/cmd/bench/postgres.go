@@ -13,15 +13,7 @@ import (
 // postgresBench serves the same seeded sessions from SQLite and from PostgreSQL (on this
 // machine, over loopback) and compares seeding, a list page and the 256 KiB snapshot.
 func (b *bench) postgresBench(ctx context.Context) error {
-	srv := &pgtest.Server{URL: b.postgres}
-	if b.postgres == "" {
-		var err error
-		if srv, err = pgtest.Start(); err != nil {
-			return err
-		}
-		defer srv.Stop()
-	}
-	pg, drop, err := srv.CreateDatabase(ctx)
+	pg, drop, err := b.postgresDatabase(ctx)
 	if err != nil {
 		return err
 	}
@@ -96,6 +88,30 @@ func (b *bench) postgresBench(ctx context.Context) error {
 		churnSessions)
 	b.r.table([]string{"database", "empty", "with the sessions", "after deleting them"}, sizeRows)
 	return nil
+}
+
+// postgresDatabase creates a database on the server -postgres names or, without one, on a
+// throwaway cluster, and returns its URL and what drops it (and stops the cluster).
+func (b *bench) postgresDatabase(ctx context.Context) (string, func(), error) {
+	srv := &pgtest.Server{URL: b.postgres}
+	if b.postgres == "" {
+		var err error
+		if srv, err = pgtest.Start(); err != nil {
+			return "", nil, err
+		}
+	}
+	db, drop, err := srv.CreateDatabase(ctx)
+	done := func() {
+		if drop != nil {
+			_ = drop()
+		}
+		_ = srv.Stop() // a server -postgres names is left running
+	}
+	if err != nil {
+		done()
+		return "", nil, err
+	}
+	return db, done, nil
 }
 
 // churnSessions is how many sessions the size figure creates and deletes.

@@ -54,7 +54,7 @@ func (b *bench) watchCommand(ctx context.Context, srv *conch, n int, command str
 	}
 	w.clients = make([]clientLog, n)
 	var wg sync.WaitGroup
-	followAll(ctx, clients, w.clients, &wg)
+	followAll(ctx, clients, w.clients, 1, &wg)
 	var msg shared.Message
 	if err := srv.post(ctx, "/api/v1/task-sessions/"+sess.ID+"/messages", shared.AddRequest{Content: command},
 		&msg, http.StatusAccepted); err != nil {
@@ -103,22 +103,23 @@ func closeAll(clients []*wsClient) {
 	}
 }
 
-// followAll has each client follow the session's command into logs (one each), in the
-// background; wg is done when all have.
-func followAll(ctx context.Context, clients []*wsClient, logs []clientLog, wg *sync.WaitGroup) {
+// followAll has each client follow its sessions' commands, until that many have ended,
+// into logs (one each), in the background; wg is done when all have.
+func followAll(ctx context.Context, clients []*wsClient, logs []clientLog, commands int, wg *sync.WaitGroup) {
 	for i, c := range clients {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			logs[i] = c.follow(ctx)
+			logs[i] = c.follow(ctx, commands)
 		}()
 	}
 }
 
-// follow reads notifications about the session's shell command until it is terminal.
-func (c *wsClient) follow(ctx context.Context) clientLog {
+// follow reads notifications about the subscribed sessions' shell commands until that
+// many of them have been terminal.
+func (c *wsClient) follow(ctx context.Context, commands int) clientLog {
 	var log clientLog
-	for {
+	for ended := map[string]bool{}; len(ended) < commands; {
 		_, data, err := c.conn.Read(ctx)
 		if err != nil {
 			log.err = fmt.Errorf("after %d notifications: %w", len(log.frames), err)
@@ -143,7 +144,8 @@ func (c *wsClient) follow(ctx context.Context) clientLog {
 		}
 		log.frames = append(log.frames, frame{size: len(data), payload: env.Payload, at: at})
 		if m.Metadata != nil && m.Metadata.Status.IsTerminal() {
-			return log
+			ended[m.ID] = true
 		}
 	}
+	return log
 }
