@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"os"
 	"sync"
 	"time"
 
@@ -29,10 +28,7 @@ func (b *bench) crowd(ctx context.Context) error {
 		return err
 	}
 	defer srv.stop()
-	self, err := os.Executable()
-	if err != nil {
-		return err
-	}
+	self := b.emitter
 	sess, err := srv.startShellSession(ctx, "crowd")
 	if err != nil {
 		return err

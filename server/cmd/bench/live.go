@@ -25,10 +25,7 @@ func (b *bench) live(ctx context.Context) error {
 		return err
 	}
 	defer srv.stop()
-	self, err := os.Executable()
-	if err != nil {
-		return err
-	}
+	self := b.emitter
 	scenarios := []struct {
 		name, command string
 		runs          int

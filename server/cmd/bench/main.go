@@ -10,9 +10,11 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"os/signal"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"strconv"
@@ -38,6 +40,7 @@ type bench struct {
 	web        string // the folder holding app.wasm and its compressed copies
 	postgres   string // a PostgreSQL server URL, "" to start a throwaway cluster
 	tmp        string
+	emitter    string // a copy of this program in tmp, which live commands run (`bench emit`; copySelf)
 	head, r    report // the header, then the sections
 	goals      targets
 	notes      []string // problems met while measuring, listed at the end
@@ -101,6 +104,9 @@ func run(ctx context.Context, args []string) error {
 	}
 	defer os.RemoveAll(tmp)
 	b.tmp = tmp
+	if b.emitter, err = copySelf(tmp); err != nil {
+		return err
+	}
 
 	started := time.Now()
 	b.header(args)
@@ -294,4 +300,29 @@ func (f *loadFigures) add(res load.Result) {
 		f.rss = append(f.rss, float64(res.Proc.RSSMaxKiB)*1024)
 		f.cpu = append(f.cpu, res.Proc.CPUSeconds)
 	}
+}
+
+// copySelf copies this program into dir, for the live steps' commands to run as `bench
+// emit`: the built-in agent's sandbox runs only the system's programs and what is under its
+// session's folder (the temporary folder here), not a bench binary in a checkout elsewhere.
+func copySelf(dir string) (string, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return "", err
+	}
+	in, err := os.Open(self)
+	if err != nil {
+		return "", err
+	}
+	defer in.Close()
+	path := filepath.Join(dir, "bench")
+	out, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o755)
+	if err != nil {
+		return "", err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return "", err
+	}
+	return path, out.Close()
 }

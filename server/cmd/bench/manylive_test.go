@@ -124,7 +124,7 @@ func TestPrintDelaysRefusesOutputItCannotRead(t *testing.T) {
 	empty := shared.ShellOutputSnapshot{Status: shared.StatusFailed,
 		Output: shared.ShellOutput{Stderr: "sh: 1: /work/bin/bench: Permission denied", ExitCode: &code}}
 	if _, err := printDelays(empty, nil); err == nil || !strings.Contains(err.Error(), "Permission denied") ||
-		!strings.Contains(err.Error(), "exit code 126") || !strings.Contains(err.Error(), "go build -o") {
+		!strings.Contains(err.Error(), "exit code 126") {
 		t.Fatalf("no output: %v", err)
 	}
 	cut := shared.ShellOutputSnapshot{Output: shared.ShellOutput{Stdout: stamped(time.Now()), Truncated: true}}

@@ -1,6 +1,9 @@
 package main
 
-import "fmt"
+import (
+	"fmt"
+	"strings"
+)
 
 // targets are the figures issues 5, 12 and 20 and the sandbox's issue set goals for, filled by the benchmarks as they run.
 type targets struct {
@@ -15,9 +18,10 @@ type targets struct {
 	growthNewestRatio   string    // newest-page p50, largest session / smallest
 	growthSizes         [2]int
 	wasmBrotli          int64
-	firstMessage        [2]dist // ms from navigation to the newest message on screen: cold, warm
-	tti                 [2]dist // ms from navigation to a click's output open (issue 36): cold, warm
-	sandboxAdded        float64 // microseconds the sandbox adds to a command's start at the median, the worse network
+	firstMessage        [2]dist  // ms from navigation to the newest message on screen: cold, warm
+	tti                 [2]dist  // ms from navigation to a click's output open (issue 36): cold, warm
+	manyLiveP99         []string // store → notice p99 with 200 live sessions, "database p99", one per database (issue 36)
+	sandboxAdded        float64  // microseconds the sandbox adds to a command's start at the median, the worse network
 	sandboxMeasured     bool
 }
 
@@ -50,8 +54,10 @@ func (t targets) render(r *report) {
 		{"newest message on screen, warm (app cached)", "<= 500 ms", orNA(len(t.firstMessage[1]) > 0, t.firstMessage[1].format(millis), na)},
 		{"click answered, cold (fresh profile)", "< 3 s", orNA(len(t.tti[0]) > 0, t.tti[0].format(millis), na)},
 		{"click answered, warm (app cached)", "< 1 s", orNA(len(t.tti[1]) > 0, t.tti[1].format(millis), na)},
+		{"store → notice p99, 200 sessions printing 10 lines/s, 20 sockets watching", "< 50 ms",
+			orNA(len(t.manyLiveP99) > 0, strings.Join(t.manyLiveP99, ", "), na)},
 		{"time the sandbox adds to a command's start, median", "< 10 ms", orNA(t.sandboxMeasured, msFromMicros(t.sandboxAdded), na)},
-		{"app.wasm, brotli", "<= 2.0 MB", orNA(t.wasmBrotli > 0, fmt.Sprintf("%.2f MB", float64(t.wasmBrotli)/1e6), na)},
+		{"app.wasm, brotli", "<= 1.30 MB", orNA(t.wasmBrotli > 0, fmt.Sprintf("%.2f MB", float64(t.wasmBrotli)/1e6), na)},
 	}
 	r.table([]string{"target", "goal", "this run"}, rows)
 }
