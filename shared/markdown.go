@@ -3,6 +3,7 @@ package shared
 import (
 	"net/url"
 	"strings"
+	"unicode/utf8"
 )
 
 // An agent's reply and its plan entries are markdown (CommonMark with GitHub's tables,
@@ -45,11 +46,16 @@ const (
 	MarkdownCell      MarkdownKind = "cell"
 )
 
-// MarkdownNode is one node of a parsed markdown text. Text is what the agent wrote, its
-// escapes and character references resolved (code keeps them as written).
+// MarkdownNode is one node of a parsed markdown text. Its text is what the agent wrote, its
+// escapes and character references resolved (code keeps them as written): the bytes
+// [From, To) of the markdown when they are that text (To > 0), else Text. A range keeps
+// the tree small: it repeats none of the text. In inline text a range may hold a soft line
+// break as written (a line break and spaces), which a page shows as the space it reads as.
 type MarkdownNode struct {
 	Kind     MarkdownKind   `json:"kind"`
 	Text     string         `json:"text,omitempty"`
+	From     int            `json:"from,omitempty"`
+	To       int            `json:"to,omitempty"`
 	Children []MarkdownNode `json:"children,omitempty"`
 	Href     string         `json:"href,omitempty"`
 	Lang     string         `json:"lang,omitempty"`  // a fenced code block's language
@@ -58,6 +64,54 @@ type MarkdownNode struct {
 	Start    int            `json:"start,omitempty"` // an ordered list's first number
 	Checked  bool           `json:"checked,omitempty"`
 	Align    []string       `json:"align,omitempty"` // a table's columns: left, center, right or ""
+}
+
+// TextIn is n's text in src, the markdown of its tree, which MarkdownFits accepts.
+func (n MarkdownNode) TextIn(src string) string {
+	if n.To > 0 {
+		return src[n.From:n.To]
+	}
+	return n.Text
+}
+
+// MarkdownFits reports whether every range of tree is one of src: inside it, and starting
+// and ending on a character's first byte. A page draws no tree that does not fit its text.
+func MarkdownFits(src string, tree []MarkdownNode) bool {
+	for _, n := range tree {
+		if n.To > 0 && (n.From < 0 || n.From > n.To || n.To > len(src) || !runeStart(src, n.From) || !runeStart(src, n.To)) ||
+			!MarkdownFits(src, n.Children) {
+			return false
+		}
+	}
+	return true
+}
+
+func runeStart(s string, i int) bool { return i == len(s) || utf8.RuneStart(s[i]) }
+
+// ResolvedMarkdown is tree with the text of each of its ranges in src as its Text, no range
+// left; tree itself when it does not fit src (MarkdownFits).
+func ResolvedMarkdown(src string, tree []MarkdownNode) []MarkdownNode {
+	if tree == nil || !MarkdownFits(src, tree) {
+		return tree
+	}
+	out := make([]MarkdownNode, len(tree))
+	for i, n := range tree {
+		n.Text, n.From, n.To = n.TextIn(src), 0, 0
+		n.Children = ResolvedMarkdown(src, n.Children)
+		out[i] = n
+	}
+	return out
+}
+
+// visibleMarkdown is the tree of the markdown src as a page shows it, whose text is
+// visible (Visible(src)): its texts marked. When marking changed the text, the ranges of
+// src hold no more in it; each becomes its text, marked.
+func visibleMarkdown(src, visible string, tree []MarkdownNode) []MarkdownNode {
+	if src != visible {
+		tree = ResolvedMarkdown(src, tree)
+	}
+	tree, _ = visibleTree(tree)
+	return tree
 }
 
 // Linkable reports whether a reply may link to dest: an absolute http, https or mailto

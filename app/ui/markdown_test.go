@@ -50,7 +50,7 @@ func TestMarkdown(t *testing.T) {
 			[]string{"<span>a</span>", "<span>c</span>", "<span>e</span>"}, []string{"<a ", "href"}},
 		{"images are not loaded", "![a chart](https://tracker.example/p.png)",
 			[]string{"Image: a chart", `href="https://tracker.example/p.png"`}, []string{"<img", "src="}},
-		{"hard break", "a  \nb\nc", []string{"a\n    <br>\n    b c"}, nil},
+		{"hard break", "a  \nb\nc", []string{"a\n    <br>\n    b\nc"}, []string{"<br>\n    b\nc<br"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -14,10 +14,13 @@ import (
 	"conch/shared"
 )
 
-// parse is src's tree, within any size.
+// parse is src's tree, within any size, its ranges resolved: each its text.
 func parse(src string) []shared.MarkdownNode {
 	tree, _ := Parse(src, 1<<30)
-	return tree
+	if !shared.MarkdownFits(src, tree) {
+		panic("the tree of " + src + " does not fit it")
+	}
+	return shared.ResolvedMarkdown(src, tree)
 }
 
 // texts is the text of every node of tree, in order.
@@ -53,7 +56,7 @@ func TestParse(t *testing.T) {
 		{"tasks", "- [x] done", []shared.MarkdownNode{node(shared.MarkdownList, node(shared.MarkdownItem,
 			node(shared.MarkdownSpan, shared.MarkdownNode{Kind: shared.MarkdownTask, Checked: true}, text("done"))))}},
 		{"quote and break", "> a  \nb\nc", []shared.MarkdownNode{node(shared.MarkdownQuote,
-			para(text("a"), shared.MarkdownNode{Kind: shared.MarkdownBreak}, text("b c")))}},
+			para(text("a"), shared.MarkdownNode{Kind: shared.MarkdownBreak}, text("b\nc")))}},
 		{"code keeps escapes", "```go\na \\* &amp; b\n```", []shared.MarkdownNode{{Kind: shared.MarkdownCodeBlock, Lang: "go", Text: "a \\* &amp; b\n"}}},
 		{"escapes and references", `\*not em\* &amp; &lt;b&gt;`, []shared.MarkdownNode{para(text("*not em* & <b>"))}},
 		{"HTML is text", "<div>\n<img src=x>\n</div>\n\na <b>c</b>", []shared.MarkdownNode{{Kind: shared.MarkdownHTML, Text: "<div>\n<img src=x>\n</div>\n"},
