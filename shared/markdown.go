@@ -47,15 +47,18 @@ const (
 )
 
 // MarkdownNode is one node of a parsed markdown text. Its text is what the agent wrote, its
-// escapes and character references resolved (code keeps them as written): the bytes
-// [From, To) of the markdown when they are that text (To > 0), else Text. A range keeps
-// the tree small: it repeats none of the text. In inline text a range may hold a soft line
-// break as written (a line break and spaces), which a page shows as the space it reads as.
+// escapes and character references resolved (code keeps them as written): Text, or a
+// range of the markdown where the text is its bytes as written (Len > 0). A range keeps
+// the tree small: it repeats none of the text. It is relative, which compresses better
+// than an offset: the ranges of a tree follow each other in document order (a node's
+// before its children's), and each starts Skip bytes after the end of the one before (the
+// first, after the start of the text). In inline text a range may hold a soft line break
+// as written (a line break and spaces), which a page shows as the space it reads as.
 type MarkdownNode struct {
 	Kind     MarkdownKind   `json:"kind"`
 	Text     string         `json:"text,omitempty"`
-	From     int            `json:"from,omitempty"`
-	To       int            `json:"to,omitempty"`
+	Skip     int            `json:"skip,omitempty"`
+	Len      int            `json:"len,omitempty"`
 	Children []MarkdownNode `json:"children,omitempty"`
 	Href     string         `json:"href,omitempty"`
 	Lang     string         `json:"lang,omitempty"`  // a fenced code block's language
@@ -66,20 +69,45 @@ type MarkdownNode struct {
 	Align    []string       `json:"align,omitempty"` // a table's columns: left, center, right or ""
 }
 
-// TextIn is n's text in src, the markdown of its tree, which MarkdownFits accepts.
-func (n MarkdownNode) TextIn(src string) string {
-	if n.To > 0 {
-		return src[n.From:n.To]
+// MarkdownRanges reads the texts of a tree from its markdown, node after node in document
+// order (a node before its children), for a tree that MarkdownFits the markdown.
+type MarkdownRanges struct {
+	src string
+	end int // of the range before
+}
+
+func NewMarkdownRanges(src string) *MarkdownRanges { return &MarkdownRanges{src: src} }
+
+// Text is the text of n, the node of the tree after the one read before.
+func (r *MarkdownRanges) Text(n MarkdownNode) string {
+	if n.Len <= 0 {
+		return n.Text
 	}
-	return n.Text
+	from := r.end + n.Skip
+	r.end = from + n.Len
+	return r.src[from:r.end]
 }
 
 // MarkdownFits reports whether every range of tree is one of src: inside it, and starting
 // and ending on a character's first byte. A page draws no tree that does not fit its text.
 func MarkdownFits(src string, tree []MarkdownNode) bool {
+	end := 0
+	return fits(src, tree, &end)
+}
+
+func fits(src string, tree []MarkdownNode, end *int) bool {
 	for _, n := range tree {
-		if n.To > 0 && (n.From < 0 || n.From > n.To || n.To > len(src) || !runeStart(src, n.From) || !runeStart(src, n.To)) ||
-			!MarkdownFits(src, n.Children) {
+		if n.Len > 0 {
+			if n.Skip < 0 || n.Skip > len(src)-*end || n.Len > len(src)-*end-n.Skip {
+				return false
+			}
+			from := *end + n.Skip
+			*end = from + n.Len
+			if !runeStart(src, from) || !runeStart(src, *end) {
+				return false
+			}
+		}
+		if !fits(src, n.Children, end) {
 			return false
 		}
 	}
@@ -94,10 +122,17 @@ func ResolvedMarkdown(src string, tree []MarkdownNode) []MarkdownNode {
 	if tree == nil || !MarkdownFits(src, tree) {
 		return tree
 	}
+	return resolved(NewMarkdownRanges(src), tree)
+}
+
+func resolved(r *MarkdownRanges, tree []MarkdownNode) []MarkdownNode {
+	if tree == nil {
+		return nil
+	}
 	out := make([]MarkdownNode, len(tree))
 	for i, n := range tree {
-		n.Text, n.From, n.To = n.TextIn(src), 0, 0
-		n.Children = ResolvedMarkdown(src, n.Children)
+		n.Text, n.Skip, n.Len = r.Text(n), 0, 0
+		n.Children = resolved(r, n.Children)
 		out[i] = n
 	}
 	return out

@@ -27,22 +27,22 @@ func markdown(src string, tree []shared.MarkdownNode, classes ...string) app.UI 
 	if tree == nil || !shared.MarkdownFits(src, tree) {
 		return app.Div().Class(append(classes, "md", "md-plain")...).Text(src)
 	}
-	return app.Div().Class(append(classes, "md")...).Body(mdNodes(src, tree)...)
+	return app.Div().Class(append(classes, "md")...).Body(mdNodes(shared.NewMarkdownRanges(src), tree)...)
 }
 
-func mdNodes(src string, ns []shared.MarkdownNode) []app.UI {
+func mdNodes(r *shared.MarkdownRanges, ns []shared.MarkdownNode) []app.UI {
 	out := make([]app.UI, len(ns))
 	for i, n := range ns {
-		out[i] = mdNode(src, n)
+		out[i] = mdNode(r, n)
 	}
 	return out
 }
 
-// mdNode draws n, a node of the tree of src. The server bounds the tree's depth
+// mdNode draws n, the node after those r read. The server bounds the tree's depth
 // (shared.MarkdownDepth).
-func mdNode(src string, n shared.MarkdownNode) app.UI {
-	kids := func() []app.UI { return mdNodes(src, n.Children) }
-	text := n.TextIn(src)
+func mdNode(r *shared.MarkdownRanges, n shared.MarkdownNode) app.UI {
+	text := r.Text(n) // before the children's
+	kids := func() []app.UI { return mdNodes(r, n.Children) }
 	switch n.Kind {
 	case shared.MarkdownBreak:
 		return app.Br()
@@ -98,9 +98,9 @@ func mdNode(src string, n shared.MarkdownNode) app.UI {
 		var head, body []app.UI
 		for i, row := range n.Children { // the header row first
 			if i == 0 {
-				head = append(head, app.Tr().Body(cells(src, row, n.Align, true)...))
+				head = append(head, app.Tr().Body(cells(r, row, n.Align, true)...))
 			} else {
-				body = append(body, app.Tr().Body(cells(src, row, n.Align, false)...))
+				body = append(body, app.Tr().Body(cells(r, row, n.Align, false)...))
 			}
 		}
 		return app.Div().Class("md-table").Body(app.Table().Body(app.THead().Body(head...), app.TBody().Body(body...)))
@@ -109,7 +109,7 @@ func mdNode(src string, n shared.MarkdownNode) app.UI {
 	return app.Text(text)
 }
 
-func cells(src string, row shared.MarkdownNode, align []string, head bool) []app.UI {
+func cells(r *shared.MarkdownRanges, row shared.MarkdownNode, align []string, head bool) []app.UI {
 	out := make([]app.UI, len(row.Children))
 	for i, c := range row.Children {
 		cls := "md-left"
@@ -117,9 +117,9 @@ func cells(src string, row shared.MarkdownNode, align []string, head bool) []app
 			cls = "md-" + align[i]
 		}
 		if head {
-			out[i] = app.Th().Scope("col").Class(cls).Body(mdNodes(src, c.Children)...)
+			out[i] = app.Th().Scope("col").Class(cls).Body(mdNodes(r, c.Children)...)
 		} else {
-			out[i] = app.Td().Class(cls).Body(mdNodes(src, c.Children)...)
+			out[i] = app.Td().Class(cls).Body(mdNodes(r, c.Children)...)
 		}
 	}
 	return out

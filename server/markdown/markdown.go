@@ -126,6 +126,8 @@ func Parse(src string, limit int) ([]shared.MarkdownNode, int) {
 	if len(tree) == 0 {
 		return nil, 0
 	}
+	end := 0
+	m.relative(tree, &end)
 	raw, err := json.Marshal(tree)
 	if err != nil || len(raw) > limit {
 		return nil, 0
@@ -134,6 +136,24 @@ func Parse(src string, limit int) ([]shared.MarkdownNode, int) {
 }
 
 type md struct{ src []byte }
+
+// relative turns the ranges of tree, where each starts and ends in the source, into
+// ranges each relative to the end of the one before (shared.MarkdownNode). A range that
+// would start before the end of the one before (goldmark's tree out of the source's order)
+// becomes its text.
+func (m md) relative(tree []shared.MarkdownNode, end *int) {
+	for i := range tree {
+		n := &tree[i]
+		if from, to := n.Skip, n.Len; to > 0 {
+			if from < *end {
+				n.Text, n.Skip, n.Len = string(m.src[from:to]), 0, 0
+			} else {
+				n.Skip, n.Len, *end = from-*end, to-from, to
+			}
+		}
+		m.relative(n.Children, end)
+	}
+}
 
 func (m md) children(n ast.Node, depth int) []shared.MarkdownNode {
 	r := run{src: m.src, inline: true}
@@ -179,7 +199,9 @@ func (m md) text(r *run, n ast.Node) bool {
 }
 
 // run gathers neighbouring texts into text nodes (out, with the other nodes between
-// them): a range of the source where the text is a slice of it, else the text.
+// them): a range of the source where the text is a slice of it, else the text. While
+// parsing, a range's Skip and Len are where it starts and ends in the source; Parse makes
+// them relative at the end (relative).
 type run struct {
 	src    []byte
 	inline bool // the page reads a run of spaces and line breaks as one space
@@ -205,18 +227,18 @@ func (r *run) segment(seg text.Segment) {
 		return
 	}
 	// Inline, a slice that follows another after spaces (a line's indent) continues it.
-	if l := r.last(); l != nil && l.To > 0 && l.To <= seg.Start && (l.To == seg.Start || r.inline && blank(r.src[l.To:seg.Start])) {
-		l.To = seg.Stop
+	if l := r.last(); l != nil && l.Len > 0 && l.Len <= seg.Start && (l.Len == seg.Start || r.inline && blank(r.src[l.Len:seg.Start])) {
+		l.Len = seg.Stop
 		return
 	}
-	r.out = append(r.out, shared.MarkdownNode{Kind: shared.MarkdownText, From: seg.Start, To: seg.Stop})
+	r.out = append(r.out, shared.MarkdownNode{Kind: shared.MarkdownText, Skip: seg.Start, Len: seg.Stop})
 }
 
 func (r *run) text(s string) {
 	if s == "" {
 		return
 	}
-	if l := r.last(); l != nil && l.To == 0 {
+	if l := r.last(); l != nil && l.Len == 0 {
 		l.Text += s
 		return
 	}
@@ -226,13 +248,13 @@ func (r *run) text(s string) {
 // softBreak adds a soft line break: the range before it takes the line's end as written
 // (spaces, then the line break) when it can, which an inline run reads as a space.
 func (r *run) softBreak() {
-	if l := r.last(); r.inline && l != nil && l.To > 0 {
-		i := l.To
+	if l := r.last(); r.inline && l != nil && l.Len > 0 {
+		i := l.Len
 		for i < len(r.src) && (r.src[i] == ' ' || r.src[i] == '\t' || r.src[i] == '\r') {
 			i++
 		}
 		if i < len(r.src) && r.src[i] == '\n' {
-			l.To = i + 1
+			l.Len = i + 1
 			return
 		}
 	}
@@ -256,8 +278,8 @@ func (r *run) one() shared.MarkdownNode {
 	}
 	var s strings.Builder
 	for _, n := range r.out {
-		if n.To > 0 {
-			s.Write(r.src[n.From:n.To])
+		if n.Len > 0 {
+			s.Write(r.src[n.Skip:n.Len])
 		} else {
 			s.WriteString(n.Text)
 		}

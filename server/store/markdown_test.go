@@ -15,7 +15,7 @@ func treeText(src string, tree []shared.MarkdownNode) string {
 	if len(tree) != 1 || len(tree[0].Children) != 1 || !shared.MarkdownFits(src, tree) {
 		return ""
 	}
-	return tree[0].Children[0].TextIn(src)
+	return shared.ResolvedMarkdown(src, tree)[0].Children[0].Text
 }
 
 // An agent's reply and its plan's entries carry their markdown parsed, as stored and as
