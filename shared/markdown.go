@@ -22,28 +22,30 @@ const MarkdownDepth = 16
 // MarkdownKind is what a node of a markdown tree is, and so how the page draws it.
 type MarkdownKind string
 
+// The kinds' names are short, after the HTML elements they most resemble: a reply's
+// tree is mostly kinds, and goes out with every list of its messages.
 const (
-	MarkdownText      MarkdownKind = "text"      // Text, as it is (HTML in it too)
-	MarkdownBreak     MarkdownKind = "break"     // a hard line break
-	MarkdownParagraph MarkdownKind = "paragraph" //
-	MarkdownSpan      MarkdownKind = "span"      // inline children alone: a tight list item's text, a link not to open
-	MarkdownHeading   MarkdownKind = "heading"   // Level 1 to 6
-	MarkdownRule      MarkdownKind = "rule"      // a thematic break
-	MarkdownQuote     MarkdownKind = "quote"     //
-	MarkdownList      MarkdownKind = "list"      // Ordered from Start, or bullets; its children are items
-	MarkdownItem      MarkdownKind = "item"      //
-	MarkdownCodeBlock MarkdownKind = "code_block"
-	MarkdownHTML      MarkdownKind = "html" // an HTML block: Text, shown as the text it is
-	MarkdownEmphasis  MarkdownKind = "emphasis"
-	MarkdownStrong    MarkdownKind = "strong"
-	MarkdownStrike    MarkdownKind = "strikethrough"
-	MarkdownCode      MarkdownKind = "code"  // a code span: Text
-	MarkdownLink      MarkdownKind = "link"  // to Href, which Linkable accepts
-	MarkdownImage     MarkdownKind = "image" // never loaded: its alt text (Text) and address (Href)
-	MarkdownTask      MarkdownKind = "task"  // a task list's box, Checked or not
-	MarkdownTable     MarkdownKind = "table" // rows, the header first; Align per column
-	MarkdownRow       MarkdownKind = "row"
-	MarkdownCell      MarkdownKind = "cell"
+	MarkdownText      MarkdownKind = "t"      // Text, as it is (HTML in it too)
+	MarkdownBreak     MarkdownKind = "br"     // a hard line break
+	MarkdownParagraph MarkdownKind = "p"      //
+	MarkdownSpan      MarkdownKind = "span"   // inline children alone: a tight list item's text, a link not to open
+	MarkdownHeading   MarkdownKind = "h"      // Level 1 to 6
+	MarkdownRule      MarkdownKind = "hr"     // a thematic break
+	MarkdownQuote     MarkdownKind = "quote"  //
+	MarkdownList      MarkdownKind = "list"   // Ordered from Start, or bullets; its children are items
+	MarkdownItem      MarkdownKind = "li"     //
+	MarkdownCodeBlock MarkdownKind = "pre"    // Lang
+	MarkdownHTML      MarkdownKind = "html"   // an HTML block: its text, shown as the text it is
+	MarkdownEmphasis  MarkdownKind = "em"     //
+	MarkdownStrong    MarkdownKind = "strong" //
+	MarkdownStrike    MarkdownKind = "del"    // strikethrough
+	MarkdownCode      MarkdownKind = "code"   // a code span
+	MarkdownLink      MarkdownKind = "a"      // to Href, which Linkable accepts
+	MarkdownImage     MarkdownKind = "img"    // never loaded: its alt text and address (Href)
+	MarkdownTask      MarkdownKind = "task"   // a task list's box, Checked or not
+	MarkdownTable     MarkdownKind = "table"  // rows, the header first; Align per column
+	MarkdownRow       MarkdownKind = "tr"     //
+	MarkdownCell      MarkdownKind = "td"     //
 )
 
 // MarkdownNode is one node of a parsed markdown text. Its text is what the agent wrote, its
@@ -55,11 +57,11 @@ const (
 // first, after the start of the text). In inline text a range may hold a soft line break
 // as written (a line break and spaces), which a page shows as the space it reads as.
 type MarkdownNode struct {
-	Kind     MarkdownKind   `json:"kind"`
-	Text     string         `json:"text,omitempty"`
-	Skip     int            `json:"skip,omitempty"`
-	Len      int            `json:"len,omitempty"`
-	Children []MarkdownNode `json:"children,omitempty"`
+	Kind     MarkdownKind   `json:"k"`
+	Text     string         `json:"t,omitempty"`
+	Skip     int            `json:"s,omitempty"`
+	Len      int            `json:"n,omitempty"`
+	Children []MarkdownNode `json:"c,omitempty"`
 	Href     string         `json:"href,omitempty"`
 	Lang     string         `json:"lang,omitempty"`  // a fenced code block's language
 	Level    int            `json:"level,omitempty"` // a heading's
