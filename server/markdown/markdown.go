@@ -118,7 +118,8 @@ func nesting(n ast.Node) int {
 
 // Parse returns the tree of src and the size of its JSON, or nil when that JSON would be
 // more than limit bytes: the page then shows src as plain text. Its work is linear in
-// src.
+// src. The tree's ranges are of src (shared.MarkdownFits) when src is valid UTF-8, as the
+// store keeps every text.
 func Parse(src string, limit int) ([]shared.MarkdownNode, int) {
 	b := []byte(src)
 	m := md{src: b}
@@ -226,8 +227,9 @@ func (r *run) segment(seg text.Segment) {
 	if seg.Len() == 0 {
 		return
 	}
-	// Inline, a slice that follows another after spaces (a line's indent) continues it.
-	if l := r.last(); l != nil && l.Len > 0 && l.Len <= seg.Start && (l.Len == seg.Start || r.inline && blank(r.src[l.Len:seg.Start])) {
+	// A slice continues the one before it, or inline the one before its line's indent.
+	if l := r.last(); l != nil && l.Len > 0 && l.Len <= seg.Start &&
+		(l.Len == seg.Start || r.inline && r.src[l.Len-1] == '\n' && blank(r.src[l.Len:seg.Start])) {
 		l.Len = seg.Stop
 		return
 	}
