@@ -49,6 +49,7 @@ func pictograph(r rune) bool {
 // Visible returns m as a page shows it: every text in it marked (Visible). The ids are
 // kept as they came: a page never shows them, and sends some back (the option chosen).
 func (m Message) Visible() Message {
+	src := m.Content
 	m.Content = Visible(m.Content)
 	if m.Metadata == nil {
 		return m
@@ -69,10 +70,11 @@ func (m Message) Visible() Message {
 	md.Entries = slices.Clone(md.Entries)
 	for i := range md.Entries {
 		e := &md.Entries[i]
-		e.Content, e.Priority, e.Status = Visible(e.Content), Visible(e.Priority), Visible(e.Status)
-		e.Markdown, _ = visibleTree(e.Markdown)
+		v := Visible(e.Content)
+		e.Markdown = visibleMarkdown(e.Content, v, e.Markdown)
+		e.Content, e.Priority, e.Status = v, Visible(e.Priority), Visible(e.Status)
 	}
-	md.Markdown, _ = visibleTree(md.Markdown)
+	md.Markdown = visibleMarkdown(src, m.Content, md.Markdown)
 	if n := md.Normalized; n != nil {
 		c := *n
 		if sh := c.ShellExec; sh != nil {

@@ -21,26 +21,28 @@ import (
 // and when). The browser carries no parser: goldmark added 162 KB to app.wasm.br.
 
 // markdown draws src (an agent's markdown) from its tree inside a div of the given
-// classes; without a tree (a server from before, a text past shared.MaxMarkdownBytes),
-// src as written.
+// classes; without a tree (a server from before, a text past shared.MaxMarkdownBytes) or
+// with one whose ranges are not of src, src as written.
 func markdown(src string, tree []shared.MarkdownNode, classes ...string) app.UI {
-	if tree == nil {
+	if tree == nil || !shared.MarkdownFits(src, tree) {
 		return app.Div().Class(append(classes, "md", "md-plain")...).Text(src)
 	}
-	return app.Div().Class(append(classes, "md")...).Body(mdNodes(tree)...)
+	return app.Div().Class(append(classes, "md")...).Body(mdNodes(shared.NewMarkdownRanges(src), tree)...)
 }
 
-func mdNodes(ns []shared.MarkdownNode) []app.UI {
+func mdNodes(r *shared.MarkdownRanges, ns []shared.MarkdownNode) []app.UI {
 	out := make([]app.UI, len(ns))
 	for i, n := range ns {
-		out[i] = mdNode(n)
+		out[i] = mdNode(r, n)
 	}
 	return out
 }
 
-// mdNode draws n. The server bounds the tree's depth (shared.MarkdownDepth).
-func mdNode(n shared.MarkdownNode) app.UI {
-	kids := func() []app.UI { return mdNodes(n.Children) }
+// mdNode draws n, the node after those r read. The server bounds the tree's depth
+// (shared.MarkdownDepth).
+func mdNode(r *shared.MarkdownRanges, n shared.MarkdownNode) app.UI {
+	text := r.Text(n) // before the children's
+	kids := func() []app.UI { return mdNodes(r, n.Children) }
 	switch n.Kind {
 	case shared.MarkdownBreak:
 		return app.Br()
@@ -65,9 +67,9 @@ func mdNode(n shared.MarkdownNode) app.UI {
 	case shared.MarkdownItem:
 		return app.Li().Body(kids()...)
 	case shared.MarkdownCodeBlock:
-		return &CodeBlock{Lang: n.Lang, Code: n.Text}
+		return &CodeBlock{Lang: n.Lang, Code: text}
 	case shared.MarkdownHTML:
-		return app.P().Class("md-html").Text(n.Text)
+		return app.P().Class("md-html").Text(text)
 	case shared.MarkdownEmphasis:
 		return app.Em().Body(kids()...)
 	case shared.MarkdownStrong:
@@ -75,12 +77,12 @@ func mdNode(n shared.MarkdownNode) app.UI {
 	case shared.MarkdownStrike:
 		return app.Del().Body(kids()...)
 	case shared.MarkdownCode:
-		return app.Code().Text(n.Text)
+		return app.Code().Text(text)
 	case shared.MarkdownLink:
 		return link(n.Href, kids())
 	case shared.MarkdownImage: // not loaded: its alt text, then its address as a link
 		return app.Span().Class("md-image").Body(
-			app.Span().Class("md-image-alt").Text("Image: "+n.Text),
+			app.Span().Class("md-image-alt").Text("Image: "+text),
 			link(n.Href, []app.UI{app.Text(n.Href)}),
 		)
 	case shared.MarkdownTask:
@@ -96,18 +98,18 @@ func mdNode(n shared.MarkdownNode) app.UI {
 		var head, body []app.UI
 		for i, row := range n.Children { // the header row first
 			if i == 0 {
-				head = append(head, app.Tr().Body(cells(row, n.Align, true)...))
+				head = append(head, app.Tr().Body(cells(r, row, n.Align, true)...))
 			} else {
-				body = append(body, app.Tr().Body(cells(row, n.Align, false)...))
+				body = append(body, app.Tr().Body(cells(r, row, n.Align, false)...))
 			}
 		}
 		return app.Div().Class("md-table").Body(app.Table().Body(app.THead().Body(head...), app.TBody().Body(body...)))
 	}
 	// Text, and a kind this page does not know: its text.
-	return app.Text(n.Text)
+	return app.Text(text)
 }
 
-func cells(row shared.MarkdownNode, align []string, head bool) []app.UI {
+func cells(r *shared.MarkdownRanges, row shared.MarkdownNode, align []string, head bool) []app.UI {
 	out := make([]app.UI, len(row.Children))
 	for i, c := range row.Children {
 		cls := "md-left"
@@ -115,9 +117,9 @@ func cells(row shared.MarkdownNode, align []string, head bool) []app.UI {
 			cls = "md-" + align[i]
 		}
 		if head {
-			out[i] = app.Th().Scope("col").Class(cls).Body(mdNodes(c.Children)...)
+			out[i] = app.Th().Scope("col").Class(cls).Body(mdNodes(r, c.Children)...)
 		} else {
-			out[i] = app.Td().Class(cls).Body(mdNodes(c.Children)...)
+			out[i] = app.Td().Class(cls).Body(mdNodes(r, c.Children)...)
 		}
 	}
 	return out

@@ -50,7 +50,7 @@ func TestMarkdown(t *testing.T) {
 			[]string{"<span>a</span>", "<span>c</span>", "<span>e</span>"}, []string{"<a ", "href"}},
 		{"images are not loaded", "![a chart](https://tracker.example/p.png)",
 			[]string{"Image: a chart", `href="https://tracker.example/p.png"`}, []string{"<img", "src="}},
-		{"hard break", "a  \nb\nc", []string{"a\n    <br>\n    b c"}, nil},
+		{"hard break", "a  \nb\nc", []string{"a\n    <br>\n    b\nc"}, []string{"<br>\n    b\nc<br"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -66,4 +66,31 @@ func TestMarkdownWithoutTree(t *testing.T) {
 	checkHTML(t, app.HTMLString(markdown("**a** <b>\nc", nil, "text")), []string{`class="text md md-plain"`, "**a** &lt;b&gt;\nc"}, []string{"<strong>", "<b>"})
 	tree := []shared.MarkdownNode{{Kind: shared.MarkdownLink, Href: "javascript:alert(1)", Children: []shared.MarkdownNode{{Kind: shared.MarkdownText, Text: "x"}}}}
 	checkHTML(t, app.HTMLString(markdown("", tree, "text")), []string{"<span>x</span>"}, []string{"<a", "href"})
+}
+
+// TestMarkdownRangesChecked: a tree's ranges are drawn only when they are of the text:
+// one past its end, inside a character, or negative makes the whole text plain, with no
+// panic.
+func TestMarkdownRangesChecked(t *testing.T) {
+	text := func(skip, n int) shared.MarkdownNode {
+		return shared.MarkdownNode{Kind: shared.MarkdownText, Skip: skip, Len: n}
+	}
+	para := func(c ...shared.MarkdownNode) []shared.MarkdownNode {
+		return []shared.MarkdownNode{{Kind: shared.MarkdownParagraph, Children: c}}
+	}
+	src := "**é** x"
+	good := para(shared.MarkdownNode{Kind: shared.MarkdownStrong, Children: []shared.MarkdownNode{text(2, 2)}}, text(2, 2))
+	checkHTML(t, app.HTMLString(markdown(src, good, "text")), []string{"<strong>é</strong>", " x\n"}, []string{"md-plain", "**"})
+	for name, tree := range map[string][]shared.MarkdownNode{
+		"past the end":       para(text(0, 2), text(0, len(src))),
+		"inside a character": para(text(2, 1)),
+		"negative skip":      para(text(-1, 2)),
+		"huge length":        para(text(0, 1<<62)),
+		"huge skip":          para(text(1<<62, 1<<62)),
+		"in a code block":    {{Kind: shared.MarkdownCodeBlock, Skip: 3, Len: 7}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			checkHTML(t, app.HTMLString(markdown(src, tree, "text")), []string{"md-plain", "**é** x"}, []string{"<p>", "<pre"})
+		})
+	}
 }

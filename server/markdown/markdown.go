@@ -118,7 +118,8 @@ func nesting(n ast.Node) int {
 
 // Parse returns the tree of src and the size of its JSON, or nil when that JSON would be
 // more than limit bytes: the page then shows src as plain text. Its work is linear in
-// src.
+// src. The tree's ranges are of src (shared.MarkdownFits) when src is valid UTF-8, as the
+// store keeps every text.
 func Parse(src string, limit int) ([]shared.MarkdownNode, int) {
 	b := []byte(src)
 	m := md{src: b}
@@ -126,6 +127,8 @@ func Parse(src string, limit int) ([]shared.MarkdownNode, int) {
 	if len(tree) == 0 {
 		return nil, 0
 	}
+	end := 0
+	m.relative(tree, &end)
 	raw, err := json.Marshal(tree)
 	if err != nil || len(raw) > limit {
 		return nil, 0
@@ -135,63 +138,160 @@ func Parse(src string, limit int) ([]shared.MarkdownNode, int) {
 
 type md struct{ src []byte }
 
-func (m md) children(n ast.Node, depth int) []shared.MarkdownNode {
-	var out []shared.MarkdownNode
-	var run strings.Builder // neighbouring text goes into one text node
-	flush := func() {
-		if run.Len() > 0 {
-			out = append(out, shared.MarkdownNode{Kind: shared.MarkdownText, Text: run.String()})
-			run.Reset()
-		}
-	}
-	for c := n.FirstChild(); c != nil; c = c.NextSibling() {
-		if s, hard, ok := m.text(c); ok {
-			run.WriteString(s)
-			if hard {
-				flush()
-				out = append(out, shared.MarkdownNode{Kind: shared.MarkdownBreak})
+// relative turns the ranges of tree, where each starts and ends in the source, into
+// ranges each relative to the end of the one before (shared.MarkdownNode). A range that
+// would start before the end of the one before (goldmark's tree out of the source's order)
+// becomes its text.
+func (m md) relative(tree []shared.MarkdownNode, end *int) {
+	for i := range tree {
+		n := &tree[i]
+		if from, to := n.Skip, n.Len; to > 0 {
+			if from < *end {
+				n.Text, n.Skip, n.Len = string(m.src[from:to]), 0, 0
+			} else {
+				n.Skip, n.Len, *end = from-*end, to-from, to
 			}
-			continue
 		}
-		flush()
-		out = append(out, m.node(c, depth+1))
+		m.relative(n.Children, end)
 	}
-	flush()
-	return out
 }
 
-// text is what a text node shows, whether a hard line break follows it, and whether n is
-// one. HTML is shown as the text it is; a soft line break is a space (CommonMark's reading).
-func (m md) text(n ast.Node) (s string, hard, ok bool) {
+func (m md) children(n ast.Node, depth int) []shared.MarkdownNode {
+	r := run{src: m.src, inline: true}
+	for c := n.FirstChild(); c != nil; c = c.NextSibling() {
+		if !m.text(&r, c) {
+			r.out = append(r.out, m.node(c, depth+1))
+		}
+	}
+	return r.out
+}
+
+// text adds what a text node shows to r, a hard line break after it, and reports whether
+// n is one. HTML is shown as the text it is; a soft line break is a space (CommonMark's
+// reading).
+func (m md) text(r *run, n ast.Node) bool {
 	switch n := n.(type) {
 	case *ast.Text:
-		s := string(n.Value(m.src))
-		if !n.IsRaw() {
-			s = m.escaped(n.Value(m.src))
+		if v := n.Value(m.src); n.IsRaw() || !escapes(v) {
+			r.segment(n.Segment)
+		} else {
+			r.text(m.escaped(v))
 		}
 		if n.SoftLineBreak() {
-			s += " "
+			r.softBreak()
 		}
-		return s, n.HardLineBreak(), true
+		if n.HardLineBreak() {
+			r.hardBreak()
+		}
 	case *ast.String:
 		if n.IsRaw() || n.IsCode() {
-			return string(n.Value), false, true
+			r.text(string(n.Value))
+		} else {
+			r.text(m.escaped(n.Value))
 		}
-		return m.escaped(n.Value), false, true
 	case *ast.RawHTML:
-		var s strings.Builder
 		for i := 0; i < n.Segments.Len(); i++ {
-			seg := n.Segments.At(i)
-			s.Write(seg.Value(m.src))
+			r.segment(n.Segments.At(i))
 		}
-		return s.String(), false, true
+	default:
+		return false
 	}
-	return "", false, false
+	return true
+}
+
+// run gathers neighbouring texts into text nodes (out, with the other nodes between
+// them): a range of the source where the text is a slice of it, else the text. While
+// parsing, a range's Skip and Len are where it starts and ends in the source; Parse makes
+// them relative at the end (relative).
+type run struct {
+	src    []byte
+	inline bool // the page reads a run of spaces and line breaks as one space
+	out    []shared.MarkdownNode
+}
+
+// last is the text node that a text added now continues, or nil.
+func (r *run) last() *shared.MarkdownNode {
+	if len(r.out) == 0 || r.out[len(r.out)-1].Kind != shared.MarkdownText {
+		return nil
+	}
+	return &r.out[len(r.out)-1]
+}
+
+// segment adds a segment of the source: a range when its text is the source's bytes.
+func (r *run) segment(seg text.Segment) {
+	v := seg.Value(r.src)
+	if len(v) != seg.Len() { // padded (a tab in code) or given a line break
+		r.text(string(v))
+		return
+	}
+	if seg.Len() == 0 {
+		return
+	}
+	// A slice continues the one before it, or inline the one before its line's indent.
+	if l := r.last(); l != nil && l.Len > 0 && l.Len <= seg.Start &&
+		(l.Len == seg.Start || r.inline && r.src[l.Len-1] == '\n' && blank(r.src[l.Len:seg.Start])) {
+		l.Len = seg.Stop
+		return
+	}
+	r.out = append(r.out, shared.MarkdownNode{Kind: shared.MarkdownText, Skip: seg.Start, Len: seg.Stop})
+}
+
+func (r *run) text(s string) {
+	if s == "" {
+		return
+	}
+	if l := r.last(); l != nil && l.Len == 0 {
+		l.Text += s
+		return
+	}
+	r.out = append(r.out, shared.MarkdownNode{Kind: shared.MarkdownText, Text: s})
+}
+
+// softBreak adds a soft line break: the range before it takes the line's end as written
+// (spaces, then the line break) when it can, which an inline run reads as a space.
+func (r *run) softBreak() {
+	if l := r.last(); r.inline && l != nil && l.Len > 0 {
+		i := l.Len
+		for i < len(r.src) && (r.src[i] == ' ' || r.src[i] == '\t' || r.src[i] == '\r') {
+			i++
+		}
+		if i < len(r.src) && r.src[i] == '\n' {
+			l.Len = i + 1
+			return
+		}
+	}
+	r.text(" ")
+}
+
+func (r *run) hardBreak() {
+	if r.inline {
+		r.out = append(r.out, shared.MarkdownNode{Kind: shared.MarkdownBreak})
+	} else {
+		r.text("\n")
+	}
+}
+
+func blank(b []byte) bool { return len(bytes.Trim(b, " \t")) == 0 }
+
+// one is the text of a run as one text node: its range when it is one, else its text.
+func (r *run) one() shared.MarkdownNode {
+	if len(r.out) == 1 {
+		return r.out[0]
+	}
+	var s strings.Builder
+	for _, n := range r.out {
+		if n.Len > 0 {
+			s.Write(r.src[n.Skip:n.Len])
+		} else {
+			s.WriteString(n.Text)
+		}
+	}
+	return shared.MarkdownNode{Kind: shared.MarkdownText, Text: s.String()}
 }
 
 func (m md) node(n ast.Node, depth int) shared.MarkdownNode {
 	if depth > shared.MarkdownDepth && n.HasChildren() { // an agent may nest thousands deep
-		return shared.MarkdownNode{Kind: shared.MarkdownText, Text: m.plain(n)}
+		return m.plain(n)
 	}
 	of := func(k shared.MarkdownKind) shared.MarkdownNode {
 		return shared.MarkdownNode{Kind: k, Children: m.children(n, depth)}
@@ -218,15 +318,17 @@ func (m md) node(n ast.Node, depth int) shared.MarkdownNode {
 	case *ast.ListItem:
 		return of(shared.MarkdownItem)
 	case *ast.FencedCodeBlock:
-		return shared.MarkdownNode{Kind: shared.MarkdownCodeBlock, Lang: m.escaped(n.Language(m.src)), Text: m.lines(n)}
+		c := m.lines(n).one()
+		c.Kind, c.Lang = shared.MarkdownCodeBlock, m.escaped(n.Language(m.src))
+		return c
 	case *ast.CodeBlock:
-		return shared.MarkdownNode{Kind: shared.MarkdownCodeBlock, Text: m.lines(n)}
+		return as(shared.MarkdownCodeBlock, m.lines(n).one())
 	case *ast.HTMLBlock: // shown as the text it is
-		s := m.lines(n)
+		r := m.lines(n)
 		if n.HasClosure() {
-			s += string(n.ClosureLine.Value(m.src))
+			r.segment(n.ClosureLine)
 		}
-		return shared.MarkdownNode{Kind: shared.MarkdownHTML, Text: s}
+		return as(shared.MarkdownHTML, r.one())
 	case *ast.Emphasis:
 		if n.Level >= 2 {
 			return of(shared.MarkdownStrong)
@@ -235,7 +337,7 @@ func (m md) node(n ast.Node, depth int) shared.MarkdownNode {
 	case *east.Strikethrough:
 		return of(shared.MarkdownStrike)
 	case *ast.CodeSpan:
-		return shared.MarkdownNode{Kind: shared.MarkdownCode, Text: m.plain(n)}
+		return as(shared.MarkdownCode, m.plain(n))
 	case *ast.Link:
 		return link(m.escaped(n.Destination), m.children(n, depth))
 	case *ast.AutoLink:
@@ -245,7 +347,9 @@ func (m md) node(n ast.Node, depth int) shared.MarkdownNode {
 		}
 		return link(u, []shared.MarkdownNode{{Kind: shared.MarkdownText, Text: string(n.Label(m.src))}})
 	case *ast.Image: // not loaded: the page shows its alt text, then its address as a link
-		return shared.MarkdownNode{Kind: shared.MarkdownImage, Text: m.plain(n), Href: m.escaped(n.Destination)}
+		i := as(shared.MarkdownImage, m.plain(n))
+		i.Href = m.escaped(n.Destination)
+		return i
 	case *east.TaskCheckBox:
 		return shared.MarkdownNode{Kind: shared.MarkdownTask, Checked: n.IsChecked}
 	case *east.Table:
@@ -263,7 +367,13 @@ func (m md) node(n ast.Node, depth int) shared.MarkdownNode {
 		return t
 	}
 	// Anything else (a node kind this file does not know) shows its text.
-	return shared.MarkdownNode{Kind: shared.MarkdownText, Text: m.plain(n)}
+	return m.plain(n)
+}
+
+// as is the text node t as a node of kind k.
+func as(k shared.MarkdownKind, t shared.MarkdownNode) shared.MarkdownNode {
+	t.Kind = k
+	return t
 }
 
 var align = map[east.Alignment]string{east.AlignLeft: "left", east.AlignCenter: "center", east.AlignRight: "right"}
@@ -278,38 +388,31 @@ func link(dest string, body []shared.MarkdownNode) shared.MarkdownNode {
 }
 
 // lines is a block's text as written (code keeps its backslashes and references).
-func (m md) lines(n ast.Node) string {
-	var s strings.Builder
+func (m md) lines(n ast.Node) *run {
+	r := &run{src: m.src}
 	l := n.Lines()
 	for i := 0; i < l.Len(); i++ {
-		seg := l.At(i)
-		s.Write(seg.Value(m.src))
+		r.segment(l.At(i))
 	}
-	return s.String()
+	return r
 }
 
-// plain is the text of n and everything under it, for a node drawn flat.
-func (m md) plain(n ast.Node) string {
-	var s strings.Builder
+// plain is the text of n and everything under it as one text node, for a node drawn flat.
+func (m md) plain(n ast.Node) shared.MarkdownNode {
+	r := run{src: m.src}
 	_ = ast.Walk(n, func(c ast.Node, entering bool) (ast.WalkStatus, error) {
-		if !entering {
-			return ast.WalkContinue, nil
-		}
-		if t, hard, ok := m.text(c); ok {
-			s.WriteString(t)
-			if hard {
-				s.WriteByte('\n')
-			}
+		if entering {
+			m.text(&r, c)
 		}
 		return ast.WalkContinue, nil
 	})
-	return s.String()
+	return r.one()
 }
 
 // escaped is text with the agent's backslash escapes and character references resolved,
 // exactly as goldmark's own HTML writer resolves them (then read back from its HTML).
 func (m md) escaped(b []byte) string {
-	if bytes.IndexAny(b, `\&`) < 0 && bytes.IndexByte(b, 0) < 0 {
+	if !escapes(b) {
 		return string(b)
 	}
 	var buf bytes.Buffer
@@ -318,3 +421,6 @@ func (m md) escaped(b []byte) string {
 	w.Flush()
 	return html.UnescapeString(buf.String())
 }
+
+// escapes reports whether b has what escaped resolves.
+func escapes(b []byte) bool { return bytes.IndexAny(b, `\&`) >= 0 || bytes.IndexByte(b, 0) >= 0 }

@@ -3,6 +3,7 @@ package markdown
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -14,10 +15,13 @@ import (
 	"conch/shared"
 )
 
-// parse is src's tree, within any size.
+// parse is src's tree, within any size, its ranges resolved: each its text.
 func parse(src string) []shared.MarkdownNode {
 	tree, _ := Parse(src, 1<<30)
-	return tree
+	if !shared.MarkdownFits(src, tree) {
+		panic("the tree of " + src + " does not fit it")
+	}
+	return shared.ResolvedMarkdown(src, tree)
 }
 
 // texts is the text of every node of tree, in order.
@@ -53,7 +57,7 @@ func TestParse(t *testing.T) {
 		{"tasks", "- [x] done", []shared.MarkdownNode{node(shared.MarkdownList, node(shared.MarkdownItem,
 			node(shared.MarkdownSpan, shared.MarkdownNode{Kind: shared.MarkdownTask, Checked: true}, text("done"))))}},
 		{"quote and break", "> a  \nb\nc", []shared.MarkdownNode{node(shared.MarkdownQuote,
-			para(text("a"), shared.MarkdownNode{Kind: shared.MarkdownBreak}, text("b c")))}},
+			para(text("a"), shared.MarkdownNode{Kind: shared.MarkdownBreak}, text("b\nc")))}},
 		{"code keeps escapes", "```go\na \\* &amp; b\n```", []shared.MarkdownNode{{Kind: shared.MarkdownCodeBlock, Lang: "go", Text: "a \\* &amp; b\n"}}},
 		{"escapes and references", `\*not em\* &amp; &lt;b&gt;`, []shared.MarkdownNode{para(text("*not em* & <b>"))}},
 		{"HTML is text", "<div>\n<img src=x>\n</div>\n\na <b>c</b>", []shared.MarkdownNode{{Kind: shared.MarkdownHTML, Text: "<div>\n<img src=x>\n</div>\n"},
@@ -256,4 +260,47 @@ func benchParse(b *testing.B, src string) {
 			Parse(src, shared.MaxMarkdownBytes)
 		}
 	})
+}
+
+// TestParseRanges: the tree of a reply repeats none of its text where the text is as
+// written (a range of it, soft line breaks included), so a reply with its tree stays small;
+// escapes, references, autolinks and tabs in code are texts.
+func TestParseRanges(t *testing.T) {
+	src := "Done: **server/api.go** now checks `limit`, and\nthe *tests* pass.\n\n" +
+		"## Next\n\n- [ ] review the [docs](https://e.example/docs)\n- ~~old~~ step\n\n" +
+		"| a | b |\n|--|--|\n| 1 | 2 |\n\n```go\nfunc f() {}\n```\n"
+	tree, n := Parse(src, 1<<30)
+	var literal []string
+	var walk func(ns []shared.MarkdownNode)
+	walk = func(ns []shared.MarkdownNode) {
+		for _, n := range ns {
+			if n.Text != "" {
+				literal = append(literal, n.Text)
+			}
+			walk(n.Children)
+		}
+	}
+	walk(tree)
+	if len(literal) > 0 {
+		t.Errorf("texts copied: %q", literal)
+	}
+	// 782 bytes; 1,180 with the text copied and long names, before.
+	if n > 850 {
+		t.Errorf("the tree is %d bytes of JSON for %d of text", n, len(src))
+	}
+	if got := texts(parse("a\nb")); got != "a\nb" {
+		t.Errorf("soft break: %q", got)
+	}
+	for src, want := range map[string][]string{
+		`a \* b &amp; c`:             {"a * b & c"},
+		"- a\n\n\t\tx":               {"  x\n"}, // a tab in code, as spaces
+		"x &lt; <https://e.example>": {"x < ", "https://e.example"},
+	} {
+		tree, _ := Parse(src, 1<<30)
+		literal = nil
+		walk(tree)
+		if !slices.Equal(literal, want) {
+			t.Errorf("%q: texts %q, want %q", src, literal, want)
+		}
+	}
 }

@@ -9,12 +9,13 @@ import (
 	"conch/shared"
 )
 
-// treeText is the text of a reply of one paragraph, "" for anything else.
-func treeText(tree []shared.MarkdownNode) string {
-	if len(tree) != 1 || len(tree[0].Children) != 1 {
+// treeText is the text of a reply of one paragraph, src its markdown, "" for anything else
+// (a tree whose ranges are not of src too).
+func treeText(src string, tree []shared.MarkdownNode) string {
+	if len(tree) != 1 || len(tree[0].Children) != 1 || !shared.MarkdownFits(src, tree) {
 		return ""
 	}
-	return tree[0].Children[0].Text
+	return shared.ResolvedMarkdown(src, tree)[0].Children[0].Text
 }
 
 // An agent's reply and its plan's entries carry their markdown parsed, as stored and as
@@ -40,7 +41,7 @@ func TestStoredMarkdown(t *testing.T) {
 		return m.Metadata.Markdown
 	}
 	reply := add(shared.AuthorAgent, shared.TypeMessage, "**hel", nil)
-	if got := treeText(markdownOf(reply)); got != "**hel" {
+	if got := treeText(reply.Content, markdownOf(reply)); got != "**hel" {
 		t.Errorf("reply: %+v", markdownOf(reply))
 	}
 	grown := "**hello**"
@@ -53,7 +54,7 @@ func TestStoredMarkdown(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, m := range []shared.Message{upd, listed} {
-		tree := markdownOf(m)
+		tree := shared.ResolvedMarkdown(m.Content, markdownOf(m))
 		if len(tree) != 1 || len(tree[0].Children) != 1 || tree[0].Children[0].Kind != shared.MarkdownStrong ||
 			tree[0].Children[0].Children[0].Text != "hello" {
 			t.Errorf("grown reply: %+v", tree)
@@ -61,14 +62,14 @@ func TestStoredMarkdown(t *testing.T) {
 	}
 	plan := add(shared.AuthorAgent, shared.TypePlan, "Plan: 0 of 2 steps done", &shared.Metadata{Entries: []shared.PlanEntry{
 		{Content: "one", Status: "pending"}, {Content: "two", Status: "pending"}}})
-	if e := plan.Metadata.Entries; treeText(e[0].Markdown) != "one" || treeText(e[1].Markdown) != "two" {
+	if e := plan.Metadata.Entries; treeText(e[0].Content, e[0].Markdown) != "one" || treeText(e[1].Content, e[1].Markdown) != "two" {
 		t.Errorf("plan: %+v", e)
 	}
 	plan, _, err = s.UpdateMessage(ctx, plan.ID, Update{Metadata: &shared.Metadata{Entries: []shared.PlanEntry{{Content: "three", Status: "completed"}}}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if e := plan.Metadata.Entries; len(e) != 1 || treeText(e[0].Markdown) != "three" {
+	if e := plan.Metadata.Entries; len(e) != 1 || treeText(e[0].Content, e[0].Markdown) != "three" {
 		t.Errorf("updated plan: %+v", e)
 	}
 	for _, m := range []shared.Message{

@@ -82,7 +82,7 @@ func TestMigrateFromEveryVersion(t *testing.T) {
 				if parsing == 0 {
 					t.Fatal("no step parses markdown")
 				}
-				if text, err := s.GetMessage(ctx, rows.messages[0]); err != nil || n < parsing && (text.Metadata == nil || treeText(text.Metadata.Markdown) != "hello") {
+				if text, err := s.GetMessage(ctx, rows.messages[0]); err != nil || n < parsing && (text.Metadata == nil || treeText(text.Content, text.Metadata.Markdown) != "hello") {
 					t.Errorf("the old reply: %+v (%v)", text.Metadata, err)
 				}
 				snap, err := s.GetShellOutput(ctx, rows.session, rows.messages[1])
