@@ -30,10 +30,22 @@ func markdown(src string, tree []shared.MarkdownNode, classes ...string) app.UI 
 	return app.Div().Class(append(classes, "md")...).Body(mdNodes(shared.NewMarkdownRanges(src), tree)...)
 }
 
+// mdNodes draws ns, the nodes after those r read. Texts side by side (a range of src, then
+// an entity or an escape given as written, ...) are one text node, as a person reads them:
+// the server's prerender would put each of them on a line of its own.
 func mdNodes(r *shared.MarkdownRanges, ns []shared.MarkdownNode) []app.UI {
-	out := make([]app.UI, len(ns))
-	for i, n := range ns {
-		out[i] = mdNode(r, n)
+	out := make([]app.UI, 0, len(ns))
+	for i := 0; i < len(ns); i++ {
+		if ns[i].Kind != shared.MarkdownText {
+			out = append(out, mdNode(r, ns[i]))
+			continue
+		}
+		var text strings.Builder
+		for ; i < len(ns) && ns[i].Kind == shared.MarkdownText; i++ {
+			text.WriteString(r.Text(ns[i]))
+		}
+		i--
+		out = append(out, app.Text(text.String()))
 	}
 	return out
 }

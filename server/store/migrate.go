@@ -291,6 +291,10 @@ var steps = []step{
 	// The markdown of agents' replies and plans, parsed when stored (markdown.go), for
 	// those stored before.
 	{then: parseStored},
+	// The same trees again, as ranges of the text under short names: a database that took
+	// the step above holds them with the text copied, under the long names, which the page
+	// no longer reads.
+	{then: parseStored},
 }
 
 // migrate brings the schema to the last step in one transaction (DDL is transactional
