@@ -288,12 +288,12 @@ var steps = []step{
 	{table: "access_tokens", column: "expires_at", stmts: []string{
 		`ALTER TABLE access_tokens ADD COLUMN expires_at BIGINT NOT NULL DEFAULT 0`,
 	}},
+	// Once the markdown trees of the replies and plans stored before (the text copied in,
+	// under long names, which the page no longer reads): the next step makes them again,
+	// so this one does nothing, and a database that never took it parses them once.
+	{},
 	// The markdown of agents' replies and plans, parsed when stored (markdown.go), for
-	// those stored before.
-	{then: parseStored},
-	// The same trees again, as ranges of the text under short names: a database that took
-	// the step above holds them with the text copied, under the long names, which the page
-	// no longer reads.
+	// those stored before, as ranges of their text.
 	{then: parseStored},
 }
 

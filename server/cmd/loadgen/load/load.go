@@ -79,8 +79,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	}
 	var (
 		left    atomic.Int64 // requests not yet issued, with cfg.Requests
-		mu      sync.Mutex
-		lat     []time.Duration
+		all     tallies
 		res     = Result{Conns: cfg.Conns}
 		wg      sync.WaitGroup
 		started = time.Now()
@@ -90,33 +89,55 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			var mine []time.Duration
-			var errs int
-			var bytes int64
+			var mine tally
 			for i := w; ctx.Err() == nil; i++ {
 				if cfg.Requests > 0 && left.Add(-1) < 0 {
 					break
 				}
 				d, n, err := get(ctx, client, cfg.URLs[i%len(cfg.URLs)], cfg.Header)
-				switch {
-				case err != nil && ctx.Err() != nil: // cut by the deadline: not a result
-				case err != nil:
-					errs++
-				default:
-					mine = append(mine, d)
-					bytes += n
-				}
+				mine.count(d, n, err, ctx.Err() != nil) // cut by the deadline: not a result
 			}
-			mu.Lock()
-			lat = append(lat, mine...)
-			res.Errors += errs
-			res.BodyBytes += bytes
-			mu.Unlock()
+			all.add(mine)
 		}()
 	}
 	wg.Wait()
-	res.finish(started, sampler, lat)
+	res.finish(started, sampler, all.tally)
 	return res, nil
+}
+
+// tally is what one connection's requests came to: the latencies and body bytes of those
+// answered, and how many failed.
+type tally struct {
+	lat    []time.Duration
+	errors int
+	bytes  int64
+}
+
+// count adds a request that took d and read n bytes, or failed with err; a request cut
+// because the run ended is no result.
+func (t *tally) count(d time.Duration, n int64, err error, cut bool) {
+	switch {
+	case err != nil && cut:
+	case err != nil:
+		t.errors++
+	default:
+		t.lat = append(t.lat, d)
+		t.bytes += n
+	}
+}
+
+// tallies gathers the connections' tallies.
+type tallies struct {
+	mu sync.Mutex
+	tally
+}
+
+func (a *tallies) add(t tally) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.lat = append(a.lat, t.lat...)
+	a.errors += t.errors
+	a.bytes += t.bytes
 }
 
 func newClient(conns int) *http.Client {
@@ -134,9 +155,11 @@ func watch(pid int) (*Sampler, error) {
 	return Watch(pid, 50*time.Millisecond)
 }
 
-// finish fills in the figures of a run that started at started, with the latencies of
-// its successful requests.
-func (res *Result) finish(started time.Time, sampler *Sampler, lat []time.Duration) {
+// finish fills in the figures of a run that started at started, from what its requests
+// came to.
+func (res *Result) finish(started time.Time, sampler *Sampler, t tally) {
+	lat := t.lat
+	res.Errors, res.BodyBytes = t.errors, t.bytes
 	res.Seconds = time.Since(started).Seconds()
 	if sampler != nil {
 		p := sampler.Stop()
@@ -181,8 +204,7 @@ func runOpen(ctx context.Context, cfg Config) (Result, error) {
 		pending atomic.Int64                // queued or in flight
 		idle    = make(chan struct{}, 1)    // pending reached 0
 		tick    = time.NewTimer(0)
-		mu      sync.Mutex
-		lat     []time.Duration
+		all     tallies
 		res     = Result{Conns: cfg.Conns, Rate: cfg.Rate}
 		wg      sync.WaitGroup
 		started = time.Now()
@@ -194,9 +216,7 @@ func runOpen(ctx context.Context, cfg Config) (Result, error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			var mine []time.Duration
-			var errs int
-			var bytes int64
+			var mine tally
 			for i := w; ; i += cfg.Conns {
 				if reqCtx.Err() != nil {
 					break
@@ -208,14 +228,7 @@ func runOpen(ctx context.Context, cfg Config) (Result, error) {
 					continue
 				}
 				n, err := fetch(reqCtx, client, cfg.URLs[i%len(cfg.URLs)], cfg.Header)
-				switch {
-				case err != nil && reqCtx.Err() != nil:
-				case err != nil:
-					errs++
-				default:
-					mine = append(mine, time.Since(intended))
-					bytes += n
-				}
+				mine.count(time.Since(intended), n, err, reqCtx.Err() != nil)
 				if pending.Add(-1) == 0 {
 					select {
 					case idle <- struct{}{}:
@@ -223,11 +236,7 @@ func runOpen(ctx context.Context, cfg Config) (Result, error) {
 					}
 				}
 			}
-			mu.Lock()
-			lat = append(lat, mine...)
-			res.Errors += errs
-			res.BodyBytes += bytes
-			mu.Unlock()
+			all.add(mine)
 		}()
 	}
 	for i := range due {
@@ -262,7 +271,7 @@ drain:
 	cancel()
 	wg.Wait()
 	res.Unsent = len(queue)
-	res.finish(started, sampler, lat)
+	res.finish(started, sampler, all.tally)
 	return res, nil
 }
 
