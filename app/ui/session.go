@@ -21,7 +21,8 @@ import (
 // the page's boot carries.
 const pageSize = shared.BootMessages
 
-// firstPaint is how many of the newest messages the first load renders before the rest.
+// firstPaint is how many of the newest messages the first load renders before the rest,
+// and how many older ones each later step renders (olderInSteps).
 const firstPaint = 20
 
 // Live states of a session page's WebSocket.
@@ -77,8 +78,8 @@ func newSessionPage() app.Composer {
 }
 
 // boot shows what the server read when it sent the page. The prerender renders it all;
-// the app renders the newest firstPaint messages first and the rest a frame later (see
-// connect), so that it takes over the page sooner.
+// the app renders the newest firstPaint messages first and the rest in steps (see
+// olderInSteps), so that it takes over the page sooner.
 func (p *SessionPage) boot(b shared.Boot) {
 	msgs := b.Messages.Messages
 	if app.IsClient {
@@ -119,7 +120,7 @@ func (p *SessionPage) OnNav(ctx app.Context) {
 		ctx.Defer(p.land)
 		if rest := p.bootRest; len(rest) > 0 {
 			p.bootRest = nil
-			ctx.Dispatch(func(app.Context) { p.tl.addOlder(rest) })
+			p.apply(ctx, p.ctx, func(ctx app.Context) { p.olderInSteps(ctx, p.ctx, rest) })
 		}
 	} else {
 		keepPage(ctx.Page().URL().Path)
@@ -280,8 +281,8 @@ func (p *SessionPage) connect(ctx app.Context, c context.Context, id string, loa
 	// the WebSocket, for a quicker header) and the subscription would be missed otherwise.
 	// The newer version wins (setSession).
 	p.refreshSession(ctx, c, id)
-	// The first load shows the newest messages at once and the rest of the page a frame
-	// later, as an older chunk: the end of the chat, where the reader starts, paints sooner.
+	// The first load shows the newest messages at once and the rest of the page in steps
+	// (olderInSteps), as older chunks: the end of the chat, where the reader starts, paints sooner.
 	var rest []shared.Message
 	if !loaded {
 		latest.Messages, rest = firstPaintOf(latest.Messages)
@@ -296,7 +297,7 @@ func (p *SessionPage) connect(ctx app.Context, c context.Context, id string, loa
 		p.live, p.offline, p.err, p.kept = liveOn, false, "", time.Time{}
 	})
 	if len(rest) > 0 {
-		p.apply(ctx, c, func(ctx app.Context) { p.tl.addOlder(rest) })
+		p.apply(ctx, c, func(ctx app.Context) { p.olderInSteps(ctx, c, rest) })
 	}
 
 	for env := range conn.Notifications() {
@@ -305,8 +306,21 @@ func (p *SessionPage) connect(ctx app.Context, c context.Context, id string, loa
 	return true, conn.Err()
 }
 
+// olderInSteps shows msgs, older than what is shown (newest first), firstPaint at a time:
+// each step is rendered in a frame of its own, and the next is dispatched once it is, so
+// that the browser paints and handles input between them. A click kept from before the app
+// ran (web/conch.js) is answered after the first step, not after mounting the whole page.
+// A page of older messages loaded in the meantime is no harm: addOlder skips what is shown.
+func (p *SessionPage) olderInSteps(ctx app.Context, c context.Context, msgs []shared.Message) {
+	n := min(firstPaint, len(msgs))
+	p.tl.addOlder(msgs[:n])
+	if rest := msgs[n:]; len(rest) > 0 {
+		ctx.Defer(func(ctx app.Context) { p.apply(ctx, c, func(ctx app.Context) { p.olderInSteps(ctx, c, rest) }) })
+	}
+}
+
 // firstPaintOf splits a page of messages, newest first, into what a first render shows
-// and the rest, which goes in a frame later as an older chunk.
+// and the rest, which goes in later, in steps, as older chunks.
 func firstPaintOf(msgs []shared.Message) (first, rest []shared.Message) {
 	if len(msgs) > firstPaint {
 		return msgs[:firstPaint], msgs[firstPaint:]
