@@ -54,7 +54,8 @@ func (s *Store) Join(ctx context.Context, id string, lease time.Duration) error 
 			// One process serves a SQLite file: no other replica can take its lease over
 			// while it lives, only a process that joins after it. So the lease never runs
 			// out and is never renewed (Renew), and a running command's flushes are not
-			// joined by a write of the lease every few seconds (docs/PERFORMANCE.md).
+			// joined by a write of the lease every few seconds (docs/PERFORMANCE.md,
+			// "Where each page goes").
 			until = math.MaxInt64
 		}
 		return tx.Create(&replicaRow{ID: id, LeaseUntil: until}).Error
@@ -78,11 +79,11 @@ func (s *Store) Drain(ctx context.Context) error {
 }
 
 // Renew extends the replica's lease by its length from now. ErrLeaseLapsed says it had
-// run out but no replica had taken it over; ErrLeaseLost that another had, and then the
-// replica holds a new lease. On SQLite, where a lease never runs out (Join), it only
-// reads whether its lease is still there: once a newer process has taken it over,
-// this one gets no other, and every renewal says ErrLeaseLost (only the newest process
-// runs agents on a SQLite file).
+// run out, though no replica took it over yet; ErrLeaseLost that another replica had
+// taken it over (the lease is taken anew for the sessions started from now). On SQLite,
+// where a lease never runs out (Join), it only reads whether the lease is still there:
+// once a newer process has taken the file over, this one gets no lease again and every
+// renewal says ErrLeaseLost, so only the newest process runs agents on a SQLite file.
 func (s *Store) Renew(ctx context.Context) error {
 	if s.dialect.sqlite {
 		var held int64
