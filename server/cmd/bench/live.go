@@ -133,10 +133,12 @@ func perSecond(frames []frame) dist {
 }
 
 // emit is `bench emit`: the command of the slow live benchmark. It writes one numbered line
-// every interval, on a ticker so that the rate does not drift, for the given time. With
-// -stamp each line ends with the wall-clock time it was printed (stampSep, Unix nanoseconds),
-// which the many-live benchmark reads back; with -after it starts once that file exists,
-// looked for at each tick, and gives up after emitWait.
+// every interval for the given time, on a ticker; the lines of a tick a loaded machine
+// skipped come with the next, so that a run prints the same lines however busy the machine
+// (per byte printed is then comparable between runs). With -stamp each line ends with the
+// wall-clock time it is printed (stampSep, Unix nanoseconds), which the many-live benchmark
+// reads back; with -after it starts once that file exists, looked for at each tick, and
+// gives up after emitWait.
 func emit(ctx context.Context, args []string, w io.Writer) error {
 	fs := flag.NewFlagSet("emit", flag.ContinueOnError)
 	every := fs.Duration("every", 10*time.Millisecond, "time between lines")
@@ -158,20 +160,33 @@ func emit(ctx context.Context, args []string, w io.Writer) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, *total)
 	defer cancel()
-	for i := 1; ; i++ {
+	start, printed := time.Now(), 0
+	for {
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-t.C:
-			line := fmt.Sprintf("line %d of the slow command", i)
-			if *stamp {
-				line += stampSep + strconv.FormatInt(time.Now().UnixNano(), 10)
-			}
-			if _, err := io.WriteString(w, line+"\n"); err != nil {
+		case now := <-t.C:
+			var err error
+			if printed, err = emitLines(w, printed, int(now.Sub(start) / *every), *stamp); err != nil {
 				return err
 			}
 		}
 	}
+}
+
+// emitLines writes the numbered lines after the first printed up to due, and returns how
+// many are printed now.
+func emitLines(w io.Writer, printed, due int, stamp bool) (int, error) {
+	for ; printed < due; printed++ {
+		line := fmt.Sprintf("line %d of the slow command", printed+1)
+		if stamp {
+			line += stampSep + strconv.FormatInt(time.Now().UnixNano(), 10)
+		}
+		if _, err := io.WriteString(w, line+"\n"); err != nil {
+			return printed, err
+		}
+	}
+	return printed, nil
 }
 
 // emitWait bounds how long `bench emit -after` waits for its file.
