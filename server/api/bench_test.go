@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"conch/server/store"
 	"conch/shared"
 
 	"github.com/valyala/fasthttp"
@@ -118,6 +119,37 @@ func BenchmarkListAuthoredMessages(b *testing.B) {
 				serve(b, h, target)
 			}
 			b.ReportMetric(float64(size)/100, "bytes/message")
+		})
+	}
+}
+
+// BenchmarkListReplies: the REST page of 50 that the UI asks for first, in a session of
+// shell commands each followed by the agent's reply, whose tree (metadata.markdown) the
+// list carries: a line of text (as make bench seeds them) or markdown (a paragraph with
+// code and emphasis, a list, a fenced block).
+func BenchmarkListReplies(b *testing.B) {
+	for _, c := range []struct{ name, reply string }{
+		{"line", "Message %d: the command finished; here is what it printed, in short."},
+		{"markdown", "Step %d: the tests **passed**. What changed:\n\n- the parser keeps *ranges*, not copies\n" +
+			"- the list reads [the index](https://example.com/i)\n\n```go\nfunc f() error { return nil }\n```\n"},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			e := newEnv(b)
+			s := e.session()
+			for i := range 25 {
+				e.shell(s.ID, fmt.Sprintf("go test ./pkg%d/...", i), shared.StatusCompleted, &shared.ShellOutput{Stdout: "ok\n", ExitCode: intp(0)})
+				if _, err := e.store.CreateMessage(context.Background(), store.NewMessage{SessionID: s.ID,
+					AuthorType: shared.AuthorAgent, Type: shared.TypeMessage, Content: fmt.Sprintf(c.reply, i)}); err != nil {
+					b.Fatal(err)
+				}
+			}
+			h := e.app.Handler()
+			target := "/api/v1/task-sessions/" + s.ID + "/messages?limit=50"
+			b.SetBytes(int64(len(serve(b, h, target))))
+			b.ReportAllocs()
+			for b.Loop() {
+				serve(b, h, target)
+			}
 		})
 	}
 }

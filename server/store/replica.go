@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	"conch/shared"
@@ -45,12 +46,19 @@ func (s *Store) Join(ctx context.Context, id string, lease time.Duration) error 
 		return fmt.Errorf("join: a replica needs an id and a positive lease, got %q and %s", id, lease)
 	}
 	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		until := s.now().Add(lease).UnixNano()
 		if s.dialect.sqlite {
 			if err := tx.Where("id <> ?", id).Delete(&replicaRow{}).Error; err != nil {
 				return err
 			}
+			// One process serves a SQLite file: no other replica can take its lease over
+			// while it lives, only a process that joins after it. So the lease never runs
+			// out and is never renewed (Renew), and a running command's flushes are not
+			// joined by a write of the lease every few seconds (docs/PERFORMANCE.md,
+			// "Where each page goes").
+			until = math.MaxInt64
 		}
-		return tx.Create(&replicaRow{ID: id, LeaseUntil: s.now().Add(lease).UnixNano()}).Error
+		return tx.Create(&replicaRow{ID: id, LeaseUntil: until}).Error
 	})
 	if err != nil {
 		return fmt.Errorf("join as replica %s: %w", id, err)
@@ -72,8 +80,21 @@ func (s *Store) Drain(ctx context.Context) error {
 
 // Renew extends the replica's lease by its length from now. ErrLeaseLapsed says it had
 // run out, though no replica took it over yet; ErrLeaseLost that another replica had
-// taken it over (the lease is taken anew for the sessions started from now).
+// taken it over (the lease is taken anew for the sessions started from now). On SQLite,
+// where a lease never runs out (Join), it only reads whether the lease is still there:
+// once a newer process has taken the file over, this one gets no lease again and every
+// renewal says ErrLeaseLost, so only the newest process runs agents on a SQLite file.
 func (s *Store) Renew(ctx context.Context) error {
+	if s.dialect.sqlite {
+		var held int64
+		if err := s.db.WithContext(ctx).Model(&replicaRow{}).Where("id = ?", s.replica).Count(&held).Error; err != nil {
+			return fmt.Errorf("renew the lease: %w", err)
+		}
+		if held == 0 {
+			return ErrLeaseLost
+		}
+		return nil
+	}
 	now := s.now()
 	until := now.Add(s.lease).UnixNano()
 	for _, cond := range []struct {

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -335,6 +336,17 @@ func TestJoinOnSQLiteTakesOverAtOnce(t *testing.T) {
 	}
 	sess := newSession(t, old)
 	cmd := commandRunning(t, old, sess.ID)
+	// Its lease never runs out, so renewing it, however late, writes nothing to the file.
+	wal := walBytes(t, path)
+	for range 3 {
+		c.Advance(2 * time.Hour)
+		if err := old.Renew(ctx); err != nil {
+			t.Fatalf("renew: %v", err)
+		}
+	}
+	if got := walBytes(t, path); got != wal {
+		t.Fatalf("renewing a lease on SQLite wrote %d bytes of WAL", got-wal)
+	}
 
 	next, err := Open(path, c.Now)
 	if err != nil {
@@ -362,6 +374,26 @@ func TestJoinOnSQLiteTakesOverAtOnce(t *testing.T) {
 	if got, _ := next.GetSession(ctx, sess.ID); got.State != shared.SessionClosed {
 		t.Fatalf("the previous process's session is %s", got.State)
 	}
+	// The process taken over learns it when it renews, as on PostgreSQL, and gets no
+	// other lease: only the newest process runs agents on the file.
+	for range 2 {
+		if err := old.Renew(ctx); err != ErrLeaseLost {
+			t.Fatalf("renew after the takeover: %v, want ErrLeaseLost", err)
+		}
+	}
+	if err := next.Renew(ctx); err != nil {
+		t.Fatalf("the new process's renewal: %v", err)
+	}
+}
+
+// walBytes is the size of the WAL of the SQLite database at path.
+func walBytes(t *testing.T, path string) int64 {
+	t.Helper()
+	info, err := os.Stat(path + "-wal")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return info.Size()
 }
 
 // A start-up sweep leaves a session whose agent can resume ready, stopped, owned by no

@@ -50,12 +50,14 @@ func (b *bench) live(ctx context.Context) error {
 		"stored tail, at most 256 KiB). *Written to storage* is the server's `write_bytes` in "+
 		"`/proc/PID/io` (page-cache pages dirtied: SQLite's WAL and database file) during the command, plus what "+
 		"copying the command's WAL into the database file costs (a checkpoint after it, from the benchmark; one "+
-		"before it empties the WAL of the runs before). The fast command ran "+
+		"before it empties the WAL of the runs before). *Of it WAL* is what SQLite's WAL grew by from the "+
+		"prompt on: the pages the commits wrote, which the page cache's timing does not move as it moves "+
+		"`write_bytes` (docs/PERFORMANCE.md, \"Where each page goes\"). The fast command ran "+
 		"%d times per client count, the slow one once.", b.runs)
 	var rows [][]string
 	for _, sc := range scenarios {
 		for _, n := range liveClients {
-			var secs, notes, perSec, size, cpu, written, perPrinted, rss, total, kept dist
+			var secs, notes, perSec, size, cpu, written, perPrinted, walPrinted, rss, total, kept dist
 			for range sc.runs {
 				progress("   %s, %d clients", sc.name, n)
 				// The WAL starts empty, and the run pays for copying its own pages into
@@ -82,6 +84,7 @@ func (b *bench) live(ctx context.Context) error {
 				}
 				kept = append(kept, float64(se.Output.StdoutBytes))
 				perPrinted = append(perPrinted, float64(w.proc.WriteBytes+copied)/float64(se.Output.StdoutTotalBytes))
+				walPrinted = append(walPrinted, float64(w.wal)/float64(se.Output.StdoutTotalBytes))
 				secs = append(secs, w.seconds)
 				notes = append(notes, float64(len(frames)))
 				perSec = append(perSec, perSecond(frames)...)
@@ -101,11 +104,12 @@ func (b *bench) live(ctx context.Context) error {
 			}
 			rows = append(rows, []string{sc.name, fmt.Sprint(n), secs.format(seconds), notes.format(count),
 				perSec.format(count), size.format(count), total.format(bytesIEC), cpu.format(seconds),
-				kept.format(bytesIEC), written.format(bytesIEC), perPrinted.format(times), rss.format(bytesIEC)})
+				kept.format(bytesIEC), written.format(bytesIEC), perPrinted.format(times), walPrinted.format(times), rss.format(bytesIEC)})
 		}
 	}
 	b.r.table([]string{"command", "clients", "duration", "notifications", "per second", "bytes per notification",
-		"sent to all clients", "server CPU", "stdout kept", "written to storage", "written per byte printed", "server RSS (max)"}, rows)
+		"sent to all clients", "server CPU", "stdout kept", "written to storage", "written per byte printed", "of it WAL",
+		"server RSS (max)"}, rows)
 	return nil
 }
 
@@ -129,10 +133,12 @@ func perSecond(frames []frame) dist {
 }
 
 // emit is `bench emit`: the command of the slow live benchmark. It writes one numbered line
-// every interval, on a ticker so that the rate does not drift, for the given time. With
-// -stamp each line ends with the wall-clock time it was printed (stampSep, Unix nanoseconds),
-// which the many-live benchmark reads back; with -after it starts once that file exists,
-// looked for at each tick, and gives up after emitWait.
+// every interval for the given time, on a ticker; the lines of a tick a loaded machine
+// skipped come with the next, so that a run prints the same lines however busy the machine
+// (per byte printed is then comparable between runs). With -stamp each line ends with the
+// wall-clock time it is printed (stampSep, Unix nanoseconds), which the many-live benchmark
+// reads back; with -after it starts once that file exists, looked for at each tick, and
+// gives up after emitWait.
 func emit(ctx context.Context, args []string, w io.Writer) error {
 	fs := flag.NewFlagSet("emit", flag.ContinueOnError)
 	every := fs.Duration("every", 10*time.Millisecond, "time between lines")
@@ -154,20 +160,33 @@ func emit(ctx context.Context, args []string, w io.Writer) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, *total)
 	defer cancel()
-	for i := 1; ; i++ {
+	start, printed := time.Now(), 0
+	for {
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-t.C:
-			line := fmt.Sprintf("line %d of the slow command", i)
-			if *stamp {
-				line += stampSep + strconv.FormatInt(time.Now().UnixNano(), 10)
-			}
-			if _, err := io.WriteString(w, line+"\n"); err != nil {
+		case now := <-t.C:
+			var err error
+			if printed, err = emitLines(w, printed, int(now.Sub(start) / *every), *stamp); err != nil {
 				return err
 			}
 		}
 	}
+}
+
+// emitLines writes the numbered lines after the first printed up to due, and returns how
+// many are printed now.
+func emitLines(w io.Writer, printed, due int, stamp bool) (int, error) {
+	for ; printed < due; printed++ {
+		line := fmt.Sprintf("line %d of the slow command", printed+1)
+		if stamp {
+			line += stampSep + strconv.FormatInt(time.Now().UnixNano(), 10)
+		}
+		if _, err := io.WriteString(w, line+"\n"); err != nil {
+			return printed, err
+		}
+	}
+	return printed, nil
 }
 
 // emitWait bounds how long `bench emit -after` waits for its file.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"os"
 	"sync"
 	"time"
 
@@ -30,6 +31,10 @@ type watched struct {
 	clients              []clientLog
 	seconds              float64 // from the first notification to the terminal one, at client 0
 	proc                 load.Proc
+	// wal is what SQLite's WAL grew by from the prompt on (0 on PostgreSQL); SQLite's
+	// automatic checkpoint, every 1,000 frames, starts it again and would hide the frames
+	// before it.
+	wal int64
 }
 
 // watchCommand starts a shell session, subscribes n WebSocket clients to it, prompts the
@@ -52,6 +57,7 @@ func (b *bench) watchCommand(ctx context.Context, srv *conch, n int, command str
 	if err != nil {
 		return w, err
 	}
+	walStart := walSize(srv.DB)
 	w.clients = make([]clientLog, n)
 	var wg sync.WaitGroup
 	followAll(ctx, clients, w.clients, 1, &wg)
@@ -65,6 +71,7 @@ func (b *bench) watchCommand(ctx context.Context, srv *conch, n int, command str
 	}
 	wg.Wait()
 	w.proc = sampler.Stop()
+	w.wal = walSize(srv.DB) - walStart
 	for i, c := range w.clients {
 		if c.err != nil {
 			return w, fmt.Errorf("client %d of %d: %w", i+1, n, c.err)
@@ -148,4 +155,13 @@ func (c *wsClient) follow(ctx context.Context, commands int) clientLog {
 		}
 	}
 	return log
+}
+
+// walSize is the size of the WAL of the SQLite database at path: 0 when there is none.
+func walSize(path string) int64 {
+	info, err := os.Stat(path + "-wal")
+	if err != nil {
+		return 0
+	}
+	return info.Size()
 }
