@@ -48,19 +48,19 @@ func TestSearchFindsPromptsMessagesAndCommands(t *testing.T) {
 	md := shellMeta(shared.StatusCompleted)
 	md.Normalized.ShellExec.Command = "go test -run TestUpload ./server/..."
 	command := create(t, s, NewMessage{SessionID: sess.ID, AuthorType: shared.AuthorAgent, Type: shared.TypeToolExecute,
-		Metadata: md, Output: &shared.ShellOutput{Stdout: "upload output is not searched\n"}})
+		Metadata: md, Output: &shared.ShellOutput{Stdout: "upload output is searched too\n"}})
 	create(t, s, NewMessage{SessionID: sess.ID, AuthorType: shared.AuthorAgent, Type: shared.TypeThinking, Content: "upload thinking"})
 	reply := create(t, s, NewMessage{SessionID: sess.ID, AuthorType: shared.AuthorAgent, Type: shared.TypeMessage,
 		Content: "The upload test waited on a timer; it now waits on the signal."})
 
 	for q, want := range map[string][]string{
-		"upload":             {reply.ID, prompt.ID},
+		"upload":             {reply.ID, command.ID, prompt.ID}, // the command by its output
+		"searched":           {command.ID},
 		"UPLOAD flaky":       {prompt.ID},
 		"testupload":         {command.ID},
 		`"go test"`:          {command.ID},
 		`"test go"`:          nil,
 		"upload nowhere":     nil,
-		"searched":           nil,
 		"thinking":           nil,
 		`AND OR NEAR ( * -x`: nil, // the databases' query syntax is only words here
 	} {
