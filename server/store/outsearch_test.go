@@ -15,12 +15,8 @@ import (
 // outputHits searches q and returns the output results, as "stream@offset: line".
 func outputHits(t *testing.T, s *Store, q string, r Readable) []string {
 	t.Helper()
-	page, err := s.Search(context.Background(), shared.SearchRequest{Query: q}, r)
-	if err != nil {
-		t.Fatalf("search %q: %v", q, err)
-	}
 	var got []string
-	for _, res := range page.Results {
+	for _, res := range results(t, s, q, r) {
 		if res.Output != nil {
 			got = append(got, res.Output.Stream+"@"+itoa(res.Output.Offset)+": "+snippetText(res.Snippet))
 		}
@@ -87,12 +83,7 @@ func TestSearchFindsOutputLines(t *testing.T) {
 	if got := outputHits(t, s, "disk", EveryTask); !slices.Equal(got, []string{"stdout@-15: elsewhere disk"}) {
 		t.Errorf("after the task's deletion: %q", got)
 	}
-	if s.dialect.sqlite {
-		var docs int64
-		if err := s.db.Raw("SELECT COUNT(*) FROM output_search_fts WHERE output_search_fts MATCH 'disk'").Scan(&docs).Error; err != nil || docs != 1 {
-			t.Errorf("the FTS index matches %d documents (%v), want 1", docs, err)
-		}
-	}
+	ftsMatches(t, s, "output_search_fts", "disk", 1)
 }
 
 // A running command's lines are found as their flushes complete them (a line split

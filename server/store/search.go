@@ -56,7 +56,7 @@ func index(tx *gorm.DB, messageID, taskID, text string) error {
 
 // indexAll fills message_search from the messages stored before it existed (a schema step).
 func indexAll(tx *gorm.DB, d *dialect) error {
-	for _, stmt := range d.searchSchema("message_search") {
+	for _, stmt := range d.searchSchema("message_search", false) {
 		if err := tx.Exec(stmt).Error; err != nil {
 			return fmt.Errorf("create the search index: %w", err)
 		}
