@@ -31,6 +31,8 @@ import (
 // at base + k*chunkSize: each piece up to a chunk's end is one document, and the last
 // piece is indexed to its last newline, or whole when final.
 func indexLines(tx *gorm.DB, messageID string, stream int, base, at int64, text []byte, final bool) error {
+	var rows []string
+	var vars []any
 	for len(text) > 0 {
 		end := base + ((at-base)/chunkSize+1)*chunkSize // of the chunk at is in
 		piece := text[:min(end-at, int64(len(text)))]
@@ -38,17 +40,23 @@ func indexLines(tx *gorm.DB, messageID string, stream int, base, at int64, text 
 			piece = piece[:bytes.LastIndexByte(piece, '\n')+1]
 		}
 		if len(piece) == 0 {
-			return nil
+			break
 		}
 		if body := searchable(piece); strings.IndexFunc(body, shared.IsWordRune) >= 0 {
-			if err := tx.Exec(`INSERT INTO output_search (message_id, task_id, stream, start, stop, body)
-				SELECT id, task_id, ?, ?, ?, ? FROM messages WHERE id = ?
-				ON CONFLICT (message_id, stream, start) DO UPDATE SET stop = excluded.stop, body = excluded.body`,
-				stream, at, at+int64(len(piece)), body, messageID).Error; err != nil {
-				return fmt.Errorf("index output: %w", err)
-			}
+			rows = append(rows, "(CAST(? AS BIGINT), CAST(? AS BIGINT), ?)")
+			vars = append(vars, at, at+int64(len(piece)), body)
 		}
 		at, text = at+int64(len(piece)), text[len(piece):]
+	}
+	if len(rows) == 0 {
+		return nil
+	}
+	// One statement for the documents of a write, the task's id read with them.
+	if err := tx.Exec(`INSERT INTO output_search (message_id, task_id, stream, start, stop, body)
+		SELECT m.id, m.task_id, CAST(? AS BIGINT), d.column1, d.column2, d.column3 FROM messages AS m, (VALUES `+strings.Join(rows, ", ")+`) AS d
+		WHERE m.id = ? ON CONFLICT (message_id, stream, start) DO UPDATE SET stop = excluded.stop, body = excluded.body`,
+		append(append([]any{stream}, vars...), messageID)...).Error; err != nil {
+		return fmt.Errorf("index output: %w", err)
 	}
 	return nil
 }
