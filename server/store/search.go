@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"strconv"
 	"strings"
@@ -116,12 +117,12 @@ func (s *Store) Search(ctx context.Context, q shared.SearchRequest, r Readable) 
 	}
 	var lists [2][]found
 	g, gctx := errgroup.WithContext(ctx)
-	for i, query := range []string{s.dialect.searchQuery, s.dialect.outputQuery} {
+	for i, find := range []func(context.Context, []string, int64, Readable, int) ([]found, error){s.searchMessages, s.searchOutputs} {
 		if before[i] == 0 {
 			continue
 		}
 		g.Go(func() (err error) {
-			lists[i], err = s.searchIn(gctx, query, terms, before[i], r, limit+1)
+			lists[i], err = find(gctx, terms, before[i], r, limit+1)
 			return err
 		})
 	}
@@ -192,9 +193,36 @@ type found struct {
 	id int64
 }
 
-// searchIn runs a search query of the dialect (searchQuery, outputQuery) for terms: at
-// most limit results before the id before (-1: from the newest).
-func (s *Store) searchIn(ctx context.Context, query string, terms []string, before int64, r Readable, limit int) ([]found, error) {
+// searchMessages finds at most limit messages for terms, before the id before (-1: from
+// the newest).
+func (s *Store) searchMessages(ctx context.Context, terms []string, before int64, r Readable, limit int) ([]found, error) {
+	return s.searchIn(s.db.WithContext(ctx), s.dialect.searchQuery, terms, before, r, limit)
+}
+
+// searchOutputs finds at most limit output documents for terms, before the id before:
+// among the newest documents first where the dialect says so (outputWalk).
+func (s *Store) searchOutputs(ctx context.Context, terms []string, before int64, r Readable, limit int) ([]found, error) {
+	db := s.db.WithContext(ctx)
+	if s.dialect.outputWalk == "" {
+		return s.searchIn(db, s.dialect.outputQuery, terms, before, r, limit)
+	}
+	list, err := s.searchIn(db, s.dialect.outputWalk, terms, before, r, limit)
+	if err != nil || len(list) == limit {
+		return list, err
+	}
+	err = db.Transaction(func(tx *gorm.DB) error {
+		if err := tx.Exec(s.dialect.forceIndex).Error; err != nil {
+			return err
+		}
+		list, err = s.searchIn(tx, s.dialect.outputQuery, terms, before, r, limit)
+		return err
+	}, &sql.TxOptions{ReadOnly: true})
+	return list, err
+}
+
+// searchIn runs a search query of the dialect (searchQuery, outputQuery, outputWalk) for
+// terms: at most limit results before the id before (-1: from the newest).
+func (s *Store) searchIn(db *gorm.DB, query string, terms []string, before int64, r Readable, limit int) ([]found, error) {
 	// Every term a phrase: the database's own query syntax (AND, OR, NEAR, -) is never
 	// read from a person's text.
 	phrases := make([]string, len(terms))
@@ -210,8 +238,8 @@ func (s *Store) searchIn(ctx context.Context, query string, terms []string, befo
 		where += " AND s.task_id IN ?"
 		vars = append(vars, r.Tasks)
 	}
-	output := query == s.dialect.outputQuery
-	rs, err := s.db.WithContext(ctx).Raw(fmt.Sprintf(query, where), append(vars, limit)...).Rows()
+	output := query != s.dialect.searchQuery
+	rs, err := db.Raw(fmt.Sprintf(query, where), append(vars, limit)...).Rows()
 	if err != nil {
 		return nil, err
 	}

@@ -107,6 +107,7 @@ func timeSearches(ctx context.Context, st *store.Store, db, stored string, match
 			out = fmt.Sprint(inOutputs[i])
 		}
 		*rows = append(*rows, []string{db, stored, "`" + q + "`", fmt.Sprint(matches[i]), out, latency(lat, 0.50), latency(lat, 0.99)})
+		progress("   %s, %s, %s: p50 %s, p99 %s", db, stored, q, latency(lat, 0.50), latency(lat, 0.99))
 	}
 	return nil
 }
