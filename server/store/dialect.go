@@ -75,7 +75,7 @@ var sqliteDialect = &dialect{
 	searchSchema: func(t string, desc bool) []string {
 		order := ""
 		if desc {
-			order = ", order=DESC"
+			order = ", order=DESC, matchinfo=fts3"
 		}
 		return []string{
 			`CREATE VIRTUAL TABLE ` + t + `_fts USING fts4(content="` + t + `", body, tokenize=unicode61 "remove_diacritics=2"` + order + `)`,

@@ -14,14 +14,15 @@ import (
 )
 
 // Search inside command output. output_search holds the kept text of each stream as
-// documents: runs of whole lines, each from position start to stop in its stream, written
-// once as the lines are stored and never read again by a write. A flush indexes the lines
-// it completes, and a chunk that fills is indexed to its end (a line longer than a chunk
-// is split there), so what is not indexed yet is always the end of the newest chunk after
-// its last newline (pending): a flush reads nothing it did not read already. The tail of
-// a stream that ends without a newline is indexed when the command finishes (and again,
-// in place, if it grows after). Documents leave with the chunks the kept text leaves, and
-// with their message. The database indexes them as it does message_search (dialect).
+// documents, one a chunk (output.go), each from position start to stop in its stream:
+// written once, when its chunk fills, and never read again by a write. So what is not
+// indexed yet is always the newest chunk, when it is not full (pending): a flush reads
+// nothing it did not read already, and only the flush that fills a chunk writes to the
+// index (one statement, whatever it fills), not every flush of a slow printer. The chunk a
+// finished command's output ends in is indexed when it finishes (and again, in place, if it
+// grows after). A word across two chunks is in neither document whole. Documents leave
+// with the chunks the kept text leaves, and with their message. The database indexes them
+// as it does message_search (dialect).
 //
 // A document's body is its bytes made searchable byte for byte (searchable), so a hit's
 // place in the body is its place in the stream: what is not text becomes filler, which
@@ -29,7 +30,7 @@ import (
 
 // indexLines indexes text, the bytes of a stream from position at on, whose chunks start
 // at base + k*chunkSize: each piece up to a chunk's end is one document, and the last
-// piece is indexed to its last newline, or whole when final.
+// piece, which does not reach its chunk's end, only when final.
 func indexLines(tx *gorm.DB, messageID string, stream int, base, at int64, text []byte, final bool) error {
 	var rows []string
 	var vars []any
@@ -37,9 +38,6 @@ func indexLines(tx *gorm.DB, messageID string, stream int, base, at int64, text 
 		end := base + ((at-base)/chunkSize+1)*chunkSize // of the chunk at is in
 		piece := text[:min(end-at, int64(len(text)))]
 		if at+int64(len(piece)) < end && !final {
-			piece = piece[:bytes.LastIndexByte(piece, '\n')+1]
-		}
-		if len(piece) == 0 {
 			break
 		}
 		if body := searchable(piece); strings.IndexFunc(body, shared.IsWordRune) >= 0 {
@@ -61,16 +59,16 @@ func indexLines(tx *gorm.DB, messageID string, stream int, base, at int64, text 
 	return nil
 }
 
-// pending is where the text not indexed yet starts in the newest chunk t (its end when
-// none is pending).
+// pending is where the text not indexed yet starts: the newest chunk t's start, or its
+// end when it is full.
 func pending(t chunkRow) int64 {
 	if len(t.Data) >= chunkSize {
 		return t.end()
 	}
-	return t.Start + int64(bytes.LastIndexByte(t.Data, '\n')+1)
+	return t.Start
 }
 
-// indexAppended indexes what fresh, appended after the newest chunk t, completes.
+// indexAppended indexes the chunks that fresh, appended after the newest chunk t, fills.
 func indexAppended(tx *gorm.DB, t chunkRow, fresh string) error {
 	if fresh == "" {
 		return nil

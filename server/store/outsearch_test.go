@@ -86,9 +86,9 @@ func TestSearchFindsOutputLines(t *testing.T) {
 	ftsMatches(t, s, "output_search_fts", "disk", 1)
 }
 
-// A running command's lines are found as their flushes complete them (a line split
-// across flushes is found whole), its last line once it finishes; the lines its kept text
-// dropped are no longer found.
+// A running command's output is found as its chunks fill (a line split across flushes is
+// found whole), the rest once it finishes; the lines its kept text dropped are no longer
+// found.
 func TestOutputIndexFollowsTheFlushes(t *testing.T) {
 	ctx := context.Background()
 	s, _ := open(t, time.Millisecond)
@@ -111,15 +111,17 @@ func TestOutputIndexFollowsTheFlushes(t *testing.T) {
 	}
 	found := func(q string) bool { return len(outputHits(t, s, q, EveryTask)) > 0 }
 	write("first li", shared.StatusRunning)
-	if found("first") {
-		t.Error("a line is found before it ends")
+	write("ne here\nsecond\n", shared.StatusRunning)
+	filler := strings.Repeat("filler words to push the head out\n", 100)
+	write(filler, shared.StatusRunning)
+	if found("first") || found("filler") {
+		t.Error("output is found before its chunk is full")
 	}
-	write("ne here\nsecond", shared.StatusRunning)
+	write(filler, shared.StatusRunning)
 	if got := outputHits(t, s, "line", EveryTask); !slices.Equal(got, []string{"stdout@0: first line here"}) {
 		t.Errorf("the line split across flushes: %q", got)
 	}
 	// Past the bound, in flushes of a few lines: the first lines leave the kept text.
-	filler := strings.Repeat("filler words to push the head out\n", 100)
 	for range shared.OutputLimit/len(filler) + 2*trimStep/len(filler) + 2 {
 		write(filler, shared.StatusRunning)
 	}
