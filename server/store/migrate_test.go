@@ -82,6 +82,13 @@ func TestMigrateFromEveryVersion(t *testing.T) {
 						t.Errorf("search %q: %+v (%v), want message %s", q, page.Results, err, want)
 					}
 				}
+				// The output index is filled from the outputs stored before it.
+				if n < slices.IndexFunc(steps, func(st step) bool { return st.table == "output_search" })+1 {
+					page, err := s.Search(ctx, shared.SearchRequest{Query: "warn"}, EveryTask)
+					if err != nil || len(page.Results) != 1 || page.Results[0].Output == nil || page.Results[0].Output.Stream != "stderr" {
+						t.Errorf("search warn: %+v (%v), want the old command's stderr", page.Results, err)
+					}
+				}
 				// Replies stored before the server parsed markdown are parsed (the rows of a
 				// version that parses are written past the store, so not parsed).
 				parsing := slices.IndexFunc(steps, func(st step) bool { return st.table == "" }) + 1
