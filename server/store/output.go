@@ -194,8 +194,10 @@ func putStream(tx *gorm.DB, use *usage, messageID string, stream int, body strin
 	} else if !use.take(tx, int64(len(body))) {
 		return false, nil
 	}
-	if err := indexLines(tx, messageID, stream, start, start, []byte(body), false); err != nil {
-		return false, err
+	if n := batchStart(start, start+int64(len(body))) - start; n > 0 { // the rest as appends are (outsearch.go)
+		if err := indexLines(tx, messageID, stream, start, start, []byte(body[:n]), false); err != nil {
+			return false, err
+		}
 	}
 	return true, insertChunks(tx, chunkRow{MessageID: messageID, Stream: stream, Start: start, KeptFrom: start}, body, false)
 }

@@ -14,15 +14,18 @@ import (
 )
 
 // Search inside command output. output_search holds the kept text of each stream as
-// documents, one a chunk (output.go), each from position start to stop in its stream:
-// written once, when its chunk fills, and never read again by a write. So what is not
-// indexed yet is always the newest chunk, when it is not full (pending): a flush reads
-// nothing it did not read already, and only the flush that fills a chunk writes to the
-// index (one statement, whatever it fills), not every flush of a slow printer. The chunk a
-// finished command's output ends in is indexed when it finishes (and again, in place, if it
-// grows after). A word across two chunks is in neither document whole. Documents leave
-// with the chunks the kept text leaves, and with their message. The database indexes them
-// as it does message_search (dialect).
+// documents, one a chunk (output.go), each from position start to stop in its stream,
+// written indexBatch chunks at a time: by the flush that fills the last chunk of a batch
+// (batches are aligned on the stream's chunks, so a flush knows from positions alone
+// whether it ends one), in one statement, and the rest when the command finishes (and again,
+// in place, if it grows after). Each statement that writes to the index costs a dozen
+// pages whatever it holds (the documents' rows, the full-text segment, its directory and
+// statistics), so a document per filled chunk tripled what a slow printer wrote per byte
+// printed; by batches it costs that once per indexBatch chunks. A running command's newest
+// bytes, up to indexBatch chunks, are found once its command ends or a batch fills. A word
+// across two chunks is in neither document whole. Documents leave with the chunks the kept
+// text leaves, and with their message. The database indexes them as it does
+// message_search (dialect).
 //
 // A document's body is its bytes made searchable byte for byte (searchable), so a hit's
 // place in the body is its place in the stream: what is not text becomes filler, which
@@ -59,22 +62,60 @@ func indexLines(tx *gorm.DB, messageID string, stream int, base, at int64, text 
 	return nil
 }
 
-// pending is where the text not indexed yet starts: the newest chunk t's start, or its
-// end when it is full.
-func pending(t chunkRow) int64 {
-	if len(t.Data) >= chunkSize {
-		return t.end()
+// indexBatch is how many chunks of a running command's stream are indexed at a time.
+const indexBatch = 8
+
+// batchStart is where the batch holding position p begins in a stream one of whose chunks
+// starts at base (they all start at base + k*chunkSize): batches begin at the chunks whose
+// k, counted from the one at the stream's position 0 or the first before it, is a multiple
+// of indexBatch, wherever the chunks start.
+func batchStart(base, p int64) int64 {
+	const size = indexBatch * chunkSize
+	r := (base%chunkSize + chunkSize) % chunkSize // where chunks start, from 0 on
+	k := (p - r) / size
+	if (p-r)%size < 0 {
+		k--
 	}
-	return t.Start
+	return r + k*size
 }
 
-// indexAppended indexes the chunks that fresh, appended after the newest chunk t, fills.
+// indexAppended indexes the batches that fresh, appended after the newest chunk t, ends:
+// from the batch t ends in to the last one fresh ends, reading the chunks of the first
+// that are stored before t.
 func indexAppended(tx *gorm.DB, t chunkRow, fresh string) error {
-	if fresh == "" {
+	from, to := batchStart(t.Start, t.end()), batchStart(t.Start, t.end()+int64(len(fresh)))
+	if from == to {
 		return nil
 	}
-	at := pending(t)
-	return indexLines(tx, t.MessageID, t.Stream, t.Start, at, append(t.Data[at-t.Start:len(t.Data):len(t.Data)], fresh...), false)
+	text, base, err := storedBefore(tx, t, max(from, t.KeptFrom))
+	if err != nil {
+		return err
+	}
+	text = append(append(text, t.Data...), fresh[:to-t.end()]...)
+	at := max(from, t.KeptFrom, base)
+	return indexLines(tx, t.MessageID, t.Stream, base, at, text[at-base:], false)
+}
+
+// storedBefore reads the bytes of t's stream from the chunk that holds position from up to
+// t, and where they start.
+func storedBefore(tx *gorm.DB, t chunkRow, from int64) ([]byte, int64, error) {
+	if from >= t.Start {
+		return nil, t.Start, nil
+	}
+	var rows []chunkRow
+	if err := tx.Select(chunkColumns).Scopes(streamOf(t.MessageID, t.Stream)).
+		Where("start > ? AND start < ? AND length(data) > 0", from-chunkSize, t.Start).
+		Order("start").Find(&rows).Error; err != nil {
+		return nil, 0, fmt.Errorf("index output: %w", err)
+	}
+	if len(rows) == 0 {
+		return nil, t.Start, nil
+	}
+	var text []byte
+	for _, r := range rows {
+		text = append(text, r.Data...)
+	}
+	return text, rows[0].Start, nil
 }
 
 // dropIndexed deletes the documents of a stream that end before from, where its kept
@@ -83,8 +124,8 @@ func dropIndexed(tx *gorm.DB, messageID string, stream int, from int64) error {
 	return tx.Exec(`DELETE FROM output_search WHERE message_id = ? AND stream = ? AND stop <= ?`, messageID, stream, from).Error
 }
 
-// finishIndex indexes the pending tail of each stream of a finished command and drops the
-// documents its kept text has left.
+// finishIndex indexes the rest of each stream of a finished command, from the batch its
+// newest chunk ends in, and drops the documents its kept text has left.
 func finishIndex(tx *gorm.DB, messageID string) error {
 	for _, stream := range []int{streamStdout, streamStderr} {
 		var newest []chunkRow
@@ -96,8 +137,14 @@ func finishIndex(tx *gorm.DB, messageID string) error {
 			continue
 		}
 		t := newest[0]
-		at := pending(t)
-		if err := indexLines(tx, messageID, stream, t.Start, at, t.Data[at-t.Start:], true); err != nil {
+		from := max(batchStart(t.Start, t.end()), t.KeptFrom)
+		text, base, err := storedBefore(tx, t, from)
+		if err != nil {
+			return err
+		}
+		text = append(text, t.Data...)
+		at := max(from, base)
+		if err := indexLines(tx, messageID, stream, base, at, text[at-base:], true); err != nil {
 			return err
 		}
 		if err := dropIndexed(tx, messageID, stream, t.KeptFrom); err != nil {

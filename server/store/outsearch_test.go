@@ -113,9 +113,11 @@ func TestOutputIndexFollowsTheFlushes(t *testing.T) {
 	write("first li", shared.StatusRunning)
 	write("ne here\nsecond\n", shared.StatusRunning)
 	filler := strings.Repeat("filler words to push the head out\n", 100)
-	write(filler, shared.StatusRunning)
+	for len(stream)+len(filler) < indexBatch*chunkSize {
+		write(filler, shared.StatusRunning)
+	}
 	if found("first") || found("filler") {
-		t.Error("output is found before its chunk is full")
+		t.Error("output is found before its batch of chunks is full")
 	}
 	write(filler, shared.StatusRunning)
 	if got := outputHits(t, s, "line", EveryTask); !slices.Equal(got, []string{"stdout@0: first line here"}) {
