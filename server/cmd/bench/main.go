@@ -35,17 +35,17 @@ type bench struct {
 	trickle    time.Duration
 	manyLive   time.Duration // how long each command of the many-live benchmark prints
 	burstBytes int
-	// searchOutputMB is the command output, in MiB, the search benchmark stores.
-	searchOutputMB int
-	growth         []int
-	browser        bool
-	web            string // the folder holding app.wasm and its compressed copies
-	postgres       string // a PostgreSQL server URL, "" to start a throwaway cluster
-	tmp            string
-	emitter        string // a copy of this program in tmp, which live commands run (`bench emit`; copySelf)
-	head, r        report // the header, then the sections
-	goals          targets
-	notes          []string // problems met while measuring, listed at the end
+	growth     []int
+	browser    bool
+	web        string // the folder holding app.wasm and its compressed copies
+	postgres   string // a PostgreSQL server URL, "" to start a throwaway cluster
+	tmp        string
+	emitter    string // a copy of this program in tmp, which live commands run (`bench emit`; copySelf)
+	head, r    report // the header, then the sections
+	goals      targets
+	notes      []string // problems met while measuring, listed at the end
+
+	searchOutputMB int // the command output, in MiB, the search benchmark stores
 }
 
 func main() {
