@@ -13,16 +13,16 @@ import (
 	"conch/shared"
 )
 
-// A database at every version, made by the steps up to it (and, as one made before
-// schema_version, without its version row), opens at the last version with its rows:
-// its schema is a new database's, its task and output are there, its messages keep their
-// created order and a new one comes after them.
 // legacySteps is how many leading steps a database made before schema_version may have
 // taken (detect): those up to the first without a column.
 func legacySteps() int {
 	return slices.IndexFunc(steps, func(st step) bool { return st.column == "" })
 }
 
+// A database at every version, made by the steps up to it (and, as one made before
+// schema_version, without its version row), opens at the last version with its rows:
+// its schema is a new database's, its task and output are there, its messages keep their
+// created order and a new one comes after them.
 func TestMigrateFromEveryVersion(t *testing.T) {
 	ctx := context.Background()
 	fresh, _ := open(t, time.Millisecond)
