@@ -7,7 +7,7 @@ import (
 )
 
 // Search across sessions: what is searched is the text of prompts, agent messages and
-// shell commands (docs/API.md, "Search").
+// shell commands, and the kept output of commands (docs/API.md, "Search").
 const (
 	MaxSearchBytes    = 256 // a query
 	MaxSearchTerms    = 16  // words and quoted phrases in a query
@@ -42,6 +42,16 @@ type SearchResult struct {
 	AuthorType AuthorType    `json:"author_type"`
 	CreatedAt  time.Time     `json:"created_at"`
 	Snippet    []SnippetPart `json:"snippet"`
+	// Output is set for a result found in a command's output: Snippet is then the line
+	// the words are on.
+	Output *OutputHit `json:"output,omitempty"`
+}
+
+// OutputHit is where a result found in a command's output is: the stream, and the
+// position of its line's first byte in the bytes the command wrote to it.
+type OutputHit struct {
+	Stream string `json:"stream"` // "stdout" or "stderr"
+	Offset int64  `json:"offset"`
 }
 
 // SnippetPart is a run of a snippet's text; Hit marks the words the query found. The text
@@ -80,7 +90,7 @@ func SearchTerms(query string) ([]string, error) {
 			words = strings.Fields(part)
 		}
 		for _, w := range words {
-			if w = strings.Join(strings.Fields(w), " "); strings.IndexFunc(w, isWordRune) >= 0 {
+			if w = strings.Join(strings.Fields(w), " "); strings.IndexFunc(w, IsWordRune) >= 0 {
 				terms = append(terms, w)
 			}
 		}
@@ -94,4 +104,5 @@ func SearchTerms(query string) ([]string, error) {
 	return terms, nil
 }
 
-func isWordRune(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) }
+// IsWordRune reports whether r is part of a word a search finds: a letter or a digit.
+func IsWordRune(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) }

@@ -51,3 +51,33 @@ func TestSearchInTheBrowser(t *testing.T) {
 	})()`, row(found.ID)))
 	b.screenshots(t, "search-landed", row(found.ID))
 }
+
+// A word in a command's output is found too: the result shows its line, and opens the
+// session with the command's output open at that line, the word marked and in view, far
+// from the output's end. Screenshots: artifacts/search-output-*.png and
+// search-output-landed-*.png.
+func TestSearchOutputOpensTheLine(t *testing.T) {
+	t.Parallel()
+	s := startServer(t)
+	sess := s.session(t, "Find the zebra")
+	cmd := s.run(t, sess.ID, `seq 1 500 | sed 's/^/filler line /'; printf '\033[32mzebra\033[0m crossing at line 501\n'; seq 502 3000 | sed 's/^/filler line /'`, nil)
+
+	b := newBrowser(t)
+	b.do(t, chromedp.EmulateViewport(1280, 900))
+	b.do(t, chromedp.Navigate(s.URL+"/search?q=zebra"))
+	b.waitFor(t, "the output result", `!!document.querySelector(".results .result .snippet.output mark")`)
+	if text := b.text(t, ".results .snippet.output"); text != "zebra crossing at line 501" {
+		t.Errorf("the result's line reads %q", text)
+	}
+	b.screenshots(t, "search-output", "")
+
+	b.do(t, chromedp.EmulateViewport(1280, 900))
+	b.do(t, chromedp.Click(chromedp.CSS(`.result a[href*="#line-"]`)))
+	b.waitFor(t, "the output open at the line found", fmt.Sprintf(`(() => {
+		const m = document.querySelector('#output-%s mark.current');
+		if (!m || m.textContent !== "zebra") return false;
+		const box = m.getBoundingClientRect();
+		return box.top >= 0 && box.bottom <= innerHeight && m.closest(".ln").dataset.n === "501";
+	})()`, cmd.ID))
+	b.screenshots(t, "search-output-landed", row(cmd.ID))
+}

@@ -137,6 +137,7 @@ func (c *CommandRow) run(ctx app.Context, cmds []poll.Command) {
 					default:
 						c.follow(ctx, snap.Status)
 						c.run(ctx, c.m.Loaded(seq, snap, version))
+						c.landLine(ctx)
 					}
 				})
 			})

@@ -406,6 +406,30 @@ func (c *CommandRow) reveal(ctx app.Context) {
 	})
 }
 
+// landLine shows the output line a link asked for (landing), once the output came: its
+// word searched, the match on that line (or the next one after it) current and scrolled to.
+func (c *CommandRow) landLine(ctx app.Context) {
+	target, ok := landing[c.Msg.ID]
+	snap := c.m.View().Snapshot
+	if !ok || snap == nil {
+		return
+	}
+	delete(landing, c.Msg.ID)
+	s, text, total := 0, snap.Output.Stdout, snap.Output.StdoutTotalBytes
+	if target.stream == streams[1].name {
+		s, text, total = 1, snap.Output.Stderr, snap.Output.StderrTotalBytes
+	}
+	line := lineIndex(text, total, target.offset)
+	c.tools.query, c.tools.at = target.word, 0
+	for k, m := range c.shown.lines(snap).search(target.word) {
+		if m.stream == s && m.line >= line {
+			c.tools.at = k
+			break
+		}
+	}
+	c.reveal(ctx)
+}
+
 // copy puts the text shown of stream i (-1: both) on the clipboard.
 func (c *CommandRow) copy(ctx app.Context, i int) {
 	r := &c.shown

@@ -3,6 +3,7 @@ package ui
 import (
 	"context"
 	"net/url"
+	"strconv"
 	"strings"
 
 	"github.com/maxence-charriere/go-app/v10/pkg/app"
@@ -11,8 +12,8 @@ import (
 )
 
 // SearchPage is /search?q=: the messages of every session whose text has the query's
-// words (prompts, agent messages, shell commands), newest first, each opening its session
-// at that message.
+// words (prompts, agent messages, shell commands) and the lines of commands' output that
+// do, newest first, each opening its session at that message (or line).
 type SearchPage struct {
 	app.Compo
 
@@ -91,7 +92,7 @@ func (p *SearchPage) Render() app.UI {
 			searchBox(p.query),
 			app.If(p.err != "", func() app.UI { return app.P().Class("alert").Role("alert").Text(p.err) }),
 			app.If(p.query == "", func() app.UI {
-				return app.P().Class("empty").Text("Search the prompts, agent messages and commands of every session.")
+				return app.P().Class("empty").Text("Search the prompts, agent messages, commands and command output of every session.")
 			}),
 			app.If(p.query != "" && !p.done, func() app.UI { return app.P().Class("empty").Text("Searching…") }),
 			app.If(p.done && p.err == "" && len(p.results) == 0, func() app.UI {
@@ -130,8 +131,13 @@ func renderResult(r shared.SearchResult) app.UI {
 	if r.Type == shared.TypeToolExecute {
 		snippet = app.P().Class("snippet", "command").Body(app.Code().Body(parts...))
 	}
+	link := messageLink(r.SessionID, r.MessageID)
+	if o := r.Output; o != nil {
+		kind, link = "Output · "+o.Stream, lineLink(r)
+		snippet = app.P().Class("snippet", "output").Body(app.Code().Body(parts...))
+	}
 	return app.Li().Class("result").Body(
-		app.A().Href(messageLink(r.SessionID, r.MessageID)).Body(
+		app.A().Href(link).Body(
 			app.Div().Class("result-head").Body(
 				app.Span().Class("result-kind").Text(kind),
 				app.Span().Class("result-task").Text(r.TaskTitle),
@@ -147,8 +153,58 @@ func messageLink(sessionID, messageID string) string {
 	return "/sessions/" + url.PathEscape(sessionID) + "#" + messageAnchor + url.QueryEscape(messageID)
 }
 
-// messageAnchor starts the fragment of a link to a message.
-const messageAnchor = "message-"
+// messageAnchor starts the fragment of a link to a message, lineAnchor that of a link to
+// a line of a command's output.
+const (
+	messageAnchor = "message-"
+	lineAnchor    = "line-"
+)
+
+// outputLine is a line of a command's output a link opens (lineLink): the command, the
+// stream, the position of the line's first byte (shared.OutputHit) and a word on it.
+type outputLine struct {
+	message, stream string
+	offset          int64
+	word            string
+}
+
+// lineLink opens a session at the command of an output result, its output open at the
+// result's line.
+func lineLink(r shared.SearchResult) string {
+	word := ""
+	for _, p := range r.Snippet {
+		if p.Hit {
+			word = p.Text
+			break
+		}
+	}
+	return "/sessions/" + url.PathEscape(r.SessionID) + "#" + lineAnchor + url.QueryEscape(r.MessageID) + "." +
+		r.Output.Stream + "." + strconv.FormatInt(r.Output.Offset, 10) + "." + url.PathEscape(word)
+}
+
+// parseLine reads a lineLink's fragment (as the URL decodes it).
+func parseLine(fragment string) (outputLine, bool) {
+	rest, ok := strings.CutPrefix(fragment, lineAnchor)
+	parts := strings.SplitN(rest, ".", 4)
+	if !ok || len(parts) != 4 {
+		return outputLine{}, false
+	}
+	offset, err := strconv.ParseInt(parts[2], 10, 64)
+	return outputLine{message: parts[0], stream: parts[1], offset: offset, word: parts[3]}, err == nil
+}
+
+// lineIndex is the index of the line of text (a stream's kept text, which ends at
+// position total in the stream; or, for a negative offset, at 0) that holds position at.
+func lineIndex(text string, total, at int64) int {
+	i := at - (total - int64(len(text)))
+	if at < 0 {
+		i = int64(len(text)) + at
+	}
+	return strings.Count(text[:min(max(i, 0), int64(len(text)))], "\n")
+}
+
+// landing are the output lines that links asked for, by command, until its output opens.
+var landing = map[string]outputLine{}
 
 // searchBox is the search form, on the task list and the results page. Without the app
 // (before it has loaded) it is an ordinary GET form to /search; with it, the app navigates.
@@ -174,6 +230,10 @@ func searchBox(value string) app.UI {
 // (or at a message that is not the session's) goes to the newest message.
 func (p *SessionPage) land(ctx app.Context) {
 	id, ok := strings.CutPrefix(ctx.Page().URL().Fragment, messageAnchor)
+	line, isLine := parseLine(ctx.Page().URL().Fragment)
+	if isLine {
+		id, ok = line.message, true
+	}
 	if !ok {
 		scrollToEnd(ctx)
 		return
@@ -188,6 +248,10 @@ func (p *SessionPage) land(ctx app.Context) {
 		w.Call("dispatchEvent", w.Get("Event").New("conch:away")) // web/conch.js: stop following the end
 		row.Get("classList").Call("add", "landed")
 		row.Call("scrollIntoView", map[string]any{"block": "center"})
+		if toggle := row.Call("querySelector", `.disclosure-toggle[aria-expanded="false"]`); isLine && toggle.Truthy() {
+			landing[id] = line // CommandRow.landLine, once the output came
+			toggle.Call("click")
+		}
 	} else {
 		scrollToEnd(ctx)
 	}
@@ -198,7 +262,7 @@ func (p *SessionPage) land(ctx app.Context) {
 
 // landOlder goes on landing (land) once older messages came, if the page is landing.
 func (p *SessionPage) landOlder(ctx app.Context) {
-	if strings.HasPrefix(ctx.Page().URL().Fragment, messageAnchor) {
+	if f := ctx.Page().URL().Fragment; strings.HasPrefix(f, messageAnchor) || strings.HasPrefix(f, lineAnchor) {
 		p.land(ctx)
 	}
 }

@@ -61,7 +61,7 @@ var routes = []route{
 	{"POST", "/task-sessions/:session_id/stop", shared.RoleMember, "", 200, "Session", "Stop the session's agent; the session stays, and its next prompt starts a new agent", shared.ActionStop, (*server).handleStop},
 	{"POST", "/task-sessions/:session_id/resume", shared.RoleMember, "", 200, "Session", "Start a stopped session's agent again, which resumes the conversation (ACP session/resume or session/load), with no prompt", shared.ActionResume, (*server).handleResume},
 	{"GET", "/usage", shared.RoleViewer, "", 200, "UsageReport", "What the agents reported they cost, per day and per task (ACP usage_update)", "", (*server).handleUsage},
-	{"GET", "/search", shared.RoleViewer, "", 200, "SearchPage", "Search prompts, agent messages and shell commands across sessions", "", (*server).handleSearch},
+	{"GET", "/search", shared.RoleViewer, "", 200, "SearchPage", "Search prompts, agent messages, shell commands and their output across sessions", "", (*server).handleSearch},
 	{"POST", "/task-sessions/:session_id/mode", shared.RoleMember, "ModeRequest", 200, "Session", "Switch the agent's session mode", shared.ActionSetMode, (*server).handleSetMode},
 	{"POST", "/task-sessions/:session_id/config", shared.RoleMember, "ConfigRequest", 200, "Session", "Set one of the agent's config options", shared.ActionSetConfig, (*server).handleSetConfig},
 	{"GET", "/task-sessions/:session_id/messages/:message_id/shell-output", shared.RoleViewer, "", 200, "ShellOutputSnapshot", "A command's whole stored output", "", (*server).handleShellOutput},

@@ -1,12 +1,14 @@
 package api
 
 import (
+	"context"
 	"net/http"
 	"net/url"
 	"slices"
 	"strings"
 	"testing"
 
+	"conch/server/store"
 	"conch/shared"
 )
 
@@ -39,6 +41,21 @@ func TestSearch(t *testing.T) {
 	}
 	if !slices.Equal(hits, []string{"needle"}) || !strings.HasPrefix(text.String(), "found the needle in <img src=x onerror=alert") {
 		t.Errorf("snippet %+v", r.Snippet)
+	}
+
+	// A command's output is found by its lines: the result says where the line starts.
+	cmd, err := e.store.CreateMessage(context.Background(), store.NewMessage{SessionID: sess.ID, AuthorType: shared.AuthorAgent,
+		Type: shared.TypeToolExecute, Metadata: &shared.Metadata{ToolCallID: "t1", Status: shared.StatusCompleted,
+			Kind: "execute", Normalized: &shared.Normalized{Kind: shared.NormalizedShellExec, ShellExec: &shared.ShellExec{Command: "make"}}},
+		Output: &shared.ShellOutput{Stderr: "ok\n\x1b[1mneedle\x1b[0m <b>bold</b>\n", StderrOffset: new(int64(100))}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw = e.expect(http.StatusOK, "GET", "/api/v1/search?q=needle", "", &page)
+	if len(page.Results) != 2 || page.Results[0].MessageID != cmd.ID || page.Results[0].Output == nil ||
+		*page.Results[0].Output != (shared.OutputHit{Stream: "stderr", Offset: 103}) ||
+		!strings.Contains(raw, `"snippet":[{"text":"needle","hit":true},{"text":" \u003cb\u003ebold\u003c/b\u003e"}]`) {
+		t.Errorf("answer %s", raw)
 	}
 
 	for _, q := range []string{"", "q=", "q=" + url.QueryEscape(`" ? "`), "q=" + strings.Repeat("a", shared.MaxSearchBytes+1),

@@ -121,7 +121,9 @@ func TestDeleteGivesSpaceBack(t *testing.T) {
 	if sizes[0] < empty+2*shared.OutputLimit {
 		t.Fatalf("a task of 2 x 256 KiB took only %d B: the test measures nothing", sizes[0]-empty)
 	}
-	if after > empty+64<<10 {
+	// A few pages stay: the full-text index of output (FTS4) drops deleted entries when
+	// it merges its segments, and keeps the segments' directory; they do not grow (below).
+	if after > empty+128<<10 {
 		t.Errorf("after deleting everything the file is %d B, %d B more than empty", after, after-empty)
 	}
 	if last := sizes[len(sizes)-1]; last > sizes[0]+64<<10 {

@@ -140,6 +140,9 @@ func stopped(prev, now shared.ShellOutputSummary) shared.ShellOutputSummary {
 func putSettled(tx *gorm.DB, use *usage, id string, md *shared.Metadata, out *shared.ShellOutput,
 	prev shared.ShellOutputSummary) (_ *shared.Metadata, changed bool, _ error) {
 	stored, err := putOutput(tx, use, id, out)
+	if err == nil && stored && out != nil && md.Status.IsTerminal() {
+		err = finishIndex(tx, id) // the output of a finished command: its last chunk too
+	}
 	if err != nil || stored {
 		return md, false, err
 	}

@@ -295,6 +295,20 @@ var steps = []step{
 	// The markdown of agents' replies and plans, parsed when stored (markdown.go), for
 	// those stored before, as ranges of their text.
 	{then: parseStored},
+	// Search inside command output (outsearch.go): the kept text of each stream as
+	// documents of whole lines, indexed the database's way (dialect.searchSchema), and
+	// filled from the outputs already stored.
+	{table: "output_search", column: "body", stmts: []string{
+		`CREATE TABLE output_search (
+			id INTEGER PRIMARY KEY,
+			message_id TEXT NOT NULL REFERENCES messages(id) ON DELETE CASCADE,
+			task_id TEXT NOT NULL,
+			stream INTEGER NOT NULL,
+			start INTEGER NOT NULL,
+			stop INTEGER NOT NULL,
+			body TEXT NOT NULL)`,
+		`CREATE UNIQUE INDEX idx_output_search_stream ON output_search (message_id, stream, start)`,
+	}, then: indexOutputs},
 }
 
 // migrate brings the schema to the last step in one transaction (DDL is transactional

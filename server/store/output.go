@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"time"
 	"unicode/utf8"
@@ -187,8 +188,16 @@ func putStream(tx *gorm.DB, use *usage, messageID string, stream int, body strin
 		if err := tx.Scopes(streamOf(messageID, stream)).Delete(&chunkRow{}).Error; err != nil {
 			return false, fmt.Errorf("replace output: %w", err)
 		}
+		if err := dropIndexed(tx, messageID, stream, math.MaxInt64); err != nil {
+			return false, fmt.Errorf("replace output: %w", err)
+		}
 	} else if !use.take(tx, int64(len(body))) {
 		return false, nil
+	}
+	if n := batchStart(start, start+int64(len(body))) - start; n > 0 { // the rest as appends are (outsearch.go)
+		if err := indexLines(tx, messageID, stream, start, start, []byte(body[:n]), false); err != nil {
+			return false, err
+		}
 	}
 	return true, insertChunks(tx, chunkRow{MessageID: messageID, Stream: stream, Start: start, KeptFrom: start}, body, false)
 }
@@ -241,6 +250,9 @@ func (c chunkRow) end() int64 { return c.Start + int64(len(c.Data)) }
 // adding a row, an index entry and often a page.
 // The bytes it adds were taken from use by the caller; those it deletes are given back.
 func appendStream(tx *gorm.DB, use *usage, t chunkRow, reserved []chunkRow, fresh string, from int64) error {
+	if err := indexAppended(tx, t, fresh); err != nil {
+		return err
+	}
 	grow := fresh[:min(len(fresh), max(chunkSize-len(t.Data), 0))]
 	if grow != "" || from != t.KeptFrom {
 		if err := setChunk(tx, t, append(t.Data, grow...), from); err != nil {
@@ -281,6 +293,9 @@ func appendStream(tx *gorm.DB, use *usage, t chunkRow, reserved []chunkRow, fres
 	if err := tx.Scopes(left).Delete(&chunkRow{}).Error; err != nil {
 		return fmt.Errorf("trim output: %w", err)
 	}
+	if err := dropIndexed(tx, t.MessageID, t.Stream, from); err != nil {
+		return fmt.Errorf("trim output: %w", err)
+	}
 	return nil
 }
 
@@ -314,6 +329,9 @@ func setChunk(tx *gorm.DB, c chunkRow, data []byte, from int64) error {
 // finishOutput leaves a finished command's output as it is kept: the rows still reserved
 // and the chunks its kept text has left go.
 func finishOutput(tx *gorm.DB, use *usage, messageID string) error {
+	if err := finishIndex(tx, messageID); err != nil {
+		return err
+	}
 	left := func(db *gorm.DB) *gorm.DB {
 		return db.Where(`message_id = ? AND (length(data) = 0 OR
 		start + length(data) <= (SELECT MAX(k.kept_from) FROM shell_output_chunks AS k

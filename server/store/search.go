@@ -2,12 +2,14 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"strconv"
 	"strings"
 
 	"conch/shared"
 
+	"golang.org/x/sync/errgroup"
 	"gorm.io/gorm"
 )
 
@@ -19,8 +21,8 @@ import (
 // GIN index. Both split words the same plain way (SQLite's unicode61, PostgreSQL's
 // 'simple': no stemming and no stop words, which suits commands, paths and code).
 //
-// Output bodies are not searched: a running command's 512 KiB would be indexed again at
-// every flush, and the chat finds the command by its text.
+// Command output is searched too, in its own table (outsearch.go): a search runs both
+// and merges them.
 
 // Snippet markers: a snippet comes from the database with the words found between these
 // two, and searchText takes them out of the text first, so that no stored text can fake one.
@@ -55,7 +57,7 @@ func index(tx *gorm.DB, messageID, taskID, text string) error {
 
 // indexAll fills message_search from the messages stored before it existed (a schema step).
 func indexAll(tx *gorm.DB, d *dialect) error {
-	for _, stmt := range d.searchSchema {
+	for _, stmt := range d.searchSchema("message_search", false) {
 		if err := tx.Exec(stmt).Error; err != nil {
 			return fmt.Errorf("create the search index: %w", err)
 		}
@@ -87,8 +89,10 @@ type Readable struct {
 // EveryTask reads every task.
 var EveryTask = Readable{All: true}
 
-// Search returns a page of the messages whose text has every term of q.Query, newest
-// first, among the tasks r lets the caller read.
+// Search returns a page of the messages whose text has every term of q.Query, and of the
+// output documents (outsearch.go) that have them, among the tasks r lets the caller read:
+// each list newest first, the two merged by their message's time. The cursor says how far
+// each list went ("" not started, 0 done).
 func (s *Store) Search(ctx context.Context, q shared.SearchRequest, r Readable) (shared.SearchPage, error) {
 	page := shared.SearchPage{Results: []shared.SearchResult{}}
 	terms, err := shared.SearchTerms(q.Query)
@@ -102,15 +106,123 @@ func (s *Store) Search(ctx context.Context, q shared.SearchRequest, r Readable) 
 	case limit < 0 || limit > shared.MaxSearchHits:
 		return page, shared.Errorf(shared.CodeInvalid, "limit must be 1 to %d", shared.MaxSearchHits)
 	}
-	before := int64(-1) // no cursor: from the newest
+	before := [2]int64{-1, -1} // messages, outputs; -1: from the newest
 	if q.Cursor != "" {
-		if before, err = strconv.ParseInt(q.Cursor, 10, 64); err != nil || before <= 0 {
-			return page, shared.Errorf(shared.CodeInvalid, "cursor is not one a search returned")
+		if before, err = parseCursor(q.Cursor); err != nil {
+			return page, err
 		}
 	}
 	if !r.All && len(r.Tasks) == 0 {
 		return page, nil
 	}
+	var lists [2][]found
+	g, gctx := errgroup.WithContext(ctx)
+	for i, find := range []func(context.Context, []string, int64, Readable, int) ([]found, error){s.searchMessages, s.searchOutputs} {
+		if before[i] == 0 {
+			continue
+		}
+		g.Go(func() (err error) {
+			lists[i], err = find(gctx, terms, before[i], r, limit+1)
+			return err
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return page, fmt.Errorf("search: %w", err)
+	}
+	// The newer head of the two lists, a message first at the same time, until the page is
+	// full; a list taken to its end (it had no row past the page) is done.
+	var taken [2]int
+	for len(page.Results) < limit {
+		i := 0
+		if len(lists[0]) == taken[0] || len(lists[1]) > taken[1] && lists[1][taken[1]].CreatedAt.After(lists[0][taken[0]].CreatedAt) {
+			i = 1
+		}
+		if len(lists[i]) == taken[i] {
+			break
+		}
+		page.Results = append(page.Results, lists[i][taken[i]].SearchResult)
+		taken[i]++
+	}
+	next := before
+	for i, l := range lists {
+		switch {
+		case taken[i] > 0:
+			next[i] = l[taken[i]-1].id
+		case len(l) == 0:
+			next[i] = 0
+		}
+		if taken[i] == len(l) {
+			next[i] = 0
+		}
+		page.HasMore = page.HasMore || taken[i] < len(l)
+	}
+	if page.HasMore {
+		part := func(n int64) string {
+			if n < 0 {
+				return ""
+			}
+			return strconv.FormatInt(n, 10)
+		}
+		page.Cursor = part(next[0]) + "." + part(next[1])
+	}
+	return page, nil
+}
+
+// parseCursor reads a cursor Search returned: the id each list goes on before, 0 for a
+// list at its end.
+func parseCursor(cursor string) ([2]int64, error) {
+	var before [2]int64
+	m, o, ok := strings.Cut(cursor, ".")
+	for i, part := range []string{m, o} {
+		if part == "" {
+			before[i] = -1
+			continue
+		}
+		n, err := strconv.ParseInt(part, 10, 64)
+		if !ok || err != nil || n < 0 || n == 0 && part != "0" {
+			return before, shared.Errorf(shared.CodeInvalid, "cursor is not one a search returned")
+		}
+		before[i] = n
+	}
+	return before, nil
+}
+
+// found is a result and its id in its list.
+type found struct {
+	shared.SearchResult
+	id int64
+}
+
+// searchMessages finds at most limit messages for terms, before the id before (-1: from
+// the newest).
+func (s *Store) searchMessages(ctx context.Context, terms []string, before int64, r Readable, limit int) ([]found, error) {
+	return s.searchIn(s.db.WithContext(ctx), s.dialect.searchQuery, terms, before, r, limit)
+}
+
+// searchOutputs finds at most limit output documents for terms, before the id before:
+// among the newest documents first where the dialect says so (outputWalk).
+func (s *Store) searchOutputs(ctx context.Context, terms []string, before int64, r Readable, limit int) ([]found, error) {
+	db := s.db.WithContext(ctx)
+	if s.dialect.outputWalk == "" {
+		return s.searchIn(db, s.dialect.outputQuery, terms, before, r, limit)
+	}
+	list, err := s.searchIn(db, s.dialect.outputWalk, terms, before, r, limit)
+	if err != nil || len(list) == limit {
+		return list, err
+	}
+	err = db.Transaction(func(tx *gorm.DB) error {
+		if err := tx.Exec(s.dialect.forceIndex).Error; err != nil {
+			return err
+		}
+		list, err = s.searchIn(tx, s.dialect.outputQuery, terms, before, r, limit)
+		return err
+	}, &sql.TxOptions{ReadOnly: true})
+	return list, err
+}
+
+// searchIn runs a search query of the dialect (searchQuery, outputQuery, outputWalk) for
+// terms: at most limit results before the id before (-1: from the newest).
+func (s *Store) searchIn(db *gorm.DB, query string, terms []string, before int64, r Readable, limit int) ([]found, error) {
 	// Every term a phrase: the database's own query syntax (AND, OR, NEAR, -) is never
 	// read from a person's text.
 	phrases := make([]string, len(terms))
@@ -126,35 +238,42 @@ func (s *Store) Search(ctx context.Context, q shared.SearchRequest, r Readable) 
 		where += " AND s.task_id IN ?"
 		vars = append(vars, r.Tasks)
 	}
-	rs, err := s.db.WithContext(ctx).Raw(fmt.Sprintf(s.dialect.searchQuery, where), append(vars, limit+1)...).Rows()
+	output := query != s.dialect.searchQuery
+	rs, err := db.Raw(fmt.Sprintf(query, where), append(vars, limit)...).Rows()
 	if err != nil {
-		return page, fmt.Errorf("search: %w", err)
+		return nil, err
 	}
 	defer rs.Close()
-	var id int64
+	var list []found
 	for rs.Next() {
 		var (
-			res     shared.SearchResult
+			f       found
 			created int64
-			snippet string
+			stream  int
+			start   int64
+			text    string
 		)
-		if err := rs.Scan(&id, &res.MessageID, &res.SessionID, &res.TaskID, &res.TaskTitle, &res.Type,
-			&res.AuthorType, &created, &snippet); err != nil {
-			return page, fmt.Errorf("search: %w", err)
+		cols := []any{&f.id, &f.MessageID, &f.SessionID, &f.TaskID, &f.TaskTitle, &f.Type, &f.AuthorType, &created}
+		if output {
+			cols = append(cols, &stream, &start)
 		}
-		if len(page.Results) == limit {
-			page.HasMore = true
-			break
+		if err := rs.Scan(append(cols, &text)...); err != nil {
+			return nil, err
 		}
-		res.CreatedAt, res.Snippet = fromNanos(created), snippetParts(snippet)
-		page.Results = append(page.Results, res)
-		page.Cursor = strconv.FormatInt(id, 10)
+		f.CreatedAt = fromNanos(created)
+		if output {
+			at, line := hitLine(text, terms)
+			f.Snippet, f.Output = line, &shared.OutputHit{Stream: streamNames[stream], Offset: start + int64(at)}
+		} else {
+			f.Snippet = snippetParts(text)
+		}
+		list = append(list, f)
 	}
-	if err := rs.Err(); err != nil {
-		return page, fmt.Errorf("search: %w", err)
-	}
-	return page, nil
+	return list, rs.Err()
 }
+
+// streamNames are the streams as results name them.
+var streamNames = map[int]string{streamStdout: "stdout", streamStderr: "stderr"}
 
 // snippetParts splits a snippet as the database marked it into runs of text and hits.
 func snippetParts(s string) []shared.SnippetPart {

@@ -44,6 +44,8 @@ type bench struct {
 	head, r    report // the header, then the sections
 	goals      targets
 	notes      []string // problems met while measuring, listed at the end
+
+	searchOutputMB int // the command output, in MiB, the search benchmark stores
 }
 
 func main() {
@@ -76,6 +78,7 @@ func run(ctx context.Context, args []string) error {
 	fs.DurationVar(&b.trickle, "trickle", 60*time.Second, "length of the line-every-10ms command")
 	fs.DurationVar(&b.manyLive, "manylive-d", 20*time.Second, "how long each command of the many-live benchmark prints")
 	burstMB := fs.Int("burst-mb", 50, "output of the fast command, MB")
+	fs.IntVar(&b.searchOutputMB, "search-output-mb", 1024, "command output the search benchmark stores, MiB")
 	growth := fs.String("growth", "1000,10000,100000", "session sizes of the growth benchmark")
 	fs.BoolVar(&b.browser, "browser", true, "run the headless Chromium benchmark")
 	only := fs.String("only", "", "run only these benchmarks (comma-separated: payload,prompts,snapshot,openloop,growth,parts,live,crowd,manylive,startup,browser,tti,gobench,postgres,hostile,idle,changes,search,sandbox)")

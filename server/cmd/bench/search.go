@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -27,8 +28,13 @@ func (b *bench) searchBench(ctx context.Context) error {
 		"about 60, shell commands), their words drawn from 5,000 made-up words with Zipf's law (s = 1.1), seeded "+
 		"through the store in batches of 500 (the index is written with each message); PostgreSQL then analysed, "+
 		"as autovacuum does after such a load. Then each query below, "+
-		"its first page of 20 results (`Store.Search`, what `GET /api/v1/search` calls), %d times in a row; "+
-		"\"matches\" is how many messages hold the query.", searchMessages, searchRuns)
+		"its first page of 20 results (`Store.Search`, what `GET /api/v1/search` calls: messages and command "+
+		"output), %d times in a row; \"matches\" is how many messages hold the query. Then %d MiB of command output "+
+		"is stored too (%d commands of 10 sessions of one more task, each 256 KiB of stdout, kept whole: lines of "+
+		"10 words of the same law, and one word of its own, `needle` and its number), through the store in batches "+
+		"of 4 commands (the index is written as the output is stored), PostgreSQL analysed again, and the queries "+
+		"timed again; \"in outputs\" is how many commands' output holds the query.",
+		searchMessages, searchRuns, b.searchOutputMB, b.searchOutputMB*4)
 	backends := []struct{ name, db string }{{"SQLite", filepath.Join(b.tmp, "search", "conch.db")}}
 	srv := &pgtest.Server{URL: b.postgres}
 	if b.postgres == "" {
@@ -47,34 +53,62 @@ func (b *bench) searchBench(ctx context.Context) error {
 		defer drop()
 		backends = append(backends, struct{ name, db string }{"PostgreSQL", pg})
 	}
-	var seedRows, rows [][]string
+	var seedRows, outRows, rows [][]string
 	for _, be := range backends {
-		st, err := store.Open(be.db, nil)
-		if err != nil {
-			return fmt.Errorf("%s: %w", be.name, err)
-		}
-		took, matches, err := seedSearch(ctx, st)
-		if err == nil && be.name == "PostgreSQL" {
-			err = analyze(ctx, be.db)
-		}
-		if err != nil {
-			st.Close()
-			return fmt.Errorf("%s: %w", be.name, err)
-		}
-		size, _ := st.Size(ctx)
-		seedRows = append(seedRows, []string{be.name, fmt.Sprintf("%.0f", searchMessages/took.Seconds()), bytesIEC(float64(size))})
-		for i, q := range searchQueries {
-			lat, err := timeSearch(ctx, st, q)
+		err := func() error {
+			st, err := store.Open(be.db, nil)
 			if err != nil {
-				st.Close()
-				return fmt.Errorf("%s %q: %w", be.name, q, err)
+				return err
 			}
-			rows = append(rows, []string{be.name, "`" + q + "`", fmt.Sprint(matches[i]), latency(lat, 0.50), latency(lat, 0.99)})
+			defer st.Close()
+			took, matches, err := seedSearch(ctx, st)
+			if err == nil && be.name == "PostgreSQL" {
+				err = analyze(ctx, be.db)
+			}
+			if err != nil {
+				return err
+			}
+			size, _ := st.Size(ctx)
+			seedRows = append(seedRows, []string{be.name, fmt.Sprintf("%.0f", searchMessages/took.Seconds()), bytesIEC(float64(size))})
+			if err := timeSearches(ctx, st, be.name, "messages", matches, nil, &rows); err != nil {
+				return err
+			}
+			commands := b.searchOutputMB * 4
+			took, inOutputs, err := seedOutputs(ctx, st, commands)
+			if err == nil && be.name == "PostgreSQL" {
+				err = analyze(ctx, be.db)
+			}
+			if err != nil {
+				return err
+			}
+			size, _ = st.Size(ctx)
+			outRows = append(outRows, []string{be.name, fmt.Sprintf("%.1f", float64(commands)/4/took.Seconds()), bytesIEC(float64(size))})
+			return timeSearches(ctx, st, be.name, fmt.Sprintf("messages + %d MiB output", b.searchOutputMB), matches, inOutputs, &rows)
+		}()
+		if err != nil {
+			return fmt.Errorf("%s: %w", be.name, err)
 		}
-		st.Close()
 	}
 	b.r.table([]string{"database", "messages/s seeded", "database size"}, seedRows)
-	b.r.table([]string{"database", "query", "matches", "p50", "p99"}, rows)
+	b.r.table([]string{"database", "output MiB/s seeded", "database size with the output"}, outRows)
+	b.r.table([]string{"database", "stored", "query", "matches", "in outputs", "p50", "p99"}, rows)
+	return nil
+}
+
+// timeSearches times each of searchQueries on st and adds a row for each to rows.
+func timeSearches(ctx context.Context, st *store.Store, db, stored string, matches, inOutputs []int, rows *[][]string) error {
+	for i, q := range searchQueries {
+		lat, err := timeSearch(ctx, st, q)
+		if err != nil {
+			return fmt.Errorf("%q: %w", q, err)
+		}
+		out := "-"
+		if inOutputs != nil {
+			out = fmt.Sprint(inOutputs[i])
+		}
+		*rows = append(*rows, []string{db, stored, "`" + q + "`", fmt.Sprint(matches[i]), out, latency(lat, 0.50), latency(lat, 0.99)})
+		progress("   %s, %s, %s: p50 %s, p99 %s", db, stored, q, latency(lat, 0.50), latency(lat, 0.99))
+	}
 	return nil
 }
 
@@ -96,36 +130,20 @@ const searchRuns = 200
 
 // searchQueries go from a word in most messages to one in none (w1 is the commonest),
 // each with the text a message needs to match it: its words, or its phrase (quoted).
-var searchQueries = []string{"w1", "w10", "w100", "w1000", "w4000", "w1 w2", `"w1 w2"`, `"go test"`, "nowhere"}
+var searchQueries = []string{"w1", "w10", "w100", "w1000", "w4000", "w1 w2", `"w1 w2"`, `"go test"`, "nowhere", "needle777"}
 
 // seedSearch writes the benchmark's messages and returns how long it took and how many
 // messages match each of searchQueries.
 func seedSearch(ctx context.Context, st *store.Store) (time.Duration, []int, error) {
 	matches := make([]int, len(searchQueries))
 	count := func(text string) {
-		words := " " + text + " "
 		for i, q := range searchQueries {
-			all := true
-			for _, term := range strings.Fields(q) {
-				all = all && strings.Contains(words, " "+term+" ")
-			}
-			if phrase, ok := strings.CutPrefix(q, `"`); ok {
-				all = strings.Contains(words, " "+strings.TrimSuffix(phrase, `"`)+" ")
-			}
-			if all {
+			if holds(text, q) {
 				matches[i]++
 			}
 		}
 	}
-	rng := rand.New(rand.NewPCG(1, 2))
-	zipf := rand.NewZipf(rng, 1.1, 1, 4999)
-	words := func(n int) string {
-		w := make([]string, n)
-		for i := range w {
-			w[i] = fmt.Sprintf("w%d", zipf.Uint64()+1)
-		}
-		return strings.Join(w, " ")
-	}
+	words := zipfWords(1)
 	t := time.Now()
 	var batch []store.NewMessage
 	for task := range 10 {
@@ -164,6 +182,98 @@ func seedSearch(ctx context.Context, st *store.Store) (time.Duration, []int, err
 	took := time.Since(t)
 	progress("   seeded %d messages in %s", searchMessages, took.Round(time.Millisecond))
 	return took, matches, nil
+}
+
+// holds reports whether text (words between single spaces or newlines) has every word of
+// q, or its phrase (quoted).
+func holds(text, q string) bool {
+	words := " " + strings.ReplaceAll(text, "\n", " ") + " "
+	if phrase, ok := strings.CutPrefix(q, `"`); ok {
+		return strings.Contains(words, " "+strings.TrimSuffix(phrase, `"`)+" ")
+	}
+	for _, term := range strings.Fields(q) {
+		if !strings.Contains(words, " "+term+" ") {
+			return false
+		}
+	}
+	return true
+}
+
+// zipfWords returns a maker of n words drawn from 5,000 with Zipf's law (s = 1.1).
+func zipfWords(seed uint64) func(n int) string {
+	zipf := rand.NewZipf(rand.New(rand.NewPCG(seed, 2)), 1.1, 1, 4999)
+	return func(n int) string {
+		w := make([]string, n)
+		for i := range w {
+			w[i] = "w" + strconv.FormatUint(zipf.Uint64()+1, 10)
+		}
+		return strings.Join(w, " ")
+	}
+}
+
+// outputPool is how many different outputs seedOutputs makes; the commands take them in
+// turn, each with a word of its own.
+const outputPool = 64
+
+// seedOutputs stores commands finished commands, each with 256 KiB of stdout (lines of 10
+// words), and returns how long it took and how many commands' output holds each of
+// searchQueries.
+func seedOutputs(ctx context.Context, st *store.Store, commands int) (time.Duration, []int, error) {
+	words := zipfWords(3)
+	pool := make([]string, outputPool)
+	inPool := make([][]bool, outputPool)
+	for p := range pool {
+		var b strings.Builder
+		for b.Len() < shared.OutputLimit {
+			b.WriteString(words(10) + "\n")
+		}
+		pool[p] = b.String()
+		inPool[p] = make([]bool, len(searchQueries))
+		for i, q := range searchQueries {
+			inPool[p][i] = holds(pool[p], q)
+		}
+	}
+	inOutputs := make([]int, len(searchQueries))
+	tk, err := st.CreateTask(ctx, "search bench outputs", "")
+	if err != nil {
+		return 0, nil, err
+	}
+	var sessions []string
+	for range 10 {
+		sess, err := st.CreateSession(ctx, tk.ID, "shell", "/tmp")
+		if err != nil {
+			return 0, nil, err
+		}
+		sessions = append(sessions, sess.ID)
+	}
+	t := time.Now()
+	var batch []store.NewMessage
+	for c := range commands {
+		own := fmt.Sprintf("needle%d build step %d\n", c, c)
+		text := own + pool[c%outputPool][len(own):]
+		for i, q := range searchQueries {
+			if inPool[c%outputPool][i] || holds(own, q) {
+				inOutputs[i]++
+			}
+		}
+		cmd := fmt.Sprintf("make step%d", c)
+		batch = append(batch, store.NewMessage{SessionID: sessions[c%len(sessions)], AuthorType: shared.AuthorAgent,
+			Type: shared.TypeToolExecute, Metadata: &shared.Metadata{ToolCallID: fmt.Sprint(c), Title: cmd,
+				Status: shared.StatusCompleted, Kind: "execute", Normalized: &shared.Normalized{Kind: shared.NormalizedShellExec,
+					ShellExec: &shared.ShellExec{Command: cmd}}},
+			Output: &shared.ShellOutput{Stdout: text, StdoutOffset: new(int64(0)), StderrOffset: new(int64(0)),
+				StdoutTotalBytes: int64(len(text)), ExitCode: new(0)}})
+		if len(batch) == 4 || c == commands-1 {
+			if _, err := st.CreateMessages(ctx, batch); err != nil {
+				return 0, nil, err
+			}
+			batch = batch[:0]
+		}
+		if (c+1)%256 == 0 {
+			progress("   stored %d MiB of output in %s", (c+1)/4, time.Since(t).Round(time.Second))
+		}
+	}
+	return time.Since(t), inOutputs, nil
 }
 
 func searchText(md *shared.Metadata) string {

@@ -1,0 +1,268 @@
+package store
+
+import (
+	"context"
+	"math/rand/v2"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"conch/shared"
+)
+
+// outputHits searches q and returns the output results, as "stream@offset: line".
+func outputHits(t *testing.T, s *Store, q string, r Readable) []string {
+	t.Helper()
+	var got []string
+	for _, res := range results(t, s, q, r) {
+		if res.Output != nil {
+			got = append(got, res.Output.Stream+"@"+itoa(res.Output.Offset)+": "+snippetText(res.Snippet))
+		}
+	}
+	return got
+}
+
+func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+// A command's output is found by the words of its lines, on both databases: the result
+// is the line (colours and control bytes left out, the words marked), where it starts in
+// its stream, and the command it is of; a finished command's last line without a newline
+// too; only in the tasks the caller may read; gone with its command.
+func TestSearchFindsOutputLines(t *testing.T) {
+	ctx := context.Background()
+	s, _ := open(t, time.Millisecond)
+	sess, other := newSession(t, s), newSession(t, s)
+	md := shellMeta(shared.StatusCompleted)
+	md.Normalized.ShellExec.Command = "make check"
+	stdout := "building\n\x1b[31merror\x1b[0m: disk \xff full on /dev/sda\x00\nok\n"
+	cmd := create(t, s, NewMessage{SessionID: sess.ID, AuthorType: shared.AuthorAgent, Type: shared.TypeToolExecute,
+		Metadata: md, Output: &shared.ShellOutput{Stdout: stdout, Stderr: "warning: flaky\nlast words",
+			StdoutOffset: new(int64(0)), StderrOffset: new(int64(0))}})
+	create(t, s, NewMessage{SessionID: other.ID, AuthorType: shared.AuthorAgent, Type: shared.TypeToolExecute,
+		Metadata: shellMeta(shared.StatusCompleted), Output: &shared.ShellOutput{Stdout: "elsewhere disk\n"}})
+
+	for q, want := range map[string][]string{
+		"full DISK":   {"stdout@9: error: disk  full on /dev/sda"},
+		`"disk full"`: {"stdout@9: error: disk  full on /dev/sda"}, // the invalid byte is not text
+		"words":       {"stderr@15: last words"},
+		"31m":         nil, // the colour is not text
+		"check":       nil, // the command line is found as a message, not as output
+		"building ok": {"stdout@0: building"},
+	} {
+		if got := outputHits(t, s, q, Readable{Tasks: []string{sess.TaskID}}); !slices.Equal(got, want) {
+			t.Errorf("search %q found %q, want %q", q, got, want)
+		}
+	}
+	page, err := s.Search(ctx, shared.SearchRequest{Query: "disk"}, Readable{Tasks: []string{sess.TaskID}})
+	if err != nil || len(page.Results) != 1 {
+		t.Fatalf("search disk: %+v (%v)", page, err)
+	}
+	res := page.Results[0]
+	if res.MessageID != cmd.ID || res.SessionID != sess.ID || res.TaskID != sess.TaskID || res.Type != shared.TypeToolExecute ||
+		!res.CreatedAt.Equal(cmd.CreatedAt) {
+		t.Errorf("result %+v", res)
+	}
+	var marked []string
+	for _, p := range res.Snippet {
+		if p.Hit {
+			marked = append(marked, p.Text)
+		}
+	}
+	if !slices.Equal(marked, []string{"disk"}) {
+		t.Errorf("marked %q, want disk", marked)
+	}
+	if got := outputHits(t, s, "disk", EveryTask); len(got) != 2 {
+		t.Errorf("every task: %q", got)
+	}
+	if _, err := s.DeleteTask(ctx, sess.TaskID); err != nil {
+		t.Fatal(err)
+	}
+	// Output handed over without positions ends at position 0.
+	if got := outputHits(t, s, "disk", EveryTask); !slices.Equal(got, []string{"stdout@-15: elsewhere disk"}) {
+		t.Errorf("after the task's deletion: %q", got)
+	}
+	ftsMatches(t, s, "output_search_fts", "disk", 1)
+}
+
+// A running command's output is found as its chunks fill (a line split across flushes is
+// found whole), the rest once it finishes; the lines its kept text dropped are no longer
+// found.
+func TestOutputIndexFollowsTheFlushes(t *testing.T) {
+	ctx := context.Background()
+	s, _ := open(t, time.Millisecond)
+	sess := newSession(t, s)
+	m := runningCommand(t, s, sess.ID)
+	var stream string
+	write := func(text string, status shared.ToolStatus) {
+		t.Helper()
+		stream += text
+		from := max(len(stream)-shared.OutputLimit, 0)
+		at := int64(from)
+		u := Update{Output: &shared.ShellOutput{Stdout: stream[from:], StdoutOffset: &at, StderrOffset: new(int64),
+			StdoutTotalBytes: int64(len(stream))}}
+		if status != shared.StatusRunning {
+			u.Metadata = shellMeta(status)
+		}
+		if _, _, err := s.UpdateMessage(ctx, m.ID, u); err != nil {
+			t.Fatal(err)
+		}
+	}
+	found := func(q string) bool { return len(outputHits(t, s, q, EveryTask)) > 0 }
+	write("first li", shared.StatusRunning)
+	write("ne here\nsecond\n", shared.StatusRunning)
+	filler := strings.Repeat("filler words to push the head out\n", 100)
+	for len(stream)+len(filler) < indexBatch*chunkSize {
+		write(filler, shared.StatusRunning)
+	}
+	if found("first") || found("filler") {
+		t.Error("output is found before its batch of chunks is full")
+	}
+	write(filler, shared.StatusRunning)
+	if got := outputHits(t, s, "line", EveryTask); !slices.Equal(got, []string{"stdout@0: first line here"}) {
+		t.Errorf("the line split across flushes: %q", got)
+	}
+	// Past the bound, in flushes of a few lines: the first lines leave the kept text.
+	for range shared.OutputLimit/len(filler) + 2*trimStep/len(filler) + 2 {
+		write(filler, shared.StatusRunning)
+	}
+	write("tail without newline", shared.StatusCompleted)
+	for q, want := range map[string]bool{"first": false, "second": false, "tail": true, "push": true} {
+		if found(q) != want {
+			t.Errorf("found %q: %v, want %v", q, !want, want)
+		}
+	}
+	if got := outputHits(t, s, "tail", EveryTask); !slices.Equal(got, []string{"stdout@" + itoa(int64(len(stream)-20)) + ": tail without newline"}) {
+		t.Errorf("tail: %q", got)
+	}
+}
+
+// Whatever the writes (random pieces, invalid bytes, escapes, streams that start over,
+// windows that jump), the documents of a stream never overlap, each is the searchable form
+// of the stream's bytes where it says, and once the command finishes they cover every word
+// of the kept text.
+func TestOutputIndexIsTheKeptText(t *testing.T) {
+	s, _ := open(t, time.Millisecond)
+	sess := newSession(t, s)
+	ctx := context.Background()
+	for seed, tc := range []struct{ writes, most int }{{200, 40}, {120, 3000}, {5, 1 << 19}, {100, 9000}} {
+		m := runningCommand(t, s, sess.ID)
+		r := rand.New(rand.NewPCG(uint64(seed), 7))
+		writes := growingOutput(r, tc.writes, tc.most)
+		for i, out := range writes {
+			u := Update{Output: &out}
+			last := i == len(writes)-1
+			if last {
+				u.Metadata = shellMeta(shared.StatusCompleted)
+			}
+			if _, _, err := s.UpdateMessage(ctx, m.ID, u); err != nil {
+				t.Fatalf("write %d: %v", i, err)
+			}
+			stdout, stderr := keptOf(chunksOf(t, s, m.ID))
+			for stream, k := range map[int]kept{streamStdout: stdout, streamStderr: stderr} {
+				checkDocs(t, s, m.ID, stream, k, last)
+			}
+			if t.Failed() {
+				t.Fatalf("case %d, write %d", seed, i)
+			}
+		}
+	}
+}
+
+// checkDocs checks the documents of a stream against its kept text k.
+func checkDocs(t *testing.T, s *Store, messageID string, stream int, k kept, finished bool) {
+	t.Helper()
+	var docs []struct {
+		Start, Stop int64
+		Body        string
+	}
+	if err := s.db.Raw("SELECT start, stop, body FROM output_search WHERE message_id = ? AND stream = ? ORDER BY start",
+		messageID, stream).Scan(&docs).Error; err != nil {
+		t.Fatal(err)
+	}
+	from := k.from()
+	text := k.text(from)
+	covered := make([]bool, len(text))
+	for i, d := range docs {
+		if i > 0 && d.Start < docs[i-1].Stop {
+			t.Errorf("stream %d: documents [%d, %d) and [%d, %d) overlap", stream, docs[i-1].Start, docs[i-1].Stop, d.Start, d.Stop)
+		}
+		if d.Start < from {
+			continue // of a stretch the kept text left, deleted with its chunks
+		}
+		if d.Stop > from+int64(len(text)) {
+			t.Errorf("stream %d: document [%d, %d) past the kept text's end %d", stream, d.Start, d.Stop, from+int64(len(text)))
+			continue
+		}
+		if want := searchable(text[d.Start-from : d.Stop-from]); d.Body != want {
+			t.Errorf("stream %d: document at %d is %q, want %q", stream, d.Start, d.Body, want)
+		}
+		for p := d.Start; p < d.Stop; p++ {
+			covered[p-from] = true
+		}
+	}
+	if !finished {
+		return
+	}
+	body := searchable(text)
+	for p, c := range body {
+		if shared.IsWordRune(c) && !covered[p] && !docStraddles(docs, from, from+int64(p)) {
+			t.Errorf("stream %d: the word at %d (%q) is in no document", stream, from+int64(p), body[max(p-10, 0):min(p+10, len(body))])
+			return
+		}
+	}
+}
+
+// docStraddles reports whether a document begins before the kept text (at from) and
+// holds position p.
+func docStraddles(docs []struct {
+	Start, Stop int64
+	Body        string
+}, from, p int64) bool {
+	for _, d := range docs {
+		if d.Start < from && p < d.Stop {
+			return true
+		}
+	}
+	return false
+}
+
+// A page of a search that finds both messages and output documents merges them newest
+// first, and its pages never repeat or skip one.
+func TestSearchPagesMergeOutputs(t *testing.T) {
+	ctx := context.Background()
+	s, _ := open(t, time.Millisecond)
+	sess := newSession(t, s)
+	var want []string
+	for i := range 5 {
+		m := create(t, s, NewMessage{SessionID: sess.ID, AuthorType: shared.AuthorAgent, Type: shared.TypeMessage, Content: "page me"})
+		c := create(t, s, NewMessage{SessionID: sess.ID, AuthorType: shared.AuthorAgent, Type: shared.TypeToolExecute,
+			Metadata: shellMeta(shared.StatusCompleted), Output: &shared.ShellOutput{Stdout: strings.Repeat("page line\n", i+1)}})
+		want = append([]string{"output " + c.ID, "message " + m.ID}, want...)
+	}
+	for _, limit := range []int{1, 2, 3, 7, 50} {
+		var got []string
+		q := shared.SearchRequest{Query: "page", Limit: limit}
+		for range 20 {
+			page, err := s.Search(ctx, q, EveryTask)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, r := range page.Results {
+				kind := "message "
+				if r.Output != nil {
+					kind = "output "
+				}
+				got = append(got, kind+r.MessageID)
+			}
+			if !page.HasMore {
+				break
+			}
+			q.Cursor = page.Cursor
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("pages of %d gave %v, want %v", limit, got, want)
+		}
+	}
+}
