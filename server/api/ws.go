@@ -181,20 +181,25 @@ func (s *server) writeLoop(conn *websocket.Conn, client *hub.Client, until time.
 				return
 			}
 		case <-client.Done():
-			code, reason := websocket.CloseNormalClosure, ""
-			switch cause := client.Err(); {
-			case errors.Is(cause, hub.ErrSlow):
-				// The client missed events; it must re-list after reconnecting (docs/API.md, "The WebSocket").
-				code, reason = websocket.ClosePolicyViolation, "too slow: reconnect and re-list"
-			case errors.Is(cause, hub.ErrShutdown):
-				code, reason = websocket.CloseGoingAway, cause.Error()
-			case errors.Is(cause, hub.ErrRevoked), errors.Is(cause, errSignInExpired):
-				code, reason = shared.CloseSignedOut, cause.Error()
-			}
+			code, reason := closeFor(client.Err())
 			_ = conn.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(code, reason), time.Now().Add(writeWait))
 			return
 		}
 	}
+}
+
+// closeFor is the close code and reason of a socket whose hub client ended for cause.
+func closeFor(cause error) (int, string) {
+	switch {
+	case errors.Is(cause, hub.ErrSlow):
+		// The client missed events; it must re-list after reconnecting (docs/API.md, "The WebSocket").
+		return websocket.ClosePolicyViolation, "too slow: reconnect and re-list"
+	case errors.Is(cause, hub.ErrShutdown):
+		return websocket.CloseGoingAway, cause.Error()
+	case errors.Is(cause, hub.ErrRevoked), errors.Is(cause, errSignInExpired):
+		return shared.CloseSignedOut, cause.Error()
+	}
+	return websocket.CloseNormalClosure, ""
 }
 
 // closeNetwork closes the TCP connection itself. fasthttp's hijacked connection ignores
