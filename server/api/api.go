@@ -87,8 +87,7 @@ type server struct {
 	tasks   *task.Service
 	hub     *hub.Hub
 	rt      task.Runtime
-	// consoles is Config.Consoles.
-	consoles func(sessionID, login string, mayEdit bool) (task.ConsoleView, error)
+	console func(sessionID, login string, mayEdit bool) (task.ConsoleView, error) // Config.Consoles
 	web     *assets
 	token   string
 	log     *slog.Logger
@@ -126,7 +125,7 @@ func New(cfg Config) *fiber.App {
 	if cfg.Events == nil {
 		cfg.Events = cfg.Hub
 	}
-	s := &server{store: cfg.Store, hub: cfg.Hub, rt: cfg.Runtime, consoles: cfg.Consoles, web: newAssets(cfg.Web),
+	s := &server{store: cfg.Store, hub: cfg.Hub, rt: cfg.Runtime, console: cfg.Consoles, web: newAssets(cfg.Web),
 		token: cfg.Token, log: cfg.Logger, limit: cfg.BodyLimit, now: cfg.Now, agent: cfg.FromAgent, pushKey: cfg.PushKey, pushTo: cfg.PushEndpoints,
 		sandbox: cfg.Sandbox, sessionKey: sessionKeyOf(cfg.Token), proxies: cfg.TrustedProxies, throttle: newThrottle(cfg.Now),
 		snapshots: newSnapshotCache(snapshotCacheBytes), reads: make(chan struct{}, runtime.GOMAXPROCS(0))}

@@ -38,7 +38,7 @@ type terminalPass struct {
 // terminal (a viewer's role, a guest of its task), and whether it may type in it (an
 // editor of the task, the rule of every write).
 func (s *server) admitTerminal(c *fiber.Ctx) error {
-	if s.consoles == nil {
+	if s.console == nil {
 		return s.fail(c, errNoRoute)
 	}
 	ctx, acc := c.UserContext(), accountFrom(c.UserContext())
@@ -81,7 +81,7 @@ func (s *server) handleTerminal(conn *websocket.Conn) {
 			s.log.Error("terminal: panic", "panic", r, "stack", string(debug.Stack()))
 		}
 	}()
-	view, err := s.consoles(tp.sessionID, tp.login, tp.mayEdit)
+	view, err := s.console(tp.sessionID, tp.login, tp.mayEdit)
 	if err != nil {
 		msg, _ := json.Marshal(shared.TerminalEvent{Type: shared.TerminalEnd, Reason: s.report(err, "action", "terminal").Message})
 		_ = conn.SetWriteDeadline(time.Now().Add(writeWait))
