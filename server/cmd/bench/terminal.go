@@ -101,7 +101,7 @@ func flood(ctx context.Context, srv *conch) ([][]string, error) {
 	}
 	return [][]string{
 		append([]string{"quiet, before", quietFor.String(), "-", "-"}, probeCells(quiet)...),
-		append([]string{"during `" + floodCommand + "`", took.Round(time.Millisecond).String(),
+		append([]string{"during the flood", took.Round(time.Millisecond).String(),
 			fmt.Sprintf("%.1f MB/s", float64(1<<30)/took.Seconds()/1e6), fmt.Sprintf("%.1f MB", float64(received.Load())/1e6)},
 			probeCells(probes)...),
 	}, nil
