@@ -67,16 +67,19 @@ type consoleCommand struct {
 	line, login, id string
 	started         time.Time
 	out             streams
-	msgID           string // set by the recorder once stored
-	dropped         bool   // not recorded (recordLimit)
+	msgID           string    // set by the recorder once stored
+	dropped         bool      // not recorded (recordLimit)
+	saved           time.Time // when its output was last queued for storing
 }
 
+// consoleJob is a command line's start (neither grow nor end), its output so far while it
+// runs (grow: at most once per flush interval, as an agent's), or its end.
 type consoleJob struct {
-	cmd      *consoleCommand
-	end      bool
-	exit     *int
-	out      shared.ShellOutput
-	finished time.Time
+	cmd       *consoleCommand
+	grow, end bool
+	exit      *int
+	out       shared.ShellOutput
+	finished  time.Time
 }
 
 // ConsoleView is one watcher of a console: a socket. What the console prints and says
@@ -195,10 +198,17 @@ func (c *Console) read() {
 	close(c.done)
 }
 
-// commandText is output of the running command (under c.mu).
+// commandText is output of the running command (under c.mu); what it printed so far is
+// stored at most once per flush interval while it runs.
 func (c *Console) commandText(p []byte) {
-	if c.running != nil {
-		c.running.out.stdout.write(p)
+	cmd := c.running
+	if cmd == nil {
+		return
+	}
+	cmd.out.stdout.write(p)
+	if now := c.s.m.clock.Now(); now.Sub(cmd.saved) >= c.s.m.cfg.FlushInterval {
+		cmd.saved = now
+		c.queue(consoleJob{cmd: cmd, grow: true, out: cmd.out.capture(true)})
 	}
 }
 
@@ -213,7 +223,7 @@ func (c *Console) marked(m mark) {
 			login = c.writer.login
 		}
 		c.n++
-		c.running = &consoleCommand{line: m.line, login: login, id: fmt.Sprintf("console-%d", c.n), started: now, out: newStreams()}
+		c.running = &consoleCommand{line: m.line, login: login, id: fmt.Sprintf("console-%d", c.n), started: now, saved: now, out: newStreams()}
 		c.queue(consoleJob{cmd: c.running})
 	case markEnd:
 		c.finish(m.exit)
@@ -232,7 +242,7 @@ func (c *Console) finish(exit *int) {
 
 func (c *Console) queue(j consoleJob) {
 	switch {
-	case j.cmd.dropped:
+	case j.cmd.dropped, j.grow && len(c.jobs) > 0: // a growth waits for no one: the end, or the next, stores it
 		return
 	case !j.end && len(c.jobs) >= recordLimit:
 		j.cmd.dropped = true
@@ -282,7 +292,7 @@ func (c *Console) store(j consoleJob) error {
 	cmd := j.cmd
 	md := &shared.Metadata{ToolCallID: cmd.id, Title: cmd.line, Kind: "execute", Status: shared.StatusRunning, Author: cmd.login,
 		Normalized: &shared.Normalized{Kind: shared.NormalizedShellExec, ShellExec: &shared.ShellExec{Command: cmd.line, WorkDir: c.s.cwd}}}
-	if !j.end {
+	if !j.end && !j.grow {
 		started := cmd.started
 		m, err := st.CreateMessage(ctx, store.NewMessage{SessionID: c.s.id, AuthorType: shared.AuthorUser, Type: shared.TypeToolExecute,
 			Content: cmd.line, Metadata: md, Output: &shared.ShellOutput{StartedAt: &started}})
@@ -297,13 +307,18 @@ func (c *Console) store(j consoleJob) error {
 	if cmd.msgID == "" {
 		return nil // its start was not stored
 	}
-	md.Status = shared.StatusCompleted
-	if j.exit == nil {
-		md.Status = shared.StatusCancelled
-	}
 	out := j.out
 	started, finished := cmd.started, j.finished
-	out.ExitCode, out.StartedAt, out.FinishedAt = j.exit, &started, &finished
+	out.StartedAt = &started
+	switch {
+	case j.end && j.exit == nil:
+		md.Status = shared.StatusCancelled
+	case j.end:
+		md.Status = shared.StatusCompleted
+	}
+	if j.end {
+		out.ExitCode, out.FinishedAt = j.exit, &finished
+	}
 	m, changed, err := st.UpdateMessage(ctx, cmd.msgID, store.Update{Metadata: md, Output: &out})
 	if err != nil {
 		return err

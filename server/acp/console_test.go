@@ -100,6 +100,23 @@ func TestConsole(t *testing.T) {
 		t.Errorf("the database: %s, exit %v, %q", second.Metadata.Status, out.ExitCode, out.Stdout)
 	}
 
+	// A running command's output is stored as it grows, at most once per flush interval.
+	if err := ed.Input([]byte("echo early; sleep 1.2; echo late; read x\r")); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, env.ev, "the output so far, stored while it runs", func() bool {
+		for _, m := range env.messages(t, sess.ID) {
+			if se := shared.ShellOf(m); se != nil && strings.HasPrefix(se.Command, "echo early") {
+				return m.Metadata.Status == shared.StatusRunning && se.Output.StdoutBytes == len("early\r\nlate\r\n")
+			}
+		}
+		return false
+	})
+	if err := ed.Input([]byte("\r")); err != nil {
+		t.Fatal(err)
+	}
+	watch(t, ed, &screen, "late\r\n\r\n\x1b]133;D;0\a")
+
 	// A second editor takes the keyboard over; the first is told and can no longer type.
 	other, err := env.m.Console(sess.ID, "cy", true)
 	if err != nil {
