@@ -71,11 +71,7 @@ func (s *server) handleTerminal(conn *websocket.Conn) {
 	defer client.Close()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	if cr, ok := conn.Locals(credentialsKey).(credentials); ok {
-		if err := s.stillLetIn(ctx, cr); err != nil {
-			client.End(err)
-		}
-	}
+	s.letInAgain(ctx, conn, client)
 	defer func() {
 		if r := recover(); r != nil {
 			s.log.Error("terminal: panic", "panic", r, "stack", string(debug.Stack()))

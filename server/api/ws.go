@@ -57,11 +57,7 @@ func (s *server) handleWS(conn *websocket.Conn) {
 		defer close(writerDone)
 		s.writeLoop(conn, client, p.until)
 	}()
-	if cr, ok := conn.Locals(credentialsKey).(credentials); ok {
-		if err := s.stillLetIn(ctx, cr); err != nil {
-			client.End(err)
-		}
-	}
+	s.letInAgain(ctx, conn, client)
 	defer func() {
 		// A panic is recovered here rather than by contrib/websocket, whose handler would
 		// write to the connection the writer goroutine owns.
@@ -73,6 +69,16 @@ func (s *server) handleWS(conn *websocket.Conn) {
 		<-writerDone
 	}()
 	s.readLoop(ctx, conn, client, p.until)
+}
+
+// letInAgain ends a socket's client when what let the socket in no longer does: it was
+// revoked between the upgrade's check and the client's registration in the hub.
+func (s *server) letInAgain(ctx context.Context, conn *websocket.Conn, client *hub.Client) {
+	if cr, ok := conn.Locals(credentialsKey).(credentials); ok {
+		if err := s.stillLetIn(ctx, cr); err != nil {
+			client.End(err)
+		}
+	}
 }
 
 var errSignInExpired = errors.New("signed out: the sign-in expired")
