@@ -139,14 +139,8 @@ func (s *server) terminalReads(conn *websocket.Conn, view task.ConsoleView, refu
 // terminalWrites sends the view's output and events, the refusals of the client's
 // requests and pings, until the view or the sign-in ends.
 func (s *server) terminalWrites(conn *websocket.Conn, view task.ConsoleView, client *hub.Client, until time.Time, refusals <-chan string) {
-	ping := time.NewTicker(pingPeriod)
-	defer ping.Stop()
-	var expiry <-chan time.Time
-	if !until.IsZero() {
-		t := time.NewTimer(until.Sub(s.now()))
-		defer t.Stop()
-		expiry = t.C
-	}
+	ping, expiry, stop := s.socketTimers(until)
+	defer stop()
 	write := func(kind int, data []byte) bool {
 		_ = conn.SetWriteDeadline(time.Now().Add(writeWait))
 		return conn.WriteMessage(kind, data) == nil
@@ -177,7 +171,7 @@ func (s *server) terminalWrites(conn *websocket.Conn, view task.ConsoleView, cli
 			if !event(shared.TerminalEvent{Type: shared.TerminalError, Reason: reason}) {
 				return
 			}
-		case <-ping.C:
+		case <-ping:
 			if conn.WriteControl(websocket.PingMessage, nil, time.Now().Add(writeWait)) != nil {
 				return
 			}

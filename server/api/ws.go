@@ -154,16 +154,20 @@ func (s *server) readFrame(conn *websocket.Conn) (int, []byte, error) {
 	return kind, data, err
 }
 
-func (s *server) writeLoop(conn *websocket.Conn, client *hub.Client, until time.Time) {
-	ping := time.NewTicker(pingPeriod)
-	defer ping.Stop()
-	// A sign-in that expires ends its connection then, even an idle one.
-	var expiry <-chan time.Time
-	if !until.IsZero() {
-		t := time.NewTimer(until.Sub(s.now()))
-		defer t.Stop()
-		expiry = t.C
+// socketTimers are a socket writer's ping ticker and when its sign-in expires (until;
+// never when zero), which ends the connection then, even an idle one. stop stops both.
+func (s *server) socketTimers(until time.Time) (ping <-chan time.Time, expiry <-chan time.Time, stop func()) {
+	ticker := time.NewTicker(pingPeriod)
+	if until.IsZero() {
+		return ticker.C, nil, ticker.Stop
 	}
+	t := time.NewTimer(until.Sub(s.now()))
+	return ticker.C, t.C, func() { ticker.Stop(); t.Stop() }
+}
+
+func (s *server) writeLoop(conn *websocket.Conn, client *hub.Client, until time.Time) {
+	ping, expiry, stop := s.socketTimers(until)
+	defer stop()
 	// Closing the network connection also ends the read loop, whichever side quit first.
 	defer closeNetwork(conn)
 	for {
@@ -181,7 +185,7 @@ func (s *server) writeLoop(conn *websocket.Conn, client *hub.Client, until time.
 					return
 				}
 			}
-		case <-ping.C:
+		case <-ping:
 			if err := conn.WriteControl(websocket.PingMessage, nil, time.Now().Add(writeWait)); err != nil {
 				client.Close()
 				return
