@@ -9,7 +9,7 @@ DATA ?= $(HOME)/.local/share/conch
 WASM_PATH = $(shell $(GO) env GOROOT)/lib/wasm
 TEST_TIMEOUT ?= 30m
 
-.PHONY: all needs build wasm run test quick test-go test-wasm axe gemini check fmt vet bench clean
+.PHONY: all needs build wasm xterm run test quick test-go test-wasm axe gemini check fmt vet bench clean
 
 all: build
 
@@ -39,19 +39,37 @@ web/app.wasm: $(shell find app shared wasm -name '*.go' -not -name '*_test.go') 
 	$(JS) $(GO) build -trimpath $(WASM_GCFLAGS) -ldflags='$(LDFLAGS)' -o web/app.wasm ./wasm
 	$(GO) run ./server/cmd/compress web/app.wasm
 
+## xterm: xterm.js, the terminal emulator of the terminal page (web/terminal.html), pinned,
+## installed with npm into the git-ignored .cache/xterm once (a version of its own folder, so a
+## bump installs again) and copied into the git-ignored web/xterm, which the binary embeds.
+XTERM_VERSION := 6.0.0
+XTERM_FIT_VERSION := 0.11.0
+XTERM_NPM := .cache/xterm/$(XTERM_VERSION)-$(XTERM_FIT_VERSION)
+XTERM := web/xterm/xterm.js
+xterm: $(XTERM)
+
+$(XTERM_NPM)/node_modules/@xterm/xterm/lib/xterm.js:
+	npm install --prefix $(XTERM_NPM) --no-save --no-audit --no-fund @xterm/xterm@$(XTERM_VERSION) @xterm/addon-fit@$(XTERM_FIT_VERSION)
+
+$(XTERM): $(XTERM_NPM)/node_modules/@xterm/xterm/lib/xterm.js
+	mkdir -p web/xterm
+	cp $(XTERM_NPM)/node_modules/@xterm/xterm/lib/xterm.js $(XTERM_NPM)/node_modules/@xterm/xterm/css/xterm.css \
+	  $(XTERM_NPM)/node_modules/@xterm/addon-fit/lib/addon-fit.js web/xterm/
+
 ## build: bin/conch with the UI embedded.
-build: web/app.wasm
+build: web/app.wasm $(XTERM)
 	$(GO) build -trimpath -ldflags='$(LDFLAGS)' -o bin/conch ./server
 
 ## needs: what make run needs, checked before anything is built (README.md has the same line).
 ## The SQLite driver is C, built through cgo with the compiler `go env CC` names.
-NEEDS := make run needs Go >= 1.26.8 and a C compiler for the cgo SQLite driver (Debian: gcc libc6-dev)
+NEEDS := make run needs Go >= 1.26.8, a C compiler for the cgo SQLite driver (Debian: gcc libc6-dev) and, for its first build, npm (Debian: npm)
 needs:
 	@command -v $(GO) >/dev/null || { echo "$(NEEDS); $(GO) is not on PATH" >&2; exit 1; }
 	@v=$$($(GO) env GOVERSION); [ "$$(printf '%s\n' go1.26.8 $$v | sort -V | head -1)" = go1.26.8 ] || \
 	  { echo "$(NEEDS); $(GO) is $$v" >&2; exit 1; }
 	@cc=$$($(GO) env CC); printf '#include <stdlib.h>\nint main(void) { return 0; }\n' | \
 	  $$cc -x c -o /dev/null - 2>/dev/null || { echo "$(NEEDS); $$cc cannot build C" >&2; exit 1; }
+	@[ -f $(XTERM) ] || command -v npm >/dev/null || { echo "$(NEEDS); npm is not on PATH (it fetches the terminal's xterm.js once)" >&2; exit 1; }
 
 ## run: the app on http://$(ADDR), embedded SQLite, built-in shell agent.
 run: needs

@@ -285,7 +285,14 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return ui.Handler(wasm, cfg.token != "", boot)
 	},
 		Web: web.FS, Token: cfg.token, TrustedProxies: cfg.trusted, Logger: log, FromAgent: acp.FromAgent, OIDC: cfg.oidc,
-		PushKey: notifier.PublicKey(), PushEndpoints: pushTo, Sandbox: sandbox})
+		PushKey: notifier.PublicKey(), PushEndpoints: pushTo, Sandbox: sandbox,
+		Consoles: func(sessionID, login string, mayEdit bool) (task.ConsoleView, error) {
+			v, err := runtime.Console(sessionID, login, mayEdit)
+			if err != nil {
+				return nil, err // not a nil *ConsoleView in an interface
+			}
+			return v, nil
+		}})
 	// After start-up, so that it does not grow the heap of start-up itself. A GOGC set by
 	// hand wins.
 	if os.Getenv("GOGC") == "" {

@@ -611,6 +611,12 @@ func (p *SessionPage) Render() app.UI {
 			app.If(p.readOnly == "", p.modeSelect),
 			app.If(p.readOnly == "", p.configControls),
 			usageView(p.session),
+			app.If(p.session != nil && !state.Ended() && !stopped, func() app.UI {
+				// A page of its own (web/terminal.html, xterm.js), in a tab of its own: the
+				// person watches the chat and types in the terminal side by side.
+				return app.A().Class("terminal-link").Href("/web/terminal.html?session_id=" + p.id).Target("_blank").Rel("noopener").
+					Title("A shell in the session's directory and sandbox; its commands are recorded here").Text("Terminal")
+			}),
 			app.If(p.live != "", func() app.UI {
 				return app.Span().Class("live", "live-"+map[bool]string{true: "on", false: "off"}[p.live == liveOn]).Text(p.live)
 			}),

@@ -148,6 +148,13 @@ type group struct {
 // binary) it runs under RunNamespaceInit in a PID namespace of its own, confined to box
 // unless the box is off (--no-sandbox).
 func startGroup(cmd *exec.Cmd, initExe string, box *Box) (*group, error) {
+	return startGroupOn(cmd, initExe, box, false)
+}
+
+// startGroupOn is startGroup; with tty, cmd's stdio is a terminal (a console's PTY), which
+// becomes the controlling terminal of a session of its own rather than a process group,
+// so that the shell's job control and Ctrl-C work. Its output is read from the PTY.
+func startGroupOn(cmd *exec.Cmd, initExe string, box *Box, tty bool) (*group, error) {
 	if cmd.Err != nil {
 		return nil, cmd.Err
 	}
@@ -196,7 +203,15 @@ func startGroup(cmd *exec.Cmd, initExe string, box *Box) (*group, error) {
 		cmd.Path = initExe
 		cmd.SysProcAttr = attr
 	}
+	if tty {
+		attr := *cmd.SysProcAttr
+		attr.Setpgid, attr.Setsid, attr.Setctty, attr.Ctty = false, true, true, 0
+		cmd.SysProcAttr = &attr
+	}
 	for _, into := range []*io.Writer{&cmd.Stdout, &cmd.Stderr} {
+		if tty {
+			break
+		}
 		r, w, err := os.Pipe()
 		if err != nil {
 			g.closeReads()

@@ -76,7 +76,8 @@ type session struct {
 	quiet       time.Time // since when the agent has had nothing to do (the idle rule)
 	reason      string    // why it ends; the first reason wins
 	terms       map[string]*terminal
-	starting    int // terminals being started, counted against terminalLimit
+	con         *Console // the person's terminal (console.go), nil until opened
+	starting    int      // terminals being started, counted against terminalLimit
 	nextTerm    int
 }
 
@@ -398,6 +399,13 @@ func (s *session) watchIdle(idle time.Duration) {
 	}
 }
 
+// touch tells the idle rule that a person works in the session (its terminal).
+func (s *session) touch() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.quiet = s.m.clock.Now()
+}
+
 // restartNote tells people what a stopped agent means for their next prompt.
 const restartNote = "Your next prompt starts it again, in the same directory, with no memory of the earlier turns."
 
@@ -422,11 +430,14 @@ func (s *session) restartNote() string {
 func (s *session) end() {
 	s.mu.Lock()
 	s.ended = true
-	terms := s.terms
+	terms, con := s.terms, s.con
 	s.terms = nil
 	closing, reason, parked := s.closing, s.reason, s.parked
 	resumable := s.up && s.resumeBy != ""
 	s.mu.Unlock()
+	if con != nil {
+		con.close("The session's agent stopped, and its terminal with it.")
+	}
 	for _, t := range terms {
 		t.kill()
 	}

@@ -77,6 +77,9 @@ type Config struct {
 	// Sandbox is how agents are confined here, for /healthz: "landlock ABI 7", "off
 	// (--no-sandbox)" or "unavailable: why".
 	Sandbox string
+	// Consoles opens a watcher of a session's terminal (acp.Manager.Console), for
+	// /ws/terminal; nil: no terminals.
+	Consoles func(sessionID, login string, mayEdit bool) (task.ConsoleView, error)
 }
 
 type server struct {
@@ -84,6 +87,7 @@ type server struct {
 	tasks   *task.Service
 	hub     *hub.Hub
 	rt      task.Runtime
+	console func(sessionID, login string, mayEdit bool) (task.ConsoleView, error) // Config.Consoles
 	web     *assets
 	token   string
 	log     *slog.Logger
@@ -121,7 +125,7 @@ func New(cfg Config) *fiber.App {
 	if cfg.Events == nil {
 		cfg.Events = cfg.Hub
 	}
-	s := &server{store: cfg.Store, hub: cfg.Hub, rt: cfg.Runtime, web: newAssets(cfg.Web),
+	s := &server{store: cfg.Store, hub: cfg.Hub, rt: cfg.Runtime, console: cfg.Consoles, web: newAssets(cfg.Web),
 		token: cfg.Token, log: cfg.Logger, limit: cfg.BodyLimit, now: cfg.Now, agent: cfg.FromAgent, pushKey: cfg.PushKey, pushTo: cfg.PushEndpoints,
 		sandbox: cfg.Sandbox, sessionKey: sessionKeyOf(cfg.Token), proxies: cfg.TrustedProxies, throttle: newThrottle(cfg.Now),
 		snapshots: newSnapshotCache(snapshotCacheBytes), reads: make(chan struct{}, runtime.GOMAXPROCS(0))}
@@ -166,6 +170,9 @@ func New(cfg Config) *fiber.App {
 	app.Get("/ws", s.requireToken, s.checkUpgrade, websocket.New(s.handleWS, websocket.Config{
 		ReadBufferSize: 4096, WriteBufferSize: 4096,
 		EnableCompression: true, // permessage-deflate when the client offers it (ws.go, readFrame)
+	}))
+	app.Get("/ws/terminal", s.requireToken, s.checkUpgrade, s.admitTerminal, websocket.New(s.handleTerminal, websocket.Config{
+		ReadBufferSize: 4096, WriteBufferSize: 32 << 10,
 	}))
 	app.Get("/web/*", s.handleAsset)
 	if s.token != "" {

@@ -57,11 +57,7 @@ func (s *server) handleWS(conn *websocket.Conn) {
 		defer close(writerDone)
 		s.writeLoop(conn, client, p.until)
 	}()
-	if cr, ok := conn.Locals(credentialsKey).(credentials); ok {
-		if err := s.stillLetIn(ctx, cr); err != nil {
-			client.End(err)
-		}
-	}
+	s.letInAgain(ctx, conn, client)
 	defer func() {
 		// A panic is recovered here rather than by contrib/websocket, whose handler would
 		// write to the connection the writer goroutine owns.
@@ -73,6 +69,16 @@ func (s *server) handleWS(conn *websocket.Conn) {
 		<-writerDone
 	}()
 	s.readLoop(ctx, conn, client, p.until)
+}
+
+// letInAgain ends a socket's client when what let the socket in no longer does: it was
+// revoked between the upgrade's check and the client's registration in the hub.
+func (s *server) letInAgain(ctx context.Context, conn *websocket.Conn, client *hub.Client) {
+	if cr, ok := conn.Locals(credentialsKey).(credentials); ok {
+		if err := s.stillLetIn(ctx, cr); err != nil {
+			client.End(err)
+		}
+	}
 }
 
 var errSignInExpired = errors.New("signed out: the sign-in expired")
@@ -148,16 +154,20 @@ func (s *server) readFrame(conn *websocket.Conn) (int, []byte, error) {
 	return kind, data, err
 }
 
-func (s *server) writeLoop(conn *websocket.Conn, client *hub.Client, until time.Time) {
-	ping := time.NewTicker(pingPeriod)
-	defer ping.Stop()
-	// A sign-in that expires ends its connection then, even an idle one.
-	var expiry <-chan time.Time
-	if !until.IsZero() {
-		t := time.NewTimer(until.Sub(s.now()))
-		defer t.Stop()
-		expiry = t.C
+// socketTimers are a socket writer's ping ticker and when its sign-in expires (until;
+// never when zero), which ends the connection then, even an idle one. stop stops both.
+func (s *server) socketTimers(until time.Time) (ping <-chan time.Time, expiry <-chan time.Time, stop func()) {
+	ticker := time.NewTicker(pingPeriod)
+	if until.IsZero() {
+		return ticker.C, nil, ticker.Stop
 	}
+	t := time.NewTimer(until.Sub(s.now()))
+	return ticker.C, t.C, func() { ticker.Stop(); t.Stop() }
+}
+
+func (s *server) writeLoop(conn *websocket.Conn, client *hub.Client, until time.Time) {
+	ping, expiry, stop := s.socketTimers(until)
+	defer stop()
 	// Closing the network connection also ends the read loop, whichever side quit first.
 	defer closeNetwork(conn)
 	for {
@@ -175,26 +185,31 @@ func (s *server) writeLoop(conn *websocket.Conn, client *hub.Client, until time.
 					return
 				}
 			}
-		case <-ping.C:
+		case <-ping:
 			if err := conn.WriteControl(websocket.PingMessage, nil, time.Now().Add(writeWait)); err != nil {
 				client.Close()
 				return
 			}
 		case <-client.Done():
-			code, reason := websocket.CloseNormalClosure, ""
-			switch cause := client.Err(); {
-			case errors.Is(cause, hub.ErrSlow):
-				// The client missed events; it must re-list after reconnecting (docs/API.md, "The WebSocket").
-				code, reason = websocket.ClosePolicyViolation, "too slow: reconnect and re-list"
-			case errors.Is(cause, hub.ErrShutdown):
-				code, reason = websocket.CloseGoingAway, cause.Error()
-			case errors.Is(cause, hub.ErrRevoked), errors.Is(cause, errSignInExpired):
-				code, reason = shared.CloseSignedOut, cause.Error()
-			}
+			code, reason := closeFor(client.Err())
 			_ = conn.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(code, reason), time.Now().Add(writeWait))
 			return
 		}
 	}
+}
+
+// closeFor is the close code and reason of a socket whose hub client ended for cause.
+func closeFor(cause error) (int, string) {
+	switch {
+	case errors.Is(cause, hub.ErrSlow):
+		// The client missed events; it must re-list after reconnecting (docs/API.md, "The WebSocket").
+		return websocket.ClosePolicyViolation, "too slow: reconnect and re-list"
+	case errors.Is(cause, hub.ErrShutdown):
+		return websocket.CloseGoingAway, cause.Error()
+	case errors.Is(cause, hub.ErrRevoked), errors.Is(cause, errSignInExpired):
+		return shared.CloseSignedOut, cause.Error()
+	}
+	return websocket.CloseNormalClosure, ""
 }
 
 // closeNetwork closes the TCP connection itself. fasthttp's hijacked connection ignores

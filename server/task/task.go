@@ -54,6 +54,17 @@ type Runtime interface {
 	SetConfig(ctx context.Context, sessionID string, req shared.ConfigRequest) (shared.Session, error)
 }
 
+// ConsoleView is one watcher of a session's terminal (acp.ConsoleView; docs/API.md, "The
+// terminal"): what the terminal prints and says waits in it until Take, Ready says when.
+type ConsoleView interface {
+	Ready() <-chan struct{}
+	Take() []shared.TerminalEvent // in order; a TerminalEnd is the last
+	Input(p []byte) error         // keys, the writer's only
+	Resize(cols, rows int) error  // the writer's only
+	TakeOver() error              // an editor becomes the writer
+	Close()
+}
+
 // Events publishes what was committed: the hub itself, or a bus that also tells the
 // other servers of the database (*replica.Bus).
 type Events interface {

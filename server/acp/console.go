@@ -1,0 +1,508 @@
+package acp
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"slices"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/creack/pty"
+
+	"conch/server/store"
+	"conch/shared"
+)
+
+// A console is a person's terminal into a live session (docs/API.md, "The terminal"):
+// bash on a PTY in the session's directory and sandbox, the box its agent and commands
+// run in, which ends with the session (its end, the idle rule, the task's deletion). A
+// session has at most one. One person types at a time (the writer); everyone who may read
+// the task watches. Each command line run in it is stored as a command of the session,
+// like an agent's (marks.go tells where each starts and ends), with who typed it, and
+// goes to the audit.
+
+const (
+	// screenLimit is how many of the latest bytes a new watcher, or one that fell behind,
+	// is shown to draw the screen from.
+	screenLimit = 64 << 10
+	// behindLimit is how far a watcher may fall behind before its pending output is
+	// dropped and it is shown the screen instead: a flood costs each watcher this much.
+	behindLimit = 1 << 20
+	// eventLimit bounds a watcher's pending control messages; older ones are dropped.
+	eventLimit = 16
+	// recordLimit bounds the command lines waiting to be stored; past it a new one is not
+	// recorded (a loop printing marks cannot fill the memory).
+	recordLimit = 64
+	// maxSize bounds a terminal's columns and rows.
+	maxSize = 1000
+)
+
+// Console is a session's terminal.
+type Console struct {
+	s      *session
+	ptmx   *os.File
+	group  *group
+	done   chan struct{} // closed once the shell has ended and its commands are stored
+	marks  markReader
+	wake   chan struct{} // the recorder has work
+	stored chan struct{} // closed once the recorder has stored everything
+
+	mu      sync.Mutex
+	screen  tailBuffer
+	views   map[*ConsoleView]struct{}
+	writer  *ConsoleView
+	cols    int
+	rows    int
+	running *consoleCommand // between a command's C and D marks
+	jobs    []consoleJob    // for the recorder
+	n       int             // command lines so far, for their tool call ids
+	ended   string          // why the console ended, once it has
+}
+
+// consoleCommand is one command line run in the console.
+type consoleCommand struct {
+	line, login, id string
+	started         time.Time
+	out             streams
+	msgID           string    // set by the recorder once stored
+	dropped         bool      // not recorded (recordLimit)
+	saved           time.Time // when its output was last queued for storing
+}
+
+// consoleJob is a command line's start (neither grow nor end), its output so far while it
+// runs (grow: at most once per flush interval, as an agent's), or its end.
+type consoleJob struct {
+	cmd       *consoleCommand
+	grow, end bool
+	exit      *int
+	out       shared.ShellOutput
+	finished  time.Time
+}
+
+// ConsoleView is one watcher of a console: a socket. What the console prints and says
+// waits in it (bounded) until the socket takes it.
+type ConsoleView struct {
+	c       *Console
+	login   string
+	mayEdit bool
+	ready   chan struct{}
+
+	// under c.mu
+	out    []byte
+	behind bool // output was dropped: the screen is shown next
+	events []shared.TerminalEvent
+	gone   string
+}
+
+// Console opens the session's terminal, or joins the one it has, for login; mayEdit says
+// the account may type (task.CheckEdit). An editor who joins a terminal nobody types in
+// becomes its writer.
+func (m *Manager) Console(sessionID, login string, mayEdit bool) (*ConsoleView, error) {
+	s, err := m.live(sessionID)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.startedYet(); err != nil {
+		return nil, err
+	}
+	c, err := s.console()
+	if err != nil {
+		return nil, err
+	}
+	return c.join(login, mayEdit)
+}
+
+// console returns the session's console, starting it first if it has none.
+func (s *session) console() (*Console, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ended || s.closing || s.parked != "" {
+		return nil, shared.Errorf(shared.CodeConflict, "the session's agent is stopping")
+	}
+	if s.con != nil {
+		select {
+		case <-s.con.done:
+		default:
+			return s.con, nil
+		}
+	}
+	c, err := startConsole(s)
+	if err != nil {
+		return nil, err
+	}
+	s.con = c
+	return c, nil
+}
+
+func startConsole(s *session) (*Console, error) {
+	ptmx, tty, err := pty.Open()
+	if err != nil {
+		return nil, fmt.Errorf("terminal: %w", err)
+	}
+	defer tty.Close()
+	c := &Console{s: s, ptmx: ptmx, done: make(chan struct{}), wake: make(chan struct{}, 1), stored: make(chan struct{}),
+		screen: tailBuffer{max: screenLimit}, views: map[*ConsoleView]struct{}{}, cols: 80, rows: 24}
+	_ = pty.Setsize(ptmx, &pty.Winsize{Cols: uint16(c.cols), Rows: uint16(c.rows)})
+	cmd := exec.Command("bash", "--noprofile", "--norc", "-i")
+	cmd.Dir = s.cwd
+	cmd.Env = slices.Concat(s.box.env, []string{"TERM=xterm-256color"}, consolePrompt)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = tty, tty, tty
+	g, err := startGroupOn(cmd, s.m.cfg.Executable, s.box, true)
+	if err != nil {
+		ptmx.Close()
+		return nil, fmt.Errorf("terminal: %w", err)
+	}
+	c.group = g
+	go c.record()
+	go c.read()
+	return c, nil
+}
+
+// read copies the shell's output to the screen, the watchers and the running command,
+// until the shell has ended.
+func (c *Console) read() {
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := c.ptmx.Read(buf)
+		if n > 0 {
+			c.mu.Lock()
+			c.screen.write(buf[:n])
+			for v := range c.views {
+				v.print(buf[:n])
+			}
+			c.marks.feed(buf[:n], c.commandText, c.marked)
+			c.mu.Unlock()
+		}
+		if err != nil {
+			break
+		}
+	}
+	// The PTY reads EIO once the shell and everything it started have closed it.
+	c.group.signal(syscall.SIGKILL)
+	_, _ = c.group.wait()
+	c.ptmx.Close()
+	c.mu.Lock()
+	c.finish(nil) // a command cut short
+	if c.ended == "" {
+		c.ended = "The shell ended."
+	}
+	for v := range c.views {
+		v.end(c.ended)
+	}
+	c.mu.Unlock()
+	c.signal()
+	<-c.stored
+	close(c.done)
+}
+
+// commandText is output of the running command (under c.mu); what it printed so far is
+// stored at most once per flush interval while it runs.
+func (c *Console) commandText(p []byte) {
+	cmd := c.running
+	if cmd == nil {
+		return
+	}
+	cmd.out.stdout.write(p)
+	if now := c.s.m.clock.Now(); now.Sub(cmd.saved) >= c.s.m.cfg.FlushInterval {
+		cmd.saved = now
+		c.queue(consoleJob{cmd: cmd, grow: true, out: cmd.out.capture(true)})
+	}
+}
+
+// marked takes a mark (under c.mu).
+func (c *Console) marked(m mark) {
+	now := c.s.m.clock.Now()
+	switch m.kind {
+	case markCommand:
+		c.finish(nil)
+		login := ""
+		if c.writer != nil {
+			login = c.writer.login
+		}
+		c.n++
+		c.running = &consoleCommand{line: m.line, login: login, id: fmt.Sprintf("console-%d", c.n), started: now, saved: now, out: newStreams()}
+		c.queue(consoleJob{cmd: c.running})
+	case markEnd:
+		c.finish(m.exit)
+	}
+}
+
+// finish ends the running command, if any, with exit (nil: unknown).
+func (c *Console) finish(exit *int) {
+	cmd := c.running
+	if cmd == nil {
+		return
+	}
+	c.running = nil
+	c.queue(consoleJob{cmd: cmd, end: true, exit: exit, out: cmd.out.capture(false), finished: c.s.m.clock.Now()})
+}
+
+func (c *Console) queue(j consoleJob) {
+	switch {
+	case j.cmd.dropped, j.grow && len(c.jobs) > 0: // a growth waits for no one: the end, or the next, stores it
+		return
+	case !j.end && len(c.jobs) >= recordLimit:
+		j.cmd.dropped = true
+		c.s.log.Warn("terminal: command lines come faster than they are stored; one is not recorded")
+		return
+	}
+	c.jobs = append(c.jobs, j)
+	c.signal()
+}
+
+func (c *Console) signal() {
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
+}
+
+// record stores the command lines in order, until the console has ended.
+func (c *Console) record() {
+	defer close(c.stored)
+	for range c.wake {
+		c.mu.Lock()
+		jobs := c.jobs
+		c.jobs = nil
+		over := c.ended != "" && c.running == nil
+		c.mu.Unlock()
+		for _, j := range jobs {
+			if err := c.store(j); err != nil {
+				c.s.log.Error("terminal: command not stored", "err", err)
+			}
+		}
+		if over {
+			c.mu.Lock()
+			left := len(c.jobs)
+			c.mu.Unlock()
+			if left == 0 {
+				return
+			}
+		}
+	}
+}
+
+// store writes one command line's start or end, publishes it, and audits its start.
+func (c *Console) store(j consoleJob) error {
+	ctx := context.Background()
+	st, events := c.s.m.cfg.Store, c.s.m.cfg.Events
+	cmd := j.cmd
+	md := &shared.Metadata{ToolCallID: cmd.id, Title: cmd.line, Kind: "execute", Status: shared.StatusRunning, Author: cmd.login,
+		Normalized: &shared.Normalized{Kind: shared.NormalizedShellExec, ShellExec: &shared.ShellExec{Command: cmd.line, WorkDir: c.s.cwd}}}
+	if !j.end && !j.grow {
+		started := cmd.started
+		m, err := st.CreateMessage(ctx, store.NewMessage{SessionID: c.s.id, AuthorType: shared.AuthorUser, Type: shared.TypeToolExecute,
+			Content: cmd.line, Metadata: md, Output: &shared.ShellOutput{StartedAt: &started}})
+		if err != nil {
+			return err
+		}
+		cmd.msgID = m.ID
+		events.MessageAdded(m)
+		return st.Record(ctx, shared.AuditEvent{Login: cmd.login, Action: shared.ActionTerminalCommand, SessionID: c.s.id,
+			MessageID: m.ID, Detail: cmd.line})
+	}
+	if cmd.msgID == "" {
+		return nil // its start was not stored
+	}
+	out := j.out
+	started, finished := cmd.started, j.finished
+	out.StartedAt = &started
+	switch {
+	case j.end && j.exit == nil:
+		md.Status = shared.StatusCancelled
+	case j.end:
+		md.Status = shared.StatusCompleted
+	}
+	if j.end {
+		out.ExitCode, out.FinishedAt = j.exit, &finished
+	}
+	m, changed, err := st.UpdateMessage(ctx, cmd.msgID, store.Update{Metadata: md, Output: &out})
+	if err != nil {
+		return err
+	}
+	if changed {
+		events.MessageUpdated(m)
+	}
+	return nil
+}
+
+// join adds a watcher.
+func (c *Console) join(login string, mayEdit bool) (*ConsoleView, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.ended != "" {
+		return nil, shared.Errorf(shared.CodeConflict, "%s", c.ended)
+	}
+	v := &ConsoleView{c: c, login: login, mayEdit: mayEdit, ready: make(chan struct{}, 1)}
+	c.views[v] = struct{}{}
+	v.behind = true // it draws from the screen first
+	v.event(shared.TerminalEvent{Type: shared.TerminalSize, Cols: c.cols, Rows: c.rows})
+	if mayEdit && c.writer == nil {
+		c.writer = v
+		c.tellWriter()
+	} else {
+		v.event(c.writerEvent(v))
+	}
+	return v, nil
+}
+
+// tellWriter tells every watcher who types now (under c.mu).
+func (c *Console) tellWriter() {
+	for v := range c.views {
+		v.event(c.writerEvent(v))
+	}
+}
+
+func (c *Console) writerEvent(v *ConsoleView) shared.TerminalEvent {
+	e := shared.TerminalEvent{Type: shared.TerminalWriter, Editing: c.writer == v, MayEdit: v.mayEdit}
+	if c.writer != nil {
+		e.Writer = c.writer.login
+	}
+	return e
+}
+
+// close ends the shell and everything it started, and returns once its commands are
+// stored (or endGrace has passed).
+func (c *Console) close(reason string) {
+	c.mu.Lock()
+	if c.ended == "" {
+		c.ended = reason
+	}
+	c.mu.Unlock()
+	c.group.signal(syscall.SIGKILL)
+	select {
+	case <-c.done:
+	case <-time.After(endGrace):
+		c.s.log.Warn("terminal: the shell's end is not yet stored")
+	}
+}
+
+// Ready is signalled when Take has something.
+func (v *ConsoleView) Ready() <-chan struct{} { return v.ready }
+
+// Take returns what waits for the watcher, in order: output as TerminalOutput events.
+// A last TerminalEnd says the view is over.
+func (v *ConsoleView) Take() []shared.TerminalEvent {
+	c := v.c
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []shared.TerminalEvent
+	if v.behind {
+		// "\x1bc" resets the watcher's terminal, which then draws the latest bytes.
+		screen, _ := c.screen.tail()
+		v.out = append([]byte("\x1bc"), screen...)
+		v.behind = false
+	}
+	out = append(out, v.events...)
+	if len(v.out) > 0 {
+		out = append(out, shared.TerminalEvent{Type: shared.TerminalOutput, Output: v.out})
+	}
+	if v.gone != "" {
+		out = append(out, shared.TerminalEvent{Type: shared.TerminalEnd, Reason: v.gone})
+	}
+	v.out, v.events = nil, nil
+	return out
+}
+
+// print adds output for the watcher (under c.mu).
+func (v *ConsoleView) print(p []byte) {
+	if v.behind || v.gone != "" {
+		return
+	}
+	if len(v.out)+len(p) > behindLimit {
+		v.out, v.behind = nil, true
+	} else {
+		v.out = append(v.out, p...)
+	}
+	v.wakeUp()
+}
+
+func (v *ConsoleView) event(e shared.TerminalEvent) {
+	if len(v.events) == eventLimit {
+		v.events = v.events[1:]
+	}
+	v.events = append(v.events, e)
+	v.wakeUp()
+}
+
+func (v *ConsoleView) end(reason string) {
+	if v.gone == "" {
+		v.gone = reason
+	}
+	v.wakeUp()
+}
+
+func (v *ConsoleView) wakeUp() {
+	select {
+	case v.ready <- struct{}{}:
+	default:
+	}
+}
+
+var errNotWriter = shared.Errorf(shared.CodeForbidden, "someone else types in this terminal: take it over first")
+
+// Input types p into the terminal: only its writer may.
+func (v *ConsoleView) Input(p []byte) error {
+	c := v.c
+	c.mu.Lock()
+	writer := c.writer == v
+	c.mu.Unlock()
+	if !writer {
+		return errNotWriter
+	}
+	c.s.touch() // a person at work: the session is not idle
+	_, err := c.ptmx.Write(p)
+	if err != nil {
+		return shared.Errorf(shared.CodeConflict, "the terminal has ended")
+	}
+	return nil
+}
+
+// Resize sets the terminal's size: only its writer may; every watcher is told.
+func (v *ConsoleView) Resize(cols, rows int) error {
+	if cols < 1 || rows < 1 || cols > maxSize || rows > maxSize {
+		return shared.Errorf(shared.CodeInvalid, "a terminal is 1 to %d columns and rows, not %dx%d", maxSize, cols, rows)
+	}
+	c := v.c
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.writer != v {
+		return errNotWriter
+	}
+	if err := pty.Setsize(c.ptmx, &pty.Winsize{Cols: uint16(cols), Rows: uint16(rows)}); err != nil {
+		return shared.Errorf(shared.CodeConflict, "the terminal has ended")
+	}
+	c.cols, c.rows = cols, rows
+	for w := range c.views {
+		w.event(shared.TerminalEvent{Type: shared.TerminalSize, Cols: cols, Rows: rows})
+	}
+	return nil
+}
+
+// TakeOver makes the watcher the writer, if it may edit; every watcher is told.
+func (v *ConsoleView) TakeOver() error {
+	if !v.mayEdit {
+		return shared.Errorf(shared.CodeForbidden, "%s may watch this terminal, not type in it", v.login)
+	}
+	c := v.c
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.writer = v
+	c.tellWriter()
+	return nil
+}
+
+// Close lets the watcher go; a writer that goes leaves the keyboard to nobody.
+func (v *ConsoleView) Close() {
+	c := v.c
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.views, v)
+	if c.writer == v {
+		c.writer = nil
+		c.tellWriter()
+	}
+}
