@@ -1,0 +1,253 @@
+package store
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"conch/shared"
+)
+
+var (
+	alice = shared.Account{ID: "acc-alice", Login: "alice"}
+	bob   = shared.Account{ID: "acc-bob", Login: "bob"}
+)
+
+func sniff(b []byte) string { t, _, _ := strings.Cut(http.DetectContentType(b), ";"); return t }
+
+// fillTask makes a task of alice's with every kind of body an archive carries: n messages in
+// one session (prompts, replies, commands with output, diffs, errors, plans) and a second
+// session with a prompt that carried two files, and what the agents cost. Every session
+// ends closed, as an imported one is.
+func fillTask(t testing.TB, s *Store, n int, secret string) shared.Task {
+	t.Helper()
+	ctx := context.Background()
+	task, err := s.CreateTaskOn(ctx, "big task", "what it is for", "", "", alice)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sess, err := s.CreateSession(ctx, task.ID, "shell", "/work")
+	if err != nil {
+		t.Fatal(err)
+	}
+	code := 1
+	for done := 0; done < n; {
+		batch := make([]NewMessage, 0, 1000)
+		for ; done < n && len(batch) < cap(batch); done++ {
+			nm := NewMessage{SessionID: sess.ID, AuthorType: shared.AuthorAgent, Type: shared.TypeMessage,
+				Content: fmt.Sprintf("reply %d with **markdown** and `code`", done)}
+			switch done % 50 {
+			case 0:
+				nm.AuthorType, nm.Content = shared.AuthorUser, fmt.Sprintf("prompt %d: use %s", done, secret)
+				nm.Metadata = &shared.Metadata{Author: "alice", ClientMessageID: fmt.Sprint("c", done)}
+			case 10, 30:
+				nm.Type, nm.Content = shared.TypeToolExecute, ""
+				nm.Metadata = shellMeta(shared.StatusCompleted)
+				nm.Metadata.Normalized.ShellExec.Command = fmt.Sprintf("make test-%d TOKEN=%s", done, secret)
+				nm.Output = &shared.ShellOutput{Stdout: strings.Repeat(fmt.Sprintf("line %d ok\n", done), 40) + secret,
+					Stderr: "warning\n", ExitCode: &code, StdoutTotalBytes: 100000}
+			case 20:
+				nm.Type, nm.Content = shared.TypeToolCall, "edit"
+				nm.Metadata = &shared.Metadata{ToolCallID: "e", Title: "Edit a.go", Status: shared.StatusCompleted, Kind: "edit",
+					Normalized: &shared.Normalized{Kind: shared.NormalizedToolContent}}
+				nm.ToolContent = []shared.ToolContentItem{{Type: shared.ContentDiff, Path: "a.go", OldText: new("a\nb\n"), NewText: new("a\n" + secret + "\n")},
+					{Type: shared.ContentText, Text: new("note")}}
+			case 40:
+				nm.AuthorType, nm.Type, nm.Content = shared.AuthorSystem, shared.TypeError, "it failed\nwith a long story"
+			case 45:
+				nm.Type, nm.Content = shared.TypePlan, ""
+				nm.Metadata = &shared.Metadata{Entries: []shared.PlanEntry{{Content: "step *one*", Priority: "high", Status: "completed"}}}
+			}
+			batch = append(batch, nm)
+		}
+		if _, err := s.CreateMessages(ctx, batch); err != nil {
+			t.Fatal(err)
+		}
+	}
+	files, err := s.CreateSession(ctx, task.ID, "shell", "/work")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.SetPromptCapabilities(ctx, files.ID, shared.PromptCapabilities{Image: true, EmbeddedContext: true}); err != nil {
+		t.Fatal(err)
+	}
+	text, err := s.CreateAttachment(ctx, files.ID, "notes.txt", "text/plain", []byte("the key is "+secret+"\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	png := []byte("\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + strings.Repeat("\x00", 20))
+	img, err := s.CreateAttachment(ctx, files.ID, "shot.png", "image/png", png)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, _, err := s.AddUserMessage(ctx, files.ID, "see these", "", "alice", text.ID, img.ID); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{sess.ID, files.ID} {
+		if _, err := s.SetSessionUsage(ctx, id, shared.Usage{ContextUsed: 10, ContextSize: 100, Cost: &shared.Cost{Amount: 0.25, Currency: "USD"}}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.SetSessionState(ctx, id, shared.SessionClosed, ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return task
+}
+
+// digest is a hash of everything a person can list or open of a task: the task as the list
+// shows it, each session, every page of its messages and every body they offer, with ids
+// named by their first appearance and the authors' logins left out (they are mapped).
+func digest(t testing.TB, s *Store, taskID string) (string, []string) {
+	t.Helper()
+	ctx := context.Background()
+	var h bytes.Buffer
+	names := map[string]string{}
+	name := func(id *string) {
+		if _, ok := names[*id]; !ok {
+			names[*id] = fmt.Sprint("#", len(names))
+		}
+		*id = names[*id]
+	}
+	write := func(v any) {
+		b, err := json.Marshal(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h.Write(append(b, '\n'))
+	}
+	task, err := s.TaskSummary(ctx, taskID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sessions := task.Sessions
+	task.ID, task.Owner, task.Description, task.CreatedAt, task.UpdatedAt, task.Sessions = "", "", "", time.Time{}, time.Time{}, nil
+	write(task)
+	for _, sess := range sessions {
+		full, err := s.GetSession(ctx, sess.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		realID := full.ID
+		name(&full.ID)
+		full.TaskID = ""
+		write(full)
+		for q := (shared.ListRequest{SessionID: realID, Limit: new(500)}); ; {
+			page, err := s.ListMessages(ctx, q)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, m := range page.Messages {
+				mid := m.ID
+				name(&m.ID)
+				name(&m.SessionID)
+				m.TaskID = ""
+				var atts []shared.Attachment
+				if md := m.Metadata; md != nil {
+					md.Author, md.AnsweredBy = "", ""
+					atts = md.Attachments
+					md.Attachments = nil
+					for _, a := range atts {
+						name(&a.ID)
+						write(a)
+					}
+				}
+				write(m)
+				if se := shared.ShellOf(m); se != nil && se.Output.HasOutput {
+					snap, err := s.GetShellOutput(ctx, realID, mid)
+					if err != nil {
+						t.Fatal(err)
+					}
+					snap.MessageID = ""
+					write(snap)
+				}
+				if md := m.Metadata; md != nil && md.Normalized != nil && md.Normalized.ToolContent != nil {
+					c, err := s.GetToolContent(ctx, realID, mid)
+					if err != nil {
+						t.Fatal(err)
+					}
+					c.MessageID = ""
+					write(c)
+				}
+				for _, a := range atts { // their real ids: the loop above named copies
+					body, err := s.GetAttachment(ctx, realID, a.ID)
+					if err != nil {
+						t.Fatal(err)
+					}
+					h.Write(body.Data)
+				}
+			}
+			if !page.HasMore {
+				break
+			}
+			q.After = page.Cursor
+		}
+	}
+	sum := sha256.Sum256(h.Bytes())
+	return hex.EncodeToString(sum[:]), strings.Split(h.String(), "\n")
+}
+
+// exportOf is the task's archive.
+func exportOf(t testing.TB, s *Store, taskID string, o ExportOptions) []byte {
+	t.Helper()
+	var b bytes.Buffer
+	if err := s.ExportTask(context.Background(), taskID, &b, o); err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
+}
+
+// TestArchiveRoundTrip: a task of 10,000 messages, exported and imported into a new
+// database, lists and opens the same (ids aside), and is the importer's.
+func TestArchiveRoundTrip(t *testing.T) {
+	ctx := context.Background()
+	from, _ := open(t, time.Millisecond)
+	task := fillTask(t, from, 10000, "plain")
+	archive := exportOf(t, from, task.ID, ExportOptions{Audit: true})
+	t.Logf("archive of 10,000 messages: %d bytes", len(archive))
+
+	to, _ := open(t, time.Millisecond)
+	got, err := to.ImportTask(ctx, bytes.NewReader(archive), ImportOptions{Owner: bob, SniffType: sniff})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, wantLines := digest(t, from, task.ID)
+	have, haveLines := digest(t, to, got.ID)
+	if want != have {
+		for i := range min(len(wantLines), len(haveLines)) {
+			if wantLines[i] != haveLines[i] {
+				t.Errorf("line %d:\n got %.2000s\nwant %.2000s", i, haveLines[i], wantLines[i])
+				break
+			}
+		}
+		t.Fatalf("the imported task lists differently: digest %s, exported %s", have, want)
+	}
+	if n := strings.Count(strings.Join(wantLines, "\n"), `"stdout":"line `); n != 400 {
+		t.Errorf("the digest opened %d outputs, want 400", n)
+	}
+	if got.ID == task.ID || got.Owner != "bob" || got.Description != "what it is for\n\nImported; first written by alice." {
+		t.Errorf("imported task = %+v", got)
+	}
+	page, err := to.ListMessages(ctx, shared.ListRequest{SessionID: mustSessions(t, to, got.ID)[0], Limit: new(1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := page.Messages[0]; m.Metadata.Author != "bob" || page.Total != 10000 {
+		t.Errorf("first message %+v of %d: want bob's prompt of 10000", m.Metadata, page.Total)
+	}
+}
+
+func mustSessions(t testing.TB, s *Store, taskID string) []string {
+	t.Helper()
+	ids, err := s.TaskSessions(context.Background(), taskID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ids
+}
