@@ -1,13 +1,17 @@
 package store
 
 import (
+	"archive/tar"
 	"bytes"
+	"compress/gzip"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -250,4 +254,179 @@ func mustSessions(t testing.TB, s *Store, taskID string) []string {
 		t.Fatal(err)
 	}
 	return ids
+}
+
+type entry struct {
+	name string
+	kind byte
+	body string
+}
+
+// entriesOf reads an archive's entries.
+func entriesOf(t *testing.T, archive []byte) []entry {
+	t.Helper()
+	zr, err := gzip.NewReader(bytes.NewReader(archive))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := tar.NewReader(zr)
+	var out []entry
+	for {
+		hdr, err := tr.Next()
+		if err == io.EOF {
+			return out
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := io.ReadAll(tr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, entry{hdr.Name, hdr.Typeflag, string(b)})
+	}
+}
+
+// archiveOf writes entries as an archive.
+func archiveOf(t *testing.T, entries []entry) []byte {
+	t.Helper()
+	var b bytes.Buffer
+	zw := gzip.NewWriter(&b)
+	tw := tar.NewWriter(zw)
+	for _, e := range entries {
+		hdr := &tar.Header{Name: e.name, Typeflag: e.kind, Mode: 0o644, Size: int64(len(e.body))}
+		if e.kind == tar.TypeSymlink {
+			hdr.Linkname, hdr.Size = "/etc/passwd", 0
+		}
+		if err := tw.WriteHeader(hdr); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := io.WriteString(tw, e.body); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := tw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
+}
+
+// TestImportRefusesHostileArchives: each fault is refused as invalid, naming it, and
+// nothing is stored.
+func TestImportRefusesHostileArchives(t *testing.T) {
+	ctx := context.Background()
+	from, _ := open(t, time.Millisecond)
+	good := entriesOf(t, exportOf(t, from, fillTask(t, from, 60, "plain").ID, ExportOptions{}))
+	find := func(prefix string) int {
+		for i, e := range good {
+			if strings.HasPrefix(e.name, prefix) {
+				return i
+			}
+		}
+		t.Fatalf("no entry %s", prefix)
+		return 0
+	}
+	with := func(change func([]entry) []entry) []byte {
+		return archiveOf(t, change(slices.Clone(good)))
+	}
+	replace := func(prefix string, change func(entry) entry) []byte {
+		return with(func(es []entry) []entry { i := find(prefix); es[i] = change(es[i]); return es })
+	}
+	drop := func(prefix string) []byte {
+		return with(func(es []entry) []entry { return slices.Delete(es, find(prefix), find(prefix)+1) })
+	}
+	add := func(at string, e entry) []byte {
+		return with(func(es []entry) []entry { return slices.Insert(es, find(at), e) })
+	}
+	output := good[find("outputs/")].name
+	for _, tc := range []struct {
+		name, want string
+		archive    []byte
+	}{
+		{"not gzip", "not a gzip", []byte("PK\x03\x04 a zip")},
+		{"path traversal", `"../../etc/cron.d/x" is no entry`, add("usage.jsonl", entry{"../../etc/cron.d/x", tar.TypeReg, "x"})},
+		{"traversal inside a kind", "is no entry", add("usage.jsonl", entry{"outputs/../../x/stdout", tar.TypeReg, "x"})},
+		{"unknown kind", `"notes.txt" is no entry`, add("usage.jsonl", entry{"notes.txt", tar.TypeReg, "x"})},
+		{"a link", "not a regular file", add("usage.jsonl", entry{"attachments/a/b", tar.TypeSymlink, ""})},
+		{"task before manifest", "comes before manifest.json", with(func(es []entry) []entry { es[0], es[1] = es[1], es[0]; return es })},
+		{"another version", "version 9", replace("manifest.json", func(e entry) entry {
+			e.body = strings.Replace(e.body, `"version":1`, `"version":9`, 1)
+			return e
+		})},
+		{"unknown field", "unknown field", replace("messages/", func(e entry) entry {
+			e.body = strings.Replace(e.body, `"seq":`, `"run":"rm -rf /","seq":`, 1)
+			return e
+		})},
+		{"unknown message type", `has type "exec"`, replace("messages/", func(e entry) entry {
+			e.body = strings.Replace(e.body, `"type":"message"`, `"type":"exec"`, 1)
+			return e
+		})},
+		{"messages out of order", "out of order", replace("messages/", func(e entry) entry {
+			lines := strings.SplitAfter(e.body, "\n")
+			lines[0], lines[1] = lines[1], lines[0]
+			e.body = strings.Join(lines, "")
+			return e
+		})},
+		{"invalid UTF-8 output", "not valid UTF-8", replace(output, func(e entry) entry { e.body = "\xff\xfe"; return e })},
+		{"an output twice", "there twice", add("usage.jsonl", good[find(output)])},
+		{"an output of no message", "belongs to no message", add("usage.jsonl", entry{"outputs/nobody/stdout", tar.TypeReg, "x"})},
+		{"a missing output", "is missing", drop(output)},
+		{"no usage", "incomplete", drop("usage.jsonl")},
+		{"a diff with hunks", "with hunks", replace("tool-contents/", func(e entry) entry {
+			e.body = strings.Replace(e.body, `"path"`, `"hunks":[],"path"`, 1)
+			return e
+		})},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			to, _ := open(t, time.Millisecond)
+			_, err := to.ImportTask(ctx, bytes.NewReader(tc.archive), ImportOptions{Owner: bob, SniffType: sniff})
+			if shared.ErrorCode(err) != shared.CodeInvalid || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("import: %v; want invalid, saying %q", err, tc.want)
+			}
+			if tasks, err := to.ListTasks(ctx); err != nil || len(tasks) != 0 {
+				t.Errorf("after a refused import: tasks %v, %v", tasks, err)
+			}
+			var rows int64
+			if err := to.db.Model(&messageRow{}).Count(&rows).Error; err != nil || rows != 0 {
+				t.Errorf("after a refused import: %d messages, %v", rows, err)
+			}
+		})
+	}
+	to, _ := open(t, time.Millisecond)
+	if _, err := to.ImportTask(ctx, bytes.NewReader(archiveOf(t, good)), ImportOptions{Owner: bob, SniffType: sniff}); err != nil {
+		t.Fatalf("the archive written again: %v", err)
+	}
+}
+
+// TestExportRedacts: with Redact, no entry holds the secret (prompts, commands, outputs,
+// diffs, text files), and the archive still imports, its sizes made from the redacted files.
+func TestExportRedacts(t *testing.T) {
+	ctx := context.Background()
+	const secret = "SECRET-0123456789"
+	from, _ := open(t, time.Millisecond)
+	task := fillTask(t, from, 60, secret)
+	plain := exportOf(t, from, task.ID, ExportOptions{})
+	redacted := exportOf(t, from, task.ID, ExportOptions{Redact: strings.NewReplacer(secret, "[REDACTED]").Replace})
+	count := func(archive []byte) (n int) {
+		for _, e := range entriesOf(t, archive) {
+			n += strings.Count(e.body, secret)
+		}
+		return n
+	}
+	if count(plain) < 5 || count(redacted) != 0 {
+		t.Fatalf("the secret is %d times in the archive, %d times redacted", count(plain), count(redacted))
+	}
+	to, _ := open(t, time.Millisecond)
+	got, err := to.ImportTask(ctx, bytes.NewReader(redacted), ImportOptions{Owner: bob, SniffType: sniff})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, lines := digest(t, to, got.ID)
+	all := strings.Join(lines, "\n")
+	if strings.Contains(all, secret) || !strings.Contains(all, "TOKEN=[REDACTED]") || !strings.Contains(all, `"new_text":"a\n[REDACTED]\n"`) {
+		t.Errorf("the imported task still holds the secret, or lacks the redacted text")
+	}
 }
