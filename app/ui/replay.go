@@ -50,7 +50,9 @@ func (p *ReplayPage) OnNav(ctx app.Context) {
 	if app.IsServer {
 		return
 	}
-	p.OnDismount()
+	if p.cancel != nil { // the listing of the page before
+		p.cancel()
+	}
 	p.ctx, p.cancel = context.WithCancel(context.Background())
 	p.msgs, p.cursor, p.total, p.step, p.want, p.missing, p.err = nil, "", 0, 0, 0, false, ""
 	// The rows answer nothing here.
@@ -215,17 +217,19 @@ func (p *ReplayPage) Render() app.UI {
 		app.Div().Class("replay-controls").Body(
 			app.Div().Class("replay-buttons").Body(
 				disabled(app.Button().Type("button").Class("secondary").Title("First message (Home)").Aria("label", "First message"), p.step == 0).
-					OnClick(func(ctx app.Context, _ app.Event) { p.goTo(ctx, 0) }).Text("⏮"),
-				disabled(app.Button().Type("button").Class("secondary").Title("Previous message (←)"), p.step == 0).
-					OnClick(func(ctx app.Context, _ app.Event) { p.goTo(ctx, p.want-1) }).Text("◀ Previous"),
+					OnClick(func(ctx app.Context, _ app.Event) { p.goTo(ctx, 0) }).Text("«"),
+				disabled(app.Button().Type("button").Class("secondary").Title("Previous message (←)").Aria("label", "Previous message"), p.step == 0).
+					OnClick(func(ctx app.Context, _ app.Event) { p.goTo(ctx, p.want-1) }).
+					Body(app.Text("◀"), app.Span().Class("step-word").Text(" Previous")),
 				app.Span().Class("replay-at").Aria("live", "polite").Body(
 					app.Span().Text(at),
 					app.If(when != "", func() app.UI { return app.Span().Class("replay-when").Text(when) }),
 				),
-				disabled(app.Button().Type("button").Class("secondary").Title("Next message (→)"), p.step+1 >= int(p.total)).
-					OnClick(func(ctx app.Context, _ app.Event) { p.goTo(ctx, p.want+1) }).Text("Next ▶"),
+				disabled(app.Button().Type("button").Class("secondary").Title("Next message (→)").Aria("label", "Next message"), p.step+1 >= int(p.total)).
+					OnClick(func(ctx app.Context, _ app.Event) { p.goTo(ctx, p.want+1) }).
+					Body(app.Span().Class("step-word").Text("Next "), app.Text("▶")),
 				disabled(app.Button().Type("button").Class("secondary").Title("Last message (End)").Aria("label", "Last message"), p.step+1 >= int(p.total)).
-					OnClick(func(ctx app.Context, _ app.Event) { p.goTo(ctx, int(p.total)-1) }).Text("⏭"),
+					OnClick(func(ctx app.Context, _ app.Event) { p.goTo(ctx, int(p.total)-1) }).Text("»"),
 			),
 			app.Input().Type("range").Class("replay-slider").Min(1).Max(max(p.total, 1)).Value(p.step+1).
 				Aria("label", "Message").OnChange(p.onSlide),
