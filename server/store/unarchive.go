@@ -111,6 +111,8 @@ type importer struct {
 	expect   map[string]bool             // the files the messages stored so far name, not yet read
 	seen     map[string]bool             // the names read, each once
 	usage    int
+	page     []messageRow // the messages of the page being read, stored once it is read (storePage)
+	texts    []string     // their search texts
 }
 
 type importedSession struct {
@@ -328,7 +330,7 @@ func (im *importer) messagesEntry(sessionID string, b []byte) error {
 	if sess == nil {
 		return invalidArchive("no session %q", sessionID)
 	}
-	return decodeLines(b, func(m archivedMessage) error {
+	err := decodeLines(b, func(m archivedMessage) error {
 		switch {
 		case m.SessionID != sessionID:
 			return invalidArchive("message %q is of another session", m.ID)
@@ -352,6 +354,10 @@ func (im *importer) messagesEntry(sessionID string, b []byte) error {
 		im.messages[m.ID] = &importedMessage{id: newID(), sessionID: sess.row.ID, created: created}
 		return im.message(m, updated)
 	})
+	if err != nil {
+		return err
+	}
+	return im.storePage()
 }
 
 var messageTypes = []shared.MessageType{shared.TypeMessage, shared.TypeThinking, shared.TypeToolExecute, shared.TypeToolCall,
@@ -422,11 +428,27 @@ func (im *importer) message(m archivedMessage, updated int64) error {
 	if md != nil {
 		row.Status = string(md.Status)
 	}
-	if err := im.tx.Create(&row).Error; err != nil {
+	im.page = append(im.page, row)
+	im.texts = append(im.texts, searchText(typ, content, md))
+	return nil
+}
+
+// storePage stores the messages of a page in one statement (or a few), and their search
+// text: a statement a message would cost most of an import's time.
+func (im *importer) storePage() error {
+	defer func() { im.page, im.texts = im.page[:0], im.texts[:0] }()
+	if len(im.page) == 0 {
+		return nil
+	}
+	if err := im.tx.CreateInBatches(&im.page, 100).Error; err != nil {
 		return err
 	}
-	if text := searchText(typ, content, md); text != "" {
-		return index(im.tx, row.ID, row.TaskID, text)
+	for i, row := range im.page {
+		if im.texts[i] != "" {
+			if err := index(im.tx, row.ID, row.TaskID, im.texts[i]); err != nil {
+				return err
+			}
+		}
 	}
 	return nil
 }
