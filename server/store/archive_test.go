@@ -430,3 +430,42 @@ func TestExportRedacts(t *testing.T) {
 		t.Errorf("the imported task still holds the secret, or lacks the redacted text")
 	}
 }
+
+// TestImportLeavesNothingWaiting: a command still running and a permission request still
+// pending when exported are cancelled when imported, in a closed session: nothing there
+// would ever finish or answer them.
+func TestImportLeavesNothingWaiting(t *testing.T) {
+	ctx := context.Background()
+	from, _ := open(t, time.Millisecond)
+	sess := newSession(t, from)
+	if _, err := from.CreateMessages(ctx, []NewMessage{
+		{SessionID: sess.ID, AuthorType: shared.AuthorAgent, Type: shared.TypeToolExecute, Metadata: shellMeta(shared.StatusRunning),
+			Output: &shared.ShellOutput{Stdout: "half"}},
+		{SessionID: sess.ID, AuthorType: shared.AuthorAgent, Type: shared.TypePermissionRequest, Content: "May I?",
+			Metadata: &shared.Metadata{ToolCallID: "p", Status: shared.StatusPending, Options: []shared.PermissionOption{{OptionID: "y", Name: "Yes", Kind: "allow_once"}}}},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	to, _ := open(t, time.Millisecond)
+	got, err := to.ImportTask(ctx, bytes.NewReader(exportOf(t, from, sess.TaskID, ExportOptions{})), ImportOptions{Owner: bob, SniffType: sniff})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := mustSessions(t, to, got.ID)[0]
+	imported, err := to.GetSession(ctx, id)
+	if err != nil || imported.State != shared.SessionClosed {
+		t.Fatalf("imported session %+v, %v: want closed", imported, err)
+	}
+	page, err := to.ListMessages(ctx, shared.ListRequest{SessionID: id})
+	if err != nil || len(page.Messages) != 2 {
+		t.Fatalf("%d messages, %v", len(page.Messages), err)
+	}
+	for _, m := range page.Messages {
+		if m.Metadata.Status != shared.StatusCancelled {
+			t.Errorf("%s is %s, want cancelled", m.Type, m.Metadata.Status)
+		}
+	}
+	if snap, err := to.GetShellOutput(ctx, id, page.Messages[0].ID); err != nil || snap.Output.Stdout != "half" {
+		t.Errorf("the running command's output: %+v, %v", snap.Output, err)
+	}
+}
