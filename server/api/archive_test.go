@@ -121,6 +121,10 @@ func TestExportImport(t *testing.T) {
 	if sessAfter.State != shared.SessionClosed || sessAfter.Resumable {
 		t.Errorf("imported session %+v: want closed, not resumable", sessAfter)
 	}
+	// The replay page lists its messages itself: its HTML carries none, and is no session page.
+	if resp, _ := e.do("GET", "/sessions/"+ids[0]+"/replay", "", bob...); resp.StatusCode != http.StatusOK {
+		t.Errorf("the replay page answered %d", resp.StatusCode)
+	}
 	// The import is in this server's audit, as the task it made.
 	var audit bytes.Buffer
 	if err := e.store.Audit(ctx, e.stored.Now().AddDate(0, 0, -1), e.stored.Now().AddDate(0, 0, 1), func(ev shared.AuditEvent) error {
