@@ -1,15 +1,14 @@
 package e2e
 
 import (
-	"context"
 	"fmt"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
-
-	"conch/shared"
 )
 
 // The replay page steps through a session in time order, read-only: the keys, the buttons
@@ -22,22 +21,25 @@ func TestReplayInTheBrowser(t *testing.T) {
 	s.run(t, sess.ID, "echo first", nil)
 	s.run(t, sess.ID, "printf 'second\\n'", nil)
 	last := s.run(t, sess.ID, "echo third; echo 'a warning' >&2", nil)
-	ctx, cancel := context.WithTimeout(context.Background(), deadline)
-	defer cancel()
-	page, err := s.API.ListMessages(ctx, shared.ListRequest{SessionID: sess.ID})
-	if err != nil {
-		t.Fatal(err)
-	}
-	n := len(page.Messages)
 
 	b := newBrowser(t)
-	b.do(t, chromedp.EmulateViewport(1280, 900), chromedp.Navigate(s.URL+"/sessions/"+sess.ID+"/replay"))
+	b.do(t, chromedp.EmulateViewport(393, 851, chromedp.EmulateScale(2.75), chromedp.EmulateMobile))
+	b.open(t, s.URL+"/sessions/"+sess.ID)
+	b.screenshot(t, "replay-link-mobile-light.png")
+	b.do(t, chromedp.EmulateViewport(1280, 900), chromedp.Click(chromedp.CSS("a.replay-link")))
+	// The count is the session's when the page listed it (the agent's last words may
+	// come after the command ended): the page does not follow the session live.
+	b.waitFor(t, "the first message", `!document.getElementById("app-wasm-loader") &&
+		(document.querySelector(".replay-at") || {textContent: ""}).textContent.startsWith("Message 1 of ")`)
+	n, err := strconv.Atoi(regexp.MustCompile(`of (\d+)`).FindStringSubmatch(b.text(t, ".replay-at > span"))[1])
+	if err != nil || n < 6 {
+		t.Fatalf("the page counts %d messages (%v), want the 3 prompts and commands at least", n, err)
+	}
 	at := func(i int) {
 		t.Helper()
 		b.waitFor(t, fmt.Sprintf("message %d of %d", i, n), fmt.Sprintf(
-			`!document.getElementById("app-wasm-loader") && (document.querySelector(".replay-at") || {textContent: ""}).textContent.startsWith("Message %d of %d")`, i, n))
+			`(document.querySelector(".replay-at") || {textContent: ""}).textContent.startsWith("Message %d of %d")`, i, n))
 	}
-	at(1)
 	if got := b.text(t, "#replay-step"); !strings.Contains(got, "echo first") {
 		t.Errorf("the first step shows %q, want the first prompt", got)
 	}
