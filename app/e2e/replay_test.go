@@ -63,5 +63,6 @@ func TestReplayInTheBrowser(t *testing.T) {
 	b.do(t, chromedp.Click(chromedp.CSS(row(last.ID)+" button.disclosure-toggle")))
 	b.waitLoads(t, last.ID, 1)
 	b.waitFor(t, "the output", fmt.Sprintf(`(document.querySelector(%q) || {textContent: ""}).textContent.includes("a warning")`, row(last.ID)))
+	b.checkAxe(t, "the replay page")
 	b.screenshots(t, "replay", "")
 }
