@@ -100,6 +100,23 @@ var readmeCommands = []struct {
 			t.Errorf("%s: %v\n%s", cmd, err, errs.String())
 		}
 	}},
+	{cmd: "bin/conch export TASK_ID > t.tar.gz", check: func(t *testing.T, r *readme, cmd string) {
+		sess, err := client.New(r.server).GetSession(context.Background(), r.session)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.sh(t, strings.Replace(cmd, "TASK_ID", sess.TaskID, 1), 0)
+		if b, err := os.ReadFile(filepath.Join(r.dir, "t.tar.gz")); err != nil || !bytes.HasPrefix(b, []byte{0x1f, 0x8b}) {
+			t.Errorf("%s wrote no gzip file: %.20q, %v", cmd, b, err)
+		}
+	}},
+	{cmd: "bin/conch import t.tar.gz", check: func(t *testing.T, r *readme, cmd string) {
+		out, _ := r.sh(t, cmd, 0)
+		tasks, err := client.New(r.server).ListTasks(context.Background())
+		if err != nil || len(tasks) != 2 || !strings.HasPrefix(out, tasks[0].ID+"\t") {
+			t.Errorf("%s: %q; the tasks %+v, %v", cmd, out, tasks, err)
+		}
+	}},
 	{cmd: "bin/conch prune --older-than 720h", check: func(t *testing.T, r *readme, cmd string) {
 		if out, _ := r.sh(t, cmd, 0); out != "deleted 0 tasks idle for more than 720h0m0s\n" {
 			t.Errorf("%s: %q", cmd, out)

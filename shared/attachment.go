@@ -10,6 +10,8 @@ const (
 	// MaxPendingAttachments bounds the files a session holds uploaded but not yet sent.
 	MaxPendingAttachments = 16
 	MaxAttachmentName     = 255 // bytes of a file's name
+	// MaxImportBytes bounds an archive imported in one request (POST /api/v1/tasks/import).
+	MaxImportBytes = 32 << 20
 )
 
 // Attachment is a file sent with a prompt as a message lists it: MimeType is the type

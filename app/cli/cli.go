@@ -44,6 +44,10 @@ var Commands = []Command{
 	{"merge", "[flags] TASK_ID", "bring a task's branch onto its base branch, locally; a conflict lists its files\n" +
 		"and changes nothing"},
 	{"push", "[flags] TASK_ID", "push a task's branch to its repository's remote origin"},
+	{"export", "[flags] TASK_ID", "write a task's archive (a tar.gz of its sessions, messages, outputs, diffs, files\n" +
+		"and costs) to --out, or to stdout"},
+	{"import", "[flags] FILE", "make a new task on the server from an archive that conch export wrote (- reads\n" +
+		"stdin); its sessions are closed and nothing in it runs; prints the new task"},
 }
 
 // Usage writes the synopsis and summary of each command.
@@ -120,8 +124,12 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	server := flags.String("server", cmp.Or(os.Getenv("CONCH_SERVER"), "http://127.0.0.1:8080"), "the Conch server (env CONCH_SERVER)")
 	token := flags.String("token", os.Getenv("CONCH_TOKEN"), "the server's token (env CONCH_TOKEN)")
 	asJSON := flags.Bool("json", false, "print one JSON object per line, in the API's shapes, instead of text")
-	var agent, task, cwd, stream, message, mode *string
+	var agent, task, cwd, stream, message, mode, out *string
+	var redact *bool
 	switch args[0] {
+	case "export":
+		out = flags.String("out", "", "the file to write (default: stdout)")
+		redact = flags.Bool("redact", false, "replace secret-like strings (access tokens, API keys, private keys) with [REDACTED]")
 	case "commit":
 		message = flags.String("m", "", "the commit message (required)")
 	case "merge":
@@ -162,6 +170,16 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			return flags.Fail("give one TASK_ID, and -m MESSAGE to commit")
 		}
 		return land(ctx, api, args[0], rest[0], message, mode, stdout, stderr, p.json)
+	case "export":
+		if len(rest) != 1 {
+			return flags.Fail("give one TASK_ID")
+		}
+		return export(ctx, api, rest[0], *out, *redact, stdout)
+	case "import":
+		if len(rest) != 1 {
+			return flags.Fail("give one FILE, or - for stdin")
+		}
+		return importTask(ctx, api, rest[0], os.Stdin, stdout, p.json)
 	case "output":
 		if len(rest) != 1 || (*stream != "" && *stream != "stdout" && *stream != "stderr") || (*stream != "" && *asJSON) {
 			return flags.Fail("give one MESSAGE_ID, and --stream stdout or stderr if any (not with --json)")
@@ -185,6 +203,48 @@ func prompt(words []string) string {
 		return words[0]
 	}
 	return shared.ShellJoin(words...)
+}
+
+// export writes a task's archive to the file out, or to stdout when out is "".
+func export(ctx context.Context, api *client.Client, taskID, out string, redact bool, stdout io.Writer) error {
+	archive, err := api.ExportTask(ctx, taskID, redact)
+	if err != nil {
+		return err
+	}
+	if out != "" {
+		return os.WriteFile(out, archive, 0o600) // it may hold secrets: the owner's alone
+	}
+	_, err = stdout.Write(archive)
+	return err
+}
+
+// importTask sends the archive in the file name ("-": stdin) to the server and prints the
+// task it made.
+func importTask(ctx context.Context, api *client.Client, name string, stdin io.Reader, stdout io.Writer, asJSON *json.Encoder) error {
+	if name != "-" {
+		f, err := os.Open(name)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		stdin = f
+	}
+	archive, err := io.ReadAll(io.LimitReader(stdin, shared.MaxImportBytes+1))
+	if err != nil {
+		return err
+	}
+	if len(archive) > shared.MaxImportBytes {
+		return fmt.Errorf("import: %s is larger than the %d MiB a server takes in one import", name, shared.MaxImportBytes>>20)
+	}
+	t, err := api.ImportTask(ctx, archive)
+	if err != nil {
+		return err
+	}
+	if asJSON != nil {
+		return asJSON.Encode(t)
+	}
+	_, err = fmt.Fprintf(stdout, "%s\t%s\n", t.ID, t.Title)
+	return err
 }
 
 func tasks(ctx context.Context, api *client.Client, stdout io.Writer, asJSON *json.Encoder) error {

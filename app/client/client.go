@@ -167,6 +167,32 @@ func (c *Client) AttachmentText(ctx context.Context, sessionID, id string) (stri
 // rawBody is a request body sent as it is (application/octet-stream), not as JSON.
 type rawBody []byte
 
+// gzipBody is a request body sent as it is, as application/gzip: a task's archive.
+type gzipBody []byte
+
+// ExportURL is where a task's archive is downloaded (a link target in the browser);
+// redact replaces secret-like strings in it.
+func (c *Client) ExportURL(taskID string, redact bool) string {
+	u := c.base + "/api/v1/tasks/" + url.PathEscape(taskID) + "/export"
+	if redact {
+		u += "?redact=1"
+	}
+	return u
+}
+
+// ExportTask fetches a task's archive (a tar.gz), redacted when asked.
+func (c *Client) ExportTask(ctx context.Context, taskID string, redact bool) ([]byte, error) {
+	var body []byte
+	return body, c.call(ctx, "GET", strings.TrimPrefix(c.ExportURL(taskID, redact), c.base), nil, &body)
+}
+
+// ImportTask makes a new task of the account's from an archive that ExportTask fetched
+// (at most shared.MaxImportBytes); its sessions are closed and nothing in it runs.
+func (c *Client) ImportTask(ctx context.Context, archive []byte) (shared.Task, error) {
+	var t shared.Task
+	return t, c.call(ctx, "POST", "/api/v1/tasks/import", gzipBody(archive), &t)
+}
+
 // Cancel cancels the session's running turn.
 func (c *Client) Cancel(ctx context.Context, sessionID string) error {
 	return c.call(ctx, "POST", "/api/v1/task-sessions/"+url.PathEscape(sessionID)+"/cancel", struct{}{}, nil)
@@ -335,6 +361,8 @@ func (c *Client) callIfNoneMatch(ctx context.Context, method, path string, v *ve
 	case nil:
 	case rawBody:
 		body, contentType = in, "application/octet-stream"
+	case gzipBody:
+		body, contentType = in, "application/gzip"
 	default:
 		var err error
 		if body, err = json.Marshal(in); err != nil {

@@ -598,6 +598,9 @@ func (p *SessionPage) Render() app.UI {
 			app.If(state != "", func() app.UI {
 				return app.Span().Class("badge", "state-"+string(state)).Text(string(state))
 			}),
+			app.If(p.loaded && p.tl.len() > 0, func() app.UI {
+				return app.A().Class("replay-link").Href("/sessions/" + p.id + "/replay").Title("Step through this conversation, read-only").Text("Replay")
+			}),
 			app.If(stopped, func() app.UI {
 				return app.Span().Class("badge", "agent-stopped").Title("The next prompt starts the agent again").Text("agent stopped")
 			}),

@@ -26,6 +26,7 @@ var api = client.New("")
 func Routes() {
 	app.Route("/", func() app.Composer { return &TasksPage{} })
 	app.RouteWithRegexp("^/sessions/[^/]+$", newSessionPage)
+	app.RouteWithRegexp("^/sessions/[^/]+/replay$", newReplayPage)
 	app.RouteWithRegexp("^/tasks/[^/]+/changes$", newChangesPage)
 	app.Route("/account", newAccountPage)
 	app.Route("/search", newSearchPage)

@@ -139,8 +139,8 @@ func New(cfg Config) *fiber.App {
 	}
 
 	app := fiber.New(fiber.Config{
-		Immutable: true,                                            // params and headers outlive fasthttp's buffer reuse
-		BodyLimit: max(cfg.BodyLimit, shared.MaxAttachmentBytes+1), // limitBody bounds the rest
+		Immutable: true,                                                                     // params and headers outlive fasthttp's buffer reuse
+		BodyLimit: max(cfg.BodyLimit, shared.MaxAttachmentBytes+1, shared.MaxImportBytes+1), // limitBody bounds the rest
 
 		DisableStartupMessage: true,
 		ErrorHandler:          s.errorHandler,

@@ -43,10 +43,21 @@ func (s *server) handleGetAttachment(c *fiber.Ctx) error {
 // shared.MaxAttachmentBytes.
 var uploadRoute = regexp.MustCompile(`^/api/v1/task-sessions/[^/]+/attachments$`)
 
+// importRoute is the route whose body may reach shared.MaxImportBytes.
+const importRoute = "/api/v1/tasks/import"
+
 // limitBody refuses a body over the server's limit, as Fiber would (whose own limit is
-// raised to let uploads through): every route but uploadRoute keeps the server's limit.
+// raised to let uploads and imports through): every route but uploadRoute and importRoute
+// keeps the server's limit.
 func (s *server) limitBody(c *fiber.Ctx) error {
-	if len(c.Request().Body()) > s.limit && !(c.Method() == fiber.MethodPost && uploadRoute.MatchString(c.Path())) {
+	n, post := len(c.Request().Body()), c.Method() == fiber.MethodPost
+	switch {
+	case n <= s.limit:
+	case post && c.Path() == importRoute:
+		if n > shared.MaxImportBytes {
+			return s.fail(c, shared.Errorf(shared.CodeTooLarge, "an archive is at most %d MiB", shared.MaxImportBytes>>20))
+		}
+	case !(post && uploadRoute.MatchString(c.Path())):
 		return s.fail(c, errTooLarge)
 	}
 	return c.Next()

@@ -39,6 +39,7 @@ var (
 func TestMain(m *testing.M) {
 	// The audit's JSON lines are checked as text (each line is shared.AuditEvent by type).
 	openapi3filter.RegisterBodyDecoder("application/jsonl", openapi3filter.PlainBodyDecoder)
+	openapi3filter.RegisterBodyDecoder("application/gzip", openapi3filter.FileBodyDecoder) // a task's archive
 	doc, err := openapi3.NewLoader().LoadFromData(OpenAPI)
 	if err == nil {
 		err = doc.Validate(context.Background())

@@ -150,7 +150,7 @@ func (s *server) pages(ui fiber.Handler) fiber.Handler {
 		uri := c.Request().URI()
 		uri.QueryArgs().Del(shared.BootParam)
 		id, isSession := strings.CutPrefix(string(uri.Path()), "/sessions/")
-		if !isSession {
+		if !isSession || strings.HasSuffix(id, "/replay") { // a replay lists its messages itself
 			c.Request().SetRequestURI(string(uri.RequestURI()))
 			return ui(c)
 		}
