@@ -235,6 +235,11 @@ func TestArchiveRoundTrip(t *testing.T) {
 	if n := strings.Count(strings.Join(wantLines, "\n"), `"stdout":"line `); n != 400 {
 		t.Errorf("the digest opened %d outputs, want 400", n)
 	}
+	// The imported outputs are searchable, as the exported ones are.
+	found, err := to.Search(ctx, shared.SearchRequest{Query: "warning", Limit: 1}, EveryTask)
+	if err != nil || len(found.Results) != 1 || found.Results[0].Output == nil || found.Results[0].TaskID != got.ID {
+		t.Errorf("search of an imported output: %+v (%v)", found.Results, err)
+	}
 	if got.ID == task.ID || got.Owner != "bob" || got.Description != "what it is for\n\nImported; first written by alice." {
 		t.Errorf("imported task = %+v", got)
 	}

@@ -495,6 +495,9 @@ func (im *importer) output(name, messageID, stream string, b []byte) error {
 		if err == nil && !stored {
 			err = im.use.q.full
 		}
+		if err == nil {
+			err = finishIndex(im.tx, m.id) // an imported command has ended: its whole output is searchable
+		}
 		return err
 	})
 }
