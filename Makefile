@@ -129,7 +129,7 @@ vet: $(WASM_WORK)
 ## check: formatting and vet, then every test (wasm/deps_test.go checks what each build may import).
 check: vet test
 
-## bench: every benchmark on loopback against bin/conch, about 20 minutes on 2 idle cores; writes docs/BENCHMARKS.md.
+## bench: every benchmark on loopback against bin/conch, an hour or more on 2 cores (README.md); writes docs/BENCHMARKS.md.
 ## Not pass/fail. BENCH_FLAGS passes options, e.g. BENCH_FLAGS='-runs 5' (bin/bench -h lists them), or
 ## BENCH_FLAGS='-only hostile -out /tmp/hostile.md' for the hostile agent's attacks alone (bin/bench is
 ## that agent too: `bin/bench agent`), or BENCH_FLAGS='-only openloop -compare OLD_BIN' for the open
