@@ -76,12 +76,17 @@ type session struct {
 	quiet       time.Time // since when the agent has had nothing to do (the idle rule)
 	reason      string    // why it ends; the first reason wins
 	terms       map[string]*terminal
+	checking    *terminal // the terminal of an attempt's check while it runs (attempt.go)
 	starting    int // terminals being started, counted against terminalLimit
 	nextTerm    int
 }
 
 func newSession(m *Manager, sess shared.Session, task shared.Task, p Profile) *session {
-	s := &session{m: m, id: sess.ID, cwd: sess.Cwd, dirs: task.AdditionalDirectories, tree: task.Worktree, profile: p, state: sess.State,
+	tree := task.Worktree
+	if task.Repo != "" { // its sessions run in worktrees Conch made: the task's, or an attempt's (task.CreateSession)
+		tree = sess.Cwd
+	}
+	s := &session{m: m, id: sess.ID, cwd: sess.Cwd, dirs: task.AdditionalDirectories, tree: tree, profile: p, state: sess.State,
 		log:       m.log.With("session", sess.ID, "agent", p.Name),
 		connected: make(chan struct{}), guarded: make(chan struct{}), started: make(chan struct{}), done: make(chan struct{}),
 		terms: map[string]*terminal{}, asks: map[string]chan string{}, urls: map[sdk.UnstableElicitationId]string{}}
@@ -685,6 +690,7 @@ func (s *session) turn(prompt []sdk.ContentBlock) {
 	default:
 		stopped = s.recordStop(resp.StopReason)
 	}
+	s.afterTurn(err == nil && resp.StopReason != sdk.StopReasonCancelled)
 	s.mu.Lock()
 	more := len(s.queue) > 0
 	s.quiet = s.m.clock.Now() // before the session says ready: the idle rule counts from here
@@ -801,6 +807,9 @@ func (s *session) cancel() error {
 	r := s.running
 	if r != nil {
 		r.cancelled = true
+	}
+	if s.checking != nil { // Cancel stops an attempt's check as it would the agent's command
+		s.checking.stop()
 	}
 	s.mu.Unlock()
 	if r != nil {
