@@ -44,6 +44,9 @@ var Commands = []Command{
 	{"merge", "[flags] TASK_ID", "bring a task's branch onto its base branch, locally; a conflict lists its files\n" +
 		"and changes nothing"},
 	{"push", "[flags] TASK_ID", "push a task's branch to its repository's remote origin"},
+	{"attempts", "[flags] TASK_ID", "a task's attempts, compared; with --prompt and --agents, first give one prompt to\n" +
+		"several agents, each in a worktree of its own (--check runs after each turn);\n" +
+		"--keep N lands attempt N and closes the others"},
 }
 
 // Usage writes the synopsis and summary of each command.
@@ -121,7 +124,10 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	token := flags.String("token", os.Getenv("CONCH_TOKEN"), "the server's token (env CONCH_TOKEN)")
 	asJSON := flags.Bool("json", false, "print one JSON object per line, in the API's shapes, instead of text")
 	var agent, task, cwd, stream, message, mode *string
+	var tries *attemptFlags
 	switch args[0] {
+	case "attempts":
+		tries = newAttemptFlags(flags)
 	case "commit":
 		message = flags.String("m", "", "the commit message (required)")
 	case "merge":
@@ -162,6 +168,11 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			return flags.Fail("give one TASK_ID, and -m MESSAGE to commit")
 		}
 		return land(ctx, api, args[0], rest[0], message, mode, stdout, stderr, p.json)
+	case "attempts":
+		if len(rest) != 1 {
+			return flags.Fail("give one TASK_ID")
+		}
+		return tries.run(ctx, api, rest[0], stdout, p.json)
 	case "output":
 		if len(rest) != 1 || (*stream != "" && *stream != "stdout" && *stream != "stderr") || (*stream != "" && *asJSON) {
 			return flags.Fail("give one MESSAGE_ID, and --stream stdout or stderr if any (not with --json)")

@@ -27,6 +27,7 @@ func Routes() {
 	app.Route("/", func() app.Composer { return &TasksPage{} })
 	app.RouteWithRegexp("^/sessions/[^/]+$", newSessionPage)
 	app.RouteWithRegexp("^/tasks/[^/]+/changes$", newChangesPage)
+	app.RouteWithRegexp("^/tasks/[^/]+/attempts$", newAttemptsPage)
 	app.Route("/account", newAccountPage)
 	app.Route("/search", newSearchPage)
 }

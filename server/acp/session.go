@@ -77,7 +77,7 @@ type session struct {
 	reason      string    // why it ends; the first reason wins
 	terms       map[string]*terminal
 	checking    *terminal // the terminal of an attempt's check while it runs (attempt.go)
-	starting    int // terminals being started, counted against terminalLimit
+	starting    int       // terminals being started, counted against terminalLimit
 	nextTerm    int
 }
 

@@ -1,0 +1,62 @@
+package acp
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+
+	"conch/server/store"
+	"conch/shared"
+)
+
+// An attempt's check runs after each of its turns, in its directory, as a stored command
+// of its session (with its output, fetched like any other); the session stays running
+// until it has ended; the attempt records its exit code and which command it is, and
+// counts the agent's commands without the checks. A session that is no attempt runs none.
+func TestAttemptCheck(t *testing.T) {
+	t.Parallel()
+	env := newEnv(t, shellInProcess, false)
+	ctx := context.Background()
+	sess := env.start(t, ShellAgent)
+	const check = `test -f ok && echo passed`
+	if err := env.st.CreateAttempt(ctx, store.NewAttempt{SessionID: sess.ID, TaskID: env.task.ID, Branch: "b", Worktree: sess.Cwd, Check: check, N: 1}); err != nil {
+		t.Fatal(err)
+	}
+	for i, c := range []struct {
+		prompt, stdout string
+		exit           int
+		state          string
+	}{
+		{"touch ok", "passed\n", 0, shared.CheckPassed},
+		{"rm ok", "", 1, shared.CheckFailed},
+	} {
+		env.prompt(t, sess.ID, c.prompt)
+		a, err := env.st.GetAttempt(ctx, sess.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a.Check != c.state || a.CheckExit == nil || *a.CheckExit != c.exit || a.Commands != i+1 || a.Failed != 0 {
+			t.Errorf("%s: attempt %+v", c.prompt, a.Attempt)
+		}
+		m, out := lastShell(t, env, sess.ID)
+		if m.ID != a.CheckMessageID || shared.ShellOf(m).Command != check || shared.ShellOf(m).WorkDir != sess.Cwd || out.Stdout != c.stdout {
+			t.Errorf("%s: check %s (attempt's %s) %q, output %+v", c.prompt, m.ID, a.CheckMessageID, shared.ShellOf(m).Command, out)
+		}
+	}
+	if got := strings.Join(slices.Compact(statesOf(env.ev.states(sess.ID))), ","); got != "starting,ready,running,ready,running,ready" {
+		t.Errorf("states %s", got) // ready only once the check has ended (checked above)
+	}
+
+	other := env.start(t, ShellAgent)
+	env.prompt(t, other.ID, "echo hi")
+	n := 0
+	for _, m := range env.messages(t, other.ID) {
+		if m.Type == shared.TypeToolExecute {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Errorf("a session that is no attempt ran %d commands", n)
+	}
+}
