@@ -39,4 +39,6 @@ func (c *Client) KeepAttempt(ctx context.Context, taskID, sessionID, mode string
 	return l, c.call(ctx, "POST", attemptsPath(taskID)+"/"+url.PathEscape(sessionID)+"/keep", shared.KeepRequest{Mode: mode}, &l)
 }
 
-func attemptsPath(taskID string) string { return "/api/v1/tasks/" + url.PathEscape(taskID) + "/attempts" }
+func attemptsPath(taskID string) string {
+	return "/api/v1/tasks/" + url.PathEscape(taskID) + "/attempts"
+}
