@@ -241,14 +241,7 @@ func attemptState(a shared.Attempt) string {
 // Render draws the page; prerendered, it is the shell that says it is loading.
 func (p *AttemptsPage) Render() app.UI {
 	return app.Div().Class("page", "attempts-page").DataSet("running", p.running()).Body(
-		app.Header().Class("bar").Body(
-			app.A().Class("back").Href("/").Text("← Tasks"),
-			app.H1().Body(app.Text("Attempts"), app.If(p.title != "", func() app.UI {
-				return app.Span().Class("task-title").Text(" · " + p.title)
-			})),
-			disabled(app.Button().Type("button").Class("secondary"), p.loading).OnClick(p.refresh).Text("Refresh"),
-		),
-		app.If(p.err != "", func() app.UI { return app.P().Class("alert").Role("alert").Text(p.err) }),
+		taskBar("Attempts", p.title, p.err, p.loading, p.refresh),
 		app.Main().Body(
 			p.renderTable(),
 			p.renderOutput(),

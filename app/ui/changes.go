@@ -310,20 +310,28 @@ func visiblePtr(s *string) *string {
 // Render draws the page; prerendered, it is the shell that says it is loading.
 func (p *ChangesPage) Render() app.UI {
 	return app.Div().Class("page", "changes-page").DataSet("live", p.live).Body(
-		app.Header().Class("bar").Body(
-			app.A().Class("back").Href("/").Text("← Tasks"),
-			app.H1().Body(app.Text("Changes"), app.If(p.title != "", func() app.UI {
-				return app.Span().Class("task-title").Text(" · " + p.title)
-			})),
-			disabled(app.Button().Type("button").Class("secondary"), p.loading).OnClick(p.refresh).Text("Refresh"),
-		),
-		app.If(p.err != "", func() app.UI { return app.P().Class("alert").Role("alert").Text(p.err) }),
+		taskBar("Changes", p.title, p.err, p.loading, p.refresh),
 		app.If(p.attempt != "", func() app.UI { // an attempt lands from its task's Attempts page
 			return app.Main().Body(p.renderChanges(),
 				app.P().Body(app.A().Href("/tasks/"+p.taskID+"/attempts").Text("Back to the attempts")))
 		}).Else(func() app.UI {
 			return app.Main().Body(p.renderChanges(), p.renderReview(), p.renderLand())
 		}),
+	)
+}
+
+// taskBar is the head of a page of one task (what it shows, the task's title, a Refresh
+// button), with the page's error under it.
+func taskBar(what, title, err string, loading bool, refresh app.EventHandler) app.UI {
+	return app.Div().Body(
+		app.Header().Class("bar").Body(
+			app.A().Class("back").Href("/").Text("← Tasks"),
+			app.H1().Body(app.Text(what), app.If(title != "", func() app.UI {
+				return app.Span().Class("task-title").Text(" · " + title)
+			})),
+			disabled(app.Button().Type("button").Class("secondary"), loading).OnClick(refresh).Text("Refresh"),
+		),
+		app.If(err != "", func() app.UI { return app.P().Class("alert").Role("alert").Text(err) }),
 	)
 }
 

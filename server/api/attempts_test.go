@@ -18,12 +18,8 @@ import (
 // a check recorded by the runtime shows in it; keeping one lands it on the base and
 // closes the others, whose worktrees go and whose branches keep their work.
 func TestAttempts(t *testing.T) {
-	e := newEnv(t)
+	e, repo, task, path := attemptTask(t, "Try")
 	ctx := context.Background()
-	repo := gittest.Repo(t, map[string]string{"a.txt": "one\n"})
-	var task shared.Task
-	e.expect(http.StatusCreated, "POST", "/api/v1/tasks", fmt.Sprintf(`{"title":"Try","repo":%q}`, repo), &task)
-	path := "/api/v1/tasks/" + task.ID + "/attempts"
 
 	for _, bad := range []string{
 		`{"prompt":"","agents":["shell","shell"]}`,
@@ -139,15 +135,20 @@ func TestAttempts(t *testing.T) {
 	e.expect(http.StatusConflict, "GET", path+"/"+list.Attempts[0].SessionID+"/changes", "", nil)
 }
 
+// attemptTask is a task on a new repository (one file, a.txt), and its attempts' path.
+func attemptTask(t *testing.T, title string) (*env, string, shared.Task, string) {
+	e := newEnv(t)
+	repo := gittest.Repo(t, map[string]string{"a.txt": "one\n"})
+	var task shared.Task
+	e.expect(http.StatusCreated, "POST", "/api/v1/tasks", fmt.Sprintf(`{"title":%q,"repo":%q}`, title, repo), &task)
+	return e, repo, task, "/api/v1/tasks/" + task.ID + "/attempts"
+}
+
 // The compare table's list stays small: under 400 B per attempt, compressed as a
 // browser asks for it, for eight attempts that ran a check.
 func TestAttemptListSize(t *testing.T) {
-	e := newEnv(t)
+	e, _, _, path := attemptTask(t, "Eight ways")
 	ctx := context.Background()
-	repo := gittest.Repo(t, map[string]string{"a.txt": "one\n"})
-	var task shared.Task
-	e.expect(http.StatusCreated, "POST", "/api/v1/tasks", fmt.Sprintf(`{"title":"Eight ways","repo":%q}`, repo), &task)
-	path := "/api/v1/tasks/" + task.ID + "/attempts"
 	var list shared.AttemptList
 	e.expect(http.StatusCreated, "POST", path, `{"prompt":"go","agents":["shell","shell","shell","shell","shell","shell","shell","shell"],"check":"go test ./..."}`, &list)
 	for i, a := range list.Attempts {
