@@ -71,7 +71,17 @@ func TestAttemptsCompare(t *testing.T) {
 	if n, all := b.snapshots(first.CheckMessageID), b.total(); n != 1 || all != 1 {
 		t.Errorf("opening one check fetched %d of it, %d bodies in all", n, all)
 	}
-	b.screenshots(t, "attempts", ".attempts")
+	// One file of two attempts, side by side: both diffs fetched on Compare, nothing else.
+	b.do(t, chromedp.SendKeys(chromedp.CSS("#compare-path"), "result.txt"))
+	b.click(t, "Compare")
+	b.waitFor(t, "two diffs side by side", `document.querySelectorAll(".side-by-side .side .dl-add").length === 2`)
+	if got := eval[[]string](t, b, `[...document.querySelectorAll(".side-by-side .dl-add")].map(e => e.textContent)`); fmt.Sprint(got) != "[1+no 1+ok]" {
+		t.Errorf("compared lines %q", got)
+	}
+	if n, all := b.snapshots("diff:result.txt"), b.total(); n != 2 || all != 3 {
+		t.Errorf("comparing fetched %d diffs of result.txt, %d bodies in all", n, all)
+	}
+	b.screenshots(t, "attempts", ".compare")
 
 	b.do(t, chromedp.EmulateViewport(1280, 900))
 	b.do(t, chromedp.Evaluate[chromedp.Void](`document.querySelector('tr[data-n="2"] .row-actions button').click()`))
