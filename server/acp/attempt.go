@@ -41,6 +41,7 @@ func (s *session) afterTurn(checked bool) {
 		s.log.Error("record the attempt's turn", "err", err)
 	}
 	s.publishSession() // the compare table learns of the check with the session
+	s.usageStored()
 	s.m.boundCost(ctx, s.id)
 }
 

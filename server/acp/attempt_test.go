@@ -6,6 +6,9 @@ import (
 	"strings"
 	"testing"
 
+	sdk "github.com/coder/acp-go-sdk"
+
+	"conch/server/acp/acptest"
 	"conch/server/store"
 	"conch/shared"
 )
@@ -58,5 +61,55 @@ func TestAttemptCheck(t *testing.T) {
 	}
 	if n != 1 {
 		t.Errorf("a session that is no attempt ran %d commands", n)
+	}
+}
+
+// When an attempt's turn ends with the attempts of its task at their cost cap, the others
+// still running are stopped (their agents too), each marked and told why; an attempt at
+// rest is left alone.
+func TestAttemptCostCap(t *testing.T) {
+	t.Parallel()
+	scripts := map[string]script{
+		"spend": func(ctx context.Context, a *acptest.Agent, sid sdk.SessionId) error {
+			return a.Send(ctx, sid, acptest.Usage(1000, 200000, 1.5, "USD"))
+		},
+		"work": func(ctx context.Context, a *acptest.Agent, sid sdk.SessionId) error {
+			<-ctx.Done() // until it is stopped
+			return acptest.StopWith(sdk.StopReasonCancelled)
+		},
+	}
+	env := newEnv(t, scriptedAs(acptest.Config{Scripts: scripts}), false, Profile{Name: "scripted"})
+	ctx := context.Background()
+	var ids []string
+	for n := 1; n <= 3; n++ {
+		sess := env.start(t, "scripted")
+		if err := env.st.CreateAttempt(ctx, store.NewAttempt{SessionID: sess.ID, TaskID: env.task.ID, Branch: "b", Worktree: sess.Cwd, N: n, MaxCost: 1}); err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, sess.ID)
+	}
+	env.promptAsync(t, ids[1], "work")
+	env.prompt(t, ids[0], "spend")
+	waitFor(t, env.ev, "the running attempt stopped", func() bool {
+		s := env.ev.states(ids[1])
+		return s[len(s)-1] == shared.SessionReady
+	})
+	for i, id := range ids {
+		a, err := env.st.GetAttempt(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		stopped := i == 1
+		if (a.Outcome == shared.AttemptStopped) != stopped || stopped && !strings.Contains(a.Note, "cost 1.50 USD together, and the cap is 1.00") {
+			t.Errorf("attempt %d: outcome %q, note %q", a.N, a.Outcome, a.Note)
+		}
+	}
+	sess, err := env.st.GetSession(ctx, ids[1])
+	if err != nil || !sess.Stopped {
+		t.Errorf("the stopped attempt's session %+v: %v", sess, err)
+	}
+	msgs := env.messages(t, ids[1])
+	if last := msgs[len(msgs)-1]; !strings.Contains(last.Content, "Stopped by the task's cost cap") {
+		t.Errorf("its chat ends with %q", last.Content)
 	}
 }

@@ -56,6 +56,7 @@ type session struct {
 	usageMu      sync.Mutex
 	nextUsage    *shared.Usage // the latest usage report not stored yet (usage.go)
 	usageWriting bool          // storeUsage runs
+	usageIdle    *sync.Cond    // on usageMu: broadcast when storeUsage stops (usageStored)
 
 	permMu sync.Mutex             // held while a request is stored and registered, answered or cancelled
 	asks   map[string]chan string // pending permission requests and questions by message id (permission.go)
@@ -90,6 +91,7 @@ func newSession(m *Manager, sess shared.Session, task shared.Task, p Profile) *s
 		log:       m.log.With("session", sess.ID, "agent", p.Name),
 		connected: make(chan struct{}), guarded: make(chan struct{}), started: make(chan struct{}), done: make(chan struct{}),
 		terms: map[string]*terminal{}, asks: map[string]chan string{}, urls: map[sdk.UnstableElicitationId]string{}}
+	s.usageIdle = sync.NewCond(&s.usageMu)
 	s.rec = newRecorder(recorderConfig{sessionID: sess.ID, cwd: sess.Cwd, store: m.cfg.Store, events: m.cfg.Events,
 		clock: m.clock, interval: m.cfg.FlushInterval, log: s.log, terminal: s.terminal,
 		outage: m.cfg.StoreOutage, stuck: s.storeDown, giveUp: m.closed})
