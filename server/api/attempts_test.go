@@ -133,6 +133,15 @@ func TestAttempts(t *testing.T) {
 	}
 	e.expect(http.StatusConflict, "POST", path+"/"+second+"/keep", `{}`, nil)
 	e.expect(http.StatusConflict, "GET", path+"/"+list.Attempts[0].SessionID+"/changes", "", nil)
+
+	// Deleting the task removes the kept attempt's worktree too; every branch stays.
+	e.expect(http.StatusNoContent, "DELETE", "/api/v1/tasks/"+task.ID, "", nil)
+	if _, err := os.Stat(dirs[second]); !os.IsNotExist(err) {
+		t.Errorf("the kept attempt's worktree after the task was deleted: %v", err)
+	}
+	if got := gittest.Git(t, repo, "branch", "--list", "conch/*"); strings.Count(got, "-attempt-") != 3 {
+		t.Errorf("branches after the task was deleted: %q", got)
+	}
 }
 
 // attemptTask is a task on a new repository (one file, a.txt), and its attempts' path.
