@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"conch/server/store"
 	"conch/server/worktree"
@@ -181,9 +182,25 @@ func (s *Service) ListAttempts(ctx context.Context, taskID string) (shared.Attem
 	return out, nil
 }
 
-// measure reads the size of an attempt's change from its worktree, and keeps it when
-// the attempt is at rest (its turn ended: it holds until the next).
+// measureEvery is how old the size of a running attempt's change may be: every viewer of
+// a compare table reads the list every few seconds, and each reading runs git.
+const measureEvery = 5 * time.Second
+
+// measurement is the size of a running attempt's change, and when it was read.
+type measurement struct {
+	at                    time.Time
+	files, added, removed int
+}
+
+// measure reads the size of an attempt's change from its worktree (for a running one, at
+// most once per measureEvery), and keeps it when the attempt is at rest (its turn ended:
+// it holds until the next).
 func (s *Service) measure(ctx context.Context, task shared.Task, a *store.AttemptRecord) {
+	if m, ok := s.measured.Load(a.SessionID); ok && !a.AtRest() && s.now().Sub(m.(measurement).at) < measureEvery {
+		m := m.(measurement)
+		a.Files, a.Added, a.Removed = m.files, m.added, m.removed
+		return
+	}
 	if _, err := os.Stat(a.Worktree); err != nil {
 		return
 	}
@@ -197,10 +214,13 @@ func (s *Service) measure(ctx context.Context, task shared.Task, a *store.Attemp
 		a.Added += f.AddedLines
 		a.Removed += f.RemovedLines
 	}
-	if a.AtRest() {
-		if err := s.store.SetAttemptStats(ctx, *a); err != nil {
-			s.log.Warn("keep an attempt's size", "session", a.SessionID, "err", err)
-		}
+	if !a.AtRest() {
+		s.measured.Store(a.SessionID, measurement{at: s.now(), files: a.Files, added: a.Added, removed: a.Removed})
+		return
+	}
+	s.measured.Delete(a.SessionID)
+	if err := s.store.SetAttemptStats(ctx, *a); err != nil {
+		s.log.Warn("keep an attempt's size", "session", a.SessionID, "err", err)
 	}
 }
 
