@@ -82,6 +82,7 @@ func TestAttemptsCompare(t *testing.T) {
 		t.Errorf("comparing fetched %d diffs of result.txt, %d bodies in all", n, all)
 	}
 	b.screenshots(t, "attempts", ".compare")
+	b.checkAxe(t, "the compare page, a check's output and a file compared open")
 
 	b.do(t, chromedp.EmulateViewport(1280, 900))
 	b.do(t, chromedp.Evaluate[chromedp.Void](`document.querySelector('tr[data-n="2"] .row-actions button').click()`))

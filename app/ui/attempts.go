@@ -393,7 +393,7 @@ func (p *AttemptsPage) rowActions(a shared.Attempt) app.UI {
 		)
 	}
 	return app.Div().Class("actions").Body(
-		disabled(app.Button().Type("button").Aria("label", "Keep attempt "+n), !atRest || p.keeping).
+		disabled(app.Button().Type("button").Aria("label", "Keep this one: attempt "+n), !atRest || p.keeping).
 			OnClick(func(app.Context, app.Event) { p.keep, p.keepErr = a.SessionID, "" }, app.EventScope(a.SessionID)).Text("Keep this one"),
 		disabled(app.Button().Type("button").Class("secondary").Aria("label", "Continue attempt "+n), a.State.Ended()).
 			OnClick(func(app.Context, app.Event) { p.cont, p.contErr = a.SessionID, "" }, app.EventScope(a.SessionID)).Text("Continue"),

@@ -144,7 +144,9 @@ func (m *Manager) boundCost(ctx context.Context, sessionID string) {
 		other := m.sessions[a.SessionID]
 		m.mu.Unlock()
 		if other != nil {
-			other.park(note, false, 0)
+			// Not waited for: two attempts that reach the cap at once would each wait for
+			// the other's end from within its own turn.
+			go other.park(note, false, 0)
 		}
 	}
 }
