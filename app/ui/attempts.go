@@ -53,7 +53,8 @@ type AttemptsPage struct {
 	keeping  bool
 	kept     string // what the last Keep did, for people
 	keepErr  string
-	cont     string // the attempt a follow-up prompt is being written for
+	acted    time.Time // when this person last started attempts or continued one
+	cont     string    // the attempt a follow-up prompt is being written for
 	contText string
 	contErr  string
 }
@@ -74,8 +75,13 @@ type compared struct {
 	err   string
 }
 
-// pollEvery is how often the list is read again while an attempt runs.
-const pollEvery = 2 * time.Second
+// pollEvery is how often the list is read again while an attempt runs, and for
+// actionGrace after a person started or continued attempts (their turns may not have
+// begun when the answer came).
+const (
+	pollEvery   = 2 * time.Second
+	actionGrace = 10 * time.Second
+)
 
 // attemptColumns are the table's sortable columns: a key and its header.
 var attemptColumns = [][2]string{
@@ -115,7 +121,7 @@ func (p *AttemptsPage) OnMount(ctx app.Context) {
 				return
 			case <-t.C:
 				ctx.Dispatch(func(ctx app.Context) {
-					if p.running() && !p.loading {
+					if (p.running() || time.Since(p.acted) < actionGrace) && !p.loading {
 						p.load(ctx)
 					}
 				})
@@ -464,7 +470,7 @@ func (p *AttemptsPage) sendContinue(ctx app.Context, e app.Event) {
 				p.contErr = whyNot("Not sent", err)
 				return
 			}
-			p.cont, p.contText = "", ""
+			p.cont, p.contText, p.acted = "", "", time.Now()
 			p.load(ctx)
 		})
 	})
@@ -607,7 +613,7 @@ func (p *AttemptsPage) start(ctx app.Context, e app.Event) {
 				p.startErr = whyNot("Not started", err)
 				return
 			}
-			p.prompt = ""
+			p.prompt, p.acted = "", time.Now()
 			p.show(l)
 		})
 	})
