@@ -48,6 +48,9 @@ var Commands = []Command{
 		"and costs) to --out, or to stdout"},
 	{"import", "[flags] FILE", "make a new task on the server from an archive that conch export wrote (- reads\n" +
 		"stdin); its sessions are closed and nothing in it runs; prints the new task"},
+	{"attempts", "[flags] TASK_ID", "a task's attempts, compared; with --prompt and --agents, first give one prompt to\n" +
+		"several agents, each in a worktree of its own (--check runs after each turn);\n" +
+		"--keep N lands attempt N and closes the others"},
 }
 
 // Usage writes the synopsis and summary of each command.
@@ -126,7 +129,10 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	asJSON := flags.Bool("json", false, "print one JSON object per line, in the API's shapes, instead of text")
 	var agent, task, cwd, stream, message, mode, out *string
 	var redact *bool
+	var tries *attemptFlags
 	switch args[0] {
+	case "attempts":
+		tries = newAttemptFlags(flags)
 	case "export":
 		out = flags.String("out", "", "the file to write (default: stdout)")
 		redact = flags.Bool("redact", false, "replace secret-like strings (access tokens, API keys, private keys) with [REDACTED]")
@@ -180,6 +186,11 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			return flags.Fail("give one FILE, or - for stdin")
 		}
 		return importTask(ctx, api, rest[0], os.Stdin, stdout, p.json)
+	case "attempts":
+		if len(rest) != 1 {
+			return flags.Fail("give one TASK_ID")
+		}
+		return tries.run(ctx, api, rest[0], stdout, p.json)
 	case "output":
 		if len(rest) != 1 || (*stream != "" && *stream != "stdout" && *stream != "stderr") || (*stream != "" && *asJSON) {
 			return flags.Fail("give one MESSAGE_ID, and --stream stdout or stderr if any (not with --json)")

@@ -26,6 +26,7 @@ type ChangesPage struct {
 	app.Compo
 
 	taskID  string
+	attempt string // the session of the attempt shown (?attempt=), "" for the task's own change
 	title   string // the task's
 	repo    string // the task's repository
 	agent   string // the agent of the task's newest session; "" when it has none
@@ -84,6 +85,7 @@ func newChangesPage() app.Composer { return &ChangesPage{} }
 // OnMount loads the summary, in the browser only, and follows the task's events.
 func (p *ChangesPage) OnMount(ctx app.Context) {
 	p.taskID = strings.TrimSuffix(strings.TrimPrefix(ctx.Page().URL().Path, "/tasks/"), "/changes")
+	p.attempt = ctx.Page().URL().Query().Get("attempt")
 	ctx.Page().SetTitle("Changes · Conch")
 	p.ctx, p.cancel = context.WithCancel(context.Background())
 	p.load(ctx)
@@ -159,9 +161,13 @@ func (p *ChangesPage) refresh(ctx app.Context, _ app.Event) {
 
 func (p *ChangesPage) load(ctx app.Context) {
 	p.loading, p.stale, p.err = true, false, ""
-	c, id := p.ctx, p.taskID
+	c, id, attempt := p.ctx, p.taskID, p.attempt
 	ctx.Async(func() {
-		ch, err := api.Changes(c, id)
+		changes := func() (shared.Changes, error) { return api.Changes(c, id) }
+		if attempt != "" {
+			changes = func() (shared.Changes, error) { return api.AttemptChanges(c, id, attempt) }
+		}
+		ch, err := changes()
 		ctx.Dispatch(func(ctx app.Context) {
 			if c.Err() != nil {
 				return
@@ -267,9 +273,13 @@ func (p *ChangesPage) pump(ctx app.Context) {
 			continue
 		}
 		p.fetches++
-		c, id := p.ctx, p.taskID
+		c, id, attempt := p.ctx, p.taskID, p.attempt
 		ctx.Async(func() {
-			d, err := api.ChangeDiff(c, id, job.path)
+			diff := func() (shared.FileDiff, error) { return api.ChangeDiff(c, id, job.path) }
+			if attempt != "" {
+				diff = func() (shared.FileDiff, error) { return api.AttemptDiff(c, id, attempt, job.path) }
+			}
+			d, err := diff()
 			ctx.Dispatch(func(ctx app.Context) {
 				if c.Err() != nil {
 					return
@@ -300,15 +310,28 @@ func visiblePtr(s *string) *string {
 // Render draws the page; prerendered, it is the shell that says it is loading.
 func (p *ChangesPage) Render() app.UI {
 	return app.Div().Class("page", "changes-page").DataSet("live", p.live).Body(
+		taskBar("Changes", p.title, p.err, p.loading, p.refresh),
+		app.If(p.attempt != "", func() app.UI { // an attempt lands from its task's Attempts page
+			return app.Main().Body(p.renderChanges(),
+				app.P().Body(app.A().Href("/tasks/"+p.taskID+"/attempts").Text("Back to the attempts")))
+		}).Else(func() app.UI {
+			return app.Main().Body(p.renderChanges(), p.renderReview(), p.renderLand())
+		}),
+	)
+}
+
+// taskBar is the head of a page of one task (what it shows, the task's title, a Refresh
+// button), with the page's error under it.
+func taskBar(what, title, err string, loading bool, refresh app.EventHandler) app.UI {
+	return app.Div().Body(
 		app.Header().Class("bar").Body(
 			app.A().Class("back").Href("/").Text("← Tasks"),
-			app.H1().Body(app.Text("Changes"), app.If(p.title != "", func() app.UI {
-				return app.Span().Class("task-title").Text(" · " + p.title)
+			app.H1().Body(app.Text(what), app.If(title != "", func() app.UI {
+				return app.Span().Class("task-title").Text(" · " + title)
 			})),
-			disabled(app.Button().Type("button").Class("secondary"), p.loading).OnClick(p.refresh).Text("Refresh"),
+			disabled(app.Button().Type("button").Class("secondary"), loading).OnClick(refresh).Text("Refresh"),
 		),
-		app.If(p.err != "", func() app.UI { return app.P().Class("alert").Role("alert").Text(p.err) }),
-		app.Main().Body(p.renderChanges(), p.renderReview(), p.renderLand()),
+		app.If(err != "", func() app.UI { return app.P().Class("alert").Role("alert").Text(err) }),
 	)
 }
 
@@ -341,7 +364,7 @@ func (p *ChangesPage) renderChanges() app.UI {
 // mayReview is whether comments can be written: the task's newest session is of an agent
 // that takes requests (the built-in shell agent would run them as a command).
 func (p *ChangesPage) mayReview() bool {
-	return p.known && p.agent != "" && p.agent != shared.ShellAgent
+	return p.attempt == "" && p.known && p.agent != "" && p.agent != shared.ShellAgent
 }
 
 // reviewHint says how to comment on the change, or why it cannot be.

@@ -423,6 +423,7 @@ func (p *TasksPage) renderTask(t shared.Task) app.UI {
 		),
 		app.Div().Class("actions").Body(
 			changesLink(t),
+			attemptsLink(t),
 			app.If(t.MayEdit, func() app.UI { return p.taskActions(t, confirming) }),
 		),
 	)

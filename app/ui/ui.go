@@ -28,6 +28,7 @@ func Routes() {
 	app.RouteWithRegexp("^/sessions/[^/]+$", newSessionPage)
 	app.RouteWithRegexp("^/sessions/[^/]+/replay$", newReplayPage)
 	app.RouteWithRegexp("^/tasks/[^/]+/changes$", newChangesPage)
+	app.RouteWithRegexp("^/tasks/[^/]+/attempts$", newAttemptsPage)
 	app.Route("/account", newAccountPage)
 	app.Route("/search", newSearchPage)
 }

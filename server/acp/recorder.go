@@ -349,6 +349,16 @@ func (r *recorder) endTurn() {
 	clear(r.byTerm)
 }
 
+// messageOf is the id of the stored message of the tool call id, "" before it is stored.
+func (r *recorder) messageOf(id string) string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if it := r.tools[id]; it != nil {
+		return it.msgID
+	}
+	return ""
+}
+
 // flush stores every pending change and returns when it is committed.
 func (r *recorder) flush() {
 	ch := make(chan struct{})

@@ -56,6 +56,7 @@ type session struct {
 	usageMu      sync.Mutex
 	nextUsage    *shared.Usage // the latest usage report not stored yet (usage.go)
 	usageWriting bool          // storeUsage runs
+	usageIdle    *sync.Cond    // on usageMu: broadcast when storeUsage stops (usageStored)
 
 	permMu sync.Mutex             // held while a request is stored and registered, answered or cancelled
 	asks   map[string]chan string // pending permission requests and questions by message id (permission.go)
@@ -76,16 +77,22 @@ type session struct {
 	quiet       time.Time // since when the agent has had nothing to do (the idle rule)
 	reason      string    // why it ends; the first reason wins
 	terms       map[string]*terminal
-	con         *Console // the person's terminal (console.go), nil until opened
-	starting    int      // terminals being started, counted against terminalLimit
+	checking    *terminal // the terminal of an attempt's check while it runs (attempt.go)
+	con         *Console  // the person's terminal (console.go), nil until opened
+	starting    int       // terminals being started, counted against terminalLimit
 	nextTerm    int
 }
 
 func newSession(m *Manager, sess shared.Session, task shared.Task, p Profile) *session {
-	s := &session{m: m, id: sess.ID, cwd: sess.Cwd, dirs: task.AdditionalDirectories, tree: task.Worktree, profile: p, state: sess.State,
+	tree := task.Worktree
+	if task.Repo != "" { // its sessions run in worktrees Conch made: the task's, or an attempt's (task.CreateSession)
+		tree = sess.Cwd
+	}
+	s := &session{m: m, id: sess.ID, cwd: sess.Cwd, dirs: task.AdditionalDirectories, tree: tree, profile: p, state: sess.State,
 		log:       m.log.With("session", sess.ID, "agent", p.Name),
 		connected: make(chan struct{}), guarded: make(chan struct{}), started: make(chan struct{}), done: make(chan struct{}),
 		terms: map[string]*terminal{}, asks: map[string]chan string{}, urls: map[sdk.UnstableElicitationId]string{}}
+	s.usageIdle = sync.NewCond(&s.usageMu)
 	s.rec = newRecorder(recorderConfig{sessionID: sess.ID, cwd: sess.Cwd, store: m.cfg.Store, events: m.cfg.Events,
 		clock: m.clock, interval: m.cfg.FlushInterval, log: s.log, terminal: s.terminal,
 		outage: m.cfg.StoreOutage, stuck: s.storeDown, giveUp: m.closed})
@@ -696,6 +703,7 @@ func (s *session) turn(prompt []sdk.ContentBlock) {
 	default:
 		stopped = s.recordStop(resp.StopReason)
 	}
+	s.afterTurn(err == nil && resp.StopReason != sdk.StopReasonCancelled)
 	s.mu.Lock()
 	more := len(s.queue) > 0
 	s.quiet = s.m.clock.Now() // before the session says ready: the idle rule counts from here
@@ -812,6 +820,9 @@ func (s *session) cancel() error {
 	r := s.running
 	if r != nil {
 		r.cancelled = true
+	}
+	if s.checking != nil { // Cancel stops an attempt's check as it would the agent's command
+		s.checking.stop()
 	}
 	s.mu.Unlock()
 	if r != nil {

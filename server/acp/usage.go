@@ -28,6 +28,16 @@ func (s *session) usage(u *sdk.SessionUsageUpdate) {
 	}
 }
 
+// usageStored returns once the usage reports received so far are stored: a turn's cost
+// counts against its task's cap (attempt.go) when the turn ends.
+func (s *session) usageStored() {
+	s.usageMu.Lock()
+	defer s.usageMu.Unlock()
+	for s.usageWriting {
+		s.usageIdle.Wait()
+	}
+}
+
 // storeUsage stores the latest usage report until none is waiting.
 func (s *session) storeUsage() {
 	for {
@@ -36,6 +46,7 @@ func (s *session) storeUsage() {
 		s.nextUsage = nil
 		if v == nil {
 			s.usageWriting = false
+			s.usageIdle.Broadcast()
 			s.usageMu.Unlock()
 			return
 		}

@@ -296,7 +296,7 @@ var steps = []step{
 	// those stored before, as ranges of their text.
 	{then: parseStored},
 	// Search inside command output (outsearch.go): the kept text of each stream as
-	// documents of whole lines, indexed the database's way (dialect.searchSchema), and
+	// documents of one chunk each, indexed the database's way (dialect.searchSchema), and
 	// filled from the outputs already stored.
 	{table: "output_search", column: "body", stmts: []string{
 		`CREATE TABLE output_search (
@@ -309,6 +309,36 @@ var steps = []step{
 			body TEXT NOT NULL)`,
 		`CREATE UNIQUE INDEX idx_output_search_stream ON output_search (message_id, stream, start)`,
 	}, then: indexOutputs},
+	// Attempts (attempt.go): sessions of one prompt, each in a worktree and branch of its
+	// own, with the check run after each turn and the bounds of their task. IF NOT
+	// EXISTS: a database detected by its columns (one made before schema_version) is
+	// taken back to the last step with a column, and this one applied again.
+	{table: "attempts", column: "session_id", stmts: []string{
+		`CREATE TABLE IF NOT EXISTS attempts (
+			session_id TEXT PRIMARY KEY REFERENCES task_sessions(id) ON DELETE CASCADE,
+			task_id TEXT NOT NULL REFERENCES tasks(id) ON DELETE CASCADE,
+			n INTEGER NOT NULL,
+			branch TEXT NOT NULL,
+			worktree TEXT NOT NULL,
+			check_command TEXT NOT NULL DEFAULT '',
+			max_running INTEGER NOT NULL DEFAULT 0,
+			max_cost_micros INTEGER NOT NULL DEFAULT 0,
+			outcome TEXT NOT NULL DEFAULT '',
+			note TEXT NOT NULL DEFAULT '',
+			check_state TEXT NOT NULL DEFAULT '',
+			check_message_id TEXT NOT NULL DEFAULT '',
+			check_exit INTEGER,
+			check_millis INTEGER NOT NULL DEFAULT 0,
+			checks INTEGER NOT NULL DEFAULT 0,
+			checks_failed INTEGER NOT NULL DEFAULT 0,
+			files INTEGER NOT NULL DEFAULT 0,
+			added INTEGER NOT NULL DEFAULT 0,
+			removed INTEGER NOT NULL DEFAULT 0,
+			stats_at INTEGER NOT NULL DEFAULT 0,
+			created_at INTEGER NOT NULL,
+			ended_at INTEGER NOT NULL DEFAULT 0)`,
+		`CREATE UNIQUE INDEX IF NOT EXISTS idx_attempts_task ON attempts (task_id, n)`,
+	}},
 }
 
 // migrate brings the schema to the last step in one transaction (DDL is transactional

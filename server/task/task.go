@@ -84,6 +84,7 @@ type Service struct {
 	log       *slog.Logger
 	now       func() time.Time
 	worktrees sync.Mutex // held while a task's first session makes its worktree, and while git commits or lands
+	measured  sync.Map   // the size of a running attempt's change, by session id (attempts.go)
 }
 
 // New returns the Service of st, publishing to events and running agents with rt, at the

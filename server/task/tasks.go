@@ -80,6 +80,10 @@ func (s *Service) DeleteTask(ctx context.Context, id string) error {
 			homes = append(homes, sess.Sandbox.Home)
 		}
 	}
+	tries, err := s.store.Attempts(ctx, id) // their worktrees go with the task too
+	if err != nil {
+		return err
+	}
 	deleted, err := s.store.DeleteTask(ctx, id)
 	if err != nil {
 		return err
@@ -91,6 +95,7 @@ func (s *Service) DeleteTask(ctx context.Context, id string) error {
 		s.events.SessionDeleted(sid)
 	}
 	s.removeWorktree(task)
+	s.removeAttemptWorktrees(task, tries)
 	for _, home := range homes {
 		// <data>/sandboxes/<session id>/home: the session's directory goes, its home and TMPDIR.
 		if dir := filepath.Dir(home); filepath.Base(filepath.Dir(dir)) == "sandboxes" {

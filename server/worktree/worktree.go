@@ -160,13 +160,17 @@ func Add(ctx context.Context, repo, base, branch string) (string, error) {
 // Remove removes the worktree and keeps its branch, with the worktree's uncommitted work
 // (what git does not ignore) as one more commit on it: nothing the agent wrote is lost.
 func Remove(ctx context.Context, repo, dir string) error {
+	return RemoveKeeping(ctx, repo, dir, "Uncommitted work of the task, kept by Conch when the task was deleted")
+}
+
+// RemoveKeeping is Remove with the message of the commit that keeps the uncommitted work.
+func RemoveKeeping(ctx context.Context, repo, dir, message string) error {
 	if _, err := os.Stat(dir); err == nil {
 		if _, err := git(ctx, dir, 0, nil, "add", "--all"); err != nil {
 			return fmt.Errorf("keep the uncommitted work of %s: %w", dir, err)
 		}
 		if _, err := git(ctx, dir, 0, nil, "diff", "--cached", "--quiet"); err != nil { // something to keep
-			if _, err := git(ctx, dir, 0, identity(ctx, dir), "commit", "--no-verify", "--quiet", "-m",
-				"Uncommitted work of the task, kept by Conch when the task was deleted"); err != nil {
+			if _, err := git(ctx, dir, 0, identity(ctx, dir), "commit", "--no-verify", "--quiet", "-m", message); err != nil {
 				return fmt.Errorf("keep the uncommitted work of %s: %w", dir, err)
 			}
 		}

@@ -23,17 +23,8 @@ const changedFiles = 1000
 // of a repository of twice as many, and one file's diff beside it.
 func (b *bench) changes(ctx context.Context) error {
 	repo := filepath.Join(b.tmp, "changes-repo")
-	files := map[string]string{}
-	for i := range 2 * changedFiles {
-		files[fmt.Sprintf("pkg%02d/file%04d.txt", i%40, i)] = strings.Repeat(fmt.Sprintf("line of file %d\n", i), 20)
-	}
-	if err := writeFiles(repo, files); err != nil {
+	if err := makeRepo(ctx, repo); err != nil {
 		return err
-	}
-	for _, args := range [][]string{{"init", "-q", "-b", "main"}, {"add", "-A"}, {"commit", "-q", "-m", "start"}} {
-		if err := gitIn(ctx, repo, args...); err != nil {
-			return err
-		}
 	}
 	srv, err := startConch(ctx, b.conchBin, filepath.Join(b.tmp, "changes.db"))
 	if err != nil {
@@ -110,6 +101,24 @@ func (b *bench) changes(ctx context.Context) error {
 		{"GET .../changes (summary, no bodies)", summary.format(micros), size.format(bytesIEC)},
 		{"GET .../changes/diff?path= (one file)", diff.format(micros), ""},
 	})
+	return nil
+}
+
+// makeRepo makes a repository of 2*changedFiles files of 20 lines, pkgNN/fileNNNN.txt,
+// on its branch main.
+func makeRepo(ctx context.Context, repo string) error {
+	files := map[string]string{}
+	for i := range 2 * changedFiles {
+		files[fmt.Sprintf("pkg%02d/file%04d.txt", i%40, i)] = strings.Repeat(fmt.Sprintf("line of file %d\n", i), 20)
+	}
+	if err := writeFiles(repo, files); err != nil {
+		return err
+	}
+	for _, args := range [][]string{{"init", "-q", "-b", "main"}, {"add", "-A"}, {"commit", "-q", "-m", "start"}} {
+		if err := gitIn(ctx, repo, args...); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
