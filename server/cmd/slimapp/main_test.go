@@ -219,7 +219,7 @@ func TestConchRoutes(t *testing.T) {
 	if err != nil || len(patterns) == 0 {
 		t.Fatalf("patterns %q, %v", patterns, err)
 	}
-	paths := map[string]bool{"/sessions/0b5e": true, "/tasks/0b5e/changes": true,
+	paths := map[string]bool{"/sessions/0b5e": true, "/tasks/0b5e/changes": true, "/sessions/0b5e/replay": true, "/tasks/0b5e/attempts": true,
 		"/sessions/": false, "/sessions/a/b": false, "/tasks/a/changes/": false, "/tasks//changes": false, "/x/sessions/a": false}
 	for _, pattern := range patterns {
 		p, err := compileRoute(pattern)
