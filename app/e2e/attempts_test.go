@@ -85,6 +85,11 @@ func TestAttemptsCompare(t *testing.T) {
 	b.checkAxe(t, "the compare page, a check's output and a file compared open")
 
 	b.do(t, chromedp.EmulateViewport(1280, 900))
+	// Continue: a follow-up prompt to attempt 3, whose check then runs again and passes.
+	b.do(t, chromedp.Evaluate[chromedp.Void](`document.querySelector('tr[data-n="3"] .row-actions button.secondary').click()`))
+	b.do(t, chromedp.SendKeys(chromedp.CSS("#continue-text"), `echo ok > result.txt`))
+	b.click(t, "Send to attempt 3")
+	b.waitFor(t, "attempt 3's check passing after its follow-up", `document.querySelector('tr[data-n="3"] .check')?.textContent.startsWith("exit 0 · ") && document.querySelector(".attempts-page").dataset.running === "false"`)
 	b.do(t, chromedp.Evaluate[chromedp.Void](`document.querySelector('tr[data-n="2"] .row-actions button').click()`))
 	b.click(t, "Keep and merge")
 	b.waitFor(t, "attempt 2 kept", `!!document.querySelector('tr[data-n="2"].outcome-kept') && document.querySelectorAll("tr.outcome-closed").length === 2`)
@@ -92,8 +97,9 @@ func TestAttemptsCompare(t *testing.T) {
 		t.Errorf("main's result.txt after keep: %q", got)
 	}
 	for _, a := range []shared.Attempt{list.Attempts[0], list.Attempts[2]} {
-		if got := gittest.Git(t, repo, "show", a.Branch+":result.txt"); got != "no" {
-			t.Errorf("attempt %d's branch after keep: %q", a.N, got)
+		want := map[int]string{1: "no", 3: "ok"}[a.N] // attempt 3 was continued
+		if got := gittest.Git(t, repo, "show", a.Branch+":result.txt"); got != want {
+			t.Errorf("attempt %d's branch after keep: %q, want %q", a.N, got, want)
 		}
 		sess, err := s.API.GetSession(ctx, a.SessionID)
 		if err != nil {

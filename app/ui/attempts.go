@@ -27,6 +27,7 @@ type AttemptsPage struct {
 	list    *shared.AttemptList
 	err     string
 	loading bool
+	page    app.Context // OnMount's: what it dispatches reaches the page, whichever element asked
 	ctx     context.Context
 	cancel  context.CancelFunc
 	sortBy  string // a column of attemptColumns
@@ -96,6 +97,7 @@ func newAttemptsPage() app.Composer { return &AttemptsPage{sortBy: "n"} }
 func (p *AttemptsPage) OnMount(ctx app.Context) {
 	p.taskID = strings.TrimSuffix(strings.TrimPrefix(ctx.Page().URL().Path, "/tasks/"), "/attempts")
 	ctx.Page().SetTitle("Attempts · Conch")
+	p.page = ctx
 	p.ctx, p.cancel = context.WithCancel(context.Background())
 	c, id := p.ctx, p.taskID
 	ctx.Async(func() {
@@ -111,7 +113,7 @@ func (p *AttemptsPage) OnMount(ctx app.Context) {
 			}
 		})
 	})
-	p.load(ctx)
+	p.load()
 	ctx.Async(func() {
 		t := time.NewTicker(pollEvery)
 		defer t.Stop()
@@ -122,7 +124,7 @@ func (p *AttemptsPage) OnMount(ctx app.Context) {
 			case <-t.C:
 				ctx.Dispatch(func(ctx app.Context) {
 					if (p.running() || time.Since(p.acted) < actionGrace) && !p.loading {
-						p.load(ctx)
+						p.load()
 					}
 				})
 			}
@@ -143,14 +145,16 @@ func (p *AttemptsPage) running() bool {
 	})
 }
 
-func (p *AttemptsPage) refresh(ctx app.Context, _ app.Event) { p.load(ctx) }
+func (p *AttemptsPage) refresh(app.Context, app.Event) { p.load() }
 
-func (p *AttemptsPage) load(ctx app.Context) {
+// load reads the list again, through the page's context: an event's would drop the answer
+// once its element left the page (the follow-up form, gone once sent).
+func (p *AttemptsPage) load() {
 	p.loading = true
 	c, id := p.ctx, p.taskID
-	ctx.Async(func() {
+	p.page.Async(func() {
 		l, err := api.Attempts(c, id)
-		ctx.Dispatch(func(ctx app.Context) {
+		p.page.Dispatch(func(app.Context) {
 			if c.Err() != nil {
 				return
 			}
@@ -471,7 +475,7 @@ func (p *AttemptsPage) sendContinue(ctx app.Context, e app.Event) {
 				return
 			}
 			p.cont, p.contText, p.acted = "", "", time.Now()
-			p.load(ctx)
+			p.load()
 		})
 	})
 }
