@@ -128,28 +128,36 @@ func dropIndexed(tx *gorm.DB, messageID string, stream int, from int64) error {
 // newest chunk ends in, and drops the documents its kept text has left.
 func finishIndex(tx *gorm.DB, messageID string) error {
 	for _, stream := range []int{streamStdout, streamStderr} {
-		var newest []chunkRow
-		if err := tx.Select(chunkColumns).Scopes(streamOf(messageID, stream)).Where("length(data) > 0").
-			Order("start DESC").Limit(1).Find(&newest).Error; err != nil {
-			return fmt.Errorf("index output: %w", err)
-		}
-		if len(newest) == 0 {
-			continue
-		}
-		t := newest[0]
-		from := max(batchStart(t.Start, t.end()), t.KeptFrom)
-		text, base, err := storedBefore(tx, t, from)
-		if err != nil {
+		if err := finishStream(tx, messageID, stream); err != nil {
 			return err
 		}
-		text = append(text, t.Data...)
-		at := max(from, base)
-		if err := indexLines(tx, messageID, stream, base, at, text[at-base:], true); err != nil {
-			return err
-		}
-		if err := dropIndexed(tx, messageID, stream, t.KeptFrom); err != nil {
-			return fmt.Errorf("index output: %w", err)
-		}
+	}
+	return nil
+}
+
+// finishStream is finishIndex for one stream.
+func finishStream(tx *gorm.DB, messageID string, stream int) error {
+	var newest []chunkRow
+	if err := tx.Select(chunkColumns).Scopes(streamOf(messageID, stream)).Where("length(data) > 0").
+		Order("start DESC").Limit(1).Find(&newest).Error; err != nil {
+		return fmt.Errorf("index output: %w", err)
+	}
+	if len(newest) == 0 {
+		return nil
+	}
+	t := newest[0]
+	from := max(batchStart(t.Start, t.end()), t.KeptFrom)
+	text, base, err := storedBefore(tx, t, from)
+	if err != nil {
+		return err
+	}
+	text = append(text, t.Data...)
+	at := max(from, base)
+	if err := indexLines(tx, messageID, stream, base, at, text[at-base:], true); err != nil {
+		return err
+	}
+	if err := dropIndexed(tx, messageID, stream, t.KeptFrom); err != nil {
+		return fmt.Errorf("index output: %w", err)
 	}
 	return nil
 }

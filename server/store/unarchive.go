@@ -496,7 +496,7 @@ func (im *importer) output(name, messageID, stream string, b []byte) error {
 			err = im.use.q.full
 		}
 		if err == nil {
-			err = finishIndex(im.tx, m.id) // an imported command has ended: its whole output is searchable
+			err = finishStream(im.tx, m.id, code) // an imported command has ended: its whole output is searchable
 		}
 		return err
 	})
