@@ -29,7 +29,7 @@ type messageRow struct {
 	Status          string // metadata.status, kept in a column for recovery queries
 	ClientMessageID *string
 	CreatedAt       int64
-	UpdatedAt       int64
+	UpdatedAt       int64 `gorm:"autoUpdateTime:false"` // nanoseconds, written by each update itself
 	Seq             int64 // its place in its session's commit order, from 1 (insertMessage)
 }
 

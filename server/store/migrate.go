@@ -339,6 +339,14 @@ var steps = []step{
 			ended_at INTEGER NOT NULL DEFAULT 0)`,
 		`CREATE UNIQUE INDEX IF NOT EXISTS idx_attempts_task ON attempts (task_id, n)`,
 	}},
+	// updated_at is nanoseconds; GORM wrote seconds where an update did not name it (the
+	// markdown step, a command's output stored when storage was full), so those rows
+	// looked changed before they were created.
+	{stmts: []string{
+		`UPDATE messages SET updated_at = created_at WHERE updated_at < created_at`,
+		`UPDATE task_sessions SET updated_at = created_at WHERE updated_at < created_at`,
+		`UPDATE tasks SET updated_at = created_at WHERE updated_at < created_at`,
+	}},
 }
 
 // migrate brings the schema to the last step in one transaction (DDL is transactional

@@ -98,6 +98,10 @@ func TestMigrateFromEveryVersion(t *testing.T) {
 				if text, err := s.GetMessage(ctx, rows.messages[0]); err != nil || n < parsing && (text.Metadata == nil || treeText(text.Content, text.Metadata.Markdown) != "hello") {
 					t.Errorf("the old reply: %+v (%v)", text.Metadata, err)
 				}
+				var early []string
+				if err := s.db.Raw("SELECT id FROM messages WHERE updated_at < created_at").Scan(&early).Error; err != nil || len(early) > 0 {
+					t.Errorf("messages updated before they were created: %v (%v)", early, err)
+				}
 				snap, err := s.GetShellOutput(ctx, rows.session, rows.messages[1])
 				if err != nil || snap.Output.Stdout != "old é 🙂\n" || snap.Output.Stderr != "warn\n" {
 					t.Errorf("output: %+v (%v)", snap.Output, err)
@@ -160,9 +164,16 @@ func insertOldRows(t *testing.T, s *Store, n int) oldRows {
 	exec("INSERT INTO tasks (id, title, created_at, updated_at) VALUES (?, 'old task', 1, 1)", r.task)
 	exec("INSERT INTO task_sessions (id, task_id, agent, cwd, state, message_count, created_at, updated_at) VALUES (?, ?, 'shell', '/tmp', 'ready', ?, 1, 1)",
 		r.session, r.task, count)
+	// Times in nanoseconds, as the store writes them; a version before the repair step may
+	// hold the seconds GORM wrote (the text's updated_at).
+	base := time.Now().UnixNano()
 	message := func(seq int, id string, typ shared.MessageType, content string, meta any, status string) {
+		created, updated := base+int64(seq), base+int64(seq)
+		if id == r.messages[0] && n < len(steps) {
+			updated = base / int64(time.Second)
+		}
 		cols, args := "id, session_id, task_id, author_type, type, content, metadata, status, created_at, updated_at",
-			[]any{id, r.session, r.task, shared.AuthorAgent, typ, content, meta, status, seq, seq}
+			[]any{id, r.session, r.task, shared.AuthorAgent, typ, content, meta, status, created, updated}
 		if has("messages", "seq") {
 			cols, args = cols+", seq", append(args, seq)
 		}

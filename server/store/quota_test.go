@@ -155,6 +155,17 @@ func TestStorageLimit(t *testing.T) {
 		t.Errorf("upload %+v", small)
 	}
 
+	// A command stored with output past the limit is stored stopped, and no later than
+	// it was created (GORM once wrote that update's time in seconds).
+	full, err := s.CreateMessage(ctx, NewMessage{SessionID: sess.ID, AuthorType: shared.AuthorAgent, Type: shared.TypeToolExecute,
+		Metadata: shellMeta(shared.StatusCompleted), Output: &shared.ShellOutput{Stdout: strings.Repeat("y", 20_000)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := s.GetMessage(ctx, full.ID); err != nil || !shared.ShellOf(got).Output.StorageFull || got.UpdatedAt.Before(got.CreatedAt) {
+		t.Errorf("a command created past the limit: %+v, updated %v, created %v (%v)", shared.ShellOf(got).Output, got.UpdatedAt, got.CreatedAt, err)
+	}
+
 	// Room again: a new command stores its output; the stopped one stays stopped.
 	if _, err := s.DeleteTask(ctx, sess.TaskID); err != nil {
 		t.Fatal(err)

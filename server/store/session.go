@@ -25,7 +25,7 @@ type taskRow struct {
 	OwnerID     string // the account that made it; "" for the token's or a server without one
 	OwnerLogin  string // its login, which never changes
 	CreatedAt   int64
-	UpdatedAt   int64
+	UpdatedAt   int64 `gorm:"autoUpdateTime:false"` // nanoseconds, written by each update itself
 }
 
 func (taskRow) TableName() string { return "tasks" }
@@ -60,7 +60,7 @@ type sessionRow struct {
 	Sandbox        string // JSON of shared.Sandbox, "" before the agent started
 	MessageCount   int64
 	CreatedAt      int64
-	UpdatedAt      int64
+	UpdatedAt      int64 `gorm:"autoUpdateTime:false"` // nanoseconds, written by each update itself
 }
 
 func (sessionRow) TableName() string { return "task_sessions" }
