@@ -139,8 +139,12 @@ func New(cfg Config) *fiber.App {
 	}
 
 	app := fiber.New(fiber.Config{
-		Immutable: true,                                                                     // params and headers outlive fasthttp's buffer reuse
-		BodyLimit: max(cfg.BodyLimit, shared.MaxAttachmentBytes+1, shared.MaxImportBytes+1), // limitBody bounds the rest
+		Immutable: true, // params and headers outlive fasthttp's buffer reuse
+		// Bodies are streamed and bounded by limitBody, each by its route's limit, after
+		// at most 8 KiB read ahead: an upload or import is read once its role check passed.
+		BodyLimit:                    cfg.BodyLimit,
+		StreamRequestBody:            true,
+		DisablePreParseMultipartForm: true,
 
 		DisableStartupMessage: true,
 		ErrorHandler:          s.errorHandler,

@@ -45,7 +45,11 @@ func (s *server) handleExport(c *fiber.Ctx) error {
 // handleImport stores the task an archive holds (the body, at most shared.MaxImportBytes)
 // as a new task of the account's.
 func (s *server) handleImport(c *fiber.Ctx) error {
-	t, err := s.tasks.ImportTask(c.UserContext(), accountFrom(c.UserContext()), bytes.NewReader(c.Body()))
+	body, err := s.readBody(c)
+	if err != nil {
+		return s.fail(c, err)
+	}
+	t, err := s.tasks.ImportTask(c.UserContext(), accountFrom(c.UserContext()), bytes.NewReader(body))
 	if err == nil {
 		c.Locals(madeTaskKey, t.ID)
 	}

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"io"
 	"net/http"
 	"regexp"
 
@@ -12,7 +13,11 @@ import (
 // handleUploadAttachment stores the request's body as a file for a prompt of the session
 // to carry, named by ?name= (task.Service.Attach).
 func (s *server) handleUploadAttachment(c *fiber.Ctx) error {
-	a, err := s.tasks.Attach(c.UserContext(), c.Params("session_id"), c.Query("name"), c.Body())
+	body, err := s.readBody(c)
+	if err != nil {
+		return s.fail(c, err)
+	}
+	a, err := s.tasks.Attach(c.UserContext(), c.Params("session_id"), c.Query("name"), body)
 	return s.answer(c, http.StatusCreated, a, err)
 }
 
@@ -46,21 +51,67 @@ var uploadRoute = regexp.MustCompile(`^/api/v1/task-sessions/[^/]+/attachments$`
 // importRoute is the route whose body may reach shared.MaxImportBytes.
 const importRoute = "/api/v1/tasks/import"
 
-// limitBody refuses a body over the server's limit, as Fiber would (whose own limit is
-// raised to let uploads and imports through): every route but uploadRoute and importRoute
-// keeps the server's limit.
-func (s *server) limitBody(c *fiber.Ctx) error {
-	n, post := len(c.Request().Body()), c.Method() == fiber.MethodPost
-	switch {
-	case n <= s.limit:
+// bodyLimit is the most a request's body may hold: the server's limit, but for an upload
+// or an import, whose handlers read their bodies once the role check let them in.
+func (s *server) bodyLimit(c *fiber.Ctx) (limit int, late bool) {
+	switch post := c.Method() == fiber.MethodPost; {
 	case post && c.Path() == importRoute:
-		if n > shared.MaxImportBytes {
-			return s.fail(c, shared.Errorf(shared.CodeTooLarge, "an archive is at most %d MiB", shared.MaxImportBytes>>20))
-		}
-	case !(post && uploadRoute.MatchString(c.Path())):
-		return s.fail(c, errTooLarge)
+		return shared.MaxImportBytes, true
+	case post && uploadRoute.MatchString(c.Path()):
+		return shared.MaxAttachmentBytes, true
 	}
-	return c.Next()
+	return s.limit, false
+}
+
+// limitBody bounds request bodies, which fasthttp streams (it reads at most 8 KiB before a
+// handler runs): a stated length over the route's limit is refused at once, a body is read
+// here up to the server's limit, and an upload's or import's body by its handler (readBody),
+// so that nobody makes the server read megabytes before the role check.
+func (s *server) limitBody(c *fiber.Ctx) error {
+	limit, late := s.bodyLimit(c)
+	if c.Request().Header.ContentLength() > limit {
+		c.Response().SetConnectionClose() // the rest of the body is never read
+		return s.fail(c, tooLarge(c, limit))
+	}
+	if !late {
+		if _, err := s.readBody(c); err != nil {
+			return s.fail(c, err)
+		}
+	}
+	err := c.Next()
+	if c.Request().BodyStream() != nil {
+		c.Response().SetConnectionClose() // refused before its handler read the body
+	}
+	return err
+}
+
+// readBody reads the request's body, up to its route's limit, once.
+func (s *server) readBody(c *fiber.Ctx) ([]byte, error) {
+	req := c.Request()
+	stream := req.BodyStream()
+	if stream == nil {
+		return c.Body(), nil
+	}
+	limit, _ := s.bodyLimit(c)
+	body, err := io.ReadAll(io.LimitReader(stream, int64(limit)+1))
+	if err != nil {
+		c.Response().SetConnectionClose()
+		return nil, shared.Errorf(shared.CodeInvalid, "the request's body could not be read: %v", err)
+	}
+	if len(body) > limit {
+		c.Response().SetConnectionClose()
+		return nil, tooLarge(c, limit)
+	}
+	req.SetBodyRaw(body)
+	return c.Body(), nil
+}
+
+// tooLarge says how large the route's bodies may be.
+func tooLarge(c *fiber.Ctx, limit int) error {
+	if c.Path() == importRoute {
+		return shared.Errorf(shared.CodeTooLarge, "an archive is at most %d MiB", limit>>20)
+	}
+	return errTooLarge
 }
 
 var errTooLarge = shared.Errorf(shared.CodeTooLarge, "request body too large")
