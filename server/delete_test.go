@@ -103,6 +103,29 @@ func TestPrune(t *testing.T) {
 		t.Fatalf("task on a repository: %+v, %v", onRepo, err)
 	}
 	gittest.Write(t, onRepo.Worktree, map[string]string{"a.txt": "left uncommitted\n"})
+	sessions, err := api.ListTasks(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var home string // the sandbox's private home of the task's session
+	for _, tk := range sessions {
+		for _, sess := range tk.Sessions {
+			if tk.ID == onRepo.ID && sess.Sandbox != nil {
+				home = sess.Sandbox.Home
+			}
+		}
+	}
+	if _, err := os.Stat(home); home == "" || err != nil {
+		t.Fatalf("the session's sandbox home %q: %v", home, err)
+	}
+	tries, err := api.StartAttempts(ctx, onRepo.ID, shared.AttemptsRequest{Prompt: "echo hi", Agents: []string{"shell", "shell"}})
+	if err != nil || len(tries.Attempts) != 2 {
+		t.Fatalf("attempts: %+v, %v", tries, err)
+	}
+	worktrees := func() int { return strings.Count(gittest.Git(t, repo, "worktree", "list", "--porcelain"), "worktree ") }
+	if n := worktrees(); n != 4 {
+		t.Fatalf("%d worktrees before the prune, want the repository's, the task's and two attempts'", n)
+	}
 	stop() // its sessions are closed; nothing is live
 	var out, errs bytes.Buffer
 	if err := run(ctx, []string{"prune", "--db", db, "--older-than", "1h"}, nil, &out, &errs); err != nil || out.String() != "deleted 0 tasks idle for more than 1h0m0s\n" {
@@ -110,7 +133,7 @@ func TestPrune(t *testing.T) {
 	}
 	out.Reset()
 	if err := run(ctx, []string{"prune", "--db", db, "--older-than", "1ns"}, nil, &out, &errs); err != nil ||
-		out.String() != "deleted 2 tasks idle for more than 1ns\nremoved 1 worktrees; their branches stay\n" {
+		out.String() != "deleted 2 tasks idle for more than 1ns\nremoved 3 worktrees; their branches stay\n" {
 		t.Fatalf("prune --older-than 1ns: %v, %q, %q", err, out.String(), errs.String())
 	}
 	if _, err := os.Stat(onRepo.Worktree); !os.IsNotExist(err) {
@@ -118,6 +141,17 @@ func TestPrune(t *testing.T) {
 	}
 	if got := gittest.Git(t, repo, "show", onRepo.Branch+":a.txt"); got != "left uncommitted" {
 		t.Errorf("the branch holds %q", got)
+	}
+	if n := worktrees(); n != 1 {
+		t.Errorf("%d worktrees after the prune, want the repository's alone", n)
+	}
+	for _, a := range tries.Attempts {
+		if got := gittest.Git(t, repo, "branch", "--list", a.Branch); !strings.Contains(got, a.Branch) {
+			t.Errorf("the attempt's branch %s is gone", a.Branch)
+		}
+	}
+	if _, err := os.Stat(filepath.Dir(home)); !os.IsNotExist(err) {
+		t.Errorf("the pruned session's sandbox directory is still there: %v", err)
 	}
 	if err := run(ctx, []string{"prune", "--db", db}, nil, &out, &errs); err == nil || !strings.Contains(err.Error(), "--older-than") {
 		t.Errorf("prune without an age: %v", err)

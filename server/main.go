@@ -36,7 +36,6 @@ import (
 	"conch/server/shellagent"
 	"conch/server/store"
 	"conch/server/task"
-	"conch/server/worktree"
 	"conch/shared"
 	"conch/web"
 )
@@ -489,25 +488,15 @@ func prune(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer st.Close()
-	tasks, sessions, err := st.PruneTasks(ctx, time.Now().Add(-*age))
+	// Like deleting a task from the API: its worktrees go, their branches stay, with any
+	// work left uncommitted committed onto them, and its sessions' sandbox homes go.
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	tasks, sessions, worktrees, err := task.Prune(ctx, st, time.Now().Add(-*age), log)
 	if err != nil {
 		return err
 	}
 	if err := replica.Deleted(ctx, st, sessions); err != nil {
 		fmt.Fprintf(stderr, "prune: the running servers were not told: %v\n", err)
-	}
-	// Like deleting a task from the API: its worktree goes, its branch stays, with any
-	// work left uncommitted committed onto it.
-	worktrees := 0
-	for _, t := range tasks {
-		if t.Worktree == "" {
-			continue
-		}
-		if err := worktree.Remove(ctx, t.Repo, t.Worktree); err != nil {
-			fmt.Fprintf(stderr, "prune: the worktree %s of task %s stays: %v\n", t.Worktree, t.ID, err)
-			continue
-		}
-		worktrees++
 	}
 	fmt.Fprintf(stdout, "deleted %d tasks idle for more than %s\n", len(tasks), *age)
 	if worktrees > 0 {

@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	"conch/shared"
-
 	"gorm.io/gorm"
 )
 
@@ -73,37 +71,21 @@ const taskStoredBytes = `SELECT (SELECT COALESCE(SUM(length(c.data)), 0) FROM sh
 	(SELECT COALESCE(SUM(a.size), 0) FROM attachments AS a
 		JOIN task_sessions AS s ON s.id = a.session_id WHERE s.task_id = ?)`
 
-// PruneTasks removes the tasks whose last activity (the task, its sessions and their
-// messages) is older than before, and none with a live session. It returns them as they
-// were (their worktrees are the caller's to remove), and the sessions removed with them.
-func (s *Store) PruneTasks(ctx context.Context, before time.Time) ([]shared.Task, []string, error) {
+// IdleTasks are the tasks whose last activity (the task, its sessions and their messages)
+// is older than before, and none with a live session: what `conch prune` deletes
+// (task.Prune).
+func (s *Store) IdleTasks(ctx context.Context, before time.Time) ([]string, error) {
 	cut := before.UnixNano()
 	var ids []string
 	err := s.db.WithContext(ctx).Model(&taskRow{}).
 		Where("updated_at < ?", cut).
 		Where(`NOT EXISTS (SELECT 1 FROM task_sessions AS s WHERE s.task_id = tasks.id AND (s.updated_at >= ? OR s.`+live+
 			` OR EXISTS (SELECT 1 FROM messages AS m WHERE m.session_id = s.id AND m.updated_at >= ?)))`, cut, cut).
-		Pluck("id", &ids).Error
+		Order("created_at").Pluck("id", &ids).Error
 	if err != nil {
-		return nil, nil, fmt.Errorf("prune: %w", err)
+		return nil, fmt.Errorf("idle tasks: %w", err)
 	}
-	var tasks []shared.Task
-	sessions := []string{}
-	for _, id := range ids {
-		task, err := s.GetTask(ctx, id)
-		var removed []string
-		if err == nil {
-			removed, err = s.DeleteTask(ctx, id)
-		}
-		switch {
-		case err == nil:
-			tasks = append(tasks, task)
-			sessions = append(sessions, removed...)
-		case shared.ErrorCode(err) != shared.CodeNotFound: // else deleted meanwhile
-			return tasks, sessions, fmt.Errorf("prune: %w", err)
-		}
-	}
-	return tasks, sessions, nil
+	return ids, nil
 }
 
 // reclaim gives the pages freed by a delete back to the file system. The database runs

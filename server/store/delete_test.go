@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -163,7 +164,7 @@ func TestOpenConvertsToIncrementalVacuum(t *testing.T) {
 	}
 }
 
-func TestPruneTasks(t *testing.T) {
+func TestIdleTasks(t *testing.T) {
 	c := clocktest.New(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), time.Millisecond)
 	s, err := Open(pgtest.DSN(t), c.Now)
 	if err != nil {
@@ -172,9 +173,6 @@ func TestPruneTasks(t *testing.T) {
 	defer s.Close()
 	ctx := context.Background()
 	old, oldMsgs := seedTask(t, s, 10)
-	if old, err = s.SetTaskWorktree(ctx, old.ID, "conch/old", "/repo/.git/conch-worktrees/old"); err != nil {
-		t.Fatal(err)
-	}
 	oldLive, liveMsgs := seedTask(t, s, 10)
 	oldButTalked, talked := seedTask(t, s, 10)
 	// Sessions start live; all of these ended, as after a restart, but one.
@@ -194,20 +192,10 @@ func TestPruneTasks(t *testing.T) {
 	}
 	recent, _ := seedTask(t, s, 10)
 
-	tasks, sessions, err := s.PruneTasks(ctx, cutoff)
-	if err != nil || len(tasks) != 1 || len(sessions) != 2 || sessions[0] != oldMsgs[0].SessionID && sessions[1] != oldMsgs[0].SessionID {
-		t.Fatalf("pruned %v with sessions %v (%v), want only the old idle task and its 2 sessions", tasks, sessions, err)
-	}
-	if tasks[0].ID != old.ID || tasks[0].Worktree != old.Worktree || tasks[0].Branch != "conch/old" {
-		t.Errorf("pruned %+v, want the task as it was, with its worktree, for the caller to remove", tasks[0])
-	}
-	if _, err := s.GetTask(ctx, old.ID); shared.ErrorCode(err) != shared.CodeNotFound {
-		t.Errorf("the old task is still there: %v", err)
-	}
-	for name, id := range map[string]string{"with a live session": oldLive.ID, "with a recent message": oldButTalked.ID, "recent": recent.ID} {
-		if _, err := s.GetTask(ctx, id); err != nil {
-			t.Errorf("the task %s was pruned: %v", name, err)
-		}
+	ids, err := s.IdleTasks(ctx, cutoff)
+	if err != nil || !slices.Equal(ids, []string{old.ID}) {
+		t.Fatalf("idle tasks %v (%v), want only the old idle task %s (not the one with a live session %s, a recent message %s, or the recent %s)",
+			ids, err, old.ID, oldLive.ID, oldButTalked.ID, recent.ID)
 	}
 }
 

@@ -333,19 +333,6 @@ func (s *Service) closeAttempt(ctx context.Context, task shared.Task, a store.At
 	s.addStatus(ctx, a.SessionID, note)
 }
 
-// removeAttemptWorktrees removes the worktrees of a deleted task's attempts that are
-// still there; their branches stay, with their uncommitted work committed on them.
-func (s *Service) removeAttemptWorktrees(task shared.Task, tries []store.AttemptRecord) {
-	for _, a := range tries {
-		if _, err := os.Stat(a.Worktree); err != nil {
-			continue
-		}
-		err := worktree.RemoveKeeping(context.Background(), task.Repo, a.Worktree,
-			fmt.Sprintf("Uncommitted work of attempt %d, kept by Conch when the task was deleted", a.N))
-		s.log.Info("attempt's worktree removed with its task", "task", task.ID, "worktree", a.Worktree, "branch kept", a.Branch, "err", err)
-	}
-}
-
 // errOr is err, or else alt.
 func errOr(err, alt error) error {
 	if err != nil {

@@ -2,9 +2,6 @@ package task
 
 import (
 	"context"
-	"os"
-	"path/filepath"
-	"slices"
 	"strings"
 
 	"conch/server/store"
@@ -59,53 +56,6 @@ func (s *Service) CreateTask(ctx context.Context, acc shared.Account, req NewTas
 	s.events.TaskChanged(task.ID)
 	task.MayEdit, task.MayShare = true, mayShare(acc, task) // its maker's
 	return task, nil
-}
-
-// DeleteTask stops the task's agents, then removes the task with everything it holds in
-// one transaction, and tells the sessions' subscribers.
-func (s *Service) DeleteTask(ctx context.Context, id string) error {
-	task, err := s.store.GetTask(ctx, id)
-	if err != nil {
-		return err
-	}
-	live, err := s.store.TaskSessions(ctx, id)
-	if err != nil {
-		return err
-	}
-	const reason = "its task was deleted"
-	var homes []string         // the sessions' private homes (shared.Sandbox), removed with the task
-	for _, sid := range live { // first, so that no agent writes into what is being deleted
-		s.rt.Stop(sid, reason)
-		if sess, err := s.store.GetSession(ctx, sid); err == nil && sess.Sandbox != nil && sess.Sandbox.Home != "" {
-			homes = append(homes, sess.Sandbox.Home)
-		}
-	}
-	tries, err := s.store.Attempts(ctx, id) // their worktrees go with the task too
-	if err != nil {
-		return err
-	}
-	deleted, err := s.store.DeleteTask(ctx, id)
-	if err != nil {
-		return err
-	}
-	for _, sid := range deleted {
-		if !slices.Contains(live, sid) { // started in between
-			s.rt.Stop(sid, reason)
-		}
-		s.events.SessionDeleted(sid)
-	}
-	s.removeWorktree(task)
-	s.removeAttemptWorktrees(task, tries)
-	for _, home := range homes {
-		// <data>/sandboxes/<session id>/home: the session's directory goes, its home and TMPDIR.
-		if dir := filepath.Dir(home); filepath.Base(filepath.Dir(dir)) == "sandboxes" {
-			if err := os.RemoveAll(dir); err != nil {
-				s.log.Warn("remove a deleted session's sandbox home", "dir", dir, "err", err)
-			}
-		}
-	}
-	s.events.TaskDeleted(id)
-	return nil
 }
 
 // CreateSession starts agent on the task: in the task's worktree (made now for its first

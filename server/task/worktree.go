@@ -3,7 +3,6 @@ package task
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
@@ -132,16 +131,6 @@ func (s *Service) addStatus(ctx context.Context, sessionID, text string) {
 		return
 	}
 	s.events.MessageAdded(msg)
-}
-
-// removeWorktree removes a deleted task's worktree (its branch stays). The task is gone
-// already, so a failure is only logged: the worktree is then git's to prune.
-func (s *Service) removeWorktree(task shared.Task) {
-	if task.Worktree == "" {
-		return
-	}
-	err := worktree.Remove(context.Background(), task.Repo, task.Worktree)
-	s.log.Info("worktree removed with its task", "task", task.ID, "worktree", task.Worktree, "branch kept", task.Branch, slog.Any("err", err))
 }
 
 // repoTask is the task taskID, which must have a worktree.
