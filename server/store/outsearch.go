@@ -342,7 +342,7 @@ func termsIn(line string, terms []string) [][2]int {
 // would have been as they came: the kept text of each stream, its last line pending while
 // the command runs.
 func indexOutputs(tx *gorm.DB, d *dialect) error {
-	for _, stmt := range d.searchSchema("output_search", true) {
+	for _, stmt := range d.searchSchema("output_search", true, "") {
 		if err := tx.Exec(stmt).Error; err != nil {
 			return fmt.Errorf("create the output search index: %w", err)
 		}

@@ -57,7 +57,7 @@ func index(tx *gorm.DB, messageID, taskID, text string) error {
 
 // indexAll fills message_search from the messages stored before it existed (a schema step).
 func indexAll(tx *gorm.DB, d *dialect) error {
-	for _, stmt := range d.searchSchema("message_search", false) {
+	for _, stmt := range d.searchSchema("message_search", false, "") {
 		if err := tx.Exec(stmt).Error; err != nil {
 			return fmt.Errorf("create the search index: %w", err)
 		}
@@ -196,17 +196,35 @@ type found struct {
 // searchMessages finds at most limit messages for terms, before the id before (-1: from
 // the newest).
 func (s *Store) searchMessages(ctx context.Context, terms []string, before int64, r Readable, limit int) ([]found, error) {
-	return s.searchIn(s.db.WithContext(ctx), s.dialect.searchQuery, terms, before, r, limit)
+	return s.searchIn(s.db.WithContext(ctx), s.dialect.searchQuery, terms, before, -1, r, limit)
 }
 
 // searchOutputs finds at most limit output documents for terms, before the id before:
-// among the newest documents first where the dialect says so (outputWalk).
+// among the newest documents first where the dialect says so (outputWalk), or a partition
+// at a time, newest first, until the page is full (outputParts).
 func (s *Store) searchOutputs(ctx context.Context, terms []string, before int64, r Readable, limit int) ([]found, error) {
 	db := s.db.WithContext(ctx)
-	if s.dialect.outputWalk == "" {
-		return s.searchIn(db, s.dialect.outputQuery, terms, before, r, limit)
+	if s.dialect.outputParts != nil {
+		top := before - 1
+		if before < 0 {
+			if err := db.Raw(`SELECT COALESCE(MAX(id), 0) FROM output_search`).Scan(&top).Error; err != nil {
+				return nil, err
+			}
+		}
+		var list []found
+		for part := top >> outputPartBits; part >= 0 && len(list) < limit; part-- {
+			more, err := s.searchIn(db, s.dialect.outputQuery, terms, before, part, r, limit-len(list))
+			if err != nil {
+				return nil, err
+			}
+			list = append(list, more...)
+		}
+		return list, nil
 	}
-	list, err := s.searchIn(db, s.dialect.outputWalk, terms, before, r, limit)
+	if s.dialect.outputWalk == "" {
+		return s.searchIn(db, s.dialect.outputQuery, terms, before, -1, r, limit)
+	}
+	list, err := s.searchIn(db, s.dialect.outputWalk, terms, before, -1, r, limit)
 	if err != nil || len(list) == limit {
 		return list, err
 	}
@@ -214,15 +232,16 @@ func (s *Store) searchOutputs(ctx context.Context, terms []string, before int64,
 		if err := tx.Exec(s.dialect.forceIndex).Error; err != nil {
 			return err
 		}
-		list, err = s.searchIn(tx, s.dialect.outputQuery, terms, before, r, limit)
+		list, err = s.searchIn(tx, s.dialect.outputQuery, terms, before, -1, r, limit)
 		return err
 	}, &sql.TxOptions{ReadOnly: true})
 	return list, err
 }
 
 // searchIn runs a search query of the dialect (searchQuery, outputQuery, outputWalk) for
-// terms: at most limit results before the id before (-1: from the newest).
-func (s *Store) searchIn(db *gorm.DB, query string, terms []string, before int64, r Readable, limit int) ([]found, error) {
+// terms: at most limit results before the id before (-1: from the newest), in the
+// partition part of SQLite's output index (outputParts; -1: the index has none).
+func (s *Store) searchIn(db *gorm.DB, query string, terms []string, before, part int64, r Readable, limit int) ([]found, error) {
 	// Every term a phrase: the database's own query syntax (AND, OR, NEAR, -) is never
 	// read from a person's text.
 	phrases := make([]string, len(terms))
@@ -237,6 +256,10 @@ func (s *Store) searchIn(db *gorm.DB, query string, terms []string, before int64
 	if !r.All {
 		where += " AND s.task_id IN ?"
 		vars = append(vars, r.Tasks)
+	}
+	if part >= 0 {
+		where += " AND f.part = ?"
+		vars = append(vars, part)
 	}
 	output := query != s.dialect.searchQuery
 	rs, err := db.Raw(fmt.Sprintf(query, where), append(vars, limit)...).Rows()
