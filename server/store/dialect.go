@@ -45,19 +45,23 @@ type dialect struct {
 	// explain returns the query plan of a statement, one step a line.
 	explain func(ctx context.Context, db *sql.DB, query string, vars []any) ([]string, error)
 	// searchSchema indexes a table of searched text (message_search, output_search:
-	// search.go, outsearch.go), its lists of ids kept newest first when desc, in a list
-	// of its own for each value of the column part when not ""; searchQuery finds a page of messages in message_search,
-	// outputQuery one of output documents in output_search: each one's %s takes
+	// search.go, outsearch.go), its lists of ids kept newest first when desc, and kept
+	// apart for each value of the column part when not "". searchQuery finds a page of
+	// messages in message_search, outputQuery one of output documents in output_search
+	// (PostgreSQL): each one's %s takes
 	// conditions on searchID (the cursor) and s.task_id; its arguments are the phrases,
 	// the conditions' and the page's size.
 	searchSchema                       func(table string, desc bool, part string) []string
 	searchQuery, outputQuery, searchID string
 	// outputParts, when not nil, are the statements that index output_search in
 	// partitions of 1<<outputPartBits documents by id (the column part), each with lists
-	// of its own; a search then runs outputQuery on one partition at a time, newest
-	// first, its condition on the partition last (Store.searchOutputs).
-	outputParts []string
-	// outputWalk, when not "", is tried before outputQuery: it looks for a page among the
+	// of its own, merged into one when the next begins: a search then finds the ids of a
+	// page a partition at a time, newest first, with partIDs (its %s takes the conditions
+	// on f.docid and s.task_id; then the partition and the page's size), and reads them
+	// with partRows, in place of outputQuery (Store.searchParts).
+	outputParts       []string
+	partIDs, partRows string
+	// outputWalk (PostgreSQL) is tried before outputQuery: it looks for a page among the
 	// newest documents only (walkDocuments of them), its phrases and conditions as
 	// outputQuery's; outputQuery then runs only when that page is not full, in a
 	// transaction that first runs forceIndex (Store.searchOutputs).
@@ -85,17 +89,21 @@ var sqliteDialect = &dialect{
 		FROM message_search_fts AS f JOIN message_search AS s ON s.id = f.docid
 			JOIN messages AS m ON m.id = s.message_id JOIN tasks AS t ON t.id = s.task_id
 		WHERE message_search_fts MATCH ?%s ORDER BY f.docid DESC LIMIT ?`,
-	outputQuery: `SELECT s.id, s.message_id, m.session_id, s.task_id, t.title, m.type, m.author_type, m.created_at,
+	partIDs: `SELECT f.docid FROM output_search_fts AS f JOIN output_search AS s ON s.id = f.docid
+		WHERE output_search_fts MATCH ?%s AND f.part = ? ORDER BY f.docid DESC LIMIT ?`,
+	partRows: `SELECT s.id, s.message_id, m.session_id, s.task_id, t.title, m.type, m.author_type, m.created_at,
 			s.stream, s.start, s.body
-		FROM output_search_fts AS f JOIN output_search AS s ON s.id = f.docid
-			JOIN messages AS m ON m.id = s.message_id JOIN tasks AS t ON t.id = s.task_id
-		WHERE output_search_fts MATCH ?%s ORDER BY f.docid DESC LIMIT ?`,
+		FROM output_search AS s JOIN messages AS m ON m.id = s.message_id JOIN tasks AS t ON t.id = s.task_id
+		WHERE s.id IN ? ORDER BY s.id DESC`,
 	outputParts: append([]string{
 		`DROP TRIGGER output_search_bu`, `DROP TRIGGER output_search_bd`, `DROP TRIGGER output_search_au`, `DROP TRIGGER output_search_ai`,
 		`DROP TABLE output_search_fts`,
 		`ALTER TABLE output_search ADD COLUMN part INTEGER GENERATED ALWAYS AS (id >> ` + strconv.Itoa(outputPartBits) + `) VIRTUAL`,
 	}, append(fts4Schema("output_search", true, "part"),
-		`INSERT INTO output_search_fts (docid, body, part) SELECT id, body, part FROM output_search`)...),
+		`CREATE TRIGGER output_search_part AFTER INSERT ON output_search WHEN new.id % `+strconv.Itoa(1<<outputPartBits)+` = 0
+			BEGIN INSERT INTO output_search_fts (output_search_fts) VALUES ('optimize'); END`,
+		`INSERT INTO output_search_fts (docid, body, part) SELECT id, body, part FROM output_search`,
+		`INSERT INTO output_search_fts (output_search_fts) VALUES ('optimize')`)...),
 	failure: func(err error) error {
 		var se sqlite3.Error
 		if errors.As(err, &se) && se.Code != sqlite3.ErrConstraint {

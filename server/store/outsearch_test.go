@@ -269,8 +269,8 @@ func TestSearchPagesMergeOutputs(t *testing.T) {
 
 // Output documents spread over SQLite's partitions of the index (outputPartBits), some
 // empty, are found newest first page after page, each once, and a rare word in the
-// oldest; each partition keeps lists of its own, and deleting a command takes its
-// documents out of the partitions they are in.
+// oldest; each partition keeps lists of its own, merged when the next begins, and
+// deleting a command takes its documents out of the partitions they are in.
 func TestSearchOutputsAcrossPartitions(t *testing.T) {
 	ctx := context.Background()
 	s, _ := open(t, time.Millisecond)
@@ -323,9 +323,13 @@ func TestSearchOutputsAcrossPartitions(t *testing.T) {
 	if !s.dialect.sqlite {
 		return
 	}
-	var parts int
+	// Each partition has lists of its own, the ones before the newest merged into one.
+	var parts, merged int
 	if err := s.db.Raw(`SELECT COUNT(DISTINCT level >> 10) FROM output_search_fts_segdir`).Scan(&parts).Error; err != nil || parts != 6 {
 		t.Errorf("the index has lists in %d partitions (%v), want 6", parts, err)
+	}
+	if err := s.db.Raw(`SELECT COUNT(*) FROM output_search_fts_segdir WHERE level >> 10 < 7`).Scan(&merged).Error; err != nil || merged != 5 {
+		t.Errorf("the 5 partitions before the newest have %d segments (%v), want one each", merged, err)
 	}
 	if err := s.db.Exec(`DELETE FROM messages WHERE id = ?`, c.ID).Error; err != nil {
 		t.Fatal(err)
