@@ -45,13 +45,23 @@ type dialect struct {
 	// explain returns the query plan of a statement, one step a line.
 	explain func(ctx context.Context, db *sql.DB, query string, vars []any) ([]string, error)
 	// searchSchema indexes a table of searched text (message_search, output_search:
-	// search.go, outsearch.go), its lists of ids kept newest first when desc; searchQuery finds a page of messages in message_search,
-	// outputQuery one of output documents in output_search: each one's %s takes
+	// search.go, outsearch.go), its lists of ids kept newest first when desc, and kept
+	// apart for each value of the column part when not "". searchQuery finds a page of
+	// messages in message_search, outputQuery one of output documents in output_search
+	// (PostgreSQL): each one's %s takes
 	// conditions on searchID (the cursor) and s.task_id; its arguments are the phrases,
 	// the conditions' and the page's size.
-	searchSchema                       func(table string, desc bool) []string
+	searchSchema                       func(table string, desc bool, part string) []string
 	searchQuery, outputQuery, searchID string
-	// outputWalk, when not "", is tried before outputQuery: it looks for a page among the
+	// outputParts, when not nil, are the statements that index output_search in
+	// partitions of 1<<outputPartBits documents by id (the column part), each with lists
+	// of its own, merged into one when the next begins: a search then finds the ids of a
+	// page a partition at a time, newest first, with partIDs (its %s takes the conditions
+	// on f.docid and s.task_id; then the partition and the page's size), and reads them
+	// with partRows, in place of outputQuery (Store.searchParts).
+	outputParts       []string
+	partIDs, partRows string
+	// outputWalk (PostgreSQL) is tried before outputQuery: it looks for a page among the
 	// newest documents only (walkDocuments of them), its phrases and conditions as
 	// outputQuery's; outputQuery then runs only when that page is not full, in a
 	// transaction that first runs forceIndex (Store.searchOutputs).
@@ -72,30 +82,28 @@ var sqliteDialect = &dialect{
 	// With order=DESC a search newest first reads the lists of ids from their start and
 	// stops at the page's end: in the default order it reads a common word's whole list
 	// (docs/PERFORMANCE.md, "Search").
-	searchSchema: func(t string, desc bool) []string {
-		order := ""
-		if desc {
-			order = ", order=DESC, matchinfo=fts3"
-		}
-		return []string{
-			`CREATE VIRTUAL TABLE ` + t + `_fts USING fts4(content="` + t + `", body, tokenize=unicode61 "remove_diacritics=2"` + order + `)`,
-			`CREATE TRIGGER ` + t + `_bu BEFORE UPDATE ON ` + t + ` BEGIN DELETE FROM ` + t + `_fts WHERE docid = old.id; END`,
-			`CREATE TRIGGER ` + t + `_bd BEFORE DELETE ON ` + t + ` BEGIN DELETE FROM ` + t + `_fts WHERE docid = old.id; END`,
-			`CREATE TRIGGER ` + t + `_au AFTER UPDATE ON ` + t + ` BEGIN INSERT INTO ` + t + `_fts (docid, body) VALUES (new.id, new.body); END`,
-			`CREATE TRIGGER ` + t + `_ai AFTER INSERT ON ` + t + ` BEGIN INSERT INTO ` + t + `_fts (docid, body) VALUES (new.id, new.body); END`,
-		}
-	},
-	searchID: "f.docid",
+	searchSchema: fts4Schema,
+	searchID:     "f.docid",
 	searchQuery: `SELECT s.id, s.message_id, m.session_id, s.task_id, t.title, m.type, m.author_type, m.created_at,
 			snippet(message_search_fts, char(2), char(3), '…', -1, 20)
 		FROM message_search_fts AS f JOIN message_search AS s ON s.id = f.docid
 			JOIN messages AS m ON m.id = s.message_id JOIN tasks AS t ON t.id = s.task_id
 		WHERE message_search_fts MATCH ?%s ORDER BY f.docid DESC LIMIT ?`,
-	outputQuery: `SELECT s.id, s.message_id, m.session_id, s.task_id, t.title, m.type, m.author_type, m.created_at,
+	partIDs: `SELECT f.docid FROM output_search_fts AS f JOIN output_search AS s ON s.id = f.docid
+		WHERE output_search_fts MATCH ?%s AND f.part = ? ORDER BY f.docid DESC LIMIT ?`,
+	partRows: `SELECT s.id, s.message_id, m.session_id, s.task_id, t.title, m.type, m.author_type, m.created_at,
 			s.stream, s.start, s.body
-		FROM output_search_fts AS f JOIN output_search AS s ON s.id = f.docid
-			JOIN messages AS m ON m.id = s.message_id JOIN tasks AS t ON t.id = s.task_id
-		WHERE output_search_fts MATCH ?%s ORDER BY f.docid DESC LIMIT ?`,
+		FROM output_search AS s JOIN messages AS m ON m.id = s.message_id JOIN tasks AS t ON t.id = s.task_id
+		WHERE s.id IN ? ORDER BY s.id DESC`,
+	outputParts: append([]string{
+		`DROP TRIGGER output_search_bu`, `DROP TRIGGER output_search_bd`, `DROP TRIGGER output_search_au`, `DROP TRIGGER output_search_ai`,
+		`DROP TABLE output_search_fts`,
+		`ALTER TABLE output_search ADD COLUMN part INTEGER GENERATED ALWAYS AS (id >> ` + strconv.Itoa(outputPartBits) + `) VIRTUAL`,
+	}, append(fts4Schema("output_search", true, "part"),
+		`CREATE TRIGGER output_search_part AFTER INSERT ON output_search WHEN new.id % `+strconv.Itoa(1<<outputPartBits)+` = 0
+			BEGIN INSERT INTO output_search_fts (output_search_fts) VALUES ('optimize'); END`,
+		`INSERT INTO output_search_fts (docid, body, part) SELECT id, body, part FROM output_search`,
+		`INSERT INTO output_search_fts (output_search_fts) VALUES ('optimize')`)...),
 	failure: func(err error) error {
 		var se sqlite3.Error
 		if errors.As(err, &se) && se.Code != sqlite3.ErrConstraint {
@@ -122,6 +130,25 @@ var sqliteDialect = &dialect{
 	},
 }
 
+// fts4Schema is SQLite's searchSchema. With languageid, FTS4 keeps a separate index for each value of part (segments of
+// their own), which a query names: a common word's list is read a partition at a time.
+func fts4Schema(t string, desc bool, part string) []string {
+	options, cols, vals := "", "", ""
+	if desc {
+		options = ", order=DESC, matchinfo=fts3"
+	}
+	if part != "" {
+		options, cols, vals = options+`, languageid="`+part+`"`, ", "+part, ", new."+part
+	}
+	return []string{
+		`CREATE VIRTUAL TABLE ` + t + `_fts USING fts4(content="` + t + `", body, tokenize=unicode61 "remove_diacritics=2"` + options + `)`,
+		`CREATE TRIGGER ` + t + `_bu BEFORE UPDATE ON ` + t + ` BEGIN DELETE FROM ` + t + `_fts WHERE docid = old.id; END`,
+		`CREATE TRIGGER ` + t + `_bd BEFORE DELETE ON ` + t + ` BEGIN DELETE FROM ` + t + `_fts WHERE docid = old.id; END`,
+		`CREATE TRIGGER ` + t + `_au AFTER UPDATE ON ` + t + ` BEGIN INSERT INTO ` + t + `_fts (docid, body` + cols + `) VALUES (new.id, new.body` + vals + `); END`,
+		`CREATE TRIGGER ` + t + `_ai AFTER INSERT ON ` + t + ` BEGIN INSERT INTO ` + t + `_fts (docid, body` + cols + `) VALUES (new.id, new.body` + vals + `); END`,
+	}
+}
+
 // postgresSchemes are the URL schemes that name a PostgreSQL database.
 var postgresSchemes = []string{"postgres", "postgresql"}
 
@@ -143,7 +170,7 @@ var postgresDialect = &dialect{
 	size:          "SELECT pg_database_size(current_database())",
 	migrationLock: "SELECT pg_advisory_xact_lock(7270637463) -- 'conch' in ASCII",
 	conns:         32,
-	searchSchema: func(t string, _ bool) []string {
+	searchSchema: func(t string, _ bool, _ string) []string {
 		return []string{
 			`ALTER TABLE ` + t + ` ALTER COLUMN id ADD GENERATED BY DEFAULT AS IDENTITY`,
 			`ALTER TABLE ` + t + ` ADD COLUMN words tsvector GENERATED ALWAYS AS (to_tsvector('simple', body)) STORED`,
@@ -238,6 +265,12 @@ const outputPage = `
 			h.stream, h.start, h.body
 		FROM hits AS h JOIN messages AS m ON m.id = h.message_id JOIN tasks AS t ON t.id = h.task_id
 		ORDER BY h.id DESC`
+
+// outputPartBits sets the size of the partitions of SQLite's output index (outputParts):
+// 1<<outputPartBits document ids each, about 15 MB of text. A partition's list of a word
+// in every document is read in well under a millisecond, and an absent word costs a
+// look in each partition. The schema step that made the partitions fixes it.
+const outputPartBits = 12
 
 // walkDocuments is how many of the newest output documents PostgreSQL's outputWalk tests.
 const walkDocuments = 1024

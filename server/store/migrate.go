@@ -347,6 +347,9 @@ var steps = []step{
 		`UPDATE task_sessions SET updated_at = created_at WHERE updated_at < created_at`,
 		`UPDATE tasks SET updated_at = created_at WHERE updated_at < created_at`,
 	}},
+	// SQLite's output index in partitions of document ids (dialect.outputParts), so that a
+	// search reads a common word's list one partition at a time, newest first, not whole.
+	{then: partOutputIndex},
 }
 
 // migrate brings the schema to the last step in one transaction (DDL is transactional
@@ -451,6 +454,17 @@ func moveOutputBodies(tx *gorm.DB, d *dialect) error {
 	}
 	if err := tx.Exec("DROP TABLE shell_outputs").Error; err != nil {
 		return fmt.Errorf("drop shell_outputs: %w", err)
+	}
+	return nil
+}
+
+// partOutputIndex makes the output index again in partitions, where the database has
+// them (dialect.outputParts).
+func partOutputIndex(tx *gorm.DB, d *dialect) error {
+	for _, stmt := range d.outputParts {
+		if err := tx.Exec(stmt).Error; err != nil {
+			return fmt.Errorf("partition the output index: %w", err)
+		}
 	}
 	return nil
 }

@@ -25,7 +25,9 @@ import (
 // bytes, up to indexBatch chunks, are found once its command ends or a batch fills. A word
 // across two chunks is in neither document whole. Documents leave with the chunks the kept
 // text leaves, and with their message. The database indexes them as it does
-// message_search (dialect).
+// message_search (dialect), SQLite in partitions of document ids, each with lists of its
+// own, so that a search newest first reads a common word's list a partition at a time
+// (dialect.outputParts, Store.searchParts).
 //
 // A document's body is its bytes made searchable byte for byte (searchable), so a hit's
 // place in the body is its place in the stream: what is not text becomes filler, which
@@ -342,7 +344,7 @@ func termsIn(line string, terms []string) [][2]int {
 // would have been as they came: the kept text of each stream, its last line pending while
 // the command runs.
 func indexOutputs(tx *gorm.DB, d *dialect) error {
-	for _, stmt := range d.searchSchema("output_search", true) {
+	for _, stmt := range d.searchSchema("output_search", true, "") {
 		if err := tx.Exec(stmt).Error; err != nil {
 			return fmt.Errorf("create the output search index: %w", err)
 		}

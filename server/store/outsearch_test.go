@@ -266,3 +266,78 @@ func TestSearchPagesMergeOutputs(t *testing.T) {
 		}
 	}
 }
+
+// Output documents spread over SQLite's partitions of the index (outputPartBits), some
+// empty, are found newest first page after page, each once, and a rare word in the
+// oldest; each partition keeps lists of its own, merged when the next begins, and
+// deleting a command takes its documents out of the partitions they are in.
+func TestSearchOutputsAcrossPartitions(t *testing.T) {
+	ctx := context.Background()
+	s, _ := open(t, time.Millisecond)
+	sess := newSession(t, s)
+	c := create(t, s, NewMessage{SessionID: sess.ID, AuthorType: shared.AuthorAgent, Type: shared.TypeToolExecute,
+		Metadata: shellMeta(shared.StatusCompleted), Output: &shared.ShellOutput{Stdout: "nothing here\n"}})
+	const part = 1 << outputPartBits
+	var ids []int64 // newest first
+	for _, first := range []int64{2, part - 2, 3*part + 5, 5*part - 1, 7 * part} {
+		for id := first; id < first+3; id++ {
+			body := "common word"
+			if id < 4 {
+				body += " rare"
+			}
+			if err := s.db.Exec(`INSERT INTO output_search (id, message_id, task_id, stream, start, stop, body) VALUES (?, ?, ?, 0, ?, ?, ?)`,
+				id, c.ID, sess.TaskID, id*chunkSize, id*chunkSize+int64(len(body)), body).Error; err != nil {
+				t.Fatal(err)
+			}
+			ids = append([]int64{id}, ids...)
+		}
+	}
+	found := func(q string, limit int) []int64 {
+		var got []int64
+		req := shared.SearchRequest{Query: q, Limit: limit}
+		for range 20 {
+			page, err := s.Search(ctx, req, EveryTask)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, r := range page.Results {
+				if r.Output != nil {
+					got = append(got, r.Output.Offset/chunkSize)
+				}
+			}
+			if !page.HasMore {
+				break
+			}
+			req.Cursor = page.Cursor
+		}
+		return got
+	}
+	for _, limit := range []int{1, 2, 4, 50} {
+		if got := found("common", limit); !slices.Equal(got, ids) {
+			t.Errorf("common in pages of %d: documents %v, want %v", limit, got, ids)
+		}
+	}
+	if got := found("rare", 20); !slices.Equal(got, []int64{3, 2}) {
+		t.Errorf("rare: documents %v, want [3 2]", got)
+	}
+	if !s.dialect.sqlite {
+		return
+	}
+	// Each partition has lists of its own, the ones before the newest merged into one.
+	var parts, merged int
+	if err := s.db.Raw(`SELECT COUNT(DISTINCT level >> 10) FROM output_search_fts_segdir`).Scan(&parts).Error; err != nil || parts != 6 {
+		t.Errorf("the index has lists in %d partitions (%v), want 6", parts, err)
+	}
+	if err := s.db.Raw(`SELECT COUNT(*) FROM output_search_fts_segdir WHERE level >> 10 < 7`).Scan(&merged).Error; err != nil || merged != 5 {
+		t.Errorf("the 5 partitions before the newest have %d segments (%v), want one each", merged, err)
+	}
+	if err := s.db.Exec(`DELETE FROM messages WHERE id = ?`, c.ID).Error; err != nil {
+		t.Fatal(err)
+	}
+	if err := s.db.Exec(`INSERT INTO output_search_fts (output_search_fts) VALUES ('integrity-check')`).Error; err != nil {
+		t.Errorf("the index after the delete: %v", err)
+	}
+	if got := found("common", 50); len(got) != 0 {
+		t.Errorf("common after the delete: documents %v, want none", got)
+	}
+}

@@ -57,7 +57,7 @@ func index(tx *gorm.DB, messageID, taskID, text string) error {
 
 // indexAll fills message_search from the messages stored before it existed (a schema step).
 func indexAll(tx *gorm.DB, d *dialect) error {
-	for _, stmt := range d.searchSchema("message_search", false) {
+	for _, stmt := range d.searchSchema("message_search", false, "") {
 		if err := tx.Exec(stmt).Error; err != nil {
 			return fmt.Errorf("create the search index: %w", err)
 		}
@@ -199,12 +199,13 @@ func (s *Store) searchMessages(ctx context.Context, terms []string, before int64
 	return s.searchIn(s.db.WithContext(ctx), s.dialect.searchQuery, terms, before, r, limit)
 }
 
-// searchOutputs finds at most limit output documents for terms, before the id before:
-// among the newest documents first where the dialect says so (outputWalk).
+// searchOutputs finds at most limit output documents for terms, before the id before: a
+// partition at a time (SQLite's outputParts), or among the newest documents first
+// (PostgreSQL's outputWalk), then with the index.
 func (s *Store) searchOutputs(ctx context.Context, terms []string, before int64, r Readable, limit int) ([]found, error) {
 	db := s.db.WithContext(ctx)
-	if s.dialect.outputWalk == "" {
-		return s.searchIn(db, s.dialect.outputQuery, terms, before, r, limit)
+	if s.dialect.outputParts != nil {
+		return s.searchParts(ctx, terms, before, r, limit)
 	}
 	list, err := s.searchIn(db, s.dialect.outputWalk, terms, before, r, limit)
 	if err != nil || len(list) == limit {
@@ -220,16 +221,79 @@ func (s *Store) searchOutputs(ctx context.Context, terms []string, before int64,
 	return list, err
 }
 
-// searchIn runs a search query of the dialect (searchQuery, outputQuery, outputWalk) for
-// terms: at most limit results before the id before (-1: from the newest).
-func (s *Store) searchIn(db *gorm.DB, query string, terms []string, before int64, r Readable, limit int) ([]found, error) {
-	// Every term a phrase: the database's own query syntax (AND, OR, NEAR, -) is never
-	// read from a person's text.
+// searchParts is searchOutputs on SQLite's partitioned output index: the ids of the page,
+// a partition at a time, newest first, until it is full (partIDs, prepared once for the
+// search: an absent word asks every partition), then their documents (partRows).
+func (s *Store) searchParts(ctx context.Context, terms []string, before int64, r Readable, limit int) ([]found, error) {
+	pool, err := s.db.DB()
+	if err != nil {
+		return nil, err
+	}
+	top := before - 1
+	if before < 0 {
+		if err := pool.QueryRowContext(ctx, `SELECT COALESCE(MAX(id), 0) FROM output_search`).Scan(&top); err != nil {
+			return nil, err
+		}
+	}
+	where, vars := "", []any{match(terms)}
+	if before > 0 {
+		where += " AND f.docid < ?"
+		vars = append(vars, before)
+	}
+	if !r.All {
+		where += " AND s.task_id IN (?" + strings.Repeat(", ?", len(r.Tasks)-1) + ")"
+		for _, t := range r.Tasks {
+			vars = append(vars, t)
+		}
+	}
+	stmt, err := pool.PrepareContext(ctx, fmt.Sprintf(s.dialect.partIDs, where))
+	if err != nil {
+		return nil, err
+	}
+	defer stmt.Close()
+	var ids []int64
+	for part := top >> outputPartBits; part >= 0 && len(ids) < limit; part-- {
+		rs, err := stmt.QueryContext(ctx, append(vars, part, limit-len(ids))...)
+		if err != nil {
+			return nil, err
+		}
+		for rs.Next() {
+			var id int64
+			if err := rs.Scan(&id); err != nil {
+				rs.Close()
+				return nil, err
+			}
+			ids = append(ids, id)
+		}
+		if err := rs.Close(); err != nil {
+			return nil, err
+		}
+	}
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	rs, err := s.db.WithContext(ctx).Raw(s.dialect.partRows, ids).Rows()
+	if err != nil {
+		return nil, err
+	}
+	defer rs.Close()
+	return scanFound(rs, terms, true)
+}
+
+// match is the full-text query of terms: every term a phrase, so that the database's own
+// query syntax (AND, OR, NEAR, -) is never read from a person's text.
+func match(terms []string) string {
 	phrases := make([]string, len(terms))
 	for i, t := range terms {
 		phrases[i] = `"` + t + `"`
 	}
-	where, vars := "", []any{strings.Join(phrases, " ")}
+	return strings.Join(phrases, " ")
+}
+
+// searchIn runs a search query of the dialect (searchQuery, outputQuery, outputWalk) for
+// terms: at most limit results before the id before (-1: from the newest).
+func (s *Store) searchIn(db *gorm.DB, query string, terms []string, before int64, r Readable, limit int) ([]found, error) {
+	where, vars := "", []any{match(terms)}
 	if before > 0 {
 		where += " AND " + s.dialect.searchID + " < ?"
 		vars = append(vars, before)
@@ -238,12 +302,17 @@ func (s *Store) searchIn(db *gorm.DB, query string, terms []string, before int64
 		where += " AND s.task_id IN ?"
 		vars = append(vars, r.Tasks)
 	}
-	output := query != s.dialect.searchQuery
 	rs, err := db.Raw(fmt.Sprintf(query, where), append(vars, limit)...).Rows()
 	if err != nil {
 		return nil, err
 	}
 	defer rs.Close()
+	return scanFound(rs, terms, query != s.dialect.searchQuery)
+}
+
+// scanFound reads the results of a search query: messages, or output documents, whose
+// line for terms it finds.
+func scanFound(rs *sql.Rows, terms []string, output bool) ([]found, error) {
 	var list []found
 	for rs.Next() {
 		var (

@@ -45,7 +45,8 @@ type bench struct {
 	goals      targets
 	notes      []string // problems met while measuring, listed at the end
 
-	searchOutputMB int // the command output, in MiB, the search benchmark stores
+	searchOutputMB int    // the command output, in MiB, the search benchmark stores
+	searchOn       string // the databases the search benchmark measures, comma-separated
 }
 
 func main() {
@@ -79,6 +80,7 @@ func run(ctx context.Context, args []string) error {
 	fs.DurationVar(&b.manyLive, "manylive-d", 20*time.Second, "how long each command of the many-live benchmark prints")
 	burstMB := fs.Int("burst-mb", 50, "output of the fast command, MB")
 	fs.IntVar(&b.searchOutputMB, "search-output-mb", 1024, "command output the search benchmark stores, MiB")
+	fs.StringVar(&b.searchOn, "search-backends", "sqlite,postgresql", "databases the search benchmark measures (comma-separated: sqlite, postgresql)")
 	growth := fs.String("growth", "1000,10000,100000", "session sizes of the growth benchmark")
 	fs.BoolVar(&b.browser, "browser", true, "run the headless Chromium benchmark")
 	only := fs.String("only", "", "run only these benchmarks (comma-separated: payload,prompts,snapshot,openloop,growth,parts,live,crowd,manylive,startup,browser,tti,gobench,postgres,hostile,idle,changes,attempts,search,sandbox,terminal)")

@@ -35,9 +35,23 @@ func (b *bench) searchBench(ctx context.Context) error {
 		"of 4 commands (the index is written as the output is stored), PostgreSQL analysed again, and the queries "+
 		"timed again; \"in outputs\" is how many commands' output holds the query.",
 		searchMessages, searchRuns, b.searchOutputMB, b.searchOutputMB*4)
-	backends := []struct{ name, db string }{{"SQLite", filepath.Join(b.tmp, "search", "conch.db")}}
-	srv := &pgtest.Server{URL: b.postgres}
-	if b.postgres == "" {
+	on := map[string]bool{}
+	for _, name := range strings.Split(b.searchOn, ",") {
+		if name = strings.TrimSpace(name); name != "sqlite" && name != "postgresql" {
+			return fmt.Errorf("-search-backends: %q is neither sqlite nor postgresql", name)
+		}
+		on[name] = true
+	}
+	var backends []struct{ name, db string }
+	if on["sqlite"] {
+		backends = append(backends, struct{ name, db string }{"SQLite", filepath.Join(b.tmp, "search", "conch.db")})
+	}
+	var srv *pgtest.Server
+	switch {
+	case !on["postgresql"]:
+	case b.postgres != "":
+		srv = &pgtest.Server{URL: b.postgres}
+	default:
 		var err error
 		if srv, err = pgtest.Start(); err != nil {
 			b.notes = append(b.notes, fmt.Sprintf("search on PostgreSQL: %v", err))
