@@ -68,6 +68,11 @@
   const tell = (text) => { notice.textContent = text; notice.hidden = !text; };
   const send = (data) => { if (ws && ws.readyState === WebSocket.OPEN) ws.send(data); };
   const sendSize = () => send(JSON.stringify({ type: 'resize', cols: term.cols, rows: term.rows }));
+  // The writer's terminal fills its window, up to the server's bounds.
+  const fitWriter = () => {
+    fit.fit();
+    if (term.cols > 500 || term.rows > 200) term.resize(Math.min(term.cols, 500), Math.min(term.rows, 200));
+  };
   // A watcher's terminal has the writer's columns and rows, as the server draws them: it
   // fits them to its width with a smaller font (a phone), down to a legible one, past
   // which it scrolls; it never wraps the lines again.
@@ -97,7 +102,7 @@
         if (editing) {
           say('You are typing', 'editing');
           term.options.fontSize = fontSize;
-          fit.fit();
+          fitWriter();
           sendSize();
           term.focus();
         } else {
@@ -145,7 +150,7 @@
   term.onBinary((d) => { if (editing) send(Uint8Array.from(d, (c) => c.charCodeAt(0))); });
   term.onResize(() => { if (editing) sendSize(); });
   take.addEventListener('click', () => send(JSON.stringify({ type: 'take' })));
-  addEventListener('resize', () => { if (editing) fit.fit(); else fitWatcher(); });
+  addEventListener('resize', () => { if (editing) fitWriter(); else fitWatcher(); });
   fit.fit();
   connect();
 })();
