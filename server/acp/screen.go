@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"strings"
 
 	uv "github.com/charmbracelet/ultraviolet"
 	"github.com/charmbracelet/x/vt"
@@ -41,10 +42,64 @@ func (m *screenModel) write(p []byte) { _, _ = m.vt.Write(p) }
 
 func (m *screenModel) size() (int, int) { return m.vt.Width(), m.vt.Height() }
 
+// resize sets the model's size. Narrower, the lines of the main screen are wrapped again at
+// the new width, as a watcher's terminal (xterm.js) wraps its own, rather than cut: the
+// model is made again from its scrollback and its rows down to the cursor's (a shell's
+// prompt), whose place it keeps. An application on the alternate screen draws itself
+// again at the new size.
 func (m *screenModel) resize(cols, rows int) {
-	if c, r := m.size(); c != cols || r != rows {
+	switch was, high := m.size(); {
+	case was == cols && high == rows:
+		return
+	case cols >= was || m.vt.IsAltScreen():
 		m.vt.Resize(cols, rows)
+		return
 	}
+	var b bytes.Buffer
+	for _, l := range m.scrollback() {
+		b.WriteString(l.Render())
+		b.WriteString("\r\n")
+	}
+	at := m.vt.CursorPosition()
+	for y := range at.Y {
+		b.WriteString(m.row(y).Render())
+		b.WriteString("\r\n")
+	}
+	line := m.row(at.Y)
+	before := line[:at.X]
+	b.WriteString(before.Render())
+	drawn := len(before)
+	for drawn > 0 && before[drawn-1].Equal(&uv.EmptyCell) {
+		drawn--
+	}
+	b.WriteString(strings.Repeat(" ", at.X-drawn)) // the blanks before the cursor, which Render leaves out
+	b.WriteString("\x1b7")                          // the cursor's place
+	b.WriteString(line[at.X:].Render())
+	b.WriteString("\x1b8")
+	if m.vt.CursorHidden() {
+		b.WriteString("\x1b[?25l")
+	}
+	m.close()
+	*m = *newScreenModel(cols, rows)
+	m.write(b.Bytes())
+}
+
+// scrollback is the lines that scrolled off the main screen, oldest first.
+func (m *screenModel) scrollback() []uv.Line {
+	if sb := m.vt.Scrollback(); sb != nil {
+		return sb.Lines()
+	}
+	return nil
+}
+
+// row is a copy of the screen's row y.
+func (m *screenModel) row(y int) uv.Line {
+	cols, _ := m.size()
+	line := make(uv.Line, cols)
+	for x := range cols {
+		line[x] = *m.vt.CellAt(x, y)
+	}
+	return line
 }
 
 // close ends the goroutine reading the emulator's answers.
@@ -56,21 +111,17 @@ func (m *screenModel) close() { _ = m.vt.Close() }
 func (m *screenModel) redraw() []byte {
 	var b bytes.Buffer
 	b.WriteString("\x1bc")
-	cols, rows := m.size()
+	_, rows := m.size()
 	if m.vt.IsAltScreen() {
 		b.WriteString("\x1b[?1049h\x1b[H")
-	} else if sb := m.vt.Scrollback(); sb != nil {
-		for _, l := range sb.Lines() {
-			b.WriteString(l[:min(len(l), cols)].Render()) // lines kept from a wider screen are cut as its rows were
+	} else {
+		for _, l := range m.scrollback() {
+			b.WriteString(l.Render())
 			b.WriteString("\r\n")
 		}
 	}
-	line := make(uv.Line, cols)
 	for y := range rows {
-		for x := range cols {
-			line[x] = *m.vt.CellAt(x, y)
-		}
-		b.WriteString(line.Render())
+		b.WriteString(m.row(y).Render())
 		if y < rows-1 {
 			b.WriteString("\r\n")
 		}

@@ -5,11 +5,12 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
+	uv "github.com/charmbracelet/ultraviolet"
 )
 
-// sameScreen fails unless two models show the same cells, scrollback (its lines cut to the
-// screen's width; none on the alternate screen, which a redraw draws without it) and
-// cursor.
+// sameScreen fails unless two models show the same cells, scrollback (none on the
+// alternate screen, which a redraw draws without it) and cursor.
 func sameScreen(t *testing.T, got, want *screenModel) {
 	t.Helper()
 	if gc, gr := got.size(); gc != want.vt.Width() || gr != want.vt.Height() {
@@ -31,7 +32,7 @@ func sameScreen(t *testing.T, got, want *screenModel) {
 		t.Fatalf("%d lines of scrollback, want %d", len(gl), len(wl))
 	}
 	for i := range wl {
-		if g, w := gl[i].Render(), wl[i][:min(len(wl[i]), cols)].Render(); g != w { // as wide as the screen
+		if g, w := gl[i].Render(), wl[i].Render(); g != w {
 			t.Fatalf("scrollback line %d is %q, want %q", i, g, w)
 		}
 	}
@@ -68,6 +69,36 @@ func TestScreenRedraw(t *testing.T) {
 			got.write(want.redraw())
 			sameScreen(t, got, want)
 		})
+	}
+}
+
+// A narrower screen wraps its lines again rather than cutting them, as the watchers'
+// terminals do, and keeps the cursor after the prompt; wider, it keeps them.
+func TestScreenNarrower(t *testing.T) {
+	m := newScreenModel(80, 6)
+	defer m.close()
+	line := "/a/long/directory # echo " + strings.Repeat("x", 50)
+	m.write([]byte("first\r\n\x1b[32m" + line + "\x1b[m\r\n" + strings.Repeat("x", 50) + "\r\n/a/long/directory # "))
+	m.resize(30, 6)
+	var text strings.Builder
+	for _, l := range append(m.scrollback(), func() (rows []uv.Line) {
+		for y := range 6 {
+			rows = append(rows, m.row(y))
+		}
+		return rows
+	}()...) {
+		text.WriteString(l.String())
+	}
+	if !strings.Contains(text.String(), line) {
+		t.Errorf("the long line is not whole after narrowing: %q", text.String())
+	}
+	m.write([]byte("typed"))
+	if at := m.vt.CursorPosition(); at.X != len("/a/long/directory # typed") {
+		t.Errorf("the cursor after typing is at %v: %q", at, m.vt.String())
+	}
+	m.resize(60, 6)
+	if c, r := m.size(); c != 60 || r != 6 || !strings.Contains(m.vt.String(), "/a/long/directory # typed") {
+		t.Errorf("wider: %dx%d %q", c, r, m.vt.String())
 	}
 }
 
