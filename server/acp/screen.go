@@ -73,7 +73,7 @@ func (m *screenModel) resize(cols, rows int) {
 		drawn--
 	}
 	b.WriteString(strings.Repeat(" ", at.X-drawn)) // the blanks before the cursor, which Render leaves out
-	b.WriteString("\x1b7")                          // the cursor's place
+	b.WriteString("\x1b7")                         // the cursor's place
 	b.WriteString(line[at.X:].Render())
 	b.WriteString("\x1b8")
 	if m.vt.CursorHidden() {
