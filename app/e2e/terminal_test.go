@@ -38,8 +38,8 @@ func (b *browser) typeLine(t *testing.T, line, shows string) {
 // The terminal: a member types ls, make and a failing command in a browser; each becomes
 // a command of the session with its exit code, whose output opens on demand in the
 // session page after a reload. A viewer sees the same screen live and cannot type: the
-// page offers no keyboard and the server refuses keys sent anyway. Screenshots:
-// artifacts/terminal-*.png.
+// page offers no keyboard and the server refuses keys sent anyway; a phone that opens it
+// late shows the writer's rows. Screenshots: artifacts/terminal-*.png.
 func TestTerminalInTheBrowser(t *testing.T) {
 	t.Parallel()
 	s := startServerWithToken(t)
@@ -150,6 +150,7 @@ func TestTerminalInTheBrowser(t *testing.T) {
 	if w := eval[int](t, vicPage, `document.documentElement.scrollWidth`); w > 393 {
 		t.Errorf("at 393 px the terminal page is %d px wide", w)
 	}
+	vicPage.screenshot(t, "terminal-viewer-phone-of-desktop.png")
 
 	adaPage.screenshots(t, "terminal", "")
 	vicPage.do(t, chromedp.Navigate(href))
