@@ -180,7 +180,9 @@ func (c *Console) read() {
 		if n > 0 {
 			c.mu.Lock()
 			c.screen.write(buf[:n])
-			c.poke()
+			if c.screen.total-c.fed <= screenLimit {
+				c.poke() // the model can follow: a flood it fell behind does not wake it for each read
+			}
 			for v := range c.views {
 				v.print(buf[:n])
 			}
