@@ -10,8 +10,10 @@ type TerminalEvent struct {
 	// and never as an event on the wire; Output holds it between the runtime and the socket.
 	Type   string `json:"type"`
 	Output []byte `json:"-"`
-	Cols   int    `json:"cols,omitempty"` // TerminalSize: the terminal's size, which the writer sets
-	Rows   int    `json:"rows,omitempty"`
+	// TerminalSize: the terminal's size, which the writer sets; one also comes before each
+	// redraw (the screen the server keeps, drawn at that size).
+	Cols int `json:"cols,omitempty"`
+	Rows int `json:"rows,omitempty"`
 	// TerminalWriter: who types now ("" nobody), whether it is this socket, and whether
 	// this socket may take the keyboard over.
 	Writer  string `json:"writer,omitempty"`

@@ -68,11 +68,30 @@
   const tell = (text) => { notice.textContent = text; notice.hidden = !text; };
   const send = (data) => { if (ws && ws.readyState === WebSocket.OPEN) ws.send(data); };
   const sendSize = () => send(JSON.stringify({ type: 'resize', cols: term.cols, rows: term.rows }));
+  // The writer's terminal fills its window, up to the server's bounds.
+  const fitWriter = () => {
+    fit.fit();
+    if (term.cols > 500 || term.rows > 200) term.resize(Math.min(term.cols, 500), Math.min(term.rows, 200));
+  };
+  // A watcher's terminal has the writer's columns and rows, as the server draws them: it
+  // fits them to its width with a smaller font (a phone), down to a legible one, past
+  // which it scrolls; it never wraps the lines again.
+  const fontSize = 14;
+  const minFontSize = 7;
+  const fitWatcher = () => {
+    const drawn = screen.querySelector('.xterm-screen');
+    if (editing || !drawn || !drawn.offsetWidth) return;
+    const room = screen.clientWidth - 12; // .term-screen's padding
+    const size = term.options.fontSize * room / drawn.offsetWidth;
+    const next = Math.max(minFontSize, Math.min(fontSize, Math.floor(size * 2) / 2));
+    if (next !== term.options.fontSize) term.options.fontSize = next;
+  };
 
   const onEvent = (e) => {
     switch (e.type) {
       case 'size':
         if (!editing && (e.cols !== term.cols || e.rows !== term.rows)) term.resize(e.cols, e.rows);
+        fitWatcher();
         break;
       case 'writer': {
         const was = editing;
@@ -82,13 +101,14 @@
         take.hidden = editing || !e.may_edit;
         if (editing) {
           say('You are typing', 'editing');
-          fit.fit();
+          term.options.fontSize = fontSize;
+          fitWriter();
           sendSize();
           term.focus();
-        } else if (e.writer) {
-          say((e.may_edit ? '' : 'Read only · ') + e.writer + ' is typing');
         } else {
-          say(e.may_edit ? 'Nobody is typing' : 'Read only');
+          fitWatcher();
+          if (e.writer) say((e.may_edit ? '' : 'Read only · ') + e.writer + ' is typing');
+          else say(e.may_edit ? 'Nobody is typing' : 'Read only');
         }
         if (was && !editing && e.writer) tell(e.writer + ' took the keyboard over. Take it back to type again.');
         else if (editing && writer !== '' && !was) tell('');
@@ -130,7 +150,7 @@
   term.onBinary((d) => { if (editing) send(Uint8Array.from(d, (c) => c.charCodeAt(0))); });
   term.onResize(() => { if (editing) sendSize(); });
   take.addEventListener('click', () => send(JSON.stringify({ type: 'take' })));
-  addEventListener('resize', () => { if (editing) fit.fit(); });
+  addEventListener('resize', () => { if (editing) fitWriter(); else fitWatcher(); });
   fit.fit();
   connect();
 })();

@@ -38,8 +38,8 @@ func (b *browser) typeLine(t *testing.T, line, shows string) {
 // The terminal: a member types ls, make and a failing command in a browser; each becomes
 // a command of the session with its exit code, whose output opens on demand in the
 // session page after a reload. A viewer sees the same screen live and cannot type: the
-// page offers no keyboard and the server refuses keys sent anyway. Screenshots:
-// artifacts/terminal-*.png.
+// page offers no keyboard and the server refuses keys sent anyway; a phone that opens it
+// late shows the writer's rows. Screenshots: artifacts/terminal-*.png.
 func TestTerminalInTheBrowser(t *testing.T) {
 	t.Parallel()
 	s := startServerWithToken(t)
@@ -132,6 +132,25 @@ func TestTerminalInTheBrowser(t *testing.T) {
 	vicPage.waitFor(t, "make's row", fmt.Sprintf(`!!document.querySelector(%q)`, button))
 	vicPage.do(t, chromedp.Click(chromedp.CSS(button)))
 	vicPage.waitFor(t, "make's output", fmt.Sprintf(`(document.querySelector(%q) || {textContent: ""}).textContent.includes("built it")`, "#output-"+made.ID))
+
+	// A watcher on a phone that opens the terminal after all this is drawn the screen once,
+	// at the writer's columns and rows (a smaller font, a scroll, not its lines wrapped
+	// again): its rows are the writer's.
+	vicPage.do(t, chromedp.EmulateViewport(393, 851, chromedp.EmulateScale(2.75), chromedp.EmulateMobile))
+	vicPage.do(t, chromedp.Navigate(href))
+	vicPage.waitFor(t, "the screen so far", screenHas("echo live"))
+	const rows = `[...document.querySelectorAll(".xterm-rows > div")].map((r) => r.textContent.trimEnd())`
+	writerRows := eval[[]string](t, adaPage, rows)
+	if got := eval[[]string](t, vicPage, rows); !slices.Equal(got, writerRows) {
+		t.Errorf("the phone's screen:\n%s\nthe writer's:\n%s", strings.Join(got, "\n"), strings.Join(writerRows, "\n"))
+	}
+	if n := eval[int](t, vicPage, rows+`.filter((r) => r.includes("echo live")).length`); n != 1 {
+		t.Errorf("the phone shows the last command line %d times", n)
+	}
+	if w := eval[int](t, vicPage, `document.documentElement.scrollWidth`); w > 393 {
+		t.Errorf("at 393 px the terminal page is %d px wide", w)
+	}
+	vicPage.screenshot(t, "terminal-viewer-phone-of-desktop.png")
 
 	adaPage.screenshots(t, "terminal", "")
 	vicPage.do(t, chromedp.Navigate(href))

@@ -25,19 +25,19 @@ import (
 // goes to the audit.
 
 const (
-	// screenLimit is how many of the latest bytes a new watcher, or one that fell behind,
-	// is shown to draw the screen from.
+	// screenLimit is how many of the latest bytes are kept to make the screen again from
+	// once its model was dropped (screen.go).
 	screenLimit = 64 << 10
 	// behindLimit is how far a watcher may fall behind before its pending output is
-	// dropped and it is shown the screen instead: a flood costs each watcher this much.
+	// dropped and it is redrawn from the screen instead: a flood costs each watcher this much.
 	behindLimit = 1 << 20
 	// eventLimit bounds a watcher's pending control messages; older ones are dropped.
 	eventLimit = 16
 	// recordLimit bounds the command lines waiting to be stored; past it a new one is not
 	// recorded (a loop printing marks cannot fill the memory).
 	recordLimit = 64
-	// maxSize bounds a terminal's columns and rows.
-	maxSize = 1000
+	// maxCols and maxRows bound a terminal's size, and so its screen model's memory.
+	maxCols, maxRows = 500, 200
 )
 
 // Console is a session's terminal.
@@ -49,9 +49,12 @@ type Console struct {
 	marks  markReader
 	wake   chan struct{} // the recorder has work
 	stored chan struct{} // closed once the recorder has stored everything
+	poked  chan struct{} // the screen's keeper has work
 
 	mu      sync.Mutex
-	screen  tailBuffer
+	screen  tailBuffer // the latest output, which the screen's keeper feeds its model from
+	fed     int64      // how much of the output (screen.total) the model has been fed
+	resized []sizeAt   // the sizes the terminal took since
 	views   map[*ConsoleView]struct{}
 	writer  *ConsoleView
 	cols    int
@@ -60,6 +63,12 @@ type Console struct {
 	jobs    []consoleJob    // for the recorder
 	n       int             // command lines so far, for their tool call ids
 	ended   string          // why the console ended, once it has
+}
+
+// sizeAt is a size the terminal took after the first at bytes of its output.
+type sizeAt struct {
+	at         int64
+	cols, rows int
 }
 
 // consoleCommand is one command line run in the console.
@@ -92,7 +101,7 @@ type ConsoleView struct {
 
 	// under c.mu
 	out    []byte
-	behind bool // output was dropped: the screen is shown next
+	behind bool // it waits for the screen to be drawn (it joined, or output was dropped)
 	events []shared.TerminalEvent
 	gone   string
 }
@@ -144,7 +153,7 @@ func startConsole(s *session) (*Console, error) {
 	}
 	defer tty.Close()
 	c := &Console{s: s, ptmx: ptmx, done: make(chan struct{}), wake: make(chan struct{}, 1), stored: make(chan struct{}),
-		screen: tailBuffer{max: screenLimit}, views: map[*ConsoleView]struct{}{}, cols: 80, rows: 24}
+		poked: make(chan struct{}, 1), screen: tailBuffer{max: screenLimit}, views: map[*ConsoleView]struct{}{}, cols: 80, rows: 24}
 	_ = pty.Setsize(ptmx, &pty.Winsize{Cols: uint16(c.cols), Rows: uint16(c.rows)})
 	cmd := exec.Command("bash", "--noprofile", "--norc", "-i")
 	cmd.Dir = s.cwd
@@ -157,12 +166,13 @@ func startConsole(s *session) (*Console, error) {
 	}
 	c.group = g
 	go c.record()
+	go c.keep(newScreenModel(c.cols, c.rows))
 	go c.read()
 	return c, nil
 }
 
-// read copies the shell's output to the screen, the watchers and the running command,
-// until the shell has ended.
+// read copies the shell's output to the screen's model, the watchers and the running
+// command, until the shell has ended.
 func (c *Console) read() {
 	buf := make([]byte, 32<<10)
 	for {
@@ -170,6 +180,9 @@ func (c *Console) read() {
 		if n > 0 {
 			c.mu.Lock()
 			c.screen.write(buf[:n])
+			if c.screen.total-c.fed <= screenLimit {
+				c.poke() // the model can follow: a flood it fell behind does not wake it for each read
+			}
 			for v := range c.views {
 				v.print(buf[:n])
 			}
@@ -339,6 +352,7 @@ func (c *Console) join(login string, mayEdit bool) (*ConsoleView, error) {
 	v := &ConsoleView{c: c, login: login, mayEdit: mayEdit, ready: make(chan struct{}, 1)}
 	c.views[v] = struct{}{}
 	v.behind = true // it draws from the screen first
+	c.poke()
 	v.event(shared.TerminalEvent{Type: shared.TerminalSize, Cols: c.cols, Rows: c.rows})
 	if mayEdit && c.writer == nil {
 		c.writer = v
@@ -389,14 +403,7 @@ func (v *ConsoleView) Take() []shared.TerminalEvent {
 	c := v.c
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	var out []shared.TerminalEvent
-	if v.behind {
-		// "\x1bc" resets the watcher's terminal, which then draws the latest bytes.
-		screen, _ := c.screen.tail()
-		v.out = append([]byte("\x1bc"), screen...)
-		v.behind = false
-	}
-	out = append(out, v.events...)
+	out := v.events
 	if len(v.out) > 0 {
 		out = append(out, shared.TerminalEvent{Type: shared.TerminalOutput, Output: v.out})
 	}
@@ -414,6 +421,7 @@ func (v *ConsoleView) print(p []byte) {
 	}
 	if len(v.out)+len(p) > behindLimit {
 		v.out, v.behind = nil, true
+		v.c.poke()
 	} else {
 		v.out = append(v.out, p...)
 	}
@@ -463,8 +471,8 @@ func (v *ConsoleView) Input(p []byte) error {
 
 // Resize sets the terminal's size: only its writer may; every watcher is told.
 func (v *ConsoleView) Resize(cols, rows int) error {
-	if cols < 1 || rows < 1 || cols > maxSize || rows > maxSize {
-		return shared.Errorf(shared.CodeInvalid, "a terminal is 1 to %d columns and rows, not %dx%d", maxSize, cols, rows)
+	if cols < 1 || rows < 1 || cols > maxCols || rows > maxRows {
+		return shared.Errorf(shared.CodeInvalid, "a terminal is 1 to %d columns and 1 to %d rows, not %dx%d", maxCols, maxRows, cols, rows)
 	}
 	c := v.c
 	c.mu.Lock()
@@ -476,6 +484,11 @@ func (v *ConsoleView) Resize(cols, rows int) error {
 		return shared.Errorf(shared.CodeConflict, "the terminal has ended")
 	}
 	c.cols, c.rows = cols, rows
+	if len(c.resized) == eventLimit { // a storm of resizes: the oldest are not replayed
+		c.resized = c.resized[1:]
+	}
+	c.resized = append(c.resized, sizeAt{at: c.screen.total, cols: cols, rows: rows})
+	c.poke()
 	for w := range c.views {
 		w.event(shared.TerminalEvent{Type: shared.TerminalSize, Cols: cols, Rows: rows})
 	}
@@ -504,5 +517,93 @@ func (v *ConsoleView) Close() {
 	if c.writer == v {
 		c.writer = nil
 		c.tellWriter()
+	}
+}
+
+// poke wakes the screen's keeper (under c.mu).
+func (c *Console) poke() {
+	select {
+	case c.poked <- struct{}{}:
+	default:
+	}
+}
+
+// keep feeds the screen's model the output and sizes it has not seen, and redraws the
+// watchers that wait for it, until the console has ended. Once it fell further behind
+// than the kept output (a flood), it waits until someone needs the screen and then makes
+// it again from the last lines: during a flood it costs nothing.
+func (c *Console) keep(m *screenModel) {
+	defer func() { m.close() }()
+	for {
+		select {
+		case <-c.poked:
+		case <-c.done:
+			return
+		}
+		c.mu.Lock()
+		tail, _ := c.screen.tail()
+		fed, waiting, sizes := c.fed, c.waiting(), c.resized
+		behind := c.screen.total - fed
+		c.fed, c.resized = c.screen.total, nil
+		var out []byte
+		switch {
+		case behind <= int64(len(tail)):
+			out = slices.Clone(tail[len(tail)-int(behind):])
+		case waiting:
+			out, fed, sizes = slices.Clone(lastLines(tail, scrollbackLines+c.rows)), c.screen.total, nil
+			m.close()
+			m = newScreenModel(c.cols, c.rows)
+		default:
+			c.fed, c.resized = fed, sizes // still lost: nobody needs it yet
+			c.mu.Unlock()
+			continue
+		}
+		c.mu.Unlock()
+		for _, s := range sizes {
+			if s.at > fed { // output came at the size before
+				n := int(s.at - fed)
+				m.write(out[:n])
+				out, fed = out[n:], s.at
+			}
+			m.resize(s.cols, s.rows)
+		}
+		m.write(out)
+		if waiting {
+			c.redraw(m)
+		}
+	}
+}
+
+// waiting says whether a watcher waits for the screen (under c.mu).
+func (c *Console) waiting() bool {
+	for v := range c.views {
+		if v.behind {
+			return true
+		}
+	}
+	return false
+}
+
+// redraw gives the watchers that wait for it the screen: the model's, followed by the
+// output the model has not been fed yet, so what comes next continues it.
+func (c *Console) redraw(m *screenModel) {
+	screen := m.redraw()
+	cols, rows := m.size()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if cols != c.cols || rows != c.rows {
+		c.poke() // it is drawn again at the new size
+		return
+	}
+	tail, _ := c.screen.tail()
+	// In a flood the output since the model may be more than is kept: the watcher misses
+	// the lines between.
+	since := tail[len(tail)-int(min(c.screen.total-c.fed, int64(len(tail)))):]
+	for v := range c.views {
+		if v.behind {
+			v.behind = false
+			v.event(shared.TerminalEvent{Type: shared.TerminalSize, Cols: cols, Rows: rows})
+			v.out = slices.Concat(screen, since)
+		}
 	}
 }

@@ -2,6 +2,7 @@ package acp
 
 import (
 	"bytes"
+	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -37,20 +38,37 @@ func watch(t *testing.T, v *ConsoleView, screen *bytes.Buffer, want string) []sh
 	return events
 }
 
-// A person's terminal: bash in the session's directory and sandbox; each command line
-// becomes a stored command of the session with its exit code and output, typed by whom;
-// a watcher sees it and cannot type until it takes over.
-func TestConsole(t *testing.T) {
-	t.Parallel()
+// prompt is what bash's \$ prints after the directory in the console's prompt.
+func prompt() string {
+	if os.Geteuid() == 0 {
+		return " # "
+	}
+	return " $ "
+}
+
+// openConsole starts a shell session and opens its terminal as ada, an editor; it returns
+// once the prompt shows (drawn from the screen, or as the shell prints it), with what the
+// view showed and said until then.
+func openConsole(t *testing.T) (*testEnv, shared.Session, *ConsoleView, *bytes.Buffer, []shared.TerminalEvent) {
+	t.Helper()
 	env := newEnv(t, shellProcess(t), true)
 	sess := env.start(t, ShellAgent)
 	ed, err := env.m.Console(sess.ID, "ada", true)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ed.Close()
+	t.Cleanup(ed.Close)
 	var screen bytes.Buffer
-	events := watch(t, ed, &screen, "\x1b]133;B\a")
+	events := watch(t, ed, &screen, strings.TrimSpace(prompt()))
+	return env, sess, ed, &screen, events
+}
+
+// A person's terminal: bash in the session's directory and sandbox; each command line
+// becomes a stored command of the session with its exit code and output, typed by whom;
+// a watcher sees it and cannot type until it takes over.
+func TestConsole(t *testing.T) {
+	t.Parallel()
+	env, sess, ed, screen, events := openConsole(t)
 	if len(events) < 2 || events[0].Type != shared.TerminalSize || !reflect.DeepEqual(events[1], shared.TerminalEvent{Type: shared.TerminalWriter, Writer: "ada", Editing: true, MayEdit: true}) {
 		t.Errorf("first events %+v", events)
 	}
@@ -69,13 +87,13 @@ func TestConsole(t *testing.T) {
 	if err := ed.Input([]byte("echo hi > here.txt; cat here.txt; pwd\r")); err != nil {
 		t.Fatal(err)
 	}
-	watch(t, ed, &screen, sess.Cwd+"\r\n\x1b]133;D;0\a") // the next prompt: no type-ahead in the output
+	watch(t, ed, screen, sess.Cwd+"\r\n\x1b]133;D;0\a") // the next prompt: no type-ahead in the output
 	var seen bytes.Buffer
 	watch(t, viewer, &seen, sess.Cwd+"\r\n")
 	if err := ed.Input([]byte("cat " + filepath.Join(env.dir, "conch.db") + "\r")); err != nil {
 		t.Fatal(err)
 	}
-	watch(t, ed, &screen, "Permission denied")
+	watch(t, ed, screen, "Permission denied")
 
 	var cmds []shared.Message
 	waitFor(t, env.ev, "two commands stored, ended", func() bool {
@@ -115,7 +133,7 @@ func TestConsole(t *testing.T) {
 	if err := ed.Input([]byte("\r")); err != nil {
 		t.Fatal(err)
 	}
-	watch(t, ed, &screen, "late\r\n\r\n\x1b]133;D;0\a")
+	watch(t, ed, screen, "late\r\n\r\n\x1b]133;D;0\a")
 
 	// A second editor takes the keyboard over; the first is told and can no longer type.
 	other, err := env.m.Console(sess.ID, "cy", true)
@@ -148,4 +166,55 @@ func TestConsole(t *testing.T) {
 	if !ended {
 		t.Error("the terminal did not end with the agent")
 	}
+}
+
+// A watcher that joins while a command runs, after its output scrolled, changed colours
+// and moved the cursor, is drawn the screen and then what follows: it shows the same
+// screen as the watcher that saw every byte, each prompt once.
+func TestConsoleRedraw(t *testing.T) {
+	t.Parallel()
+	env, sess, ed, all, _ := openConsole(t)
+	if err := ed.Input([]byte(`for i in $(seq 1 40); do printf '\e[3%dmline %d\e[m\n' $((i%8)) $i; done; printf '\e[3;5H\e[1mat-%d\e[m\e[24;1H' $((6*7)); read x; echo got $x` + "\r")); err != nil {
+		t.Fatal(err)
+	}
+	watch(t, ed, all, "at-42")
+	// The writer's terminal narrows while the command waits: what came before was written
+	// at 80 columns (the command line wraps), which a replay at 50 would wrap again.
+	want := newScreenModel(80, 24)
+	defer want.close()
+	want.write(all.Bytes())
+	if err := ed.Resize(50, 24); err != nil {
+		t.Fatal(err)
+	}
+	want.resize(50, 24)
+	all.Reset()
+
+	late, err := env.m.Console(sess.ID, "bob", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer late.Close()
+	var seen bytes.Buffer
+	events := watch(t, late, &seen, "at-42")
+	if !bytes.HasPrefix(seen.Bytes(), []byte("\x1bc")) {
+		t.Errorf("the late watcher was not drawn the screen: %q", seen.String())
+	}
+	sized := false
+	for _, e := range events {
+		sized = sized || e.Type == shared.TerminalSize && e.Cols == 50 && e.Rows == 24
+	}
+	if !sized {
+		t.Errorf("the late watcher was not told the size: %+v", events)
+	}
+	if err := ed.Input([]byte("go on\r")); err != nil {
+		t.Fatal(err)
+	}
+	next := "got go on\r\n\x1b]133;D;0\a\x1b[?2004h\x1b]133;A\a" + sess.Cwd + prompt() + "\x1b]133;B\a"
+	watch(t, ed, all, next)
+	watch(t, late, &seen, next)
+	got := newScreenModel(50, 24)
+	defer got.close()
+	want.write(all.Bytes())
+	got.write(seen.Bytes())
+	sameScreen(t, got, want)
 }
