@@ -68,7 +68,7 @@ func (b *promptBox) attach(files app.Value) {
 	if len(refused) > 0 {
 		why = "Not attached: " + strings.Join(refused, " ")
 	}
-	b.in().say(why)
+	b.host.say(why)
 }
 
 func (b *promptBox) onPick(ctx app.Context, _ app.Event) {
@@ -79,7 +79,7 @@ func (b *promptBox) onPick(ctx app.Context, _ app.Event) {
 
 func (b *promptBox) onDrop(ctx app.Context, e app.Event) {
 	e.PreventDefault()
-	if dt := e.Get("dataTransfer"); dt.Truthy() && b.in().readOnly == "" {
+	if dt := e.Get("dataTransfer"); dt.Truthy() && b.host.in().readOnly == "" {
 		b.attach(dt.Get("files"))
 	}
 }
@@ -136,7 +136,7 @@ func (b *promptBox) attachRow() app.UI {
 
 // capabilities are what the session's agent takes in a prompt; nil when it never said.
 func (b *promptBox) capabilities() *shared.PromptCapabilities {
-	s := b.in().session
+	s := b.host.in().session
 	if s == nil {
 		return nil
 	}

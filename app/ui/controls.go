@@ -11,19 +11,19 @@ import (
 // agentControls are the controls of the session's agent: stop, resume and cancel a turn
 // here; its modes and config options in modes.go. One request of each kind at a time.
 type agentControls struct {
-	in func() sessionIn // the page's state, passed down (SessionPage.in)
+	host sessionHost // the page: its state, passed down, and where outcomes go
 
 	stopping  bool // a stop or a resume of the agent is on its way
 	switching bool // a change of a mode or a config option is on its way
 }
 
 // reset forgets the requests on their way: the page shows another session.
-func (a *agentControls) reset() { *a = agentControls{in: a.in} }
+func (a *agentControls) reset() { *a = agentControls{host: a.host} }
 
 // barViews are the controls on the session bar: Resume (or why the agent cannot resume),
 // the modes and the config options, for a person who may change the session.
 func (a *agentControls) barViews() []app.UI {
-	in := a.in()
+	in := a.host.in()
 	state, stopped, resumable := shared.SessionState(""), false, false
 	if s := in.session; s != nil {
 		state, stopped, resumable = s.State, s.Stopped, s.Resumable
@@ -44,7 +44,7 @@ func (a *agentControls) barViews() []app.UI {
 // turnViews are the controls beside the prompt box: Cancel turn while one runs, and Stop
 // agent while it is live.
 func (a *agentControls) turnViews() []app.UI {
-	s := a.in().session
+	s := a.host.in().session
 	state, stopped, resumable := shared.SessionState(""), false, false
 	if s != nil {
 		state, stopped, resumable = s.State, s.Stopped, s.Resumable
@@ -77,32 +77,32 @@ func (a *agentControls) resumeAgent(ctx app.Context, _ app.Event) {
 // agentAction runs a stop or a resume of the session's agent, one at a time, and shows
 // the session it answers.
 func (a *agentControls) agentAction(ctx app.Context, call func(context.Context, string) (shared.Session, error), failed string) {
-	in := a.in()
+	in := a.host.in()
 	if a.stopping || in.c == nil {
 		return
 	}
 	a.stopping = true
-	in.say("")
+	a.host.say("")
 	c, id := in.c, in.id
 	ctx.Async(func() {
 		s, err := call(c, id)
 		dispatchIn(ctx, c, func(app.Context) {
 			a.stopping = false
 			if err != nil {
-				in.fail(failed, err)
+				a.host.fail(failed, err)
 				return
 			}
-			in.setSession(s)
+			a.host.setSession(s)
 		})
 	})
 }
 
 func (a *agentControls) cancelTurn(ctx app.Context, _ app.Event) {
-	in := a.in()
+	in := a.host.in()
 	c, id := in.c, in.id
 	ctx.Async(func() {
 		if err := api.Cancel(c, id); err != nil && c.Err() == nil {
-			dispatchIn(ctx, c, func(app.Context) { in.say("Cancel failed: " + err.Error()) })
+			dispatchIn(ctx, c, func(app.Context) { a.host.say("Cancel failed: " + err.Error()) })
 		}
 	})
 }

@@ -20,7 +20,7 @@ const firstPaint = 20
 // and the older ones loaded on demand, and landing at a message a link names (search.go).
 // The rows themselves are drawn by Chunk (rows.go).
 type conversation struct {
-	in func() sessionIn // the page's state, passed down (SessionPage.in)
+	host sessionHost // the page: its state, passed down, and where outcomes go
 
 	tl       timeline
 	loaded   bool // the first page has arrived
@@ -46,7 +46,7 @@ func (v *conversation) boot(page shared.MessagePage) {
 // came with it (booted).
 func (v *conversation) begin(booted bool) {
 	if !booted {
-		*v = conversation{in: v.in}
+		*v = conversation{host: v.host}
 	}
 	v.older = false
 }
@@ -110,7 +110,7 @@ func firstPaintOf(msgs []shared.Message) (first, rest []shared.Message) {
 }
 
 func (v *conversation) loadOlder(ctx app.Context, _ app.Event) {
-	in := v.in()
+	in := v.host.in()
 	if v.older || in.c == nil {
 		return
 	}
@@ -121,7 +121,7 @@ func (v *conversation) loadOlder(ctx app.Context, _ app.Event) {
 		dispatchIn(ctx, c, func(ctx app.Context) {
 			v.older = false
 			if err != nil {
-				in.fail("Could not load older messages: ", err)
+				v.host.fail("Could not load older messages: ", err)
 				return
 			}
 			v.tl.addOlder(page.Messages)
@@ -138,7 +138,7 @@ func scrollToEnd(app.Context) {
 
 // render draws the chat (offline: the server cannot be reached, so nothing is loading).
 func (v *conversation) render(offline bool) app.UI {
-	in := v.in()
+	in := v.host.in()
 	return app.Main().Class("chat").Body(
 		app.Div().Class("chat-start").Body(
 			app.If(v.hasOlder, func() app.UI {

@@ -16,7 +16,7 @@ import (
 // config options set its mode has that select instead (ACP: a client that shows config
 // options shows them rather than the modes).
 func (a *agentControls) modeSelect() app.UI {
-	s := a.in().session
+	s := a.host.in().session
 	if s == nil || s.Modes == nil || len(s.Modes.Available) < 2 ||
 		slices.ContainsFunc(s.ConfigOptions, func(o shared.ConfigOption) bool { return o.Category == "mode" }) {
 		return nil
@@ -36,13 +36,13 @@ func (a *agentControls) modeSelect() app.UI {
 // canChange reports whether the agent's settings can be changed now: it is live, and no
 // other change is on its way.
 func (a *agentControls) canChange() bool {
-	s := a.in().session
+	s := a.host.in().session
 	return !a.switching && s != nil && (s.State == shared.SessionReady || s.State == shared.SessionRunning)
 }
 
 func (a *agentControls) switchMode(ctx app.Context, _ app.Event) {
 	mode := ctx.JSSrc().Get("value").String()
-	id := a.in().id
+	id := a.host.in().id
 	a.change(ctx, "Mode not switched: ", func(c context.Context) (shared.Session, error) { return api.SetMode(c, id, mode) },
 		func(s shared.Session) {
 			if sel := app.Window().GetElementByID("mode-select"); sel.Truthy() && s.Modes != nil {
@@ -54,7 +54,7 @@ func (a *agentControls) switchMode(ctx app.Context, _ app.Event) {
 // configControls lets the person set the agent's config options: a select of values, or
 // a checkbox for a boolean.
 func (a *agentControls) configControls() app.UI {
-	s := a.in().session
+	s := a.host.in().session
 	if s == nil || len(s.ConfigOptions) == 0 {
 		return nil
 	}
@@ -104,7 +104,7 @@ func (a *agentControls) setConfig(configID string) app.EventHandler {
 		if src.Get("type").String() == "checkbox" {
 			value = src.Get("checked").Bool()
 		}
-		id := a.in().id
+		id := a.host.in().id
 		a.change(ctx, "Setting not changed: ", func(c context.Context) (shared.Session, error) { return api.SetConfig(c, id, configID, value) },
 			func(s shared.Session) {
 				for _, o := range s.ConfigOptions {
@@ -120,25 +120,25 @@ func (a *agentControls) setConfig(configID string) app.EventHandler {
 // change sends one change of the agent's settings, one at a time; when it fails, the page
 // says why and undo puts the control back as the session has it.
 func (a *agentControls) change(ctx app.Context, failed string, send func(context.Context) (shared.Session, error), undo func(shared.Session)) {
-	in := a.in()
+	in := a.host.in()
 	if in.c == nil || a.switching {
 		return
 	}
 	a.switching = true
-	in.say("")
+	a.host.say("")
 	c := in.c
 	ctx.Async(func() {
 		s, err := send(c)
 		dispatchIn(ctx, c, func(app.Context) {
 			a.switching = false
 			if err != nil {
-				in.say(failed + shared.ErrorMessage(err))
-				if now := a.in().session; now != nil {
+				a.host.say(failed + shared.ErrorMessage(err))
+				if now := a.host.in().session; now != nil {
 					undo(*now)
 				}
 				return
 			}
-			in.setSession(s)
+			a.host.setSession(s)
 		})
 	})
 }

@@ -402,7 +402,7 @@ func TestPrerenderedBooleans(t *testing.T) {
 func TestCommandListKeepsAgentTextOutOfMarkup(t *testing.T) {
 	list := func(s string) []string {
 		session := bootWith(s).Session.Visible()
-		box := promptBox{in: func() sessionIn { return sessionIn{session: &session} }, draft: "/"}
+		box := promptBox{host: &host{sessionIn: sessionIn{session: &session}}, draft: "/"}
 		doc, err := html.Parse(strings.NewReader(app.HTMLString(box.commandList())))
 		if err != nil {
 			t.Fatal(err)

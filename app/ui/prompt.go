@@ -15,7 +15,7 @@ import (
 // the session ended, it says why and offers a new session; for a person who may not
 // change the session, it says why.
 type promptBox struct {
-	in func() sessionIn // the page's state, passed down (SessionPage.in)
+	host sessionHost // the page: its state, passed down, and where outcomes go
 
 	draft    string
 	files    []pendingFile // to send with the prompt (attach.go)
@@ -24,7 +24,7 @@ type promptBox struct {
 }
 
 // reset empties the box: the page shows another session.
-func (b *promptBox) reset() { *b = promptBox{in: b.in} }
+func (b *promptBox) reset() { *b = promptBox{host: b.host} }
 
 // stored takes messages the page shows: the prompt on its way is sent once its stored
 // message is among them, whichever way it came (the WebSocket, or the POST's answer,
@@ -47,14 +47,14 @@ func (b *promptBox) onInput(ctx app.Context, _ app.Event) {
 
 // send posts the prompt box (Enter submits it: see formScript).
 func (b *promptBox) send(ctx app.Context, _ app.Event) {
-	in := b.in()
+	in := b.host.in()
 	content := strings.TrimSpace(b.draft)
 	if (content == "" && len(b.files) == 0) || b.pending != "" || in.c == nil {
 		return
 	}
 	c, id, cmid, files := in.c, in.id, newClientMessageID(), b.files
 	b.pending = cmid
-	in.say("")
+	b.host.say("")
 	ctx.Async(func() {
 		ids, err := upload(c, id, files)
 		var m shared.Message
@@ -67,13 +67,13 @@ func (b *promptBox) send(ctx app.Context, _ app.Event) {
 			}
 			if err == nil {
 				b.files = nil
-				in.show(ctx, []shared.Message{m})
+				b.host.show(ctx, []shared.Message{m})
 				return
 			}
 			if b.pending == cmid { // not stored: the prompt stays in the box
 				b.pending = ""
 			}
-			in.fail("Not sent: ", err)
+			b.host.fail("Not sent: ", err)
 		})
 	})
 }
@@ -88,12 +88,12 @@ func newClientMessageID() string {
 // startNew starts a new session of the task with this session's agent, where this one
 // worked (nextCwd), and opens it: the way on from a session that ended.
 func (b *promptBox) startNew(ctx app.Context, _ app.Event) {
-	in := b.in()
+	in := b.host.in()
 	if b.starting || in.session == nil || in.c == nil {
 		return
 	}
 	b.starting = true
-	in.say("")
+	b.host.say("")
 	c, s := in.c, *in.session
 	cwd := nextCwd(in.task, s.Cwd)
 	ctx.Async(func() {
@@ -101,7 +101,7 @@ func (b *promptBox) startNew(ctx app.Context, _ app.Event) {
 		dispatchIn(ctx, c, func(ctx app.Context) {
 			b.starting = false
 			if err != nil {
-				in.fail("Could not start a new session: ", err)
+				b.host.fail("Could not start a new session: ", err)
 				return
 			}
 			ctx.Navigate("/sessions/" + next.ID)
@@ -154,7 +154,7 @@ func promptHint(s *shared.Session) string {
 // render draws the box, with the controls of the turn and the agent (agentControls.turnViews)
 // beside Send.
 func (b *promptBox) render(controls []app.UI) app.UI {
-	in := b.in()
+	in := b.host.in()
 	jump := app.Button().Type("button").Class("jump").OnClick(func(ctx app.Context, _ app.Event) { scrollToEnd(ctx) }).Text("↓ Jump to newest")
 	if in.session != nil && in.session.State.Ended() {
 		return app.Form().Class("prompt", "ended").Body(jump,
@@ -188,7 +188,7 @@ func (b *promptBox) render(controls []app.UI) app.UI {
 // commandList offers the agent's slash commands that complete the prompt, while it is a
 // "/" and the start of a command name.
 func (b *promptBox) commandList() app.UI {
-	s := b.in().session
+	s := b.host.in().session
 	if s == nil || len(s.Commands) == 0 || !strings.HasPrefix(b.draft, "/") || strings.ContainsAny(b.draft, " \n") {
 		return nil
 	}

@@ -13,8 +13,8 @@ import (
 // session shown and who may change it, follows it (follow.go), and composes the pieces
 // that own the rest: the bar (header.go), the status line (status.go), the chat
 // (conversation.go), the prompt box (prompt.go, attach.go) and the agent's controls
-// (controls.go, modes.go). A piece reads the page's state through sessionIn, and is
-// told what the page takes through its methods.
+// (controls.go, modes.go). A piece sees the page as a sessionHost, and the page tells a
+// piece what it takes through the piece's methods.
 type SessionPage struct {
 	app.Compo
 
@@ -33,21 +33,24 @@ type SessionPage struct {
 	cancel context.CancelFunc
 }
 
-// sessionIn is what the page passes down to its pieces: the session shown, as the page
-// has it, and where a piece reports what came of its requests. A piece reads it through
-// the function the page gave it (SessionPage.in) when it renders and when it handles an
-// event, so a handler drawn for an earlier session acts on the session shown now.
+// sessionHost is the page as its pieces see it: the state it passes down, read when a
+// piece renders and when it handles an event (so a handler drawn for an earlier session
+// acts on the session shown now), and where a piece reports what came of its requests.
+type sessionHost interface {
+	in() sessionIn
+	say(text string)                             // the page's alert line ("" clears it)
+	fail(prefix string, err error)               // the offline notice, or the alert line
+	setSession(shared.Session)                   // a version of the session a request answered
+	show(ctx app.Context, msgs []shared.Message) // messages a request answered
+}
+
+// sessionIn is the page's state its pieces read.
 type sessionIn struct {
 	id       string
 	session  *shared.Session // nil until known
 	task     *shared.Task    // nil until known
 	readOnly string          // why the person may not change the session, "" when they may
 	c        context.Context // the page's work (nil before it runs): cancelled when it shows another session
-
-	say        func(text string)                   // the page's alert line ("" clears it)
-	fail       func(prefix string, err error)      // the offline notice, or the alert line
-	setSession func(shared.Session)                // a version of the session a request answered
-	show       func(app.Context, []shared.Message) // messages a request answered
 }
 
 // cwd is the session's directory, once the session is known.
@@ -59,9 +62,11 @@ func (in sessionIn) cwd() string {
 }
 
 func (p *SessionPage) in() sessionIn {
-	return sessionIn{id: p.id, session: p.session, task: p.task, readOnly: p.readOnly, c: p.ctx,
-		say: p.status.say, fail: p.status.fail, setSession: p.setSession, show: p.show}
+	return sessionIn{id: p.id, session: p.session, task: p.task, readOnly: p.readOnly, c: p.ctx}
 }
+
+func (p *SessionPage) say(text string)               { p.status.say(text) }
+func (p *SessionPage) fail(prefix string, err error) { p.status.fail(prefix, err) }
 
 func sessionIDOf(path string) string {
 	return strings.TrimPrefix(path, "/sessions/")
@@ -72,7 +77,7 @@ func sessionIDOf(path string) string {
 // that the prerendered page shows.
 func newSessionPage() app.Composer {
 	p := &SessionPage{}
-	p.conv.in, p.prompt.in, p.controls.in = p.in, p.in, p.in
+	p.conv.host, p.prompt.host, p.controls.host = p, p, p
 	if b := takeBoot(); b != nil {
 		p.boot(*b)
 	}
