@@ -30,7 +30,10 @@ func (p *SessionPage) follow(ctx app.Context, c context.Context, id string, load
 			loaded, failures = true, 0
 		}
 		failures++
-		dispatchIn(ctx, c, func(app.Context) { p.status.reconnecting(err) })
+		dispatchIn(ctx, c, func(app.Context) {
+			p.live = liveReconnecting
+			p.fail("", err)
+		})
 		select {
 		case <-c.Done():
 			return
@@ -52,7 +55,7 @@ func (p *SessionPage) refreshSession(ctx app.Context, c context.Context, id stri
 		case shared.ErrorCode(err) == shared.CodeNotFound:
 			p.notFound(ctx)
 		default:
-			p.status.fail("", err)
+			p.fail("", err)
 		}
 	})
 }
@@ -97,7 +100,7 @@ func (p *SessionPage) connect(ctx app.Context, c context.Context, id string, loa
 	dispatchIn(ctx, c, func(ctx app.Context) {
 		p.show(ctx, msgs)
 		p.conv.listed(ctx, latest.HasMore)
-		p.status.synced()
+		p.live, p.offline, p.err, p.kept = liveOn, false, "", time.Time{}
 	})
 	p.conv.paint(ctx, c, rest)
 
@@ -153,7 +156,7 @@ func (p *SessionPage) notify(ctx app.Context, c context.Context, id string, env 
 		dispatchIn(ctx, c, func(app.Context) { p.setSession(s) })
 	case shared.ActionSessionDeleted:
 		dispatchIn(ctx, c, func(app.Context) {
-			p.status.ended("This session was deleted with its task.")
+			p.live, p.err = "", "This session was deleted with its task."
 			p.cancel() // nothing more will come of it: stop following
 		})
 	}

@@ -2,16 +2,19 @@ package ui
 
 import (
 	"context"
+	"errors"
 	"strings"
+	"time"
 
 	"github.com/maxence-charriere/go-app/v10/pkg/app"
 
+	"conch/app/client"
 	"conch/shared"
 )
 
 // SessionPage is /sessions/{id}: one session's chat with live updates. It owns the
 // session shown and who may change it, follows it (follow.go), and composes the pieces
-// that own the rest: the bar (header.go), the status line (status.go), the chat
+// that own the rest: the bar (header.go), the chat
 // (conversation.go), the prompt box (prompt.go, attach.go) and the agent's controls
 // (controls.go, modes.go). A piece sees the page as a sessionHost, and the page tells a
 // piece what it takes through the piece's methods.
@@ -24,7 +27,11 @@ type SessionPage struct {
 	missing  bool         // the session does not exist
 	readOnly string       // why the person may not change this session, when they may not (access.go)
 
-	status   pageStatus
+	live    string
+	offline bool
+	err     string    // the alert line
+	kept    time.Time // when the server read the messages shown, until the app has listed them itself
+
 	conv     conversation
 	prompt   promptBox
 	controls agentControls
@@ -65,8 +72,16 @@ func (p *SessionPage) in() sessionIn {
 	return sessionIn{id: p.id, session: p.session, task: p.task, readOnly: p.readOnly, c: p.ctx}
 }
 
-func (p *SessionPage) say(text string)               { p.status.say(text) }
-func (p *SessionPage) fail(prefix string, err error) { p.status.fail(prefix, err) }
+func (p *SessionPage) say(text string) { p.err = text }
+
+// fail reports a request that failed: the offline notice when the server cannot be
+// reached, else the alert line with prefix and the error.
+func (p *SessionPage) fail(prefix string, err error) {
+	p.offline = errors.Is(err, client.ErrUnreachable)
+	if !p.offline {
+		p.err = prefix + err.Error()
+	}
+}
 
 func sessionIDOf(path string) string {
 	return strings.TrimPrefix(path, "/sessions/")
@@ -90,7 +105,7 @@ func (p *SessionPage) boot(b shared.Boot) {
 	p.setSession(b.Session)
 	p.task = b.Task
 	p.conv.boot(b.Messages)
-	p.status.keptAt(b.At)
+	p.kept = b.At
 }
 
 // OnNav also runs during server-side prerender, where the page reads its boot (the
@@ -109,10 +124,10 @@ func (p *SessionPage) OnNav(ctx app.Context) {
 	p.OnDismount()
 	booted := id == p.id // only the boot sets the id before the page runs
 	if !booted {
-		p.session, p.task = nil, nil
+		p.session, p.task, p.kept = nil, nil, time.Time{}
 	}
 	p.conv.begin(booted)
-	p.status.begin(booted)
+	p.live, p.offline, p.err = liveConnecting, false, ""
 	p.prompt.reset()
 	p.controls.reset()
 	p.id, p.missing, p.readOnly = id, false, ""
@@ -153,7 +168,7 @@ func (p *SessionPage) prerender(id, key string) {
 		p.boot(b)
 		p.conv.carry(bootScript(b))
 	case shared.ErrorCode(err) == shared.CodeNotFound:
-		p.status.say("This session does not exist.")
+		p.err = "This session does not exist."
 	default: // the app lists the messages itself once it runs
 		app.Log("prerendering session", id, "without its messages:", err)
 	}
@@ -210,8 +225,7 @@ func (p *SessionPage) show(ctx app.Context, msgs []shared.Message) {
 // notFound shows that the session does not exist (never was, or was deleted before the
 // page opened): there is nothing to load or follow.
 func (p *SessionPage) notFound(ctx app.Context) {
-	p.missing = true
-	p.status.ended("")
+	p.live, p.missing, p.err = "", true, ""
 	ctx.Page().SetTitle("Session not found · Conch")
 }
 
@@ -225,10 +239,10 @@ func (p *SessionPage) Render() app.UI {
 		)
 	}
 	in := p.in()
-	body := []app.UI{sessionBar(in, barParts{replay: p.conv.shown(), controls: p.controls.barViews(), live: p.status.liveView()})}
-	body = append(body, p.status.views(p.session)...)
+	body := []app.UI{sessionBar(in, barParts{replay: p.conv.shown(), controls: p.controls.barViews(), live: liveView(p.live)})}
+	body = append(body, statusViews(p.offline, p.kept, p.session, p.err)...)
 	return app.Div().Class("page", "session-page").Body(append(body,
-		p.conv.render(p.status.isOffline()),
+		p.conv.render(p.offline),
 		p.prompt.render(p.controls.turnViews()),
 	)...)
 }
