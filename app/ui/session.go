@@ -92,7 +92,7 @@ func sessionIDOf(path string) string {
 // that the prerendered page shows.
 func newSessionPage() app.Composer {
 	p := &SessionPage{}
-	p.conv.host, p.prompt.host, p.controls.host = p, p, p
+	p.conv, p.prompt, p.controls = conversation{host: p}, promptBox{host: p}, agentControls{host: p}
 	if b := takeBoot(); b != nil {
 		p.boot(*b)
 	}
