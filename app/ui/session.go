@@ -13,11 +13,12 @@ import (
 )
 
 // SessionPage is /sessions/{id}: one session's chat with live updates. It owns the
-// session shown and who may change it, follows it (follow.go), and composes the pieces
-// that own the rest: the bar (header.go), the chat
-// (conversation.go), the prompt box (prompt.go, attach.go) and the agent's controls
-// (controls.go, modes.go). A piece sees the page as a sessionHost, and the page tells a
-// piece what it takes through the piece's methods.
+// session shown and who may change it (access.go), follows it (follow.go) and says how
+// that goes (status.go). It composes pieces that own the rest: the bar (header.go, no
+// state of its own), the chat (conversation.go), the prompt box (prompt.go, attach.go)
+// and the agent's controls (controls.go, modes.go). A piece sees the page as a
+// sessionHost; the page tells a piece what it takes through the piece's methods
+// (TestPieceBoundaries).
 type SessionPage struct {
 	app.Compo
 
@@ -27,8 +28,8 @@ type SessionPage struct {
 	missing  bool         // the session does not exist
 	readOnly string       // why the person may not change this session, when they may not (access.go)
 
-	live    string
-	offline bool
+	live    string    // the live indicator: liveConnecting, liveOn, liveReconnecting; "" with nothing to follow
+	offline bool      // the server cannot be reached
 	err     string    // the alert line
 	kept    time.Time // when the server read the messages shown, until the app has listed them itself
 
@@ -72,6 +73,7 @@ func (p *SessionPage) in() sessionIn {
 	return sessionIn{id: p.id, session: p.session, task: p.task, readOnly: p.readOnly, c: p.ctx}
 }
 
+// say puts text on the alert line.
 func (p *SessionPage) say(text string) { p.err = text }
 
 // fail reports a request that failed: the offline notice when the server cannot be
