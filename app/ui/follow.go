@@ -2,6 +2,7 @@ package ui
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/maxence-charriere/go-app/v10/pkg/app"
@@ -54,8 +55,10 @@ func (p *SessionPage) refreshSession(ctx app.Context, c context.Context, id stri
 			go p.checkAccess(ctx, c, s.TaskID)
 		case shared.ErrorCode(err) == shared.CodeNotFound:
 			p.notFound(ctx)
+		case errors.Is(err, client.ErrUnreachable):
+			p.offline = true
 		default:
-			p.fail("", err)
+			p.err = err.Error()
 		}
 	})
 }
