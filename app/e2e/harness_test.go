@@ -5,6 +5,7 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/url"
 	"os"
@@ -16,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto"
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/cdproto/network"
@@ -469,14 +471,34 @@ func eval[T any](t *testing.T, b *browser, js string) T {
 	return v
 }
 
-// waitFor polls a JavaScript predicate until it is true.
+// waitFor polls a JavaScript predicate until it is true. A poll runs in one document:
+// when the page's document is replaced under it (a navigation still committing when the
+// step before returned, as on a loaded machine), it polls again in the new one.
 func (b *browser) waitFor(t *testing.T, what, js string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(b.ctx, deadline)
 	defer cancel()
-	if _, err := chromedp.Run(ctx, chromedp.Poll[chromedp.Void](js, chromedp.WithPollingTimeout(deadline), chromedp.WithPollingInterval(50*time.Millisecond))); err != nil {
-		t.Fatalf("waiting for %s: %v\npage text:\n%s", what, err, eval[string](t, b, `document.body ? document.body.innerText : ""`))
+	for {
+		_, err := chromedp.Run(ctx, chromedp.Poll[chromedp.Void](js, chromedp.WithPollingTimeout(deadline), chromedp.WithPollingInterval(50*time.Millisecond)))
+		if err == nil {
+			return
+		}
+		if !documentReplaced(err) || ctx.Err() != nil {
+			t.Fatalf("waiting for %s: %v\npage text:\n%s", what, err, eval[string](t, b, `document.body ? document.body.innerText : ""`))
+		}
+		select { // until chromedp has heard of the new document's context
+		case <-ctx.Done():
+		case <-time.After(50 * time.Millisecond):
+		}
 	}
+}
+
+// documentReplaced reports whether err is one of Chromium's answers to an evaluation in a
+// document that went away meanwhile.
+func documentReplaced(err error) bool {
+	var e *cdproto.Error
+	return errors.As(err, &e) && (e.Message == "Cannot find context with specified id" ||
+		e.Message == "Inspected target navigated or closed" || strings.HasPrefix(e.Message, "Execution context was destroyed"))
 }
 
 // waitThrough polls js like waitFor, but across a navigation the page makes itself (an
@@ -597,4 +619,15 @@ func decode(env shared.Envelope) (shared.Message, error) {
 	var m shared.Message
 	err := json.Unmarshal(env.Payload, &m)
 	return m, err
+}
+
+// TestWaitForSurvivesANewDocument: a page that replaces its document while waitFor polls
+// (here by itself, as a navigation still committing does) is polled again in the new one.
+func TestWaitForSurvivesANewDocument(t *testing.T) {
+	t.Parallel()
+	s := startServer(t)
+	b := newBrowser(t)
+	b.do(t, chromedp.Navigate(s.URL+"/search"))
+	b.do(t, chromedp.Evaluate[chromedp.Void](`setTimeout(() => location.assign("/search?q=again"), 300)`))
+	b.waitFor(t, "the new document", `location.search === "?q=again" && document.readyState === "complete"`)
 }

@@ -271,9 +271,12 @@ func TestMobileStaysWithinWidth(t *testing.T) {
 	b.open(t, s.URL+"/sessions/"+sess.ID)
 	button := row(m.ID) + " button.disclosure-toggle"
 	b.waitFor(t, "the disclosure", fmt.Sprintf(`!!document.querySelector(%q)`, button))
-	b.do(t, chromedp.Click(chromedp.CSS(button)))
+	// Clicked through the element, not at coordinates: the page lands at its end meanwhile
+	// (and follows it), and a click at where the button was lands elsewhere, opening nothing.
+	b.do(t, chromedp.Evaluate[chromedp.Void](fmt.Sprintf(`document.querySelector(%q).click()`, button)))
+	b.waitFor(t, "the disclosure to open", fmt.Sprintf(`document.querySelector(%q).getAttribute("aria-expanded") === "true"`, button))
 	out := "#output-" + m.ID
-	b.waitFor(t, "the transcript", fmt.Sprintf(`(document.querySelector(%q) || {innerText: ""}).innerText.includes("Exit code 7")`, out))
+	b.waitFor(t, "the transcript", fmt.Sprintf(`(document.querySelector(%q) || {textContent: ""}).textContent.includes("Exit code 7")`, out))
 
 	for _, sel := range []string{row(m.ID) + " .cmd-text", button, out, out + " pre.stdout", row(m.ID)} {
 		right := eval[float64](t, b, fmt.Sprintf(`document.querySelector(%q).getBoundingClientRect().right`, sel))
@@ -362,8 +365,10 @@ func TestCreateTaskThenPromptFromTheBrowser(t *testing.T) {
 	b.do(t,
 		chromedp.SendKeys(chromedp.CSS("#task-title"), "Typed in the browser"),
 		chromedp.SendKeys(chromedp.CSS("#task-desc"), "from the form"),
-		chromedp.Click(chromedp.CSS(`.new-task button[type=submit]`)),
 	)
+	// Clicks go through the elements, not at coordinates: a live list that changes above a
+	// button moves it between chromedp finding it and the click.
+	b.do(t, chromedp.Evaluate[chromedp.Void](`document.querySelector(".new-task button[type=submit]").click()`))
 	b.waitFor(t, "the new session page", `location.pathname.startsWith("/sessions/") && !!document.querySelector(".live")`)
 	b.waitLive(t, "Live")
 
@@ -380,7 +385,7 @@ func TestCreateTaskThenPromptFromTheBrowser(t *testing.T) {
 	}
 
 	// The task list shows the task with its session.
-	b.do(t, chromedp.Click(chromedp.CSS("a.back")))
+	b.do(t, chromedp.Evaluate[chromedp.Void](`document.querySelector("a.back").click()`))
 	b.waitFor(t, "the task list", `[...document.querySelectorAll(".task h3")].some(e => e.textContent === "Typed in the browser")`)
 	if n := eval[int](t, b, `document.querySelectorAll(".task .sessions a[href^='/sessions/']").length`); n != 1 {
 		t.Fatalf("%d session links, want 1", n)

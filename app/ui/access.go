@@ -37,7 +37,7 @@ func (p *SessionPage) checkAccess(ctx app.Context, c context.Context, taskID str
 		return // the server refuses what the person may not do, and says why
 	}
 	acc, err := api.Me(c)
-	p.apply(ctx, c, func(ctx app.Context) {
+	dispatchIn(ctx, c, func(ctx app.Context) {
 		p.task = &task
 		if err == nil {
 			p.readOnly = readOnlyReason(acc, task)

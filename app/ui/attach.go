@@ -41,10 +41,10 @@ func cannotTake(c *shared.PromptCapabilities) string {
 	return ""
 }
 
-// attach adds files (a FileList) to the prompt box, refusing with the page's error what
+// attach adds files (a FileList) to the prompt box, refusing with the page's alert what
 // the agent cannot take, what is too big, and files past the prompt's bound.
-func (p *SessionPage) attach(files app.Value) {
-	caps := p.capabilities()
+func (b *promptBox) attach(files app.Value) {
+	caps := b.capabilities()
 	var refused []string
 	for i := range files.Length() {
 		f := files.Index(i)
@@ -56,42 +56,43 @@ func (p *SessionPage) attach(files app.Value) {
 			why = fmt.Sprintf("over %d MB.", shared.MaxAttachmentBytes>>20)
 		case pf.size == 0:
 			why = "empty."
-		case len(p.files) >= shared.MaxAttachments:
+		case len(b.files) >= shared.MaxAttachments:
 			why = "a prompt carries at most " + strconv.Itoa(shared.MaxAttachments) + " files."
 		default:
-			p.files = append(p.files, pf)
+			b.files = append(b.files, pf)
 			continue
 		}
 		refused = append(refused, pf.name+": "+why)
 	}
-	p.err = ""
+	why := ""
 	if len(refused) > 0 {
-		p.err = "Not attached: " + strings.Join(refused, " ")
+		why = "Not attached: " + strings.Join(refused, " ")
 	}
+	b.host.say(why)
 }
 
-func (p *SessionPage) onPick(ctx app.Context, _ app.Event) {
+func (b *promptBox) onPick(ctx app.Context, _ app.Event) {
 	input := ctx.JSSrc()
-	p.attach(input.Get("files"))
+	b.attach(input.Get("files"))
 	input.Set("value", "") // the same file may be picked again after its chip is removed
 }
 
-func (p *SessionPage) onDrop(ctx app.Context, e app.Event) {
+func (b *promptBox) onDrop(ctx app.Context, e app.Event) {
 	e.PreventDefault()
-	if dt := e.Get("dataTransfer"); dt.Truthy() && p.readOnly == "" {
-		p.attach(dt.Get("files"))
+	if dt := e.Get("dataTransfer"); dt.Truthy() && b.host.in().readOnly == "" {
+		b.attach(dt.Get("files"))
 	}
 }
 
 // onPaste takes the files of a paste (a screenshot); text pastes as usual.
-func (p *SessionPage) onPaste(ctx app.Context, e app.Event) {
+func (b *promptBox) onPaste(ctx app.Context, e app.Event) {
 	if cd := e.Get("clipboardData"); cd.Truthy() && cd.Get("files").Length() > 0 {
 		e.PreventDefault()
-		p.attach(cd.Get("files"))
+		b.attach(cd.Get("files"))
 	}
 }
 
-func (p *SessionPage) pickFiles(app.Context, app.Event) {
+func (b *promptBox) pickFiles(app.Context, app.Event) {
 	if in := app.Window().GetElementByID("attach-input"); in.Truthy() {
 		in.Call("click")
 	}
@@ -99,33 +100,33 @@ func (p *SessionPage) pickFiles(app.Context, app.Event) {
 
 // attachButton is the button that picks files, with its hidden file input; none for an
 // agent that takes no images nor files (attachRow says so).
-func (p *SessionPage) attachButton() app.UI {
-	if cannotTake(p.capabilities()) == takesNothing {
+func (b *promptBox) attachButton() app.UI {
+	if cannotTake(b.capabilities()) == takesNothing {
 		return nil
 	}
 	return app.Span().Class("attach").Body(
 		app.Input().Type("file").ID("attach-input").Class("sr-only").Multiple(true).TabIndex(-1).
-			Aria("hidden", "true").OnChange(p.onPick),
-		disabled(app.Button().Type("button").Class("secondary", "attach-button"), p.pending != "").
-			Title("Attach images or files (or drop or paste them on the prompt)").OnClick(p.pickFiles).Text("Attach"),
+			Aria("hidden", "true").OnChange(b.onPick),
+		disabled(app.Button().Type("button").Class("secondary", "attach-button"), b.pending != "").
+			Title("Attach images or files (or drop or paste them on the prompt)").OnClick(b.pickFiles).Text("Attach"),
 	)
 }
 
 // attachRow is the chips of the files to send, and what the agent cannot take.
-func (p *SessionPage) attachRow() app.UI {
-	note := cannotTake(p.capabilities())
-	if note == "" && len(p.files) == 0 {
+func (b *promptBox) attachRow() app.UI {
+	note := cannotTake(b.capabilities())
+	if note == "" && len(b.files) == 0 {
 		return nil
 	}
 	return app.Div().Class("attach-row").Body(
 		app.Ul().Class("pending-files").Aria("label", "Files to send").Body(
-			app.Range(p.files).Slice(func(i int) app.UI {
-				f := p.files[i]
+			app.Range(b.files).Slice(func(i int) app.UI {
+				f := b.files[i]
 				return app.Li().Class("file-chip").Body(
 					app.Span().Class("file-name").Title(attrText(f.name)).Text(f.name),
 					app.Span().Class("file-size").Text(sizeLabel(f.size)),
-					disabled(app.Button().Type("button").Class("remove"), p.pending != "").
-						Aria("label", attrText("Remove "+f.name)).OnClick(p.removeFile(i)).Text("×"),
+					disabled(app.Button().Type("button").Class("remove"), b.pending != "").
+						Aria("label", attrText("Remove "+f.name)).OnClick(b.removeFile(i)).Text("×"),
 				)
 			}),
 		),
@@ -134,17 +135,18 @@ func (p *SessionPage) attachRow() app.UI {
 }
 
 // capabilities are what the session's agent takes in a prompt; nil when it never said.
-func (p *SessionPage) capabilities() *shared.PromptCapabilities {
-	if p.session == nil {
+func (b *promptBox) capabilities() *shared.PromptCapabilities {
+	s := b.host.in().session
+	if s == nil {
 		return nil
 	}
-	return p.session.PromptCapabilities
+	return s.PromptCapabilities
 }
 
-func (p *SessionPage) removeFile(i int) app.EventHandler {
+func (b *promptBox) removeFile(i int) app.EventHandler {
 	return func(app.Context, app.Event) {
-		if i < len(p.files) {
-			p.files = append(p.files[:i:i], p.files[i+1:]...)
+		if i < len(b.files) {
+			b.files = append(b.files[:i:i], b.files[i+1:]...)
 		}
 	}
 }

@@ -401,9 +401,9 @@ func TestPrerenderedBooleans(t *testing.T) {
 // format character unmarked.
 func TestCommandListKeepsAgentTextOutOfMarkup(t *testing.T) {
 	list := func(s string) []string {
-		p := &SessionPage{draft: "/"}
-		p.setSession(bootWith(s).Session)
-		doc, err := html.Parse(strings.NewReader(app.HTMLString(p.commandList())))
+		session := bootWith(s).Session.Visible()
+		box := promptBox{host: &host{sessionIn: sessionIn{session: &session}}, draft: "/"}
+		doc, err := html.Parse(strings.NewReader(app.HTMLString(box.commandList())))
 		if err != nil {
 			t.Fatal(err)
 		}

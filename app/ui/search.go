@@ -148,7 +148,7 @@ func renderResult(r shared.SearchResult) app.UI {
 	)
 }
 
-// messageLink opens a session at one of its messages (SessionPage.land).
+// messageLink opens a session at one of its messages (conversation.land).
 func messageLink(sessionID, messageID string) string {
 	return "/sessions/" + url.PathEscape(sessionID) + "#" + messageAnchor + url.QueryEscape(messageID)
 }
@@ -228,7 +228,7 @@ func searchBox(value string) app.UI {
 // pages until the message is there, scrolls it to the middle and marks it, then drops the
 // fragment, so that later loads leave the reader where they are. A page opened otherwise
 // (or at a message that is not the session's) goes to the newest message.
-func (p *SessionPage) land(ctx app.Context) {
+func (v *conversation) land(ctx app.Context) {
 	id, ok := strings.CutPrefix(ctx.Page().URL().Fragment, messageAnchor)
 	line, isLine := parseLine(ctx.Page().URL().Fragment)
 	if isLine {
@@ -238,8 +238,8 @@ func (p *SessionPage) land(ctx app.Context) {
 		scrollToEnd(ctx)
 		return
 	}
-	if _, loaded := p.tl.at[id]; !loaded && p.hasOlder {
-		p.loadOlder(ctx, app.Event{}) // lands again once they are in
+	if _, loaded := v.tl.at[id]; !loaded && v.hasOlder {
+		v.loadOlder(ctx, app.Event{}) // lands again once they are in
 		return
 	}
 	w := app.Window()
@@ -261,8 +261,8 @@ func (p *SessionPage) land(ctx app.Context) {
 }
 
 // landOlder goes on landing (land) once older messages came, if the page is landing.
-func (p *SessionPage) landOlder(ctx app.Context) {
+func (v *conversation) landOlder(ctx app.Context) {
 	if f := ctx.Page().URL().Fragment; strings.HasPrefix(f, messageAnchor) || strings.HasPrefix(f, lineAnchor) {
-		p.land(ctx)
+		v.land(ctx)
 	}
 }
