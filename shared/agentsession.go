@@ -41,3 +41,8 @@ const (
 	MaxAgentTitleBytes     = 200
 	MaxAgentSessionImports = 20
 )
+
+// ImportedSessions answers an import: the new sessions, in the order of the request.
+type ImportedSessions struct {
+	Sessions []Session `json:"sessions"`
+}
