@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -38,8 +39,8 @@ type lister struct {
 	proc    *Process
 	conn    *sdk.ClientSideConnection
 	caps    sdk.AgentCapabilities
-	private string        // the sandbox's own directory, removed by close; "" without one
-	guarded chan struct{} // closed when the agent's stdout is fully read
+	private string          // the sandbox's own directory, removed by close; "" without one
+	guarded <-chan struct{} // closed when the agent's stdout is fully read
 }
 
 // startLister starts agent for the task in cwd and asks for initialize (and authenticate,
@@ -59,7 +60,7 @@ func (m *Manager) startLister(ctx context.Context, taskID, agent, cwd string) (*
 	if !m.listers.TryAcquire(1) {
 		return nil, shared.Errorf(shared.CodeConflict, "%d agents are listing their sessions already: try again in a moment", listersAtOnce)
 	}
-	l := &lister{m: m, guarded: make(chan struct{})}
+	l := &lister{m: m}
 	box := unconfined(p)
 	if !m.cfg.NoSandbox {
 		id := "list-" + uuid.Must(uuid.NewV7()).String()
@@ -74,16 +75,7 @@ func (m *Manager) startLister(ctx context.Context, taskID, agent, cwd string) (*
 		l.close()
 		return nil, err
 	}
-	pr, pw := io.Pipe()
-	stdin := &lockedWriter{w: l.proc.Stdin}
-	l.conn = sdk.NewClientSideConnection(refuser{}, stdin, pr)
-	log := m.log.With("agent", agent, "listing", cwd)
-	l.conn.SetLogger(log)
-	go func() {
-		guard(l.proc.Stdout, pw, agentLines, func(sdk.SessionNotification) {}, func(line []byte) { _, _ = stdin.Write(line) }, log)
-		l.proc.Stdout.Close()
-		close(l.guarded)
-	}()
+	l.conn, l.guarded = connect(l.proc, m.log.With("agent", agent, "listing", cwd))
 	init, err := l.conn.Initialize(ctx, sdk.InitializeRequest{ProtocolVersion: sdk.ProtocolVersionNumber,
 		ClientInfo: &sdk.Implementation{Name: "conch", Version: cmp.Or(m.cfg.Version, "dev")}})
 	if err == nil && init.ProtocolVersion != sdk.ProtocolVersionNumber {
@@ -101,6 +93,23 @@ func (m *Manager) startLister(ctx context.Context, taskID, agent, cwd string) (*
 	}
 	l.caps = init.AgentCapabilities
 	return l, nil
+}
+
+// connect joins an agent process to an ACP client of it that offers nothing and refuses
+// every request (refuser), through guard; the channel is closed once the agent's stdout
+// is fully read.
+func connect(proc *Process, log *slog.Logger) (*sdk.ClientSideConnection, <-chan struct{}) {
+	pr, pw := io.Pipe()
+	stdin := &lockedWriter{w: proc.Stdin}
+	conn := sdk.NewClientSideConnection(refuser{}, stdin, pr)
+	conn.SetLogger(log)
+	guarded := make(chan struct{})
+	go func() {
+		guard(proc.Stdout, pw, agentLines, func(sdk.SessionNotification) {}, func(line []byte) { _, _ = stdin.Write(line) }, log)
+		proc.Stdout.Close()
+		close(guarded)
+	}()
+	return conn, guarded
 }
 
 // close stops the agent and removes its sandbox's directory.
