@@ -2,9 +2,13 @@ package acp
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
+	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -14,6 +18,7 @@ import (
 	sdk "github.com/coder/acp-go-sdk"
 
 	"conch/server/acp/acptest"
+	"conch/server/store"
 	"conch/shared"
 )
 
@@ -326,5 +331,86 @@ func TestStopClosesAgentSession(t *testing.T) {
 				t.Errorf("closed %q, want %q", got, want)
 			}
 		})
+	}
+}
+
+// The Claude Code ACP adapter (make acp-agents), a real process in its sandbox, lists the
+// conversations Claude Code keeps for a directory (its config directory's projects/, here
+// 60 written by the test as Claude Code writes them: its session/list reads no more) in
+// pages of 50, newest first; Conch passes its cursor on, and imports one of the second
+// page, which the adapter lists again when asked. It offers session/resume, by which the
+// imported session will resume.
+func TestClaudeAdapterListsSessions(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("starts the Claude Code ACP adapter (make test runs it)")
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Fatalf("the adapter runs on Node (Debian: nodejs): %v", err)
+	}
+	adapter, err := filepath.Abs(filepath.Join("..", "..", realAgents[1].path))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(adapter); err != nil {
+		t.Fatalf("no Claude Code ACP adapter: run make claude-acp: %v", err)
+	}
+	dir, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	config := t.TempDir()
+	projects := filepath.Join(config, "projects", regexp.MustCompile(`[^a-zA-Z0-9]`).ReplaceAllString(dir, "-"))
+	if err := os.MkdirAll(projects, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Date(2026, 11, 1, 9, 0, 0, 0, time.UTC)
+	for i := range 60 {
+		id := fmt.Sprintf("00000000-0000-4000-8000-%012d", i)
+		line, _ := json.Marshal(map[string]any{"type": "user", "sessionId": id, "cwd": dir,
+			"message": map[string]any{"role": "user", "content": fmt.Sprintf("Task %d:\tfix\x1b[2J the login", i)}})
+		file := filepath.Join(projects, id+".jsonl")
+		if err := os.WriteFile(file, append(line, '\n'), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chtimes(file, start.Add(time.Duration(i)*time.Minute), start.Add(time.Duration(i)*time.Minute)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	env := newEnv(t, ExecLauncher(exe), true, Profile{Name: "claude", Command: node, Args: []string{adapter},
+		Env:     map[string]string{"CLAUDE_CONFIG_DIR": config},
+		Sandbox: SandboxConfig{Read: []string{filepath.Dir(filepath.Dir(filepath.Dir(filepath.Dir(adapter))))}, Write: []string{config}}})
+	ctx := context.Background()
+	first, err := env.m.ListAgentSessions(ctx, env.task.ID, "claude", dir, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(first.Sessions) != 50 || first.NextCursor == "" || first.Skipped != 0 {
+		t.Fatalf("first page: %d sessions, cursor %q, %d skipped", len(first.Sessions), first.NextCursor, first.Skipped)
+	}
+	newest := first.Sessions[0]
+	if newest.ID != "00000000-0000-4000-8000-000000000059" || newest.Title != "Task 59: fix [2J the login" ||
+		newest.UpdatedAt == nil || !newest.UpdatedAt.Equal(start.Add(59*time.Minute)) {
+		t.Errorf("newest: %+v", newest)
+	}
+	second, err := env.m.ListAgentSessions(ctx, env.task.ID, "claude", dir, first.NextCursor)
+	if err != nil || len(second.Sessions) != 10 || second.NextCursor != "" {
+		t.Fatalf("second page: %+v %v", second, err)
+	}
+	oldest := second.Sessions[9].ID
+	got, err := env.m.ImportAgentSessions(ctx, env.task.ID, "claude", dir, []string{oldest})
+	if err != nil || len(got) != 1 || !got[0].Stopped || !got[0].Resumable {
+		t.Fatalf("import: %+v %v", got, err)
+	}
+	if id, by, _ := env.st.AgentSession(ctx, got[0].ID); id != oldest || by != store.ResumeBy {
+		t.Errorf("the import holds %q by %q", id, by)
+	}
+	if left, _ := filepath.Glob(filepath.Join(env.dir, "sandboxes", "list-*")); len(left) != 0 {
+		t.Errorf("sandbox directories left: %q", left)
 	}
 }
