@@ -1,11 +1,13 @@
 package api
 
 import (
+	"context"
 	"net/http"
 	"net/url"
 	"path/filepath"
 	"testing"
 
+	"conch/app/client"
 	"conch/shared"
 )
 
@@ -46,5 +48,19 @@ func TestAgentSessionsRoutes(t *testing.T) {
 	e.expect(http.StatusOK, "GET", "/api/v1/tasks", "", &tasks)
 	if len(tasks.Tasks) != 1 || len(tasks.Tasks[0].Sessions) != 1 || tasks.Tasks[0].Sessions[0].ID != got.Sessions[0].ID {
 		t.Errorf("tasks %+v", tasks.Tasks)
+	}
+
+	// The UI's typed client, on the same routes.
+	c := client.New("http://" + e.listen())
+	ctx := context.Background()
+	if page, err := c.AgentSessions(ctx, task.ID, "shell", dir, "next"); err != nil || page.Cwd != dir {
+		t.Errorf("client list: %+v %v", page, err)
+	}
+	sessions, err := c.ImportAgentSessions(ctx, task.ID, shared.ImportAgentSessions{Agent: "shell", Cwd: dir, SessionIDs: []string{"agent-2"}})
+	if err != nil || len(sessions) != 1 || !sessions[0].Resumable {
+		t.Errorf("client import: %+v %v", sessions, err)
+	}
+	if _, err := c.ImportAgentSessions(ctx, task.ID, shared.ImportAgentSessions{Agent: "shell", SessionIDs: []string{"agent-3"}}); shared.ErrorCode(err) != shared.CodeInvalid {
+		t.Errorf("client import without cwd: %v", err)
 	}
 }
