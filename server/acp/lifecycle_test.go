@@ -2,13 +2,11 @@ package acp
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -365,22 +363,9 @@ func TestClaudeAdapterListsSessions(t *testing.T) {
 		t.Fatal(err)
 	}
 	config := t.TempDir()
-	projects := filepath.Join(config, "projects", regexp.MustCompile(`[^a-zA-Z0-9]`).ReplaceAllString(dir, "-"))
-	if err := os.MkdirAll(projects, 0o755); err != nil {
-		t.Fatal(err)
-	}
 	start := time.Date(2026, 11, 1, 9, 0, 0, 0, time.UTC)
-	for i := range 60 {
-		id := fmt.Sprintf("00000000-0000-4000-8000-%012d", i)
-		line, _ := json.Marshal(map[string]any{"type": "user", "sessionId": id, "cwd": dir,
-			"message": map[string]any{"role": "user", "content": fmt.Sprintf("Task %d:\tfix\x1b[2J the login", i)}})
-		file := filepath.Join(projects, id+".jsonl")
-		if err := os.WriteFile(file, append(line, '\n'), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.Chtimes(file, start.Add(time.Duration(i)*time.Minute), start.Add(time.Duration(i)*time.Minute)); err != nil {
-			t.Fatal(err)
-		}
+	if err := acptest.WriteClaudeSessions(config, dir, 60, start); err != nil {
+		t.Fatal(err)
 	}
 	env := newEnv(t, ExecLauncher(exe), true, Profile{Name: "claude", Command: node, Args: []string{adapter},
 		Env:     map[string]string{"CLAUDE_CONFIG_DIR": config},
@@ -394,7 +379,7 @@ func TestClaudeAdapterListsSessions(t *testing.T) {
 		t.Fatalf("first page: %d sessions, cursor %q, %d skipped", len(first.Sessions), first.NextCursor, first.Skipped)
 	}
 	newest := first.Sessions[0]
-	if newest.ID != "00000000-0000-4000-8000-000000000059" || newest.Title != "Task 59: fix [2J the login" ||
+	if newest.ID != acptest.ClaudeSessionID(59) || newest.Title != "Task 59: fix [2J the login" ||
 		newest.UpdatedAt == nil || !newest.UpdatedAt.Equal(start.Add(59*time.Minute)) {
 		t.Errorf("newest: %+v", newest)
 	}
