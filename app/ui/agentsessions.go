@@ -123,7 +123,7 @@ func (e *EarlierSessions) count() int {
 // Render draws the button, and the form and the list while open.
 func (e *EarlierSessions) Render() app.UI {
 	return app.Span().Class("share-links").Body(
-		app.Button().Type("button").Class("secondary").Aria("expanded", strconv.FormatBool(e.open)).OnClick(e.toggle).Text("Earlier sessions"),
+		app.Button().Type("button").Class("secondary", "earlier-toggle").Aria("expanded", strconv.FormatBool(e.open)).OnClick(e.toggle).Text("Earlier sessions"),
 		app.If(e.open, func() app.UI {
 			return app.Div().Class("share-panel", "earlier-panel").Body(
 				app.Form().Class("inline-form").OnSubmit(e.list(false)).Body(
