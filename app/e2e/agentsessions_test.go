@@ -51,7 +51,8 @@ func TestImportEarlierSessions(t *testing.T) {
 		t.Fatal(err)
 	}
 	b := newBrowser(t)
-	b.open(t, s.URL+"/")
+	b.do(t, chromedp.Navigate(s.URL+"/"))
+	b.waitFor(t, "the task, with the app running", `!document.getElementById("app-wasm-loader") && !!document.querySelector(".task .earlier-toggle")`)
 	b.do(t, chromedp.Click(chromedp.CSS(".task .earlier-toggle")))
 	b.waitFor(t, "the form", `!!document.querySelector("#earlier-cwd-`+task.ID+`")`)
 	b.do(t, chromedp.SendKeys(chromedp.CSS("#earlier-cwd-"+task.ID), dir), chromedp.Click(chromedp.CSS(".earlier-panel form button[type=submit]")))
