@@ -120,6 +120,14 @@ func (e *EarlierSessions) count() int {
 	return n
 }
 
+// importLabel is the import button's text: how many are ticked.
+func (e *EarlierSessions) importLabel() string {
+	if n := e.count(); n > 0 {
+		return "Import " + plural(n, "session")
+	}
+	return "Import"
+}
+
 // Render draws the button, and the form and the list while open.
 func (e *EarlierSessions) Render() app.UI {
 	return app.Span().Class("share-links").Body(
@@ -157,7 +165,7 @@ func (e *EarlierSessions) Render() app.UI {
 							return disabled(app.Button().Type("button").Class("secondary"), e.busy).OnClick(e.list(true)).Text("More")
 						}),
 						disabled(app.Button().Type("button"), e.busy || e.count() == 0).OnClick(e.importChosen).
-							Text("Import "+plural(e.count(), "session")),
+							Text(e.importLabel()),
 					)
 				}),
 			)
