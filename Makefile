@@ -9,7 +9,7 @@ DATA ?= $(HOME)/.local/share/conch
 WASM_PATH = $(shell $(GO) env GOROOT)/lib/wasm
 TEST_TIMEOUT ?= 30m
 
-.PHONY: all needs build wasm xterm run test quick test-go test-wasm axe gemini check fmt vet bench clean
+.PHONY: all needs build wasm xterm run test quick test-go test-wasm axe gemini claude-acp codex-acp acp-agents check fmt vet bench clean
 
 all: build
 
@@ -78,7 +78,7 @@ run: needs
 	./bin/conch serve --addr $(ADDR) --db $(DATA)/conch.db
 
 ## test: every test (unit, store, API, WebSocket, UI, browser end to end).
-test: build axe gemini test-go test-wasm
+test: build axe acp-agents test-go test-wasm
 
 ## quick: a loop while changing code, not a check: every package but the browser tests,
 ## once, on SQLite, without the race detector; -short skips a wasm build, and the tests that
@@ -101,6 +101,22 @@ gemini: $(GEMINI)
 
 $(GEMINI):
 	npm install --prefix .cache/gemini --no-save --no-audit --no-fund @google/gemini-cli@0.61.0
+
+## acp-agents: the agents server/acp's TestACPTable starts as real processes (only their
+## initialize, which needs no network) for docs/ACP.md: Gemini CLI, and the Claude Code
+## and Codex ACP adapters, each installed with npm into the git-ignored .cache once
+## (claude-acp 124 MB, codex-acp 223 MB).
+CLAUDE_ACP := .cache/claude-acp/node_modules/@zed-industries/claude-code-acp/dist/index.js
+CODEX_ACP := .cache/codex-acp/node_modules/@zed-industries/codex-acp/bin/codex-acp.js
+acp-agents: gemini claude-acp codex-acp
+claude-acp: $(CLAUDE_ACP)
+codex-acp: $(CODEX_ACP)
+
+$(CLAUDE_ACP):
+	npm install --prefix .cache/claude-acp --no-save --no-audit --no-fund @zed-industries/claude-code-acp@0.16.2
+
+$(CODEX_ACP):
+	npm install --prefix .cache/codex-acp --no-save --no-audit --no-fund @zed-industries/codex-acp@0.16.0
 
 # Every package but the browser tests runs under the race detector; the browser tests
 # drive bin/conch and Chromium, whose races the detector cannot see from the test process.

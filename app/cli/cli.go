@@ -51,6 +51,9 @@ var Commands = []Command{
 	{"attempts", "[flags] TASK_ID", "a task's attempts, compared; with --prompt and --agents, first give one prompt to\n" +
 		"several agents, each in a worktree of its own (--check runs after each turn);\n" +
 		"--keep N lands attempt N and closes the others"},
+	{"agent-sessions", "[flags] --agent NAME TASK_ID", "an agent's own earlier sessions in the task's directory (ACP session/list), a\n" +
+		"page at a time; --import ID,... imports them as sessions of the task, each\n" +
+		"resuming its conversation at its first prompt"},
 }
 
 // Usage writes the synopsis and summary of each command.
@@ -130,9 +133,12 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var agent, task, cwd, stream, message, mode, out *string
 	var redact *bool
 	var tries *attemptFlags
+	var earlier *agentSessionFlags
 	switch args[0] {
 	case "attempts":
 		tries = newAttemptFlags(flags)
+	case "agent-sessions":
+		earlier = newAgentSessionFlags(flags)
 	case "export":
 		out = flags.String("out", "", "the file to write (default: stdout)")
 		redact = flags.Bool("redact", false, "replace secret-like strings (access tokens, API keys, private keys) with [REDACTED]")
@@ -191,6 +197,11 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			return flags.Fail("give one TASK_ID")
 		}
 		return tries.run(ctx, api, rest[0], stdout, p.json)
+	case "agent-sessions":
+		if len(rest) != 1 {
+			return flags.Fail("give one TASK_ID")
+		}
+		return earlier.run(ctx, api, rest[0], stdout, stderr, p.json)
 	case "output":
 		if len(rest) != 1 || (*stream != "" && *stream != "stdout" && *stream != "stderr") || (*stream != "" && *asJSON) {
 			return flags.Fail("give one MESSAGE_ID, and --stream stdout or stderr if any (not with --json)")

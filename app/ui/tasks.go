@@ -465,7 +465,16 @@ func (p *TasksPage) taskActions(t shared.Task, confirming bool) app.UI {
 			)
 		}),
 		app.If(t.MayShare, func() app.UI { return &ShareLinks{TaskID: t.ID} }),
+		&EarlierSessions{TaskID: t.ID, OnRepo: t.Repo != "", Cwd: latestCwd(t), Agents: p.agents},
 	)
+}
+
+// latestCwd is the directory of the task's newest session, "" before one.
+func latestCwd(t shared.Task) string {
+	if len(t.Sessions) == 0 {
+		return ""
+	}
+	return t.Sessions[len(t.Sessions)-1].Cwd
 }
 
 // Board columns, in order.

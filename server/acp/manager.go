@@ -109,6 +109,7 @@ type Manager struct {
 	closed   chan struct{} // closed by Close: writes that fail are no longer retried
 	wg       sync.WaitGroup
 	loads    *semaphore.Weighted // the bytes file requests hold (fs.go)
+	listers  *semaphore.Weighted // agents started to list their sessions (lifecycle.go)
 }
 
 // NewManager checks cfg and fills its defaults.
@@ -151,7 +152,7 @@ func NewManager(cfg Config) (*Manager, error) {
 		cfg.Launch = ExecLauncher(cfg.Executable)
 	}
 	return &Manager{cfg: cfg, clock: clock{cfg.Now, cfg.After}, log: cfg.Logger, sessions: map[string]*session{},
-		closed: make(chan struct{}), loads: semaphore.NewWeighted(loadBudget)}, nil
+		closed: make(chan struct{}), loads: semaphore.NewWeighted(loadBudget), listers: semaphore.NewWeighted(listersAtOnce)}, nil
 }
 
 // Agents lists the profiles for GET /api/v1/agents.
@@ -464,9 +465,23 @@ func (m *Manager) Cancel(sessionID string) error {
 	return s.cancel()
 }
 
-// Stop ends one session's agent as Close does, and returns once it is gone; a session
-// without a live agent is left as it is.
+// Stop ends one session's agent for good (its task is deleted, its attempt closed): an
+// agent that offers ACP session/close is asked to close its session first (bounded by
+// RequestTimeout), then it is ended as Close does. It returns once the agent is gone; a
+// session without a live agent is left as it is.
 func (m *Manager) Stop(sessionID, reason string) {
+	m.mu.Lock()
+	s := m.sessions[sessionID]
+	m.mu.Unlock()
+	if s != nil {
+		s.closeAgentSession()
+	}
+	m.Leave(sessionID, reason)
+}
+
+// Leave ends one session's agent as Close does, and leaves its agent's session open for
+// whoever resumes it (another server, when this one lost its lease).
+func (m *Manager) Leave(sessionID, reason string) {
 	m.mu.Lock()
 	s := m.sessions[sessionID]
 	m.mu.Unlock()

@@ -110,6 +110,26 @@ func (f *fakeRuntime) StopAgent(ctx context.Context, sessionID string) (shared.S
 	return sess, nil
 }
 
+// ListAgentSessions lists one session "agent-1" of the agent, in cwd.
+func (f *fakeRuntime) ListAgentSessions(ctx context.Context, taskID, agent, cwd, cursor string) (shared.AgentSessionPage, error) {
+	return shared.AgentSessionPage{Agent: agent, Cwd: cwd, Sessions: []shared.AgentSession{{ID: "agent-1", Title: "earlier"}}}, nil
+}
+
+// ImportAgentSessions imports each of ids as the runtime does, to be resumed by session/resume.
+func (f *fakeRuntime) ImportAgentSessions(ctx context.Context, taskID, agent, cwd string, ids []string) ([]shared.Session, error) {
+	var out []shared.Session
+	for _, id := range ids {
+		sess, note, err := f.store.ImportAgentSession(ctx, taskID, agent, cwd, id, store.ResumeBy, "Imported "+id)
+		if err != nil {
+			return out, err
+		}
+		f.hub.MessageAdded(note)
+		f.hub.SessionUpdated(sess)
+		out = append(out, sess)
+	}
+	return out, nil
+}
+
 // Draining is draining: nil, or the error a stopping server answers.
 func (f *fakeRuntime) Draining() error {
 	f.mu.Lock()

@@ -97,6 +97,10 @@ var generated = map[string]any{
 	"PushSubscribed":         shared.PushSubscribed{},
 	"PushUnsubscribe":        shared.PushUnsubscribe{},
 	"PushServerKey":          shared.PushServerKey{},
+	"AgentSession":           shared.AgentSession{},
+	"AgentSessionPage":       shared.AgentSessionPage{},
+	"ImportAgentSessions":    shared.ImportAgentSessions{},
+	"ImportedSessions":       shared.ImportedSessions{},
 }
 
 // openAPIDocument is openapi.in.json with the generated schemas filled in.

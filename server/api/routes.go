@@ -50,6 +50,8 @@ var routes = []route{
 	{"GET", "/tasks/:task_id/export", shared.RoleViewer, "", 200, "", "The task as one archive (`application/gzip`, a tar of JSON lines and files): its sessions, messages, outputs, diffs, files, costs, and for an admin its audit entries", "", (*server).handleExport},
 	{"DELETE", "/tasks/:task_id", shared.RoleMember, "", 204, "", "Delete a task with its sessions, messages and stored outputs", "", (*server).handleDeleteTask},
 	{"POST", "/tasks/:task_id/sessions", shared.RoleMember, "CreateSession", 201, "Session", "Start an agent on a task", "", (*server).handleCreateSession},
+	{"GET", "/tasks/:task_id/agent-sessions", shared.RoleMember, "", 200, "AgentSessionPage", "One page of an agent's own earlier sessions in the task's directory (ACP session/list), which the agent is started to list", "", (*server).handleListAgentSessions},
+	{"POST", "/tasks/:task_id/agent-sessions/import", shared.RoleMember, "ImportAgentSessions", 201, "ImportedSessions", "Import some of an agent's own earlier sessions as sessions of the task, stopped: each resumes its conversation at its first prompt (ACP session/resume or session/load)", "", (*server).handleImportAgentSessions},
 	{"GET", "/tasks/:task_id/changes", shared.RoleViewer, "", 200, "Changes", "What a task on a repository changed, file by file (no diff bodies)", "", (*server).handleChanges},
 	{"GET", "/tasks/:task_id/changes/diff", shared.RoleViewer, "", 200, "FileDiff", "One changed file's texts, fetched on demand", "", (*server).handleChangesDiff},
 	{"POST", "/tasks/:task_id/commit", shared.RoleMember, "CommitRequest", 200, "Changes", "Commit all of a task's uncommitted work on its branch", "", (*server).handleCommit},

@@ -182,7 +182,7 @@ func (r *Replica) renew(ctx context.Context) bool {
 		// its sessions: their agents must not go on unrecorded.
 		r.log.Error("replica: lease lost; stopping the agents here", "err", err)
 		for _, id := range r.local.Running() {
-			go r.local.Stop(id, store.SweptError)
+			go r.local.Leave(id, store.SweptError) // another replica may resume it
 		}
 	case err != nil && ctx.Err() == nil:
 		r.log.Error("replica: renew the lease", "err", err)

@@ -23,6 +23,17 @@ import (
 // Agents lists the agent profiles of this server.
 func (r *Replica) Agents() []shared.Agent { return r.local.Agents() }
 
+// ListAgentSessions starts the agent here to list its sessions, and stops it.
+func (r *Replica) ListAgentSessions(ctx context.Context, taskID, agent, cwd, cursor string) (shared.AgentSessionPage, error) {
+	return r.local.ListAgentSessions(ctx, taskID, agent, cwd, cursor)
+}
+
+// ImportAgentSessions imports them here; the sessions belong to no replica until their
+// first prompt or resume claims them.
+func (r *Replica) ImportAgentSessions(ctx context.Context, taskID, agent, cwd string, ids []string) ([]shared.Session, error) {
+	return r.local.ImportAgentSessions(ctx, taskID, agent, cwd, ids)
+}
+
 // StartSession starts the agent here; the session belongs to this replica.
 func (r *Replica) StartSession(ctx context.Context, taskID, agent, cwd string) (shared.Session, error) {
 	return r.local.StartSession(ctx, taskID, agent, cwd)

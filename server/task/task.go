@@ -52,6 +52,11 @@ type Runtime interface {
 	// SetConfig sets one of the agent's config options and returns the session once the
 	// agent has answered.
 	SetConfig(ctx context.Context, sessionID string, req shared.ConfigRequest) (shared.Session, error)
+	// ListAgentSessions starts the agent in cwd and returns one page of its own earlier
+	// sessions there (ACP session/list); ImportAgentSessions makes a stopped, resumable
+	// session of the task for each of ids that it lists.
+	ListAgentSessions(ctx context.Context, taskID, agent, cwd, cursor string) (shared.AgentSessionPage, error)
+	ImportAgentSessions(ctx context.Context, taskID, agent, cwd string, ids []string) ([]shared.Session, error)
 }
 
 // ConsoleView is one watcher of a session's terminal (acp.ConsoleView; docs/API.md, "The

@@ -11,10 +11,12 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -75,6 +77,17 @@ type Config struct {
 	// CLI does, instead of before as ACP says.
 	LateReplay bool
 	OnTakeUp   func(method string, sid sdk.SessionId)
+	// List advertises session/list: the sessions remembered in the directory asked for
+	// (Memory), in the order of their ids, ListPage a page (all when 0; the cursor is
+	// the next one's index), each titled by its first prompt. Listed, when set, is the
+	// answer instead (a hostile agent).
+	List     bool
+	ListPage int
+	Listed   func(sdk.ListSessionsRequest) sdk.ListSessionsResponse
+	// Close advertises session/close; OnClose, when set, is told of each and answers it
+	// (one that waits for ctx plays an agent that never does).
+	Close   bool
+	OnClose func(ctx context.Context, sid sdk.SessionId) error
 	// OnInitialize, when set, is given the client's initialize request.
 	OnInitialize func(sdk.InitializeRequest)
 	// MCP is the MCP transports the agent says it can use (stdio always); OnMCP, when
@@ -188,6 +201,12 @@ func (a *Agent) Initialize(_ context.Context, req sdk.InitializeRequest) (sdk.In
 	if a.cfg.Resume {
 		caps.SessionCapabilities.Resume = &sdk.SessionResumeCapabilities{}
 	}
+	if a.cfg.List {
+		caps.SessionCapabilities.List = &sdk.SessionListCapabilities{}
+	}
+	if a.cfg.Close {
+		caps.SessionCapabilities.Close = &sdk.SessionCloseCapabilities{}
+	}
 	if a.cfg.Dirs {
 		caps.SessionCapabilities.AdditionalDirectories = &sdk.SessionAdditionalDirectoriesCapabilities{}
 	}
@@ -255,11 +274,51 @@ func (a *Agent) NewSession(_ context.Context, p sdk.NewSessionRequest) (sdk.NewS
 
 // Cancel needs nothing more: the SDK cancels the running Prompt's context.
 func (a *Agent) Cancel(context.Context, sdk.CancelNotification) error { return nil }
-func (a *Agent) CloseSession(context.Context, sdk.CloseSessionRequest) (sdk.CloseSessionResponse, error) {
+
+// CloseSession answers as OnClose does, for an agent that offers it.
+func (a *Agent) CloseSession(ctx context.Context, p sdk.CloseSessionRequest) (sdk.CloseSessionResponse, error) {
+	if !a.cfg.Close {
+		return sdk.CloseSessionResponse{}, sdk.NewMethodNotFound(sdk.AgentMethodSessionClose)
+	}
+	if a.cfg.OnClose != nil {
+		return sdk.CloseSessionResponse{}, a.cfg.OnClose(ctx, p.SessionId)
+	}
 	return sdk.CloseSessionResponse{}, nil
 }
-func (a *Agent) ListSessions(context.Context, sdk.ListSessionsRequest) (sdk.ListSessionsResponse, error) {
-	return sdk.ListSessionsResponse{}, nil
+
+// ListSessions lists the sessions remembered in the directory asked for (Config.List).
+func (a *Agent) ListSessions(_ context.Context, p sdk.ListSessionsRequest) (sdk.ListSessionsResponse, error) {
+	if !a.cfg.List {
+		return sdk.ListSessionsResponse{}, sdk.NewMethodNotFound(sdk.AgentMethodSessionList)
+	}
+	if a.cfg.Listed != nil {
+		return a.cfg.Listed(p), nil
+	}
+	if p.Cwd == nil {
+		return sdk.ListSessionsResponse{}, sdk.NewInvalidParams(map[string]any{"error": "cwd is required"})
+	}
+	mem, err := readMemory(*p.Cwd)
+	if err != nil {
+		return sdk.ListSessionsResponse{}, err
+	}
+	ids := slices.Sorted(maps.Keys(mem))
+	from, _ := strconv.Atoi(deref(p.Cursor))
+	to := len(ids)
+	if a.cfg.ListPage > 0 {
+		to = min(to, from+a.cfg.ListPage)
+	}
+	r := sdk.ListSessionsResponse{Sessions: []sdk.SessionInfo{}}
+	for _, id := range ids[min(from, to):to] {
+		info := sdk.SessionInfo{SessionId: id, Cwd: *p.Cwd}
+		if len(mem[id]) > 0 {
+			info.Title = &mem[id][0]
+		}
+		r.Sessions = append(r.Sessions, info)
+	}
+	if to < len(ids) {
+		r.NextCursor = new(strconv.Itoa(to))
+	}
+	return r, nil
 }
 
 // ResumeSession takes up a session remembered in cwd, replaying nothing.
