@@ -167,9 +167,15 @@ func insertOldRows(t *testing.T, s *Store, n int) oldRows {
 	// Times in nanoseconds, as the store writes them; a version before the repair step may
 	// hold the seconds GORM wrote (the text's updated_at).
 	base := time.Now().UnixNano()
+	repaired := slices.IndexFunc(steps, func(st step) bool {
+		return len(st.stmts) > 0 && strings.Contains(st.stmts[0], "SET updated_at = created_at")
+	}) + 1
+	if repaired == 0 {
+		t.Fatal("no step repairs updated_at")
+	}
 	message := func(seq int, id string, typ shared.MessageType, content string, meta any, status string) {
 		created, updated := base+int64(seq), base+int64(seq)
-		if id == r.messages[0] && n < len(steps) {
+		if id == r.messages[0] && n < repaired {
 			updated = base / int64(time.Second)
 		}
 		cols, args := "id, session_id, task_id, author_type, type, content, metadata, status, created_at, updated_at",
