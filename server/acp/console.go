@@ -179,14 +179,7 @@ func (c *Console) read() {
 		n, err := c.ptmx.Read(buf)
 		if n > 0 {
 			c.mu.Lock()
-			c.screen.write(buf[:n])
-			if c.screen.total-c.fed <= screenLimit {
-				c.poke() // the model can follow: a flood it fell behind does not wake it for each read
-			}
-			for v := range c.views {
-				v.print(buf[:n])
-			}
-			c.marks.feed(buf[:n], c.commandText, c.marked)
+			c.output(buf[:n])
 			c.mu.Unlock()
 		}
 		if err != nil {
@@ -211,6 +204,18 @@ func (c *Console) read() {
 	close(c.done)
 }
 
+// output takes what the shell printed (under c.mu).
+func (c *Console) output(p []byte) {
+	c.screen.write(p)
+	if c.screen.total-c.fed <= screenLimit {
+		c.poke() // the model can follow: a flood it fell behind does not wake it for each read
+	}
+	for v := range c.views {
+		v.print(p)
+	}
+	c.marks.feed(p, c.commandText, c.marked)
+}
+
 // commandText is output of the running command (under c.mu); what it printed so far is
 // stored at most once per flush interval while it runs.
 func (c *Console) commandText(p []byte) {
@@ -227,10 +232,10 @@ func (c *Console) commandText(p []byte) {
 
 // marked takes a mark (under c.mu).
 func (c *Console) marked(m mark) {
-	now := c.s.m.clock.Now()
 	switch m.kind {
 	case markCommand:
 		c.finish(nil)
+		now := c.s.m.clock.Now()
 		login := ""
 		if c.writer != nil {
 			login = c.writer.login

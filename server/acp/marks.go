@@ -76,12 +76,16 @@ func (r *markReader) feed(p []byte, text func([]byte), found func(mark)) {
 		}
 	}
 	for i := 0; i < len(p); i++ {
+		if r.state == inText { // text runs to the next ESC, found at memchr's pace (a flood is text)
+			j := bytes.IndexByte(p[i:], 0x1b)
+			if j < 0 {
+				break
+			}
+			i += j
+		}
 		b := p[i]
 		switch r.state {
 		case inText:
-			if b != 0x1b {
-				continue
-			}
 			if i+1 == len(p) {
 				text(p[start:i])
 				r.state = afterESC

@@ -102,8 +102,14 @@ func (m *screenModel) row(y int) uv.Line {
 	return line
 }
 
-// close ends the goroutine reading the emulator's answers.
-func (m *screenModel) close() { _ = m.vt.Close() }
+// close ends the goroutine reading the emulator's answers: it closes the pipe they go
+// through rather than calling the emulator's Close, which sets a flag that its Read reads
+// unguarded.
+func (m *screenModel) close() {
+	if pipe, ok := m.vt.InputPipe().(io.Closer); ok {
+		_ = pipe.Close()
+	}
+}
 
 // redraw is what draws the model's screen on a terminal of its size: a reset (which clears
 // the terminal's own scrollback too), the scrollback lines, the screen's rows, the cursor.

@@ -139,7 +139,7 @@ func floods() map[string][]byte {
 
 // BenchmarkScreen measures the screen: model is the headless terminal's cost for 32 KiB
 // of output (at 80x24), console what the PTY's reader pays for 64 MiB of it, in 32 KiB
-// reads, while the keeper feeds the model beside it.
+// reads (no watcher, no command running), while the keeper feeds the model beside it.
 func BenchmarkScreen(b *testing.B) {
 	for name, chunk := range floods() {
 		b.Run("model/"+name, func(b *testing.B) {
@@ -159,8 +159,7 @@ func BenchmarkScreen(b *testing.B) {
 				go c.keep(newScreenModel(c.cols, c.rows))
 				for range total / len(chunk) {
 					c.mu.Lock()
-					c.screen.write(chunk)
-					c.poke()
+					c.output(chunk)
 					c.mu.Unlock()
 				}
 				close(c.done)
