@@ -66,6 +66,24 @@ func TestMain(m *testing.M) {
 			os.Exit(1)
 		}
 		os.Exit(0)
+	case "signin": // signin_test.go: an agent with a terminal sign-in
+		hello := func(ctx context.Context, a *acptest.Agent, sid sdk.SessionId) error {
+			return a.Send(ctx, sid, sdk.UpdateAgentMessageText("hi"))
+		}
+		login := &sdk.AuthMethodTerminalInline{Id: "login", Name: "Log in", Description: sdk.Ptr("Opens the login screen."),
+			Args: []string{"--login", "it's me"}, Env: map[string]any{"CONCH_ACP_TEST_AGENT": "signin-login"}}
+		if err := acptest.Run(context.Background(), os.Stdin, os.Stdout, acptest.Config{Scripts: map[string]script{"hello": hello}, SignIn: login}); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	case "signin-login": // the sign-in that agent offers, run in the session's terminal
+		if err := acptest.SignInHere(); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		fmt.Println("Signed in as", os.Args[2])
+		os.Exit(0)
 	case "probe": // sandbox_test.go: the actions of the command line
 		fmt.Print(probe(os.Args[1:]))
 		os.Exit(0)

@@ -421,13 +421,15 @@ func (m *Manager) StopAgent(ctx context.Context, sessionID string) (shared.Sessi
 // with no prompt, and returns the session once the agent has answered (resumed, or
 // started afresh when it refused: the chat says which). A session whose agent runs is
 // answered as it is; one whose agent cannot resume, or that ended, is
-// shared.CodeConflict, saying why.
+// shared.CodeConflict, saying why. An agent that waits for a person to sign in is
+// started again, whether or not it can resume (signin.go).
 func (m *Manager) Resume(ctx context.Context, sessionID string) (shared.Session, error) {
+	signIn := false
 	if s, err := m.live(sessionID); shared.ErrorCode(err) != shared.CodeConflict {
 		if err != nil {
 			return shared.Session{}, err
 		}
-		if !s.ending() {
+		if signIn = s.retrySignIn(); !signIn && !s.ending() {
 			return m.cfg.Store.GetSession(ctx, sessionID)
 		}
 		select { // an agent on its way out (a crash, a stop): resume once it is gone
@@ -440,7 +442,7 @@ func (m *Manager) Resume(ctx context.Context, sessionID string) (shared.Session,
 	if err != nil {
 		return shared.Session{}, err
 	}
-	if sess.Stopped && !sess.Resumable {
+	if sess.Stopped && !sess.Resumable && !signIn {
 		return shared.Session{}, shared.Errorf(shared.CodeConflict, "%s", shared.NoResume)
 	}
 	s, err := m.restart(sessionID)

@@ -77,9 +77,10 @@ type session struct {
 	quiet       time.Time // since when the agent has had nothing to do (the idle rule)
 	reason      string    // why it ends; the first reason wins
 	terms       map[string]*terminal
-	checking    *terminal // the terminal of an attempt's check while it runs (attempt.go)
-	con         *Console  // the person's terminal (console.go), nil until opened
-	starting    int       // terminals being started, counted against terminalLimit
+	checking    *terminal   // the terminal of an attempt's check while it runs (attempt.go)
+	signIn      *signInWait // the agent waits for a person to sign in (signin.go), nil when not
+	con         *Console    // the person's terminal (console.go), nil until opened
+	starting    int         // terminals being started, counted against terminalLimit
 	nextTerm    int
 }
 
@@ -149,7 +150,7 @@ func (s *session) start() (shared.Session, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), s.m.cfg.StartTimeout)
 	defer cancel()
 	err := s.handshake(ctx)
-	if err != nil {
+	if err != nil && !s.askSignIn(err) {
 		s.fail(err.Error())
 		<-s.done
 		return s.m.cfg.Store.GetSession(context.Background(), s.id)
@@ -171,7 +172,8 @@ func (s *session) handshake(ctx context.Context) error {
 			Fs: sdk.FileSystemCapabilities{ReadTextFile: !s.profile.NoReadTextFile, WriteTextFile: true}, // inside the cwd only (fs.go)
 			// Agents that run commands themselves then report their output (ACP-NOTES.md).
 			Meta:        map[string]any{"terminal_output": true},
-			Elicitation: s.profile.elicitationCapabilities()},
+			Elicitation: s.profile.elicitationCapabilities(),
+			Auth:        sdk.AuthCapabilities{Terminal: true}}, // signin.go
 		ClientInfo: &sdk.Implementation{Name: "conch", Version: cmp.Or(s.m.cfg.Version, "dev")},
 	})
 	if err != nil {
@@ -217,11 +219,21 @@ func (s *session) handshake(ctx context.Context) error {
 		s.log.Warn("the agent did not take the conversation up again", "err", err)
 		s.say("The agent started again with no memory of the earlier turns: " + takeUpFailure(err))
 	}
+	if err := s.open(ctx, mcp, dirs); err != nil {
+		return s.needSignIn(init.AuthMethods, err, mcp, dirs)
+	}
+	return nil
+}
+
+// open asks the agent for a new session (ACP session/new) and records it.
+func (s *session) open(ctx context.Context, mcp []sdk.McpServer, dirs []string) error {
 	ns, err := s.conn.NewSession(ctx, sdk.NewSessionRequest{Cwd: s.cwd, McpServers: mcp, AdditionalDirectories: dirs})
 	if err != nil {
 		return fmt.Errorf("session/new: %w", err)
 	}
+	s.mu.Lock()
 	s.acpID = ns.SessionId
+	s.mu.Unlock()
 	s.offered(offer{ns.Modes, ns.ConfigOptions, ns.Models})
 	if _, err := s.m.cfg.Store.SetAgentSession(context.Background(), s.id, string(ns.SessionId), s.resumeBy); err != nil {
 		s.mu.Lock()
@@ -674,7 +686,9 @@ func (s *session) turn(prompt []sdk.ContentBlock) {
 	resp := sdk.PromptResponse{StopReason: sdk.StopReasonCancelled}
 	var err error
 	if !cancelled {
-		resp, err = s.conn.Prompt(ctx, sdk.PromptRequest{SessionId: s.acpID, Prompt: prompt})
+		if err = s.signedIn(ctx); err == nil {
+			resp, err = s.conn.Prompt(ctx, sdk.PromptRequest{SessionId: s.acpID, Prompt: prompt})
+		}
 	}
 	s.mu.Lock()
 	s.running = nil

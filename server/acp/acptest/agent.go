@@ -90,6 +90,10 @@ type Config struct {
 	// before one was asked for.
 	AuthMethods   []string
 	Authenticated func(methodID string)
+	// SignIn, when set, is a sign-in the agent lists to run in a terminal (ACP terminal
+	// authentication): the agent opens no session before the file SignedIn exists in the
+	// session's directory, which a process that calls SignInHere there writes.
+	SignIn *sdk.AuthMethodTerminalInline
 	// Prompt is what the agent says it takes in a prompt besides text (images, embedded
 	// resources). OnPrompt, when set, is given each prompt as received; the Received
 	// script answers with what the last one carried.
@@ -195,6 +199,9 @@ func (a *Agent) Initialize(_ context.Context, req sdk.InitializeRequest) (sdk.In
 	for _, id := range a.cfg.AuthMethods {
 		methods = append(methods, sdk.AuthMethod{Agent: &sdk.AuthMethodAgent{Id: id, Name: id}})
 	}
+	if a.cfg.SignIn != nil && req.ClientCapabilities.Auth.Terminal { // as ACP asks: only to a client that runs them
+		methods = append(methods, sdk.AuthMethod{Terminal: a.cfg.SignIn})
+	}
 	return sdk.InitializeResponse{ProtocolVersion: sdk.ProtocolVersionNumber, AuthMethods: methods, AgentCapabilities: caps}, nil
 }
 
@@ -214,14 +221,29 @@ func (a *Agent) Authenticate(_ context.Context, p sdk.AuthenticateRequest) (sdk.
 // errAuthRequired is ACP's answer to a session request before authenticate.
 var errAuthRequired = &sdk.RequestError{Code: -32000, Message: "Authentication required"}
 
-// mayOpen answers errAuthRequired while the agent lists sign-in methods and none was asked for.
-func (a *Agent) mayOpen() error {
+// mayOpen answers errAuthRequired while the agent lists sign-in methods and none was asked
+// for, or has a terminal sign-in and no SignedIn file is in cwd.
+func (a *Agent) mayOpen(cwd string) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if len(a.cfg.AuthMethods) > 0 && !a.signedIn {
 		return errAuthRequired
 	}
+	if a.cfg.SignIn != nil {
+		if _, err := os.Stat(filepath.Join(cwd, SignedIn)); err != nil {
+			return errAuthRequired
+		}
+	}
 	return nil
+}
+
+// SignedIn is the file, in a session's directory, that says a person signed in to an
+// agent with a terminal sign-in (Config.SignIn).
+const SignedIn = ".acptest-signed-in"
+
+// SignInHere is the terminal sign-in of Config.SignIn, run in the session's directory.
+func SignInHere() error {
+	return os.WriteFile(SignedIn, []byte("yes\n"), 0o600)
 }
 
 // opened tells the test's hooks what a session/new, resume or load gave.
@@ -237,7 +259,7 @@ func (a *Agent) opened(method string, servers []sdk.McpServer, dirs []string) {
 // NewSession opens a session; an agent that can resume gives each a new id.
 func (a *Agent) NewSession(_ context.Context, p sdk.NewSessionRequest) (sdk.NewSessionResponse, error) {
 	a.opened(sdk.AgentMethodSessionNew, p.McpServers, p.AdditionalDirectories)
-	if err := a.mayOpen(); err != nil {
+	if err := a.mayOpen(p.Cwd); err != nil {
 		return sdk.NewSessionResponse{}, err
 	}
 	a.mu.Lock()
@@ -265,7 +287,7 @@ func (a *Agent) ListSessions(context.Context, sdk.ListSessionsRequest) (sdk.List
 // ResumeSession takes up a session remembered in cwd, replaying nothing.
 func (a *Agent) ResumeSession(_ context.Context, p sdk.ResumeSessionRequest) (sdk.ResumeSessionResponse, error) {
 	a.opened(sdk.AgentMethodSessionResume, p.McpServers, p.AdditionalDirectories)
-	if err := a.mayOpen(); err != nil {
+	if err := a.mayOpen(p.Cwd); err != nil {
 		return sdk.ResumeSessionResponse{}, err
 	}
 	if !a.cfg.Resume {
@@ -283,7 +305,7 @@ func (a *Agent) ResumeSession(_ context.Context, p sdk.ResumeSessionRequest) (sd
 // messages before it answers, as ACP asks.
 func (a *Agent) LoadSession(ctx context.Context, p sdk.LoadSessionRequest) (sdk.LoadSessionResponse, error) {
 	a.opened(sdk.AgentMethodSessionLoad, p.McpServers, p.AdditionalDirectories)
-	if err := a.mayOpen(); err != nil {
+	if err := a.mayOpen(p.Cwd); err != nil {
 		return sdk.LoadSessionResponse{}, err
 	}
 	if !a.cfg.Load {
