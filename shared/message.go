@@ -425,3 +425,13 @@ type ErrorBody struct {
 	Code  string   `json:"code,omitempty"`
 	Paths []string `json:"paths,omitempty"` // of a Conflict
 }
+
+// Fork answers POST .../messages/{message_id}/fork ("Fork from here" on an agent's reply):
+// the new session of the same task and agent. Forked says the agent forked its own
+// session (ACP session/fork) and remembers the conversation up to that reply; otherwise
+// Draft is a summary of it, the new session's first prompt for a person to edit and send.
+type Fork struct {
+	Session Session `json:"session"`
+	Forked  bool    `json:"forked"`
+	Draft   string  `json:"draft,omitempty"`
+}

@@ -177,6 +177,12 @@ func (m *Manager) profile(name string) (Profile, bool) {
 // unknown agent or a relative or missing cwd is shared.CodeInvalid; an unknown task is
 // shared.CodeNotFound. An empty cwd gets a fresh directory under DataDir/sessions.
 func (m *Manager) StartSession(ctx context.Context, taskID, agent, cwd string) (shared.Session, error) {
+	return m.startSession(ctx, taskID, agent, cwd, "")
+}
+
+// startSession is StartSession, whose agent takes up its session resume (fork.go) when
+// resume is not "".
+func (m *Manager) startSession(ctx context.Context, taskID, agent, cwd string, resume sdk.SessionId) (shared.Session, error) {
 	if err := m.Draining(); err != nil {
 		return shared.Session{}, err
 	}
@@ -215,6 +221,7 @@ func (m *Manager) StartSession(ctx context.Context, taskID, agent, cwd string) (
 		return m.closeUnstarted(sess.ID)
 	}
 	s := newSession(m, sess, task, p)
+	s.resumeID = resume
 	m.sessions[sess.ID] = s
 	m.wg.Add(1)
 	m.mu.Unlock()

@@ -41,6 +41,7 @@ type session struct {
 	acpID     sdk.SessionId
 	resumeID  sdk.SessionId // the agent's id of the conversation to take up again ("": a new one)
 	resumeBy  string        // how the agent takes a conversation up again (store.ResumeBy, LoadBy), "" when it cannot
+	forks     bool          // the agent offers session/fork (fork.go)
 	started   chan struct{} // closed when initialize + session/new (or resume, load) are over, either way
 	done      chan struct{} // closed when the session has ended
 
@@ -201,6 +202,7 @@ func (s *session) handshake(ctx context.Context) error {
 		s.say("This agent was not told of the task's other directories (" + strings.Join(s.dirs, ", ") + "): it does not offer additionalDirectories. Its file requests still reach them.")
 	}
 	s.mu.Lock()
+	s.forks = caps.SessionCapabilities.Fork != nil
 	switch {
 	case caps.SessionCapabilities.Resume != nil:
 		s.resumeBy = store.ResumeBy
