@@ -39,7 +39,7 @@ func TestMain(m *testing.M) {
 		os.Exit(0)
 	case "crash":
 		crashAgent()
-	case "resume": // a third-party agent that can take a session up again (acptest.Recall)
+	case "resume": // a third-party agent that can take a session up again (acptest.Recall), and fork it
 		hello := func(ctx context.Context, a *acptest.Agent, sid sdk.SessionId) error {
 			return a.Send(ctx, sid, sdk.UpdateAgentMessageText("hi"))
 		}
@@ -61,7 +61,7 @@ func TestMain(m *testing.M) {
 			return acptest.StopWith(sdk.StopReasonCancelled)
 		}
 		scripts := map[string]script{"hello": hello, "die": die, "wait-go": waitGo, "stuck": stuck}
-		if err := acptest.Run(context.Background(), os.Stdin, os.Stdout, acptest.Config{Scripts: scripts, Resume: true}); err != nil {
+		if err := acptest.Run(context.Background(), os.Stdin, os.Stdout, acptest.Config{Scripts: scripts, Resume: true, Fork: true}); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)
 		}

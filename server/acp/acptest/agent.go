@@ -71,6 +71,8 @@ type Config struct {
 	ConfigSwitch  func(ctx context.Context) error
 	Resume        bool
 	Load          bool
+	// Fork advertises session/fork: a fork of a session remembers its prompts (Memory).
+	Fork bool
 	// LateReplay replays a loaded conversation after answering session/load, as Gemini
 	// CLI does, instead of before as ACP says.
 	LateReplay bool
@@ -191,6 +193,9 @@ func (a *Agent) Initialize(_ context.Context, req sdk.InitializeRequest) (sdk.In
 	caps := sdk.AgentCapabilities{LoadSession: a.cfg.Load, McpCapabilities: a.cfg.MCP, PromptCapabilities: a.cfg.Prompt}
 	if a.cfg.Resume {
 		caps.SessionCapabilities.Resume = &sdk.SessionResumeCapabilities{}
+	}
+	if a.cfg.Fork {
+		caps.SessionCapabilities.Fork = &sdk.SessionForkCapabilities{}
 	}
 	if a.cfg.Dirs {
 		caps.SessionCapabilities.AdditionalDirectories = &sdk.SessionAdditionalDirectoriesCapabilities{}
@@ -350,6 +355,26 @@ func (a *Agent) takeUp(method string, sid sdk.SessionId, cwd string) ([]string, 
 	a.cwds[sid] = cwd
 	a.mu.Unlock()
 	return earlier, nil
+}
+
+// UnstableForkSession forks a session remembered in cwd into a new one that remembers
+// the same prompts.
+func (a *Agent) UnstableForkSession(_ context.Context, p sdk.UnstableForkSessionRequest) (sdk.UnstableForkSessionResponse, error) {
+	if !a.cfg.Fork {
+		return sdk.UnstableForkSessionResponse{}, sdk.NewMethodNotFound(sdk.AgentMethodSessionFork)
+	}
+	earlier, err := a.takeUp(sdk.AgentMethodSessionFork, p.SessionId, p.Cwd)
+	if err != nil {
+		return sdk.UnstableForkSessionResponse{}, err
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	sid := sdk.SessionId(fmt.Sprintf("scripted-%d", time.Now().UnixNano()))
+	a.cwds[sid] = p.Cwd
+	if _, err := a.keep(sid, earlier...); err != nil {
+		return sdk.UnstableForkSessionResponse{}, err
+	}
+	return sdk.UnstableForkSessionResponse{SessionId: sid, Modes: a.modes}, nil
 }
 
 // remember adds a prompt to the session's memory and returns the ones before it.
