@@ -115,6 +115,7 @@ func (p *SessionPage) OnNav(ctx app.Context) {
 	p.starting = false
 	p.readOnly, p.files = "", nil
 	ctx.SetState(stateReadOnly, "")
+	p.takeForkDraft(ctx)
 	p.ctx, p.cancel = context.WithCancel(context.Background())
 	if booted {
 		ctx.Defer(p.land)
@@ -178,6 +179,12 @@ func (p *SessionPage) OnMount(ctx app.Context) {
 			p.show(ctx, []shared.Message{m})
 		}
 	})
+	ctx.Handle(actionFork, func(ctx app.Context, a app.Action) {
+		if id, ok := a.Value.(string); ok {
+			p.fork(ctx, id)
+		}
+	})
+	ctx.Handle(actionRetrySignIn, func(ctx app.Context, _ app.Action) { p.agentAction(ctx, api.Resume, "Retry failed: ") })
 }
 
 // setSession shows s unless the page already shows a newer version of the session: an
@@ -591,7 +598,11 @@ func (p *SessionPage) Render() app.UI {
 				": it never existed, or it was deleted with its task. The task list has the sessions there are.")),
 		)
 	}
-	return app.Div().Class("page", "session-page").Body(
+	mayEdit := ""
+	if p.readOnly == "" {
+		mayEdit = "may-edit" // shows Fork from here (fork.go)
+	}
+	return app.Div().Class("page", "session-page", mayEdit).Body(
 		app.Header().Class("bar").Body(
 			app.A().Class("back").Href("/").Text("← Tasks"),
 			app.H1().Text(title),

@@ -1,0 +1,112 @@
+package ui
+
+import (
+	"errors"
+	"net/url"
+
+	"github.com/maxence-charriere/go-app/v10/pkg/app"
+
+	"conch/app/client"
+	"conch/shared"
+)
+
+// "Fork from here" on an agent's reply, and an agent's request to sign in: rows that ask
+// the session page (SessionPage.OnMount) to act, so that one flag of the page says that a
+// request is on its way and one line shows how it failed.
+
+const (
+	// actionFork carries the id of the reply to fork from.
+	actionFork = "conch/fork"
+	// actionRetrySignIn asks for the agent to start again after a person signed in.
+	actionRetrySignIn = "conch/retry-sign-in"
+)
+
+// forkDraftKey is where, in the tab's session storage, a fork's draft first prompt waits
+// for the new session's page, which puts it in the prompt box (unsent) and drops it.
+func forkDraftKey(sessionID string) string { return "conch.fork-draft." + sessionID }
+
+// replyRow is an agent's reply, with "Fork from here" (shown to those who may change the
+// session: .may-edit).
+func replyRow(m shared.Message) app.UI {
+	var tree []shared.MarkdownNode
+	if m.Metadata != nil {
+		tree = m.Metadata.Markdown
+	}
+	id := m.ID
+	return app.Div().Class("msg", "agent").DataSet("message-id", m.ID).Body(
+		markdown(m.Content, tree, "text"),
+		app.Button().Type("button").Class("fork-here").
+			Title("Start a new session that takes the conversation up from this reply").
+			OnClick(func(ctx app.Context, _ app.Event) { ctx.NewActionWithValue(actionFork, id) }).
+			Text("Fork from here"),
+	)
+}
+
+// fork starts a new session from the reply messageID and opens it: forked by the agent,
+// or with a summary in its prompt box for the person to edit and send.
+func (p *SessionPage) fork(ctx app.Context, messageID string) {
+	if p.starting || p.ctx == nil || p.readOnly != "" {
+		return
+	}
+	p.starting, p.err = true, ""
+	c, id := p.ctx, p.id
+	ctx.Async(func() {
+		f, err := api.Fork(c, id, messageID)
+		p.apply(ctx, c, func(ctx app.Context) {
+			p.starting = false
+			if err != nil {
+				p.offline = errors.Is(err, client.ErrUnreachable)
+				if !p.offline {
+					p.err = "Could not fork: " + err.Error()
+				}
+				return
+			}
+			if f.Draft != "" {
+				ctx.SessionStorage().Set(forkDraftKey(f.Session.ID), f.Draft)
+			}
+			ctx.Navigate("/sessions/" + f.Session.ID)
+		})
+	})
+}
+
+// takeForkDraft puts the draft a fork left for this session in the prompt box, once.
+func (p *SessionPage) takeForkDraft(ctx app.Context) {
+	var draft string
+	if ctx.SessionStorage().Get(forkDraftKey(p.id), &draft) != nil || draft == "" {
+		return
+	}
+	ctx.SessionStorage().Del(forkDraftKey(p.id))
+	p.draft = draft
+	ctx.Defer(func(app.Context) {
+		if box := app.Window().GetElementByID("prompt-input"); box.Truthy() {
+			box.Set("value", draft) // the box's text is its value, which rendering does not set
+			box.Call("focus")
+		}
+	})
+}
+
+// signInRow is an agent's request that a person sign in before it starts: each sign-in
+// it offers, with the command line to type in the session's terminal (which the link
+// types there, unsent), and Retry, which starts the agent again.
+func signInRow(sessionID string, m shared.Message) app.UI {
+	var methods []shared.SignInMethod
+	if m.Metadata != nil {
+		methods = m.Metadata.SignIn
+	}
+	return app.Div().Class("msg", "sign-in").DataSet("message-id", m.ID).Role("group").Aria("label", "The agent asks you to sign in").Body(
+		app.P().Class("sign-in-text").Text(m.Content),
+		app.Range(methods).Slice(func(i int) app.UI {
+			s := methods[i]
+			return app.Div().Class("sign-in-method").Body(
+				app.P().Class("sign-in-name").Text(s.Name),
+				app.If(s.Description != "", func() app.UI { return app.P().Class("sign-in-desc").Text(s.Description) }),
+				app.Pre().Class("sign-in-command").Body(app.Code().Text(s.Command)),
+				app.A().Class("sign-in-run").Href("/web/terminal.html?session_id="+url.QueryEscape(sessionID)+"&type="+url.QueryEscape(s.Command)).
+					Target("_blank").Rel("noopener").Text("Type it in the terminal"),
+			)
+		}),
+		app.P().Class("sign-in-then").Text("Press Enter there and sign in; then:"),
+		app.Button().Type("button").Class("sign-in-retry").
+			OnClick(func(ctx app.Context, _ app.Event) { ctx.NewAction(actionRetrySignIn) }).Text("Retry"),
+	)
+}
