@@ -33,8 +33,9 @@ func replyRow(m shared.Message) app.UI {
 		tree = m.Metadata.Markdown
 	}
 	id := m.ID
-	return app.Div().Class("msg", "agent").DataSet("message-id", m.ID).Body(
-		markdown(m.Content, tree, "text"),
+	// The button is beside the reply, not in it: the reply's text is the agent's alone.
+	return app.Div().Class("reply").Body(
+		app.Div().Class("msg", "agent").DataSet("message-id", m.ID).Body(markdown(m.Content, tree, "text")),
 		app.Button().Type("button").Class("fork-here").
 			Title("Start a new session that takes the conversation up from this reply").
 			OnClick(func(ctx app.Context, _ app.Event) { ctx.NewActionWithValue(actionFork, id) }).
@@ -69,6 +70,10 @@ func (p *SessionPage) fork(ctx app.Context, messageID string) {
 	})
 }
 
+// forkHint is what the chat of a fork says while its summary waits in the prompt box.
+const forkHint = "A fork of another session: the box below holds a summary of that conversation, up to the reply " +
+	"you forked from. Nothing is sent yet: edit it as you like, then send it as this session's first prompt."
+
 // takeForkDraft puts the draft a fork left for this session in the prompt box, once.
 func (p *SessionPage) takeForkDraft(ctx app.Context) {
 	var draft string
@@ -76,7 +81,7 @@ func (p *SessionPage) takeForkDraft(ctx app.Context) {
 		return
 	}
 	ctx.SessionStorage().Del(forkDraftKey(p.id))
-	p.draft = draft
+	p.draft, p.forkDraft = draft, true
 	ctx.Defer(func(app.Context) {
 		if box := app.Window().GetElementByID("prompt-input"); box.Truthy() {
 			box.Set("value", draft) // the box's text is its value, which rendering does not set

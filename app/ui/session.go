@@ -47,6 +47,7 @@ type SessionPage struct {
 	offline   bool
 	err       string
 	draft     string
+	forkDraft bool             // the draft is a fork's summary, not sent yet (fork.go)
 	files     []pendingFile    // to send with the prompt (attach.go)
 	pending   string           // the client message id of the prompt on its way, until the store has it
 	stopping  bool             // a stop or a resume of the agent is on its way
@@ -113,7 +114,7 @@ func (p *SessionPage) OnNav(ctx app.Context) {
 	p.id, p.older = id, false
 	p.live, p.offline, p.err, p.draft, p.pending, p.switching, p.stopping, p.missing = liveConnecting, false, "", "", "", false, false, false
 	p.starting = false
-	p.readOnly, p.files = "", nil
+	p.readOnly, p.files, p.forkDraft = "", nil, false
 	ctx.SetState(stateReadOnly, "")
 	p.takeForkDraft(ctx)
 	p.ctx, p.cancel = context.WithCancel(context.Background())
@@ -398,7 +399,7 @@ func (p *SessionPage) show(ctx app.Context, msgs []shared.Message) {
 	p.tl.merge(msgs...)
 	for _, m := range msgs {
 		if p.pending != "" && m.Metadata != nil && m.Metadata.ClientMessageID == p.pending {
-			p.pending, p.draft = "", ""
+			p.pending, p.draft, p.forkDraft = "", "", false
 			if box := app.Window().GetElementByID("prompt-input"); box.Truthy() {
 				box.Set("value", "") // the box's text is its value, which rendering does not reset
 			}
@@ -657,6 +658,9 @@ func (p *SessionPage) Render() app.UI {
 					return app.P().Class("empty").Text("Loading messages…")
 				}),
 				app.If(p.loaded && p.tl.len() == 0, func() app.UI {
+					if p.forkDraft {
+						return app.P().Class("empty").Text(forkHint)
+					}
 					return app.P().Class("empty").Text(emptyHint(p.session))
 				}),
 				app.If(p.bootHTML != "", func() app.UI { return app.Raw(p.bootHTML) }),
@@ -693,7 +697,7 @@ func (p *SessionPage) promptForm(state shared.SessionState, stopped, resumable b
 		OnDragOver(func(_ app.Context, e app.Event) { e.PreventDefault() }).OnDrop(p.onDrop).Body(
 		jump,
 		app.Label().For("prompt-input").Class("sr-only").Text("Prompt"),
-		app.Textarea().ID("prompt-input").Rows(2).Placeholder(promptHint(p.session)).
+		app.Textarea().ID("prompt-input").Rows(map[bool]int{true: 10, false: 2}[p.forkDraft]).Placeholder(promptHint(p.session)).
 			Text(p.draft).OnInput(p.onInput).OnPaste(p.onPaste),
 		p.commandList(),
 		p.attachRow(),
