@@ -202,29 +202,19 @@ func commandLine(words []string, env map[string]any) (string, bool) {
 		if !ok || !envName.MatchString(name) || len(name)+len(value) > maxSignInWord || !oneLine(value) {
 			return "", false
 		}
-		parts = append(parts, name+"="+shellQuote(value))
+		parts = append(parts, name+"="+shared.ShellJoin(value))
 	}
 	slices.Sort(parts)
 	for _, w := range words {
 		if len(w) > maxSignInWord || !oneLine(w) {
 			return "", false
 		}
-		parts = append(parts, shellQuote(w))
 	}
-	return strings.Join(parts, " "), true
+	return strings.Join(append(parts, shared.ShellJoin(words...)), " "), true
 }
 
 // oneLine reports whether s has no control characters: typed into a terminal, it cannot
 // end the line or do anything but stand for itself.
 func oneLine(s string) bool {
 	return !strings.ContainsFunc(s, unicode.IsControl)
-}
-
-// shellQuote is s as one shell word: as it is when it holds nothing a shell reads
-// otherwise, else in single quotes.
-func shellQuote(s string) string {
-	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789@%+=:,./_-") == "" {
-		return s
-	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	sdk "github.com/coder/acp-go-sdk"
+
 	"conch/shared"
 )
 
@@ -67,5 +69,35 @@ func TestTerminalSignIn(t *testing.T) {
 	}
 	if status := env.statusTexts(t, sess.ID); !slices.Contains(status, "The agent starts again, to take your sign-in.") {
 		t.Errorf("status messages %q", status)
+	}
+}
+
+// The sign-ins an agent lists are hostile text: only those that run in a terminal are
+// kept, as command lines quoted for the shell; one with a variable a shell cannot take or
+// a control character (which would end the typed line) is left out. Claude Code's older
+// `_meta["terminal-auth"]` names its own command.
+func TestTerminalSignIns(t *testing.T) {
+	s := &session{profile: Profile{Command: "/usr/bin/agent", Args: []string{"--acp"}}}
+	terminal := func(id string, args []string, env map[string]any) sdk.AuthMethod {
+		return sdk.AuthMethod{Terminal: &sdk.AuthMethodTerminalInline{Id: id, Name: "Sign in " + id, Args: args, Env: env}}
+	}
+	got := s.terminalSignIns([]sdk.AuthMethod{
+		{Agent: &sdk.AuthMethodAgent{Id: "oauth", Name: "OAuth"}},
+		terminal("plain", []string{"login"}, nil),
+		terminal("quoted", []string{"$(rm -rf ~)", "a b"}, map[string]any{"MODE": "it's", "A": "1"}),
+		terminal("bad-name", nil, map[string]any{"A;rm": "x"}),
+		terminal("bad-value", nil, map[string]any{"A": 1}),
+		terminal("newline", []string{"login\nrm -rf ~"}, nil),
+		{Agent: &sdk.AuthMethodAgent{Id: "claude-login", Name: "Log in with Claude", Meta: map[string]any{
+			"terminal-auth": map[string]any{"command": "node", "args": []any{"cli.js", "/login"}, "label": "claude /login"}}}},
+		{Agent: &sdk.AuthMethodAgent{Id: "odd", Name: "odd", Meta: map[string]any{"terminal-auth": map[string]any{"command": "x", "args": "not a list"}}}},
+	})
+	want := []shared.SignInMethod{
+		{ID: "plain", Name: "Sign in plain", Command: "/usr/bin/agent --acp login"},
+		{ID: "quoted", Name: "Sign in quoted", Command: `A=1 MODE='it'\''s' /usr/bin/agent --acp '$(rm -rf ~)' 'a b'`},
+		{ID: "claude-login", Name: "claude /login", Command: "node cli.js /login"},
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("sign-ins\n%+v\nwant\n%+v", got, want)
 	}
 }
