@@ -1,12 +1,11 @@
 package ui
 
 import (
-	"errors"
+	"context"
 	"net/url"
 
 	"github.com/maxence-charriere/go-app/v10/pkg/app"
 
-	"conch/app/client"
 	"conch/shared"
 )
 
@@ -46,27 +45,13 @@ func replyRow(m shared.Message) app.UI {
 // fork starts a new session from the reply messageID and opens it: forked by the agent,
 // or with a summary in its prompt box for the person to edit and send.
 func (p *SessionPage) fork(ctx app.Context, messageID string) {
-	if p.starting || p.ctx == nil || p.readOnly != "" {
+	if p.readOnly != "" {
 		return
 	}
-	p.starting, p.err = true, ""
-	c, id := p.ctx, p.id
-	ctx.Async(func() {
+	id := p.id
+	p.startAndOpen(ctx, "Could not fork: ", func(c context.Context) (shared.Session, string, error) {
 		f, err := api.Fork(c, id, messageID)
-		p.apply(ctx, c, func(ctx app.Context) {
-			p.starting = false
-			if err != nil {
-				p.offline = errors.Is(err, client.ErrUnreachable)
-				if !p.offline {
-					p.err = "Could not fork: " + err.Error()
-				}
-				return
-			}
-			if f.Draft != "" {
-				ctx.SessionStorage().Set(forkDraftKey(f.Session.ID), f.Draft)
-			}
-			ctx.Navigate("/sessions/" + f.Session.ID)
-		})
+		return f.Session, f.Draft, err
 	})
 }
 

@@ -537,22 +537,38 @@ func newClientMessageID() string {
 // startNew starts a new session of the task with this session's agent, where this one
 // worked (nextCwd), and opens it: the way on from a session that ended.
 func (p *SessionPage) startNew(ctx app.Context, _ app.Event) {
-	if p.starting || p.session == nil || p.ctx == nil {
+	if p.session == nil {
+		return
+	}
+	s := *p.session
+	cwd := nextCwd(p.task, s.Cwd)
+	p.startAndOpen(ctx, "Could not start a new session: ", func(c context.Context) (shared.Session, string, error) {
+		next, err := api.StartSession(c, s.TaskID, s.Agent, cwd)
+		return next, "", err
+	})
+}
+
+// startAndOpen runs start (a new session of the task), one at a time, and opens the
+// session it gives; a draft it gives waits for that page's prompt box (fork.go).
+func (p *SessionPage) startAndOpen(ctx app.Context, failed string, start func(context.Context) (shared.Session, string, error)) {
+	if p.starting || p.ctx == nil {
 		return
 	}
 	p.starting, p.err = true, ""
-	c, s := p.ctx, *p.session
-	cwd := nextCwd(p.task, s.Cwd)
+	c := p.ctx
 	ctx.Async(func() {
-		next, err := api.StartSession(c, s.TaskID, s.Agent, cwd)
+		next, draft, err := start(c)
 		p.apply(ctx, c, func(ctx app.Context) {
 			p.starting = false
 			if err != nil {
 				p.offline = errors.Is(err, client.ErrUnreachable)
 				if !p.offline {
-					p.err = "Could not start a new session: " + err.Error()
+					p.err = failed + err.Error()
 				}
 				return
+			}
+			if draft != "" {
+				ctx.SessionStorage().Set(forkDraftKey(next.ID), draft)
 			}
 			ctx.Navigate("/sessions/" + next.ID)
 		})
