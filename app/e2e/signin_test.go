@@ -46,6 +46,7 @@ func TestTerminalSignInInTheBrowser(t *testing.T) {
 	b.waitFor(t, "Retry", `!!document.querySelector(".sign-in button.sign-in-retry")`)
 	b.do(t, chromedp.Evaluate[chromedp.Void](`document.querySelector(".sign-in button.sign-in-retry").click()`))
 	b.waitFor(t, "the agent started again", `[...document.querySelectorAll(".msg.status")].some(e => e.textContent.includes("to take your sign-in"))`)
+	b.waitFor(t, "the sign-in settled", `!document.querySelector(".sign-in button.sign-in-retry") && document.querySelector(".sign-in .sign-in-then").textContent.startsWith("Taken up")`)
 	ctx, cancel := context.WithTimeout(context.Background(), deadline)
 	defer cancel()
 	if _, err := s.API.SendMessage(ctx, sess.ID, "markdown", ""); err != nil {

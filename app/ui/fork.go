@@ -77,26 +77,39 @@ func (p *SessionPage) takeForkDraft(ctx app.Context) {
 
 // signInRow is an agent's request that a person sign in before it starts: each sign-in
 // it offers, with the command line to type in the session's terminal (which the link
-// types there, unsent), and Retry, which starts the agent again.
+// types there, unsent), and Retry, which starts the agent again. Once settled it says
+// what became of it instead.
 func signInRow(sessionID string, m shared.Message) app.UI {
-	var methods []shared.SignInMethod
+	var md shared.Metadata
 	if m.Metadata != nil {
-		methods = m.Metadata.SignIn
+		md = *m.Metadata
 	}
+	pending := md.Status == shared.StatusPending
 	return app.Div().Class("msg", "sign-in").DataSet("message-id", m.ID).Role("group").Aria("label", "The agent asks you to sign in").Body(
 		app.P().Class("sign-in-text").Text(m.Content),
-		app.Range(methods).Slice(func(i int) app.UI {
-			s := methods[i]
+		app.Range(md.SignIn).Slice(func(i int) app.UI {
+			s := md.SignIn[i]
 			return app.Div().Class("sign-in-method").Body(
 				app.P().Class("sign-in-name").Text(s.Name),
 				app.If(s.Description != "", func() app.UI { return app.P().Class("sign-in-desc").Text(s.Description) }),
 				app.Pre().Class("sign-in-command").Body(app.Code().Text(s.Command)),
-				app.A().Class("sign-in-run").Href("/web/terminal.html?session_id="+url.QueryEscape(sessionID)+"&type="+url.QueryEscape(s.Command)).
-					Target("_blank").Rel("noopener").Text("Type it in the terminal"),
+				app.If(pending, func() app.UI {
+					return app.A().Class("sign-in-run").Href("/web/terminal.html?session_id="+url.QueryEscape(sessionID)+"&type="+url.QueryEscape(s.Command)).
+						Target("_blank").Rel("noopener").Text("Type it in the terminal")
+				}),
 			)
 		}),
-		app.P().Class("sign-in-then").Text("Press Enter there and sign in; then:"),
-		app.Button().Type("button").Class("sign-in-retry").
-			OnClick(func(ctx app.Context, _ app.Event) { ctx.NewAction(actionRetrySignIn) }).Text("Retry"),
+		app.If(pending, func() app.UI {
+			return app.Div().Body(
+				app.P().Class("sign-in-then").Text("Press Enter there and sign in; then:"),
+				app.Button().Type("button").Class("sign-in-retry").
+					OnClick(func(ctx app.Context, _ app.Event) { ctx.NewAction(actionRetrySignIn) }).Text("Retry"),
+			)
+		}).Else(func() app.UI {
+			return app.P().Class("sign-in-then").Text(map[bool]string{
+				true:  "Taken up: the agent started again after the sign-in.",
+				false: "The agent stopped before the sign-in. Your next prompt starts it again; it asks again if it still needs you to sign in.",
+			}[md.Status == shared.StatusCompleted])
+		}),
 	)
 }

@@ -42,10 +42,13 @@ type errSignIn struct {
 
 func (e *errSignIn) Error() string { return e.err.Error() }
 
-// signInWait is a session that waits for a person to sign in: what session/new needs.
+// signInWait is a session that waits for a person to sign in: what session/new needs, and
+// the sign_in message, pending until the agent takes the sign-in up (or ends: the store
+// cancels what is pending).
 type signInWait struct {
 	mcp  []sdk.McpServer
 	dirs []string
+	msg  shared.Message
 }
 
 // needSignIn turns session/new's refusal err into an errSignIn when the agent asks for a
@@ -73,14 +76,14 @@ func (s *session) askSignIn(err error) bool {
 	m, serr := s.m.cfg.Store.CreateMessage(context.Background(), store.NewMessage{SessionID: s.id,
 		AuthorType: shared.AuthorSystem, Type: shared.TypeSignIn,
 		Content:  fmt.Sprintf("The agent %s asks you to sign in before it starts: %s.", name, takeUpFailure(si.err)),
-		Metadata: &shared.Metadata{SignIn: si.methods}})
+		Metadata: &shared.Metadata{SignIn: si.methods, Status: shared.StatusPending}})
 	if serr != nil {
 		s.log.Error("store the agent's sign-in", "err", serr)
 		return false
 	}
 	s.m.cfg.Events.MessageAdded(m)
 	s.mu.Lock()
-	s.signIn = &signInWait{mcp: si.mcp, dirs: si.dirs}
+	s.signIn = &signInWait{mcp: si.mcp, dirs: si.dirs, msg: m}
 	s.mu.Unlock()
 	return true
 }
@@ -100,20 +103,39 @@ func (s *session) signedIn(ctx context.Context) error {
 	s.mu.Lock()
 	s.signIn = nil
 	s.mu.Unlock()
+	s.settleSignIn(w)
 	s.say("The agent took the sign-in: this conversation starts now.")
 	return nil
+}
+
+// settleSignIn marks the sign_in message of w done: its sign-in was taken up, or the
+// agent starts again to take it (a new message asks again if it still refuses).
+func (s *session) settleSignIn(w *signInWait) {
+	md := *w.msg.Metadata
+	md.Status = shared.StatusCompleted
+	m, changed, err := s.m.cfg.Store.UpdateMessage(context.Background(), w.msg.ID, store.Update{Metadata: &md})
+	if err != nil {
+		s.log.Error("settle the agent's sign-in", "err", err)
+		return
+	}
+	if changed {
+		s.m.cfg.Events.MessageUpdated(m)
+	}
 }
 
 // retrySignIn stops the agent of a session that waits for a sign-in and reports true (its
 // caller starts a new one); for any other it does nothing and reports false.
 func (s *session) retrySignIn() bool {
 	s.mu.Lock()
-	waiting := s.signIn != nil
+	w := s.signIn
+	s.signIn = nil
 	s.mu.Unlock()
-	if waiting {
-		s.park("The agent starts again, to take your sign-in.", false, 0)
+	if w == nil {
+		return false
 	}
-	return waiting
+	s.settleSignIn(w)
+	s.park("The agent starts again, to take your sign-in.", false, 0)
+	return true
 }
 
 // envName is a variable name a shell takes in an assignment.

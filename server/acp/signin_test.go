@@ -37,7 +37,7 @@ func TestTerminalSignIn(t *testing.T) {
 	}
 	want := []shared.SignInMethod{{ID: "login", Name: "Log in", Description: "Opens the login screen.",
 		Command: "CONCH_ACP_TEST_AGENT=signin-login " + exe + ` --login 'it'\''s me'`}}
-	if ask.Metadata == nil || !slices.Equal(ask.Metadata.SignIn, want) || ask.Content != "The agent signer asks you to sign in before it starts: Authentication required." {
+	if ask.Metadata == nil || !slices.Equal(ask.Metadata.SignIn, want) || ask.Metadata.Status != shared.StatusPending || ask.Content != "The agent signer asks you to sign in before it starts: Authentication required." {
 		t.Fatalf("the sign-in message: %q %+v", ask.Content, ask.Metadata)
 	}
 
@@ -69,6 +69,11 @@ func TestTerminalSignIn(t *testing.T) {
 	}
 	if status := env.statusTexts(t, sess.ID); !slices.Contains(status, "The agent starts again, to take your sign-in.") {
 		t.Errorf("status messages %q", status)
+	}
+	for _, m := range env.messages(t, sess.ID) {
+		if m.Type == shared.TypeSignIn && m.Metadata.Status != shared.StatusCompleted {
+			t.Errorf("the sign-in taken up is %s", m.Metadata.Status)
+		}
 	}
 }
 
