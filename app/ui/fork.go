@@ -94,7 +94,7 @@ func signInRow(sessionID string, m shared.Message) app.UI {
 				app.If(s.Description != "", func() app.UI { return app.P().Class("sign-in-desc").Text(s.Description) }),
 				app.Pre().Class("sign-in-command").Body(app.Code().Text(s.Command)),
 				app.If(pending, func() app.UI {
-					return app.A().Class("sign-in-run").Href("/web/terminal.html?session_id="+url.QueryEscape(sessionID)+"&type="+url.QueryEscape(s.Command)).
+					return app.A().Class("sign-in-run").Href("/web/terminal.html?session_id=" + url.QueryEscape(sessionID) + "&type=" + url.QueryEscape(s.Command)).
 						Target("_blank").Rel("noopener").Text("Type it in the terminal")
 				}),
 			)
