@@ -30,8 +30,8 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(0)
 	}
-	if os.Getenv("CONCH_E2E_AGENT") == "resume" { // an agent that can resume and reports its usage (usage_test.go)
-		if err := acptest.Run(context.Background(), os.Stdin, os.Stdout, acptest.Config{Scripts: spending, Resume: true}); err != nil {
+	if os.Getenv("CONCH_E2E_AGENT") == "resume" { // an agent that can resume and fork, and reports its usage (usage_test.go)
+		if err := acptest.Run(context.Background(), os.Stdin, os.Stdout, acptest.Config{Scripts: spending, Resume: true, Fork: true}); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)
 		}

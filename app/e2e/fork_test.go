@@ -5,11 +5,13 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 
 	"github.com/chromedp/chromedp"
 
+	"conch/server/acp/acptest"
 	"conch/shared"
 )
 
@@ -54,4 +56,36 @@ func TestForkFromHere(t *testing.T) {
 	if err != nil || got.TaskID != sess.TaskID || got.Agent != sess.Agent {
 		t.Errorf("the fork's session %+v %v", got, err)
 	}
+}
+
+// Fork from here on the latest reply of an agent that forks its own session: the browser
+// opens the new session, which says it is a fork and has nothing in its prompt box; its
+// agent remembers the conversation.
+func TestForkByTheAgent(t *testing.T) {
+	t.Parallel()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, _ := startProfilesServer(t, []map[string]any{{"name": "resumer", "command": exe, "env": map[string]string{"CONCH_E2E_AGENT": "resume"}}})
+	sess := s.sessionOf(t, "a conversation to fork", "resumer")
+	b := newBrowser(t)
+	b.open(t, s.URL+"/sessions/"+sess.ID)
+	ctx, cancel := context.WithTimeout(context.Background(), deadline)
+	defer cancel()
+	if _, err := s.API.SendMessage(ctx, sess.ID, "spend", ""); err != nil {
+		t.Fatal(err)
+	}
+	b.waitFor(t, "the reply", `[...document.querySelectorAll(".msg.agent")].some(e => e.textContent === "spent")`)
+	b.do(t, chromedp.Evaluate[chromedp.Void](`document.querySelector(".reply .fork-here").click()`))
+	b.waitFor(t, "the fork's page", fmt.Sprintf(`location.pathname !== %q && [...document.querySelectorAll(".msg.status")].some(e => e.textContent.startsWith("This session is a fork of another"))`, "/sessions/"+sess.ID))
+	if draft := eval[string](t, b, `document.querySelector("#prompt-input").value`); draft != "" {
+		t.Errorf("a fork by the agent left a draft: %q", draft)
+	}
+	b.shots(t, "fork-by-agent", ".msg.status")
+	forked := strings.TrimPrefix(eval[string](t, b, `location.pathname`), "/sessions/")
+	if _, err := s.API.SendMessage(ctx, forked, acptest.Recall, ""); err != nil {
+		t.Fatal(err)
+	}
+	b.waitFor(t, "the fork's memory", `[...document.querySelectorAll(".msg.agent")].some(e => e.textContent === "I remember: spend")`)
 }

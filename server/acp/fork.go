@@ -9,6 +9,10 @@ import (
 	"conch/shared"
 )
 
+// forkNote is what the chat of a session forked by its agent says when the agent took the
+// fork up.
+const forkNote = "This session is a fork of another: the agent remembers that conversation up to the reply it was forked from."
+
 // errNoFork is Fork's answer when the agent cannot fork its session here: the caller
 // starts a new session with a summary instead (task.Service.Fork).
 var errNoFork = shared.Errorf(shared.CodeConflict, "the agent cannot fork this session here")
@@ -63,6 +67,5 @@ func (m *Manager) Fork(ctx context.Context, sessionID string) (shared.Fork, erro
 		return shared.Fork{}, err
 	}
 	m.cfg.Events.SessionUpdated(sess)
-	fork.say("This session is a fork of another: the agent remembers that conversation up to the reply it was forked from.")
 	return shared.Fork{Session: sess, Forked: true}, nil
 }

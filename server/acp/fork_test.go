@@ -28,7 +28,7 @@ func TestForkSession(t *testing.T) {
 	if err != nil || !f.Forked || f.Session.ID == sess.ID || f.Session.TaskID != sess.TaskID || f.Session.State != shared.SessionReady || !f.Session.Resumable {
 		t.Fatalf("fork: %+v %v", f, err)
 	}
-	if status := env.statusTexts(t, f.Session.ID); !slices.Contains(status, "This session is a fork of another: the agent remembers that conversation up to the reply it was forked from.") {
+	if status := env.statusTexts(t, f.Session.ID); !slices.Equal(status, []string{forkNote}) {
 		t.Errorf("the fork's status messages %q", status)
 	}
 	env.prompt(t, f.Session.ID, acptest.Recall)

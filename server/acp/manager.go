@@ -180,9 +180,9 @@ func (m *Manager) StartSession(ctx context.Context, taskID, agent, cwd string) (
 	return m.startSession(ctx, taskID, agent, cwd, "")
 }
 
-// startSession is StartSession, whose agent takes up its session resume (fork.go) when
-// resume is not "".
-func (m *Manager) startSession(ctx context.Context, taskID, agent, cwd string, resume sdk.SessionId) (shared.Session, error) {
+// startSession is StartSession, whose agent takes up the fork of another session's
+// conversation (fork.go) when fork is not "".
+func (m *Manager) startSession(ctx context.Context, taskID, agent, cwd string, fork sdk.SessionId) (shared.Session, error) {
 	if err := m.Draining(); err != nil {
 		return shared.Session{}, err
 	}
@@ -221,7 +221,7 @@ func (m *Manager) startSession(ctx context.Context, taskID, agent, cwd string, r
 		return m.closeUnstarted(sess.ID)
 	}
 	s := newSession(m, sess, task, p)
-	s.resumeID = resume
+	s.resumeID, s.forked = fork, fork != ""
 	m.sessions[sess.ID] = s
 	m.wg.Add(1)
 	m.mu.Unlock()

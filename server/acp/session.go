@@ -42,6 +42,7 @@ type session struct {
 	resumeID  sdk.SessionId // the agent's id of the conversation to take up again ("": a new one)
 	resumeBy  string        // how the agent takes a conversation up again (store.ResumeBy, LoadBy), "" when it cannot
 	forks     bool          // the agent offers session/fork (fork.go)
+	forked    bool          // resumeID is a fork of another session's conversation (fork.go)
 	started   chan struct{} // closed when initialize + session/new (or resume, load) are over, either way
 	done      chan struct{} // closed when the session has ended
 
@@ -215,7 +216,7 @@ func (s *session) handshake(ctx context.Context) error {
 		if err == nil {
 			s.acpID = s.resumeID
 			s.offered(o)
-			s.say("The agent resumed this conversation.")
+			s.say(map[bool]string{true: forkNote, false: "The agent resumed this conversation."}[s.forked])
 			return nil
 		}
 		s.log.Warn("the agent did not take the conversation up again", "err", err)
