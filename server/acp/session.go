@@ -79,11 +79,11 @@ type session struct {
 	quiet       time.Time // since when the agent has had nothing to do (the idle rule)
 	reason      string    // why it ends; the first reason wins
 	terms       map[string]*terminal
-	checking    *terminal   // the terminal of an attempt's check while it runs (attempt.go)
-	signIn      *signInWait // the agent waits for a person to sign in (signin.go), nil when not
-	con         *Console    // the person's terminal (console.go), nil until opened
-	starting    int         // terminals being started, counted against terminalLimit
+	checking    *terminal // the terminal of an attempt's check while it runs (attempt.go)
+	con         *Console  // the person's terminal (console.go), nil until opened
+	starting    int       // terminals being started, counted against terminalLimit
 	nextTerm    int
+	signIn      *signInWait // the agent waits for a person to sign in (signin.go), nil when not
 }
 
 func newSession(m *Manager, sess shared.Session, task shared.Task, p Profile) *session {
