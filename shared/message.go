@@ -34,6 +34,9 @@ const (
 	// TypeElicitation is an agent's question for a person to answer (metadata.elicitation),
 	// pending like a permission request until answered (selected) or withdrawn (cancelled).
 	TypeElicitation MessageType = "elicitation"
+	// TypeSignIn is an agent's refusal to open a session before a person signs in, with
+	// the sign-in it offers to run in the session's terminal (metadata.sign_in).
+	TypeSignIn MessageType = "sign_in"
 )
 
 // Asks reports whether a message of the type waits for a person (a permission request or
@@ -119,6 +122,18 @@ type Metadata struct {
 	// Markdown is an agent's reply (the content) parsed, for the page to draw
 	// (markdown.go); none past MaxMarkdownBytes.
 	Markdown []MarkdownNode `json:"markdown,omitempty"`
+	// SignIn are the sign-ins an agent that asks for one offers to run in a terminal.
+	SignIn []SignInMethod `json:"sign_in,omitempty"`
+}
+
+// SignInMethod is one way an agent offers for a person to sign in in a terminal (ACP's
+// terminal authentication): Command is the shell command line that runs it, quoted, which
+// a person types in the session's terminal (docs/API.md, "Signing in to an agent").
+type SignInMethod struct {
+	ID          string `json:"id"`
+	Name        string `json:"name"`
+	Description string `json:"description,omitempty"`
+	Command     string `json:"command"`
 }
 
 // PlanEntry is one step of an agent's plan: ACP's priority (high | medium | low) and
@@ -409,4 +424,14 @@ type ErrorBody struct {
 	Error string   `json:"error"`
 	Code  string   `json:"code,omitempty"`
 	Paths []string `json:"paths,omitempty"` // of a Conflict
+}
+
+// Fork answers POST .../messages/{message_id}/fork ("Fork from here" on an agent's reply):
+// the new session of the same task and agent. Forked says the agent forked its own
+// session (ACP session/fork) and remembers the conversation up to that reply; otherwise
+// Draft is a summary of it, the new session's first prompt for a person to edit and send.
+type Fork struct {
+	Session Session `json:"session"`
+	Forked  bool    `json:"forked"`
+	Draft   string  `json:"draft,omitempty"`
 }

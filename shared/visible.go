@@ -67,6 +67,11 @@ func (m Message) Visible() Message {
 		a := &md.Attachments[i]
 		a.ID, a.Name, a.MimeType = Visible(a.ID), Visible(a.Name), Visible(a.MimeType)
 	}
+	md.SignIn = slices.Clone(md.SignIn)
+	for i := range md.SignIn { // the command too: what a person reads is what gets typed
+		si := &md.SignIn[i]
+		si.ID, si.Name, si.Description, si.Command = Visible(si.ID), Visible(si.Name), Visible(si.Description), Visible(si.Command)
+	}
 	md.Entries = slices.Clone(md.Entries)
 	for i := range md.Entries {
 		e := &md.Entries[i]

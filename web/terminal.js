@@ -34,7 +34,12 @@
 })();
 
 (() => {
-  const id = new URLSearchParams(location.search).get('session_id') || '';
+  const query = new URLSearchParams(location.search);
+  const id = query.get('session_id') || '';
+  // ?type=TEXT is typed once, unsent, when the person may first type: an agent's sign-in
+  // command line (the session page's link). Control characters are dropped, so no link
+  // can press Enter: the person reads the line and runs it.
+  let typeOnce = (query.get('type') || '').replace(/[\u0000-\u001f\u007f-\u009f]/g, '');
   const $ = (name) => document.getElementById(name);
   const status = $('term-status');
   const notice = $('term-notice');
@@ -105,6 +110,7 @@
           fitWriter();
           sendSize();
           term.focus();
+          if (typeOnce) { send(encoder.encode(typeOnce)); typeOnce = ''; }
         } else {
           fitWatcher();
           if (e.writer) say((e.may_edit ? '' : 'Read only · ') + e.writer + ' is typing');

@@ -39,6 +39,8 @@ var Commands = []Command{
 		"the current directory, and print it live; exits with the command's status"},
 	{"output", "[flags] MESSAGE_ID", "a command's stored output, exact bytes: its stdout to stdout, its stderr to stderr"},
 	{"tail", "[flags] SESSION_ID", "follow a session live until interrupted"},
+	{"fork", "[flags] SESSION_ID MESSAGE_ID", "a new session from one of the agent's replies (Fork from here): prints the new\n" +
+		"session; when the agent did not fork its own session, the draft summary to send next"},
 	{"stop", "[flags] SESSION_ID", "stop the session's agent; the session stays, and its next prompt starts a new agent"},
 	{"commit", "[flags] -m MESSAGE TASK_ID", "commit all of a task's uncommitted work on its branch"},
 	{"merge", "[flags] TASK_ID", "bring a task's branch onto its base branch, locally; a conflict lists its files\n" +
@@ -202,6 +204,11 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			return flags.Fail("give one TASK_ID")
 		}
 		return earlier.run(ctx, api, rest[0], stdout, stderr, p.json)
+	case "fork":
+		if len(rest) != 2 {
+			return flags.Fail("give one SESSION_ID and one MESSAGE_ID")
+		}
+		return fork(ctx, api, rest[0], rest[1], stdout, p.json)
 	case "output":
 		if len(rest) != 1 || (*stream != "" && *stream != "stdout" && *stream != "stderr") || (*stream != "" && *asJSON) {
 			return flags.Fail("give one MESSAGE_ID, and --stream stdout or stderr if any (not with --json)")
@@ -225,6 +232,27 @@ func prompt(words []string) string {
 		return words[0]
 	}
 	return shared.ShellJoin(words...)
+}
+
+// fork starts a session from a reply and prints it: its id and state, then the draft
+// first prompt when there is one (or the answer as JSON).
+func fork(ctx context.Context, api *client.Client, sessionID, messageID string, stdout io.Writer, asJSON *json.Encoder) error {
+	f, err := api.Fork(ctx, sessionID, messageID)
+	if err != nil {
+		return err
+	}
+	if asJSON != nil {
+		return asJSON.Encode(f)
+	}
+	how := "forked by the agent"
+	if !f.Forked {
+		how = "summarized: send the draft below, or your own words, as its first prompt"
+	}
+	if _, err := fmt.Fprintf(stdout, "%s\t%s\t%s\n", f.Session.ID, f.Session.State, how); err != nil || f.Draft == "" {
+		return err
+	}
+	_, err = fmt.Fprintln(stdout, f.Draft)
+	return err
 }
 
 // export writes a task's archive to the file out, or to stdout when out is "".

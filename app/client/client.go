@@ -212,6 +212,13 @@ func (c *Client) Resume(ctx context.Context, sessionID string) (shared.Session, 
 	return s, c.call(ctx, "POST", "/api/v1/task-sessions/"+url.PathEscape(sessionID)+"/resume", struct{}{}, &s)
 }
 
+// Fork is "Fork from here" on an agent's reply: the new session, forked by the agent, or
+// with a draft first prompt that summarizes the conversation up to the reply.
+func (c *Client) Fork(ctx context.Context, sessionID, messageID string) (shared.Fork, error) {
+	var f shared.Fork
+	return f, c.call(ctx, "POST", "/api/v1/task-sessions/"+url.PathEscape(sessionID)+"/messages/"+url.PathEscape(messageID)+"/fork", struct{}{}, &f)
+}
+
 // SetMode switches the session's agent to one of the modes it offers.
 func (c *Client) SetMode(ctx context.Context, sessionID, modeID string) (shared.Session, error) {
 	var s shared.Session

@@ -30,11 +30,28 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(0)
 	}
-	if os.Getenv("CONCH_E2E_AGENT") == "resume" { // an agent that can resume and reports its usage (usage_test.go)
-		if err := acptest.Run(context.Background(), os.Stdin, os.Stdout, acptest.Config{Scripts: spending, Resume: true}); err != nil {
+	if os.Getenv("CONCH_E2E_AGENT") == "resume" { // an agent that can resume and fork, and reports its usage (usage_test.go)
+		if err := acptest.Run(context.Background(), os.Stdin, os.Stdout, acptest.Config{Scripts: spending, Resume: true, Fork: true}); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)
 		}
+		os.Exit(0)
+	}
+	switch os.Getenv("CONCH_E2E_AGENT") {
+	case "signin": // an agent that asks for a terminal sign-in first (signin_test.go)
+		login := &sdk.AuthMethodTerminalInline{Id: "login", Name: "Log in to the scripted agent", Description: sdk.Ptr("Opens its login screen in a terminal."),
+			Args: []string{"--login"}, Env: map[string]any{"CONCH_E2E_AGENT": "signin-login"}}
+		if err := acptest.Run(context.Background(), os.Stdin, os.Stdout, acptest.Config{Scripts: steps, SignIn: login}); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	case "signin-login": // that sign-in, run in the session's terminal
+		if err := acptest.SignInHere(); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		fmt.Println("Signed in. You may close this terminal.")
 		os.Exit(0)
 	}
 	flag.Parse()

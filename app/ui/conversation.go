@@ -136,8 +136,9 @@ func scrollToEnd(app.Context) {
 	w.Call("scrollTo", 0, w.Get("document").Get("documentElement").Get("scrollHeight"))
 }
 
-// render draws the chat (offline: the server cannot be reached, so nothing is loading).
-func (v *conversation) render(offline bool) app.UI {
+// render draws the chat (offline: the server cannot be reached, so nothing is loading;
+// forkDraft: the prompt box holds a fork's summary, which an empty chat explains).
+func (v *conversation) render(offline, forkDraft bool) app.UI {
 	in := v.host.in()
 	return app.Main().Class("chat").Body(
 		app.Div().Class("chat-start").Body(
@@ -149,6 +150,9 @@ func (v *conversation) render(offline bool) app.UI {
 				return app.P().Class("empty").Text("Loading messages…")
 			}),
 			app.If(v.loaded && v.tl.len() == 0, func() app.UI {
+				if forkDraft {
+					return app.P().Class("empty").Text(forkHint)
+				}
 				return app.P().Class("empty").Text(emptyHint(in.session))
 			}),
 			app.If(v.bootHTML != "", func() app.UI { return app.Raw(v.bootHTML) }),

@@ -106,6 +106,25 @@ func TestRenderMessage(t *testing.T) {
 				"done: ", "Read the code", `class="plan-entry plan-in_progress"`, "in progress: ", "Fix &lt;the&gt; bug", "high priority"},
 		},
 		{
+			name: "an agent's reply offers Fork from here, beside it",
+			msg:  shared.Message{ID: "r1", AuthorType: shared.AuthorAgent, Type: shared.TypeMessage, Content: "Done."},
+			want: []string{`class="reply"`, `class="msg agent" data-message-id="r1"`, `class="fork-here"`, "Fork from here"},
+		},
+		{
+			name: "a pending sign-in: its command, a link that types it, Retry",
+			msg: shared.Message{ID: "s9", AuthorType: shared.AuthorSystem, Type: shared.TypeSignIn, Content: "The agent asks you to sign in.",
+				Metadata: &shared.Metadata{Status: shared.StatusPending, SignIn: []shared.SignInMethod{{ID: "login", Name: "Log in", Command: "agent --login 'a&b'"}}}},
+			want: []string{`class="msg sign-in"`, "Log in", "agent --login &#39;a&amp;b&#39;",
+				`href="/web/terminal.html?session_id=s1&type=agent+--login+%27a%26b%27"`, "Retry"},
+		},
+		{
+			name: "a settled sign-in: what became of it, no link",
+			msg: shared.Message{ID: "s9", AuthorType: shared.AuthorSystem, Type: shared.TypeSignIn, Content: "The agent asks you to sign in.",
+				Metadata: &shared.Metadata{Status: shared.StatusCancelled, SignIn: []shared.SignInMethod{{ID: "login", Name: "Log in", Command: "agent --login"}}}},
+			want: []string{"The agent stopped before the sign-in."},
+			not:  []string{"<a ", "<button"},
+		},
+		{
 			name: "tool call that is not a shell command",
 			msg: shared.Message{ID: "5", AuthorType: shared.AuthorAgent, Type: shared.TypeToolCall, Content: "x",
 				Metadata: &shared.Metadata{Title: "Read main.go", Status: shared.StatusCompleted}},

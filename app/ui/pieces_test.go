@@ -89,10 +89,10 @@ func TestAgentControlsAlone(t *testing.T) {
 func TestConversationAlone(t *testing.T) {
 	s := shared.Session{Agent: "shell"}
 	v := conversation{host: &host{sessionIn: sessionIn{id: "s1", session: &s}}}
-	checkHTML(t, compact(app.HTMLString(v.render(false))), []string{"Loading messages…"}, nil)
-	checkHTML(t, compact(app.HTMLString(v.render(true))), nil, []string{"Loading messages…"})
+	checkHTML(t, compact(app.HTMLString(v.render(false, false))), []string{"Loading messages…"}, nil)
+	checkHTML(t, compact(app.HTMLString(v.render(true, false))), nil, []string{"Loading messages…"})
 	v.boot(shared.MessagePage{})
-	checkHTML(t, compact(app.HTMLString(v.render(false))), []string{"Type a shell command below."}, []string{"Loading", "older"})
+	checkHTML(t, compact(app.HTMLString(v.render(false, false))), []string{"Type a shell command below."}, []string{"Loading", "older"})
 	if v.shown() {
 		t.Error("an empty conversation is shown: the bar would offer its replay")
 	}

@@ -1,6 +1,7 @@
 package ui
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"strings"
@@ -17,11 +18,15 @@ import (
 type promptBox struct {
 	host sessionHost // the page: its state, passed down, and where outcomes go
 
-	draft    string
-	files    []pendingFile // to send with the prompt (attach.go)
-	pending  string        // the client message id of the prompt on its way, until the store has it
-	starting bool          // a new session of the task is on its way (startNew)
+	draft     string
+	forkDraft bool          // the draft is a fork's summary, not sent yet (fork.go)
+	files     []pendingFile // to send with the prompt (attach.go)
+	pending   string        // the client message id of the prompt on its way, until the store has it
+	starting  bool          // a new session of the task is on its way (startNew)
 }
+
+// holdsForkDraft reports whether the box holds a fork's summary, not sent yet.
+func (b *promptBox) holdsForkDraft() bool { return b.forkDraft }
 
 // reset empties the box: the page shows another session.
 func (b *promptBox) reset() { *b = promptBox{host: b.host} }
@@ -32,7 +37,7 @@ func (b *promptBox) reset() { *b = promptBox{host: b.host} }
 func (b *promptBox) stored(ctx app.Context, msgs []shared.Message) {
 	for _, m := range msgs {
 		if b.pending != "" && m.Metadata != nil && m.Metadata.ClientMessageID == b.pending {
-			b.pending, b.draft = "", ""
+			b.pending, b.draft, b.forkDraft = "", "", false
 			if box := app.Window().GetElementByID("prompt-input"); box.Truthy() {
 				box.Set("value", "") // the box's text is its value, which rendering does not reset
 			}
@@ -89,20 +94,36 @@ func newClientMessageID() string {
 // worked (nextCwd), and opens it: the way on from a session that ended.
 func (b *promptBox) startNew(ctx app.Context, _ app.Event) {
 	in := b.host.in()
-	if b.starting || in.session == nil || in.c == nil {
+	if in.session == nil {
+		return
+	}
+	s := *in.session
+	cwd := nextCwd(in.task, s.Cwd)
+	b.startAndOpen(ctx, "Could not start a new session: ", func(c context.Context) (shared.Session, string, error) {
+		next, err := api.StartSession(c, s.TaskID, s.Agent, cwd)
+		return next, "", err
+	})
+}
+
+// startAndOpen runs start (a new session of the task), one at a time, and opens the
+// session it gives; a draft it gives waits for that page's prompt box (fork.go).
+func (b *promptBox) startAndOpen(ctx app.Context, failed string, start func(context.Context) (shared.Session, string, error)) {
+	c := b.host.in().c
+	if b.starting || c == nil {
 		return
 	}
 	b.starting = true
 	b.host.say("")
-	c, s := in.c, *in.session
-	cwd := nextCwd(in.task, s.Cwd)
 	ctx.Async(func() {
-		next, err := api.StartSession(c, s.TaskID, s.Agent, cwd)
+		next, draft, err := start(c)
 		dispatchIn(ctx, c, func(ctx app.Context) {
 			b.starting = false
 			if err != nil {
-				b.host.fail("Could not start a new session: ", err)
+				b.host.fail(failed, err)
 				return
+			}
+			if draft != "" {
+				ctx.SessionStorage().Set(forkDraftKey(next.ID), draft)
 			}
 			ctx.Navigate("/sessions/" + next.ID)
 		})
@@ -174,7 +195,7 @@ func (b *promptBox) render(controls []app.UI) app.UI {
 		OnDragOver(func(_ app.Context, e app.Event) { e.PreventDefault() }).OnDrop(b.onDrop).Body(
 		jump,
 		app.Label().For("prompt-input").Class("sr-only").Text("Prompt"),
-		app.Textarea().ID("prompt-input").Rows(2).Placeholder(promptHint(in.session)).
+		app.Textarea().ID("prompt-input").Rows(map[bool]int{true: 10, false: 2}[b.forkDraft]).Placeholder(promptHint(in.session)).
 			Text(b.draft).OnInput(b.onInput).OnPaste(b.onPaste),
 		b.commandList(),
 		b.attachRow(),

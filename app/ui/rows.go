@@ -57,14 +57,12 @@ func renderMessage(sessionID, cwd string, m shared.Message) app.UI {
 		return &ElicitationRow{SessionID: sessionID, Msg: m}
 	case m.Type == shared.TypePlan:
 		return planRow(m)
+	case m.Type == shared.TypeSignIn:
+		return signInRow(sessionID, m)
 	case m.AuthorType == shared.AuthorUser:
 		return userRow(m)
 	default:
-		var tree []shared.MarkdownNode
-		if m.Metadata != nil {
-			tree = m.Metadata.Markdown
-		}
-		return app.Div().Class("msg", "agent").DataSet("message-id", m.ID).Body(markdown(m.Content, tree, "text"))
+		return replyRow(m)
 	}
 }
 

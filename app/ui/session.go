@@ -134,6 +134,7 @@ func (p *SessionPage) OnNav(ctx app.Context) {
 	p.controls.reset()
 	p.id, p.missing, p.readOnly = id, false, ""
 	ctx.SetState(stateReadOnly, "")
+	p.prompt.takeForkDraft(ctx, id)
 	p.ctx, p.cancel = context.WithCancel(context.Background())
 	if booted {
 		ctx.Defer(p.conv.land)
@@ -194,6 +195,12 @@ func (p *SessionPage) OnMount(ctx app.Context) {
 			p.show(ctx, []shared.Message{m})
 		}
 	})
+	ctx.Handle(actionFork, func(ctx app.Context, a app.Action) {
+		if id, ok := a.Value.(string); ok {
+			p.prompt.fork(ctx, id)
+		}
+	})
+	ctx.Handle(actionRetrySignIn, func(ctx app.Context, _ app.Action) { p.controls.agentAction(ctx, api.Resume, "Retry failed: ") })
 }
 
 // setSession shows s unless the page already shows a newer version of the session: an
@@ -243,8 +250,12 @@ func (p *SessionPage) Render() app.UI {
 	in := p.in()
 	body := []app.UI{sessionBar(in, barParts{replay: p.conv.shown(), controls: p.controls.barViews(), live: liveView(p.live)})}
 	body = append(body, statusViews(p.offline, p.kept, p.session, p.err)...)
-	return app.Div().Class("page", "session-page").Body(append(body,
-		p.conv.render(p.offline),
+	mayEdit := ""
+	if p.readOnly == "" {
+		mayEdit = "may-edit" // shows Fork from here (fork.go)
+	}
+	return app.Div().Class("page", "session-page", mayEdit).Body(append(body,
+		p.conv.render(p.offline, p.prompt.holdsForkDraft()),
 		p.prompt.render(p.controls.turnViews()),
 	)...)
 }

@@ -39,7 +39,7 @@ func TestMain(m *testing.M) {
 		os.Exit(0)
 	case "crash":
 		crashAgent()
-	case "resume": // a third-party agent that can take a session up again (acptest.Recall)
+	case "resume": // a third-party agent that can take a session up again (acptest.Recall), and fork it
 		hello := func(ctx context.Context, a *acptest.Agent, sid sdk.SessionId) error {
 			return a.Send(ctx, sid, sdk.UpdateAgentMessageText("hi"))
 		}
@@ -61,10 +61,28 @@ func TestMain(m *testing.M) {
 			return acptest.StopWith(sdk.StopReasonCancelled)
 		}
 		scripts := map[string]script{"hello": hello, "die": die, "wait-go": waitGo, "stuck": stuck}
-		if err := acptest.Run(context.Background(), os.Stdin, os.Stdout, acptest.Config{Scripts: scripts, Resume: true}); err != nil {
+		if err := acptest.Run(context.Background(), os.Stdin, os.Stdout, acptest.Config{Scripts: scripts, Resume: true, Fork: true}); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)
 		}
+		os.Exit(0)
+	case "signin": // signin_test.go: an agent with a terminal sign-in
+		hello := func(ctx context.Context, a *acptest.Agent, sid sdk.SessionId) error {
+			return a.Send(ctx, sid, sdk.UpdateAgentMessageText("hi"))
+		}
+		login := &sdk.AuthMethodTerminalInline{Id: "login", Name: "Log in", Description: sdk.Ptr("Opens the login screen."),
+			Args: []string{"--login", "it's me"}, Env: map[string]any{"CONCH_ACP_TEST_AGENT": "signin-login"}}
+		if err := acptest.Run(context.Background(), os.Stdin, os.Stdout, acptest.Config{Scripts: map[string]script{"hello": hello}, SignIn: login}); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	case "signin-login": // the sign-in that agent offers, run in the session's terminal
+		if err := acptest.SignInHere(); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		fmt.Println("Signed in as", os.Args[2])
 		os.Exit(0)
 	case "probe": // sandbox_test.go: the actions of the command line
 		fmt.Print(probe(os.Args[1:]))

@@ -178,6 +178,12 @@ func (m *Manager) profile(name string) (Profile, bool) {
 // unknown agent or a relative or missing cwd is shared.CodeInvalid; an unknown task is
 // shared.CodeNotFound. An empty cwd gets a fresh directory under DataDir/sessions.
 func (m *Manager) StartSession(ctx context.Context, taskID, agent, cwd string) (shared.Session, error) {
+	return m.startSession(ctx, taskID, agent, cwd, "")
+}
+
+// startSession is StartSession, whose agent takes up the fork of another session's
+// conversation (fork.go) when fork is not "".
+func (m *Manager) startSession(ctx context.Context, taskID, agent, cwd string, fork sdk.SessionId) (shared.Session, error) {
 	if err := m.Draining(); err != nil {
 		return shared.Session{}, err
 	}
@@ -216,6 +222,7 @@ func (m *Manager) StartSession(ctx context.Context, taskID, agent, cwd string) (
 		return m.closeUnstarted(sess.ID)
 	}
 	s := newSession(m, sess, task, p)
+	s.resumeID, s.forked = fork, fork != ""
 	m.sessions[sess.ID] = s
 	m.wg.Add(1)
 	m.mu.Unlock()
@@ -422,13 +429,15 @@ func (m *Manager) StopAgent(ctx context.Context, sessionID string) (shared.Sessi
 // with no prompt, and returns the session once the agent has answered (resumed, or
 // started afresh when it refused: the chat says which). A session whose agent runs is
 // answered as it is; one whose agent cannot resume, or that ended, is
-// shared.CodeConflict, saying why.
+// shared.CodeConflict, saying why. An agent that waits for a person to sign in is
+// started again, whether or not it can resume (signin.go).
 func (m *Manager) Resume(ctx context.Context, sessionID string) (shared.Session, error) {
+	signIn := false
 	if s, err := m.live(sessionID); shared.ErrorCode(err) != shared.CodeConflict {
 		if err != nil {
 			return shared.Session{}, err
 		}
-		if !s.ending() {
+		if signIn = s.retrySignIn(); !signIn && !s.ending() {
 			return m.cfg.Store.GetSession(ctx, sessionID)
 		}
 		select { // an agent on its way out (a crash, a stop): resume once it is gone
@@ -441,7 +450,7 @@ func (m *Manager) Resume(ctx context.Context, sessionID string) (shared.Session,
 	if err != nil {
 		return shared.Session{}, err
 	}
-	if sess.Stopped && !sess.Resumable {
+	if sess.Stopped && !sess.Resumable && !signIn {
 		return shared.Session{}, shared.Errorf(shared.CodeConflict, "%s", shared.NoResume)
 	}
 	s, err := m.restart(sessionID)

@@ -42,6 +42,8 @@ type session struct {
 	resumeID  sdk.SessionId // the agent's id of the conversation to take up again ("": a new one)
 	resumeBy  string        // how the agent takes a conversation up again (store.ResumeBy, LoadBy), "" when it cannot
 	closable  bool          // the agent offers session/close (lifecycle.go); on mu
+	forks     bool          // the agent offers session/fork (fork.go)
+	forked    bool          // resumeID is a fork of another session's conversation (fork.go)
 	started   chan struct{} // closed when initialize + session/new (or resume, load) are over, either way
 	done      chan struct{} // closed when the session has ended
 
@@ -82,6 +84,7 @@ type session struct {
 	con         *Console  // the person's terminal (console.go), nil until opened
 	starting    int       // terminals being started, counted against terminalLimit
 	nextTerm    int
+	signIn      *signInWait // the agent waits for a person to sign in (signin.go), nil when not
 }
 
 func newSession(m *Manager, sess shared.Session, task shared.Task, p Profile) *session {
@@ -150,7 +153,7 @@ func (s *session) start() (shared.Session, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), s.m.cfg.StartTimeout)
 	defer cancel()
 	err := s.handshake(ctx)
-	if err != nil {
+	if err != nil && !s.askSignIn(err) {
 		s.fail(err.Error())
 		<-s.done
 		return s.m.cfg.Store.GetSession(context.Background(), s.id)
@@ -172,7 +175,8 @@ func (s *session) handshake(ctx context.Context) error {
 			Fs: sdk.FileSystemCapabilities{ReadTextFile: !s.profile.NoReadTextFile, WriteTextFile: true}, // inside the cwd only (fs.go)
 			// Agents that run commands themselves then report their output (ACP-NOTES.md).
 			Meta:        map[string]any{"terminal_output": true},
-			Elicitation: s.profile.elicitationCapabilities()},
+			Elicitation: s.profile.elicitationCapabilities(),
+			Auth:        sdk.AuthCapabilities{Terminal: true}}, // signin.go
 		ClientInfo: &sdk.Implementation{Name: "conch", Version: cmp.Or(s.m.cfg.Version, "dev")},
 	})
 	if err != nil {
@@ -201,6 +205,7 @@ func (s *session) handshake(ctx context.Context) error {
 	}
 	s.mu.Lock()
 	s.closable = caps.SessionCapabilities.Close != nil
+	s.forks = caps.SessionCapabilities.Fork != nil
 	switch {
 	case caps.SessionCapabilities.Resume != nil:
 		s.resumeBy = store.ResumeBy
@@ -213,17 +218,27 @@ func (s *session) handshake(ctx context.Context) error {
 		if err == nil {
 			s.acpID = s.resumeID
 			s.offered(o)
-			s.say("The agent resumed this conversation.")
+			s.say(map[bool]string{true: forkNote, false: "The agent resumed this conversation."}[s.forked])
 			return nil
 		}
 		s.log.Warn("the agent did not take the conversation up again", "err", err)
 		s.say("The agent started again with no memory of the earlier turns: " + takeUpFailure(err))
 	}
+	if err := s.open(ctx, mcp, dirs); err != nil {
+		return s.needSignIn(init.AuthMethods, err, mcp, dirs)
+	}
+	return nil
+}
+
+// open asks the agent for a new session (ACP session/new) and records it.
+func (s *session) open(ctx context.Context, mcp []sdk.McpServer, dirs []string) error {
 	ns, err := s.conn.NewSession(ctx, sdk.NewSessionRequest{Cwd: s.cwd, McpServers: mcp, AdditionalDirectories: dirs})
 	if err != nil {
 		return fmt.Errorf("session/new: %w", err)
 	}
+	s.mu.Lock()
 	s.acpID = ns.SessionId
+	s.mu.Unlock()
 	s.offered(offer{ns.Modes, ns.ConfigOptions, ns.Models})
 	if _, err := s.m.cfg.Store.SetAgentSession(context.Background(), s.id, string(ns.SessionId), s.resumeBy); err != nil {
 		s.mu.Lock()
@@ -676,7 +691,9 @@ func (s *session) turn(prompt []sdk.ContentBlock) {
 	resp := sdk.PromptResponse{StopReason: sdk.StopReasonCancelled}
 	var err error
 	if !cancelled {
-		resp, err = s.conn.Prompt(ctx, sdk.PromptRequest{SessionId: s.acpID, Prompt: prompt})
+		if err = s.signedIn(ctx); err == nil {
+			resp, err = s.conn.Prompt(ctx, sdk.PromptRequest{SessionId: s.acpID, Prompt: prompt})
+		}
 	}
 	s.mu.Lock()
 	s.running = nil

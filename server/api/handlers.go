@@ -171,6 +171,11 @@ func (s *server) handleResume(c *fiber.Ctx) error {
 	return sendJSON(c, sess)
 }
 
+func (s *server) handleFork(c *fiber.Ctx) error {
+	f, err := s.tasks.Fork(c.UserContext(), strings.Clone(c.Params("session_id")), strings.Clone(c.Params("message_id")))
+	return s.answer(c, http.StatusCreated, f, err)
+}
+
 func (s *server) handleAnswerPermission(c *fiber.Ctx) error {
 	return askAgent(s, c, func(r *shared.PermissionAnswer) []pathID {
 		return []pathID{{"session_id", &r.SessionID}, {"message_id", &r.MessageID}}

@@ -137,6 +137,11 @@ func (f *fakeRuntime) Draining() error {
 	return f.draining
 }
 
+// Fork is refused as by an agent that cannot fork: the service summarizes instead.
+func (f *fakeRuntime) Fork(context.Context, string) (shared.Fork, error) {
+	return shared.Fork{}, shared.Errorf(shared.CodeConflict, "the agent cannot fork this session here")
+}
+
 // Resume starts the stopped session's agent again, as the runtime does once the agent has
 // resumed; a session whose agent cannot resume is refused with the reason.
 func (f *fakeRuntime) Resume(ctx context.Context, sessionID string) (shared.Session, error) {

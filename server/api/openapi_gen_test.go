@@ -56,6 +56,8 @@ var generated = map[string]any{
 	"ToolContentSnapshot":    shared.ToolContentSnapshot{},
 	"ErrorDetail":            shared.ErrorDetail{},
 	"PlanEntry":              shared.PlanEntry{},
+	"SignInMethod":           shared.SignInMethod{},
+	"Fork":                   shared.Fork{},
 	"MarkdownNode":           shared.MarkdownNode{},
 	"SessionMode":            shared.SessionMode{},
 	"Modes":                  shared.Modes{},

@@ -69,6 +69,7 @@ var routes = []route{
 	{"POST", "/task-sessions/:session_id/cancel", shared.RoleMember, "", 202, "Session", "Cancel the running turn (ACP session/cancel)", "", (*server).handleCancel},
 	{"POST", "/task-sessions/:session_id/stop", shared.RoleMember, "", 200, "Session", "Stop the session's agent; the session stays, and its next prompt starts a new agent", shared.ActionStop, (*server).handleStop},
 	{"POST", "/task-sessions/:session_id/resume", shared.RoleMember, "", 200, "Session", "Start a stopped session's agent again, which resumes the conversation (ACP session/resume or session/load), with no prompt", shared.ActionResume, (*server).handleResume},
+	{"POST", "/task-sessions/:session_id/messages/:message_id/fork", shared.RoleMember, "", 201, "Fork", "Fork from here: a new session of the task and agent from one of the agent's replies; the agent forks its own session when it can (ACP session/fork), else the answer's `draft` summarizes the conversation up to the reply, to edit and send", "", (*server).handleFork},
 	{"GET", "/usage", shared.RoleViewer, "", 200, "UsageReport", "What the agents reported they cost, per day and per task (ACP usage_update)", "", (*server).handleUsage},
 	{"GET", "/search", shared.RoleViewer, "", 200, "SearchPage", "Search prompts, agent messages, shell commands and their output across sessions", "", (*server).handleSearch},
 	{"POST", "/task-sessions/:session_id/mode", shared.RoleMember, "ModeRequest", 200, "Session", "Switch the agent's session mode", shared.ActionSetMode, (*server).handleSetMode},

@@ -103,6 +103,12 @@ func (r *Replica) Resume(ctx context.Context, sessionID string) (shared.Session,
 	return r.awaitSession(ctx, store.Command{SessionID: sessionID, Kind: store.CommandResume}, r.local.Resume)
 }
 
+// Fork forks the session's agent when it runs here; an agent another replica runs is
+// not forked (a conflict: the caller summarizes the conversation instead).
+func (r *Replica) Fork(ctx context.Context, sessionID string) (shared.Fork, error) {
+	return r.local.Fork(ctx, sessionID)
+}
+
 // AnswerPermission stores a person's answer to a pending permission request, publishes
 // it and delivers it to the agent, here or through the inbox of the replica the store's
 // commit addressed it to. A request whose agent no longer waits when the answer arrives

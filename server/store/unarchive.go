@@ -361,7 +361,7 @@ func (im *importer) messagesEntry(sessionID string, b []byte) error {
 }
 
 var messageTypes = []shared.MessageType{shared.TypeMessage, shared.TypeThinking, shared.TypeToolExecute, shared.TypeToolCall,
-	shared.TypeError, shared.TypeStatus, shared.TypePermissionRequest, shared.TypePlan, shared.TypeElicitation}
+	shared.TypeError, shared.TypeStatus, shared.TypePermissionRequest, shared.TypePlan, shared.TypeElicitation, shared.TypeSignIn}
 
 func (im *importer) message(m archivedMessage, updated int64) error {
 	im2 := im.messages[m.ID]

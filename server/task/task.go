@@ -38,6 +38,9 @@ type Runtime interface {
 	// session/resume or session/load), with no prompt; it returns the session once the
 	// agent has answered.
 	Resume(ctx context.Context, sessionID string) (shared.Session, error)
+	// Fork forks the agent's session as it is now (ACP session/fork) into a new session
+	// that takes it up; a conflict when the agent cannot (Service.Fork then summarizes).
+	Fork(ctx context.Context, sessionID string) (shared.Fork, error)
 	// Draining is nil while the server runs, and once it is stopping (SIGTERM), the
 	// shared.CodeDraining error it answers what it no longer starts: turns and agents.
 	Draining() error

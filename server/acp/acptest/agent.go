@@ -73,6 +73,8 @@ type Config struct {
 	ConfigSwitch  func(ctx context.Context) error
 	Resume        bool
 	Load          bool
+	// Fork advertises session/fork: a fork of a session remembers its prompts (Memory).
+	Fork bool
 	// LateReplay replays a loaded conversation after answering session/load, as Gemini
 	// CLI does, instead of before as ACP says.
 	LateReplay bool
@@ -103,6 +105,10 @@ type Config struct {
 	// before one was asked for.
 	AuthMethods   []string
 	Authenticated func(methodID string)
+	// SignIn, when set, is a sign-in the agent lists to run in a terminal (ACP terminal
+	// authentication): the agent opens no session before the file SignedIn exists in the
+	// session's directory, which a process that calls SignInHere there writes.
+	SignIn *sdk.AuthMethodTerminalInline
 	// Prompt is what the agent says it takes in a prompt besides text (images, embedded
 	// resources). OnPrompt, when set, is given each prompt as received; the Received
 	// script answers with what the last one carried.
@@ -207,12 +213,18 @@ func (a *Agent) Initialize(_ context.Context, req sdk.InitializeRequest) (sdk.In
 	if a.cfg.Close {
 		caps.SessionCapabilities.Close = &sdk.SessionCloseCapabilities{}
 	}
+	if a.cfg.Fork {
+		caps.SessionCapabilities.Fork = &sdk.SessionForkCapabilities{}
+	}
 	if a.cfg.Dirs {
 		caps.SessionCapabilities.AdditionalDirectories = &sdk.SessionAdditionalDirectoriesCapabilities{}
 	}
 	methods := []sdk.AuthMethod{}
 	for _, id := range a.cfg.AuthMethods {
 		methods = append(methods, sdk.AuthMethod{Agent: &sdk.AuthMethodAgent{Id: id, Name: id}})
+	}
+	if a.cfg.SignIn != nil && req.ClientCapabilities.Auth.Terminal { // as ACP asks: only to a client that runs them
+		methods = append(methods, sdk.AuthMethod{Terminal: a.cfg.SignIn})
 	}
 	return sdk.InitializeResponse{ProtocolVersion: sdk.ProtocolVersionNumber, AuthMethods: methods, AgentCapabilities: caps}, nil
 }
@@ -233,14 +245,29 @@ func (a *Agent) Authenticate(_ context.Context, p sdk.AuthenticateRequest) (sdk.
 // errAuthRequired is ACP's answer to a session request before authenticate.
 var errAuthRequired = &sdk.RequestError{Code: -32000, Message: "Authentication required"}
 
-// mayOpen answers errAuthRequired while the agent lists sign-in methods and none was asked for.
-func (a *Agent) mayOpen() error {
+// mayOpen answers errAuthRequired while the agent lists sign-in methods and none was asked
+// for, or has a terminal sign-in and no SignedIn file is in cwd.
+func (a *Agent) mayOpen(cwd string) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if len(a.cfg.AuthMethods) > 0 && !a.signedIn {
 		return errAuthRequired
 	}
+	if a.cfg.SignIn != nil {
+		if _, err := os.Stat(filepath.Join(cwd, SignedIn)); err != nil {
+			return errAuthRequired
+		}
+	}
 	return nil
+}
+
+// SignedIn is the file, in a session's directory, that says a person signed in to an
+// agent with a terminal sign-in (Config.SignIn).
+const SignedIn = ".acptest-signed-in"
+
+// SignInHere is the terminal sign-in of Config.SignIn, run in the session's directory.
+func SignInHere() error {
+	return os.WriteFile(SignedIn, []byte("yes\n"), 0o600)
 }
 
 // opened tells the test's hooks what a session/new, resume or load gave.
@@ -256,7 +283,7 @@ func (a *Agent) opened(method string, servers []sdk.McpServer, dirs []string) {
 // NewSession opens a session; an agent that can resume gives each a new id.
 func (a *Agent) NewSession(_ context.Context, p sdk.NewSessionRequest) (sdk.NewSessionResponse, error) {
 	a.opened(sdk.AgentMethodSessionNew, p.McpServers, p.AdditionalDirectories)
-	if err := a.mayOpen(); err != nil {
+	if err := a.mayOpen(p.Cwd); err != nil {
 		return sdk.NewSessionResponse{}, err
 	}
 	a.mu.Lock()
@@ -324,7 +351,7 @@ func (a *Agent) ListSessions(_ context.Context, p sdk.ListSessionsRequest) (sdk.
 // ResumeSession takes up a session remembered in cwd, replaying nothing.
 func (a *Agent) ResumeSession(_ context.Context, p sdk.ResumeSessionRequest) (sdk.ResumeSessionResponse, error) {
 	a.opened(sdk.AgentMethodSessionResume, p.McpServers, p.AdditionalDirectories)
-	if err := a.mayOpen(); err != nil {
+	if err := a.mayOpen(p.Cwd); err != nil {
 		return sdk.ResumeSessionResponse{}, err
 	}
 	if !a.cfg.Resume {
@@ -342,7 +369,7 @@ func (a *Agent) ResumeSession(_ context.Context, p sdk.ResumeSessionRequest) (sd
 // messages before it answers, as ACP asks.
 func (a *Agent) LoadSession(ctx context.Context, p sdk.LoadSessionRequest) (sdk.LoadSessionResponse, error) {
 	a.opened(sdk.AgentMethodSessionLoad, p.McpServers, p.AdditionalDirectories)
-	if err := a.mayOpen(); err != nil {
+	if err := a.mayOpen(p.Cwd); err != nil {
 		return sdk.LoadSessionResponse{}, err
 	}
 	if !a.cfg.Load {
@@ -387,6 +414,26 @@ func (a *Agent) takeUp(method string, sid sdk.SessionId, cwd string) ([]string, 
 	a.cwds[sid] = cwd
 	a.mu.Unlock()
 	return earlier, nil
+}
+
+// UnstableForkSession forks a session remembered in cwd into a new one that remembers
+// the same prompts.
+func (a *Agent) UnstableForkSession(_ context.Context, p sdk.UnstableForkSessionRequest) (sdk.UnstableForkSessionResponse, error) {
+	if !a.cfg.Fork {
+		return sdk.UnstableForkSessionResponse{}, sdk.NewMethodNotFound(sdk.AgentMethodSessionFork)
+	}
+	earlier, err := a.takeUp(sdk.AgentMethodSessionFork, p.SessionId, p.Cwd)
+	if err != nil {
+		return sdk.UnstableForkSessionResponse{}, err
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	sid := sdk.SessionId(fmt.Sprintf("scripted-%d", time.Now().UnixNano()))
+	a.cwds[sid] = p.Cwd
+	if _, err := a.keep(sid, earlier...); err != nil {
+		return sdk.UnstableForkSessionResponse{}, err
+	}
+	return sdk.UnstableForkSessionResponse{SessionId: sid, Modes: a.modes}, nil
 }
 
 // remember adds a prompt to the session's memory and returns the ones before it.
