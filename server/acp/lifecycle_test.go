@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -343,21 +341,7 @@ func TestClaudeAdapterListsSessions(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts the Claude Code ACP adapter (make test runs it)")
 	}
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	node, err := exec.LookPath("node")
-	if err != nil {
-		t.Fatalf("the adapter runs on Node (Debian: nodejs): %v", err)
-	}
-	adapter, err := filepath.Abs(filepath.Join("..", "..", realAgents[1].path))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(adapter); err != nil {
-		t.Fatalf("no Claude Code ACP adapter: run make claude-acp: %v", err)
-	}
+	exe, node, adapter := installed(t, realAgents[1])
 	dir, err := filepath.EvalSymlinks(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
