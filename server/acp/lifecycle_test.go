@@ -383,3 +383,27 @@ func TestClaudeAdapterListsSessions(t *testing.T) {
 		t.Errorf("sandbox directories left: %q", left)
 	}
 }
+
+// Gemini CLI 0.61.0 (make gemini), a real process in its sandbox, offers no session/list:
+// a listing and an import are refused with the reason, and store nothing.
+func TestGeminiListsNoSessions(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("starts Gemini CLI (make test runs it)")
+	}
+	exe, node, gemini := installed(t, realAgents[0])
+	env := newEnv(t, ExecLauncher(exe), true, Profile{Name: "gemini", Command: node, Args: append([]string{gemini}, realAgents[0].args...),
+		Env:     realAgents[0].env,
+		Sandbox: SandboxConfig{Read: []string{filepath.Join(filepath.Dir(gemini), "..", "..", "..", "..")}}})
+	dir := t.TempDir()
+	if _, err := env.m.ListAgentSessions(context.Background(), env.task.ID, "gemini", dir, ""); shared.ErrorCode(err) != shared.CodeConflict ||
+		!strings.Contains(err.Error(), "does not list its sessions") {
+		t.Errorf("list: %v", err)
+	}
+	if _, err := env.m.ImportAgentSessions(context.Background(), env.task.ID, "gemini", dir, []string{"x"}); shared.ErrorCode(err) != shared.CodeConflict {
+		t.Errorf("import: %v", err)
+	}
+	if ids := env.taskSessions(t, env.task.ID); len(ids) != 0 {
+		t.Errorf("sessions %q", ids)
+	}
+}
