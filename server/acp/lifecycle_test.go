@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -406,4 +407,46 @@ func TestGeminiListsNoSessions(t *testing.T) {
 	if ids := env.taskSessions(t, env.task.ID); len(ids) != 0 {
 		t.Errorf("sessions %q", ids)
 	}
+}
+
+// Codex's ACP adapter (make acp-agents), a real process in a sandbox with no network,
+// opens a session offline once signed in with an API key (auth_method codex-api-key), and
+// closes it when Conch asks (session/close) as its session ends for good.
+func TestCodexAdapterClosesItsSession(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("starts Codex's ACP adapter (make test runs it)")
+	}
+	exe, node, codex := installed(t, realAgents[2])
+	env := newEnv(t, ExecLauncher(exe), true, Profile{Name: "codex", Command: node, Args: []string{codex},
+		Env: map[string]string{"CODEX_API_KEY": "offline"}, AuthMethod: "codex-api-key",
+		Sandbox: SandboxConfig{Read: []string{filepath.Join(filepath.Dir(codex), "..", "..", "..", "..")}, Network: Network{Policy: shared.NetworkNone}}})
+	var logs lockedBuffer
+	env.m.log = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	sess := env.start(t, "codex")
+	env.m.Stop(sess.ID, "its task was deleted")
+	if got, _ := env.st.GetSession(context.Background(), sess.ID); !got.State.Ended() {
+		t.Errorf("after the stop the session is %s", got.State)
+	}
+	if text := logs.String(); !strings.Contains(text, "the agent closed its session") {
+		t.Errorf("no close in the log:\n%s", text)
+	}
+}
+
+// lockedBuffer is a log's output that the agent's goroutines and the test share.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
