@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 
 	"conch/server/store"
 	"conch/shared"
@@ -73,9 +74,15 @@ func (s *Service) DeleteTask(ctx context.Context, id string) error {
 		return err
 	}
 	const reason = "its task was deleted"
-	var homes []string         // the sessions' private homes (shared.Sandbox), removed with the task
-	for _, sid := range live { // first, so that no agent writes into what is being deleted
-		s.rt.Stop(sid, reason)
+	// First, so that no agent writes into what is being deleted; at once, so that agents
+	// asked to close their sessions (session/close, bounded) delay the deletion only once.
+	var stopping sync.WaitGroup
+	for _, sid := range live {
+		stopping.Go(func() { s.rt.Stop(sid, reason) })
+	}
+	stopping.Wait()
+	var homes []string // the sessions' private homes (shared.Sandbox), removed with the task
+	for _, sid := range live {
 		if sess, err := s.store.GetSession(ctx, sid); err == nil && sess.Sandbox != nil && sess.Sandbox.Home != "" {
 			homes = append(homes, sess.Sandbox.Home)
 		}
