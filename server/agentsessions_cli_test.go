@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -23,16 +22,9 @@ func TestCLIAgentSessions(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts the Claude Code ACP adapter (make test runs it)")
 	}
-	adapter, err := filepath.Abs(filepath.Join("..", ".cache", "claude-acp", "node_modules", "@zed-industries", "claude-code-acp", "dist", "index.js"))
+	root, err := filepath.Abs("..") // before the test moves to a directory of its own
 	if err != nil {
 		t.Fatal(err)
-	}
-	if _, err := os.Stat(adapter); err != nil {
-		t.Fatalf("no Claude Code ACP adapter: run make claude-acp: %v", err)
-	}
-	node, err := exec.LookPath("node")
-	if err != nil {
-		t.Fatalf("the adapter runs on Node (Debian: nodejs): %v", err)
 	}
 	t.Chdir(t.TempDir())
 	dir, err := filepath.EvalSymlinks(t.TempDir())
@@ -43,9 +35,11 @@ func TestCLIAgentSessions(t *testing.T) {
 	if err := acptest.WriteClaudeSessions(config, dir, 55, time.Date(2026, 11, 1, 9, 0, 0, 0, time.UTC)); err != nil {
 		t.Fatal(err)
 	}
-	profiles, _ := json.Marshal([]map[string]any{{"name": "claude", "command": node, "args": []string{adapter},
-		"env":     map[string]string{"CLAUDE_CONFIG_DIR": config},
-		"sandbox": map[string]any{"read": []string{filepath.Dir(filepath.Dir(filepath.Dir(filepath.Dir(adapter))))}, "write": []string{config}}}})
+	claude, err := acptest.ClaudeProfile(root, "claude", config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	profiles, _ := json.Marshal([]map[string]any{claude})
 	if err := os.WriteFile("agents.json", profiles, 0o644); err != nil {
 		t.Fatal(err)
 	}

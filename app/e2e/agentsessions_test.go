@@ -5,8 +5,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
@@ -16,25 +14,10 @@ import (
 	"conch/server/acp/acptest"
 )
 
-// claudeAdapter is the Claude Code ACP adapter's entry point, which make acp-agents (a
-// step of make test) installs.
-var claudeAdapter = filepath.Join("..", "..", ".cache", "claude-acp", "node_modules", "@zed-industries", "claude-code-acp", "dist", "index.js")
-
 // A person lists, in a task's Earlier sessions, the conversations the Claude Code ACP
 // adapter (a real process, offline) keeps for a directory, takes the next page, ticks one
 // and imports it: it becomes a session of the task, and the list links to it.
 func TestImportEarlierSessions(t *testing.T) {
-	adapter, err := filepath.Abs(claudeAdapter)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(adapter); err != nil {
-		t.Fatalf("no Claude Code ACP adapter: run make claude-acp (a step of make test): %v", err)
-	}
-	node, err := exec.LookPath("node")
-	if err != nil {
-		t.Fatalf("the adapter runs on Node (Debian: nodejs): %v", err)
-	}
 	dir, err := filepath.EvalSymlinks(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
@@ -43,9 +26,11 @@ func TestImportEarlierSessions(t *testing.T) {
 	if err := acptest.WriteClaudeSessions(config, dir, 53, time.Now().Add(-2*time.Hour)); err != nil {
 		t.Fatal(err)
 	}
-	s, _ := startProfilesServer(t, []map[string]any{{"name": "claude", "description": "the Claude Code ACP adapter", "command": node,
-		"args": []string{adapter}, "env": map[string]string{"CLAUDE_CONFIG_DIR": config},
-		"sandbox": map[string]any{"read": []string{filepath.Dir(filepath.Dir(filepath.Dir(filepath.Dir(adapter))))}, "write": []string{config}}}})
+	claude, err := acptest.ClaudeProfile(filepath.Join("..", ".."), "claude", config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, _ := startProfilesServer(t, []map[string]any{claude})
 	task, err := s.API.CreateTask(context.Background(), "Fix the login", "Work that began in Claude Code")
 	if err != nil {
 		t.Fatal(err)

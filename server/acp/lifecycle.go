@@ -347,7 +347,9 @@ func (s *session) closeAgentSession() {
 	defer cancel()
 	if _, err := s.conn.CloseSession(ctx, sdk.CloseSessionRequest{SessionId: s.acpID}); err != nil {
 		s.log.Warn("the agent did not close its session", "err", err)
+		return
 	}
+	s.log.Debug("the agent closed its session")
 }
 
 // refuser is the ACP client of a lister: it offered nothing, and refuses what is asked.

@@ -4,8 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"os/exec"
+	"log/slog"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -343,21 +342,7 @@ func TestClaudeAdapterListsSessions(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts the Claude Code ACP adapter (make test runs it)")
 	}
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	node, err := exec.LookPath("node")
-	if err != nil {
-		t.Fatalf("the adapter runs on Node (Debian: nodejs): %v", err)
-	}
-	adapter, err := filepath.Abs(filepath.Join("..", "..", realAgents[1].path))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(adapter); err != nil {
-		t.Fatalf("no Claude Code ACP adapter: run make claude-acp: %v", err)
-	}
+	exe, node, adapter := installed(t, realAgents[1])
 	dir, err := filepath.EvalSymlinks(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
@@ -398,4 +383,70 @@ func TestClaudeAdapterListsSessions(t *testing.T) {
 	if left, _ := filepath.Glob(filepath.Join(env.dir, "sandboxes", "list-*")); len(left) != 0 {
 		t.Errorf("sandbox directories left: %q", left)
 	}
+}
+
+// Gemini CLI 0.61.0 (make gemini), a real process in its sandbox, offers no session/list:
+// a listing and an import are refused with the reason, and store nothing.
+func TestGeminiListsNoSessions(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("starts Gemini CLI (make test runs it)")
+	}
+	exe, node, gemini := installed(t, realAgents[0])
+	env := newEnv(t, ExecLauncher(exe), true, Profile{Name: "gemini", Command: node, Args: append([]string{gemini}, realAgents[0].args...),
+		Env:     realAgents[0].env,
+		Sandbox: SandboxConfig{Read: []string{filepath.Join(filepath.Dir(gemini), "..", "..", "..", "..")}}})
+	dir := t.TempDir()
+	if _, err := env.m.ListAgentSessions(context.Background(), env.task.ID, "gemini", dir, ""); shared.ErrorCode(err) != shared.CodeConflict ||
+		!strings.Contains(err.Error(), "does not list its sessions") {
+		t.Errorf("list: %v", err)
+	}
+	if _, err := env.m.ImportAgentSessions(context.Background(), env.task.ID, "gemini", dir, []string{"x"}); shared.ErrorCode(err) != shared.CodeConflict {
+		t.Errorf("import: %v", err)
+	}
+	if ids := env.taskSessions(t, env.task.ID); len(ids) != 0 {
+		t.Errorf("sessions %q", ids)
+	}
+}
+
+// Codex's ACP adapter (make acp-agents), a real process in a sandbox with no network,
+// opens a session offline once signed in with an API key (auth_method codex-api-key), and
+// closes it when Conch asks (session/close) as its session ends for good.
+func TestCodexAdapterClosesItsSession(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("starts Codex's ACP adapter (make test runs it)")
+	}
+	exe, node, codex := installed(t, realAgents[2])
+	env := newEnv(t, ExecLauncher(exe), true, Profile{Name: "codex", Command: node, Args: []string{codex},
+		Env: map[string]string{"CODEX_API_KEY": "offline"}, AuthMethod: "codex-api-key",
+		Sandbox: SandboxConfig{Read: []string{filepath.Join(filepath.Dir(codex), "..", "..", "..", "..")}, Network: Network{Policy: shared.NetworkNone}}})
+	var logs lockedBuffer
+	env.m.log = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	sess := env.start(t, "codex")
+	env.m.Stop(sess.ID, "its task was deleted")
+	if got, _ := env.st.GetSession(context.Background(), sess.ID); !got.State.Ended() {
+		t.Errorf("after the stop the session is %s", got.State)
+	}
+	if text := logs.String(); !strings.Contains(text, "the agent closed its session") {
+		t.Errorf("no close in the log:\n%s", text)
+	}
+}
+
+// lockedBuffer is a log's output that the agent's goroutines and the test share.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }

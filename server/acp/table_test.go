@@ -36,7 +36,7 @@ type realAgent struct {
 var realAgents = []realAgent{
 	{"gemini", ".cache/gemini/node_modules/@google/gemini-cli/bundle/gemini.js", []string{"--experimental-acp"},
 		map[string]string{"GEMINI_API_KEY": "offline", "GEMINI_CLI_NO_RELAUNCH": "true"}},
-	{"claude-acp", ".cache/claude-acp/node_modules/@zed-industries/claude-code-acp/dist/index.js", nil, nil},
+	{"claude-acp", acptest.ClaudeAdapter, nil, nil},
 	{"codex-acp", ".cache/codex-acp/node_modules/@zed-industries/codex-acp/bin/codex-acp.js", nil, nil},
 }
 
@@ -56,14 +56,7 @@ func TestACPTable(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts real agents, which make acp-agents installs (make test runs it)")
 	}
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	node, err := exec.LookPath("node")
-	if err != nil {
-		t.Fatalf("the agents run on Node (Debian: nodejs): %v", err)
-	}
+	exe, node, _ := installed(t, realAgents[0])
 	init := conchInitialize(t)
 	answers := make([]map[string]any, 1+len(realAgents))
 	names := make([]string, len(answers))
@@ -72,13 +65,7 @@ func TestACPTable(t *testing.T) {
 		p, name := Profile{Name: "shell", Command: exe, Env: map[string]string{"CONCH_ACP_TEST_AGENT": "shell"}}, "Conch's shell agent"
 		if i > 0 {
 			a := realAgents[i-1]
-			path, err := filepath.Abs(filepath.Join("..", "..", a.path))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if _, err := os.Stat(path); err != nil {
-				t.Fatalf("no %s: run make %s (make acp-agents installs every agent this test starts): %v", a.path, a.target, err)
-			}
+			_, _, path := installed(t, a)
 			p = Profile{Name: a.target, Command: node, Args: append([]string{path}, a.args...), Env: map[string]string{}}
 			for k, v := range a.env {
 				p.Env[k] = v
@@ -119,6 +106,26 @@ func TestACPTable(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+}
+
+// installed is the test binary, Node, and a's entry point (absolute); it fails the test,
+// naming the make target, when one is missing.
+func installed(t *testing.T, a realAgent) (exe, node, path string) {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if node, err = exec.LookPath("node"); err != nil {
+		t.Fatalf("the agents run on Node (Debian: nodejs): %v", err)
+	}
+	if path, err = filepath.Abs(filepath.Join("..", "..", a.path)); err == nil {
+		_, err = os.Stat(path)
+	}
+	if err != nil {
+		t.Fatalf("no %s: run make %s (make acp-agents installs every agent server/acp's tests start): %v", a.path, a.target, err)
+	}
+	return exe, node, path
 }
 
 // conchInitialize is the initialize request a Conch session sends, as an agent receives it.

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sync"
 	"time"
 
 	"conch/server/store"
@@ -23,9 +24,13 @@ func (s *Service) DeleteTask(ctx context.Context, id string) error {
 		return err
 	}
 	const reason = "its task was deleted"
-	for _, sid := range live { // first, so that no agent writes into what is being deleted
-		s.rt.Stop(sid, reason)
+	// First, so that no agent writes into what is being deleted; at once, so that agents
+	// asked to close their sessions (session/close, bounded) delay the deletion only once.
+	var stopping sync.WaitGroup
+	for _, sid := range live {
+		stopping.Go(func() { s.rt.Stop(sid, reason) })
 	}
+	stopping.Wait()
 	deleted, err := s.store.DeleteTask(ctx, id)
 	if err != nil {
 		return err

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"time"
@@ -37,4 +38,29 @@ func WriteClaudeSessions(config, dir string, n int, start time.Time) error {
 		}
 	}
 	return nil
+}
+
+// ClaudeAdapter is the path, under root (the repository), of the Claude Code ACP
+// adapter's entry point, which make claude-acp installs.
+const ClaudeAdapter = ".cache/claude-acp/node_modules/@zed-industries/claude-code-acp/dist/index.js"
+
+// ClaudeProfile is the adapter under root as the profile name of an --agents file: run by
+// Node, keeping its conversations in config, sandboxed with its own code readable. An
+// error says what is missing and how to get it.
+func ClaudeProfile(root, name, config string) (map[string]any, error) {
+	root, err := filepath.Abs(root)
+	adapter := filepath.Join(root, ClaudeAdapter)
+	if err == nil {
+		_, err = os.Stat(adapter)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("no Claude Code ACP adapter: run make claude-acp (a step of make test): %w", err)
+	}
+	node, err := exec.LookPath("node")
+	if err != nil {
+		return nil, fmt.Errorf("the adapter runs on Node (Debian: nodejs): %w", err)
+	}
+	return map[string]any{"name": name, "description": "the Claude Code ACP adapter", "command": node, "args": []string{adapter},
+		"env":     map[string]string{"CLAUDE_CONFIG_DIR": config},
+		"sandbox": map[string]any{"read": []string{filepath.Join(root, ".cache", "claude-acp")}, "write": []string{config}}}, nil
 }
