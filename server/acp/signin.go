@@ -36,8 +36,7 @@ const (
 type errSignIn struct {
 	err     error // the agent's refusal
 	methods []shared.SignInMethod
-	mcp     []sdk.McpServer
-	dirs    []string
+	wait    signInWait
 }
 
 func (e *errSignIn) Error() string { return e.err.Error() }
@@ -62,7 +61,7 @@ func (s *session) needSignIn(offered []sdk.AuthMethod, err error, mcp []sdk.McpS
 	if len(methods) == 0 {
 		return err
 	}
-	return &errSignIn{err: err, methods: methods, mcp: mcp, dirs: dirs}
+	return &errSignIn{err: err, methods: methods, wait: signInWait{mcp: mcp, dirs: dirs}}
 }
 
 // askSignIn reports whether err is an errSignIn; if so the chat shows the sign-in, and
@@ -83,7 +82,9 @@ func (s *session) askSignIn(err error) bool {
 	}
 	s.m.cfg.Events.MessageAdded(m)
 	s.mu.Lock()
-	s.signIn = &signInWait{mcp: si.mcp, dirs: si.dirs, msg: m}
+	w := si.wait
+	w.msg = m
+	s.signIn = &w
 	s.mu.Unlock()
 	return true
 }
