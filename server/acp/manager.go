@@ -109,6 +109,7 @@ type Manager struct {
 	closed   chan struct{} // closed by Close: writes that fail are no longer retried
 	wg       sync.WaitGroup
 	loads    *semaphore.Weighted // the bytes file requests hold (fs.go)
+	broken   func(error)         // tests: told when a session's state breaks what always holds of it (core.check)
 }
 
 // NewManager checks cfg and fills its defaults.
@@ -406,7 +407,7 @@ func attachmentBlock(a store.AttachmentBody) sdk.ContentBlock {
 func (m *Manager) StopAgent(ctx context.Context, sessionID string) (shared.Session, error) {
 	s, err := m.live(sessionID)
 	if err == nil {
-		s.park("The agent was stopped. "+s.restartNote(), false, 0)
+		s.park("The agent was stopped. " + s.restartNote())
 	} else if shared.ErrorCode(err) != shared.CodeConflict {
 		return shared.Session{}, err
 	}

@@ -42,12 +42,12 @@ func (s *session) update(u sdk.SessionUpdate) {
 	case u.UsageUpdate != nil:
 		s.usage(u.UsageUpdate)
 	default:
-		s.mu.Lock()
-		replay := s.replaying
-		if replay {
-			s.replayHeard = s.m.clock.Now()
-		}
-		s.mu.Unlock()
+		replay := false
+		s.do(func(c *core) {
+			if replay = c.replaying; replay {
+				c.replayHeard = s.m.clock.Now()
+			}
+		})
 		if !replay { // session/load's replay of what is stored already
 			s.rec.update(u)
 		}
