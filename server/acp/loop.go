@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"conch/shared"
 )
 
 // A session's changing state is owned by one goroutine, its loop: the agent's reader (its
@@ -38,6 +40,9 @@ type core struct {
 	terms    termTable
 	checking *terminal // the terminal of an attempt's check while it runs (attempt.go)
 	con      *Console  // the person's terminal (console.go), nil until opened
+
+	nextUsage   *shared.Usage // the latest usage report not stored yet (usage.go)
+	usageWriter chan struct{} // while storeUsage runs; closed when it stops
 }
 
 // event is one change of a session's state, run by its loop; done is closed after.

@@ -46,19 +46,14 @@ type session struct {
 	inbox     chan event    // the loop's events
 	over      chan struct{} // closed when the loop has ended, after done
 
-	stateMu sync.Mutex // held while the state is stored and published, so that they are in order
-	state   shared.SessionState
-	final   bool
-
-	modesMu sync.Mutex            // held while the modes or the config options are changed and stored
-	modes   *shared.Modes         // what the agent offers, nil when none
-	config  []shared.ConfigOption // the config options the agent offers (config.go)
-	models  bool                  // config is the agent's model list, set by session/set_model
-
-	usageMu      sync.Mutex
-	nextUsage    *shared.Usage // the latest usage report not stored yet (usage.go)
-	usageWriting bool          // storeUsage runs
-	usageIdle    *sync.Cond    // on usageMu: broadcast when storeUsage stops (usageStored)
+	// rowMu is held while the session's row is changed, stored and published (write), so
+	// that what is published is in the order stored; the fields below are the row's.
+	rowMu  sync.Mutex
+	state  shared.SessionState
+	final  bool                  // failed or closed: the state changes no more
+	modes  *shared.Modes         // what the agent offers, nil when none
+	config []shared.ConfigOption // the config options the agent offers (config.go)
+	models bool                  // config is the agent's model list, set by session/set_model
 }
 
 func newSession(m *Manager, sess shared.Session, task shared.Task, p Profile) *session {
@@ -70,7 +65,6 @@ func newSession(m *Manager, sess shared.Session, task shared.Task, p Profile) *s
 		log:       m.log.With("session", sess.ID, "agent", p.Name),
 		connected: make(chan struct{}), guarded: make(chan struct{}), started: make(chan struct{}), done: make(chan struct{}),
 		inbox: make(chan event), over: make(chan struct{})}
-	s.usageIdle = sync.NewCond(&s.usageMu)
 	s.rec = newRecorder(recorderConfig{sessionID: sess.ID, cwd: sess.Cwd, store: m.cfg.Store, events: m.cfg.Events,
 		clock: m.clock, interval: m.cfg.FlushInterval, log: s.log, terminal: s.terminal,
 		outage: m.cfg.StoreOutage, stuck: s.storeDown, giveUp: m.closed})
@@ -430,18 +424,16 @@ func (s *session) recordParked(note string, release bool) {
 		sess   shared.Session
 		status *shared.Message
 	}
-	p, err := persist(s.m, func() (parked, error) {
-		sess, status, err := s.m.cfg.Store.StopSession(context.Background(), s.id, note, release)
-		return parked{sess, status}, err
+	s.keep(func() (shared.Session, error) {
+		p, err := persist(s.m, func() (parked, error) {
+			sess, status, err := s.m.cfg.Store.StopSession(context.Background(), s.id, note, release)
+			return parked{sess, status}, err
+		})
+		if err == nil && p.status != nil {
+			s.m.cfg.Events.MessageAdded(*p.status)
+		}
+		return p.sess, err
 	})
-	if err != nil {
-		s.log.Error("record the agent's stop", "err", err)
-		return
-	}
-	if p.status != nil {
-		s.m.cfg.Events.MessageAdded(*p.status)
-	}
-	s.m.cfg.Events.SessionUpdated(p.sess)
 }
 
 // storeDown fails the session whose writes have failed for the whole StoreOutage, so
@@ -454,10 +446,11 @@ func (s *session) storeDown(err error) {
 	reason := fmt.Sprintf("Conch could not save this session's work for %s (%v), so it stopped the agent. "+
 		"What was not saved yet is saved once the database takes writes again.", s.m.cfg.StoreOutage, err)
 	s.log.Error("the store refuses writes: failing the session", "err", err)
-	if sess, gerr := s.m.cfg.Store.GetSession(context.Background(), s.id); gerr == nil {
+	_, _ = s.write(func() (shared.Session, error) {
+		sess, err := s.m.cfg.Store.GetSession(context.Background(), s.id)
 		sess.State, sess.Error = shared.SessionFailed, reason
-		s.m.cfg.Events.SessionUpdated(sess)
-	}
+		return sess, err
+	})
 	s.fail(reason)
 }
 
@@ -504,8 +497,8 @@ func (s *session) waitBounded(ch <-chan struct{}) {
 
 // setState records and publishes a state change. Once failed or closed, a session stays so.
 func (s *session) setState(state shared.SessionState, errText string) (shared.Session, error) {
-	s.stateMu.Lock()
-	defer s.stateMu.Unlock()
+	s.rowMu.Lock()
+	defer s.rowMu.Unlock()
 	if s.final || s.state == state && errText == "" {
 		return s.m.cfg.Store.GetSession(context.Background(), s.id)
 	}
@@ -657,12 +650,7 @@ func (s *session) recordStop(reason sdk.StopReason) bool {
 
 // publishSession publishes the session as stored.
 func (s *session) publishSession() {
-	sess, err := s.m.cfg.Store.GetSession(context.Background(), s.id)
-	if err != nil {
-		s.log.Error("read session", "err", err)
-		return
-	}
-	s.m.cfg.Events.SessionUpdated(sess)
+	s.keep(func() (shared.Session, error) { return s.m.cfg.Store.GetSession(context.Background(), s.id) })
 }
 
 // turnError is the agent's own words for a failed turn: a JSON-RPC error's message and
