@@ -109,6 +109,7 @@ type Manager struct {
 	closed   chan struct{} // closed by Close: writes that fail are no longer retried
 	wg       sync.WaitGroup
 	loads    *semaphore.Weighted // the bytes file requests hold (fs.go)
+	lines    lineLimits          // what guard lets through of an agent's lines: agentLines (tests: less)
 	broken   func(error)         // tests: told when a session's state breaks what always holds of it (core.check)
 }
 
@@ -152,7 +153,7 @@ func NewManager(cfg Config) (*Manager, error) {
 		cfg.Launch = ExecLauncher(cfg.Executable)
 	}
 	return &Manager{cfg: cfg, clock: clock{cfg.Now, cfg.After}, log: cfg.Logger, sessions: map[string]*session{},
-		closed: make(chan struct{}), loads: semaphore.NewWeighted(loadBudget)}, nil
+		closed: make(chan struct{}), loads: semaphore.NewWeighted(loadBudget), lines: agentLines}, nil
 }
 
 // Agents lists the profiles for GET /api/v1/agents.

@@ -86,7 +86,7 @@ func (s *session) serve(proc *Process) {
 	})
 	go func() {
 		reply := func(line []byte) { _, _ = stdin.Write(line) }
-		guard(proc.Stdout, pw, agentLines, func(n sdk.SessionNotification) { s.update(n.Update) }, reply, s.log)
+		guard(proc.Stdout, pw, s.m.lines, func(n sdk.SessionNotification) { s.update(n.Update) }, reply, s.log)
 		proc.Stdout.Close()
 		close(s.guarded)
 	}()
