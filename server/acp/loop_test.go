@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -21,10 +22,9 @@ import (
 // meanwhile: a prompt then starts another.
 func TestSessionOwnsItsState(t *testing.T) {
 	t.Parallel()
-	calls := 0 // the agent's, which runs one turn at a time
+	var calls atomic.Int64 // a withdrawn turn may still run when the next one starts
 	work := func(ctx context.Context, a *acptest.Agent, sid sdk.SessionId) error {
-		calls++
-		call := sdk.ToolCallId(fmt.Sprintf("run-%d", calls))
+		call := sdk.ToolCallId(fmt.Sprintf("run-%d", calls.Add(1)))
 		term, err := a.Conn.CreateTerminal(ctx, sdk.CreateTerminalRequest{SessionId: sid, Command: "echo", Args: []string{"hi"}})
 		if err == nil {
 			err = a.Send(ctx, sid, sdk.StartToolCall(call, "echo hi", sdk.WithStartKind(sdk.ToolKindExecute),
