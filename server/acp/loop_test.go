@@ -16,8 +16,8 @@ import (
 )
 
 // A session's state is its loop's alone: prompts, cancels, answers, the agent's updates,
-// terminals and permission requests, and the idle rule's ticks all at once, through the
-// public API, break nothing that always holds of it (core.check), and under -race any
+// terminals and permission requests, a person's terminal, and the idle rule's ticks all
+// at once, through the public API, break nothing that always holds of it (core.check), and under -race any
 // touch of it outside the loop fails this test. The agent may be stopped by the idle rule
 // meanwhile: a prompt then starts another.
 func TestSessionOwnsItsState(t *testing.T) {
@@ -97,6 +97,13 @@ func TestSessionOwnsItsState(t *testing.T) {
 	})
 	drive(func(int) { // time passes
 		env.clock.Advance(10 * time.Second)
+		waitEvent(env.ev, stop)
+	})
+	drive(func(int) { // someone at the session's terminal
+		if v, err := env.m.Console(sess.ID, "ada", true); err == nil { // the agent stopping or starting: a conflict
+			_ = v.Input([]byte("true\n"))
+			v.Close()
+		}
 		waitEvent(env.ev, stop)
 	})
 	prompting.Wait()

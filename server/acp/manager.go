@@ -271,6 +271,12 @@ func (m *Manager) restart(id string) (*session, error) {
 		return nil, err
 	}
 	if !sess.Stopped || sess.State.Ended() {
+		m.mu.Lock()
+		s := m.sessions[id] // another prompt restarted it since this one found it stopped
+		m.mu.Unlock()
+		if s != nil {
+			return s, nil
+		}
 		return nil, shared.Errorf(shared.CodeConflict, "session is %s", sess.State)
 	}
 	p, ok := m.profile(sess.Agent)
