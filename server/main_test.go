@@ -298,6 +298,10 @@ func TestParseServe(t *testing.T) {
 	if err != nil || cfg.token != "a-token-on-the-command-line" || !cfg.tokenFlag || fmt.Sprint(cfg.trusted) != "[10.2.0.0/16]" || cfg.pushAllowPrivate {
 		t.Errorf("flags over the environment: %+v, %v", cfg, err)
 	}
+	t.Setenv("CONCH_AGENT_IDLE", "")
+	if cfg, err := parseServe(nil, io.Discard, io.Discard); err != nil || cfg.idle != 15*time.Minute {
+		t.Errorf("an agent with nothing to do is stopped after %s, want the 15m its help and docs say (%v)", cfg.idle, err)
+	}
 }
 
 // --max-storage takes plain bytes, from CONCH_MAX_STORAGE where the flag is not given; a

@@ -48,20 +48,17 @@ func (s *session) afterTurn(checked bool) {
 // runCheck runs command in a terminal of the session and waits for it; it reports its
 // exit code (nil when it has none: killed) and whether it ran at all.
 func (s *session) runCheck(ctx context.Context, command string) (*int, bool) {
-	s.mu.Lock()
-	s.nextTerm++ // a fresh call id per check
-	call := sdk.ToolCallId(fmt.Sprintf("%s%d", checkCall, s.nextTerm))
-	s.mu.Unlock()
-	created, err := s.CreateTerminal(ctx, sdk.CreateTerminalRequest{SessionId: s.acpID, Command: "sh", Args: []string{"-c", command}})
+	n := 0
+	s.do(func(c *core) { n = c.terms.number() }) // a fresh call id per check
+	call := sdk.ToolCallId(fmt.Sprintf("%s%d", checkCall, n))
+	created, err := s.CreateTerminal(ctx, sdk.CreateTerminalRequest{SessionId: s.agentSession(), Command: "sh", Args: []string{"-c", command}})
 	if err != nil {
 		s.say("Conch could not run the attempt's check: " + err.Error())
 		return nil, false
 	}
 	id := created.TerminalId
 	t := s.terminal(id)
-	s.mu.Lock()
-	s.checking = t
-	s.mu.Unlock()
+	s.do(func(c *core) { c.checking = t })
 	s.rec.update(sdk.StartToolCall(call, command, sdk.WithStartKind(sdk.ToolKindExecute),
 		sdk.WithStartStatus(sdk.ToolCallStatusInProgress), sdk.WithStartRawInput(map[string]any{"command": command}),
 		sdk.WithStartContent([]sdk.ToolCallContent{sdk.ToolTerminalRef(id)})))
@@ -87,10 +84,8 @@ func (s *session) runCheck(ctx context.Context, command string) (*int, bool) {
 		status = sdk.ToolCallStatusFailed
 	}
 	s.rec.update(sdk.UpdateToolCall(call, sdk.WithUpdateStatus(status)))
-	_, _ = s.ReleaseTerminal(ctx, sdk.ReleaseTerminalRequest{SessionId: s.acpID, TerminalId: id})
-	s.mu.Lock()
-	s.checking = nil
-	s.mu.Unlock()
+	_, _ = s.ReleaseTerminal(ctx, sdk.ReleaseTerminalRequest{SessionId: s.agentSession(), TerminalId: id})
+	s.do(func(c *core) { c.checking = nil })
 	s.rec.endTurn() // the check's call is stored and sealed
 	if werr != nil || st.Code == nil {
 		return nil, true
@@ -146,7 +141,7 @@ func (m *Manager) boundCost(ctx context.Context, sessionID string) {
 		if other != nil {
 			// Not waited for: two attempts that reach the cap at once would each wait for
 			// the other's end from within its own turn.
-			go other.park(note, false, 0)
+			go other.park(note)
 		}
 	}
 }

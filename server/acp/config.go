@@ -142,18 +142,13 @@ func (s *session) offered(o offer) {
 
 // recordConfig stores the options the agent offers; models says they are its model list.
 func (s *session) recordConfig(opts []shared.ConfigOption, models bool) {
-	s.modesMu.Lock()
-	defer s.modesMu.Unlock()
-	s.saveConfig(opts, models)
-}
-
-// saveConfig stores and publishes opts; modesMu is held.
-func (s *session) saveConfig(opts []shared.ConfigOption, models bool) {
-	sess, err := s.m.cfg.Store.SetSessionConfig(context.Background(), s.id, opts)
-	if err == nil {
-		s.config, s.models = opts, models
-	}
-	s.publish(sess, err)
+	s.keep(func() (shared.Session, error) {
+		sess, err := s.m.cfg.Store.SetSessionConfig(context.Background(), s.id, opts)
+		if err == nil {
+			s.config, s.models = opts, models
+		}
+		return sess, err
+	})
 }
 
 // setConfig asks the agent to set one of its options (session/set_config_option, or
@@ -162,27 +157,28 @@ func (s *session) setConfig(ctx context.Context, r shared.ConfigRequest) (shared
 	if err := s.startedYet(); err != nil {
 		return shared.Session{}, err
 	}
-	s.modesMu.Lock()
+	s.rowMu.Lock()
 	opt, models, err := s.configOption(r)
-	s.modesMu.Unlock()
+	s.rowMu.Unlock()
 	if err != nil {
 		return shared.Session{}, err
 	}
-	// Not under modesMu: the agent may report the change (config_option_update) before
+	// Not under rowMu: the agent may report the change (config_option_update) before
 	// it answers, and the reader that takes that report must not wait for this call.
 	var answered []sdk.SessionConfigOption
 	method := sdk.AgentMethodSessionSetConfigOption
 	if models {
 		method = sdk.AgentMethodSessionSetModel
 	}
+	id := s.agentSession()
 	if err := s.request(ctx, method, func(ctx context.Context) error {
 		if models {
-			_, err := s.conn.UnstableSetSessionModel(ctx, sdk.UnstableSetSessionModelRequest{SessionId: s.acpID, ModelId: sdk.UnstableModelId(opt.Current)})
+			_, err := s.conn.UnstableSetSessionModel(ctx, sdk.UnstableSetSessionModelRequest{SessionId: id, ModelId: sdk.UnstableModelId(opt.Current)})
 			return err
 		}
-		req := sdk.SetSessionConfigOptionRequest{ValueId: &sdk.SetSessionConfigOptionValueId{SessionId: s.acpID, ConfigId: sdk.SessionConfigId(opt.ID), Value: sdk.SessionConfigValueId(opt.Current)}}
+		req := sdk.SetSessionConfigOptionRequest{ValueId: &sdk.SetSessionConfigOptionValueId{SessionId: id, ConfigId: sdk.SessionConfigId(opt.ID), Value: sdk.SessionConfigValueId(opt.Current)}}
 		if opt.Type == shared.ConfigBoolean {
-			req = sdk.SetSessionConfigOptionRequest{Boolean: &sdk.SetSessionConfigOptionBoolean{SessionId: s.acpID, ConfigId: sdk.SessionConfigId(opt.ID), Type: shared.ConfigBoolean, Value: opt.On}}
+			req = sdk.SetSessionConfigOptionRequest{Boolean: &sdk.SetSessionConfigOptionBoolean{SessionId: id, ConfigId: sdk.SessionConfigId(opt.ID), Type: shared.ConfigBoolean, Value: opt.On}}
 		}
 		resp, err := s.conn.SetSessionConfigOption(ctx, req)
 		answered = resp.ConfigOptions
@@ -190,23 +186,21 @@ func (s *session) setConfig(ctx context.Context, r shared.ConfigRequest) (shared
 	}); err != nil {
 		return shared.Session{}, err
 	}
-	s.modesMu.Lock()
-	defer s.modesMu.Unlock()
-	opts := configOf(answered) // ACP: the answer is the whole set, with the new value
-	if len(opts) == 0 {        // an agent that answered with none: the value it accepted
-		opts = replaced(s.config, opt)
-	}
-	sess, err := s.m.cfg.Store.SetSessionConfig(ctx, s.id, opts)
-	if err != nil {
-		return shared.Session{}, err
-	}
-	s.config = opts
-	s.m.cfg.Events.SessionUpdated(sess)
-	return sess, nil
+	return s.write(func() (shared.Session, error) {
+		opts := configOf(answered) // ACP: the answer is the whole set, with the new value
+		if len(opts) == 0 {        // an agent that answered with none: the value it accepted
+			opts = replaced(s.config, opt)
+		}
+		sess, err := s.m.cfg.Store.SetSessionConfig(ctx, s.id, opts)
+		if err == nil {
+			s.config = opts
+		}
+		return sess, err
+	})
 }
 
 // configOption returns the option r sets, holding r's value, and whether it is the model
-// list; modesMu is held.
+// list; rowMu is held.
 func (s *session) configOption(r shared.ConfigRequest) (shared.ConfigOption, bool, error) {
 	i := -1
 	for j, o := range s.config {

@@ -126,24 +126,24 @@ func (m *Manager) Console(sessionID, login string, mayEdit bool) (*ConsoleView, 
 
 // console returns the session's console, starting it first if it has none.
 func (s *session) console() (*Console, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.ended || s.closing || s.parked != "" {
-		return nil, shared.Errorf(shared.CodeConflict, "the session's agent is stopping")
-	}
-	if s.con != nil {
-		select {
-		case <-s.con.done:
-		default:
-			return s.con, nil
+	var con *Console
+	var err error = shared.Errorf(shared.CodeConflict, "the session's agent is stopping")
+	s.do(func(c *core) {
+		if c.ended || c.closing || c.parked != "" {
+			return
 		}
-	}
-	c, err := startConsole(s)
-	if err != nil {
-		return nil, err
-	}
-	s.con = c
-	return c, nil
+		if con, err = c.con, nil; con != nil {
+			select {
+			case <-con.done:
+			default:
+				return
+			}
+		}
+		if con, err = startConsole(s); err == nil {
+			c.con = con
+		}
+	})
+	return con, err
 }
 
 func startConsole(s *session) (*Console, error) {

@@ -76,24 +76,22 @@ var elicitCompleted = shared.Elicitation{Action: shared.ElicitAccept}.Answered()
 // agent's request answered accept. An id of no question waiting here (unknown, of another
 // session's agent, answered or withdrawn already) changes nothing.
 func (s *session) UnstableCompleteElicitation(_ context.Context, p sdk.UnstableCompleteElicitationNotification) error {
-	s.permMu.Lock()
-	defer s.permMu.Unlock()
-	id := s.urls[p.ElicitationId]
-	ch := s.asks[id]
-	if ch == nil {
-		s.log.Warn("the agent completed no question that waits", "elicitation", shared.CutLabel(string(p.ElicitationId)))
-		return nil
-	}
-	m, changed, err := s.m.cfg.Store.CompleteElicitation(context.Background(), s.id, id)
-	if err != nil { // it waits on for the person's answer
-		s.log.Error("complete a question", "message", id, "err", err)
-		return nil
-	}
-	delete(s.asks, id)
-	ch <- elicitCompleted
-	if changed {
-		s.m.cfg.Events.MessageUpdated(m)
-	}
+	s.do(func(c *core) {
+		id := c.asks.byURL(p.ElicitationId)
+		if id == "" {
+			s.log.Warn("the agent completed no question that waits", "elicitation", shared.CutLabel(string(p.ElicitationId)))
+			return
+		}
+		m, changed, err := s.m.cfg.Store.CompleteElicitation(context.Background(), s.id, id)
+		if err != nil { // it waits on for the person's answer
+			s.log.Error("complete a question", "message", id, "err", err)
+			return
+		}
+		c.asks.answer(id, elicitCompleted)
+		if changed {
+			s.m.cfg.Events.MessageUpdated(m)
+		}
+	})
 	return nil
 }
 

@@ -28,10 +28,11 @@ func (m *Manager) Fork(ctx context.Context, sessionID string) (shared.Fork, erro
 	if err != nil || s.startedYet() != nil || s.busy() {
 		return shared.Fork{}, errNoFork
 	}
-	s.mu.Lock()
-	able := s.forks && s.resumeBy != "" && s.signIn == nil && !s.ended && s.parked == ""
-	from := s.acpID
-	s.mu.Unlock()
+	able, from := false, sdk.SessionId("")
+	s.do(func(c *core) {
+		able = s.forks && c.resumeBy != "" && c.signIn == nil && !c.ended && c.parked == ""
+		from = c.acpID
+	})
 	if !able {
 		return shared.Fork{}, errNoFork
 	}
@@ -56,9 +57,8 @@ func (m *Manager) Fork(ctx context.Context, sessionID string) (shared.Fork, erro
 	if err != nil {
 		return shared.Fork{Session: sess}, nil
 	}
-	fork.mu.Lock()
-	took, by := fork.acpID == f.SessionId, fork.resumeBy
-	fork.mu.Unlock()
+	took, by := false, ""
+	fork.do(func(c *core) { took, by = c.acpID == f.SessionId, c.resumeBy })
 	if !took {
 		return shared.Fork{Session: sess}, nil
 	}

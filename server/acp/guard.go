@@ -21,7 +21,7 @@ import (
 // update of a turn is applied before the turn's answer reaches the SDK, as ACP promises.
 
 // lineLimits are the line lengths guard enforces: agentLines for agents, small ones in
-// tests, which then need not push tens of MiB through it.
+// tests (Manager.lines), which then need not push tens of MiB through it.
 type lineLimits struct {
 	sdk int // the longest line the SDK accepts (bufio.Scanner's limit)
 	max int // the memory one line may take; a longer one is skipped

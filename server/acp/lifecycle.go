@@ -333,19 +333,18 @@ func agentFailed(what string, err error) error {
 // failure is logged; the agent is stopped after it either way.
 func (s *session) closeAgentSession() {
 	select {
-	case <-s.started: // s.acpID is set
+	case <-s.started: // s.closable is set
 	default:
 		return
 	}
-	s.mu.Lock()
-	closable := s.closable && s.up && !s.ended && s.reason == ""
-	s.mu.Unlock()
+	closable, id := false, sdk.SessionId("")
+	s.do(func(c *core) { closable, id = s.closable && c.up && !c.ended && c.reason == "" && c.acpID != "", c.acpID })
 	if !closable {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), s.m.cfg.RequestTimeout)
 	defer cancel()
-	if _, err := s.conn.CloseSession(ctx, sdk.CloseSessionRequest{SessionId: s.acpID}); err != nil {
+	if _, err := s.conn.CloseSession(ctx, sdk.CloseSessionRequest{SessionId: id}); err != nil {
 		s.log.Warn("the agent did not close its session", "err", err)
 		return
 	}

@@ -110,6 +110,8 @@ type Manager struct {
 	wg       sync.WaitGroup
 	loads    *semaphore.Weighted // the bytes file requests hold (fs.go)
 	listers  *semaphore.Weighted // agents started to list their sessions (lifecycle.go)
+	lines    lineLimits          // what guard lets through of an agent's lines: agentLines (tests: less)
+	broken   func(error)         // tests: told when a session's state breaks what always holds of it (core.check)
 }
 
 // NewManager checks cfg and fills its defaults.
@@ -152,7 +154,8 @@ func NewManager(cfg Config) (*Manager, error) {
 		cfg.Launch = ExecLauncher(cfg.Executable)
 	}
 	return &Manager{cfg: cfg, clock: clock{cfg.Now, cfg.After}, log: cfg.Logger, sessions: map[string]*session{},
-		closed: make(chan struct{}), loads: semaphore.NewWeighted(loadBudget), listers: semaphore.NewWeighted(listersAtOnce)}, nil
+		closed: make(chan struct{}), loads: semaphore.NewWeighted(loadBudget), listers: semaphore.NewWeighted(listersAtOnce),
+		lines: agentLines}, nil
 }
 
 // Agents lists the profiles for GET /api/v1/agents.
@@ -277,6 +280,12 @@ func (m *Manager) restart(id string) (*session, error) {
 		return nil, err
 	}
 	if !sess.Stopped || sess.State.Ended() {
+		m.mu.Lock()
+		s := m.sessions[id] // another prompt restarted it since this one found it stopped
+		m.mu.Unlock()
+		if s != nil {
+			return s, nil
+		}
 		return nil, shared.Errorf(shared.CodeConflict, "session is %s", sess.State)
 	}
 	p, ok := m.profile(sess.Agent)
@@ -414,7 +423,7 @@ func attachmentBlock(a store.AttachmentBody) sdk.ContentBlock {
 func (m *Manager) StopAgent(ctx context.Context, sessionID string) (shared.Session, error) {
 	s, err := m.live(sessionID)
 	if err == nil {
-		s.park("The agent was stopped. "+s.restartNote(), false, 0)
+		s.park("The agent was stopped. " + s.restartNote())
 	} else if shared.ErrorCode(err) != shared.CodeConflict {
 		return shared.Session{}, err
 	}

@@ -184,8 +184,9 @@ func assertEventsMatchStore(t *testing.T, env *testEnv, sessionID string) {
 	}
 }
 
-// Over 1,024 notifications in one burst and a line over 10 MiB leave the session working;
-// a running command's output growth is coalesced.
+// Over 1,024 notifications in one burst and a line over the SDK's limit (1 MiB here, as
+// the limits' rules are the same at 10: TestGuard) leave the session working; a running
+// command's output growth is coalesced.
 func TestScriptedFloodAndOversizedLine(t *testing.T) {
 	t.Parallel()
 	const n = 1500 // two updates each: 3,000 notifications in one burst
@@ -207,11 +208,12 @@ func TestScriptedFloodAndOversizedLine(t *testing.T) {
 			return raw(ctx, a, sid, `{"sessionUpdate":"tool_call_update","toolCallId":"f","status":"completed","_meta":{"terminal_exit":{"exit_code":0}}}`)
 		},
 		"oversized": func(ctx context.Context, a *acptest.Agent, sid sdk.SessionId) error {
-			big := strings.Repeat("0123456789", 11<<20/10) + "END"
+			big := strings.Repeat("0123456789", 2<<20/10) + "END"
 			return a.Send(ctx, sid, sdk.StartToolCall("big", "cat big", sdk.WithStartKind(sdk.ToolKindExecute),
 				sdk.WithStartStatus(sdk.ToolCallStatusCompleted), sdk.WithStartRawOutput(map[string]any{"stdout": big, "exit_code": 0})))
 		},
 	}), false, Profile{Name: "scripted"})
+	env.m.lines = lineLimits{sdk: 1<<20 - 1, max: 64 << 20}
 	sess := env.start(t, "scripted")
 	env.prompt(t, sess.ID, "flood")
 	env.prompt(t, sess.ID, "oversized")

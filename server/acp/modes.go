@@ -3,6 +3,7 @@ package acp
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	sdk "github.com/coder/acp-go-sdk"
 
@@ -18,15 +19,14 @@ import (
 func (s *session) update(u sdk.SessionUpdate) {
 	switch {
 	case u.CurrentModeUpdate != nil:
-		s.modesMu.Lock()
-		defer s.modesMu.Unlock()
-		if s.modes == nil {
-			s.log.Warn("the agent switched to a mode it never offered", "mode", u.CurrentModeUpdate.CurrentModeId)
-			return
-		}
-		m := *s.modes
-		m.Current = string(u.CurrentModeUpdate.CurrentModeId)
-		s.saveModes(m)
+		s.keep(func() (shared.Session, error) {
+			if s.modes == nil {
+				return shared.Session{}, fmt.Errorf("the agent switched to mode %q, which it never offered", shared.CutLabel(string(u.CurrentModeUpdate.CurrentModeId)))
+			}
+			m := *s.modes
+			m.Current = string(u.CurrentModeUpdate.CurrentModeId)
+			return s.saveModes(m)
+		})
 	case u.ConfigOptionUpdate != nil:
 		s.recordConfig(configOf(u.ConfigOptionUpdate.ConfigOptions), false)
 	case u.AvailableCommandsUpdate != nil:
@@ -38,16 +38,18 @@ func (s *session) update(u sdk.SessionUpdate) {
 			}
 			cmds = append(cmds, cmd)
 		}
-		s.publish(s.m.cfg.Store.SetSessionCommands(context.Background(), s.id, cmds))
+		s.keep(func() (shared.Session, error) {
+			return s.m.cfg.Store.SetSessionCommands(context.Background(), s.id, cmds)
+		})
 	case u.UsageUpdate != nil:
 		s.usage(u.UsageUpdate)
 	default:
-		s.mu.Lock()
-		replay := s.replaying
-		if replay {
-			s.replayHeard = s.m.clock.Now()
-		}
-		s.mu.Unlock()
+		replay := false
+		s.do(func(c *core) {
+			if replay = c.replaying; replay {
+				c.replayHeard = s.m.clock.Now()
+			}
+		})
 		if !replay { // session/load's replay of what is stored already
 			s.rec.update(u)
 		}
@@ -68,27 +70,36 @@ func modesOf(m *sdk.SessionModeState) shared.Modes {
 
 // recordModes stores the modes the agent offers.
 func (s *session) recordModes(m shared.Modes) {
-	s.modesMu.Lock()
-	defer s.modesMu.Unlock()
-	s.saveModes(m)
+	s.keep(func() (shared.Session, error) { return s.saveModes(m) })
 }
 
-// saveModes stores and publishes m; modesMu is held.
-func (s *session) saveModes(m shared.Modes) {
+// saveModes stores m; rowMu is held.
+func (s *session) saveModes(m shared.Modes) (shared.Session, error) {
 	sess, err := s.m.cfg.Store.SetSessionModes(context.Background(), s.id, m)
 	if err == nil {
 		s.modes = &m
 	}
-	s.publish(sess, err)
+	return sess, err
 }
 
-// publish publishes a session the store returned, or logs why it could not.
-func (s *session) publish(sess shared.Session, err error) {
-	if err != nil {
-		s.log.Error("store session", "err", err)
-		return
+// write changes the session's row with change, which stores it, and publishes the
+// session it stored. rowMu is held throughout: change may read and set the row's fields,
+// and sessions are published in the order stored.
+func (s *session) write(change func() (shared.Session, error)) (shared.Session, error) {
+	s.rowMu.Lock()
+	defer s.rowMu.Unlock()
+	sess, err := change()
+	if err == nil {
+		s.m.cfg.Events.SessionUpdated(sess)
 	}
-	s.m.cfg.Events.SessionUpdated(sess)
+	return sess, err
+}
+
+// keep is write for a change no one waits for: a failure is logged.
+func (s *session) keep(change func() (shared.Session, error)) {
+	if _, err := s.write(change); err != nil {
+		s.log.Error("store session", "err", err)
+	}
 }
 
 // setMode asks the agent to switch modes (ACP session/set_mode) and records the switch.
@@ -96,7 +107,7 @@ func (s *session) setMode(ctx context.Context, modeID string) (shared.Session, e
 	if err := s.startedYet(); err != nil {
 		return shared.Session{}, err
 	}
-	s.modesMu.Lock()
+	s.rowMu.Lock()
 	var err error
 	switch {
 	case s.modes == nil:
@@ -104,29 +115,23 @@ func (s *session) setMode(ctx context.Context, modeID string) (shared.Session, e
 	case !s.modes.Offers(modeID):
 		err = shared.Errorf(shared.CodeInvalid, "mode %q is not offered by the agent", modeID)
 	}
-	s.modesMu.Unlock()
+	s.rowMu.Unlock()
 	if err != nil {
 		return shared.Session{}, err
 	}
-	// Not under modesMu: the agent may report the switch (current_mode_update) before it
+	// Not under rowMu: the agent may report the switch (current_mode_update) before it
 	// answers, and the reader that takes that report must not wait for this call.
 	if err := s.request(ctx, sdk.AgentMethodSessionSetMode, func(ctx context.Context) error {
-		_, err := s.conn.SetSessionMode(ctx, sdk.SetSessionModeRequest{SessionId: s.acpID, ModeId: sdk.SessionModeId(modeID)})
+		_, err := s.conn.SetSessionMode(ctx, sdk.SetSessionModeRequest{SessionId: s.agentSession(), ModeId: sdk.SessionModeId(modeID)})
 		return err
 	}); err != nil {
 		return shared.Session{}, err
 	}
-	s.modesMu.Lock()
-	defer s.modesMu.Unlock()
-	m := *s.modes
-	m.Current = modeID
-	sess, err := s.m.cfg.Store.SetSessionModes(ctx, s.id, m)
-	if err != nil {
-		return shared.Session{}, err
-	}
-	s.modes = &m
-	s.m.cfg.Events.SessionUpdated(sess)
-	return sess, nil
+	return s.write(func() (shared.Session, error) {
+		m := *s.modes
+		m.Current = modeID
+		return s.saveModes(m)
+	})
 }
 
 // errNoAnswer is the cause of a request's end when the agent let RequestTimeout pass.

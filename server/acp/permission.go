@@ -14,9 +14,9 @@ import (
 // permission_request message (after the tool call it is about) and registered under the
 // message's id. A person's answer is stored and published by the replica, which hands it
 // here (Answered); a cancel of the turn, or the agent withdrawing the request or going
-// away, withdraws it. Whichever reaches the registered request first wins, under permMu,
-// which also makes "stored and registered" one step: an answer never finds a stored
-// request that is not registered yet. A request withdrawn before an answer reached it
+// away, withdraws it. Whichever reaches the registered request first wins: each is an
+// event of the session's loop (loop.go), and "stored and registered" is one event too, so
+// an answer never finds a stored request that is not registered yet. A request withdrawn before an answer reached it
 // ends cancelled, even when the person's answer was stored first: the store says what
 // the agent got.
 
@@ -87,59 +87,57 @@ func (s *session) ask(ctx context.Context, p sdk.RequestPermissionRequest, title
 // empty, is a URL question's elicitationId, by which the agent may end it (completed).
 func (s *session) wait(ctx context.Context, typ shared.MessageType, content string, md *shared.Metadata, url sdk.UnstableElicitationId) (string, error) {
 	answer := make(chan string, 1)
-	s.permMu.Lock()
-	if _, twice := s.urls[url]; twice {
-		s.permMu.Unlock()
-		return "", sdk.NewInvalidParams(map[string]any{"error": "a question with this elicitationId is pending"})
-	}
-	m, err := s.m.cfg.Store.CreateMessage(context.Background(), store.NewMessage{SessionID: s.id,
-		AuthorType: shared.AuthorAgent, Type: typ, Content: content, Metadata: md})
+	var m shared.Message
+	err := errSessionEnded
+	s.do(func(c *core) {
+		if url != "" && c.asks.asking(url) {
+			err = sdk.NewInvalidParams(map[string]any{"error": "a question with this elicitationId is pending"})
+			return
+		}
+		if m, err = s.m.cfg.Store.CreateMessage(context.Background(), store.NewMessage{SessionID: s.id,
+			AuthorType: shared.AuthorAgent, Type: typ, Content: content, Metadata: md}); err != nil {
+			s.log.Error("store a request for a person", "type", typ, "err", err)
+			err = fmt.Errorf("the client could not record the request")
+			return
+		}
+		c.asks.add(m.ID, url, answer)
+		s.m.cfg.Events.MessageAdded(m) // before any answer's update can be published
+	})
 	if err != nil {
-		s.permMu.Unlock()
-		s.log.Error("store a request for a person", "type", typ, "err", err)
-		return "", fmt.Errorf("the client could not record the request")
+		return "", err
 	}
-	s.asks[m.ID] = answer
-	if url != "" {
-		s.urls[url] = m.ID
-		defer func() {
-			s.permMu.Lock()
-			delete(s.urls, url)
-			s.permMu.Unlock()
-		}()
-	}
-	s.m.cfg.Events.MessageAdded(m) // before any answer's update can be published
-	s.permMu.Unlock()
 	select {
 	case a := <-answer:
 		return a, nil
 	case <-ctx.Done(): // the agent withdrew the request, or the connection ended
 		s.withdraw(m.ID)
-		return <-answer, nil // the answer that reached it first, or the withdrawal's
+		select {
+		case a := <-answer: // the answer that reached it first, or the withdrawal's
+			return a, nil
+		default: // the session ended: its end cancels what is pending
+			return "", nil
+		}
 	}
 }
 
 // withdrawAsks withdraws every request waiting for an answer.
 func (s *session) withdrawAsks() {
-	s.permMu.Lock()
-	ids := make([]string, 0, len(s.asks))
-	for id := range s.asks {
-		ids = append(ids, id)
-	}
-	s.permMu.Unlock()
-	for _, id := range ids {
-		s.withdraw(id)
-	}
+	s.do(func(c *core) {
+		for _, id := range c.asks.ids() {
+			s.withdrawn(c, id)
+		}
+	})
 }
 
 // withdraw answers a waiting request cancelled and ends it so in the store, over an
 // answer stored but not handed over; a request answered already is left as it is.
 func (s *session) withdraw(id string) {
-	s.permMu.Lock()
-	defer s.permMu.Unlock()
-	if ch := s.asks[id]; ch != nil {
-		delete(s.asks, id)
-		ch <- ""
+	s.do(func(c *core) { s.withdrawn(c, id) })
+}
+
+// withdrawn is withdraw in the loop.
+func (s *session) withdrawn(c *core, id string) {
+	if c.asks.answer(id, "") {
 		s.m.cancelAsk(s.id, id)
 	}
 }
@@ -165,14 +163,12 @@ func (m *Manager) Answered(sessionID, messageID, answer string) {
 	m.mu.Lock()
 	s := m.sessions[sessionID]
 	m.mu.Unlock()
+	handed := false
 	if s != nil {
-		s.permMu.Lock()
-		defer s.permMu.Unlock()
-		if ch := s.asks[messageID]; ch != nil {
-			delete(s.asks, messageID)
-			ch <- answer
-			return
-		}
+		s.do(func(c *core) { handed = c.asks.answer(messageID, answer) })
+	}
+	if handed {
+		return
 	}
 	m.cancelAsk(sessionID, messageID)
 }

@@ -23,7 +23,9 @@ import (
 // agent or terminal.
 const endGrace = 2 * time.Second
 
-// session is one live agent process: it is the ACP client of that agent.
+// session is one live agent process: it is the ACP client of that agent. What changes
+// while it lives is in core, owned by its loop (loop.go); the fields here are set before
+// the agent starts, or before the channel that says so is closed.
 type session struct {
 	m       *Manager
 	id, cwd string
@@ -34,57 +36,26 @@ type session struct {
 	rec     *recorder
 	log     *slog.Logger
 
-	proc      *Process
 	conn      *sdk.ClientSideConnection
 	connected chan struct{} // closed once conn is set
 	guarded   chan struct{} // closed when the agent's stdout is fully read
-	acpID     sdk.SessionId
 	resumeID  sdk.SessionId // the agent's id of the conversation to take up again ("": a new one)
-	resumeBy  string        // how the agent takes a conversation up again (store.ResumeBy, LoadBy), "" when it cannot
-	closable  bool          // the agent offers session/close (lifecycle.go); on mu
-	forks     bool          // the agent offers session/fork (fork.go)
 	forked    bool          // resumeID is a fork of another session's conversation (fork.go)
+	closable  bool          // the agent offers session/close (lifecycle.go); set before started is closed
+	forks     bool          // the agent offers session/fork (fork.go); set before started is closed
 	started   chan struct{} // closed when initialize + session/new (or resume, load) are over, either way
 	done      chan struct{} // closed when the session has ended
+	inbox     chan event    // the loop's events
+	over      chan struct{} // closed when the loop has ended, after done
 
-	stateMu sync.Mutex
-	state   shared.SessionState
-	final   bool
-
-	modesMu sync.Mutex            // held while the modes or the config options are changed and stored
-	modes   *shared.Modes         // what the agent offers, nil when none
-	config  []shared.ConfigOption // the config options the agent offers (config.go)
-	models  bool                  // config is the agent's model list, set by session/set_model
-
-	usageMu      sync.Mutex
-	nextUsage    *shared.Usage // the latest usage report not stored yet (usage.go)
-	usageWriting bool          // storeUsage runs
-	usageIdle    *sync.Cond    // on usageMu: broadcast when storeUsage stops (usageStored)
-
-	permMu sync.Mutex             // held while a request is stored and registered, answered or cancelled
-	asks   map[string]chan string // pending permission requests and questions by message id (permission.go)
-	// urls are the message ids of pending URL questions by the agent's elicitationId,
-	// by which it ends one (elicitation/complete).
-	urls map[sdk.UnstableElicitationId]string
-
-	mu          sync.Mutex
-	replaying   bool                 // session/load is replaying the conversation, which is stored already
-	replayHeard time.Time            // when the replay last sent something (replayTail)
-	queue       [][]sdk.ContentBlock // prompts waiting for their turn
-	working     bool
-	running     *liveTurn // the turn the agent is running, nil between turns
-	ended       bool
-	closing     bool      // ends closed (server stop), not failed
-	up          bool      // the agent answered initialize and session/new (or resume, load)
-	parked      string    // the agent is being stopped while the session stays (park): the note for people
-	quiet       time.Time // since when the agent has had nothing to do (the idle rule)
-	reason      string    // why it ends; the first reason wins
-	terms       map[string]*terminal
-	checking    *terminal // the terminal of an attempt's check while it runs (attempt.go)
-	con         *Console  // the person's terminal (console.go), nil until opened
-	starting    int       // terminals being started, counted against terminalLimit
-	nextTerm    int
-	signIn      *signInWait // the agent waits for a person to sign in (signin.go), nil when not
+	// rowMu is held while the session's row is changed, stored and published (write), so
+	// that what is published is in the order stored; the fields below are the row's.
+	rowMu  sync.Mutex
+	state  shared.SessionState
+	final  bool                  // failed or closed: the state changes no more
+	modes  *shared.Modes         // what the agent offers, nil when none
+	config []shared.ConfigOption // the config options the agent offers (config.go)
+	models bool                  // config is the agent's model list, set by session/set_model
 }
 
 func newSession(m *Manager, sess shared.Session, task shared.Task, p Profile) *session {
@@ -95,30 +66,29 @@ func newSession(m *Manager, sess shared.Session, task shared.Task, p Profile) *s
 	s := &session{m: m, id: sess.ID, cwd: sess.Cwd, dirs: task.AdditionalDirectories, tree: tree, profile: p, state: sess.State,
 		log:       m.log.With("session", sess.ID, "agent", p.Name),
 		connected: make(chan struct{}), guarded: make(chan struct{}), started: make(chan struct{}), done: make(chan struct{}),
-		terms: map[string]*terminal{}, asks: map[string]chan string{}, urls: map[sdk.UnstableElicitationId]string{}}
-	s.usageIdle = sync.NewCond(&s.usageMu)
+		inbox: make(chan event), over: make(chan struct{})}
 	s.rec = newRecorder(recorderConfig{sessionID: sess.ID, cwd: sess.Cwd, store: m.cfg.Store, events: m.cfg.Events,
 		clock: m.clock, interval: m.cfg.FlushInterval, log: s.log, terminal: s.terminal,
 		outage: m.cfg.StoreOutage, stuck: s.storeDown, giveUp: m.closed})
+	go s.loop(&core{idle: idleRule{period: m.cfg.AgentIdle}, asks: newPending(), terms: newTermTable()})
 	return s
 }
 
 // serve joins the agent's stdio to the SDK through guard, then watches for its end.
 func (s *session) serve(proc *Process) {
-	s.mu.Lock()
-	s.proc = proc
 	pr, pw := io.Pipe()
 	stdin := &lockedWriter{w: proc.Stdin}
 	s.conn = sdk.NewClientSideConnection(s, stdin, pr)
 	s.conn.SetLogger(s.log)
-	stopped := s.reason != "" // stopped (Manager.Close) before the process existed
-	s.mu.Unlock()
-	if stopped {
-		proc.Kill()
-	}
+	s.do(func(c *core) {
+		c.proc = proc
+		if c.reason != "" { // stopped (Manager.Close) before the process existed
+			proc.Kill()
+		}
+	})
 	go func() {
 		reply := func(line []byte) { _, _ = stdin.Write(line) }
-		guard(proc.Stdout, pw, agentLines, func(n sdk.SessionNotification) { s.update(n.Update) }, reply, s.log)
+		guard(proc.Stdout, pw, s.m.lines, func(n sdk.SessionNotification) { s.update(n.Update) }, reply, s.log)
 		proc.Stdout.Close()
 		close(s.guarded)
 	}()
@@ -135,9 +105,10 @@ func (s *session) serve(proc *Process) {
 
 // abandon records a session whose agent could not be started.
 func (s *session) abandon(err error) (shared.Session, error) {
-	s.mu.Lock()
-	s.ended = true
-	s.mu.Unlock()
+	s.do(func(c *core) {
+		c.ended = true
+		c.terms.close()
+	})
 	s.rec.close()
 	s.m.forget(s.id)
 	close(s.started)
@@ -158,13 +129,13 @@ func (s *session) start() (shared.Session, error) {
 		<-s.done
 		return s.m.cfg.Store.GetSession(context.Background(), s.id)
 	}
-	s.mu.Lock()
-	s.quiet = s.m.clock.Now()
-	s.up = true
-	s.mu.Unlock()
-	if idle := s.m.cfg.AgentIdle; idle > 0 {
-		go s.watchIdle(idle)
-	}
+	s.do(func(c *core) {
+		c.up = true
+		c.idle.touch(s.m.clock.Now())
+		if c.idle.period > 0 {
+			c.tick = s.m.clock.After(c.idle.period)
+		}
+	})
 	return s.setState(shared.SessionReady, "")
 }
 
@@ -203,20 +174,20 @@ func (s *session) handshake(ctx context.Context) error {
 	} else if len(s.dirs) > 0 {
 		s.say("This agent was not told of the task's other directories (" + strings.Join(s.dirs, ", ") + "): it does not offer additionalDirectories. Its file requests still reach them.")
 	}
-	s.mu.Lock()
 	s.closable = caps.SessionCapabilities.Close != nil
 	s.forks = caps.SessionCapabilities.Fork != nil
+	by := ""
 	switch {
 	case caps.SessionCapabilities.Resume != nil:
-		s.resumeBy = store.ResumeBy
+		by = store.ResumeBy
 	case caps.LoadSession:
-		s.resumeBy = store.LoadBy
+		by = store.LoadBy
 	}
-	s.mu.Unlock()
+	s.do(func(c *core) { c.resumeBy = by })
 	if s.resumeID != "" {
-		o, err := s.takeUp(ctx, mcp, dirs)
+		o, err := s.takeUp(ctx, by, mcp, dirs)
 		if err == nil {
-			s.acpID = s.resumeID
+			s.do(func(c *core) { c.acpID = s.resumeID })
 			s.offered(o)
 			s.say(map[bool]string{true: forkNote, false: "The agent resumed this conversation."}[s.forked])
 			return nil
@@ -236,14 +207,11 @@ func (s *session) open(ctx context.Context, mcp []sdk.McpServer, dirs []string) 
 	if err != nil {
 		return fmt.Errorf("session/new: %w", err)
 	}
-	s.mu.Lock()
-	s.acpID = ns.SessionId
-	s.mu.Unlock()
+	by := ""
+	s.do(func(c *core) { c.acpID, by = ns.SessionId, c.resumeBy })
 	s.offered(offer{ns.Modes, ns.ConfigOptions, ns.Models})
-	if _, err := s.m.cfg.Store.SetAgentSession(context.Background(), s.id, string(ns.SessionId), s.resumeBy); err != nil {
-		s.mu.Lock()
-		s.resumeBy = "" // a hostile or broken id: this conversation cannot be taken up again
-		s.mu.Unlock()
+	if _, err := s.m.cfg.Store.SetAgentSession(context.Background(), s.id, string(ns.SessionId), by); err != nil {
+		s.do(func(c *core) { c.resumeBy = "" }) // a hostile or broken id: this conversation cannot be taken up again
 		s.log.Warn("the agent's session id is not kept", "err", err)
 	}
 	return nil
@@ -285,10 +253,11 @@ func authMethodID(m sdk.AuthMethod) string {
 
 // takeUp asks the new agent for the conversation of resumeID in the same directory: by
 // session/resume, or else session/load, whose replay is dropped (it is stored already).
-// It returns the modes and options the agent answered with. mcp are the MCP servers and
-// dirs the additional directories, as for a new one.
-func (s *session) takeUp(ctx context.Context, mcp []sdk.McpServer, dirs []string) (offer, error) {
-	switch s.resumeBy {
+// It returns the modes and options the agent answered with. by is how the agent takes a
+// conversation up; mcp are the MCP servers and dirs the additional directories, as for a
+// new one.
+func (s *session) takeUp(ctx context.Context, by string, mcp []sdk.McpServer, dirs []string) (offer, error) {
+	switch by {
 	case store.ResumeBy:
 		r, err := s.conn.ResumeSession(ctx, sdk.ResumeSessionRequest{SessionId: s.resumeID, Cwd: s.cwd, McpServers: mcp, AdditionalDirectories: dirs})
 		return offer{r.Modes, r.ConfigOptions, r.Models}, err
@@ -319,14 +288,11 @@ func (s *session) replayTail() {
 		return
 	}
 	clock := s.m.clock
-	s.mu.Lock()
-	s.replayHeard = clock.Now()
-	s.mu.Unlock()
+	s.do(func(c *core) { c.replayHeard = clock.Now() })
 	deadline := clock.Now().Add(replayLimit)
 	for {
-		s.mu.Lock()
-		last := s.replayHeard
-		s.mu.Unlock()
+		var last time.Time
+		s.do(func(c *core) { last = c.replayHeard })
 		now := clock.Now()
 		wait := min(last.Add(quiet).Sub(now), deadline.Sub(now))
 		if wait <= 0 {
@@ -341,9 +307,7 @@ func (s *session) replayTail() {
 }
 
 func (s *session) setReplaying(on bool) {
-	s.mu.Lock()
-	s.replaying = on
-	s.mu.Unlock()
+	s.do(func(c *core) { c.replaying = on })
 }
 
 // say adds and publishes a status message for people.
@@ -359,75 +323,28 @@ func (s *session) say(text string) {
 
 // fail ends the session with reason: the agent is killed, and its end is recorded by serve.
 func (s *session) fail(reason string) {
-	s.mu.Lock()
-	if s.reason == "" {
-		s.reason = reason
-	}
-	proc := s.proc
-	s.mu.Unlock()
-	if proc != nil {
-		proc.Kill()
-	}
+	s.do(func(c *core) { c.fail(reason) })
 }
 
 // stop ends the session as closed (the server is stopping) and waits until it has ended.
 func (s *session) stop(reason string) {
-	s.mu.Lock()
-	s.closing = true
-	s.mu.Unlock()
-	s.fail(reason)
+	s.do(func(c *core) {
+		c.closing = true
+		c.fail(reason)
+	})
 	<-s.done
 }
 
 // park stops the agent while the session stays, and returns once it is gone: a running
 // turn ends, and the session is recorded ready and stopped with note for people (end).
-// With ifIdle, an agent that has had something to do for less than idle is left running,
-// and park reports false.
-func (s *session) park(note string, ifIdle bool, idle time.Duration) bool {
-	s.permMu.Lock()
-	asking := len(s.asks) > 0
-	s.permMu.Unlock()
-	s.mu.Lock()
-	if ifIdle && (asking || s.working || len(s.queue) > 0 || s.m.clock.Now().Sub(s.quiet) < idle) {
-		s.mu.Unlock()
-		return false
-	}
-	if s.parked == "" {
-		s.parked = note // from now on a prompt waits for the end, then starts a new agent (Manager.Prompt)
-	}
-	s.mu.Unlock()
-	s.fail(note)
+func (s *session) park(note string) {
+	s.do(func(c *core) { c.park(note) })
 	<-s.done
-	return true
-}
-
-// watchIdle parks the agent once it has had nothing to do for idle: no turn running or
-// queued, no permission request pending.
-func (s *session) watchIdle(idle time.Duration) {
-	wait := idle
-	for {
-		select {
-		case <-s.done:
-			return
-		case <-s.m.clock.After(wait):
-		}
-		if s.park(fmt.Sprintf("The agent was stopped after %s with nothing to do. %s", idle, s.restartNote()), true, idle) {
-			return
-		}
-		s.mu.Lock()
-		wait = idle - s.m.clock.Now().Sub(s.quiet)
-		s.mu.Unlock()
-		if wait <= 0 { // busy now: look again a whole period after it was last quiet
-			wait = idle
-		}
-	}
 }
 
 // touch tells the idle rule that a person works in the session (its terminal).
 func (s *session) touch() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.quiet = s.m.clock.Now()
+	s.do(func(c *core) { c.idle.touch(s.m.clock.Now()) })
 }
 
 // restartNote tells people what a stopped agent means for their next prompt.
@@ -438,12 +355,9 @@ const resumeNote = "Your next prompt starts it again, in the same directory, and
 
 // restartNote is what a stop of this agent means for the next prompt.
 func (s *session) restartNote() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.resumeBy != "" {
-		return resumeNote
-	}
-	return restartNote
+	note := restartNote
+	s.do(func(c *core) { note = c.restartNote() })
+	return note
 }
 
 // end records the end of the agent: terminals are killed, open tool calls cancelled with
@@ -452,13 +366,17 @@ func (s *session) restartNote() string {
 // conversation up again stays so when the agent dies on its own or the server stops:
 // resumable, released to any server on a stop.
 func (s *session) end() {
-	s.mu.Lock()
-	s.ended = true
-	terms, con := s.terms, s.con
-	s.terms = nil
-	closing, reason, parked := s.closing, s.reason, s.parked
-	resumable := s.up && s.resumeBy != ""
-	s.mu.Unlock()
+	var terms []*terminal
+	var con *Console
+	var proc *Process
+	var closing, resumable bool
+	var reason, parked string
+	s.do(func(c *core) {
+		c.ended = true
+		terms, con, proc = c.terms.close(), c.con, c.proc
+		closing, reason, parked = c.closing, c.reason, c.parked
+		resumable = c.up && c.resumeBy != ""
+	})
 	if con != nil {
 		con.close("The session's agent stopped, and its terminal with it.")
 	}
@@ -485,12 +403,12 @@ func (s *session) end() {
 	case resumable && closing && reason == serverStopped:
 		s.recordParked(store.ResumableNote, true)
 	case resumable && !closing && reason == "": // it exited, or broke the connection
-		s.log.Warn("the agent stopped unexpectedly; the session stays resumable", "why", s.failure(""))
-		s.recordParked(crashNote(s.proc.ExitErr()), false)
+		s.log.Warn("the agent stopped unexpectedly; the session stays resumable", "why", failure(proc, ""))
+		s.recordParked(crashNote(proc.ExitErr()), false)
 	default:
 		state, errText := shared.SessionClosed, ""
 		if !closing {
-			state, errText = shared.SessionFailed, s.failure(reason)
+			state, errText = shared.SessionFailed, failure(proc, reason)
 		}
 		if _, err = persist(s.m, func() (shared.Session, error) { return s.setState(state, errText) }); err != nil {
 			s.log.Error("record session end", "err", err)
@@ -520,18 +438,16 @@ func (s *session) recordParked(note string, release bool) {
 		sess   shared.Session
 		status *shared.Message
 	}
-	p, err := persist(s.m, func() (parked, error) {
-		sess, status, err := s.m.cfg.Store.StopSession(context.Background(), s.id, note, release)
-		return parked{sess, status}, err
+	s.keep(func() (shared.Session, error) {
+		p, err := persist(s.m, func() (parked, error) {
+			sess, status, err := s.m.cfg.Store.StopSession(context.Background(), s.id, note, release)
+			return parked{sess, status}, err
+		})
+		if err == nil && p.status != nil {
+			s.m.cfg.Events.MessageAdded(*p.status)
+		}
+		return p.sess, err
 	})
-	if err != nil {
-		s.log.Error("record the agent's stop", "err", err)
-		return
-	}
-	if p.status != nil {
-		s.m.cfg.Events.MessageAdded(*p.status)
-	}
-	s.m.cfg.Events.SessionUpdated(p.sess)
 }
 
 // storeDown fails the session whose writes have failed for the whole StoreOutage, so
@@ -544,10 +460,11 @@ func (s *session) storeDown(err error) {
 	reason := fmt.Sprintf("Conch could not save this session's work for %s (%v), so it stopped the agent. "+
 		"What was not saved yet is saved once the database takes writes again.", s.m.cfg.StoreOutage, err)
 	s.log.Error("the store refuses writes: failing the session", "err", err)
-	if sess, gerr := s.m.cfg.Store.GetSession(context.Background(), s.id); gerr == nil {
+	_, _ = s.write(func() (shared.Session, error) {
+		sess, err := s.m.cfg.Store.GetSession(context.Background(), s.id)
 		sess.State, sess.Error = shared.SessionFailed, reason
-		s.m.cfg.Events.SessionUpdated(sess)
-	}
+		return sess, err
+	})
 	s.fail(reason)
 }
 
@@ -570,14 +487,14 @@ func persist[T any](m *Manager, write func() (T, error)) (T, error) {
 }
 
 // failure is the session's error: why it ended, and the tail of the agent's stderr.
-func (s *session) failure(reason string) string {
+func failure(proc *Process, reason string) string {
 	if reason == "" {
 		reason = "the agent exited"
-		if err := s.proc.ExitErr(); err != nil {
+		if err := proc.ExitErr(); err != nil {
 			reason += ": " + err.Error()
 		}
 	}
-	if tail := strings.TrimSpace(s.proc.Stderr()); tail != "" {
+	if tail := strings.TrimSpace(proc.Stderr()); tail != "" {
 		reason += "\nstderr:\n" + tail
 	}
 	return reason
@@ -594,8 +511,8 @@ func (s *session) waitBounded(ch <-chan struct{}) {
 
 // setState records and publishes a state change. Once failed or closed, a session stays so.
 func (s *session) setState(state shared.SessionState, errText string) (shared.Session, error) {
-	s.stateMu.Lock()
-	defer s.stateMu.Unlock()
+	s.rowMu.Lock()
+	defer s.rowMu.Unlock()
 	if s.final || s.state == state && errText == "" {
 		return s.m.cfg.Store.GetSession(context.Background(), s.id)
 	}
@@ -612,55 +529,59 @@ func (s *session) setState(state shared.SessionState, errText string) (shared.Se
 // ending reports whether the agent is on its way out (ended, or parked by a stop or a
 // crash): its session takes no more turns from it, and done closes soon.
 func (s *session) ending() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.ended || s.parked != ""
+	ending := true
+	s.do(func(c *core) { ending = c.ended || c.parked != "" })
+	return ending
 }
 
 // errEnded is enqueue's answer once the agent is ending: the caller waits for its end.
 var errEnded = shared.Errorf(shared.CodeConflict, "the session has ended")
 
 func (s *session) enqueue(prompt []sdk.ContentBlock) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.ended || s.parked != "" {
-		return errEnded
-	}
-	s.queue = append(s.queue, prompt)
-	if !s.working {
-		s.working = true
-		s.m.turnsBegin()
-		go s.work()
-	}
-	return nil
+	var err error = errEnded
+	s.do(func(c *core) {
+		if c.ended || c.parked != "" {
+			return
+		}
+		err = nil
+		if c.turns.add(prompt) {
+			s.m.turnsBegin()
+			go s.work()
+		}
+	})
+	return err
 }
 
 func (s *session) work() {
 	defer s.m.turnsEnd()
 	<-s.started
 	for {
-		s.mu.Lock()
-		if len(s.queue) == 0 || s.ended {
-			s.working = false
-			s.mu.Unlock()
+		var prompt []sdk.ContentBlock
+		ok := false
+		s.do(func(c *core) { prompt, ok = c.turns.take(c.ended) })
+		if !ok {
 			return
 		}
-		prompt := s.queue[0]
-		s.queue = s.queue[1:]
-		s.mu.Unlock()
 		s.turn(prompt)
 	}
 }
 
+// agentSession is the agent's id of its session: "" while it waits for a sign-in (signin.go).
+func (s *session) agentSession() sdk.SessionId {
+	var id sdk.SessionId
+	s.do(func(c *core) { id = c.acpID })
+	return id
+}
+
 // busy reports whether a turn runs or waits.
 func (s *session) busy() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.working
+	busy := false
+	s.do(func(c *core) { busy = c.turns.working })
+	return busy
 }
 
 // liveTurn is a turn under way: withdraw ends Conch's wait for its session/prompt, done is
-// closed when that wait is over; cancelled (under session.mu) is set by a Cancel.
+// closed when that wait is over; cancelled (the loop's) is set by a Cancel.
 type liveTurn struct {
 	withdraw  context.CancelCauseFunc
 	done      chan struct{}
@@ -679,25 +600,20 @@ var errNotEnded = errors.New("the turn did not end after session/cancel")
 func (s *session) turn(prompt []sdk.ContentBlock) {
 	ctx, withdraw := context.WithCancelCause(context.Background())
 	r := &liveTurn{withdraw: withdraw, done: make(chan struct{})}
-	s.mu.Lock()
-	s.running = r
-	s.mu.Unlock()
+	s.do(func(c *core) { c.running = r })
 	if _, err := s.setState(shared.SessionRunning, ""); err != nil {
 		s.log.Error("record turn start", "err", err)
 	}
-	s.mu.Lock()
-	cancelled := r.cancelled
-	s.mu.Unlock()
+	cancelled := false
+	s.do(func(c *core) { cancelled = r.cancelled })
 	resp := sdk.PromptResponse{StopReason: sdk.StopReasonCancelled}
 	var err error
 	if !cancelled {
 		if err = s.signedIn(ctx); err == nil {
-			resp, err = s.conn.Prompt(ctx, sdk.PromptRequest{SessionId: s.acpID, Prompt: prompt})
+			resp, err = s.conn.Prompt(ctx, sdk.PromptRequest{SessionId: s.agentSession(), Prompt: prompt})
 		}
 	}
-	s.mu.Lock()
-	s.running = nil
-	s.mu.Unlock()
+	s.do(func(c *core) { c.running = nil })
 	close(r.done)
 	withdraw(nil)
 	s.rec.endTurn()
@@ -723,10 +639,11 @@ func (s *session) turn(prompt []sdk.ContentBlock) {
 		stopped = s.recordStop(resp.StopReason)
 	}
 	s.afterTurn(err == nil && resp.StopReason != sdk.StopReasonCancelled)
-	s.mu.Lock()
-	more := len(s.queue) > 0
-	s.quiet = s.m.clock.Now() // before the session says ready: the idle rule counts from here
-	s.mu.Unlock()
+	more := false
+	s.do(func(c *core) {
+		more = c.turns.waiting()
+		c.idle.touch(s.m.clock.Now()) // before the session says ready: the idle rule counts from here
+	})
 	switch {
 	case !more: // the session as published with its new state carries the stop reason
 		if _, err := s.setState(shared.SessionReady, ""); err != nil {
@@ -756,12 +673,7 @@ func (s *session) recordStop(reason sdk.StopReason) bool {
 
 // publishSession publishes the session as stored.
 func (s *session) publishSession() {
-	sess, err := s.m.cfg.Store.GetSession(context.Background(), s.id)
-	if err != nil {
-		s.log.Error("read session", "err", err)
-		return
-	}
-	s.m.cfg.Events.SessionUpdated(sess)
+	s.keep(func() (shared.Session, error) { return s.m.cfg.Store.GetSession(context.Background(), s.id) })
 }
 
 // turnError is the agent's own words for a failed turn: a JSON-RPC error's message and
@@ -832,18 +744,18 @@ func (s *session) cancel() error {
 		return err
 	}
 	s.withdrawAsks() // ACP: the client answers its pending permission requests cancelled
-	if err := s.conn.Cancel(context.Background(), sdk.CancelNotification{SessionId: s.acpID}); err != nil {
+	if err := s.conn.Cancel(context.Background(), sdk.CancelNotification{SessionId: s.agentSession()}); err != nil {
 		return err
 	}
-	s.mu.Lock()
-	r := s.running
-	if r != nil {
-		r.cancelled = true
-	}
-	if s.checking != nil { // Cancel stops an attempt's check as it would the agent's command
-		s.checking.stop()
-	}
-	s.mu.Unlock()
+	var r *liveTurn
+	s.do(func(c *core) {
+		if r = c.running; r != nil {
+			r.cancelled = true
+		}
+		if c.checking != nil { // Cancel stops an attempt's check as it would the agent's command
+			c.checking.stop()
+		}
+	})
 	if r != nil {
 		r.watched.Do(func() { go s.withdrawUnended(r) })
 	}
@@ -864,9 +776,9 @@ func (s *session) withdrawUnended(r *liveTurn) {
 
 // terminal finds a live terminal of the session.
 func (s *session) terminal(id string) *terminal {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.terms[id]
+	var t *terminal
+	s.do(func(c *core) { t = c.terms.get(id) })
+	return t
 }
 
 func (s *session) liveTerminal(id string) (*terminal, error) {
@@ -896,33 +808,25 @@ func (s *session) CreateTerminal(_ context.Context, p sdk.CreateTerminalRequest)
 	for _, e := range p.Env {
 		env = append(env, e.Name+"="+e.Value)
 	}
-	s.mu.Lock()
-	if s.ended {
-		s.mu.Unlock()
-		return sdk.CreateTerminalResponse{}, errors.New("the session has ended")
+	id, err := "", errSessionEnded
+	s.do(func(c *core) { id, err = c.terms.reserve() })
+	switch {
+	case errors.Is(err, errSessionEnded):
+		return sdk.CreateTerminalResponse{}, err
+	case err != nil:
+		return sdk.CreateTerminalResponse{}, sdk.NewInvalidParams(map[string]any{"error": err.Error()})
 	}
-	if n := len(s.terms) + s.starting; n >= terminalLimit {
-		s.mu.Unlock()
-		return sdk.CreateTerminalResponse{}, sdk.NewInvalidParams(map[string]any{"error": fmt.Sprintf(
-			"the session has %d terminals, the most it may keep: release one (terminal/release) first", n)})
-	}
-	s.starting++
-	s.nextTerm++
-	id := fmt.Sprintf("term-%d", s.nextTerm)
-	s.mu.Unlock()
 	t, err := startTerminal(id, p.Command, p.Args, env, cwd, p.OutputByteLimit, s.m.cfg.Executable, s.box, s.m.clock,
 		func(exited bool) { s.rec.terminalChanged(id, exited) })
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.starting--
-	if err != nil {
+	kept := false
+	s.do(func(c *core) { kept = c.terms.started(id, t) })
+	switch {
+	case err != nil:
 		return sdk.CreateTerminalResponse{}, sdk.NewInternalError(map[string]any{"error": err.Error()})
-	}
-	if s.ended {
+	case !kept:
 		t.kill()
-		return sdk.CreateTerminalResponse{}, errors.New("the session has ended")
+		return sdk.CreateTerminalResponse{}, errSessionEnded
 	}
-	s.terms[id] = t
 	return sdk.CreateTerminalResponse{TerminalId: id}, nil
 }
 
@@ -973,9 +877,7 @@ func (s *session) ReleaseTerminal(_ context.Context, p sdk.ReleaseTerminalReques
 	t.stop()
 	<-t.stopped
 	s.waitBounded(t.done)
-	s.mu.Lock()
-	delete(s.terms, p.TerminalId)
-	s.mu.Unlock()
+	s.do(func(c *core) { c.terms.release(p.TerminalId) })
 	return sdk.ReleaseTerminalResponse{}, nil
 }
 

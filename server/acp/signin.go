@@ -81,29 +81,24 @@ func (s *session) askSignIn(err error) bool {
 		return false
 	}
 	s.m.cfg.Events.MessageAdded(m)
-	s.mu.Lock()
 	w := si.wait
 	w.msg = m
-	s.signIn = &w
-	s.mu.Unlock()
+	s.do(func(c *core) { c.signIn = &w })
 	return true
 }
 
 // signedIn opens the agent's session before a turn of a session that waits for a sign-in:
 // the person may have signed in since. Its error tells them what to do.
 func (s *session) signedIn(ctx context.Context) error {
-	s.mu.Lock()
-	w := s.signIn
-	s.mu.Unlock()
+	var w *signInWait
+	s.do(func(c *core) { w = c.signIn })
 	if w == nil {
 		return nil
 	}
 	if err := s.open(ctx, w.mcp, w.dirs); err != nil {
 		return fmt.Errorf("the agent still asks you to sign in (%s). Run its sign-in in the session's terminal, then send again or press Retry", takeUpFailure(err))
 	}
-	s.mu.Lock()
-	s.signIn = nil
-	s.mu.Unlock()
+	s.do(func(c *core) { c.signIn = nil })
 	s.settleSignIn(w)
 	s.say("The agent took the sign-in: this conversation starts now.")
 	return nil
@@ -127,15 +122,13 @@ func (s *session) settleSignIn(w *signInWait) {
 // retrySignIn stops the agent of a session that waits for a sign-in and reports true (its
 // caller starts a new one); for any other it does nothing and reports false.
 func (s *session) retrySignIn() bool {
-	s.mu.Lock()
-	w := s.signIn
-	s.signIn = nil
-	s.mu.Unlock()
+	var w *signInWait
+	s.do(func(c *core) { w, c.signIn = c.signIn, nil })
 	if w == nil {
 		return false
 	}
 	s.settleSignIn(w)
-	s.park("The agent starts again, to take your sign-in.", false, 0)
+	s.park("The agent starts again, to take your sign-in.")
 	return true
 }
 

@@ -19,43 +19,48 @@ func (s *session) usage(u *sdk.SessionUsageUpdate) {
 	if u.Cost != nil {
 		v.Cost = &shared.Cost{Amount: u.Cost.Amount, Currency: u.Cost.Currency}
 	}
-	s.usageMu.Lock()
-	defer s.usageMu.Unlock()
-	s.nextUsage = &v
-	if !s.usageWriting {
-		s.usageWriting = true
-		go s.storeUsage()
-	}
+	s.do(func(c *core) {
+		c.nextUsage = &v
+		if c.usageWriter == nil {
+			c.usageWriter = make(chan struct{})
+			go s.storeUsage(c.usageWriter)
+		}
+	})
 }
 
 // usageStored returns once the usage reports received so far are stored: a turn's cost
 // counts against its task's cap (attempt.go) when the turn ends.
 func (s *session) usageStored() {
-	s.usageMu.Lock()
-	defer s.usageMu.Unlock()
-	for s.usageWriting {
-		s.usageIdle.Wait()
+	var writer chan struct{}
+	s.do(func(c *core) { writer = c.usageWriter })
+	if writer != nil {
+		select {
+		case <-writer:
+		case <-s.over:
+		}
 	}
 }
 
-// storeUsage stores the latest usage report until none is waiting.
-func (s *session) storeUsage() {
+// storeUsage stores the latest usage report until none is waiting; then it closes
+// writer.
+func (s *session) storeUsage(writer chan struct{}) {
 	for {
-		s.usageMu.Lock()
-		v := s.nextUsage
-		s.nextUsage = nil
-		if v == nil {
-			s.usageWriting = false
-			s.usageIdle.Broadcast()
-			s.usageMu.Unlock()
+		var v *shared.Usage
+		if !s.do(func(c *core) {
+			if v, c.nextUsage = c.nextUsage, nil; v == nil {
+				c.usageWriter = nil
+				close(writer)
+			}
+		}) || v == nil {
 			return
 		}
-		s.usageMu.Unlock()
-		sess, err := s.m.cfg.Store.SetSessionUsage(context.Background(), s.id, *v)
+		_, err := s.write(func() (shared.Session, error) {
+			return s.m.cfg.Store.SetSessionUsage(context.Background(), s.id, *v)
+		})
 		if shared.ErrorCode(err) == shared.CodeInvalid {
 			s.log.Warn("the agent's usage report is refused", "err", err)
-			continue
+		} else if err != nil {
+			s.log.Error("store usage", "err", err)
 		}
-		s.publish(sess, err)
 	}
 }
