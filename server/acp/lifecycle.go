@@ -338,7 +338,9 @@ func (s *session) closeAgentSession() {
 		return
 	}
 	closable, id := false, sdk.SessionId("")
-	s.do(func(c *core) { closable, id = s.closable && c.up && !c.ended && c.reason == "" && c.acpID != "", c.acpID })
+	s.do(func(c *core) {
+		closable, id = s.closable && c.up && !c.ended && c.reason == "" && c.acpID != "", c.acpID
+	})
 	if !closable {
 		return
 	}

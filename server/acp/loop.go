@@ -105,6 +105,9 @@ func (c *core) check() error {
 	if c.ended && (!c.terms.closed || len(c.terms.terms) > 0) {
 		errs = append(errs, errors.New("an ended session keeps terminals"))
 	}
+	if c.signIn != nil && c.acpID != "" {
+		errs = append(errs, errors.New("a sign-in waits and the agent has its session"))
+	}
 	if c.parked != "" && c.reason == "" {
 		errs = append(errs, errors.New("a parked agent is not being stopped"))
 	}

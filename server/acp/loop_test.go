@@ -2,6 +2,7 @@ package acp
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -103,6 +104,12 @@ func TestSessionOwnsItsState(t *testing.T) {
 		if v, err := env.m.Console(sess.ID, "ada", true); err == nil { // the agent stopping or starting: a conflict
 			_ = v.Input([]byte("true\n"))
 			v.Close()
+		}
+		waitEvent(env.ev, stop)
+	})
+	drive(func(int) { // someone forking it (this agent offers no session/fork: a conflict)
+		if _, err := env.m.Fork(context.Background(), sess.ID); !errors.Is(err, errNoFork) {
+			t.Errorf("fork: %v, want %v", err, errNoFork)
 		}
 		waitEvent(env.ev, stop)
 	})

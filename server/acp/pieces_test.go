@@ -155,8 +155,9 @@ func TestCoreCheck(t *testing.T) {
 	c.running = &liveTurn{}
 	c.ended, c.parked = true, "stopped"
 	c.terms.terms["term-1"] = &terminal{}
+	c.signIn, c.acpID = &signInWait{}, "sess-1"
 	err := c.check()
-	for _, want := range []string{"no worker", "outside the worker", "keeps terminals", "not being stopped"} {
+	for _, want := range []string{"no worker", "outside the worker", "keeps terminals", "not being stopped", "sign-in waits"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%v does not say %q", err, want)
 		}

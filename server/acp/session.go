@@ -208,7 +208,7 @@ func (s *session) open(ctx context.Context, mcp []sdk.McpServer, dirs []string) 
 		return fmt.Errorf("session/new: %w", err)
 	}
 	by := ""
-	s.do(func(c *core) { c.acpID, by = ns.SessionId, c.resumeBy })
+	s.do(func(c *core) { c.acpID, c.signIn, by = ns.SessionId, nil, c.resumeBy }) // a sign-in it waited for is taken
 	s.offered(offer{ns.Modes, ns.ConfigOptions, ns.Models})
 	if _, err := s.m.cfg.Store.SetAgentSession(context.Background(), s.id, string(ns.SessionId), by); err != nil {
 		s.do(func(c *core) { c.resumeBy = "" }) // a hostile or broken id: this conversation cannot be taken up again

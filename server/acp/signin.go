@@ -98,7 +98,6 @@ func (s *session) signedIn(ctx context.Context) error {
 	if err := s.open(ctx, w.mcp, w.dirs); err != nil {
 		return fmt.Errorf("the agent still asks you to sign in (%s). Run its sign-in in the session's terminal, then send again or press Retry", takeUpFailure(err))
 	}
-	s.do(func(c *core) { c.signIn = nil })
 	s.settleSignIn(w)
 	s.say("The agent took the sign-in: this conversation starts now.")
 	return nil

@@ -17,7 +17,8 @@ import (
 // sign-in to run in a terminal, starts with the sign-in shown in the chat: its command line
 // (the profile's command with the method's arguments and variables, quoted). A prompt
 // before the sign-in fails saying what to do; the command run in the session's terminal
-// signs in, and Retry (Resume) starts the agent again, which then takes prompts.
+// signs in, and Retry (Resume) starts the agent again, which then takes prompts; or the
+// next prompt takes the sign-in up on the same connection.
 func TestTerminalSignIn(t *testing.T) {
 	t.Parallel()
 	exe, err := os.Executable()
@@ -25,9 +26,12 @@ func TestTerminalSignIn(t *testing.T) {
 		t.Fatal(err)
 	}
 	env := newEnv(t, testAgent(exe, "signin"), true, Profile{Name: "signer", Command: exe})
-	sess, err := env.m.StartSession(context.Background(), env.task.ID, "signer", "")
-	if err != nil || sess.State != shared.SessionReady {
-		t.Fatalf("start: %+v %v", sess, err)
+	env.m.broken = func(err error) { t.Errorf("the session's state broke: %v", err) }
+	var sess, same shared.Session // same stays: a prompt after its sign-in opens its conversation on the same connection
+	for _, s := range []*shared.Session{&sess, &same} {
+		if *s, err = env.m.StartSession(context.Background(), env.task.ID, "signer", ""); err != nil || s.State != shared.SessionReady {
+			t.Fatalf("start: %+v %v", *s, err)
+		}
 	}
 	var ask shared.Message
 	for _, m := range env.messages(t, sess.ID) {
@@ -47,17 +51,19 @@ func TestTerminalSignIn(t *testing.T) {
 		t.Fatalf("a prompt before the sign-in: %q", errs)
 	}
 
-	con, err := env.m.Console(sess.ID, "ada", true)
-	if err != nil {
-		t.Fatal(err)
+	for _, id := range []string{sess.ID, same.ID} {
+		con, err := env.m.Console(id, "ada", true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var screen bytes.Buffer
+		watch(t, con, &screen, "\x1b]133;B\a")
+		if err := con.Input([]byte(want[0].Command + "\r")); err != nil {
+			t.Fatal(err)
+		}
+		watch(t, con, &screen, "Signed in as it's me")
+		con.Close()
 	}
-	var screen bytes.Buffer
-	watch(t, con, &screen, "\x1b]133;B\a")
-	if err := con.Input([]byte(want[0].Command + "\r")); err != nil {
-		t.Fatal(err)
-	}
-	watch(t, con, &screen, "Signed in as it's me")
-	con.Close()
 
 	got, err := env.m.Resume(context.Background(), sess.ID)
 	if err != nil || got.State != shared.SessionReady || got.Stopped {
@@ -70,9 +76,18 @@ func TestTerminalSignIn(t *testing.T) {
 	if status := env.statusTexts(t, sess.ID); !slices.Contains(status, "The agent starts again, to take your sign-in.") {
 		t.Errorf("status messages %q", status)
 	}
-	for _, m := range env.messages(t, sess.ID) {
-		if m.Type == shared.TypeSignIn && m.Metadata.Status != shared.StatusCompleted {
-			t.Errorf("the sign-in taken up is %s", m.Metadata.Status)
+	env.prompt(t, same.ID, "hello")
+	if texts := env.agentTexts(t, same.ID); !slices.Equal(texts, []string{"hi"}) {
+		t.Errorf("agent messages on the same connection %q", texts)
+	}
+	if status := env.statusTexts(t, same.ID); !slices.Contains(status, "The agent took the sign-in: this conversation starts now.") {
+		t.Errorf("status messages on the same connection %q", status)
+	}
+	for _, id := range []string{sess.ID, same.ID} {
+		for _, m := range env.messages(t, id) {
+			if m.Type == shared.TypeSignIn && m.Metadata.Status != shared.StatusCompleted {
+				t.Errorf("the sign-in taken up is %s", m.Metadata.Status)
+			}
 		}
 	}
 }
