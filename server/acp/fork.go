@@ -25,12 +25,13 @@ var errNoFork = shared.Errorf(shared.CodeConflict, "the agent cannot fork this s
 // offer both session/fork and a way to take a session up, is errNoFork.
 func (m *Manager) Fork(ctx context.Context, sessionID string) (shared.Fork, error) {
 	s, err := m.live(sessionID)
-	if err != nil || s.startedYet() != nil || s.busy() {
+	if err != nil || s.startedYet() != nil {
 		return shared.Fork{}, errNoFork
 	}
 	able, from := false, sdk.SessionId("")
 	s.do(func(c *core) {
-		able = s.forks && c.resumeBy != "" && c.signIn == nil && !c.ended && c.parked == ""
+		// Between turns: the worker may not have seen yet that none is left (turns.working).
+		able = s.forks && c.running == nil && !c.turns.waiting() && c.resumeBy != "" && c.signIn == nil && !c.ended && c.parked == ""
 		from = c.acpID
 	})
 	if !able {
