@@ -219,7 +219,7 @@ func TestSessionPagePrerendersNewestMessages(t *testing.T) {
 	if eval[bool](t, b, `!!document.querySelector(".live")`) {
 		t.Fatal("the app runs although app.wasm is blocked")
 	}
-	b.screenshots(t, "prerendered-session", ".messages > .chunk > .msg:last-child")
+	b.screenshots(t, "prerendered-session", ".messages > .chunk > :last-child")
 
 	a := newBrowser(t)
 	a.open(t, s.URL+"/sessions/"+sess.ID)

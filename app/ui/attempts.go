@@ -18,8 +18,7 @@ import (
 // duration, the size of the change, the commands, tokens, cost, wall time), and one of
 // them kept. The table comes from the list alone, which carries no body: a check's
 // output is fetched when its cell is opened, a file's diffs when two attempts are
-// compared on it. The list is read again on each change of the task (followTask), not on
-// a timer.
+// compared on it. While attempts run the list is read again every pollEvery.
 type AttemptsPage struct {
 	app.Compo
 
@@ -28,7 +27,6 @@ type AttemptsPage struct {
 	list    *shared.AttemptList
 	err     string
 	loading bool
-	stale   bool        // a change came while the list was being read
 	page    app.Context // OnMount's: what it dispatches reaches the page, whichever element asked
 	ctx     context.Context
 	cancel  context.CancelFunc
@@ -56,7 +54,8 @@ type AttemptsPage struct {
 	keeping  bool
 	kept     string // what the last Keep did, for people
 	keepErr  string
-	cont     string // the attempt a follow-up prompt is being written for
+	acted    time.Time // when this person last started attempts or continued one
+	cont     string    // the attempt a follow-up prompt is being written for
 	contText string
 	contErr  string
 }
@@ -76,6 +75,14 @@ type compared struct {
 	diff  *shared.FileDiff
 	err   string
 }
+
+// pollEvery is how often the list is read again while an attempt runs, and for
+// actionGrace after a person started or continued attempts (their turns may not have
+// begun when the answer came).
+const (
+	pollEvery   = 2 * time.Second
+	actionGrace = 10 * time.Second
+)
 
 // attemptColumns are the table's sortable columns: a key and its header.
 var attemptColumns = [][2]string{
@@ -107,7 +114,22 @@ func (p *AttemptsPage) OnMount(ctx app.Context) {
 		})
 	})
 	p.load()
-	go followTask(c, id, func(*shared.Task) { ctx.Dispatch(func(app.Context) { p.load() }) }, func() {})
+	ctx.Async(func() {
+		t := time.NewTicker(pollEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-c.Done():
+				return
+			case <-t.C:
+				ctx.Dispatch(func(ctx app.Context) {
+					if (p.running() || time.Since(p.acted) < actionGrace) && !p.loading {
+						p.load()
+					}
+				})
+			}
+		}
+	})
 }
 
 func (p *AttemptsPage) OnDismount() {
@@ -126,14 +148,9 @@ func (p *AttemptsPage) running() bool {
 func (p *AttemptsPage) refresh(app.Context, app.Event) { p.load() }
 
 // load reads the list again, through the page's context: an event's would drop the answer
-// once its element left the page (the follow-up form, gone once sent). Asked while a read
-// is in flight, it reads once more after it, so the last change is shown.
+// once its element left the page (the follow-up form, gone once sent).
 func (p *AttemptsPage) load() {
-	if p.loading {
-		p.stale = true
-		return
-	}
-	p.loading, p.stale = true, false
+	p.loading = true
 	c, id := p.ctx, p.taskID
 	p.page.Async(func() {
 		l, err := api.Attempts(c, id)
@@ -142,9 +159,6 @@ func (p *AttemptsPage) load() {
 				return
 			}
 			p.loading = false
-			if p.stale {
-				defer p.load()
-			}
 			if err != nil {
 				p.err = whyNot("Attempts unavailable", err)
 				return
@@ -460,7 +474,7 @@ func (p *AttemptsPage) sendContinue(ctx app.Context, e app.Event) {
 				p.contErr = whyNot("Not sent", err)
 				return
 			}
-			p.cont, p.contText = "", ""
+			p.cont, p.contText, p.acted = "", "", time.Now()
 			p.load()
 		})
 	})
@@ -603,7 +617,7 @@ func (p *AttemptsPage) start(ctx app.Context, e app.Event) {
 				p.startErr = whyNot("Not started", err)
 				return
 			}
-			p.prompt = ""
+			p.prompt, p.acted = "", time.Now()
 			p.show(l)
 		})
 	})

@@ -93,62 +93,52 @@ func (p *ChangesPage) OnMount(ctx app.Context) {
 }
 
 // follow refreshes the summary when an event that can change it arrives, rather than
-// asking git every few seconds (followTask); task.updated also brings the task's title,
-// repository and newest agent.
+// asking git every few seconds: the task changed (a turn started or ended, a commit, a
+// merge; task.updated also brings its title and sessions), or a tool call of one of its
+// sessions finished. After a lost connection it reconnects and loads again.
 func (p *ChangesPage) follow(ctx app.Context, c context.Context) {
-	followTask(c, p.taskID, func(t *shared.Task) {
-		ctx.Dispatch(func(ctx app.Context) {
-			if t != nil {
-				p.title, p.repo, p.known, p.live = shared.Visible(t.Title), shared.Visible(t.Repo), true, true
-				if len(t.Sessions) > 0 {
-					p.agent = t.Sessions[0].Agent // the newest
-				}
-			}
-			p.refresh(ctx, app.Event{})
-		})
-	}, func() { ctx.Dispatch(func(app.Context) { p.live = false }) })
-}
-
-// followTask calls changed with the task taskID once and on each change of it: each
-// task.updated of it (a turn began or ended, a message came, a commit, a merge) brings the
-// task, and a finished tool call of one of its sessions nil. It follows a WebSocket
-// subscribed to the task list and to the task's sessions as they appear, reads the task
-// as listed once subscribed (nothing is missed), and after a lost connection, reported to
-// lost, does so again on a new one, until c ends.
-func followTask(c context.Context, taskID string, changed func(*shared.Task), lost func()) {
 	followTasks(c, func(conn *client.Conn) bool {
+		// The task as listed (with its sessions) once subscribed: nothing is missed.
 		tasks, err := api.ListTasks(c)
-		i := slices.IndexFunc(tasks, func(t shared.Task) bool { return t.ID == taskID })
+		i := slices.IndexFunc(tasks, func(t shared.Task) bool { return t.ID == p.taskID })
 		if err != nil || i < 0 {
 			return false
 		}
-		watchTask(c, conn, tasks[i], changed)
-		lost()
+		p.watch(ctx, c, conn, tasks[i])
+		ctx.Dispatch(func(app.Context) { p.live = false })
 		return true
 	})
 }
 
-// watchTask follows one connection until it ends (followTask).
-func watchTask(c context.Context, conn *client.Conn, task shared.Task, changed func(*shared.Task)) {
+// watch follows one connection until it ends: the task's sessions are subscribed to as
+// they appear, and each event that can change the summary refreshes it.
+func (p *ChangesPage) watch(ctx app.Context, c context.Context, conn *client.Conn, task shared.Task) {
 	subscribed := map[string]bool{}
-	seen := func(t shared.Task) {
+	changed := func(t shared.Task) {
 		for _, s := range t.Sessions {
 			if !subscribed[s.ID] && conn.Subscribe(c, s.ID) == nil {
 				subscribed[s.ID] = true
 			}
 		}
-		changed(&t)
+		title, repo, agent := shared.Visible(t.Title), shared.Visible(t.Repo), ""
+		if len(t.Sessions) > 0 {
+			agent = t.Sessions[0].Agent // the newest
+		}
+		ctx.Dispatch(func(ctx app.Context) {
+			p.title, p.repo, p.agent, p.known, p.live = title, repo, agent, true, true
+			p.refresh(ctx, app.Event{})
+		})
 	}
-	seen(task)
+	changed(task)
 	for env := range conn.Notifications() {
 		var t shared.Task
 		var m shared.Message
 		switch {
-		case env.Action == shared.ActionTaskUpdated && env.Decode(&t) == nil && t.ID == task.ID:
-			seen(t)
-		case env.Action == shared.ActionMessageUpdated && env.Decode(&m) == nil && m.TaskID == task.ID &&
+		case env.Action == shared.ActionTaskUpdated && env.Decode(&t) == nil && t.ID == p.taskID:
+			changed(t)
+		case env.Action == shared.ActionMessageUpdated && env.Decode(&m) == nil && m.TaskID == p.taskID &&
 			(m.Type == shared.TypeToolCall || m.Type == shared.TypeToolExecute) && m.Metadata != nil && m.Metadata.Status.IsTerminal():
-			changed(nil)
+			ctx.Dispatch(func(ctx app.Context) { p.refresh(ctx, app.Event{}) })
 		}
 	}
 }

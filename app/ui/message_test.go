@@ -108,7 +108,7 @@ func TestRenderMessage(t *testing.T) {
 		{
 			name: "an agent's reply offers Fork from here, beside it",
 			msg:  shared.Message{ID: "r1", AuthorType: shared.AuthorAgent, Type: shared.TypeMessage, Content: "Done."},
-			want: []string{`class="reply"`, `class="msg agent" data-message-id="r1"`, `class="fork-here"`, "Fork from here"},
+			want: []string{`class="reply"`, `class="msg agent"`, `data-message-id="r1"`, `class="fork-here"`, "Fork from here"},
 		},
 		{
 			name: "a pending sign-in: its command, a link that types it, Retry",

@@ -23,6 +23,11 @@ func TestForkSession(t *testing.T) {
 	env := newEnv(t, testAgent(exe, "resume"), false, Profile{Name: "resumer", Command: exe})
 	sess := env.start(t, "resumer")
 	env.prompt(t, sess.ID, "hello")
+	// Forked between turns: once the turn's worker is done too (its state is published first).
+	waitFor(t, env.ev, "the turn's worker to end", func() bool {
+		s, err := env.m.live(sess.ID)
+		return err == nil && !s.busy()
+	})
 
 	f, err := env.m.Fork(context.Background(), sess.ID)
 	if err != nil || !f.Forked || f.Session.ID == sess.ID || f.Session.TaskID != sess.TaskID || f.Session.State != shared.SessionReady || !f.Session.Resumable {
