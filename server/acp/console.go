@@ -3,14 +3,10 @@ package acp
 import (
 	"context"
 	"fmt"
-	"os"
-	"os/exec"
 	"slices"
 	"sync"
 	"syscall"
 	"time"
-
-	"github.com/creack/pty"
 
 	"conch/server/store"
 	"conch/shared"
@@ -43,8 +39,7 @@ const (
 // Console is a session's terminal.
 type Console struct {
 	s      *session
-	ptmx   *os.File
-	group  *group
+	proc   Proc          // bash, on a terminal of its session's machine
 	done   chan struct{} // closed once the shell has ended and its commands are stored
 	marks  markReader
 	wake   chan struct{} // the recorder has work
@@ -147,24 +142,14 @@ func (s *session) console() (*Console, error) {
 }
 
 func startConsole(s *session) (*Console, error) {
-	ptmx, tty, err := pty.Open()
-	if err != nil {
-		return nil, fmt.Errorf("terminal: %w", err)
-	}
-	defer tty.Close()
-	c := &Console{s: s, ptmx: ptmx, done: make(chan struct{}), wake: make(chan struct{}, 1), stored: make(chan struct{}),
+	c := &Console{s: s, done: make(chan struct{}), wake: make(chan struct{}, 1), stored: make(chan struct{}),
 		poked: make(chan struct{}, 1), screen: tailBuffer{max: screenLimit}, views: map[*ConsoleView]struct{}{}, cols: 80, rows: 24}
-	_ = pty.Setsize(ptmx, &pty.Winsize{Cols: uint16(c.cols), Rows: uint16(c.rows)})
-	cmd := exec.Command("bash", "--noprofile", "--norc", "-i")
-	cmd.Dir = s.cwd
-	cmd.Env = slices.Concat(s.box.env, []string{"TERM=xterm-256color"}, consolePrompt)
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = tty, tty, tty
-	g, err := startGroupOn(cmd, s.m.cfg.Executable, s.box, true)
+	proc, err := s.mach.Start(context.Background(), Command{Work: s.site, Path: "bash", Args: []string{"--noprofile", "--norc", "-i"},
+		Env: append([]string{"TERM=xterm-256color"}, consolePrompt...), Dir: s.cwd, TTY: &Size{Cols: c.cols, Rows: c.rows}})
 	if err != nil {
-		ptmx.Close()
 		return nil, fmt.Errorf("terminal: %w", err)
 	}
-	c.group = g
+	c.proc = proc
 	go c.record()
 	go c.keep(newScreenModel(c.cols, c.rows))
 	go c.read()
@@ -175,8 +160,9 @@ func startConsole(s *session) (*Console, error) {
 // command, until the shell has ended.
 func (c *Console) read() {
 	buf := make([]byte, 32<<10)
+	out := c.proc.Stdout()
 	for {
-		n, err := c.ptmx.Read(buf)
+		n, err := out.Read(buf)
 		if n > 0 {
 			c.mu.Lock()
 			c.output(buf[:n])
@@ -187,9 +173,9 @@ func (c *Console) read() {
 		}
 	}
 	// The PTY reads EIO once the shell and everything it started have closed it.
-	c.group.signal(syscall.SIGKILL)
-	_, _ = c.group.wait()
-	c.ptmx.Close()
+	c.proc.Signal(syscall.SIGKILL)
+	_, _ = c.proc.Wait()
+	out.Close()
 	c.mu.Lock()
 	c.finish(nil) // a command cut short
 	if c.ended == "" {
@@ -391,7 +377,7 @@ func (c *Console) close(reason string) {
 		c.ended = reason
 	}
 	c.mu.Unlock()
-	c.group.signal(syscall.SIGKILL)
+	c.proc.Signal(syscall.SIGKILL)
 	select {
 	case <-c.done:
 	case <-time.After(endGrace):
@@ -467,7 +453,7 @@ func (v *ConsoleView) Input(p []byte) error {
 		return errNotWriter
 	}
 	c.s.touch() // a person at work: the session is not idle
-	_, err := c.ptmx.Write(p)
+	_, err := c.proc.Stdin().Write(p)
 	if err != nil {
 		return shared.Errorf(shared.CodeConflict, "the terminal has ended")
 	}
@@ -485,7 +471,7 @@ func (v *ConsoleView) Resize(cols, rows int) error {
 	if c.writer != v {
 		return errNotWriter
 	}
-	if err := pty.Setsize(c.ptmx, &pty.Winsize{Cols: uint16(cols), Rows: uint16(rows)}); err != nil {
+	if err := c.proc.Resize(Size{Cols: cols, Rows: rows}); err != nil {
 		return shared.Errorf(shared.CodeConflict, "the terminal has ended")
 	}
 	c.cols, c.rows = cols, rows

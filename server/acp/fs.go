@@ -37,13 +37,16 @@ const (
 	loadBudget = 4 * readFileLimit
 )
 
-// inCwd opens, as a root, the session's directory or the task's additional directory
-// that holds path, and returns the path relative to it.
-func (s *session) inCwd(path string) (*os.Root, string, error) {
+// root opens, as a root, the directory of roots (the session's directory, then the task's
+// additional directories) that holds path, and returns the path relative to it.
+func root(roots []string, path string) (*os.Root, string, error) {
+	if len(roots) == 0 {
+		return nil, "", fsError("the session has no directory")
+	}
 	if !filepath.IsAbs(path) {
 		return nil, "", fsError("path %q is not absolute", path)
 	}
-	for _, dir := range append([]string{s.cwd}, s.dirs...) {
+	for _, dir := range roots {
 		rel, ok := within(dir, path)
 		if !ok { // the agent may name the directory by its resolved path
 			if real, err := filepath.EvalSymlinks(dir); err == nil {
@@ -59,10 +62,10 @@ func (s *session) inCwd(path string) (*os.Root, string, error) {
 		}
 		return root, rel, nil
 	}
-	if len(s.dirs) > 0 {
-		return nil, "", fsError("%s is outside the session's directory %s and the task's additional directories", path, s.cwd)
+	if len(roots) > 1 {
+		return nil, "", fsError("%s is outside the session's directory %s and the task's additional directories", path, roots[0])
 	}
-	return nil, "", fsError("%s is outside the session's directory %s", path, s.cwd)
+	return nil, "", fsError("%s is outside the session's directory %s", path, roots[0])
 }
 
 // within returns path relative to dir, when it is lexically inside it.
@@ -110,33 +113,55 @@ func rootError(path string, err error) error {
 	return requestError(codeInternal, "%s: %v", path, err)
 }
 
-func (s *session) ReadTextFile(_ context.Context, p sdk.ReadTextFileRequest) (sdk.ReadTextFileResponse, error) {
-	root, rel, err := s.inCwd(p.Path)
+// roots are the directories the agent's file requests may reach.
+func (s *session) roots() []string { return append([]string{s.cwd}, s.dirs...) }
+
+func (s *session) ReadTextFile(ctx context.Context, p sdk.ReadTextFileRequest) (sdk.ReadTextFileResponse, error) {
+	text, err := s.mach.ReadFile(ctx, FileRead{Roots: s.roots(), Path: p.Path, Line: p.Line, Limit: p.Limit})
 	if err != nil {
 		return sdk.ReadTextFileResponse{}, err
+	}
+	return sdk.ReadTextFileResponse{Content: text}, nil
+}
+
+// WriteTextFile writes inside the session's directory (creating missing directories)
+// and records the change as a diff, like an edit the agent reports.
+func (s *session) WriteTextFile(ctx context.Context, p sdk.WriteTextFileRequest) (sdk.WriteTextFileResponse, error) {
+	old, err := s.mach.WriteFile(ctx, FileWrite{Roots: s.roots(), Path: p.Path, Content: p.Content})
+	if err != nil {
+		return sdk.WriteTextFileResponse{}, err
+	}
+	s.rec.written(p.Path, old, p.Content)
+	return sdk.WriteTextFileResponse{}, nil
+}
+
+func (l *local) ReadFile(_ context.Context, r FileRead) (string, error) {
+	root, rel, err := root(r.Roots, r.Path)
+	if err != nil {
+		return "", err
 	}
 	defer root.Close()
 	f, err := openFile(root, rel, os.O_RDONLY)
 	if err != nil {
-		return sdk.ReadTextFileResponse{}, rootError(p.Path, err)
+		return "", rootError(r.Path, err)
 	}
 	defer f.Close()
-	data, release, err := s.load(p.Path, f)
+	data, release, err := l.load(r.Path, f)
 	if err != nil {
-		return sdk.ReadTextFileResponse{}, err
+		return "", err
 	}
 	defer release()
 	if !utf8.Valid(data) {
-		return sdk.ReadTextFileResponse{}, fsError("%s is not UTF-8 text", p.Path)
+		return "", fsError("%s is not UTF-8 text", r.Path)
 	}
-	i, j, err := lineRange(data, p.Line, p.Limit)
+	i, j, err := lineRange(data, r.Line, r.Limit)
 	if err != nil {
-		return sdk.ReadTextFileResponse{}, err
+		return "", err
 	}
 	if j-i > readAnswerLimit {
-		return sdk.ReadTextFileResponse{}, fsError("the text asked for is %d bytes, over the %d one answer may carry: ask for fewer lines", j-i, readAnswerLimit)
+		return "", fsError("the text asked for is %d bytes, over the %d one answer may carry: ask for fewer lines", j-i, readAnswerLimit)
 	}
-	return sdk.ReadTextFileResponse{Content: string(data[i:j])}, nil
+	return string(data[i:j]), nil
 }
 
 // openFile opens rel without waiting: a FIFO (or a device) would otherwise hold the
@@ -152,7 +177,7 @@ func openFile(root *os.Root, rel string, flag int) (*os.File, error) {
 // hard link the agent's command made to a file outside the session's directory, which
 // os.Root cannot tell from the file itself. release gives the size back once the caller
 // is done with the data.
-func (s *session) load(path string, f *os.File) (data []byte, release func(), err error) {
+func (l *local) load(path string, f *os.File) (data []byte, release func(), err error) {
 	fi, err := f.Stat()
 	if err != nil {
 		return nil, nil, rootError(path, err)
@@ -166,10 +191,10 @@ func (s *session) load(path string, f *os.File) (data []byte, release func(), er
 		return nil, nil, fsError("%s is %d bytes, over the %d a request may load", path, fi.Size(), readFileLimit)
 	}
 	size := fi.Size()
-	if !s.m.loads.TryAcquire(size) {
+	if !l.loads.TryAcquire(size) {
 		return nil, nil, requestError(codeInternal, "the server is loading %d MiB of files for agents, its most at once: ask for %s again when your other requests are answered", loadBudget>>20, path)
 	}
-	release = func() { s.m.loads.Release(size) }
+	release = func() { l.loads.Release(size) }
 	data = make([]byte, size)
 	n, err := f.ReadAt(data, 0)
 	if err != nil && !errors.Is(err, io.EOF) { // EOF: it shrank since the stat
@@ -210,46 +235,43 @@ func lineRange(text []byte, line, limit *int) (i, j int, err error) {
 	return i, j, nil
 }
 
-// WriteTextFile writes inside the session's directory (creating missing directories)
-// and records the change as a diff, like an edit the agent reports.
-func (s *session) WriteTextFile(_ context.Context, p sdk.WriteTextFileRequest) (sdk.WriteTextFileResponse, error) {
-	root, rel, err := s.inCwd(p.Path)
+// WriteFile writes in one open file from the check to the write: the old text, for the
+// diff, is read from the file the new text then replaces, under the same checks as a read.
+func (l *local) WriteFile(_ context.Context, p FileWrite) (*string, error) {
+	root, rel, err := root(p.Roots, p.Path)
 	if err != nil {
-		return sdk.WriteTextFileResponse{}, err
+		return nil, err
 	}
 	defer root.Close()
 	if rel == "." {
-		return sdk.WriteTextFileResponse{}, fsError("%s is the session's directory, not a file", p.Path)
+		return nil, fsError("%s is the session's directory, not a file", p.Path)
 	}
-	// One open file from the check to the write: the old text for the diff is read
-	// from the file the new text then replaces, under the same checks as a read.
 	var old *string
 	f, err := openFile(root, rel, os.O_RDWR)
 	if errors.Is(err, fs.ErrNotExist) {
 		if err := root.MkdirAll(filepath.Dir(rel), 0o755); err != nil {
-			return sdk.WriteTextFileResponse{}, rootError(p.Path, err)
+			return nil, rootError(p.Path, err)
 		}
 		f, err = openFile(root, rel, os.O_RDWR|os.O_CREATE|os.O_EXCL)
 	} else if err == nil {
-		data, release, err := s.load(p.Path, f)
+		data, release, err := l.load(p.Path, f)
 		if err != nil {
 			f.Close()
-			return sdk.WriteTextFileResponse{}, err
+			return nil, err
 		}
 		defer release()
 		text := string(data)
 		old = &text
 	}
 	if err != nil {
-		return sdk.WriteTextFileResponse{}, rootError(p.Path, err)
+		return nil, rootError(p.Path, err)
 	}
 	defer f.Close()
 	if err := f.Truncate(0); err != nil {
-		return sdk.WriteTextFileResponse{}, rootError(p.Path, err)
+		return nil, rootError(p.Path, err)
 	}
 	if _, err := f.WriteAt([]byte(p.Content), 0); err != nil {
-		return sdk.WriteTextFileResponse{}, rootError(p.Path, err)
+		return nil, rootError(p.Path, err)
 	}
-	s.rec.written(p.Path, old, p.Content)
-	return sdk.WriteTextFileResponse{}, nil
+	return old, nil
 }

@@ -325,16 +325,16 @@ func TestFileLoadsWithinBudget(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(cwd, "a.txt"), []byte("hello\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if !env.m.loads.TryAcquire(loadBudget - 3) { // other requests hold all but 3 bytes
+	if !env.m.local.loads.TryAcquire(loadBudget - 3) { // other requests hold all but 3 bytes
 		t.Fatal("the budget is taken")
 	}
 	env.prompt(t, sess.ID, "read")
-	env.m.loads.Release(loadBudget - 3)
+	env.m.local.loads.Release(loadBudget - 3)
 	env.prompt(t, sess.ID, "read")
 	if len(answers) != 2 || !strings.Contains(answers[0], "its most at once") || answers[1] != "ok: hello\n" {
 		t.Fatalf("answers: %q", answers)
 	}
-	if !env.m.loads.TryAcquire(loadBudget) {
+	if !env.m.local.loads.TryAcquire(loadBudget) {
 		t.Error("a request kept its bytes after its answer")
 	}
 }

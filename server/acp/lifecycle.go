@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -36,10 +35,11 @@ const (
 // (when there is one) goes with it.
 type lister struct {
 	m       *Manager
+	mach    Machine
+	work    Work // its sandbox's, whose own directory close removes
 	proc    *Process
 	conn    *sdk.ClientSideConnection
 	caps    sdk.AgentCapabilities
-	private string          // the sandbox's own directory, removed by close; "" without one
 	guarded <-chan struct{} // closed when the agent's stdout is fully read
 }
 
@@ -60,16 +60,11 @@ func (m *Manager) startLister(ctx context.Context, taskID, agent, cwd string) (*
 	if !m.listers.TryAcquire(1) {
 		return nil, shared.Errorf(shared.CodeConflict, "%d agents are listing their sessions already: try again in a moment", listersAtOnce)
 	}
-	l := &lister{m: m}
-	box := unconfined(p)
-	if !m.cfg.NoSandbox {
-		id := "list-" + uuid.Must(uuid.NewV7()).String()
-		l.private = filepath.Join(m.cfg.DataDir, "sandboxes", id)
-		box, err = newBox(p, id, cwd, task.AdditionalDirectories, task.Worktree, m.cfg.DataDir, m.cfg.Executable)
-	}
+	l := &lister{m: m, work: Work{Session: "list-" + uuid.Must(uuid.NewV7()).String(), Profile: p, Dir: cwd,
+		Dirs: task.AdditionalDirectories, Tree: task.Worktree}}
+	l.mach, _, err = m.place(p, "")
 	if err == nil {
-		box.log = m.log
-		l.proc, err = m.cfg.Launch(p, cwd, box)
+		l.proc, err = l.mach.Agent(ctx, l.work)
 	}
 	if err != nil {
 		l.close()
@@ -122,9 +117,9 @@ func (l *lister) close() {
 		case <-l.m.clock.After(endGrace):
 		}
 	}
-	if l.private != "" {
-		if err := os.RemoveAll(l.private); err != nil {
-			l.m.log.Warn("remove the sandbox of an agent that listed its sessions", "dir", l.private, "err", err)
+	if l.mach != nil {
+		if err := l.mach.Forget(context.Background(), l.work); err != nil {
+			l.m.log.Warn("remove the sandbox of an agent that listed its sessions", "sandbox", l.work.Session, "err", err)
 		}
 	}
 	l.m.listers.Release(1)

@@ -18,7 +18,6 @@ import (
 	"time"
 
 	sdk "github.com/coder/acp-go-sdk"
-	"github.com/google/uuid"
 	"golang.org/x/sync/semaphore"
 
 	"conch/server/store"
@@ -44,8 +43,13 @@ type Config struct {
 	// first process of every agent's and command's PID namespace (RunNamespaceInit);
 	// default os.Executable().
 	Executable string
-	// Launch starts agents; default ExecLauncher(Executable).
+	// Launch starts agents here; default ExecLauncher(Executable).
 	Launch Launcher
+	// Place chooses the machine a session's agent runs on and names it (its runner; ""
+	// for this host). sessionID is "" for a session not yet stored: StartSession places
+	// it before it stores anything, so that its directory is checked where it will be.
+	// nil: every session runs here (Local).
+	Place func(p Profile, sessionID string) (Machine, string, error)
 	// Now and After are the clock; tests inject a fake one. Defaults: time.Now, time.After.
 	Now   func() time.Time
 	After func(time.Duration) <-chan time.Time
@@ -108,7 +112,7 @@ type Manager struct {
 	drained  chan struct{} // closed once working is 0 while draining
 	closed   chan struct{} // closed by Close: writes that fail are no longer retried
 	wg       sync.WaitGroup
-	loads    *semaphore.Weighted // the bytes file requests hold (fs.go)
+	local    *local              // this host as a machine
 	listers  *semaphore.Weighted // agents started to list their sessions (lifecycle.go)
 	lines    lineLimits          // what guard lets through of an agent's lines: agentLines (tests: less)
 	broken   func(error)         // tests: told when a session's state breaks what always holds of it (core.check)
@@ -150,12 +154,17 @@ func NewManager(cfg Config) (*Manager, error) {
 		}
 		cfg.Executable = exe
 	}
-	if cfg.Launch == nil {
-		cfg.Launch = ExecLauncher(cfg.Executable)
-	}
+	l := newLocal(LocalConfig{DataDir: cfg.DataDir, Executable: cfg.Executable, NoSandbox: cfg.NoSandbox, Launch: cfg.Launch, Logger: cfg.Logger})
 	return &Manager{cfg: cfg, clock: clock{cfg.Now, cfg.After}, log: cfg.Logger, sessions: map[string]*session{},
-		closed: make(chan struct{}), loads: semaphore.NewWeighted(loadBudget), listers: semaphore.NewWeighted(listersAtOnce),
-		lines: agentLines}, nil
+		closed: make(chan struct{}), local: l, listers: semaphore.NewWeighted(listersAtOnce), lines: agentLines}, nil
+}
+
+// place chooses the machine of a session of p (Config.Place).
+func (m *Manager) place(p Profile, sessionID string) (Machine, string, error) {
+	if m.cfg.Place == nil {
+		return m.local, "", nil
+	}
+	return m.cfg.Place(p, sessionID)
 }
 
 // Agents lists the profiles for GET /api/v1/agents.
@@ -198,20 +207,18 @@ func (m *Manager) startSession(ctx context.Context, taskID, agent, cwd string, f
 		if !filepath.IsAbs(cwd) {
 			return shared.Session{}, shared.Errorf(shared.CodeInvalid, "cwd must be an absolute path")
 		}
-		if fi, err := os.Stat(cwd); err != nil || !fi.IsDir() {
-			return shared.Session{}, shared.Errorf(shared.CodeInvalid, "cwd %s is not a directory", cwd)
-		}
 		cwd = filepath.Clean(cwd)
 	}
 	task, err := m.cfg.Store.GetTask(ctx, taskID)
 	if err != nil {
 		return shared.Session{}, err
 	}
-	if cwd == "" {
-		cwd = filepath.Join(m.cfg.DataDir, "sessions", uuid.Must(uuid.NewV7()).String())
-		if err := os.MkdirAll(cwd, 0o755); err != nil {
-			return shared.Session{}, fmt.Errorf("session directory: %w", err)
-		}
+	mach, runner, err := m.place(p, "")
+	if err != nil {
+		return shared.Session{}, err
+	}
+	if cwd, err = mach.Dir(ctx, cwd); err != nil {
+		return shared.Session{}, err
 	}
 	sess, err := m.cfg.Store.CreateSession(ctx, taskID, agent, cwd)
 	if err != nil {
@@ -224,7 +231,7 @@ func (m *Manager) startSession(ctx context.Context, taskID, agent, cwd string, f
 		m.mu.Unlock()
 		return m.closeUnstarted(sess.ID)
 	}
-	s := newSession(m, sess, task, p)
+	s := newSession(m, sess, task, p, mach, runner)
 	s.resumeID, s.forked = fork, fork != ""
 	m.sessions[sess.ID] = s
 	m.wg.Add(1)
@@ -235,10 +242,11 @@ func (m *Manager) startSession(ctx context.Context, taskID, agent, cwd string, f
 // launch starts the agent of s, registered and counted in wg, and waits (bounded) for
 // initialize and session/new.
 func (m *Manager) launch(s *session) (shared.Session, error) {
-	box, err := m.box(s)
+	ctx := context.Background()
+	err := m.sandbox(ctx, s)
 	var proc *Process
 	if err == nil {
-		proc, err = m.cfg.Launch(s.profile, s.cwd, box)
+		proc, err = s.mach.Agent(ctx, s.site)
 	}
 	if err != nil {
 		defer m.wg.Done()
@@ -251,22 +259,15 @@ func (m *Manager) launch(s *session) (shared.Session, error) {
 	return s.start()
 }
 
-// box makes the sandbox of s's agent and commands, and stores it on the session.
-func (m *Manager) box(s *session) (*Box, error) {
-	box := unconfined(s.profile)
-	if !m.cfg.NoSandbox {
-		var err error
-		if box, err = newBox(s.profile, s.id, s.cwd, s.dirs, s.tree, m.cfg.DataDir, m.cfg.Executable); err != nil {
-			return nil, err
-		}
+// sandbox makes the sandbox of s's agent and commands on its machine, and stores what it is.
+func (m *Manager) sandbox(ctx context.Context, s *session) error {
+	info, err := s.mach.Sandbox(ctx, s.site)
+	if err != nil {
+		return err
 	}
-	box.log = s.log
-	s.box = box
 	// Published with the session's next state (ready, or failed).
-	if _, err := m.cfg.Store.SetSandbox(context.Background(), s.id, box.info); err != nil {
-		return nil, err
-	}
-	return box, nil
+	_, err = m.cfg.Store.SetSandbox(ctx, s.id, info)
+	return err
 }
 
 // restart starts a new agent for a session whose agent was stopped (StopAgent, the idle
@@ -303,6 +304,10 @@ func (m *Manager) restart(id string) (*session, error) {
 	if err != nil {
 		return nil, err
 	}
+	mach, runner, err := m.place(p, id)
+	if err != nil {
+		return nil, err
+	}
 	m.mu.Lock()
 	if s := m.sessions[id]; s != nil { // another prompt restarted it meanwhile
 		m.mu.Unlock()
@@ -312,7 +317,7 @@ func (m *Manager) restart(id string) (*session, error) {
 		m.mu.Unlock()
 		return nil, errDraining
 	}
-	s := newSession(m, sess, task, p)
+	s := newSession(m, sess, task, p, mach, runner)
 	if by != "" {
 		s.resumeID = sdk.SessionId(agentSession)
 	}

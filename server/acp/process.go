@@ -2,12 +2,12 @@ package acp
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
-	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -43,75 +43,70 @@ const stderrTail = 4 << 10
 // without a command runs executable (the conch binary) with the profile's args.
 func ExecLauncher(executable string) Launcher {
 	return func(p Profile, cwd string, box *Box) (*Process, error) {
-		command := p.Command
-		if command == "" {
-			command = executable
-		}
-		cmd := exec.Command(command, p.Args...)
-		cmd.Dir = cwd
-		cmd.Env = slices.Clone(box.env)
-		stdin, err := cmd.StdinPipe()
+		proc, err := startProc(Command{Path: p.Command, Args: p.Args, Dir: cwd, Stdin: true}, executable, box)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("start %s: %w", cmp.Or(p.Command, executable), err)
 		}
-		g, err := startGroup(cmd, executable, box)
-		if err != nil {
-			stdin.Close()
-			return nil, fmt.Errorf("start %s: %w", command, err)
-		}
-		var (
-			mu      sync.Mutex
-			tail    = tailBuffer{max: stderrTail}
-			exitErr error
-		)
-		stderrDone := make(chan struct{})
-		go func() {
-			defer close(stderrDone)
-			buf := make([]byte, 4096)
-			for {
-				n, err := g.stderr.Read(buf)
-				mu.Lock()
-				tail.write(buf[:n])
-				mu.Unlock()
-				if err != nil {
-					g.stderr.Close()
-					return
-				}
-			}
-		}()
-		exited := make(chan struct{})
-		go func() {
-			st, err := g.wait()
-			if st.Code != nil && *st.Code != 0 {
-				err = fmt.Errorf("exit status %d", *st.Code)
-			} else if st.Signal != "" {
-				err = fmt.Errorf("signal: %s", st.Signal)
-			}
-			// The last words on stderr belong in the session's error: wait for them, but
-			// not for a child that keeps stderr open.
-			grace := time.NewTimer(drainGrace)
-			select {
-			case <-stderrDone:
-			case <-grace.C:
-			}
-			grace.Stop()
+		return agentProcess(proc), nil
+	}
+}
+
+// agentProcess is an agent started on a machine as the runtime sees it: its stderr kept
+// as a bounded tail, its end as an error.
+func agentProcess(proc Proc) *Process {
+	var (
+		mu      sync.Mutex
+		tail    = tailBuffer{max: stderrTail}
+		exitErr error
+	)
+	stderr := proc.Stderr()
+	stderrDone := make(chan struct{})
+	go func() {
+		defer close(stderrDone)
+		buf := make([]byte, 4096)
+		for {
+			n, err := stderr.Read(buf)
 			mu.Lock()
-			exitErr = err
+			tail.write(buf[:n])
 			mu.Unlock()
-			close(exited)
-		}()
-		return &Process{
-			Stdin: stdin, Stdout: g.stdout, Exited: exited,
-			ExitErr: func() error { mu.Lock(); defer mu.Unlock(); return exitErr },
-			Stderr: func() string {
-				mu.Lock()
-				defer mu.Unlock()
-				text, _, _ := tail.text(false)
-				s, _ := shared.Bound(text, stderrTail)
-				return s
-			},
-			Kill: func() { g.signal(syscall.SIGKILL) },
-		}, nil
+			if err != nil {
+				stderr.Close()
+				return
+			}
+		}
+	}()
+	exited := make(chan struct{})
+	go func() {
+		st, err := proc.Wait()
+		if st.Code != nil && *st.Code != 0 {
+			err = fmt.Errorf("exit status %d", *st.Code)
+		} else if st.Signal != "" {
+			err = fmt.Errorf("signal: %s", st.Signal)
+		}
+		// The last words on stderr belong in the session's error: wait for them, but
+		// not for a child that keeps stderr open.
+		grace := time.NewTimer(drainGrace)
+		select {
+		case <-stderrDone:
+		case <-grace.C:
+		}
+		grace.Stop()
+		mu.Lock()
+		exitErr = err
+		mu.Unlock()
+		close(exited)
+	}()
+	return &Process{
+		Stdin: proc.Stdin(), Stdout: proc.Stdout(), Exited: exited,
+		ExitErr: func() error { mu.Lock(); defer mu.Unlock(); return exitErr },
+		Stderr: func() string {
+			mu.Lock()
+			defer mu.Unlock()
+			text, _, _ := tail.text(false)
+			s, _ := shared.Bound(text, stderrTail)
+			return s
+		},
+		Kill: func() { proc.Signal(syscall.SIGKILL) },
 	}
 }
 
@@ -146,15 +141,11 @@ type group struct {
 // startGroup starts cmd in its own process group with Pdeathsig, so that a kill reaches
 // its children and a crashed server leaves no orphan behind. With initExe (the conch
 // binary) it runs under RunNamespaceInit in a PID namespace of its own, confined to box
-// unless the box is off (--no-sandbox).
-func startGroup(cmd *exec.Cmd, initExe string, box *Box) (*group, error) {
-	return startGroupOn(cmd, initExe, box, false)
-}
-
-// startGroupOn is startGroup; with tty, cmd's stdio is a terminal (a console's PTY), which
-// becomes the controlling terminal of a session of its own rather than a process group,
-// so that the shell's job control and Ctrl-C work. Its output is read from the PTY.
-func startGroupOn(cmd *exec.Cmd, initExe string, box *Box, tty bool) (*group, error) {
+// unless the box is off (--no-sandbox). With tty, cmd's stdio is a terminal (a console's
+// PTY), which becomes the controlling terminal of a session of its own rather than a
+// process group, so that the shell's job control and Ctrl-C work; its output is read
+// from the PTY.
+func startGroup(cmd *exec.Cmd, initExe string, box *Box, tty bool) (*group, error) {
 	if cmd.Err != nil {
 		return nil, cmd.Err
 	}

@@ -37,19 +37,13 @@ func BenchmarkCommandStart(b *testing.B) {
 	}{{"unconfined", ""}, {"network=all", shared.NetworkAll}, {"network=none", shared.NetworkNone}} {
 		b.Run(c.name, func(b *testing.B) {
 			dir := b.TempDir()
-			box := unconfined(Profile{})
-			if c.network != "" {
-				p := Profile{Sandbox: SandboxConfig{Network: Network{Policy: c.network}}}
-				var err error
-				if box, err = newBox(p, "bench", dir, nil, "", b.TempDir(), exe); err != nil {
-					b.Fatal(err)
-				}
-			}
+			mach := Local(LocalConfig{DataDir: b.TempDir(), Executable: exe, NoSandbox: c.network == ""})
+			w := Work{Session: "bench", Dir: dir, Profile: Profile{Sandbox: SandboxConfig{Network: Network{Policy: c.network}}}}
 			took := make([]time.Duration, 0, b.N)
 			b.ResetTimer()
 			for range b.N {
 				began := time.Now()
-				term, err := startTerminal("t", "true", nil, nil, dir, nil, exe, box, realClock, func(bool) {})
+				term, err := startTerminal("t", "true", nil, nil, dir, nil, mach, w, realClock, func(bool) {})
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -32,7 +32,8 @@ type session struct {
 	dirs    []string // the task's additional directories, which the agent may work in too
 	tree    string   // the task's worktree, "" for a task on no repository
 	profile Profile
-	box     *Box // the sandbox of its agent and commands, set before the agent starts
+	mach    Machine // where its agent and commands run (Config.Place)
+	site    Work    // what mach builds their sandbox from
 	rec     *recorder
 	log     *slog.Logger
 
@@ -58,13 +59,15 @@ type session struct {
 	models bool                  // config is the agent's model list, set by session/set_model
 }
 
-func newSession(m *Manager, sess shared.Session, task shared.Task, p Profile) *session {
+// newSession is the session sess of task, whose agent p runs on mach (named runner, "" here).
+func newSession(m *Manager, sess shared.Session, task shared.Task, p Profile, mach Machine, runner string) *session {
 	tree := task.Worktree
 	if task.Repo != "" { // its sessions run in worktrees Conch made: the task's, or an attempt's (task.CreateSession)
 		tree = sess.Cwd
 	}
 	s := &session{m: m, id: sess.ID, cwd: sess.Cwd, dirs: task.AdditionalDirectories, tree: tree, profile: p, state: sess.State,
-		log:       m.log.With("session", sess.ID, "agent", p.Name),
+		mach: mach, site: Work{Session: sess.ID, Profile: p, Dir: sess.Cwd, Dirs: task.AdditionalDirectories, Tree: tree},
+		log:       m.log.With("session", sess.ID, "agent", p.Name, "runner", runner),
 		connected: make(chan struct{}), guarded: make(chan struct{}), started: make(chan struct{}), done: make(chan struct{}),
 		inbox: make(chan event), over: make(chan struct{})}
 	s.rec = newRecorder(recorderConfig{sessionID: sess.ID, cwd: sess.Cwd, store: m.cfg.Store, events: m.cfg.Events,
@@ -816,7 +819,7 @@ func (s *session) CreateTerminal(_ context.Context, p sdk.CreateTerminalRequest)
 	case err != nil:
 		return sdk.CreateTerminalResponse{}, sdk.NewInvalidParams(map[string]any{"error": err.Error()})
 	}
-	t, err := startTerminal(id, p.Command, p.Args, env, cwd, p.OutputByteLimit, s.m.cfg.Executable, s.box, s.m.clock,
+	t, err := startTerminal(id, p.Command, p.Args, env, cwd, p.OutputByteLimit, s.mach, s.site, s.m.clock,
 		func(exited bool) { s.rec.terminalChanged(id, exited) })
 	kept := false
 	s.do(func(c *core) { kept = c.terms.started(id, t) })

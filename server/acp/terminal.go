@@ -4,9 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
-	"os/exec"
-	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -163,7 +162,7 @@ type terminal struct {
 	id      string
 	cwd     string
 	limit   int // outputByteLimit for terminal/output
-	group   *group
+	proc    Proc
 	changed func(exited bool) // called (without locks held) when output grew or the command exited
 	clock   clock             // times the output and stop's grace periods
 	started time.Time
@@ -180,11 +179,11 @@ type terminal struct {
 	done     chan struct{} // closed once exited (and the pipes drained, or drainGrace passed)
 }
 
-// startTerminal runs the command in its own process group and PID namespace (initExe is
-// the conch binary, nsinit.go), in box, with env added to the box's.
+// startTerminal runs the command on mach, in its own process group and PID namespace
+// (nsinit.go), in w's sandbox, with env added to the sandbox's.
 // A command without args that is not a program on PATH is run by sh -c, since agents
 // often send a whole command line as the command.
-func startTerminal(id, command string, args []string, env []string, cwd string, outputLimit *int, initExe string, box *Box, c clock, changed func(exited bool)) (*terminal, error) {
+func startTerminal(id, command string, args []string, env []string, cwd string, outputLimit *int, mach Machine, w Work, c clock, changed func(exited bool)) (*terminal, error) {
 	if command == "" {
 		return nil, errors.New("empty command")
 	}
@@ -206,23 +205,20 @@ func startTerminal(id, command string, args []string, env []string, cwd string, 
 		done:     make(chan struct{}),
 		stopped:  make(chan struct{}),
 	}
-	cmd := exec.Command(command, args...)
-	cmd.Dir = cwd
-	cmd.Env = slices.Concat(box.env, env)
-	g, err := startGroup(cmd, initExe, box)
+	p, err := mach.Start(context.Background(), Command{Work: w, Path: command, Args: args, Env: env, Dir: cwd})
 	if err != nil {
 		return nil, err
 	}
-	t.group, t.started = g, c.Now()
+	t.proc, t.started = p, c.Now()
 	var readers sync.WaitGroup
 	readers.Add(2)
-	go t.read(g.stdout, &t.stdout, &readers)
-	go t.read(g.stderr, &t.stderr, &readers)
+	go t.read(p.Stdout(), &t.stdout, &readers)
+	go t.read(p.Stderr(), &t.stderr, &readers)
 	go t.wait(&readers)
 	return t, nil
 }
 
-func (t *terminal) read(r *os.File, into *tailBuffer, wg *sync.WaitGroup) {
+func (t *terminal) read(r io.ReadCloser, into *tailBuffer, wg *sync.WaitGroup) {
 	defer wg.Done()
 	defer r.Close()
 	buf := make([]byte, 64<<10)
@@ -242,7 +238,7 @@ func (t *terminal) read(r *os.File, into *tailBuffer, wg *sync.WaitGroup) {
 }
 
 func (t *terminal) wait(readers *sync.WaitGroup) {
-	status, _ := t.group.wait() // an error says no more than status
+	status, _ := t.proc.Wait() // an error says no more than status
 	finished := t.clock.Now()
 	drained := make(chan struct{})
 	go func() { readers.Wait(); close(drained) }()
@@ -278,7 +274,7 @@ func signalName(s syscall.Signal) string {
 
 // kill ends the whole process group, children included, at once, unless it has already
 // ended. The terminal stays readable.
-func (t *terminal) kill() { t.group.signal(syscall.SIGKILL) }
+func (t *terminal) kill() { t.proc.Signal(syscall.SIGKILL) }
 
 // stop ends the whole process group as a person at a terminal would, and returns at once:
 // SIGINT, so that the command can stop cleanly (a build removes its partial files, a test
@@ -305,7 +301,7 @@ func (t *terminal) escalate() {
 		}
 		t.sent = signalName(sig) // before the signal: the command may end at once
 		t.mu.Unlock()
-		if !t.group.signal(sig) {
+		if !t.proc.Signal(sig) {
 			return
 		}
 	}
