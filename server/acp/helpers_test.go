@@ -93,6 +93,31 @@ func TestMain(m *testing.M) {
 			os.Exit(1)
 		}
 		os.Exit(0)
+	case "files": // wire_test.go: an agent that writes a file, reads it back, and reads one outside its directory
+		files := func(ctx context.Context, a *acptest.Agent, sid sdk.SessionId) error {
+			cwd, err := os.Getwd()
+			if err != nil {
+				return err
+			}
+			path := filepath.Join(cwd, "note.txt")
+			if _, err := a.Conn.WriteTextFile(ctx, sdk.WriteTextFileRequest{SessionId: sid, Path: path, Content: "written\n"}); err != nil {
+				return err
+			}
+			r, err := a.Conn.ReadTextFile(ctx, sdk.ReadTextFileRequest{SessionId: sid, Path: path})
+			if err != nil {
+				return err
+			}
+			text := "read: " + r.Content
+			if _, err := a.Conn.ReadTextFile(ctx, sdk.ReadTextFileRequest{SessionId: sid, Path: "/etc/hostname"}); err != nil {
+				text += "refused: " + err.Error()
+			}
+			return a.Send(ctx, sid, sdk.UpdateAgentMessageText(text))
+		}
+		if err := acptest.Run(context.Background(), os.Stdin, os.Stdout, acptest.Config{Scripts: map[string]script{"files": files}}); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		os.Exit(0)
 	case "die-at-start":
 		fmt.Fprintln(os.Stderr, "cannot find my config")
 		os.Exit(2)
@@ -199,14 +224,20 @@ type testEnv struct {
 // the wall clock (tests of real processes whose output must show up while they run).
 func newEnv(t testing.TB, launch Launcher, realClock bool, profiles ...Profile) *testEnv {
 	t.Helper()
+	return newEnvWith(t, Config{Launch: launch}, realClock, profiles...)
+}
+
+// newEnvWith is newEnv whose Manager has cfg's Launch and Place.
+func newEnvWith(t testing.TB, cfg Config, realClock bool, profiles ...Profile) *testEnv {
+	t.Helper()
 	dir := t.TempDir()
 	st, err := store.Open(filepath.Join(dir, "conch.db"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	env := &testEnv{dir: dir, st: st, ev: newEvents(), clock: newFakeClock()}
-	cfg := Config{Store: st, Events: env.ev, Profiles: append([]Profile{BuiltinShell()}, profiles...), DataDir: dir,
-		Launch: launch, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), StartTimeout: waittest.Limit(t)}
+	cfg = Config{Store: st, Events: env.ev, Profiles: append([]Profile{BuiltinShell()}, profiles...), DataDir: dir,
+		Launch: cfg.Launch, Place: cfg.Place, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), StartTimeout: waittest.Limit(t)}
 	if !realClock {
 		cfg.Now, cfg.After = env.clock.Now, env.clock.After
 	}

@@ -43,7 +43,7 @@ const stderrTail = 4 << 10
 // without a command runs executable (the conch binary) with the profile's args.
 func ExecLauncher(executable string) Launcher {
 	return func(p Profile, cwd string, box *Box) (*Process, error) {
-		proc, err := startProc(Command{Path: p.Command, Args: p.Args, Dir: cwd, Stdin: true}, executable, box)
+		proc, err := startProc(agentCommand(p, cwd), executable, box)
 		if err != nil {
 			return nil, fmt.Errorf("start %s: %w", cmp.Or(p.Command, executable), err)
 		}

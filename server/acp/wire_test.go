@@ -1,0 +1,450 @@
+package acp
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+
+	sdk "github.com/coder/acp-go-sdk"
+	"github.com/hashicorp/yamux"
+
+	"conch/server/waittest"
+	"conch/shared"
+)
+
+// frame is one frame as it goes on the wire.
+func frame(kind byte, p []byte) []byte {
+	h := make([]byte, 5, 5+len(p))
+	h[0] = kind
+	binary.BigEndian.PutUint32(h[1:], uint32(len(p)))
+	return append(h, p...)
+}
+
+func TestReadFrame(t *testing.T) {
+	t.Parallel()
+	limits := map[byte]int{frameStdout: 4, frameEOF: 0}
+	over := frame(frameStdout, nil)
+	binary.BigEndian.PutUint32(over[1:], 1<<31)
+	for _, tc := range []struct {
+		name, in string
+		kind     byte
+		payload  string
+		err      string
+	}{
+		{"a frame", string(frame(frameStdout, []byte("abcd"))), frameStdout, "abcd", ""},
+		{"an empty one", string(frame(frameEOF, nil)), frameEOF, "", ""},
+		{"nothing", "", 0, "", "EOF"},
+		{"a header cut short", "o\x00\x00", 0, "", "unexpected EOF"},
+		{"a payload cut short", string(frame(frameStdout, []byte("abcd"))[:7]), 0, "", "cut short: unexpected EOF"},
+		{"over its kind's limit", string(frame(frameStdout, []byte("abcde"))), 0, "", "of 5 bytes, over its 4"},
+		{"a huge length", string(over), 0, "", "of 2147483648 bytes, over its 4"},
+		{"a kind not expected", string(frame(frameExit, []byte("{}"))), 0, "", "where none is expected"},
+		{"a kind no one knows", string(frame('?', nil)), 0, "", "where none is expected"},
+	} {
+		kind, p, err := readFrame(strings.NewReader(tc.in), limits)
+		if tc.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("%s: err %v, want %q", tc.name, err, tc.err)
+			}
+			continue
+		}
+		if err != nil || kind != tc.kind || string(p) != tc.payload {
+			t.Errorf("%s: %q %q %v", tc.name, kind, p, err)
+		}
+	}
+}
+
+func TestDecodeStrict(t *testing.T) {
+	t.Parallel()
+	for _, in := range []string{`{"op":"dir","extra":1}`, `{"op":"dir"}{"op":"dir"}`, `{"op":`, `[]`, ``} {
+		var req wireRequest
+		if err := decode([]byte(in), &req); err == nil {
+			t.Errorf("decode(%q) took it: %+v", in, req)
+		}
+	}
+}
+
+// A runner's error reaches the agent as fs.go would answer it here, or as a refused
+// directory, or as words cut to wordLimit; nothing else of it is taken.
+func TestWireErrors(t *testing.T) {
+	t.Parallel()
+	var re *sdk.RequestError
+	err := toWire(requestError(codeResourceNotFound, "%s does not exist", "/a")).err()
+	if !errors.As(err, &re) || re.Code != codeResourceNotFound || re.Message != "Resource not found: /a does not exist" {
+		t.Errorf("a file request's error crossed as %#v", err)
+	}
+	err = toWire(shared.Errorf(shared.CodeInvalid, "cwd /x is not a directory")).err()
+	if shared.ErrorCode(err) != shared.CodeInvalid || err.Error() != "cwd /x is not a directory" {
+		t.Errorf("a refused directory crossed as %#v", err)
+	}
+	for _, w := range []wireError{{Message: "boom", RPC: 12345}, {Message: "boom", Code: shared.CodeForbidden}} {
+		if err := w.err(); shared.ErrorCode(err) != shared.CodeInternal || errors.As(err, &re) || err.Error() != "runner: boom" {
+			t.Errorf("%+v crossed as %#v", w, err)
+		}
+	}
+	if err := (&wireError{Message: strings.Repeat("x", 10*wordLimit)}).err(); len(err.Error()) > wordLimit+len("runner: ") {
+		t.Errorf("an error of %d bytes", len(err.Error()))
+	}
+}
+
+// fakeRunner is a runner that answers each stream with answer, whatever it was asked.
+func fakeRunner(answer func(req []byte, conn net.Conn)) func(context.Context) (net.Conn, error) {
+	return func(context.Context) (net.Conn, error) {
+		server, runner := net.Pipe()
+		go func() {
+			defer runner.Close()
+			_, req, err := readFrame(runner, map[byte]int{frameRequest: requestLimit})
+			if err == nil {
+				answer(req, runner)
+			}
+		}()
+		return server, nil
+	}
+}
+
+// writes is an answer that writes these bytes, then holds the stream open until the
+// server closes it.
+func writes(parts ...[]byte) func([]byte, net.Conn) {
+	return func(req []byte, conn net.Conn) {
+		if sends(parts...)(req, conn) {
+			_, _ = io.Copy(io.Discard, conn)
+		}
+	}
+}
+
+// sends is an answer that writes these bytes and goes; it reports whether they were taken.
+func sends(parts ...[]byte) func([]byte, net.Conn) bool {
+	return func(_ []byte, conn net.Conn) bool {
+		for _, p := range parts {
+			if _, err := conn.Write(p); err != nil {
+				return false
+			}
+		}
+		return true
+	}
+}
+
+func reply(s string) []byte { return frame(frameReply, []byte(s)) }
+
+// The server refuses what a hostile runner answers, with an error, and nothing panics.
+func TestRemoteRefusesHostileReplies(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), waittest.Limit(t))
+	defer cancel()
+	huge := frame(frameBody, nil)
+	binary.BigEndian.PutUint32(huge[1:], readAnswerLimit+1)
+	read := func(m Machine) error {
+		_, err := m.ReadFile(ctx, FileRead{Roots: []string{"/r"}, Path: "/r/a"})
+		return err
+	}
+	for _, tc := range []struct {
+		name   string
+		answer func([]byte, net.Conn)
+		call   func(Machine) error
+		want   string
+	}{
+		{"another directory", writes(reply(`{"dir":"/etc"}`)), func(m Machine) error { _, err := m.Dir(ctx, "/r"); return err }, "is not the session's directory"},
+		{"a relative directory", writes(reply(`{"dir":"r/../x"}`)), func(m Machine) error { _, err := m.Dir(ctx, ""); return err }, "is not the session's directory"},
+		{"no sandbox", writes(reply(`{}`)), func(m Machine) error { _, err := m.Sandbox(ctx, Work{}); return err }, "no sandbox"},
+		{"text that is not UTF-8", writes(reply(`{"body":true}`), frame(frameBody, []byte{0xff, 'a'})), read, "is not UTF-8"},
+		{"text over an answer's limit", writes(reply(`{"body":true}`), huge), read, "over its"},
+		{"no text", writes(reply(`{}`)), read, "no text"},
+		{"a field no one knows", writes(reply(`{"dir":"/r","owner":"me"}`)), func(m Machine) error { _, err := m.Dir(ctx, "/r"); return err }, "unknown field"},
+		{"a reply over its limit", writes(frame(frameReply, bytes.Repeat([]byte(" "), jsonLimit+1))), read, "over its"},
+		{"a frame of another kind", writes(frame(frameStdout, []byte("hi"))), read, "where none is expected"},
+		{"a reply cut short", func(req []byte, conn net.Conn) { sends(reply(`{"body":true}`)[:4])(req, conn) }, read, "unexpected EOF"},
+		{"nothing", func([]byte, net.Conn) {}, read, "EOF"},
+		{"an unknown operation", func(req []byte, conn net.Conn) {
+			var r wireRequest
+			_ = decode(req, &r)
+			r.Op = "format-disk"
+			data, _ := jsonOf(r)
+			s, c := net.Pipe()
+			go ServeMachine(ctx, c, Local(LocalConfig{NoSandbox: true}))
+			_, _ = s.Write(frame(frameRequest, data))
+			_, _ = io.Copy(conn, s)
+		}, read, `unknown operation "format-disk"`},
+	} {
+		err := tc.call(Remote(fakeRunner(tc.answer), nil))
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want %q", tc.name, err, tc.want)
+		}
+	}
+}
+
+func jsonOf(r wireRequest) ([]byte, error) {
+	var buf bytes.Buffer
+	f := &frames{w: &buf}
+	if err := f.sendJSON(frameRequest, r); err != nil {
+		return nil, err
+	}
+	return buf.Bytes()[5:], nil
+}
+
+// A process whose runner sends what it may not ends with an error: its output ends and
+// Wait returns; the output sent before is read.
+func TestRemoteProcessRefusesHostileFrames(t *testing.T) {
+	t.Parallel()
+	ok := reply(`{}`)
+	for _, tc := range []struct {
+		name  string
+		tty   bool
+		parts [][]byte
+		want  string
+	}{
+		{"output over a frame's limit", false, [][]byte{ok, frame(frameStdout, []byte("hi")), frame(frameStdout, make([]byte, dataLimit+1))}, "over its"},
+		{"stderr on a terminal", true, [][]byte{ok, frame(frameStdout, []byte("hi")), frame(frameStderr, []byte("x"))}, "where none is expected"},
+		{"a signal that is not one", false, [][]byte{ok, frame(frameStdout, []byte("hi")), frame(frameExit, []byte(`{"signal":"SIGKILL; rm -rf /"}`))}, "is not a signal"},
+		{"an exit with fields no one knows", false, [][]byte{ok, frame(frameStdout, []byte("hi")), frame(frameExit, []byte(`{"code":0,"pid":1}`))}, "unknown field"},
+		{"a stream cut short", false, [][]byte{ok, frame(frameStdout, []byte("hi")), {frameStdout, 0}}, "unexpected EOF"},
+	} {
+		ctx, cancel := context.WithTimeout(context.Background(), waittest.Limit(t))
+		var c Command
+		if tc.tty {
+			c.TTY = &Size{Cols: 80, Rows: 24}
+		}
+		p, err := Remote(fakeRunner(func(_ []byte, conn net.Conn) {
+			for _, part := range tc.parts {
+				if _, err := conn.Write(part); err != nil {
+					return
+				}
+			}
+			if tc.parts[len(tc.parts)-1][0] == frameStdout { // a stream cut short: the runner goes
+				return
+			}
+			_, _ = io.Copy(io.Discard, conn)
+		}), nil).Start(ctx, c)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		out, _ := io.ReadAll(p.Stdout())
+		_, err = p.Wait()
+		cancel()
+		if string(out) != "hi" || err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: output %q, %v, want %q", tc.name, out, err, tc.want)
+		}
+	}
+}
+
+// Once the runner's connection has ended, its processes end with errGone and every
+// call fails at once, without opening a stream.
+func TestRemoteGone(t *testing.T) {
+	t.Parallel()
+	gone := make(chan struct{})
+	opened := 0
+	var mu sync.Mutex
+	open := fakeRunner(writes(reply(`{}`), frame(frameStdout, []byte("hi"))))
+	m := Remote(func(ctx context.Context) (net.Conn, error) {
+		mu.Lock()
+		opened++
+		mu.Unlock()
+		return open(ctx)
+	}, gone)
+	p, err := m.Start(context.Background(), Command{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 2)
+	if _, err := io.ReadFull(p.Stdout(), buf); err != nil || string(buf) != "hi" {
+		t.Fatalf("output %q, %v", buf, err)
+	}
+	close(gone)
+	if _, err := p.Wait(); !errors.Is(err, errGone) {
+		t.Errorf("the process ended with %v", err)
+	}
+	if p.Signal(syscall.SIGKILL) {
+		t.Error("a signal was sent to a process that ended")
+	}
+	if _, err := m.Dir(context.Background(), ""); !errors.Is(err, errGone) {
+		t.Errorf("a call after the end: %v", err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if opened != 1 {
+		t.Errorf("%d streams opened", opened)
+	}
+}
+
+// testRunner is a runner in this test process: a yamux session over a loopback TCP
+// connection whose streams ServeMachine serves with a Local machine of its own.
+type testRunner struct {
+	mach Machine // the server's: Remote
+	dir  string  // the runner's data directory
+	cut  func()  // closes the runner's end of the connection
+}
+
+func newTestRunner(t *testing.T) *testRunner {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	accepted := make(chan net.Conn, 1)
+	go func() {
+		if c, err := ln.Accept(); err == nil {
+			accepted <- c
+		}
+	}()
+	serverEnd, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	runnerEnd := <-accepted
+	cfg := yamux.DefaultConfig()
+	cfg.LogOutput = io.Discard
+	server, err := yamux.Client(serverEnd, cfg) // the server opens the streams
+	if err != nil {
+		t.Fatal(err)
+	}
+	runner, err := yamux.Server(runnerEnd, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	local := Local(LocalConfig{DataDir: dir, Executable: testExe(t), Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	ctx, cancel := context.WithCancel(context.Background())
+	var served sync.WaitGroup
+	accepting := make(chan struct{})
+	go func() {
+		defer close(accepting)
+		for {
+			s, err := runner.Accept()
+			if err != nil {
+				return
+			}
+			served.Add(1)
+			go func() {
+				defer served.Done()
+				ServeMachine(ctx, s, local)
+			}()
+		}
+	}()
+	t.Cleanup(func() {
+		server.Close()
+		runner.Close()
+		cancel()
+		<-accepting
+		served.Wait()
+	})
+	open := func(context.Context) (net.Conn, error) { return server.Open() }
+	return &testRunner{mach: Remote(open, server.CloseChan()), dir: dir, cut: func() { runnerEnd.Close() }}
+}
+
+// Profiles of this test binary as an agent (TestMain): the built-in shell agent, and one
+// that asks for files.
+var (
+	binaryShell = Profile{Name: "binary-shell", Env: map[string]string{"CONCH_ACP_TEST_AGENT": "shell"}, Permission: PermissionAllow}
+	binaryFiles = Profile{Name: "binary-files", Env: map[string]string{"CONCH_ACP_TEST_AGENT": "files"}, Permission: PermissionAllow}
+)
+
+// remoteEnv is a test's server whose sessions run on r.
+func remoteEnv(t *testing.T, r *testRunner) *testEnv {
+	return newEnvWith(t, Config{Place: func(Profile, string) (Machine, string, error) { return r.mach, "test-runner", nil }}, true, binaryShell, binaryFiles)
+}
+
+// A session whose agent runs on a runner, over yamux on loopback, is stored as one that
+// runs here: its directory and sandbox are the runner's, a command it runs through
+// terminal/create (output of many frames, stderr, an exit code) and its file requests
+// (a write, a read, a read outside its directory refused) give the same messages.
+func TestRemoteSession(t *testing.T) {
+	t.Parallel()
+	type result struct {
+		status shared.ToolStatus
+		out    shared.ShellOutput
+		files  string
+		file   string
+	}
+	const cmd = `head -c 100000 /dev/zero | tr '\0' x; printf 'é\n' >&2; exit 3`
+	run := func(t *testing.T, env *testEnv, dataDir string) result {
+		sess := env.start(t, binaryShell.Name)
+		if !strings.HasPrefix(sess.Cwd, filepath.Join(dataDir, "sessions")+"/") {
+			t.Errorf("the session's directory %s is not made on its machine (%s)", sess.Cwd, dataDir)
+		}
+		if sess.Sandbox == nil || sess.Sandbox.Home != filepath.Join(dataDir, "sandboxes", sess.ID, "home") {
+			t.Errorf("the session's sandbox %+v is not its machine's", sess.Sandbox)
+		}
+		env.prompt(t, sess.ID, cmd)
+		m, out := lastShell(t, env, sess.ID)
+		out.StartedAt, out.FinishedAt, out.StdoutOffset, out.StderrOffset = nil, nil, nil, nil
+		res := result{status: m.Metadata.Status, out: out}
+
+		files := env.start(t, binaryFiles.Name)
+		env.prompt(t, files.ID, "files")
+		for _, msg := range env.messages(t, files.ID) {
+			if msg.Type == shared.TypeMessage && msg.AuthorType == shared.AuthorAgent {
+				res.files += strings.ReplaceAll(msg.Content, files.Cwd, "CWD")
+			}
+		}
+		data, err := os.ReadFile(filepath.Join(files.Cwd, "note.txt"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.file = string(data)
+		return res
+	}
+	r := newTestRunner(t)
+	local := newEnvWith(t, Config{}, true, binaryShell, binaryFiles)
+	want := run(t, local, local.dir)
+	got := run(t, remoteEnv(t, r), r.dir)
+	// what is compared, with the output's length for its text
+	show := func(r result) string {
+		code := -1
+		if r.out.ExitCode != nil {
+			code = *r.out.ExitCode
+		}
+		return fmt.Sprintf("%s, stdout %d bytes (%d produced), stderr %q, exit %d, truncated %v, signal %q; files %q, file %q",
+			r.status, len(r.out.Stdout), r.out.StdoutTotalBytes, r.out.Stderr, code, r.out.Truncated, r.out.Signal, r.files, r.file)
+	}
+	if want.status != shared.StatusFailed || want.out.Stdout != strings.Repeat("x", 100000) || want.out.Stderr != "é\n" ||
+		want.out.ExitCode == nil || *want.out.ExitCode != 3 || want.file != "written\n" ||
+		!strings.HasPrefix(want.files, "read: written\nrefused: ") || !strings.Contains(want.files, "/etc/hostname is outside the session's directory CWD") {
+		t.Fatalf("here: %s", show(want))
+	}
+	if show(got) != show(want) || got.out.Stdout != want.out.Stdout {
+		t.Errorf("on a runner: %s\nhere: %s", show(got), show(want))
+	}
+}
+
+// A runner whose connection ends mid-turn ends its session's agent with an error that
+// says so; the command's output stored by then is kept, and the command is not left
+// running.
+func TestRemoteRunnerGoneMidTurn(t *testing.T) {
+	t.Parallel()
+	r := newTestRunner(t)
+	env := remoteEnv(t, r)
+	sess := env.start(t, binaryShell.Name)
+	env.promptAsync(t, sess.ID, "echo started; exec sleep 300")
+	waitFor(t, env.ev, "the command's first output to be stored", func() bool {
+		for _, m := range env.messages(t, sess.ID) {
+			if se := shared.ShellOf(m); se != nil && se.Output.StdoutBytes > 0 {
+				return true
+			}
+		}
+		return false
+	})
+	r.cut()
+	waitFor(t, env.ev, "the session to fail", func() bool {
+		s := env.ev.states(sess.ID)
+		return len(s) > 0 && s[len(s)-1] == shared.SessionFailed
+	})
+	got, err := env.st.GetSession(context.Background(), sess.ID)
+	if err != nil || !strings.Contains(got.Error, "the agent exited: the runner's connection ended") {
+		t.Errorf("session %s: %q (%v)", got.State, got.Error, err)
+	}
+	m, out := lastShell(t, env, sess.ID)
+	if !m.Metadata.Status.IsTerminal() || m.Metadata.Status == shared.StatusCompleted || out.Stdout != "started\n" {
+		t.Errorf("the command ended %s with %+v", m.Metadata.Status, out)
+	}
+}
