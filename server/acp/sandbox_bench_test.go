@@ -13,9 +13,10 @@ import (
 // BenchmarkCommandStart times a command from its start to its exit, as an agent's
 // terminal/create runs it: `true` under ns-init in a PID and user namespace, unconfined (a
 // server run with --no-sandbox), sandboxed with network all (Landlock), and sandboxed with
-// network none (Landlock and a network namespace). The box is made once, as a session's
-// is; what the first sandbox of a server pays once (sandboxReady's probe, the /etc walk)
-// is paid before the timer starts. Besides ns/op (the mean) it reports the median and p90.
+// network none (Landlock and a network namespace), and on a runner (Remote over yamux on
+// loopback, served by ServeMachine with a sandbox of network all). The machine builds
+// the box for each command from its Work, as a session's are; what the first sandbox of
+// a server pays once (sandboxReady's probe, the /etc walk) is paid before the timer starts. Besides ns/op (the mean) it reports the median and p90.
 // ns-init is this test binary (TestMain), or the conch binary CONCH_BENCH_INIT names
 // (make bench passes bin/conch).
 //
@@ -34,10 +35,15 @@ func BenchmarkCommandStart(b *testing.B) {
 	for _, c := range []struct {
 		name    string
 		network string // "": unconfined
-	}{{"unconfined", ""}, {"network=all", shared.NetworkAll}, {"network=none", shared.NetworkNone}} {
+		runner  bool
+	}{{"unconfined", "", false}, {"network=all", shared.NetworkAll, false}, {"network=none", shared.NetworkNone, false},
+		{"runner,network=all", shared.NetworkAll, true}} {
 		b.Run(c.name, func(b *testing.B) {
 			dir := b.TempDir()
 			mach := Local(LocalConfig{DataDir: b.TempDir(), Executable: exe, NoSandbox: c.network == ""})
+			if c.runner {
+				mach = newTestRunner(b).mach
+			}
 			w := Work{Session: "bench", Dir: dir, Profile: Profile{Sandbox: SandboxConfig{Network: Network{Policy: c.network}}}}
 			took := make([]time.Duration, 0, b.N)
 			b.ResetTimer()

@@ -284,7 +284,7 @@ type testRunner struct {
 	cut  func()  // closes the runner's end of the connection
 }
 
-func newTestRunner(t *testing.T) *testRunner {
+func newTestRunner(t testing.TB) *testRunner {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
