@@ -448,3 +448,40 @@ func TestRemoteRunnerGoneMidTurn(t *testing.T) {
 		t.Errorf("the command ended %s with %+v", m.Metadata.Status, out)
 	}
 }
+
+// A person's terminal on a runner: bash on a PTY there, resized, typed into and read
+// through the wire; its command line is stored as one run here is.
+func TestRemoteConsole(t *testing.T) {
+	t.Parallel()
+	env := remoteEnv(t, newTestRunner(t))
+	sess := env.start(t, binaryShell.Name)
+	ed, err := env.m.Console(sess.ID, "ada", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(ed.Close)
+	var screen bytes.Buffer
+	watch(t, ed, &screen, strings.TrimSpace(prompt()))
+	if err := ed.Resize(100, 30); err != nil {
+		t.Fatal(err)
+	}
+	if err := ed.Input([]byte("stty size; pwd\r")); err != nil {
+		t.Fatal(err)
+	}
+	want := "30 100\r\n" + sess.Cwd + "\r\n"
+	watch(t, ed, &screen, want)
+	var cmd shared.Message
+	waitFor(t, env.ev, "the command stored, ended", func() bool {
+		for _, m := range env.messages(t, sess.ID) {
+			if m.Type == shared.TypeToolExecute && m.AuthorType == shared.AuthorUser && m.Metadata.Status.IsTerminal() {
+				cmd = m
+				return true
+			}
+		}
+		return false
+	})
+	m, out := env.tool(t, sess.ID, cmd.Metadata.ToolCallID)
+	if m.Metadata.Status != shared.StatusCompleted || out.Stdout != want || out.ExitCode == nil || *out.ExitCode != 0 {
+		t.Errorf("the command ended %s with %q, exit %v", m.Metadata.Status, out.Stdout, out.ExitCode)
+	}
+}
