@@ -18,6 +18,7 @@ import (
 	"unicode/utf8"
 
 	sdk "github.com/coder/acp-go-sdk"
+	"golang.org/x/sync/semaphore"
 
 	"conch/server/store"
 	"conch/shared"
@@ -146,26 +147,41 @@ func (f *frames) sendData(kind byte, p []byte) error {
 // readFrame reads one frame of a kind in limits, whose payload is within that kind's
 // limit; anything else is an error, and the stream is of no more use.
 func readFrame(r io.Reader, limits map[byte]int) (byte, []byte, error) {
+	kind, n, err := readHeader(r, limits)
+	if err != nil {
+		return 0, nil, err
+	}
+	p, err := readPayload(r, kind, n)
+	return kind, p, err
+}
+
+// readHeader reads a frame's kind and length, refusing what readFrame refuses.
+func readHeader(r io.Reader, limits map[byte]int) (byte, int, error) {
 	var h [5]byte
 	if _, err := io.ReadFull(r, h[:]); err != nil {
-		return 0, nil, err
+		return 0, 0, err
 	}
 	limit, ok := limits[h[0]]
 	if !ok {
-		return 0, nil, fmt.Errorf("wire: a frame of kind %q where none is expected", h[0])
+		return 0, 0, fmt.Errorf("wire: a frame of kind %q where none is expected", h[0])
 	}
 	n := binary.BigEndian.Uint32(h[1:])
 	if uint64(n) > uint64(limit) {
-		return 0, nil, fmt.Errorf("wire: a frame of kind %q of %d bytes, over its %d", h[0], n, limit)
+		return 0, 0, fmt.Errorf("wire: a frame of kind %q of %d bytes, over its %d", h[0], n, limit)
 	}
+	return h[0], int(n), nil
+}
+
+// readPayload reads the n bytes of a frame of kind whose header was read.
+func readPayload(r io.Reader, kind byte, n int) ([]byte, error) {
 	p := make([]byte, n)
 	if _, err := io.ReadFull(r, p); err != nil {
 		if errors.Is(err, io.EOF) {
 			err = io.ErrUnexpectedEOF
 		}
-		return 0, nil, fmt.Errorf("wire: a frame of kind %q cut short: %w", h[0], err)
+		return nil, fmt.Errorf("wire: a frame of kind %q cut short: %w", kind, err)
 	}
-	return h[0], p, nil
+	return p, nil
 }
 
 // decode reads JSON strictly: one value, no field this side does not know.
@@ -282,11 +298,24 @@ func (r *remote) call(ctx context.Context, req wireRequest, body []byte, bodyLim
 	if err != nil || !reply.Body {
 		return reply, nil, err
 	}
-	if _, body, err = readFrame(conn, map[byte]int{frameBody: bodyLimit}); err != nil {
+	_, n, err := readHeader(conn, map[byte]int{frameBody: bodyLimit})
+	if err != nil {
+		return wireReply{}, nil, r.lost(err)
+	}
+	// Each body is within its bound, but a runner answers many requests at once: its
+	// bodies take their size from the same kind of budget as files loaded here (fs.go).
+	if !runnerLoads.TryAcquire(int64(n)) {
+		return wireReply{}, nil, requestError(codeInternal, "the server is receiving %d MiB of files from runners for agents, its most at once: ask again when your other requests are answered", loadBudget>>20)
+	}
+	defer runnerLoads.Release(int64(n))
+	if body, err = readPayload(conn, frameBody, n); err != nil {
 		return wireReply{}, nil, r.lost(err)
 	}
 	return reply, body, nil
 }
+
+// runnerLoads bounds the bytes of the file bodies all runners' answers hold at once.
+var runnerLoads = semaphore.NewWeighted(loadBudget)
 
 // reply reads an operation's reply; the runner's error is returned as an error.
 func (r *remote) reply(conn net.Conn) (wireReply, error) {

@@ -485,3 +485,28 @@ func TestRemoteConsole(t *testing.T) {
 		t.Errorf("the command ended %s with %q, exit %v", m.Metadata.Status, out.Stdout, out.ExitCode)
 	}
 }
+
+// Runners' file bodies together hold at most loadBudget bytes while they are received: a
+// read that would pass it is refused with the reason. Not parallel: the budget is the
+// process's.
+func TestRemoteBodiesWithinBudget(t *testing.T) {
+	m := Remote(fakeRunner(writes(reply(`{"body":true}`), frame(frameBody, []byte("text")))), nil)
+	read := func() (string, error) {
+		return m.ReadFile(context.Background(), FileRead{Roots: []string{"/r"}, Path: "/r/a"})
+	}
+	if !runnerLoads.TryAcquire(loadBudget - 3) { // other answers hold all but 3 bytes
+		t.Fatal("the budget is taken")
+	}
+	_, err := read()
+	runnerLoads.Release(loadBudget - 3)
+	if err == nil || !strings.Contains(err.Error(), "its most at once") {
+		t.Errorf("a body over the budget: %v", err)
+	}
+	if text, err := read(); text != "text" || err != nil {
+		t.Errorf("read %q, %v", text, err)
+	}
+	if !runnerLoads.TryAcquire(loadBudget) {
+		t.Error("an answer kept its bytes")
+	}
+	runnerLoads.Release(loadBudget)
+}
