@@ -58,6 +58,7 @@ const (
 	jsonLimit    = 64 << 10 // a reply's, an exit's, a signal's or a size's JSON
 	dataLimit    = 32 << 10 // a frame of stdio; longer writes go in several
 	wordLimit    = 1 << 10  // an error's words from a runner, cut to this
+	stdinQueue   = 256      // frames of stdin a runner keeps for a process that is not reading them
 )
 
 // Operations.
@@ -640,8 +641,9 @@ func serveProc(ctx context.Context, conn net.Conn, f *frames, m Machine, c Comma
 	}
 	answer(f, wireReply{}, nil, nil)
 	// stdin goes through a queue of its own, so that a process that does not read its
-	// stdin does not hold the server's signals back until the queue is full.
-	stdin := make(chan []byte, 64)
+	// stdin never holds the server's signals back: one that lets stdinQueue frames wait
+	// is killed.
+	stdin := make(chan []byte, stdinQueue)
 	go func() {
 		in := proc.Stdin()
 		for p := range stdin {
@@ -666,9 +668,17 @@ func serveProc(ctx context.Context, conn net.Conn, f *frames, m Machine, c Comma
 			}
 			switch kind {
 			case frameStdin:
-				stdin <- data
+				select {
+				case stdin <- data:
+				default:
+					proc.Signal(syscall.SIGKILL)
+				}
 			case frameEOF:
-				stdin <- nil
+				select {
+				case stdin <- nil:
+				default:
+					proc.Signal(syscall.SIGKILL)
+				}
 				delete(limits, frameStdin)
 				delete(limits, frameEOF)
 			case frameSignal:

@@ -510,3 +510,38 @@ func TestRemoteBodiesWithinBudget(t *testing.T) {
 	}
 	runnerLoads.Release(loadBudget)
 }
+
+// A process on a runner that does not read its stdin never holds the server's signals
+// back: once stdinQueue frames wait for it, the runner kills it.
+func TestRemoteStdinNotRead(t *testing.T) {
+	t.Parallel()
+	r := newTestRunner(t)
+	ctx, cancel := context.WithTimeout(context.Background(), waittest.Limit(t))
+	defer cancel()
+	p, err := r.mach.Start(ctx, Command{Work: Work{Session: "s", Dir: t.TempDir()}, Path: "sleep", Args: []string{"300"}, Dir: "/", Stdin: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		chunk := make([]byte, dataLimit)
+		for range stdinQueue + 64 { // and the pipe's own buffer
+			if _, err := p.Stdin().Write(chunk); err != nil {
+				return
+			}
+		}
+	}()
+	ended := make(chan exitStatus)
+	go func() {
+		st, _ := p.Wait()
+		ended <- st
+	}()
+	select {
+	case st := <-ended:
+		if st.Signal != "SIGKILL" {
+			t.Errorf("it ended with %+v", st)
+		}
+	case <-ctx.Done():
+		p.Signal(syscall.SIGKILL)
+		t.Fatal("a process that reads no stdin was not killed")
+	}
+}
