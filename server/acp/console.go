@@ -144,7 +144,9 @@ func (s *session) console() (*Console, error) {
 func startConsole(s *session) (*Console, error) {
 	c := &Console{s: s, done: make(chan struct{}), wake: make(chan struct{}, 1), stored: make(chan struct{}),
 		poked: make(chan struct{}, 1), screen: tailBuffer{max: screenLimit}, views: map[*ConsoleView]struct{}{}, cols: 80, rows: 24}
-	proc, err := s.mach.Start(context.Background(), Command{Work: s.site, Path: "bash", Args: []string{"--noprofile", "--norc", "-i"},
+	ctx, cancel := context.WithTimeout(context.Background(), s.m.cfg.RequestTimeout) // bounds a runner's answer
+	defer cancel()
+	proc, err := s.mach.Start(ctx, Command{Work: s.site, Path: "bash", Args: []string{"--noprofile", "--norc", "-i"},
 		Env: append([]string{"TERM=xterm-256color"}, consolePrompt...), Dir: s.cwd, TTY: &Size{Cols: c.cols, Rows: c.rows}})
 	if err != nil {
 		return nil, fmt.Errorf("terminal: %w", err)

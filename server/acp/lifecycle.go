@@ -118,7 +118,9 @@ func (l *lister) close() {
 		}
 	}
 	if l.mach != nil {
-		if err := l.mach.Forget(context.Background(), l.work); err != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), l.m.cfg.RequestTimeout)
+		defer cancel()
+		if err := l.mach.Forget(ctx, l.work); err != nil {
 			l.m.log.Warn("remove the sandbox of an agent that listed its sessions", "sandbox", l.work.Session, "err", err)
 		}
 	}

@@ -242,7 +242,8 @@ func (m *Manager) startSession(ctx context.Context, taskID, agent, cwd string, f
 // launch starts the agent of s, registered and counted in wg, and waits (bounded) for
 // initialize and session/new.
 func (m *Manager) launch(s *session) (shared.Session, error) {
-	ctx := context.Background()
+	ctx, cancel := context.WithTimeout(context.Background(), m.cfg.StartTimeout) // bounds a runner's answer, not the agent
+	defer cancel()
 	err := m.sandbox(ctx, s)
 	var proc *Process
 	if err == nil {

@@ -49,7 +49,7 @@ func BenchmarkCommandStart(b *testing.B) {
 			b.ResetTimer()
 			for range b.N {
 				began := time.Now()
-				term, err := startTerminal("t", "true", nil, nil, dir, nil, mach, w, realClock, func(bool) {})
+				term, err := startTerminal(context.Background(), "t", "true", nil, nil, dir, nil, mach, w, realClock, func(bool) {})
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -799,7 +799,7 @@ func (s *session) SessionUpdate(_ context.Context, n sdk.SessionNotification) er
 	return nil
 }
 
-func (s *session) CreateTerminal(_ context.Context, p sdk.CreateTerminalRequest) (sdk.CreateTerminalResponse, error) {
+func (s *session) CreateTerminal(ctx context.Context, p sdk.CreateTerminalRequest) (sdk.CreateTerminalResponse, error) {
 	cwd := s.cwd
 	if p.Cwd != nil && *p.Cwd != "" {
 		cwd = *p.Cwd
@@ -819,7 +819,7 @@ func (s *session) CreateTerminal(_ context.Context, p sdk.CreateTerminalRequest)
 	case err != nil:
 		return sdk.CreateTerminalResponse{}, sdk.NewInvalidParams(map[string]any{"error": err.Error()})
 	}
-	t, err := startTerminal(id, p.Command, p.Args, env, cwd, p.OutputByteLimit, s.mach, s.site, s.m.clock,
+	t, err := startTerminal(ctx, id, p.Command, p.Args, env, cwd, p.OutputByteLimit, s.mach, s.site, s.m.clock,
 		func(exited bool) { s.rec.terminalChanged(id, exited) })
 	kept := false
 	s.do(func(c *core) { kept = c.terms.started(id, t) })

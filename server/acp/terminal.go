@@ -179,11 +179,11 @@ type terminal struct {
 	done     chan struct{} // closed once exited (and the pipes drained, or drainGrace passed)
 }
 
-// startTerminal runs the command on mach, in its own process group and PID namespace
+// startTerminal runs the command on mach (ctx bounds its start), in its own process group and PID namespace
 // (nsinit.go), in w's sandbox, with env added to the sandbox's.
 // A command without args that is not a program on PATH is run by sh -c, since agents
 // often send a whole command line as the command.
-func startTerminal(id, command string, args []string, env []string, cwd string, outputLimit *int, mach Machine, w Work, c clock, changed func(exited bool)) (*terminal, error) {
+func startTerminal(ctx context.Context, id, command string, args []string, env []string, cwd string, outputLimit *int, mach Machine, w Work, c clock, changed func(exited bool)) (*terminal, error) {
 	if command == "" {
 		return nil, errors.New("empty command")
 	}
@@ -205,7 +205,7 @@ func startTerminal(id, command string, args []string, env []string, cwd string, 
 		done:     make(chan struct{}),
 		stopped:  make(chan struct{}),
 	}
-	p, err := mach.Start(context.Background(), Command{Work: w, Path: command, Args: args, Env: env, Dir: cwd})
+	p, err := mach.Start(ctx, Command{Work: w, Path: command, Args: args, Env: env, Dir: cwd})
 	if err != nil {
 		return nil, err
 	}

@@ -29,7 +29,7 @@ func run(t *testing.T, script string, limit *int) *terminal {
 
 func start(t *testing.T, script string, limit *int) *terminal {
 	t.Helper()
-	term, err := startTerminal("t1", "sh", []string{"-c", script}, []string{"CONCH_TEST=yes"}, t.TempDir(), limit, testMachine(t), testWork, realClock, func(bool) {})
+	term, err := startTerminal(context.Background(), "t1", "sh", []string{"-c", script}, []string{"CONCH_TEST=yes"}, t.TempDir(), limit, testMachine(t), testWork, realClock, func(bool) {})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -255,7 +255,7 @@ func TestTerminalStop(t *testing.T) {
 		for name, exe := range map[string]string{"namespace": testExe(t), "process group only": ""} {
 			t.Run(tc.name+"/"+name, func(t *testing.T) {
 				clk, ev := newFakeClock(), newEvents()
-				term, err := startTerminal("t", "sh", []string{"-c", tc.script}, nil, t.TempDir(), nil, Local(LocalConfig{Executable: exe, NoSandbox: true}), testWork, clock{clk.Now, clk.After}, func(bool) { ev.note() })
+				term, err := startTerminal(context.Background(), "t", "sh", []string{"-c", tc.script}, nil, t.TempDir(), nil, Local(LocalConfig{Executable: exe, NoSandbox: true}), testWork, clock{clk.Now, clk.After}, func(bool) { ev.note() })
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -295,7 +295,7 @@ func TestTerminalGroupEndsWithCommand(t *testing.T) {
 	for name, exe := range map[string]string{"namespace": testExe(t), "process group only": ""} {
 		t.Run(name, func(t *testing.T) {
 			script := "(" + hostPID + "; exec sleep 300) > pid & while [ ! -s pid ]; do sleep 0.01; done; cat pid"
-			term, err := startTerminal("t", "sh", []string{"-c", script}, nil, t.TempDir(), nil, Local(LocalConfig{Executable: exe, NoSandbox: true}), testWork, realClock, func(bool) {})
+			term, err := startTerminal(context.Background(), "t", "sh", []string{"-c", script}, nil, t.TempDir(), nil, Local(LocalConfig{Executable: exe, NoSandbox: true}), testWork, realClock, func(bool) {})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -402,7 +402,7 @@ func TestTerminalBadRequests(t *testing.T) {
 		{"true", nil, "/no/such/dir", nil},
 		{"true", nil, t.TempDir(), &neg},
 	} {
-		if term, err := startTerminal("t", tc.command, tc.args, nil, tc.cwd, tc.limit, testMachine(t), testWork, realClock, func(bool) {}); err == nil {
+		if term, err := startTerminal(context.Background(), "t", tc.command, tc.args, nil, tc.cwd, tc.limit, testMachine(t), testWork, realClock, func(bool) {}); err == nil {
 			term.kill()
 			t.Errorf("startTerminal(%q in %s, limit %v) succeeded", tc.command, tc.cwd, tc.limit)
 		}
@@ -412,7 +412,7 @@ func TestTerminalBadRequests(t *testing.T) {
 // A command line without args runs through sh -c, as agents often send one.
 func TestTerminalCommandLine(t *testing.T) {
 	t.Parallel()
-	term, err := startTerminal("t", "echo one && echo two", nil, nil, t.TempDir(), nil, testMachine(t), testWork, realClock, func(bool) {})
+	term, err := startTerminal(context.Background(), "t", "echo one && echo two", nil, nil, t.TempDir(), nil, testMachine(t), testWork, realClock, func(bool) {})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -429,7 +429,7 @@ func TestTerminalCountsAndTimes(t *testing.T) {
 	t0 := time.Date(2026, 12, 3, 8, 0, 0, 0, time.UTC)
 	clk := clocktest.New(t0, time.Second) // each reading a second later
 	// 400 KiB to stdout (past the kept tail), 5 bytes to stderr.
-	term, err := startTerminal("t1", "sh", []string{"-c", "head -c 409600 /dev/zero | tr '\\0' x; printf 'warn\\n' >&2"}, nil, t.TempDir(), nil, testMachine(t), testWork, clock{clk.Now, time.After}, func(bool) {})
+	term, err := startTerminal(context.Background(), "t1", "sh", []string{"-c", "head -c 409600 /dev/zero | tr '\\0' x; printf 'warn\\n' >&2"}, nil, t.TempDir(), nil, testMachine(t), testWork, clock{clk.Now, time.After}, func(bool) {})
 	if err != nil {
 		t.Fatal(err)
 	}
