@@ -91,7 +91,7 @@ var readmeCommands = []struct {
 		if err := c.Start(); err != nil {
 			t.Fatal(err)
 		}
-		waitFor(t, func() bool { return strings.Contains(errs.String(), "following live") })
+		waittest.Until(t, func() bool { return strings.Contains(errs.String(), "following live") })
 		// Interrupted, as a person at a terminal ends it.
 		if err := syscall.Kill(-c.Process.Pid, syscall.SIGINT); err != nil {
 			t.Fatal(err)
