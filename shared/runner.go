@@ -1,8 +1,8 @@
 package shared
 
 import (
-	"regexp"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -34,15 +34,30 @@ const (
 	MaxRunnerCapacity = 1024
 )
 
-var (
-	runnerName  = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
-	runnerLabel = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,62}(=[A-Za-z0-9._-]{1,63})?$`)
-)
+// word reports whether s is 1 to most bytes of letters (lower-case ones only when lower),
+// digits, '.', '_' and '-', starting with a letter or digit. (No regexp: app.wasm has none.)
+func word(s string, most int, lower bool) bool {
+	if s == "" || len(s) > most || strings.ContainsRune("._-", rune(s[0])) {
+		return false
+	}
+	for _, c := range []byte(s) {
+		letter := 'a' <= c && c <= 'z' || !lower && 'A' <= c && c <= 'Z'
+		if !letter && !('0' <= c && c <= '9') && c != '.' && c != '_' && c != '-' {
+			return false
+		}
+	}
+	return true
+}
+
+func runnerLabel(l string) bool {
+	name, value, hasValue := strings.Cut(l, "=")
+	return word(name, 63, true) && (!hasValue || word(value, 63, false))
+}
 
 // CheckRunner is the rule for what a runner announces: a name of 1 to 64 letters, digits,
 // '.', '_' or '-'; labels as CheckLabels; a capacity of 1 to MaxRunnerCapacity sessions.
 func CheckRunner(name string, labels []string, capacity int) error {
-	if !runnerName.MatchString(name) {
+	if !word(name, 64, false) {
 		return Errorf(CodeInvalid, "a runner's name is 1 to 64 letters, digits, '.', '_' or '-', starting with a letter or digit")
 	}
 	if capacity < 1 || capacity > MaxRunnerCapacity {
@@ -52,14 +67,15 @@ func CheckRunner(name string, labels []string, capacity int) error {
 }
 
 // CheckLabels is the rule for the labels a runner has and a profile requires: at most
-// MaxRunnerLabels, each given once, each a name (`gpu`: lower-case letters, digits, '.',
-// '_', '-') or a name=value (`os=linux`).
+// MaxRunnerLabels, each given once, each a name (`gpu`: 1 to 63 lower-case letters,
+// digits, '.', '_', '-', starting with a letter or digit) or a name=value (`os=linux`; the
+// value as a name, in any letter case).
 func CheckLabels(labels []string) error {
 	if len(labels) > MaxRunnerLabels {
 		return Errorf(CodeInvalid, "at most %d labels, not %d", MaxRunnerLabels, len(labels))
 	}
 	for i, l := range labels {
-		if !runnerLabel.MatchString(l) {
+		if !runnerLabel(l) {
 			return Errorf(CodeInvalid, "label %q is not a name (lower-case letters, digits, '.', '_', '-'; at most 63) or name=value", CutLabel(l))
 		}
 		if slices.Contains(labels[:i], l) {
