@@ -126,8 +126,11 @@ func session(ctx context.Context, u string, o Options) (connected bool, err erro
 	defer mux.Close()
 	o.Logger.Info("runner: connected", "server", o.Server, "name", o.Name)
 	go func() {
-		<-ctx.Done()
-		mux.Close()
+		select {
+		case <-ctx.Done():
+			mux.Close()
+		case <-mux.CloseChan():
+		}
 	}()
 	for {
 		stream, err := mux.Accept()
