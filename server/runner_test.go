@@ -77,8 +77,10 @@ func TestRunnerProcess(t *testing.T) {
 	// The server dies and starts again on the same address: the runner dials it again.
 	first.kill()
 	second := serve(strings.TrimPrefix(first.base, "http://"))
+	listened := time.Now()
 	api = client.New(second.base)
 	waittest.Until(t, connected(api))
+	t.Logf("the runner was back %s after the server listened again", time.Since(listened).Round(time.Millisecond))
 
 	if err := api.RevokeRunnerToken(ctx, tok.ID); err != nil {
 		t.Fatal(err)

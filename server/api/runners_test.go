@@ -1,7 +1,9 @@
 package api
 
 import (
+	"bufio"
 	"context"
+	"log/slog"
 	"net/http"
 	"strings"
 	"testing"
@@ -77,5 +79,34 @@ func TestRunnerConnect(t *testing.T) {
 	}
 	if l := listed(); len(l) != 1 || l[0].Connected {
 		t.Fatalf("after revocation: %+v", l)
+	}
+}
+
+// BenchmarkRunnerStream is one operation's way through a runner connected on loopback: a
+// stream opened by the server, answered by the runner (its first line) and closed, as the
+// server will open one per operation of a session placed there.
+func BenchmarkRunnerStream(b *testing.B) {
+	var reg *runner.Registry
+	e := newEnv(b, withToken, func(c *Config) { reg = runner.New(runner.Config{Store: c.Store, Logger: c.Logger}); c.Runners = reg })
+	addr := e.listen()
+	var tok shared.AccessToken
+	e.expect(http.StatusCreated, "POST", "/api/v1/runners/tokens", `{"name":"bench"}`, &tok, "Authorization", "Bearer "+token)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go runner.Run(ctx, runner.Options{Server: "http://" + addr, Token: tok.Token, Dir: b.TempDir(), Hello: runner.Hello{Name: "r1", Capacity: 1},
+		Logger: slog.New(slog.DiscardHandler)})
+	sess := e.session()
+	var r *runner.Runner
+	waittest.Until(b, func() bool { r, _ = reg.Place(ctx, nil, sess.ID); return r != nil })
+	b.ResetTimer()
+	for b.Loop() {
+		s, err := r.Open(ctx)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := bufio.NewReader(s).ReadString('\n'); err != nil {
+			b.Fatal(err)
+		}
+		s.Close()
 	}
 }
