@@ -15,10 +15,7 @@ func (c *Client) Runners(ctx context.Context) ([]shared.Runner, error) {
 
 // RunnerTokens lists the runner tokens, without their secrets (admins only).
 func (c *Client) RunnerTokens(ctx context.Context) ([]shared.AccessToken, error) {
-	var out struct {
-		Tokens []shared.AccessToken `json:"tokens"`
-	}
-	return out.Tokens, c.call(ctx, "GET", "/api/v1/runners/tokens", nil, &out)
+	return c.tokens(ctx, "/api/v1/runners/tokens")
 }
 
 // CreateRunnerToken makes a runner token (admins only); its Token is the secret, shown once.
