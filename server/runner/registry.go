@@ -178,7 +178,7 @@ func (g *Registry) List(ctx context.Context) ([]shared.Runner, error) {
 	defer g.mu.Unlock()
 	out := make([]shared.Runner, 0, len(g.runners))
 	for _, r := range g.runners {
-		out = append(out, shared.Runner{Name: r.Name, Labels: slices.Clone(r.Labels), Capacity: r.Capacity, Sessions: loads[r.Name],
+		out = append(out, shared.Runner{Name: r.Name, Labels: append([]string{}, r.Labels...), Capacity: r.Capacity, Sessions: loads[r.Name],
 			Connected: r.connected(), LastSeen: time.Unix(0, r.lastSeen.Load()).UTC()})
 	}
 	slices.SortFunc(out, func(a, b shared.Runner) int { return strings.Compare(a.Name, b.Name) })

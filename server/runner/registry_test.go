@@ -2,6 +2,7 @@ package runner
 
 import (
 	"context"
+	"encoding/json"
 	"maps"
 	"net"
 	"os"
@@ -136,6 +137,9 @@ func TestHeartbeat(t *testing.T) {
 		t.Error("the silent runner is listed connected")
 	}
 	list, _ := g.List(context.Background())
+	if b, _ := json.Marshal(list[0]); !strings.Contains(string(b), `"labels":[]`) {
+		t.Errorf("a runner without labels is listed as %s", b)
+	}
 	before := list[0].LastSeen
 	waittest.Until(t, func() bool { l, _ := g.List(context.Background()); return l[0].LastSeen.After(before) })
 	select {
