@@ -523,10 +523,14 @@ func runRunner(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	host, _ := os.Hostname()
 	name := flags.String("name", env("CONCH_RUNNER_NAME", host), "this runner's name, as the server lists it (env CONCH_RUNNER_NAME)")
 	labels := flags.String("labels", env("CONCH_RUNNER_LABELS", ""), "what this machine offers, comma-separated: gpu,os=linux (env CONCH_RUNNER_LABELS)")
-	capacity := flags.Int("capacity", 4, "the most sessions it runs at once")
-	dir := flags.String("dir", filepath.Join(filepath.Dir(defaultDB()), "runner"), "where the sessions' directories go")
+	capacity := flags.String("capacity", env("CONCH_RUNNER_CAPACITY", "4"), "the most sessions it runs at once (env CONCH_RUNNER_CAPACITY)")
+	dir := flags.String("dir", env("CONCH_RUNNER_DIR", filepath.Join(filepath.Dir(defaultDB()), "runner")), "where the sessions' directories go (env CONCH_RUNNER_DIR)")
 	if err := flags.Parse(args); err != nil {
 		return err
+	}
+	most, err := strconv.Atoi(*capacity)
+	if err != nil {
+		return flags.Fail("--capacity %q is not a number of sessions", *capacity)
 	}
 	if *server == "" || flags.NArg() != 0 {
 		return flags.Fail("give --server URL, and no arguments")
@@ -552,7 +556,7 @@ func runRunner(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		l = strings.Split(*labels, ",")
 	}
 	return runner.Run(ctx, runner.Options{Server: *server, Token: token, Dir: *dir, Logger: log,
-		Hello: runner.Hello{Name: *name, Labels: l, Capacity: *capacity}})
+		Hello: runner.Hello{Name: *name, Labels: l, Capacity: most}})
 }
 
 // printSetupLink prints, while the database has no admin account, a one-time link that
