@@ -169,3 +169,23 @@ func TestProfileLabels(t *testing.T) {
 		}
 	}
 }
+
+// A runner connecting under the name of a connected one takes its place: the same machine
+// back after a cut the server had not noticed yet.
+func TestSameNameTakesThePlace(t *testing.T) {
+	st := &fakeStore{loads: map[string]int{}, placed: map[string]string{}}
+	g := New(Config{Store: st})
+	_, first := connect(t, g, Hello{Name: "r", Labels: []string{"old"}, Capacity: 1})
+	connect(t, g, Hello{Name: "r", Labels: []string{"new"}, Capacity: 2})
+	select {
+	case err := <-first:
+		if err == nil || !strings.Contains(err.Error(), "disconnected") {
+			t.Fatalf("the first connection ended with %v", err)
+		}
+	case <-time.After(waittest.Limit(t)):
+		t.Fatal("the first connection still runs")
+	}
+	if l, err := g.List(context.Background()); err != nil || len(l) != 1 || !l[0].Connected || l[0].Labels[0] != "new" || l[0].Capacity != 2 {
+		t.Fatalf("list %+v, %v", l, err)
+	}
+}
