@@ -13,7 +13,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"conch/app/cli"
 	"conch/app/client"
@@ -136,7 +135,7 @@ func tailOnce(t *testing.T, server, sessionID string) (string, string, error) {
 	var out, errs syncBuffer
 	done := make(chan error, 1)
 	go func() { done <- run(ctx, []string{"tail", "--server", server, sessionID}, nil, &out, &errs) }()
-	waitFor(t, func() bool { return strings.Contains(errs.String(), "✗ exit 7") })
+	waittest.Until(t, func() bool { return strings.Contains(errs.String(), "✗ exit 7") })
 	cancel()
 	err := <-done
 	return out.String(), errs.String(), err
@@ -174,18 +173,6 @@ func (b *syncBuffer) String() string {
 	return b.buf.String()
 }
 
-// waitFor polls cond until it holds, failing at waittest.Limit.
-func waitFor(t *testing.T, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(waittest.Limit(t))
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not met in time")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 // tail shows what another client does in the session, as it happens.
 func TestCLITailSeesOtherClients(t *testing.T) {
 	base, stop := startServer(t, filepath.Join(t.TempDir(), "conch.db"))
@@ -197,11 +184,11 @@ func TestCLITailSeesOtherClients(t *testing.T) {
 	var out, errs syncBuffer
 	done := make(chan error, 1)
 	go func() { done <- run(tctx, []string{"tail", "--server", base, sess.ID}, nil, &out, &errs) }()
-	waitFor(t, func() bool { return strings.Contains(errs.String(), "following live") })
+	waittest.Until(t, func() bool { return strings.Contains(errs.String(), "following live") })
 	if _, err := api.SendMessage(ctx, sess.ID, "echo from another client", ""); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, func() bool {
+	waittest.Until(t, func() bool {
 		return strings.Contains(errs.String(), "✓ exit 0") && strings.Contains(out.String(), "from another client\n")
 	})
 	cancel()
@@ -325,7 +312,7 @@ func TestCLIJSON(t *testing.T) {
 	go func() {
 		done <- run(ctx, []string{"tail", "--json", "--server", base, command.SessionID}, nil, &out, &errs)
 	}()
-	waitFor(t, func() bool { return strings.Contains(errs.String(), "following live") })
+	waittest.Until(t, func() bool { return strings.Contains(errs.String(), "following live") })
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatalf("tail --json ended with %v", err)

@@ -38,7 +38,7 @@ func TestDeleteTaskStopsItsWork(t *testing.T) {
 	if _, err := api.SendMessage(ctx, sess.ID, "exec sleep "+marker, ""); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, func() bool { return running("sleep\x00" + marker) })
+	waittest.Until(t, func() bool { return running("sleep\x00" + marker) })
 
 	if sess.Sandbox == nil || sess.Sandbox.Home == "" {
 		t.Fatalf("session without a sandbox home: %+v", sess.Sandbox)
@@ -48,7 +48,7 @@ func TestDeleteTaskStopsItsWork(t *testing.T) {
 	}
 
 	call(t, "DELETE", base+"/api/v1/tasks/"+sess.TaskID, nil, 204, nil)
-	waitFor(t, func() bool { return !running("sleep\x00" + marker) })
+	waittest.Until(t, func() bool { return !running("sleep\x00" + marker) })
 	// The session's private home and TMPDIR go with it.
 	if _, err := os.Stat(filepath.Dir(sess.Sandbox.Home)); !os.IsNotExist(err) {
 		t.Errorf("the sandbox's home is still there: %v", err)

@@ -33,6 +33,7 @@ import (
 	"conch/server/hub"
 	"conch/server/push"
 	"conch/server/replica"
+	"conch/server/runner"
 	"conch/server/shellagent"
 	"conch/server/store"
 	"conch/server/task"
@@ -50,7 +51,10 @@ var (
 			"it asks permission (Allow / Deny) before each command"}
 	pruneCommand = cli.Command{Name: "prune", Args: "[--db PATH] --older-than 720h",
 		Summary: "delete the tasks idle for that long, with all they hold, straight from the database"}
-	commands = slices.Concat([]cli.Command{serveCommand, agentCommand, pruneCommand}, cli.Commands)
+	runnerCommand = cli.Command{Name: "runner", Args: "--server URL [flags]",
+		Summary: "run sessions' agents for a server on this machine: it dials out to the server (no\n" +
+			"listening port) with a runner token (env CONCH_RUNNER_TOKEN, or --token-file)"}
+	commands = slices.Concat([]cli.Command{serveCommand, agentCommand, pruneCommand, runnerCommand}, cli.Commands)
 )
 
 func usage(w io.Writer) {
@@ -96,6 +100,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return agent(ctx, args[1:], stdin, stdout, stderr)
 	case name == "prune":
 		return prune(ctx, args[1:], stdout, stderr)
+	case name == "runner":
+		return runRunner(ctx, args[1:], stdout, stderr)
 	case listed(name):
 		return cli.Run(ctx, args, stdout, stderr)
 	case name == acp.NamespaceInitArg:
@@ -275,6 +281,8 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	// The runners connected to this server (conch runner), where sessions may be placed.
+	runners := runner.New(runner.Config{Store: st, Logger: log})
 	sandbox := sandboxState(cfg.noSandbox, stderr, log)
 	self.Start(runtime)
 
@@ -284,7 +292,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return ui.Handler(wasm, cfg.token != "", boot)
 	},
 		Web: web.FS, Token: cfg.token, TrustedProxies: cfg.trusted, Logger: log, FromAgent: acp.FromAgent, OIDC: cfg.oidc,
-		PushKey: notifier.PublicKey(), PushEndpoints: pushTo, Sandbox: sandbox,
+		PushKey: notifier.PublicKey(), PushEndpoints: pushTo, Sandbox: sandbox, Runners: runners,
 		Consoles: func(sessionID, login string, mayEdit bool) (task.ConsoleView, error) {
 			v, err := runtime.Console(sessionID, login, mayEdit)
 			if err != nil {
@@ -503,6 +511,52 @@ func prune(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stdout, "removed %d worktrees; their branches stay\n", worktrees)
 	}
 	return nil
+}
+
+// runRunner is conch runner: it serves a server's sessions from this machine until
+// interrupted. The token never comes from the command line, which every process of the
+// host can read.
+func runRunner(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	flags := runnerCommand.Flags(stdout, stderr)
+	server := flags.String("server", env("CONCH_SERVER", ""), "the server's URL, http:// or https:// (env CONCH_SERVER)")
+	tokenFile := flags.String("token-file", env("CONCH_RUNNER_TOKEN_FILE", ""), "a file holding the runner token (env CONCH_RUNNER_TOKEN_FILE); without it, env CONCH_RUNNER_TOKEN")
+	host, _ := os.Hostname()
+	name := flags.String("name", env("CONCH_RUNNER_NAME", host), "this runner's name, as the server lists it (env CONCH_RUNNER_NAME)")
+	labels := flags.String("labels", env("CONCH_RUNNER_LABELS", ""), "what this machine offers, comma-separated: gpu,os=linux (env CONCH_RUNNER_LABELS)")
+	capacity := flags.String("capacity", env("CONCH_RUNNER_CAPACITY", "4"), "the most sessions it runs at once (env CONCH_RUNNER_CAPACITY)")
+	dir := flags.String("dir", env("CONCH_RUNNER_DIR", filepath.Join(filepath.Dir(defaultDB()), "runner")), "where the sessions' directories go (env CONCH_RUNNER_DIR)")
+	if err := flags.Parse(args); err != nil {
+		return err
+	}
+	most, err := strconv.Atoi(*capacity)
+	if err != nil {
+		return flags.Fail("--capacity %q is not a number of sessions", *capacity)
+	}
+	if *server == "" || flags.NArg() != 0 {
+		return flags.Fail("give --server URL, and no arguments")
+	}
+	token := os.Getenv("CONCH_RUNNER_TOKEN")
+	if *tokenFile != "" {
+		b, err := os.ReadFile(*tokenFile)
+		if err != nil {
+			return fmt.Errorf("--token-file: %w", err)
+		}
+		token = strings.TrimSpace(string(b))
+	}
+	if token == "" {
+		return flags.Fail("give the runner token in CONCH_RUNNER_TOKEN or a --token-file (an admin makes one: conch runners token NAME)")
+	}
+	log := slog.New(slog.NewTextHandler(stderr, nil))
+	// It holds the token, and will run agents as this user: they must not read its memory.
+	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
+		log.Warn("the runner stays dumpable: a process of its user may read its memory and environment", "err", err)
+	}
+	var l []string
+	if *labels != "" {
+		l = strings.Split(*labels, ",")
+	}
+	return runner.Run(ctx, runner.Options{Server: *server, Token: token, Dir: *dir, Logger: log,
+		Hello: runner.Hello{Name: *name, Labels: l, Capacity: most}})
 }
 
 // printSetupLink prints, while the database has no admin account, a one-time link that

@@ -91,7 +91,7 @@ var readmeCommands = []struct {
 		if err := c.Start(); err != nil {
 			t.Fatal(err)
 		}
-		waitFor(t, func() bool { return strings.Contains(errs.String(), "following live") })
+		waittest.Until(t, func() bool { return strings.Contains(errs.String(), "following live") })
 		// Interrupted, as a person at a terminal ends it.
 		if err := syscall.Kill(-c.Process.Pid, syscall.SIGINT); err != nil {
 			t.Fatal(err)
@@ -128,6 +128,10 @@ var readmeCommands = []struct {
 	{cmd: `curl -s -H "Authorization: Bearer $CONCH_TOKEN" -d '{"days":7}' https://conch.example.com/api/v1/tasks/TASK_ID/links`, skip: "a server on another host; TestGuestSeesOnlyItsTask makes links"},
 	{cmd: `curl -s -H "Authorization: Bearer $CONCH_TOKEN" "https://conch.example.com/api/v1/audit?from=2026-12-01T00:00:00Z" > audit.jsonl`, skip: "a server on another host; TestTaskOwnersEditorsAndAudit reads the audit"},
 	{cmd: `bin/conch serve --addr 10.0.0.11:8080 --db "$DB" --token "$TOKEN" --push-contact ops@example.com`, skip: "listens on another host's address; app/e2e's TestPushOptInAndNotification pushes through a server"},
+	{cmd: `CONCH_TOKEN="$TOKEN" bin/conch runners --server https://conch.example.com token gpu-pool > runner.token`, skip: "needs that server; TestCLIRunners makes, lists and revokes runner tokens"},
+	{cmd: "bin/conch runner --server https://conch.example.com --token-file runner.token --labels gpu,os=linux --capacity 4 --dir /srv/conch",
+		skip: "needs that server; TestRunnerProcess runs a runner against a real server"},
+	{cmd: `CONCH_TOKEN="$TOKEN" bin/conch runners --server https://conch.example.com`, skip: "needs that server; TestRunnerProcess lists a runner"},
 }
 
 // readme is where README.md's commands run: a directory with bin/conch (the binary under

@@ -244,14 +244,14 @@ func TestReplicasShareOneDatabase(t *testing.T) {
 		if _, err := onB.SendMessage(ctx, other.ID, "exec sleep "+step.sleep, ""); err != nil {
 			t.Fatal(err)
 		}
-		waitFor(t, func() bool { return running("sleep\x00" + step.sleep) })
+		waittest.Until(t, func() bool { return running("sleep\x00" + step.sleep) })
 		if owner := ancestorOf(t, "sleep\x00"+step.sleep); owner != a.cmd.Process.Pid {
 			t.Fatalf("sleep %s runs under process %d, not A (%d)", step.sleep, owner, a.cmd.Process.Pid)
 		}
 		if err := step.stop(); err != nil {
 			t.Fatal(err)
 		}
-		waitFor(t, func() bool { return !running("sleep\x00" + step.sleep) })
+		waittest.Until(t, func() bool { return !running("sleep\x00" + step.sleep) })
 		if step.sleep == "301.77" {
 			next(t, watch, deadline, "the cancelled turn's end", forSession(other.ID, func(env shared.Envelope) bool {
 				var s shared.Session
@@ -405,7 +405,7 @@ func (p *pair) answered(t *testing.T, c *client.Client, sessionID, prompt, answe
 	if _, err := c.SendMessage(p.ctx, sessionID, prompt, ""); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, func() bool {
+	waittest.Until(t, func() bool {
 		page, err := c.ListMessages(p.ctx, shared.ListRequest{SessionID: sessionID})
 		return err == nil && slices.ContainsFunc(page.Messages, func(m shared.Message) bool {
 			return m.Type == shared.TypeMessage && m.AuthorType == shared.AuthorAgent && m.Content == answer

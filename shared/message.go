@@ -275,7 +275,10 @@ type Session struct {
 	PromptCapabilities *PromptCapabilities `json:"prompt_capabilities,omitempty"`
 	// Sandbox is what the agent and its commands may reach, as it was when the agent last
 	// started; absent before.
-	Sandbox   *Sandbox  `json:"sandbox,omitempty"`
+	Sandbox *Sandbox `json:"sandbox,omitempty"`
+	// Runner names the runner the session was placed on (`conch runner`); absent when its
+	// agent runs on a server.
+	Runner    string    `json:"runner,omitempty"`
 	CreatedAt time.Time `json:"created_at"`
 	UpdatedAt time.Time `json:"updated_at"`
 }

@@ -125,7 +125,7 @@ func (e *Elicitation) visible() *Elicitation {
 // Visible returns s as a page shows it: every text in it marked (Visible), the ids of
 // modes and config options and values kept as the agent sent them (a page sends them back).
 func (s Session) Visible() Session {
-	s.Agent, s.Cwd, s.Error = Visible(s.Agent), Visible(s.Cwd), Visible(s.Error)
+	s.Agent, s.Cwd, s.Error, s.Runner = Visible(s.Agent), Visible(s.Cwd), Visible(s.Error), Visible(s.Runner)
 	s.LastStopReason = StopReason(Visible(string(s.LastStopReason)))
 	if s.Modes != nil {
 		m := *s.Modes

@@ -56,6 +56,9 @@ var Commands = []Command{
 	{"agent-sessions", "[flags] --agent NAME TASK_ID", "an agent's own earlier sessions in the task's directory (ACP session/list), a\n" +
 		"page at a time; --import ID,... imports them as sessions of the task, each\n" +
 		"resuming its conversation at its first prompt"},
+	{"runners", "[flags] [tokens | token NAME | revoke TOKEN_ID]", "the runners (conch runner) the server knows, with their labels and sessions;\n" +
+		"tokens lists the runner tokens, token NAME makes one (its secret alone on stdout,\n" +
+		"shown once), revoke drops the runners connected with one (admins only)"},
 }
 
 // Usage writes the synopsis and summary of each command.
@@ -204,6 +207,8 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			return flags.Fail("give one TASK_ID")
 		}
 		return earlier.run(ctx, api, rest[0], stdout, stderr, p.json)
+	case "runners":
+		return runners(ctx, api, flags, rest, stdout, stderr, p.json)
 	case "fork":
 		if len(rest) != 2 {
 			return flags.Fail("give one SESSION_ID and one MESSAGE_ID")

@@ -41,10 +41,15 @@ func (c *Client) DeleteAccount(ctx context.Context, id string) error {
 
 // AccessTokens lists this account's tokens, without their secrets.
 func (c *Client) AccessTokens(ctx context.Context) ([]shared.AccessToken, error) {
+	return c.tokens(ctx, "/api/v1/tokens")
+}
+
+// tokens lists the access or runner tokens of path, without their secrets.
+func (c *Client) tokens(ctx context.Context, path string) ([]shared.AccessToken, error) {
 	var out struct {
 		Tokens []shared.AccessToken `json:"tokens"`
 	}
-	return out.Tokens, c.call(ctx, "GET", "/api/v1/tokens", nil, &out)
+	return out.Tokens, c.call(ctx, "GET", path, nil, &out)
 }
 
 // CreateAccessToken makes a token of this account that ends days from now (0: when

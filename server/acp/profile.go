@@ -56,6 +56,9 @@ type Profile struct {
 	// Sandbox says what the agent may see besides its task's directories and the system,
 	// and its network (sandbox.go).
 	Sandbox SandboxConfig `json:"sandbox,omitzero"`
+	// Labels are what a runner must have to take a session of the agent (`gpu`,
+	// `os=linux`; shared.CheckLabels): with none, a session may run here too.
+	Labels []string `json:"runner_labels,omitempty"`
 }
 
 // MCPServer is an MCP server an agent is told to use: one it starts (stdio: Command, Args,
@@ -181,6 +184,9 @@ func parseProfiles(data []byte) ([]Profile, error) {
 		}
 		if err := list[i].Sandbox.check(); err != nil {
 			return nil, fmt.Errorf("profile %q: %w", p.Name, err)
+		}
+		if err := shared.CheckLabels(p.Labels); err != nil {
+			return nil, fmt.Errorf("profile %q: runner_labels: %w", p.Name, err)
 		}
 		for _, name := range p.PassEnv {
 			if name == "" || strings.ContainsAny(name, "=\x00") || name == "CONCH_TOKEN" {

@@ -20,6 +20,7 @@ import (
 
 	"conch/server/hub"
 	"conch/server/push"
+	"conch/server/runner"
 	"conch/server/store"
 	"conch/server/task"
 	"conch/shared"
@@ -80,6 +81,9 @@ type Config struct {
 	// Consoles opens a watcher of a session's terminal (acp.Manager.Console), for
 	// /ws/terminal; nil: no terminals.
 	Consoles func(sessionID, login string, mayEdit bool) (task.ConsoleView, error)
+	// Runners are the runners connected to this server (GET /api/v1/runners/connect);
+	// an empty registry when nil.
+	Runners *runner.Registry
 }
 
 type server struct {
@@ -97,6 +101,7 @@ type server struct {
 	pushKey string
 	pushTo  push.Endpoints // Config.PushEndpoints
 	sandbox string         // Config.Sandbox
+	runners *runner.Registry
 
 	sessionKey []byte         // of the sign-in cookie's MAC, derived from token
 	proxies    []netip.Prefix // trusted
@@ -125,9 +130,12 @@ func New(cfg Config) *fiber.App {
 	if cfg.Events == nil {
 		cfg.Events = cfg.Hub
 	}
+	if cfg.Runners == nil {
+		cfg.Runners = runner.New(runner.Config{Store: cfg.Store, Logger: cfg.Logger})
+	}
 	s := &server{store: cfg.Store, hub: cfg.Hub, rt: cfg.Runtime, console: cfg.Consoles, web: newAssets(cfg.Web),
 		token: cfg.Token, log: cfg.Logger, limit: cfg.BodyLimit, now: cfg.Now, agent: cfg.FromAgent, pushKey: cfg.PushKey, pushTo: cfg.PushEndpoints,
-		sandbox: cfg.Sandbox, sessionKey: sessionKeyOf(cfg.Token), proxies: cfg.TrustedProxies, throttle: newThrottle(cfg.Now),
+		sandbox: cfg.Sandbox, runners: cfg.Runners, sessionKey: sessionKeyOf(cfg.Token), proxies: cfg.TrustedProxies, throttle: newThrottle(cfg.Now),
 		snapshots: newSnapshotCache(snapshotCacheBytes), reads: make(chan struct{}, runtime.GOMAXPROCS(0))}
 	s.tasks = task.New(cfg.Store, cfg.Events, cfg.Runtime, cfg.Logger, cfg.Now)
 	if cfg.OIDC != nil && cfg.Token != "" {
@@ -157,6 +165,10 @@ func New(cfg Config) *fiber.App {
 
 	app.Get("/healthz", s.handleHealth)
 
+	// A runner is let in by its own token, not an account's (runners.go).
+	app.Get(runner.ConnectPath, s.admitRunner, s.checkUpgrade, websocket.New(s.handleRunner, websocket.Config{
+		ReadBufferSize: 32 << 10, WriteBufferSize: 32 << 10,
+	}))
 	api := app.Group("/api", s.requireToken, s.sameOriginWrites, s.admitReads)
 	v1 := api.Group("/v1")
 	for _, r := range routes {

@@ -188,6 +188,12 @@ func (s *server) checkToken(c *fiber.Ctx, candidate, via string) error {
 	if s.validToken(candidate) {
 		return nil
 	}
+	return s.wrongToken(c, via)
+}
+
+// wrongToken counts a wrong token of any kind against its address and answers it: 401,
+// or 429 while the address waits.
+func (s *server) wrongToken(c *fiber.Ctx, via string) error {
 	addr := s.clientAddr(c)
 	if wait := s.throttle.wait(addr); wait > 0 {
 		return s.tooManyGuesses(c, wait)

@@ -18,6 +18,7 @@ import (
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/getkin/kin-openapi/openapi3gen"
 
+	"conch/server/runner"
 	"conch/shared"
 )
 
@@ -79,6 +80,9 @@ var generated = map[string]any{
 	"Invitation":             shared.Invitation{},
 	"AccessToken":            shared.AccessToken{},
 	"NewAccessToken":         shared.NewAccessToken{},
+	"NewRunnerToken":         shared.NewRunnerToken{},
+	"Runner":                 shared.Runner{},
+	"RunnerList":             shared.RunnerList{},
 	"AuditEvent":             shared.AuditEvent{},
 	"ShareLink":              shared.ShareLink{},
 	"NewShareLink":           shared.NewShareLink{},
@@ -254,7 +258,8 @@ func routePaths(hand map[string]any) (map[string]any, error) {
 	for path, ops := range hand {
 		known, _ := paths[path].(map[string]any)
 		for method := range ops.(map[string]any) {
-			if _, ok := known[method]; strings.HasPrefix(path, "/api/v1/") && !ok {
+			// A runner's connection is let in by its token, not by a role: no row has it.
+			if _, ok := known[method]; strings.HasPrefix(path, "/api/v1/") && !ok && path != runner.ConnectPath {
 				return nil, fmt.Errorf("openapi.in.json: %s %s is not in the route table", method, path)
 			}
 		}

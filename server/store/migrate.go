@@ -350,6 +350,17 @@ var steps = []step{
 	// SQLite's output index in partitions of document ids (dialect.outputParts), so that a
 	// search reads a common word's list one partition at a time, newest first, not whole.
 	{then: partOutputIndex},
+	// Runners (runner.go): the tokens they connect with, stored as hashes, and the runner
+	// each session was placed on ("" for the server itself).
+	{table: "task_sessions", column: "runner", stmts: []string{
+		`CREATE TABLE runner_tokens (
+			id TEXT PRIMARY KEY,
+			name TEXT NOT NULL,
+			hash TEXT NOT NULL UNIQUE,
+			created_at INTEGER NOT NULL,
+			last_used_at INTEGER NOT NULL DEFAULT 0)`,
+		`ALTER TABLE task_sessions ADD COLUMN runner TEXT NOT NULL DEFAULT ''`,
+	}},
 }
 
 // migrate brings the schema to the last step in one transaction (DDL is transactional

@@ -58,6 +58,7 @@ type sessionRow struct {
 	Usage          string // JSON of the agent's latest shared.Usage, "" before any (usage.go)
 	PromptCaps     string // JSON of shared.PromptCapabilities, "" before the agent said
 	Sandbox        string // JSON of shared.Sandbox, "" before the agent started
+	Runner         string // the runner it was placed on, "" for a server (PlaceSession)
 	MessageCount   int64
 	CreatedAt      int64
 	UpdatedAt      int64 `gorm:"autoUpdateTime:false"` // nanoseconds, written by each update itself
@@ -70,7 +71,7 @@ func (sessionRow) TableName() string { return "task_sessions" }
 func (r sessionRow) session() shared.Session {
 	s := shared.Session{ID: r.ID, TaskID: r.TaskID, Agent: r.Agent, Cwd: r.Cwd,
 		State: shared.SessionState(r.State), Error: r.Error, LastStopReason: shared.StopReason(r.LastStopReason), Stopped: r.Stopped,
-		Resumable: r.AgentResume != "", Usage: r.usage(), CreatedAt: fromNanos(r.CreatedAt), UpdatedAt: fromNanos(r.UpdatedAt)}
+		Resumable: r.AgentResume != "", Usage: r.usage(), Runner: r.Runner, CreatedAt: fromNanos(r.CreatedAt), UpdatedAt: fromNanos(r.UpdatedAt)}
 	if r.Modes != "" && json.Unmarshal([]byte(r.Modes), &s.Modes) != nil {
 		s.Modes = nil
 	}

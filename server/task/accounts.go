@@ -96,8 +96,8 @@ func (s *Service) CreateToken(ctx context.Context, acc shared.Account, req share
 	if err := HasOwnTokens(acc); err != nil {
 		return shared.AccessToken{}, err
 	}
-	if req.Name == "" || len(req.Name) > 100 || !utf8.ValidString(req.Name) {
-		return shared.AccessToken{}, shared.Errorf(shared.CodeInvalid, "name is 1 to 100 bytes of UTF-8")
+	if err := checkTokenName(req.Name); err != nil {
+		return shared.AccessToken{}, err
 	}
 	days, err := tokenDays(acc, req.ExpiresInDays)
 	if err != nil {
@@ -114,6 +114,14 @@ func (s *Service) CreateToken(ctx context.Context, acc shared.Account, req share
 	}
 	tok.Token = secret
 	return tok, nil
+}
+
+// checkTokenName is the rule for the name of an access or runner token.
+func checkTokenName(name string) error {
+	if name == "" || len(name) > 100 || !utf8.ValidString(name) {
+		return shared.Errorf(shared.CodeInvalid, "name is 1 to 100 bytes of UTF-8")
+	}
+	return nil
 }
 
 // tokenDays is how many days a new token of acc lasts when it asks for asked (0: until

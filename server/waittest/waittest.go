@@ -34,3 +34,16 @@ func Limit(t testing.TB) time.Duration {
 	}
 	return max(time.Until(end)-margin, time.Second)
 }
+
+// Until polls cond until it holds, failing t at Limit: for a state seen only from
+// outside (another process's, a list an API serves), where no signal says it changed.
+func Until(t testing.TB, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(Limit(t))
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not met in time")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}

@@ -1,0 +1,235 @@
+// Package runner is what the server knows of runners, the `conch runner` processes that
+// run sessions' agents on other machines (issue 38): the registry of those connected to
+// this server, each one yamux session over its WebSocket in which the server opens a
+// stream per operation, the heartbeat that marks a silent one gone, and the placement of
+// a session on one by labels and room. The runner's own side, which dials out, is run.go.
+package runner
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/yamux"
+
+	"conch/shared"
+)
+
+// DefaultHeartbeat is how often the server pings a runner, and how long it waits for the
+// answer: a runner silent for two of them is gone.
+const DefaultHeartbeat = 10 * time.Second
+
+// maxRunners bounds the runners the registry remembers, connected or not.
+const maxRunners = 1024
+
+// Store is what the registry reads and records (*store.Store).
+type Store interface {
+	// RunnerLoads counts the live sessions placed on each runner.
+	RunnerLoads(ctx context.Context) (map[string]int, error)
+	// PlaceSession records the runner a session was placed on ("" for this server).
+	PlaceSession(ctx context.Context, sessionID, runner string) error
+}
+
+// Config configures a Registry. Zero values choose the defaults.
+type Config struct {
+	Store     Store
+	Heartbeat time.Duration    // DefaultHeartbeat when 0
+	Now       func() time.Time // time.Now when nil
+	Logger    *slog.Logger     // slog.Default() when nil
+}
+
+// Registry holds the runners connected to this server, and those that were since it
+// started (listed as not connected).
+type Registry struct {
+	cfg     Config
+	mu      sync.Mutex
+	runners map[string]*Runner // by name
+	placing sync.Mutex         // Place reads the loads and records its choice alone
+}
+
+// New returns an empty registry.
+func New(cfg Config) *Registry {
+	if cfg.Heartbeat <= 0 {
+		cfg.Heartbeat = DefaultHeartbeat
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	return &Registry{cfg: cfg, runners: map[string]*Runner{}}
+}
+
+// Hello is what a runner announces when it connects (shared.CheckRunner).
+type Hello struct {
+	Name     string
+	Labels   []string
+	Capacity int
+}
+
+// Runner is one connection of a runner.
+type Runner struct {
+	Hello
+	mux      *yamux.Session
+	lastSeen atomic.Int64 // unix nanoseconds of its last heartbeat answer
+}
+
+// Open opens a stream to the runner, for one operation.
+func (r *Runner) Open(ctx context.Context) (net.Conn, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	s, err := r.mux.OpenStream()
+	if err != nil {
+		return nil, fmt.Errorf("runner %s: %w", r.Name, err)
+	}
+	return s, nil
+}
+
+// Gone is closed once the runner's connection has ended.
+func (r *Runner) Gone() <-chan struct{} { return r.mux.CloseChan() }
+
+func (r *Runner) connected() bool { return !r.mux.IsClosed() }
+
+// Serve runs conn, a runner's connection announced by hello, until it ends, ctx is done
+// (its token was revoked, the server stops) or the runner misses a heartbeat. The server
+// is yamux's client: it opens the streams, the runner accepts them. A runner connecting
+// under the name of one still connected takes its place (the same machine back after a
+// network cut the server has not noticed yet).
+func (g *Registry) Serve(ctx context.Context, conn net.Conn, hello Hello) error {
+	if err := shared.CheckRunner(hello.Name, hello.Labels, hello.Capacity); err != nil {
+		conn.Close()
+		return err
+	}
+	cfg := yamux.DefaultConfig()
+	cfg.EnableKeepAlive = false // the heartbeat below pings, and records the answer
+	cfg.ConnectionWriteTimeout = g.cfg.Heartbeat
+	cfg.AcceptBacklog = 1 // the runner opens no streams of its own: none waits here
+	cfg.LogOutput = nil
+	cfg.Logger = slog.NewLogLogger(g.cfg.Logger.Handler(), slog.LevelWarn)
+	mux, err := yamux.Client(conn, cfg)
+	if err != nil {
+		conn.Close()
+		return err
+	}
+	defer mux.Close()
+	r := &Runner{Hello: hello, mux: mux}
+	r.lastSeen.Store(g.cfg.Now().UnixNano())
+	if err := g.add(r); err != nil {
+		return err
+	}
+	g.cfg.Logger.Info("runner connected", "runner", hello.Name, "labels", hello.Labels, "capacity", hello.Capacity)
+	tick := time.NewTicker(g.cfg.Heartbeat)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		case <-mux.CloseChan():
+			return fmt.Errorf("runner %s disconnected", hello.Name)
+		case <-tick.C:
+			if _, err := mux.Ping(); err != nil {
+				return fmt.Errorf("runner %s missed its heartbeat: %w", hello.Name, err)
+			}
+			r.lastSeen.Store(g.cfg.Now().UnixNano())
+		}
+	}
+}
+
+// add registers r, in place of a runner of the same name.
+func (g *Registry) add(r *Runner) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if old := g.runners[r.Name]; old != nil {
+		old.mux.Close()
+		delete(g.runners, r.Name)
+	}
+	if len(g.runners) >= maxRunners { // forget the runner gone longest
+		var oldest *Runner
+		for _, o := range g.runners {
+			if !o.connected() && (oldest == nil || o.lastSeen.Load() < oldest.lastSeen.Load()) {
+				oldest = o
+			}
+		}
+		if oldest == nil {
+			return shared.Errorf(shared.CodeConflict, "%d runners are connected, the most a server takes", maxRunners)
+		}
+		delete(g.runners, oldest.Name)
+	}
+	g.runners[r.Name] = r
+	return nil
+}
+
+// List is every runner the registry knows, by name, with its live sessions.
+func (g *Registry) List(ctx context.Context) ([]shared.Runner, error) {
+	loads, err := g.cfg.Store.RunnerLoads(ctx)
+	if err != nil {
+		return nil, err
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	out := make([]shared.Runner, 0, len(g.runners))
+	for _, r := range g.runners {
+		out = append(out, shared.Runner{Name: r.Name, Labels: append([]string{}, r.Labels...), Capacity: r.Capacity, Sessions: loads[r.Name],
+			Connected: r.connected(), LastSeen: time.Unix(0, r.lastSeen.Load()).UTC()})
+	}
+	slices.SortFunc(out, func(a, b shared.Runner) int { return strings.Compare(a.Name, b.Name) })
+	return out, nil
+}
+
+// Place chooses where a session whose profile requires labels runs, and records the
+// choice on the session: the connected runner that has every label and room, with the
+// fewest sessions (then by name); else, when no label is required, this server (nil).
+func (g *Registry) Place(ctx context.Context, labels []string, sessionID string) (*Runner, error) {
+	g.placing.Lock()
+	defer g.placing.Unlock()
+	loads, err := g.cfg.Store.RunnerLoads(ctx)
+	if err != nil {
+		return nil, err
+	}
+	g.mu.Lock()
+	r := pick(g.runners, labels, loads)
+	g.mu.Unlock()
+	name := ""
+	switch {
+	case r != nil:
+		name = r.Name
+	case len(labels) > 0:
+		return nil, shared.Errorf(shared.CodeConflict, "no runner with labels %s has room", strings.Join(labels, ", "))
+	}
+	if err := g.cfg.Store.PlaceSession(ctx, sessionID, name); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// pick is Place's choice among runners: nil when none fits.
+func pick(runners map[string]*Runner, labels []string, loads map[string]int) *Runner {
+	var best *Runner
+	for _, r := range runners {
+		if !r.connected() || loads[r.Name] >= r.Capacity || !hasAll(r.Labels, labels) {
+			continue
+		}
+		if best == nil || cmp.Or(cmp.Compare(loads[r.Name], loads[best.Name]), strings.Compare(r.Name, best.Name)) < 0 {
+			best = r
+		}
+	}
+	return best
+}
+
+func hasAll(have, want []string) bool {
+	for _, l := range want {
+		if !slices.Contains(have, l) {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,191 @@
+package runner
+
+import (
+	"context"
+	"encoding/json"
+	"maps"
+	"net"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/yamux"
+
+	"conch/server/acp"
+	"conch/server/waittest"
+	"conch/shared"
+)
+
+// fakeStore counts a session placed on a runner as one of its live sessions.
+type fakeStore struct {
+	mu     sync.Mutex
+	loads  map[string]int
+	placed map[string]string
+}
+
+func (f *fakeStore) RunnerLoads(context.Context) (map[string]int, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return maps.Clone(f.loads), nil
+}
+
+func (f *fakeStore) PlaceSession(_ context.Context, id, runner string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.placed[id] = runner
+	if runner != "" {
+		f.loads[runner]++
+	}
+	return nil
+}
+
+// connect serves a runner of hello on g over a pipe whose other end answers as a runner
+// does (yamux's server, which answers pings); cancel drops it.
+func connect(t *testing.T, g *Registry, hello Hello) (cancel func(), served <-chan error) {
+	t.Helper()
+	server, runner := net.Pipe()
+	mux, err := yamux.Server(runner, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- g.Serve(ctx, server, hello) }()
+	t.Cleanup(func() { stop(); mux.Close() })
+	waittest.Until(t, func() bool { return g.connected(hello.Name) })
+	return stop, done
+}
+
+func (g *Registry) connected(name string) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	r := g.runners[name]
+	return r != nil && r.connected()
+}
+
+// Place takes the runner with every label asked for and room, the fewest sessions first,
+// then by name; without labels it falls back to this server, with labels it refuses.
+func TestPlace(t *testing.T) {
+	st := &fakeStore{loads: map[string]int{}, placed: map[string]string{}}
+	g := New(Config{Store: st})
+	connect(t, g, Hello{Name: "b", Labels: []string{"gpu", "os=linux"}, Capacity: 2})
+	connect(t, g, Hello{Name: "a", Labels: []string{"gpu"}, Capacity: 1})
+	dropC, _ := connect(t, g, Hello{Name: "c", Labels: []string{"os=linux"}, Capacity: 5})
+	ctx := context.Background()
+	for i, step := range []struct {
+		labels []string
+		want   string // the runner, "" for this server, or the error
+	}{
+		{[]string{"gpu"}, "a"},             // a and b have 0: by name
+		{[]string{"gpu"}, "b"},             // a is full
+		{[]string{"gpu", "os=linux"}, "b"}, // only b has both
+		{[]string{"gpu"}, "no runner with labels gpu has room"},
+		{nil, "c"}, // the only one with room
+		{[]string{"os=linux", "gpu"}, "no runner with labels os=linux, gpu has room"},
+		{[]string{"tpu"}, "no runner with labels tpu has room"},
+	} {
+		id := "s" + string(rune('0'+i))
+		r, err := g.Place(ctx, step.labels, id)
+		got := ""
+		switch {
+		case err != nil:
+			got = err.Error()
+			if shared.ErrorCode(err) != shared.CodeConflict || st.placed[id] != "" {
+				t.Errorf("step %d: %v (placed %q)", i, err, st.placed[id])
+			}
+		case r != nil:
+			got = r.Name
+		}
+		if got != step.want || err == nil && st.placed[id] != got {
+			t.Errorf("step %d, labels %q: got %q (recorded %q), want %q", i, step.labels, got, st.placed[id], step.want)
+		}
+	}
+	// Once c is gone, a session without labels runs here, and is recorded so.
+	dropC()
+	waittest.Until(t, func() bool { return !g.connected("c") })
+	if r, err := g.Place(ctx, nil, "local"); r != nil || err != nil || st.placed["local"] != "" {
+		t.Errorf("with every connected runner full: %v, %v", r, err)
+	}
+	list, err := g.List(ctx)
+	if err != nil || len(list) != 3 || list[0].Name != "a" || list[0].Sessions != 1 || !list[1].Connected || list[2].Connected || list[2].Sessions != 1 {
+		t.Errorf("list %+v, %v", list, err)
+	}
+}
+
+// A runner that stops answering the heartbeat is gone within a heartbeat or two, while
+// one that answers stays through many.
+func TestHeartbeat(t *testing.T) {
+	st := &fakeStore{loads: map[string]int{}, placed: map[string]string{}}
+	g := New(Config{Store: st, Heartbeat: 20 * time.Millisecond})
+	_, answering := connect(t, g, Hello{Name: "alive", Capacity: 1})
+
+	server, silent := net.Pipe() // nothing reads the runner's end
+	defer silent.Close()
+	done := make(chan error, 1)
+	go func() { done <- g.Serve(context.Background(), server, Hello{Name: "silent", Capacity: 1}) }()
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "missed its heartbeat") {
+			t.Fatalf("silent runner: %v", err)
+		}
+	case <-time.After(waittest.Limit(t)):
+		t.Fatal("a silent runner is still connected")
+	}
+	if g.connected("silent") {
+		t.Error("the silent runner is listed connected")
+	}
+	list, _ := g.List(context.Background())
+	if b, _ := json.Marshal(list[0]); !strings.Contains(string(b), `"labels":[]`) {
+		t.Errorf("a runner without labels is listed as %s", b)
+	}
+	before := list[0].LastSeen
+	waittest.Until(t, func() bool { l, _ := g.List(context.Background()); return l[0].LastSeen.After(before) })
+	select {
+	case err := <-answering:
+		t.Fatalf("the answering runner was dropped: %v", err)
+	default:
+	}
+}
+
+// A profile's runner_labels are checked when the agents file is read.
+func TestProfileLabels(t *testing.T) {
+	for body, problem := range map[string]string{
+		`[{"name":"x","command":"c","runner_labels":["gpu","os=linux"]}]`: "",
+		`[{"name":"x","command":"c","runner_labels":["GPU"]}]`:            `profile "x": runner_labels: label "GPU"`,
+		`[{"name":"x","command":"c","runner_labels":["a","a"]}]`:          `"a" is given twice`,
+	} {
+		path := t.TempDir() + "/agents.json"
+		if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		ps, err := acp.LoadProfiles(path)
+		switch {
+		case problem == "" && (err != nil || len(ps) != 2 || len(ps[1].Labels) != 2):
+			t.Errorf("%s: %+v, %v", body, ps, err)
+		case problem != "" && (err == nil || !strings.Contains(err.Error(), problem)):
+			t.Errorf("%s: %v, want %q", body, err, problem)
+		}
+	}
+}
+
+// A runner connecting under the name of a connected one takes its place: the same machine
+// back after a cut the server had not noticed yet.
+func TestSameNameTakesThePlace(t *testing.T) {
+	st := &fakeStore{loads: map[string]int{}, placed: map[string]string{}}
+	g := New(Config{Store: st})
+	_, first := connect(t, g, Hello{Name: "r", Labels: []string{"old"}, Capacity: 1})
+	connect(t, g, Hello{Name: "r", Labels: []string{"new"}, Capacity: 2})
+	select {
+	case err := <-first:
+		if err == nil || !strings.Contains(err.Error(), "disconnected") {
+			t.Fatalf("the first connection ended with %v", err)
+		}
+	case <-time.After(waittest.Limit(t)):
+		t.Fatal("the first connection still runs")
+	}
+	if l, err := g.List(context.Background()); err != nil || len(l) != 1 || !l[0].Connected || l[0].Labels[0] != "new" || l[0].Capacity != 2 {
+		t.Fatalf("list %+v, %v", l, err)
+	}
+}
