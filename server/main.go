@@ -275,14 +275,14 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	notifier.Start()
 	defer notifier.Close()
+	// The runners connected to this server (conch runner), where sessions may be placed.
+	runners := runner.New(runner.Config{Store: st, Logger: log})
 	runtime, err := acp.NewManager(acp.Config{Store: st, Events: notifier.Watch(self.Events()), Profiles: profiles,
 		DataDir: dataDir, Logger: log, AgentIdle: cfg.idle, Version: ui.Version, ReplayQuiet: acp.DefaultReplayQuiet,
-		NoSandbox: cfg.noSandbox})
+		NoSandbox: cfg.noSandbox, Place: runners.Machine})
 	if err != nil {
 		return err
 	}
-	// The runners connected to this server (conch runner), where sessions may be placed.
-	runners := runner.New(runner.Config{Store: st, Logger: log})
 	sandbox := sandboxState(cfg.noSandbox, stderr, log)
 	self.Start(runtime)
 
@@ -525,6 +525,8 @@ func runRunner(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	labels := flags.String("labels", env("CONCH_RUNNER_LABELS", ""), "what this machine offers, comma-separated: gpu,os=linux (env CONCH_RUNNER_LABELS)")
 	capacity := flags.String("capacity", env("CONCH_RUNNER_CAPACITY", "4"), "the most sessions it runs at once (env CONCH_RUNNER_CAPACITY)")
 	dir := flags.String("dir", env("CONCH_RUNNER_DIR", filepath.Join(filepath.Dir(defaultDB()), "runner")), "where the sessions' directories go (env CONCH_RUNNER_DIR)")
+	noSandbox := flags.Bool("no-sandbox", os.Getenv("CONCH_NO_SANDBOX") == "1",
+		"run agents and their commands unconfined, where something else confines this runner (a gVisor or Kata pod; env CONCH_NO_SANDBOX=1)")
 	if err := flags.Parse(args); err != nil {
 		return err
 	}
@@ -555,7 +557,18 @@ func runRunner(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if *labels != "" {
 		l = strings.Split(*labels, ",")
 	}
-	return runner.Run(ctx, runner.Options{Server: *server, Token: token, Dir: *dir, Logger: log,
+	if state := sandboxState(*noSandbox, stderr, log); strings.HasPrefix(state, "unavailable") {
+		return errors.New("conch runner: " + state)
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("conch runner: find the conch binary: %w", err)
+	}
+	if err := os.MkdirAll(*dir, 0o700); err != nil {
+		return fmt.Errorf("--dir: %w", err)
+	}
+	machine := acp.Local(acp.LocalConfig{DataDir: *dir, Executable: exe, NoSandbox: *noSandbox, Logger: log})
+	return runner.Run(ctx, runner.Options{Server: *server, Token: token, Machine: machine, Logger: log,
 		Hello: runner.Hello{Name: *name, Labels: l, Capacity: most}})
 }
 

@@ -23,9 +23,16 @@ import (
 func TestRunnerProcess(t *testing.T) {
 	bin := servetest.Bin(t)
 	db := filepath.Join(t.TempDir(), "conch.db")
+	// The shell agent again, for sessions that need a runner with gpu, and one with tpu.
+	agents := filepath.Join(t.TempDir(), "agents.json")
+	profiles := `[{"name":"shell-gpu","command":"` + bin + `","args":["agent","shell"],"permission":"allow","runner_labels":["gpu"]},
+		{"name":"shell-tpu","command":"` + bin + `","args":["agent","shell"],"permission":"allow","runner_labels":["tpu"]}]`
+	if err := os.WriteFile(agents, []byte(profiles), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	serve := func(addr string) *replicaProcess {
 		p := &replicaProcess{logs: &syncBuffer{}}
-		p.cmd = exec.Command(bin, "serve", "--addr", addr, "--db", db)
+		p.cmd = exec.Command(bin, "serve", "--addr", addr, "--db", db, "--agents", agents)
 		p.cmd.Stderr = p.logs
 		p.base = servetest.Start(t, p.cmd, waittest.Limit(t), p.logs)
 		t.Cleanup(p.kill)
@@ -39,8 +46,9 @@ func TestRunnerProcess(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	runnerDir := t.TempDir()
 	runnerCmd := func(token string) *exec.Cmd {
-		c := exec.Command(bin, "runner", "--server", first.base, "--name", "r1", "--labels", "gpu,os=linux", "--capacity", "2", "--dir", t.TempDir())
+		c := exec.Command(bin, "runner", "--server", first.base, "--name", "r1", "--labels", "gpu,os=linux", "--capacity", "2", "--dir", runnerDir)
 		c.Env = append(os.Environ(), "CONCH_RUNNER_TOKEN="+token)
 		return c
 	}
@@ -72,6 +80,20 @@ func TestRunnerProcess(t *testing.T) {
 	}
 	if n := listening(t, r.Process.Pid); n != 0 || listening(t, first.cmd.Process.Pid) != 1 {
 		t.Fatalf("the runner holds %d listening sockets (the server, which holds one, is the check's own check)", n)
+	}
+
+	// A session of an agent that needs gpu runs on the runner: its fresh directory is the
+	// runner's, and its command's output is stored by the server as any other.
+	out, errs, err := conch(t, first.base, "run", "--agent", "shell-gpu", "--cwd", "", "--", "pwd; echo ran here")
+	if err != nil || !strings.HasPrefix(out, filepath.Join(runnerDir, "sessions")+"/") || !strings.HasSuffix(out, "\nran here\n") {
+		t.Fatalf("a session placed on the runner: %v\n%s%s\nrunner:\n%s", err, out, errs, logs)
+	}
+	if l, err := api.Runners(ctx); err != nil || l[0].Sessions != 1 {
+		t.Fatalf("the runner's sessions after one was placed: %+v %v", l, err)
+	}
+	if _, _, err := conch(t, first.base, "run", "--agent", "shell-tpu", "--cwd", "", "--", "true"); shared.ErrorCode(err) != shared.CodeConflict ||
+		!strings.Contains(err.Error(), "no runner with labels tpu has room") {
+		t.Fatalf("an agent that needs a runner nobody has: %v", err)
 	}
 
 	// The server dies and starts again on the same address: the runner dials it again.

@@ -47,8 +47,9 @@ type Config struct {
 	Launch Launcher
 	// Place chooses the machine a session's agent runs on and names it (its runner; ""
 	// for this host). sessionID is "" for a session not yet stored: StartSession places
-	// it before it stores anything, so that its directory is checked where it will be.
-	// nil: every session runs here (Local).
+	// it before it stores anything, so that its directory is checked where it will be,
+	// and stores the runner named with it. A nil Machine is this host. nil Place: every
+	// session runs here (Local).
 	Place func(p Profile, sessionID string) (Machine, string, error)
 	// Now and After are the clock; tests inject a fake one. Defaults: time.Now, time.After.
 	Now   func() time.Time
@@ -160,11 +161,16 @@ func NewManager(cfg Config) (*Manager, error) {
 }
 
 // place chooses the machine of a session of p (Config.Place).
+// A nil machine from Place is this server's.
 func (m *Manager) place(p Profile, sessionID string) (Machine, string, error) {
 	if m.cfg.Place == nil {
 		return m.local, "", nil
 	}
-	return m.cfg.Place(p, sessionID)
+	mach, runner, err := m.cfg.Place(p, sessionID)
+	if err == nil && mach == nil {
+		mach = m.local
+	}
+	return mach, runner, err
 }
 
 // Agents lists the profiles for GET /api/v1/agents.
@@ -221,6 +227,11 @@ func (m *Manager) startSession(ctx context.Context, taskID, agent, cwd string, f
 		return shared.Session{}, err
 	}
 	sess, err := m.cfg.Store.CreateSession(ctx, taskID, agent, cwd)
+	if err == nil && runner != "" {
+		if err = m.cfg.Store.PlaceSession(ctx, sess.ID, runner); err == nil {
+			sess.Runner = runner
+		}
+	}
 	if err != nil {
 		return shared.Session{}, err
 	}

@@ -1,7 +1,6 @@
 package api
 
 import (
-	"bufio"
 	"context"
 	"log/slog"
 	"net/http"
@@ -9,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"conch/server/acp"
 	"conch/server/runner"
 	"conch/server/waittest"
 	"conch/shared"
@@ -54,7 +54,7 @@ func TestRunnerConnect(t *testing.T) {
 	defer cancel()
 	done := make(chan error, 1)
 	go func() {
-		done <- runner.Run(ctx, runner.Options{Server: "http://" + addr, Token: tok.Token, Dir: t.TempDir(),
+		done <- runner.Run(ctx, runner.Options{Server: "http://" + addr, Token: tok.Token, Machine: acp.Local(acp.LocalConfig{DataDir: t.TempDir()}),
 			Hello: runner.Hello{Name: "r1", Labels: []string{"gpu", "os=linux"}, Capacity: 2}})
 	}()
 	listed := func() []shared.Runner {
@@ -82,8 +82,8 @@ func TestRunnerConnect(t *testing.T) {
 }
 
 // BenchmarkRunnerStream is one operation's way through a runner connected on loopback: a
-// stream opened by the server, answered by the runner (its first line) and closed, as the
-// server will open one per operation of a session placed there.
+// stream opened by the server, the runner's check that a directory is one (Machine.Dir)
+// answered, and closed, as the server opens one per operation of a session placed there.
 func BenchmarkRunnerStream(b *testing.B) {
 	var reg *runner.Registry
 	e := newEnv(b, withToken, func(c *Config) { reg = runner.New(runner.Config{Store: c.Store, Logger: c.Logger}); c.Runners = reg })
@@ -92,20 +92,17 @@ func BenchmarkRunnerStream(b *testing.B) {
 	e.expect(http.StatusCreated, "POST", "/api/v1/runners/tokens", `{"name":"bench"}`, &tok, "Authorization", "Bearer "+token)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	go runner.Run(ctx, runner.Options{Server: "http://" + addr, Token: tok.Token, Dir: b.TempDir(), Hello: runner.Hello{Name: "r1", Capacity: 1},
+	dir := b.TempDir()
+	go runner.Run(ctx, runner.Options{Server: "http://" + addr, Token: tok.Token, Machine: acp.Local(acp.LocalConfig{DataDir: dir}), Hello: runner.Hello{Name: "r1", Capacity: 1},
 		Logger: slog.New(slog.DiscardHandler)})
 	sess := e.session()
 	var r *runner.Runner
 	waittest.Until(b, func() bool { r, _ = reg.Place(ctx, nil, sess.ID); return r != nil })
+	m := acp.Remote(r.Open, r.Gone())
 	b.ResetTimer()
 	for b.Loop() {
-		s, err := r.Open(ctx)
-		if err != nil {
-			b.Fatal(err)
+		if got, err := m.Dir(ctx, dir); err != nil || got != dir {
+			b.Fatalf("Dir: %q %v", got, err)
 		}
-		if _, err := bufio.NewReader(s).ReadString('\n'); err != nil {
-			b.Fatal(err)
-		}
-		s.Close()
 	}
 }

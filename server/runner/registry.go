@@ -19,6 +19,7 @@ import (
 
 	"github.com/hashicorp/yamux"
 
+	"conch/server/acp"
 	"conch/shared"
 )
 
@@ -205,11 +206,30 @@ func (g *Registry) Place(ctx context.Context, labels []string, sessionID string)
 	case len(labels) > 0:
 		return nil, shared.Errorf(shared.CodeConflict, "no runner with labels %s has room", strings.Join(labels, ", "))
 	}
+	if sessionID == "" {
+		return r, nil // a new session: its row is made with the runner named
+	}
 	if err := g.cfg.Store.PlaceSession(ctx, sessionID, name); err != nil {
 		return nil, err
 	}
 	return r, nil
 }
+
+// Machine is acp.Config.Place: the machine of a session of p, a runner's (named) or, when
+// none is chosen, this server's (nil, ""). sessionID is "" for a new session, whose row
+// the runtime makes with the runner named.
+func (g *Registry) Machine(p acp.Profile, sessionID string) (acp.Machine, string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), placeWait)
+	defer cancel()
+	r, err := g.Place(ctx, p.Labels, sessionID)
+	if err != nil || r == nil {
+		return nil, "", err
+	}
+	return acp.Remote(r.Open, r.Gone()), r.Name, nil
+}
+
+// placeWait bounds a placement's reads and write of the store.
+const placeWait = 10 * time.Second
 
 // pick is Place's choice among runners: nil when none fits.
 func pick(runners map[string]*Runner, labels []string, loads map[string]int) *Runner {

@@ -7,10 +7,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/url"
-	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -18,6 +16,7 @@ import (
 	"github.com/coder/websocket"
 	"github.com/hashicorp/yamux"
 
+	"conch/server/acp"
 	"conch/shared"
 )
 
@@ -36,8 +35,10 @@ type Options struct {
 	Server string // the server's base URL, http:// or https://
 	Token  string // a runner token (POST /api/v1/runners/tokens)
 	Hello
-	Dir    string // where the sessions' directories go
-	Logger *slog.Logger
+	// Machine runs the server's operations (acp.Local: this host, its sandboxes under
+	// the runner's directory).
+	Machine acp.Machine
+	Logger  *slog.Logger
 }
 
 // Run connects to the server and serves the streams it opens until ctx is done, dialling
@@ -53,9 +54,6 @@ func Run(ctx context.Context, o Options) error {
 	u, err := connectURL(o.Server, o.Hello)
 	if err != nil {
 		return err
-	}
-	if err := os.MkdirAll(o.Dir, 0o700); err != nil {
-		return fmt.Errorf("--dir: %w", err)
 	}
 	wait := firstRetry
 	for {
@@ -137,7 +135,7 @@ func session(ctx context.Context, u string, o Options) (connected bool, err erro
 		if err != nil {
 			return true, err
 		}
-		go serveStream(ctx, stream, o)
+		go acp.ServeMachine(ctx, stream, o.Machine)
 	}
 }
 
@@ -151,14 +149,4 @@ func errorText(resp *http.Response) string {
 		return e.Error // at most 1 KiB: the body read
 	}
 	return http.StatusText(resp.StatusCode)
-}
-
-// errNoMachine is what this runner answers each operation the server asks of it.
-var errNoMachine = errors.New("conch runner: this runner runs no operation of a server's sessions yet")
-
-// serveStream runs the one operation the server opened stream for, on this machine.
-func serveStream(_ context.Context, stream net.Conn, o Options) {
-	defer stream.Close()
-	o.Logger.Warn("runner: refused an operation", "err", errNoMachine)
-	io.WriteString(stream, errNoMachine.Error()+"\n")
 }
