@@ -93,11 +93,11 @@ func BenchmarkRunnerStream(b *testing.B) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	dir := b.TempDir()
-	go runner.Run(ctx, runner.Options{Server: "http://" + addr, Token: tok.Token, Machine: acp.Local(acp.LocalConfig{DataDir: dir}), Hello: runner.Hello{Name: "r1", Capacity: 1},
+	go runner.Run(ctx, runner.Options{Server: "http://" + addr, Token: tok.Token, Machine: acp.Local(acp.LocalConfig{DataDir: dir}), Hello: runner.Hello{Name: "r1", Labels: []string{"bench"}, Capacity: 1},
 		Logger: slog.New(slog.DiscardHandler)})
 	sess := e.session()
 	var r *runner.Runner
-	waittest.Until(b, func() bool { r, _ = reg.Place(ctx, nil, sess.ID); return r != nil })
+	waittest.Until(b, func() bool { r, _ = reg.Place(ctx, []string{"bench"}, sess.ID); return r != nil })
 	m := acp.Remote(r.Open, r.Gone())
 	b.ResetTimer()
 	for b.Loop() {

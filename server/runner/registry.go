@@ -186,10 +186,15 @@ func (g *Registry) List(ctx context.Context) ([]shared.Runner, error) {
 	return out, nil
 }
 
-// Place chooses where a session whose profile requires labels runs, and records the
-// choice on the session: the connected runner that has every label and room, with the
-// fewest sessions (then by name); else, when no label is required, this server (nil).
+// Place chooses where a session runs, and records the choice on the session: a session
+// whose profile requires no label runs on this server (nil), where the task's worktree
+// and directories are; one that requires labels runs on the connected runner that has
+// every label and room, with the fewest sessions (then by name), and is refused when none
+// has.
 func (g *Registry) Place(ctx context.Context, labels []string, sessionID string) (*Runner, error) {
+	if len(labels) == 0 {
+		return nil, nil
+	}
 	g.placing.Lock()
 	defer g.placing.Unlock()
 	loads, err := g.cfg.Store.RunnerLoads(ctx)
@@ -199,17 +204,13 @@ func (g *Registry) Place(ctx context.Context, labels []string, sessionID string)
 	g.mu.Lock()
 	r := pick(g.runners, labels, loads)
 	g.mu.Unlock()
-	name := ""
-	switch {
-	case r != nil:
-		name = r.Name
-	case len(labels) > 0:
+	if r == nil {
 		return nil, shared.Errorf(shared.CodeConflict, "no runner with labels %s has room", strings.Join(labels, ", "))
 	}
 	if sessionID == "" {
 		return r, nil // a new session: its row is made with the runner named
 	}
-	if err := g.cfg.Store.PlaceSession(ctx, sessionID, name); err != nil {
+	if err := g.cfg.Store.PlaceSession(ctx, sessionID, r.Name); err != nil {
 		return nil, err
 	}
 	return r, nil

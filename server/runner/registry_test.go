@@ -82,7 +82,8 @@ func TestPlace(t *testing.T) {
 		{[]string{"gpu"}, "b"},             // a is full
 		{[]string{"gpu", "os=linux"}, "b"}, // only b has both
 		{[]string{"gpu"}, "no runner with labels gpu has room"},
-		{nil, "c"}, // the only one with room
+		{nil, ""},                   // no label required: this server, though c has room
+		{[]string{"os=linux"}, "c"}, // b is full
 		{[]string{"os=linux", "gpu"}, "no runner with labels os=linux, gpu has room"},
 		{[]string{"tpu"}, "no runner with labels tpu has room"},
 	} {
@@ -102,11 +103,11 @@ func TestPlace(t *testing.T) {
 			t.Errorf("step %d, labels %q: got %q (recorded %q), want %q", i, step.labels, got, st.placed[id], step.want)
 		}
 	}
-	// Once c is gone, a session without labels runs here, and is recorded so.
+	// Once c is gone, nothing has os=linux and room.
 	dropC()
 	waittest.Until(t, func() bool { return !g.connected("c") })
-	if r, err := g.Place(ctx, nil, "local"); r != nil || err != nil || st.placed["local"] != "" {
-		t.Errorf("with every connected runner full: %v, %v", r, err)
+	if r, err := g.Place(ctx, []string{"os=linux"}, "late"); r != nil || shared.ErrorCode(err) != shared.CodeConflict {
+		t.Errorf("with the runner that had room gone: %v, %v", r, err)
 	}
 	list, err := g.List(ctx)
 	if err != nil || len(list) != 3 || list[0].Name != "a" || list[0].Sessions != 1 || !list[1].Connected || list[2].Connected || list[2].Sessions != 1 {
