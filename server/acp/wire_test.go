@@ -545,3 +545,18 @@ func TestRemoteStdinNotRead(t *testing.T) {
 		t.Fatal("a process that reads no stdin was not killed")
 	}
 }
+
+// A runner that does not answer holds a call only as long as its context.
+func TestRemoteNoAnswer(t *testing.T) {
+	t.Parallel()
+	asked := make(chan struct{})
+	m := Remote(fakeRunner(func(_ []byte, conn net.Conn) {
+		close(asked)
+		_, _ = io.Copy(io.Discard, conn)
+	}), nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() { <-asked; cancel() }()
+	if _, err := m.Dir(ctx, ""); err == nil || err.Error() != "runner: no answer: context canceled" {
+		t.Errorf("a call the runner does not answer: %v", err)
+	}
+}
