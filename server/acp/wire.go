@@ -281,7 +281,7 @@ func (r *remote) lost(ctx context.Context, err error) error {
 	return fmt.Errorf("runner: %w", err)
 }
 
-// call runs one operation: req (and body, for a write), then the reply and, when it
+// call runs one operation: req (and body, a write's text), then the reply and, when it
 // says one follows, a body of at most bodyLimit.
 func (r *remote) call(ctx context.Context, req wireRequest, body []byte, bodyLimit int) (wireReply, []byte, error) {
 	conn, stop, err := r.dial(ctx)
@@ -292,7 +292,7 @@ func (r *remote) call(ctx context.Context, req wireRequest, body []byte, bodyLim
 	defer conn.Close()
 	f := &frames{w: conn}
 	err = f.sendJSON(frameRequest, req)
-	if err == nil && body != nil {
+	if err == nil && req.Write != nil {
 		err = f.send(frameBody, body)
 	}
 	if err != nil {
