@@ -268,17 +268,20 @@ func (r *remote) dial(ctx context.Context) (net.Conn, func(), error) {
 	return conn, func() { close(done); stopped.Wait() }, nil
 }
 
-// lost is why a stream failed: the runner went, or err.
-func (r *remote) lost(err error) error {
+// lost is why a stream failed: the runner went, ctx ended before it answered, or err.
+func (r *remote) lost(ctx context.Context, err error) error {
 	select {
 	case <-r.gone:
 		return errGone
 	default:
-		return fmt.Errorf("runner: %w", err)
 	}
+	if ctx.Err() != nil {
+		return fmt.Errorf("runner: no answer: %w", ctx.Err())
+	}
+	return fmt.Errorf("runner: %w", err)
 }
 
-// call runs one operation: req (and body, for a write), then the reply and, when it
+// call runs one operation: req (and body, a write's text), then the reply and, when it
 // says one follows, a body of at most bodyLimit.
 func (r *remote) call(ctx context.Context, req wireRequest, body []byte, bodyLimit int) (wireReply, []byte, error) {
 	conn, stop, err := r.dial(ctx)
@@ -289,19 +292,19 @@ func (r *remote) call(ctx context.Context, req wireRequest, body []byte, bodyLim
 	defer conn.Close()
 	f := &frames{w: conn}
 	err = f.sendJSON(frameRequest, req)
-	if err == nil && body != nil {
+	if err == nil && req.Write != nil {
 		err = f.send(frameBody, body)
 	}
 	if err != nil {
-		return wireReply{}, nil, r.lost(err)
+		return wireReply{}, nil, r.lost(ctx, err)
 	}
-	reply, err := r.reply(conn)
+	reply, err := r.reply(ctx, conn)
 	if err != nil || !reply.Body {
 		return reply, nil, err
 	}
 	_, n, err := readHeader(conn, map[byte]int{frameBody: bodyLimit})
 	if err != nil {
-		return wireReply{}, nil, r.lost(err)
+		return wireReply{}, nil, r.lost(ctx, err)
 	}
 	// Each body is within its bound, but a runner answers many requests at once: its
 	// bodies take their size from the same kind of budget as files loaded here (fs.go).
@@ -310,7 +313,7 @@ func (r *remote) call(ctx context.Context, req wireRequest, body []byte, bodyLim
 	}
 	defer runnerLoads.Release(int64(n))
 	if body, err = readPayload(conn, frameBody, n); err != nil {
-		return wireReply{}, nil, r.lost(err)
+		return wireReply{}, nil, r.lost(ctx, err)
 	}
 	return reply, body, nil
 }
@@ -319,14 +322,14 @@ func (r *remote) call(ctx context.Context, req wireRequest, body []byte, bodyLim
 var runnerLoads = semaphore.NewWeighted(loadBudget)
 
 // reply reads an operation's reply; the runner's error is returned as an error.
-func (r *remote) reply(conn net.Conn) (wireReply, error) {
+func (r *remote) reply(ctx context.Context, conn net.Conn) (wireReply, error) {
 	var reply wireReply
 	_, data, err := readFrame(conn, map[byte]int{frameReply: jsonLimit})
 	if err == nil {
 		err = decode(data, &reply)
 	}
 	if err != nil {
-		return wireReply{}, r.lost(err)
+		return wireReply{}, r.lost(ctx, err)
 	}
 	if reply.Error != nil {
 		return wireReply{}, reply.Error.err()
@@ -412,9 +415,9 @@ func (r *remote) Start(ctx context.Context, c Command) (Proc, error) {
 	if err := f.sendJSON(frameRequest, wireRequest{Op: opStart, Command: &c}); err != nil {
 		stop()
 		conn.Close()
-		return nil, r.lost(err)
+		return nil, r.lost(ctx, err)
 	}
-	_, err = r.reply(conn)
+	_, err = r.reply(ctx, conn)
 	stop()
 	if err != nil {
 		conn.Close()
@@ -464,7 +467,7 @@ func (p *remoteProc) demux() {
 	for {
 		kind, data, err := readFrame(p.conn, limits)
 		if err != nil {
-			p.end(exitStatus{}, p.r.lost(err))
+			p.end(exitStatus{}, p.r.lost(context.Background(), err))
 			return
 		}
 		switch kind {

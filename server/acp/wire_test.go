@@ -11,6 +11,8 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -543,5 +545,68 @@ func TestRemoteStdinNotRead(t *testing.T) {
 	case <-ctx.Done():
 		p.Signal(syscall.SIGKILL)
 		t.Fatal("a process that reads no stdin was not killed")
+	}
+}
+
+// A runner that does not answer holds a call only as long as its context.
+func TestRemoteNoAnswer(t *testing.T) {
+	t.Parallel()
+	asked := make(chan struct{})
+	m := Remote(fakeRunner(func(_ []byte, conn net.Conn) {
+		close(asked)
+		_, _ = io.Copy(io.Discard, conn)
+	}), nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() { <-asked; cancel() }()
+	if _, err := m.Dir(ctx, ""); err == nil || err.Error() != "runner: no answer: context canceled" {
+		t.Errorf("a call the runner does not answer: %v", err)
+	}
+}
+
+// File requests on a runner answer as here: the text, the text a write replaced (none
+// for a new file, "" for an empty one), and the same JSON-RPC errors.
+func TestRemoteFiles(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), waittest.Limit(t))
+	defer cancel()
+	answers := func(m Machine) []string {
+		dir := t.TempDir()
+		var out []string
+		note := func(text string, err error) {
+			var re *sdk.RequestError
+			if errors.As(err, &re) {
+				text = fmt.Sprintf("error %d: %s", re.Code, strings.ReplaceAll(re.Message, dir, "DIR"))
+			} else if err != nil {
+				text = "error: " + err.Error()
+			}
+			out = append(out, text)
+		}
+		write := func(path, content string) {
+			old, err := m.WriteFile(ctx, FileWrite{Roots: []string{dir}, Path: path, Content: content})
+			text := "new"
+			if old != nil {
+				text = "replaced " + strconv.Quote(*old)
+			}
+			note(text, err)
+		}
+		read := func(path string, line, limit *int) {
+			note(m.ReadFile(ctx, FileRead{Roots: []string{dir}, Path: path, Line: line, Limit: limit}))
+		}
+		write(dir+"/a/empty", "")
+		write(dir+"/a/empty", "one\ntwo\nthree\n")
+		read(dir+"/a/empty", new(2), new(1))
+		read(dir+"/missing", nil, nil)
+		read("/etc/hostname", nil, nil)
+		write(dir, "x")
+		return out
+	}
+	want := answers(Local(LocalConfig{NoSandbox: true}))
+	got := answers(newTestRunner(t).mach)
+	if strings.Join(want, "|") != `new|replaced ""|two
+|error -32002: Resource not found: DIR/missing does not exist|error -32602: Invalid params: /etc/hostname is outside the session's directory DIR|error -32602: Invalid params: DIR is the session's directory, not a file` {
+		t.Fatalf("here: %q", want)
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("on a runner: %q\nhere: %q", got, want)
 	}
 }
