@@ -132,6 +132,10 @@ var readmeCommands = []struct {
 	{cmd: "bin/conch runner --server https://conch.example.com --token-file runner.token --labels gpu,os=linux --capacity 4 --dir /srv/conch",
 		skip: "needs that server; TestRunnerProcess runs a runner against a real server"},
 	{cmd: `CONCH_TOKEN="$TOKEN" bin/conch runners --server https://conch.example.com`, skip: "needs that server; TestRunnerProcess lists a runner"},
+	{cmd: "docker build -f server/deploy/Containerfile -t conch-runner .", skip: "no container engine here; server/deploy's TestContainerfile parses the file"},
+	{cmd: "kubectl apply -f server/deploy/kubernetes/runner.yaml", skip: "no cluster here; server/deploy's TestKubernetes parses the manifest"},
+	{cmd: `kubectl -n conch-runners create secret generic conch-runner --from-literal=token="$(CONCH_TOKEN="$TOKEN" bin/conch runners --server https://conch.example.com token k8s-pool)"`,
+		skip: "no cluster here; TestCLIRunners makes runner tokens"},
 }
 
 // readme is where README.md's commands run: a directory with bin/conch (the binary under
