@@ -54,7 +54,10 @@ type AttemptsPage struct {
 	keeping  bool
 	kept     string // what the last Keep did, for people
 	keepErr  string
-	acted    time.Time // when this person last started attempts or continued one
+	// acted is when this person last started attempts or continued one whose work no list
+	// has shown begun yet (zero once one shows an attempt running): the list is read again
+	// until it does, however long the agent takes to start.
+	acted    time.Time
 	cont     string    // the attempt a follow-up prompt is being written for
 	contText string
 	contErr  string
@@ -76,12 +79,13 @@ type compared struct {
 	err   string
 }
 
-// pollEvery is how often the list is read again while an attempt runs, and for
-// actionGrace after a person started or continued attempts (their turns may not have
-// begun when the answer came).
+// pollEvery is how often the list is read again while an attempt runs, and after a
+// person started or continued attempts until a list shows one running (their turns may
+// not have begun when the answer came: an agent that stopped when idle starts again
+// first), for at most actionWait.
 const (
-	pollEvery   = 2 * time.Second
-	actionGrace = 10 * time.Second
+	pollEvery  = 2 * time.Second
+	actionWait = 2 * time.Minute
 )
 
 // attemptColumns are the table's sortable columns: a key and its header.
@@ -123,7 +127,7 @@ func (p *AttemptsPage) OnMount(ctx app.Context) {
 				return
 			case <-t.C:
 				ctx.Dispatch(func(ctx app.Context) {
-					if (p.running() || time.Since(p.acted) < actionGrace) && !p.loading {
+					if p.polling(time.Now()) && !p.loading {
 						p.load()
 					}
 				})
@@ -136,6 +140,12 @@ func (p *AttemptsPage) OnDismount() {
 	if p.cancel != nil {
 		p.cancel()
 	}
+}
+
+// polling says whether the list is to be read again at now: while an attempt runs, and
+// after this person's action until a list shows its work begun.
+func (p *AttemptsPage) polling(now time.Time) bool {
+	return p.running() || !p.acted.IsZero() && now.Sub(p.acted) < actionWait
 }
 
 // running says whether an attempt is starting, running or being checked.
@@ -172,6 +182,9 @@ func (p *AttemptsPage) load() {
 // show puts a list on the page; the compared attempts default to the first two.
 func (p *AttemptsPage) show(l shared.AttemptList) {
 	p.list = &l
+	if p.running() {
+		p.acted = time.Time{} // the work begun: polling goes on while it runs
+	}
 	if len(l.Attempts) >= 2 && (p.cmpA == "" || p.cmpB == "") {
 		p.cmpA, p.cmpB = l.Attempts[0].SessionID, l.Attempts[1].SessionID
 	}
