@@ -50,15 +50,15 @@ type AttemptsPage struct {
 	cmp       [2]*compared
 	comparing bool
 
-	keep     string // the attempt whose Keep awaits confirmation
-	keeping  bool
-	kept     string // what the last Keep did, for people
-	keepErr  string
+	keep    string // the attempt whose Keep awaits confirmation
+	keeping bool
+	kept    string // what the last Keep did, for people
+	keepErr string
 	// acted is when this person last started attempts or continued one whose work no list
 	// has shown begun yet (zero once one shows an attempt running): the list is read again
 	// until it does, however long the agent takes to start.
 	acted    time.Time
-	cont     string    // the attempt a follow-up prompt is being written for
+	cont     string // the attempt a follow-up prompt is being written for
 	contText string
 	contErr  string
 }
