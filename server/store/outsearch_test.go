@@ -325,7 +325,7 @@ func TestSearchOutputsAcrossPartitions(t *testing.T) {
 			t.Errorf("common in pages of %d: documents %v, want %v", limit, got, ids)
 		}
 	}
-	for q, want := range map[string][]int64{"rare": {3, 2}, "CAFE rare": {3, 2}, `"word rare"`: {3, 2}, `"rare word"`: nil,
+	for q, want := range map[string][]int64{"rare": {3, 2}, "café rare": {3, 2}, `"word rare"`: {3, 2}, `"rare word"`: nil,
 		"third": {3*part + 7, 3*part + 6, 3*part + 5}, "nowhere": nil, "rare third": nil} {
 		if got := found(q, 20); !slices.Equal(got, want) {
 			t.Errorf("%s: documents %v, want %v", q, got, want)
@@ -361,7 +361,7 @@ func TestSearchOutputsAcrossPartitions(t *testing.T) {
 		}
 	}
 	skipped("rare", 1, 2, 3, 4, 5, 6)
-	skipped("café", 1, 2, 3, 4, 5, 6)
+	skipped("cafe", 1, 2, 3, 4, 5, 6) // as SQLite's index splits and folds it
 	skipped("third rare", 0, 1, 2, 3, 4, 5, 6)
 	skipped("nowhere", 0, 1, 2, 3, 4, 5, 6)
 	skipped("common", 2, 6)
