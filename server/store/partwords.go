@@ -161,6 +161,20 @@ func (s *Store) partFilters(ctx context.Context, pool *sql.DB) (map[int64]partFi
 	return maps.Clone(w.filters), nil
 }
 
+// MakePartWords makes now the words of SQLite's output partitions that have none, which
+// the next search would start making in the background; on PostgreSQL it does nothing.
+// It is for after a bulk load, as ANALYZE is for PostgreSQL's plans.
+func (s *Store) MakePartWords(ctx context.Context) error {
+	if s.words == nil {
+		return nil
+	}
+	var open int64
+	if err := s.db.WithContext(ctx).Raw(`SELECT COALESCE(MAX(id), 0) >> ? FROM output_search`, outputPartBits).Scan(&open).Error; err != nil {
+		return err
+	}
+	return s.makeMissing(ctx, open)
+}
+
 // makePartWords starts making the filters missing below the partition open, unless a
 // maker runs already.
 func (s *Store) makePartWords(open int64) {
