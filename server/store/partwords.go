@@ -58,8 +58,9 @@ const (
 	// partState is the state of a partition's lists (?: the partition). FTS4 keeps the
 	// lists of languageid L at levels L*1024 to L*1024+1023 of its segdir; every write
 	// adds a segment there, in blocks never used before or, when small, all in its root.
-	partState = `SELECT COALESCE(group_concat(level || '.' || idx || '.' || start_block || '.' || end_block || '.' || hex(root), ' '), '')
-		FROM output_search_fts_segdir WHERE level >= ? * 1024 AND level < (? + 1) * 1024`
+	partState = `SELECT COALESCE(group_concat(segment, ' '), '') FROM
+		(SELECT level || '.' || idx || '.' || start_block || '.' || end_block || '.' || hex(root) AS segment
+		FROM output_search_fts_segdir WHERE level >= ? * 1024 AND level < (? + 1) * 1024 ORDER BY level, idx)`
 	partTerms = `SELECT term FROM output_search_terms WHERE languageid = ? AND col = '*'`
 	// partSave stores a filter if the partition's lists are still those it was made from.
 	partSave = `INSERT INTO output_search_parts (id, made, words) SELECT ?, ?, ? WHERE (` + partState + `) = ?
