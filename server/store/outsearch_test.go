@@ -406,6 +406,13 @@ func TestSearchOutputsAcrossPartitions(t *testing.T) {
 	if err := s.db.Raw(`SELECT id FROM output_search_parts ORDER BY id`).Scan(&made).Error; err != nil || !slices.Equal(made, []int64{0, 1, 2, 3, 4, 5, 6, 7, 8}) {
 		t.Errorf("words made for partitions %v (%v), want 0 to 8", made, err)
 	}
+	// Words that cannot be read leave their partition to be asked.
+	if err := s.db.Exec(`UPDATE output_search_parts SET made = 'broken', words = x'00' WHERE id = 0`).Error; err != nil {
+		t.Fatal(err)
+	}
+	if got := found("rare", 20); !slices.Equal(got, []int64{3, 2}) {
+		t.Errorf("rare with the words of its partition broken: documents %v, want [3 2]", got)
+	}
 	// Each partition has lists of its own, the ones before the newest merged into one.
 	var parts, merged int
 	if err := s.db.Raw(`SELECT COUNT(DISTINCT level >> 10) FROM output_search_fts_segdir`).Scan(&parts).Error; err != nil || parts != 8 {

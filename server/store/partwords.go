@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"database/sql"
 	"encoding/hex"
-	"fmt"
 	"log/slog"
 	"maps"
 	"slices"
@@ -155,7 +154,9 @@ func (s *Store) partFilters(ctx context.Context, pool *sql.DB) (map[int64]partFi
 		}
 		f := partFilter{made: made, words: &bloom.BloomFilter{}}
 		if err := f.words.UnmarshalBinary(blob); err != nil {
-			return nil, fmt.Errorf("the words of output partition %d: %w", part, err)
+			// Then the partition is asked, as one without words.
+			slog.Warn("store: the words of an output partition", "partition", part, "err", err)
+			continue
 		}
 		w.filters[part] = f
 	}
