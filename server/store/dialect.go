@@ -61,6 +61,10 @@ type dialect struct {
 	// with partRows, in place of outputQuery (Store.searchParts).
 	outputParts       []string
 	partIDs, partRows string
+	// partWords, when not nil, are the statements that keep the words of the partitions
+	// of output_search (output_search_parts, partwords.go), and drop a partition's as
+	// soon as a document is written into it, so that they never lack one.
+	partWords []string
 	// outputWalk (PostgreSQL) is tried before outputQuery: it looks for a page among the
 	// newest documents only (walkDocuments of them), its phrases and conditions as
 	// outputQuery's; outputQuery then runs only when that page is not full, in a
@@ -104,6 +108,15 @@ var sqliteDialect = &dialect{
 			BEGIN INSERT INTO output_search_fts (output_search_fts) VALUES ('optimize'); END`,
 		`INSERT INTO output_search_fts (docid, body, part) SELECT id, body, part FROM output_search`,
 		`INSERT INTO output_search_fts (output_search_fts) VALUES ('optimize')`)...),
+	partWords: []string{
+		`CREATE TABLE output_search_parts (id INTEGER PRIMARY KEY, made TEXT NOT NULL, words BLOB NOT NULL)`,
+		`CREATE VIRTUAL TABLE output_search_terms USING fts4aux(output_search_fts)`,
+		`CREATE VIRTUAL TABLE output_search_tokens USING fts3tokenize(` + tokenizer + `)`,
+		`CREATE TRIGGER output_search_stale_i AFTER INSERT ON output_search WHEN new.part IN (SELECT id FROM output_search_parts)
+			BEGIN DELETE FROM output_search_parts WHERE id = new.part; END`,
+		`CREATE TRIGGER output_search_stale_u AFTER UPDATE ON output_search WHEN new.part IN (SELECT id FROM output_search_parts)
+			BEGIN DELETE FROM output_search_parts WHERE id = new.part; END`,
+	},
 	failure: func(err error) error {
 		var se sqlite3.Error
 		if errors.As(err, &se) && se.Code != sqlite3.ErrConstraint {
@@ -141,13 +154,17 @@ func fts4Schema(t string, desc bool, part string) []string {
 		options, cols, vals = options+`, languageid="`+part+`"`, ", "+part, ", new."+part
 	}
 	return []string{
-		`CREATE VIRTUAL TABLE ` + t + `_fts USING fts4(content="` + t + `", body, tokenize=unicode61 "remove_diacritics=2"` + options + `)`,
+		`CREATE VIRTUAL TABLE ` + t + `_fts USING fts4(content="` + t + `", body, tokenize=` + strings.Replace(tokenizer, ",", "", 1) + options + `)`,
 		`CREATE TRIGGER ` + t + `_bu BEFORE UPDATE ON ` + t + ` BEGIN DELETE FROM ` + t + `_fts WHERE docid = old.id; END`,
 		`CREATE TRIGGER ` + t + `_bd BEFORE DELETE ON ` + t + ` BEGIN DELETE FROM ` + t + `_fts WHERE docid = old.id; END`,
 		`CREATE TRIGGER ` + t + `_au AFTER UPDATE ON ` + t + ` BEGIN INSERT INTO ` + t + `_fts (docid, body` + cols + `) VALUES (new.id, new.body` + vals + `); END`,
 		`CREATE TRIGGER ` + t + `_ai AFTER INSERT ON ` + t + ` BEGIN INSERT INTO ` + t + `_fts (docid, body` + cols + `) VALUES (new.id, new.body` + vals + `); END`,
 	}
 }
+
+// tokenizer is how SQLite's full-text indexes split words (fts3tokenize's arguments; FTS4
+// takes them without the comma).
+const tokenizer = `unicode61, "remove_diacritics=2"`
 
 // postgresSchemes are the URL schemes that name a PostgreSQL database.
 var postgresSchemes = []string{"postgres", "postgresql"}

@@ -361,6 +361,9 @@ var steps = []step{
 			last_used_at INTEGER NOT NULL DEFAULT 0)`,
 		`ALTER TABLE task_sessions ADD COLUMN runner TEXT NOT NULL DEFAULT ''`,
 	}},
+	// The words of the partitions of SQLite's output index (dialect.partWords,
+	// partwords.go), so that a search asks only the partitions that may hold its words.
+	{then: keepPartWords},
 }
 
 // migrate brings the schema to the last step in one transaction (DDL is transactional
@@ -472,9 +475,20 @@ func moveOutputBodies(tx *gorm.DB, d *dialect) error {
 // partOutputIndex makes the output index again in partitions, where the database has
 // them (dialect.outputParts).
 func partOutputIndex(tx *gorm.DB, d *dialect) error {
-	for _, stmt := range d.outputParts {
+	return execAll(tx, d.outputParts, "partition the output index")
+}
+
+// keepPartWords makes the table of the words of the output index's partitions and the
+// triggers that keep it true, where the database has partitions (dialect.partWords).
+func keepPartWords(tx *gorm.DB, d *dialect) error {
+	return execAll(tx, d.partWords, "keep the words of the output index's partitions")
+}
+
+// execAll runs stmts in order; what says what they do, for the error.
+func execAll(tx *gorm.DB, stmts []string, what string) error {
+	for _, stmt := range stmts {
 		if err := tx.Exec(stmt).Error; err != nil {
-			return fmt.Errorf("partition the output index: %w", err)
+			return fmt.Errorf("%s: %w", what, err)
 		}
 	}
 	return nil

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"strconv"
@@ -278,17 +279,24 @@ func TestSearchOutputsAcrossPartitions(t *testing.T) {
 	c := create(t, s, NewMessage{SessionID: sess.ID, AuthorType: shared.AuthorAgent, Type: shared.TypeToolExecute,
 		Metadata: shellMeta(shared.StatusCompleted), Output: &shared.ShellOutput{Stdout: "nothing here\n"}})
 	const part = 1 << outputPartBits
+	insert := func(id int64, body string) {
+		t.Helper()
+		if err := s.db.Exec(`INSERT INTO output_search (id, message_id, task_id, stream, start, stop, body) VALUES (?, ?, ?, 0, ?, ?, ?)`,
+			id, c.ID, sess.TaskID, id*chunkSize, id*chunkSize+int64(len(body)), body).Error; err != nil {
+			t.Fatal(err)
+		}
+	}
 	var ids []int64 // newest first
 	for _, first := range []int64{2, part - 2, 3*part + 5, 5*part - 1, 7 * part} {
 		for id := first; id < first+3; id++ {
 			body := "common word"
-			if id < 4 {
-				body += " rare"
+			switch {
+			case id < 4:
+				body += " rare Café"
+			case id>>outputPartBits == 3:
+				body += " third"
 			}
-			if err := s.db.Exec(`INSERT INTO output_search (id, message_id, task_id, stream, start, stop, body) VALUES (?, ?, ?, 0, ?, ?, ?)`,
-				id, c.ID, sess.TaskID, id*chunkSize, id*chunkSize+int64(len(body)), body).Error; err != nil {
-				t.Fatal(err)
-			}
+			insert(id, body)
 			ids = append([]int64{id}, ids...)
 		}
 	}
@@ -317,19 +325,101 @@ func TestSearchOutputsAcrossPartitions(t *testing.T) {
 			t.Errorf("common in pages of %d: documents %v, want %v", limit, got, ids)
 		}
 	}
-	if got := found("rare", 20); !slices.Equal(got, []int64{3, 2}) {
-		t.Errorf("rare: documents %v, want [3 2]", got)
+	for q, want := range map[string][]int64{"rare": {3, 2}, "café rare": {3, 2}, `"word rare"`: {3, 2}, `"rare word"`: nil,
+		"third": {3*part + 7, 3*part + 6, 3*part + 5}, "nowhere": nil, "rare third": nil} {
+		if got := found(q, 20); !slices.Equal(got, want) {
+			t.Errorf("%s: documents %v, want %v", q, got, want)
+		}
 	}
+	// On SQLite, a search asks only the newest partition and those whose words hold its
+	// own: the words of a partition are made in the background once a search finds them
+	// missing.
+	pool, err := s.db.DB()
+	if err != nil {
+		t.Fatal(err)
+	}
+	skipped := func(q string, want ...int64) {
+		t.Helper()
+		if !s.dialect.sqlite {
+			return
+		}
+		terms, err := shared.SearchTerms(q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var top int64
+		if err := pool.QueryRow(`SELECT MAX(id) >> ? FROM output_search`, outputPartBits).Scan(&top); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.partsWithout(ctx, pool, terms, top); err != nil {
+			t.Fatal(err)
+		}
+		s.words.made.Wait()
+		skip, err := s.partsWithout(ctx, pool, terms, top)
+		if got := slices.Sorted(maps.Keys(skip)); err != nil || !slices.Equal(got, want) {
+			t.Errorf("%s: the partitions skipped are %v (%v), want %v", q, got, err, want)
+		}
+	}
+	skipped("rare", 1, 2, 3, 4, 5, 6)
+	skipped("cafe", 1, 2, 3, 4, 5, 6) // as SQLite's index splits and folds it
+	skipped("third rare", 0, 1, 2, 3, 4, 5, 6)
+	skipped("nowhere", 0, 1, 2, 3, 4, 5, 6)
+	skipped("common", 2, 6)
+	// A document written again, or anew, in a partition before the newest drops its
+	// partition's words, so it is found by its new words, which are in the words made next.
+	if err := s.db.Exec(`UPDATE output_search SET body = 'common word rare late' WHERE id = 3`).Error; err != nil {
+		t.Fatal(err)
+	}
+	insert(2*part+1, "fresh")
+	if s.dialect.sqlite {
+		var kept []int64
+		if err := s.db.Raw(`SELECT id FROM output_search_parts ORDER BY id`).Scan(&kept).Error; err != nil || !slices.Equal(kept, []int64{1, 3, 4, 5, 6}) {
+			t.Errorf("after the writes, partitions %v (%v) have words, want [1 3 4 5 6]", kept, err)
+		}
+		// Words made from lists that have changed since are not stored.
+		if res, err := pool.Exec(partSave, 0, "old lists", []byte{}, 0, 0, "old lists"); err != nil {
+			t.Fatal(err)
+		} else if n, _ := res.RowsAffected(); n != 0 {
+			t.Errorf("words of old lists stored: %d rows", n)
+		}
+	}
+	for q, want := range map[string][]int64{"late": {3}, "fresh": {2*part + 1}, "rare": {3, 2}} {
+		if got := found(q, 20); !slices.Equal(got, want) {
+			t.Errorf("%s after the writes: documents %v, want %v", q, got, want)
+		}
+	}
+	skipped("late", 1, 2, 3, 4, 5, 6)
+	skipped("fresh", 0, 1, 3, 4, 5, 6)
+	insert(9*part, "common word")
+	skipped("late", 1, 2, 3, 4, 5, 6, 7, 8)
 	if !s.dialect.sqlite {
 		return
 	}
+	// After a bulk load, the words are made at once.
+	if err := s.db.Exec(`DELETE FROM output_search_parts`).Error; err != nil {
+		t.Fatal(err)
+	}
+	if err := s.MakePartWords(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var made []int64
+	if err := s.db.Raw(`SELECT id FROM output_search_parts ORDER BY id`).Scan(&made).Error; err != nil || !slices.Equal(made, []int64{0, 1, 2, 3, 4, 5, 6, 7, 8}) {
+		t.Errorf("words made for partitions %v (%v), want 0 to 8", made, err)
+	}
+	// Words that cannot be read leave their partition to be asked.
+	if err := s.db.Exec(`UPDATE output_search_parts SET made = 'broken', words = x'00' WHERE id = 0`).Error; err != nil {
+		t.Fatal(err)
+	}
+	if got := found("rare", 20); !slices.Equal(got, []int64{3, 2}) {
+		t.Errorf("rare with the words of its partition broken: documents %v, want [3 2]", got)
+	}
 	// Each partition has lists of its own, the ones before the newest merged into one.
 	var parts, merged int
-	if err := s.db.Raw(`SELECT COUNT(DISTINCT level >> 10) FROM output_search_fts_segdir`).Scan(&parts).Error; err != nil || parts != 6 {
-		t.Errorf("the index has lists in %d partitions (%v), want 6", parts, err)
+	if err := s.db.Raw(`SELECT COUNT(DISTINCT level >> 10) FROM output_search_fts_segdir`).Scan(&parts).Error; err != nil || parts != 8 {
+		t.Errorf("the index has lists in %d partitions (%v), want 8", parts, err)
 	}
-	if err := s.db.Raw(`SELECT COUNT(*) FROM output_search_fts_segdir WHERE level >> 10 < 7`).Scan(&merged).Error; err != nil || merged != 5 {
-		t.Errorf("the 5 partitions before the newest have %d segments (%v), want one each", merged, err)
+	if err := s.db.Raw(`SELECT COUNT(*) FROM output_search_fts_segdir WHERE level >> 10 < 9`).Scan(&merged).Error; err != nil || merged != 7 {
+		t.Errorf("the 7 partitions before the newest have %d segments (%v), want one each", merged, err)
 	}
 	if err := s.db.Exec(`DELETE FROM messages WHERE id = ?`, c.ID).Error; err != nil {
 		t.Fatal(err)

@@ -223,7 +223,8 @@ func (s *Store) searchOutputs(ctx context.Context, terms []string, before int64,
 
 // searchParts is searchOutputs on SQLite's partitioned output index: the ids of the page,
 // a partition at a time, newest first, until it is full (partIDs, prepared once for the
-// search: an absent word asks every partition), then their documents (partRows).
+// search), but for the partitions whose words lack one of the search's (partsWithout),
+// then their documents (partRows).
 func (s *Store) searchParts(ctx context.Context, terms []string, before int64, r Readable, limit int) ([]found, error) {
 	pool, err := s.db.DB()
 	if err != nil {
@@ -252,7 +253,16 @@ func (s *Store) searchParts(ctx context.Context, terms []string, before int64, r
 	}
 	defer stmt.Close()
 	var ids []int64
+	var skip map[int64]bool // learnt once the first partition asked has not filled the page
 	for part := top >> outputPartBits; part >= 0 && len(ids) < limit; part-- {
+		if skip == nil && part < top>>outputPartBits {
+			if skip, err = s.partsWithout(ctx, pool, terms, top>>outputPartBits); err != nil {
+				return nil, err
+			}
+		}
+		if skip[part] {
+			continue
+		}
 		rs, err := stmt.QueryContext(ctx, append(vars, part, limit-len(ids))...)
 		if err != nil {
 			return nil, err

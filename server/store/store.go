@@ -57,6 +57,8 @@ type Store struct {
 	quota *quota // the storage limit (quota.go); nil: none
 
 	stamps *sql.Stmt // stampQuery, prepared once the schema is there (Open)
+
+	words *partWords // the words of SQLite's output partitions (partwords.go); nil on PostgreSQL
 }
 
 // Open opens (and creates, on first start) the database: a SQLite file at a path, or the
@@ -130,6 +132,9 @@ func connect(db string, now func() time.Time) (*Store, error) {
 	s := &Store{db: gdb, now: now, dialect: d, health: &writeHealth{now: now, failure: d.failure}}
 	if !d.sqlite {
 		s.url = db
+	}
+	if d.partWords != nil {
+		s.words = newPartWords()
 	}
 	if err := watchWrites(gdb, s.health); err != nil {
 		return nil, fmt.Errorf("open %s: %w", name, err)
@@ -215,6 +220,9 @@ func (s *Store) Close() error {
 	}
 	if s.stamps != nil {
 		s.stamps.Close()
+	}
+	if s.words != nil {
+		s.words.close()
 	}
 	return db.Close()
 }
