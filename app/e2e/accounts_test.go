@@ -4,12 +4,17 @@ import (
 	"context"
 	"fmt"
 	"net/url"
+	"os"
+	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/chromedp/chromedp"
 
+	"conch/server/servetest"
+	"conch/server/waittest"
 	"conch/shared"
 )
 
@@ -41,6 +46,19 @@ func TestAccountsInTheBrowser(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	// A runner joins, for the Account page's list of runners.
+	runnerToken, err := s.API.CreateRunnerToken(ctx, "pool")
+	if err != nil {
+		t.Fatal(err)
+	}
+	runner := exec.Command(servetest.Bin(t), "runner", "--server", s.URL, "--name", "gpu-box", "--labels", "gpu,os=linux",
+		"--capacity", "2", "--dir", t.TempDir())
+	runner.Env = append(os.Environ(), "CONCH_RUNNER_TOKEN="+runnerToken.Token)
+	if err := runner.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = runner.Process.Kill(); _ = runner.Wait() })
+
 	admin := newBrowser(t)
 	admin.do(t, chromedp.Navigate(s.URL+inv.URL))
 	if got := admin.text(t, "form"); !strings.Contains(got, "You are invited as admin.") {
@@ -50,6 +68,14 @@ func TestAccountsInTheBrowser(t *testing.T) {
 	admin.waitFor(t, "the task list, signed in", `location.pathname === "/" && !document.getElementById("app-wasm-loader") && !!document.querySelector(".bar-actions")`)
 	admin.do(t, chromedp.Click(chromedp.CSS(`a[href="/account"]`)))
 	admin.waitFor(t, "the account page", `(document.querySelector(".account-page main") || {textContent: ""}).textContent.includes("ada · admin")`)
+	waittest.Until(t, func() bool {
+		l, err := s.API.Runners(ctx)
+		return err == nil && slices.ContainsFunc(l, func(r shared.Runner) bool { return r.Connected })
+	})
+	admin.do(t, chromedp.Reload())
+	admin.waitFor(t, "the runner listed", `(document.querySelector('section[aria-label="Runners"]') || {textContent: ""}).textContent.includes("gpu-boxconnected · 0 of 2 sessions · gpu, os=linux")`)
+	admin.screenshots(t, "account-runners", `section[aria-label="Runners"]`)
+	admin.do(t, chromedp.EmulateViewport(1280, 900))
 
 	admin.do(t, chromedp.SendKeys(chromedp.CSS("#token-name"), "laptop"), chromedp.Click(chromedp.CSS(".account-card form.inline-form button")))
 	admin.waitFor(t, "the new token's secret", `!!document.querySelector(".secret-value")`)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/maxence-charriere/go-app/v10/pkg/app"
@@ -13,13 +14,15 @@ import (
 
 // AccountPage is /account: who is signed in, this browser's notifications (push.go),
 // their personal access tokens, and, for admins, the people of this server (invitation
-// links, deletion) and, in its bar, a link that downloads the audit.
+// links, deletion), its runners and their load, and, in its bar, a link that downloads
+// the audit.
 type AccountPage struct {
 	app.Compo
 
 	me       *shared.Account
 	tokens   []shared.AccessToken
 	accounts []shared.Account
+	runners  []shared.Runner // for admins
 	err      string
 
 	tokenName string
@@ -55,12 +58,16 @@ func (p *AccountPage) OnMount(ctx app.Context) {
 		if err == nil && me.Role == shared.RoleAdmin && me.Login != "local" {
 			accounts, err = api.Accounts(c)
 		}
+		var runners []shared.Runner
+		if err == nil && me.Role == shared.RoleAdmin {
+			runners, err = api.Runners(c)
+		}
 		ctx.Dispatch(func(app.Context) {
 			if err != nil {
 				p.err = whyNot("Your account could not be loaded", err)
 				return
 			}
-			p.me, p.tokens, p.accounts = &me, visibleTokens(tokens), accounts
+			p.me, p.tokens, p.accounts, p.runners = &me, visibleTokens(tokens), accounts, runners
 		})
 	})
 }
@@ -187,6 +194,7 @@ func (p *AccountPage) renderBody() app.UI {
 			app.P().Class("empty").Text("This server has no sign-in: it serves this computer only, and whoever uses it is its admin. "+
 				"Start it with --token to have accounts."),
 			&pushToggle{},
+			p.renderRunners(),
 		)
 	}
 	return app.Div().Body(
@@ -201,6 +209,33 @@ func (p *AccountPage) renderBody() app.UI {
 		&pushToggle{},
 		app.If(me.ID != "", p.renderTokens),
 		app.If(me.Role == shared.RoleAdmin, p.renderPeople),
+		app.If(me.Role == shared.RoleAdmin, p.renderRunners),
+	)
+}
+
+// renderRunners lists the runners that joined this server (conch runner) and their load.
+func (p *AccountPage) renderRunners() app.UI {
+	return app.Section().Class("new-task", "account-card").Aria("label", "Runners").Body(
+		app.H2().Text("Runners"),
+		app.If(len(p.runners) == 0, func() app.UI {
+			return app.P().Class("empty").Text("No runner has joined. A runner runs agents on a machine of its own and dials out to this server: " +
+				"make its token with conch runners token NAME, then start conch runner there (README, Runners).")
+		}),
+		app.Ul().Class("account-list").Body(app.Range(p.runners).Slice(func(i int) app.UI {
+			r := p.runners[i]
+			state := "connected"
+			if !r.Connected {
+				state = "gone, last seen " + r.LastSeen.Local().Format("2 Jan 2006 15:04")
+			}
+			labels := "no labels"
+			if len(r.Labels) > 0 {
+				labels = strings.Join(r.Labels, ", ")
+			}
+			return app.Li().Body(
+				app.Span().Class("account-name").Text(shared.Visible(r.Name)),
+				app.Span().Class("account-meta").Text(state+" · "+strconv.Itoa(r.Sessions)+" of "+strconv.Itoa(r.Capacity)+" sessions · "+labels),
+			)
+		})),
 	)
 }
 
