@@ -276,8 +276,9 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	notifier.Start()
 	defer notifier.Close()
 	// The runners connected to this server (conch runner), where sessions may be placed.
-	runners := runner.New(runner.Config{Store: st, Logger: log})
-	runtime, err := acp.NewManager(acp.Config{Store: st, Events: notifier.Watch(self.Events()), Profiles: profiles,
+	var runtime *acp.Manager
+	runners := runner.New(runner.Config{Store: st, Logger: log, Heartbeat: cfg.runnerHeartbeat, Joined: func() { runtime.RunnerJoined() }})
+	runtime, err = acp.NewManager(acp.Config{Store: st, Events: notifier.Watch(self.Events()), Profiles: profiles,
 		DataDir: dataDir, Logger: log, AgentIdle: cfg.idle, Version: ui.Version, ReplayQuiet: acp.DefaultReplayQuiet,
 		NoSandbox: cfg.noSandbox, Place: runners.Machine})
 	if err != nil {
@@ -362,6 +363,7 @@ func sandboxState(off bool, stderr io.Writer, log *slog.Logger) string {
 type serveConfig struct {
 	addr, db, agents, token string
 	lease, idle, drain      time.Duration
+	runnerHeartbeat         time.Duration // how often runners are pinged: silent for two, one is gone
 	trusted                 []netip.Prefix
 	tokenFlag               bool      // the token came as --token, on the command line
 	oidc                    *api.OIDC // single sign-on, when an issuer is named
@@ -396,6 +398,12 @@ func parseServe(args []string, stdout, stderr io.Writer) (serveConfig, error) {
 	}
 	flags.DurationVar(&drain, "drain", drain,
 		"on SIGTERM, how long running turns may take to finish while no new ones start; then they are cancelled, and sessions of agents that can resume stay resumable (env CONCH_DRAIN)")
+	heartbeat, err := envDuration("CONCH_RUNNER_HEARTBEAT", runner.DefaultHeartbeat)
+	if err != nil {
+		return serveConfig{}, err
+	}
+	flags.DurationVar(&heartbeat, "runner-heartbeat", heartbeat,
+		"how often this server pings each runner; a runner silent for two heartbeats is gone, and its sessions move to another runner (env CONCH_RUNNER_HEARTBEAT)")
 	issuer := flags.String("oidc-issuer", env("CONCH_OIDC_ISSUER", ""), "OpenID Connect issuer URL people may sign in through, with --token (env CONCH_OIDC_ISSUER)")
 	clientID := flags.String("oidc-client-id", env("CONCH_OIDC_CLIENT_ID", ""), "this server's client id at the issuer; its secret comes from env CONCH_OIDC_CLIENT_SECRET (env CONCH_OIDC_CLIENT_ID)")
 	groups := flags.String("oidc-groups", env("CONCH_OIDC_GROUPS", ""), "the issuer's groups and the roles they give, e.g. conch-admins=admin,developers=member (env CONCH_OIDC_GROUPS)")
@@ -430,13 +438,16 @@ func parseServe(args []string, stdout, stderr io.Writer) (serveConfig, error) {
 	if idle < 0 {
 		return serveConfig{}, fmt.Errorf("--agent-idle %s is negative: give 0 to keep agents running", idle)
 	}
+	if heartbeat < time.Second {
+		return serveConfig{}, fmt.Errorf("--runner-heartbeat %s is too short: give at least 1s", heartbeat)
+	}
 	if drain < 0 {
 		return serveConfig{}, fmt.Errorf("--drain %s is negative: give 0 to cancel running turns at once", drain)
 	}
 	if maxStorage < 0 {
 		return serveConfig{}, fmt.Errorf("--max-storage %d is negative: give 0 for no limit", maxStorage)
 	}
-	cfg := serveConfig{addr: *addr, db: *dbPath, agents: *agents, token: *token, lease: lease, idle: idle, drain: drain, trusted: trusted, pushContact: *pushContact,
+	cfg := serveConfig{addr: *addr, db: *dbPath, agents: *agents, token: *token, lease: lease, idle: idle, drain: drain, runnerHeartbeat: heartbeat, trusted: trusted, pushContact: *pushContact,
 		pushAllowPrivate: *pushAllowPrivate, noSandbox: *noSandbox, maxStorage: maxStorage}
 	if *issuer != "" {
 		if cfg.oidc, err = parseOIDC(*issuer, *clientID, *groups, *defaultRole); err != nil {

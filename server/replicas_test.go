@@ -41,13 +41,19 @@ type replicaProcess struct {
 // startReplica runs bin/conch as a server of the database on a free loopback port.
 func startReplica(t *testing.T, bin, dsn, agents string) *replicaProcess {
 	t.Helper()
+	return startServe(t, bin, "127.0.0.1:0", "--db", dsn, "--agents", agents, "--lease", replicaLease.String())
+}
+
+// startServe runs `bin serve --addr addr args...`, killed when the test ends. Session
+// directories of a server of a database URL go under its home directory: a new one.
+func startServe(t *testing.T, bin, addr string, args ...string) *replicaProcess {
+	t.Helper()
 	p := &replicaProcess{logs: &syncBuffer{}}
-	p.cmd = exec.Command(bin, "serve", "--addr", "127.0.0.1:0", "--db", dsn, "--agents", agents, "--lease", replicaLease.String())
-	// With a database URL, session directories go under the home directory.
+	p.cmd = exec.Command(bin, append([]string{"serve", "--addr", addr}, args...)...)
 	p.cmd.Env = append(os.Environ(), "HOME="+t.TempDir())
 	p.cmd.Stderr = p.logs
 	p.base = servetest.Start(t, p.cmd, waittest.Limit(t), p.logs)
-	t.Cleanup(func() { p.kill() })
+	t.Cleanup(p.kill)
 	return p
 }
 
@@ -384,8 +390,25 @@ func TestReplicaStopsCleanly(t *testing.T) {
 }
 
 // resumerScripts are the turns of the agent that can resume (CONCH_TEST_AGENT=resume):
-// "hello" answers "hi", "where" the agent's working directory.
+// "hello" answers "hi", "where" the agent's working directory, "ticks" runs a command
+// that prints tick 1, tick 2, ... every 50 ms until it is killed, and "received" says
+// what the prompt carried besides its text (acptest.Received).
 var resumerScripts = map[string]acptest.Script{
+	"ticks": func(ctx context.Context, a *acptest.Agent, sid sdk.SessionId) error {
+		term, err := a.Conn.CreateTerminal(ctx, sdk.CreateTerminalRequest{SessionId: sid, Command: "sh",
+			Args: []string{"-c", "i=0; while :; do i=$((i+1)); echo tick $i; sleep 0.05; done"}})
+		if err != nil {
+			return err
+		}
+		err = a.Send(ctx, sid, sdk.StartToolCall("ticks", "ticks", sdk.WithStartKind(sdk.ToolKindExecute),
+			sdk.WithStartStatus(sdk.ToolCallStatusInProgress), sdk.WithStartContent([]sdk.ToolCallContent{sdk.ToolTerminalRef(term.TerminalId)})))
+		if err != nil {
+			return err
+		}
+		_, err = a.Conn.WaitForTerminalExit(ctx, sdk.WaitForTerminalExitRequest{SessionId: sid, TerminalId: term.TerminalId})
+		return err
+	},
+	"received": acptest.Received,
 	"hello": func(ctx context.Context, a *acptest.Agent, sid sdk.SessionId) error {
 		return a.Send(ctx, sid, sdk.UpdateAgentMessageText("hi"))
 	},

@@ -7,7 +7,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -30,14 +32,7 @@ func TestRunnerProcess(t *testing.T) {
 	if err := os.WriteFile(agents, []byte(profiles), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	serve := func(addr string) *replicaProcess {
-		p := &replicaProcess{logs: &syncBuffer{}}
-		p.cmd = exec.Command(bin, "serve", "--addr", addr, "--db", db, "--agents", agents)
-		p.cmd.Stderr = p.logs
-		p.base = servetest.Start(t, p.cmd, waittest.Limit(t), p.logs)
-		t.Cleanup(p.kill)
-		return p
-	}
+	serve := func(addr string) *replicaProcess { return startServe(t, bin, addr, "--db", db, "--agents", agents) }
 	first := serve("127.0.0.1:0")
 	ctx, cancel := context.WithTimeout(context.Background(), waittest.Limit(t))
 	defer cancel()
@@ -180,5 +175,176 @@ func TestCLIRunners(t *testing.T) {
 	}
 	if _, _, err := conch(t, base, "runners", "frob"); err == nil || !strings.Contains(err.Error(), "give no argument, tokens") {
 		t.Fatalf("runners frob: %v", err)
+	}
+}
+
+// Two real runners of one label beside a real server that pings them every second: a
+// session of an agent that can resume runs on r1, mid-command, when r1 is killed (-9).
+// The session moves to r2 by itself and answers there, in a new directory, with the
+// conversation and the command's stored output as they were, and a note of what was lost.
+// Then r2 freezes (SIGSTOP: its connection stays open, unanswered) mid-command: its lease
+// lapses within two heartbeats, the session moves to r1 (back, new process), and once r2
+// thaws and comes back under its name, nothing it still had reaches the session.
+func TestRunnerFailover(t *testing.T) {
+	bin := servetest.Bin(t)
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	agents := filepath.Join(t.TempDir(), "agents.json")
+	profiles, _ := json.Marshal([]map[string]any{{"name": "resumer", "command": exe, "env": map[string]string{"CONCH_TEST_AGENT": "resume"},
+		"permission": "allow", "runner_labels": []string{"pool"}}})
+	if err := os.WriteFile(agents, profiles, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	server := startServe(t, bin, "127.0.0.1:0", "--db", filepath.Join(t.TempDir(), "conch.db"), "--agents", agents, "--runner-heartbeat", "1s")
+	ctx, cancel := context.WithTimeout(context.Background(), waittest.Limit(t))
+	defer cancel()
+	api := client.New(server.base)
+	tok, err := api.CreateRunnerToken(ctx, "pool")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dirs := map[string]string{"r1": t.TempDir(), "r2": t.TempDir()}
+	// A runner process is connected once listed so, with a heartbeat newer than since.
+	connectedSince := func(name string, since time.Time) func() bool {
+		return func() bool {
+			l, err := api.Runners(ctx)
+			return err == nil && slices.ContainsFunc(l, func(r shared.Runner) bool { return r.Name == name && r.Connected && !r.LastSeen.Before(since) })
+		}
+	}
+	start := func(name string) *exec.Cmd {
+		since := time.Now()
+		c := exec.Command(bin, "runner", "--server", server.base, "--name", name, "--labels", "pool", "--capacity", "1", "--dir", dirs[name])
+		c.Env = append(os.Environ(), "CONCH_RUNNER_TOKEN="+tok.Token)
+		c.Stderr = &syncBuffer{}
+		if err := c.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = c.Process.Signal(syscall.SIGCONT); _ = c.Process.Kill(); _ = c.Wait() })
+		waittest.Until(t, connectedSince(name, since))
+		return c
+	}
+	r1, r2 := start("r1"), start("r2")
+
+	task, err := api.CreateTask(ctx, "failover", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sess, err := api.StartSession(ctx, task.ID, "resumer", "")
+	if err != nil || sess.Runner != "r1" || !strings.HasPrefix(sess.Cwd, dirs["r1"]) {
+		t.Fatalf("the session: %+v %v", sess, err)
+	}
+	said := func(prompt, answer string) {
+		t.Helper()
+		if _, err := api.SendMessage(ctx, sess.ID, prompt, ""); err != nil {
+			t.Fatal(err)
+		}
+		waittest.Until(t, func() bool {
+			page, err := api.ListMessages(ctx, shared.ListRequest{SessionID: sess.ID})
+			return err == nil && slices.ContainsFunc(page.Messages, func(m shared.Message) bool {
+				return m.Type == shared.TypeMessage && m.AuthorType == shared.AuthorAgent && strings.HasPrefix(m.Content, answer)
+			})
+		})
+	}
+	// ticking starts the ticks and returns their message once some are stored.
+	ticking := func() shared.Message {
+		t.Helper()
+		if _, err := api.SendMessage(ctx, sess.ID, "ticks", ""); err != nil {
+			t.Fatal(err)
+		}
+		var ticks shared.Message
+		waittest.Until(t, func() bool {
+			page, err := api.ListMessages(ctx, shared.ListRequest{SessionID: sess.ID, Sort: shared.SortDesc, Limit: new(1)})
+			if err != nil || len(page.Messages) == 0 || page.Messages[0].Type != shared.TypeToolExecute {
+				return false
+			}
+			ticks = page.Messages[0]
+			out, err := api.ShellOutput(ctx, sess.ID, ticks.ID)
+			return err == nil && strings.Contains(out.Output.Stdout, "tick 3\n")
+		})
+		return ticks
+	}
+	// moved waits for the session to answer again on runner name, resumed there.
+	moved := func(name string) shared.Session {
+		t.Helper()
+		var got shared.Session
+		waittest.Until(t, func() bool {
+			got, err = api.GetSession(ctx, sess.ID)
+			return err == nil && got.Runner == name && got.State == shared.SessionReady && !got.Stopped
+		})
+		if !strings.HasPrefix(got.Cwd, filepath.Join(dirs[name], "sessions")+"/") {
+			t.Fatalf("moved to %s in %s, not a directory of its own", name, got.Cwd)
+		}
+		return got
+	}
+	all := func() []shared.Message {
+		t.Helper()
+		page, err := api.ListMessages(ctx, shared.ListRequest{SessionID: sess.ID, Limit: new(200)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return page.Messages
+	}
+	said("hello", "hi")
+	ticks := ticking()
+
+	if err := r1.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	_ = r1.Wait()
+	before := all()
+	onR2 := moved("r2")
+	after := all()
+	for i, m := range before {
+		if i >= len(after) || after[i].ID != m.ID || after[i].Content != m.Content {
+			t.Fatalf("message %d changed in the move: was %+v", i, m)
+		}
+	}
+	out, err := api.ShellOutput(ctx, sess.ID, ticks.ID)
+	if err != nil || !strings.HasPrefix(out.Output.Stdout, "tick 1\ntick 2\ntick 3\n") || !out.Status.IsTerminal() {
+		t.Fatalf("the ticks r1 printed: %+v %v", out, err)
+	}
+	notes := ""
+	for _, m := range after {
+		if m.Type == shared.TypeStatus {
+			notes += m.Content + "\n"
+		}
+	}
+	for _, want := range []string{"Runner r1 stopped answering", "1 of its commands were running", "This session moved from runner r1 to runner r2"} {
+		if !strings.Contains(notes, want) {
+			t.Errorf("the notes do not say %q:\n%s", want, notes)
+		}
+	}
+	said("received", "received: text: (From Conch: this conversation moved to another machine, from runner r1 to runner r2")
+	said("where", "in "+onR2.Cwd)
+
+	// r2 freezes mid-command; r1 is back (a new process, an empty directory).
+	start("r1")
+	ticks = ticking()
+	frozen := time.Now()
+	if err := r2.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	moved("r1")
+	t.Logf("the session answered on r1 %s after r2 froze (heartbeat 1s)", time.Since(frozen).Round(time.Millisecond))
+	stored, err := api.ShellOutput(ctx, sess.ID, ticks.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	count := len(all())
+	thawed := time.Now()
+	if err := r2.Process.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	waittest.Until(t, connectedSince("r2", thawed))
+	if got, err := api.ShellOutput(ctx, sess.ID, ticks.ID); err != nil || got.Output.Stdout != stored.Output.Stdout || got.Output.StdoutTotalBytes != stored.Output.StdoutTotalBytes {
+		t.Errorf("r2, back, wrote to the session's command: %d bytes, was %d (%v)", got.Output.StdoutTotalBytes, stored.Output.StdoutTotalBytes, err)
+	}
+	if n := len(all()); n != count {
+		t.Errorf("r2, back, added %d messages to the session", n-count)
+	}
+	if got, err := api.GetSession(ctx, sess.ID); err != nil || got.Runner != "r1" {
+		t.Errorf("after r2 came back the session is on %q (%v)", got.Runner, err)
 	}
 }

@@ -60,7 +60,7 @@ func TestMain(m *testing.M) {
 			<-ctx.Done()
 			return acptest.StopWith(sdk.StopReasonCancelled)
 		}
-		scripts := map[string]script{"hello": hello, "die": die, "wait-go": waitGo, "stuck": stuck}
+		scripts := map[string]script{"hello": hello, "die": die, "wait-go": waitGo, "stuck": stuck, "received": acptest.Received}
 		if err := acptest.Run(context.Background(), os.Stdin, os.Stdout, acptest.Config{Scripts: scripts, Resume: true, Fork: true}); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)

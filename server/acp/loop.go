@@ -32,12 +32,14 @@ type core struct {
 	closing  bool          // ends closed (server stop), not failed
 	parked   string        // the agent is being stopped while the session stays (park): the note for people
 	ended    bool
+	recap    *sdk.ContentBlock // what the next prompt carries of the conversation for an agent with no memory of it (recapHere)
 
 	replaying   bool      // session/load is replaying the conversation, which is stored already
 	replayHeard time.Time // when the replay last sent something (replayTail)
 
 	turns    turnQueue
 	running  *liveTurn // the turn the agent is running, nil between turns
+	broke    bool      // the last turn ended in an error (as one does when the agent goes under it)
 	idle     idleRule
 	tick     <-chan time.Time // the idle rule's next look, nil when it does not watch
 	asks     pending

@@ -46,11 +46,12 @@ type Config struct {
 	// Launch starts agents here; default ExecLauncher(Executable).
 	Launch Launcher
 	// Place chooses the machine a session's agent runs on and names it (its runner; ""
-	// for this host). sessionID is "" for a session not yet stored: StartSession places
-	// it before it stores anything, so that its directory is checked where it will be,
-	// and stores the runner named with it. A nil Machine is this host. nil Place: every
-	// session runs here (Local).
-	Place func(p Profile, sessionID string) (Machine, string, error)
+	// for this host); the manager stores the choice. was is the runner the session ran on
+	// ("" for a new session, or this host): a session started again should stay on its
+	// runner while that one is there and fits, since its directory and its agent's memory
+	// are there; when it does not, it moves (restart). A nil Machine is this host. nil
+	// Place: every session runs here (Local).
+	Place func(p Profile, was string) (Machine, string, error)
 	// Now and After are the clock; tests inject a fake one. Defaults: time.Now, time.After.
 	Now   func() time.Time
 	After func(time.Duration) <-chan time.Time
@@ -107,6 +108,7 @@ type Manager struct {
 
 	mu       sync.Mutex
 	sessions map[string]*session
+	homeless map[string]bool // sessions whose runner went away and that wait for one with room (rehome)
 	closing  bool
 	draining bool          // Drain: no new agents or turns start
 	working  int           // sessions with turns running or queued (session.work)
@@ -156,17 +158,17 @@ func NewManager(cfg Config) (*Manager, error) {
 		cfg.Executable = exe
 	}
 	l := newLocal(LocalConfig{DataDir: cfg.DataDir, Executable: cfg.Executable, NoSandbox: cfg.NoSandbox, Launch: cfg.Launch, Logger: cfg.Logger})
-	return &Manager{cfg: cfg, clock: clock{cfg.Now, cfg.After}, log: cfg.Logger, sessions: map[string]*session{},
+	return &Manager{cfg: cfg, clock: clock{cfg.Now, cfg.After}, log: cfg.Logger, sessions: map[string]*session{}, homeless: map[string]bool{},
 		closed: make(chan struct{}), local: l, listers: semaphore.NewWeighted(listersAtOnce), lines: agentLines}, nil
 }
 
 // place chooses the machine of a session of p (Config.Place).
 // A nil machine from Place is this server's.
-func (m *Manager) place(p Profile, sessionID string) (Machine, string, error) {
+func (m *Manager) place(p Profile, was string) (Machine, string, error) {
 	if m.cfg.Place == nil {
 		return m.local, "", nil
 	}
-	mach, runner, err := m.cfg.Place(p, sessionID)
+	mach, runner, err := m.cfg.Place(p, was)
 	if err == nil && mach == nil {
 		mach = m.local
 	}
@@ -316,9 +318,19 @@ func (m *Manager) restart(id string) (*session, error) {
 	if err != nil {
 		return nil, err
 	}
-	mach, runner, err := m.place(p, id)
+	mach, runner, err := m.place(p, sess.Runner)
 	if err != nil {
 		return nil, err
+	}
+	var left *string
+	if runner != sess.Runner { // a new directory there: the old one is on the machine it left
+		if sess.Cwd, err = mach.Dir(ctx, ""); err != nil {
+			return nil, err
+		}
+		if err := m.cfg.Store.MoveSession(ctx, id, runner, sess.Cwd); err != nil {
+			return nil, err
+		}
+		left = &sess.Runner
 	}
 	m.mu.Lock()
 	if s := m.sessions[id]; s != nil { // another prompt restarted it meanwhile
@@ -330,6 +342,7 @@ func (m *Manager) restart(id string) (*session, error) {
 		return nil, errDraining
 	}
 	s := newSession(m, sess, task, p, mach, runner)
+	s.left = left
 	if by != "" {
 		s.resumeID = sdk.SessionId(agentSession)
 	}
@@ -355,6 +368,56 @@ func (m *Manager) closeUnstarted(id string) (shared.Session, error) {
 	}
 	m.cfg.Events.SessionUpdated(sess)
 	return sess, nil
+}
+
+// say adds and publishes a status message for people in session id.
+func (m *Manager) say(id, text string) {
+	msg, err := m.cfg.Store.CreateMessage(context.Background(), store.NewMessage{SessionID: id,
+		AuthorType: shared.AuthorSystem, Type: shared.TypeStatus, Content: text})
+	if err != nil {
+		m.log.Error("store a status message", "session", id, "err", err, "text", text)
+		return
+	}
+	m.cfg.Events.MessageAdded(msg)
+}
+
+// rehome moves session id, whose runner went away, to another machine (Config.Place)
+// and resumes its agent there, in the background. When no runner fits now, the session
+// waits, stopped, for the next runner that joins (RunnerJoined), a Resume or a prompt.
+func (m *Manager) rehome(id string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closing || m.draining {
+		return // the session stays resumable, for whichever server takes it
+	}
+	m.wg.Add(1)
+	go func() {
+		defer m.wg.Done()
+		ctx, cancel := context.WithTimeout(context.Background(), m.cfg.StartTimeout)
+		defer cancel()
+		_, err := m.Resume(ctx, id)
+		if err == nil || shared.ErrorCode(err) != shared.CodeConflict || m.Draining() != nil {
+			if err != nil {
+				m.log.Warn("move a session whose runner went away", "session", id, "err", err)
+			}
+			return
+		}
+		m.mu.Lock()
+		m.homeless[id] = true
+		m.mu.Unlock()
+		m.say(id, "The session could not move yet ("+err.Error()+"). It moves when a runner joins; Resume or your next prompt tries again.")
+	}()
+}
+
+// RunnerJoined moves the sessions that wait for a runner (rehome) once one joins.
+func (m *Manager) RunnerJoined() {
+	m.mu.Lock()
+	waiting := slices.Collect(maps.Keys(m.homeless))
+	clear(m.homeless)
+	m.mu.Unlock()
+	for _, id := range waiting {
+		m.rehome(id)
+	}
 }
 
 func (m *Manager) forget(id string) {

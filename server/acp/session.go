@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -33,6 +34,8 @@ type session struct {
 	tree    string   // the task's worktree, "" for a task on no repository
 	profile Profile
 	mach    Machine // where its agent and commands run (Config.Place)
+	runner  string  // mach's name: its runner, "" for this server
+	left    *string // the runner this session moved from to mach ("": this server), nil when it did not move
 	site    Work    // what mach builds their sandbox from
 	rec     *recorder
 	log     *slog.Logger
@@ -66,7 +69,7 @@ func newSession(m *Manager, sess shared.Session, task shared.Task, p Profile, ma
 		tree = sess.Cwd
 	}
 	s := &session{m: m, id: sess.ID, cwd: sess.Cwd, dirs: task.AdditionalDirectories, tree: tree, profile: p, state: sess.State,
-		mach: mach, site: Work{Session: sess.ID, Profile: p, Dir: sess.Cwd, Dirs: task.AdditionalDirectories, Tree: tree},
+		mach: mach, runner: runner, site: Work{Session: sess.ID, Profile: p, Dir: sess.Cwd, Dirs: task.AdditionalDirectories, Tree: tree},
 		log:       m.log.With("session", sess.ID, "agent", p.Name, "runner", runner),
 		connected: make(chan struct{}), guarded: make(chan struct{}), started: make(chan struct{}), done: make(chan struct{}),
 		inbox: make(chan event), over: make(chan struct{})}
@@ -192,7 +195,7 @@ func (s *session) handshake(ctx context.Context) error {
 		if err == nil {
 			s.do(func(c *core) { c.acpID = s.resumeID })
 			s.offered(o)
-			s.say(map[bool]string{true: forkNote, false: "The agent resumed this conversation."}[s.forked])
+			s.say(map[bool]string{true: forkNote, false: s.movedNote() + "The agent resumed this conversation."}[s.forked])
 			return nil
 		}
 		s.log.Warn("the agent did not take the conversation up again", "err", err)
@@ -201,7 +204,61 @@ func (s *session) handshake(ctx context.Context) error {
 	if err := s.open(ctx, mcp, dirs); err != nil {
 		return s.needSignIn(init.AuthMethods, err, mcp, dirs)
 	}
+	if s.left != nil {
+		s.recapHere(init.AgentInfo, pc.EmbeddedContext)
+	}
 	return nil
+}
+
+// machineName names where a session's agent runs, for people.
+func machineName(runner string) string {
+	if runner == "" {
+		return "this server"
+	}
+	return "runner " + runner
+}
+
+// movedNote says where the session moved, "" when it did not.
+func (s *session) movedNote() string {
+	if s.left == nil {
+		return ""
+	}
+	return fmt.Sprintf("This session moved from %s to %s, in a new directory %s. ", machineName(*s.left), machineName(s.runner), s.cwd)
+}
+
+// recapLookBack is how many of the latest messages a moved session's recap draws from.
+const recapLookBack = 200
+
+// shellAgentInfo is the name the built-in shell agent gives in its initialize answer
+// (server/shellagent): it runs each prompt's text as a command, so it is told no recap.
+const shellAgentInfo = "conch-shell"
+
+// recapHere tells people that the agent of a moved session (info, from its initialize
+// answer) starts with no memory of the conversation, and has the next prompt carry a
+// recap of it (store.Recap): an embedded resource when the agent takes them (embedded),
+// else text after the person's.
+func (s *session) recapHere(info *sdk.Implementation, embedded bool) {
+	if info != nil && info.Name == shellAgentInfo {
+		s.say(s.movedNote() + "The shell agent there runs your next prompt as before.")
+		return
+	}
+	page, err := s.m.cfg.Store.ListMessages(context.Background(), shared.ListRequest{SessionID: s.id, Limit: new(recapLookBack), Sort: shared.SortDesc})
+	if err != nil {
+		s.log.Error("read the conversation for its recap", "err", err)
+		s.say(s.movedNote() + "The agent there starts with no memory of this conversation.")
+		return
+	}
+	slices.Reverse(page.Messages)
+	recap := store.Recap(fmt.Sprintf("(From Conch: this conversation moved to another machine, from %s to %s, and you start it with no memory of it. "+
+		"Files in your directory are not those of before. Here is what was said before the move.)\n\n", machineName(*s.left), machineName(s.runner)), page.Messages, page.HasMore)
+	block := sdk.TextBlock(recap)
+	if embedded {
+		mime := "text/markdown"
+		block = sdk.ResourceBlock(sdk.EmbeddedResourceResource{TextResourceContents: &sdk.TextResourceContents{
+			Uri: "conch://session/" + s.id + "/recap", MimeType: &mime, Text: recap}})
+	}
+	s.do(func(c *core) { c.recap = &block })
+	s.say(s.movedNote() + "The agent there starts with no memory of this conversation: your next prompt carries a recap of it (its prompts and replies).")
 }
 
 // open asks the agent for a new session (ACP session/new) and records it.
@@ -314,15 +371,7 @@ func (s *session) setReplaying(on bool) {
 }
 
 // say adds and publishes a status message for people.
-func (s *session) say(text string) {
-	m, err := s.m.cfg.Store.CreateMessage(context.Background(), store.NewMessage{SessionID: s.id,
-		AuthorType: shared.AuthorSystem, Type: shared.TypeStatus, Content: text})
-	if err != nil {
-		s.log.Error("store a status message", "err", err, "text", text)
-		return
-	}
-	s.m.cfg.Events.MessageAdded(m)
-}
+func (s *session) say(text string) { s.m.say(s.id, text) }
 
 // fail ends the session with reason: the agent is killed, and its end is recorded by serve.
 func (s *session) fail(reason string) {
@@ -372,14 +421,18 @@ func (s *session) end() {
 	var terms []*terminal
 	var con *Console
 	var proc *Process
-	var closing, resumable bool
+	var closing, resumable, busy bool
 	var reason, parked string
 	s.do(func(c *core) {
 		c.ended = true
+		busy = c.running != nil || c.broke
 		terms, con, proc = c.terms.close(), c.con, c.proc
 		closing, reason, parked = c.closing, c.reason, c.parked
 		resumable = c.up && c.resumeBy != ""
 	})
+	// The runner went away under the agent (its lease lapsed, its connection ended): the
+	// session moves to another machine, whatever the agent.
+	lost := !closing && reason == "" && parked == "" && errors.Is(proc.ExitErr(), ErrRunnerGone)
 	if con != nil {
 		con.close("The session's agent stopped, and its terminal with it.")
 	}
@@ -405,6 +458,9 @@ func (s *session) end() {
 		s.recordParked(parked, false)
 	case resumable && closing && reason == serverStopped:
 		s.recordParked(store.ResumableNote, true)
+	case lost:
+		s.log.Warn("the session's runner is gone: the session moves", "runner", s.runner)
+		s.recordParked(lostNote(s.runner, busy, len(terms), resumable), false)
 	case resumable && !closing && reason == "": // it exited, or broke the connection
 		s.log.Warn("the agent stopped unexpectedly; the session stays resumable", "why", failure(proc, ""))
 		s.recordParked(crashNote(proc.ExitErr()), false)
@@ -419,6 +475,30 @@ func (s *session) end() {
 	}
 	s.m.forget(s.id)
 	close(s.done)
+	if lost && resumable {
+		s.m.rehome(s.id)
+	}
+}
+
+// lostNote tells people that the runner of a session went away, what was lost with it,
+// and what comes next: busy says a turn was running, commands how many of the agent's
+// commands were.
+func lostNote(runner string, busy bool, commands int, resumable bool) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Runner %s stopped answering (its connection ended, or it missed its heartbeats)", runner)
+	if busy {
+		b.WriteString(" during a turn: the agent's reply to the last prompt was cut off")
+	}
+	if commands > 0 {
+		fmt.Fprintf(&b, "; %d of its commands were running, and their output up to then is kept", commands)
+	}
+	b.WriteString(". What the agent changed on that machine and did not push is not here. ")
+	if resumable {
+		b.WriteString("Conch moves this session to another runner with room and resumes the agent there.")
+	} else {
+		b.WriteString("Your next prompt starts the agent again on another runner with room.")
+	}
+	return b.String()
 }
 
 // serverStopped is why the sessions of a server that stops end (Manager.Close).
@@ -561,7 +641,11 @@ func (s *session) work() {
 	for {
 		var prompt []sdk.ContentBlock
 		ok := false
-		s.do(func(c *core) { prompt, ok = c.turns.take(c.ended) })
+		s.do(func(c *core) {
+			if prompt, ok = c.turns.take(c.ended); ok && c.recap != nil {
+				prompt, c.recap = append(slices.Clone(prompt), *c.recap), nil
+			}
+		})
 		if !ok {
 			return
 		}
@@ -616,7 +700,7 @@ func (s *session) turn(prompt []sdk.ContentBlock) {
 			resp, err = s.conn.Prompt(ctx, sdk.PromptRequest{SessionId: s.agentSession(), Prompt: prompt})
 		}
 	}
-	s.do(func(c *core) { c.running = nil })
+	s.do(func(c *core) { c.running, c.broke = nil, err != nil })
 	close(r.done)
 	withdraw(nil)
 	s.rec.endTurn()

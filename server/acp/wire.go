@@ -71,8 +71,8 @@ const (
 	opForget  = "forget"
 )
 
-// errGone is what every call and process of a runner whose connection ended answers.
-var errGone = errors.New("the runner's connection ended")
+// ErrRunnerGone is what every call and process of a runner whose connection ended answers.
+var ErrRunnerGone = errors.New("the runner's connection ended")
 
 type wireRequest struct {
 	Op      string     `json:"op"`
@@ -236,7 +236,7 @@ type remote struct {
 // Remote is a runner's machine: each operation, and each process, opens a stream with
 // open, served on the runner by ServeMachine. gone is closed when the runner's
 // connection ends: from then on each call fails at once, and each of its processes reads
-// as exited with errGone. ctx bounds an operation, and a process's start.
+// as exited with ErrRunnerGone. ctx bounds an operation, and a process's start.
 func Remote(open func(ctx context.Context) (net.Conn, error), gone <-chan struct{}) Machine {
 	return &remote{open: open, gone: gone}
 }
@@ -245,7 +245,7 @@ func Remote(open func(ctx context.Context) (net.Conn, error), gone <-chan struct
 func (r *remote) dial(ctx context.Context) (net.Conn, func(), error) {
 	select {
 	case <-r.gone:
-		return nil, nil, errGone
+		return nil, nil, ErrRunnerGone
 	default:
 	}
 	conn, err := r.open(ctx)
@@ -272,7 +272,7 @@ func (r *remote) dial(ctx context.Context) (net.Conn, func(), error) {
 func (r *remote) lost(ctx context.Context, err error) error {
 	select {
 	case <-r.gone:
-		return errGone
+		return ErrRunnerGone
 	default:
 	}
 	if ctx.Err() != nil {
@@ -516,14 +516,14 @@ func (p *remoteProc) watch() {
 	select {
 	case <-p.done:
 	case <-p.r.gone:
-		p.end(exitStatus{}, errGone)
+		p.end(exitStatus{}, ErrRunnerGone)
 	case <-p.killed:
 		t := time.NewTimer(killGrace)
 		defer t.Stop()
 		select {
 		case <-p.done:
 		case <-p.r.gone:
-			p.end(exitStatus{}, errGone)
+			p.end(exitStatus{}, ErrRunnerGone)
 		case <-t.C:
 			p.end(exitStatus{}, errors.New("runner: the process did not end when killed"))
 		}

@@ -239,7 +239,7 @@ func TestRemoteProcessRefusesHostileFrames(t *testing.T) {
 	}
 }
 
-// Once the runner's connection has ended, its processes end with errGone and every
+// Once the runner's connection has ended, its processes end with ErrRunnerGone and every
 // call fails at once, without opening a stream.
 func TestRemoteGone(t *testing.T) {
 	t.Parallel()
@@ -262,13 +262,13 @@ func TestRemoteGone(t *testing.T) {
 		t.Fatalf("output %q, %v", buf, err)
 	}
 	close(gone)
-	if _, err := p.Wait(); !errors.Is(err, errGone) {
+	if _, err := p.Wait(); !errors.Is(err, ErrRunnerGone) {
 		t.Errorf("the process ended with %v", err)
 	}
 	if p.Signal(syscall.SIGKILL) {
 		t.Error("a signal was sent to a process that ended")
 	}
-	if _, err := m.Dir(context.Background(), ""); !errors.Is(err, errGone) {
+	if _, err := m.Dir(context.Background(), ""); !errors.Is(err, ErrRunnerGone) {
 		t.Errorf("a call after the end: %v", err)
 	}
 	mu.Lock()
@@ -281,9 +281,10 @@ func TestRemoteGone(t *testing.T) {
 // testRunner is a runner in this test process: a yamux session over a loopback TCP
 // connection whose streams ServeMachine serves with a Local machine of its own.
 type testRunner struct {
-	mach Machine // the server's: Remote
-	dir  string  // the runner's data directory
-	cut  func()  // closes the runner's end of the connection
+	mach Machine         // the server's: Remote
+	dir  string          // the runner's data directory
+	cut  func()          // closes the runner's end of the connection
+	gone <-chan struct{} // closed once the server sees the connection ended
 }
 
 func newTestRunner(t testing.TB) *testRunner {
@@ -341,7 +342,7 @@ func newTestRunner(t testing.TB) *testRunner {
 		served.Wait()
 	})
 	open := func(context.Context) (net.Conn, error) { return server.Open() }
-	return &testRunner{mach: Remote(open, server.CloseChan()), dir: dir, cut: func() { runnerEnd.Close() }}
+	return &testRunner{mach: Remote(open, server.CloseChan()), dir: dir, cut: func() { runnerEnd.Close() }, gone: server.CloseChan()}
 }
 
 // Profiles of this test binary as an agent (TestMain): the built-in shell agent, and one
@@ -419,14 +420,46 @@ func TestRemoteSession(t *testing.T) {
 	}
 }
 
-// A runner whose connection ends mid-turn ends its session's agent with an error that
-// says so; the command's output stored by then is kept, and the command is not left
-// running.
+// movingEnv is a test's server with two runners: a session stays on the runner it ran on
+// while that one is connected, and goes to the first connected one otherwise, as
+// runner.Registry places it.
+func movingEnv(t *testing.T, profiles ...Profile) (*testEnv, *testRunner, *testRunner) {
+	r1, r2 := newTestRunner(t), newTestRunner(t)
+	names := map[string]*testRunner{"r1": r1, "r2": r2}
+	connected := func(r *testRunner) bool {
+		select {
+		case <-r.gone:
+			return false
+		default:
+			return true
+		}
+	}
+	place := func(_ Profile, was string) (Machine, string, error) {
+		if r := names[was]; r != nil && connected(r) {
+			return r.mach, was, nil
+		}
+		for _, name := range []string{"r1", "r2"} {
+			if connected(names[name]) {
+				return names[name].mach, name, nil
+			}
+		}
+		return nil, "", shared.Errorf(shared.CodeConflict, "no runner has room")
+	}
+	return newEnvWith(t, Config{Place: place}, true, profiles...), r1, r2
+}
+
+// A runner whose connection ends mid-turn stops its session's agent, whatever the agent:
+// the session stays, ready and stopped, with a note that says what was cut (the reply,
+// the command), and the command's output stored by then is kept. The next prompt starts
+// the agent on the other runner, in a new directory there; the built-in shell agent gets
+// no recap (it would run it) and runs the prompt as it is.
 func TestRemoteRunnerGoneMidTurn(t *testing.T) {
 	t.Parallel()
-	r := newTestRunner(t)
-	env := remoteEnv(t, r)
+	env, r1, r2 := movingEnv(t, binaryShell)
 	sess := env.start(t, binaryShell.Name)
+	if !strings.HasPrefix(sess.Cwd, r1.dir) || sess.Runner != "r1" {
+		t.Fatalf("placed on %q in %s, want r1's", sess.Runner, sess.Cwd)
+	}
 	env.promptAsync(t, sess.ID, "echo started; exec sleep 300")
 	waitFor(t, env.ev, "the command's first output to be stored", func() bool {
 		for _, m := range env.messages(t, sess.ID) {
@@ -436,18 +469,86 @@ func TestRemoteRunnerGoneMidTurn(t *testing.T) {
 		}
 		return false
 	})
-	r.cut()
-	waitFor(t, env.ev, "the session to fail", func() bool {
-		s := env.ev.states(sess.ID)
-		return len(s) > 0 && s[len(s)-1] == shared.SessionFailed
-	})
-	got, err := env.st.GetSession(context.Background(), sess.ID)
-	if err != nil || !strings.Contains(got.Error, "the agent exited: the runner's connection ended") {
-		t.Errorf("session %s: %q (%v)", got.State, got.Error, err)
+	r1.cut()
+	env.stopped(t, sess.ID)
+	notes := strings.Join(env.statusTexts(t, sess.ID), "\n")
+	for _, want := range []string{"Runner r1 stopped answering", "during a turn: the agent's reply to the last prompt was cut off",
+		"1 of its commands were running, and their output up to then is kept", "Your next prompt starts the agent again on another runner with room."} {
+		if !strings.Contains(notes, want) {
+			t.Errorf("the notes do not say %q:\n%s", want, notes)
+		}
 	}
 	m, out := lastShell(t, env, sess.ID)
 	if !m.Metadata.Status.IsTerminal() || m.Metadata.Status == shared.StatusCompleted || out.Stdout != "started\n" {
 		t.Errorf("the command ended %s with %+v", m.Metadata.Status, out)
+	}
+
+	pwd := env.restartAndRun(t, sess.ID, "pwd")
+	moved, err := env.st.GetSession(context.Background(), sess.ID)
+	if err != nil || moved.Runner != "r2" || !strings.HasPrefix(moved.Cwd, filepath.Join(r2.dir, "sessions")+"/") {
+		t.Fatalf("after the move: runner %q, directory %s (%v), want r2's", moved.Runner, moved.Cwd, err)
+	}
+	if pwd != moved.Cwd+"\n" {
+		t.Errorf("pwd on r2 printed %q, want %q", pwd, moved.Cwd+"\n")
+	}
+	if notes := strings.Join(env.statusTexts(t, sess.ID), "\n"); !strings.Contains(notes, "This session moved from runner r1 to runner r2, in a new directory "+moved.Cwd) ||
+		!strings.Contains(notes, "The shell agent there runs your next prompt as before.") {
+		t.Errorf("the move is not told:\n%s", notes)
+	}
+}
+
+// When the runner of an agent that can resume goes, the session moves to another runner
+// at once, without a prompt: the agent there is asked to resume, and, having no memory
+// of the conversation on that machine, starts afresh; the person's next prompt carries a
+// recap of the conversation, once. Everything stored before is there as it was.
+func TestSessionMovesWhenItsRunnerGoes(t *testing.T) {
+	t.Parallel()
+	resumer := Profile{Name: "resumer", Env: map[string]string{"CONCH_ACP_TEST_AGENT": "resume"}, Permission: PermissionAllow}
+	env, r1, r2 := movingEnv(t, resumer)
+	sess := env.start(t, resumer.Name)
+	env.prompt(t, sess.ID, "hello")
+	before := env.messages(t, sess.ID)
+	env.promptAsync(t, sess.ID, "stuck")
+	waitFor(t, env.ev, "the turn to run", func() bool {
+		s := env.ev.states(sess.ID)
+		return s[len(s)-1] == shared.SessionRunning
+	})
+	r1.cut()
+	var moved shared.Session
+	waitFor(t, env.ev, "the session to move to r2", func() bool {
+		env.ev.mu.Lock()
+		defer env.ev.mu.Unlock()
+		last := env.ev.sessions[len(env.ev.sessions)-1]
+		moved = last
+		return last.ID == sess.ID && last.Runner == "r2" && !last.Stopped && last.State == shared.SessionReady && slices.Contains(env.m.Running(), sess.ID)
+	})
+	got, err := env.st.GetSession(context.Background(), sess.ID)
+	if err != nil || got.Runner != "r2" || !strings.HasPrefix(got.Cwd, filepath.Join(r2.dir, "sessions")+"/") {
+		t.Fatalf("moved to %q in %s (%v; last published %+v)", got.Runner, got.Cwd, err, moved)
+	}
+	notes := strings.Join(env.statusTexts(t, sess.ID), "\n")
+	for _, want := range []string{"Runner r1 stopped answering", "during a turn", "Conch moves this session to another runner with room and resumes the agent there.",
+		"This session moved from runner r1 to runner r2", "your next prompt carries a recap of it"} {
+		if !strings.Contains(notes, want) {
+			t.Errorf("the notes do not say %q:\n%s", want, notes)
+		}
+	}
+	after := env.messages(t, sess.ID)
+	for i, m := range before {
+		if i >= len(after) || after[i].ID != m.ID || after[i].Content != m.Content {
+			t.Fatalf("message %d changed in the move: %+v, was %+v", i, after[min(i, len(after)-1)], m)
+		}
+	}
+	env.prompt(t, sess.ID, "received")
+	texts := env.agentTexts(t, sess.ID)
+	recap := texts[len(texts)-1]
+	if !strings.HasPrefix(recap, "received: text: (From Conch: this conversation moved to another machine, from runner r1 to runner r2") ||
+		!strings.Contains(recap, "Me: hello You: hi Me: stuck") {
+		t.Errorf("the first prompt on r2 carried %q", recap)
+	}
+	env.prompt(t, sess.ID, "received")
+	if texts := env.agentTexts(t, sess.ID); texts[len(texts)-1] != "received: " {
+		t.Errorf("the second prompt carried %q: the recap goes once", texts[len(texts)-1])
 	}
 }
 

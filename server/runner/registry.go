@@ -34,8 +34,6 @@ const maxRunners = 1024
 type Store interface {
 	// RunnerLoads counts the live sessions placed on each runner.
 	RunnerLoads(ctx context.Context) (map[string]int, error)
-	// PlaceSession records the runner a session was placed on ("" for this server).
-	PlaceSession(ctx context.Context, sessionID, runner string) error
 }
 
 // Config configures a Registry. Zero values choose the defaults.
@@ -44,6 +42,9 @@ type Config struct {
 	Heartbeat time.Duration    // DefaultHeartbeat when 0
 	Now       func() time.Time // time.Now when nil
 	Logger    *slog.Logger     // slog.Default() when nil
+	// Joined is called once a runner has joined (acp.Manager.RunnerJoined: the sessions
+	// that wait for a runner move to it); nil when nothing waits.
+	Joined func()
 }
 
 // Registry holds the runners connected to this server, and those that were since it
@@ -52,7 +53,6 @@ type Registry struct {
 	cfg     Config
 	mu      sync.Mutex
 	runners map[string]*Runner // by name
-	placing sync.Mutex         // Place reads the loads and records its choice alone
 }
 
 // New returns an empty registry.
@@ -113,7 +113,7 @@ func (g *Registry) Serve(ctx context.Context, conn net.Conn, hello Hello) error 
 	cfg := yamux.DefaultConfig()
 	cfg.EnableKeepAlive = false // the heartbeat below pings, and records the answer
 	cfg.ConnectionWriteTimeout = g.cfg.Heartbeat
-	cfg.AcceptBacklog = 1 // the runner opens no streams of its own: none waits here
+	cfg.AcceptBacklog = 1 // the runner opens no streams of its own: refuseStreams resets any
 	cfg.LogOutput = nil
 	cfg.Logger = slog.NewLogLogger(g.cfg.Logger.Handler(), slog.LevelWarn)
 	mux, err := yamux.Client(conn, cfg)
@@ -128,6 +128,10 @@ func (g *Registry) Serve(ctx context.Context, conn net.Conn, hello Hello) error 
 		return err
 	}
 	g.cfg.Logger.Info("runner connected", "runner", hello.Name, "labels", hello.Labels, "capacity", hello.Capacity)
+	go refuseStreams(mux, hello.Name, g.cfg.Logger)
+	if g.cfg.Joined != nil {
+		g.cfg.Joined()
+	}
 	tick := time.NewTicker(g.cfg.Heartbeat)
 	defer tick.Stop()
 	for {
@@ -142,6 +146,20 @@ func (g *Registry) Serve(ctx context.Context, conn net.Conn, hello Hello) error 
 			}
 			r.lastSeen.Store(g.cfg.Now().UnixNano())
 		}
+	}
+}
+
+// refuseStreams resets every stream a runner opens, until its connection ends: the server
+// opens the streams of the sessions it placed there, and a runner has nothing to say
+// outside of them (nor any way to name another runner's session).
+func refuseStreams(mux *yamux.Session, name string, log *slog.Logger) {
+	for {
+		s, err := mux.AcceptStream()
+		if err != nil {
+			return
+		}
+		log.Warn("a runner opened a stream of its own: refused", "runner", name)
+		s.Close()
 	}
 }
 
@@ -186,57 +204,51 @@ func (g *Registry) List(ctx context.Context) ([]shared.Runner, error) {
 	return out, nil
 }
 
-// Place chooses where a session runs, and records the choice on the session: a session
-// whose profile requires no label runs on this server (nil), where the task's worktree
-// and directories are; one that requires labels runs on the connected runner that has
-// every label and room, with the fewest sessions (then by name), and is refused when none
-// has.
-func (g *Registry) Place(ctx context.Context, labels []string, sessionID string) (*Runner, error) {
+// Place chooses where a session runs (the runtime records it): a session whose profile
+// requires no label runs on this server (nil), where the task's worktree and directories
+// are; one that requires labels stays on was, the runner it ran on, while that one is
+// connected with the labels and room (its directory and its agent's memory are there),
+// else runs on the connected runner that has every label and room, with the fewest
+// sessions (then by name), and is refused when none has.
+func (g *Registry) Place(ctx context.Context, labels []string, was string) (*Runner, error) {
 	if len(labels) == 0 {
 		return nil, nil
 	}
-	g.placing.Lock()
-	defer g.placing.Unlock()
 	loads, err := g.cfg.Store.RunnerLoads(ctx)
 	if err != nil {
 		return nil, err
 	}
 	g.mu.Lock()
-	r := pick(g.runners, labels, loads)
-	g.mu.Unlock()
-	if r == nil {
-		return nil, shared.Errorf(shared.CodeConflict, "no runner with labels %s has room", strings.Join(labels, ", "))
+	defer g.mu.Unlock()
+	if r := g.runners[was]; r != nil && fits(r, labels, loads) {
+		return r, nil
 	}
-	if sessionID == "" {
-		return r, nil // a new session: its row is made with the runner named
+	if r := pick(g.runners, labels, loads); r != nil {
+		return r, nil
 	}
-	if err := g.cfg.Store.PlaceSession(ctx, sessionID, r.Name); err != nil {
-		return nil, err
-	}
-	return r, nil
+	return nil, shared.Errorf(shared.CodeConflict, "no runner with labels %s has room", strings.Join(labels, ", "))
 }
 
 // Machine is acp.Config.Place: the machine of a session of p, a runner's (named) or, when
-// none is chosen, this server's (nil, ""). sessionID is "" for a new session, whose row
-// the runtime makes with the runner named.
-func (g *Registry) Machine(p acp.Profile, sessionID string) (acp.Machine, string, error) {
+// none is chosen, this server's (nil, ""); was is the runner the session ran on.
+func (g *Registry) Machine(p acp.Profile, was string) (acp.Machine, string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), placeWait)
 	defer cancel()
-	r, err := g.Place(ctx, p.Labels, sessionID)
+	r, err := g.Place(ctx, p.Labels, was)
 	if err != nil || r == nil {
 		return nil, "", err
 	}
 	return acp.Remote(r.Open, r.Gone()), r.Name, nil
 }
 
-// placeWait bounds a placement's reads and write of the store.
+// placeWait bounds a placement's read of the store.
 const placeWait = 10 * time.Second
 
 // pick is Place's choice among runners: nil when none fits.
 func pick(runners map[string]*Runner, labels []string, loads map[string]int) *Runner {
 	var best *Runner
 	for _, r := range runners {
-		if !r.connected() || loads[r.Name] >= r.Capacity || !hasAll(r.Labels, labels) {
+		if !fits(r, labels, loads) {
 			continue
 		}
 		if best == nil || cmp.Or(cmp.Compare(loads[r.Name], loads[best.Name]), strings.Compare(r.Name, best.Name)) < 0 {
@@ -244,6 +256,11 @@ func pick(runners map[string]*Runner, labels []string, loads map[string]int) *Ru
 		}
 	}
 	return best
+}
+
+// fits reports whether r is connected, with every label and room.
+func fits(r *Runner, labels []string, loads map[string]int) bool {
+	return r.connected() && loads[r.Name] < r.Capacity && hasAll(r.Labels, labels)
 }
 
 func hasAll(have, want []string) bool {

@@ -3,6 +3,7 @@ package runner
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"maps"
 	"net"
 	"os"
@@ -18,11 +19,10 @@ import (
 	"conch/shared"
 )
 
-// fakeStore counts a session placed on a runner as one of its live sessions.
+// fakeStore holds the live sessions of each runner.
 type fakeStore struct {
-	mu     sync.Mutex
-	loads  map[string]int
-	placed map[string]string
+	mu    sync.Mutex
+	loads map[string]int
 }
 
 func (f *fakeStore) RunnerLoads(context.Context) (map[string]int, error) {
@@ -31,22 +31,19 @@ func (f *fakeStore) RunnerLoads(context.Context) (map[string]int, error) {
 	return maps.Clone(f.loads), nil
 }
 
-func (f *fakeStore) PlaceSession(_ context.Context, id, runner string) error {
+// place counts a session placed on runner, as the runtime records it.
+func (f *fakeStore) place(runner string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.placed[id] = runner
-	if runner != "" {
-		f.loads[runner]++
-	}
-	return nil
+	f.loads[runner]++
 }
 
 // connect serves a runner of hello on g over a pipe whose other end answers as a runner
-// does (yamux's server, which answers pings); cancel drops it.
-func connect(t *testing.T, g *Registry, hello Hello) (cancel func(), served <-chan error) {
+// does (yamux's server, which answers pings, and is returned); cancel drops it.
+func connect(t *testing.T, g *Registry, hello Hello) (cancel func(), served <-chan error, runner *yamux.Session) {
 	t.Helper()
-	server, runner := net.Pipe()
-	mux, err := yamux.Server(runner, nil)
+	server, end := net.Pipe()
+	mux, err := yamux.Server(end, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,7 +52,7 @@ func connect(t *testing.T, g *Registry, hello Hello) (cancel func(), served <-ch
 	go func() { done <- g.Serve(ctx, server, hello) }()
 	t.Cleanup(func() { stop(); mux.Close() })
 	waittest.Until(t, func() bool { return g.connected(hello.Name) })
-	return stop, done
+	return stop, done, mux
 }
 
 func (g *Registry) connected(name string) bool {
@@ -66,51 +63,56 @@ func (g *Registry) connected(name string) bool {
 }
 
 // Place takes the runner with every label asked for and room, the fewest sessions first,
-// then by name; without labels it falls back to this server, with labels it refuses.
+// then by name, unless the session's own runner is one of those; without labels it falls
+// back to this server, with labels it refuses.
 func TestPlace(t *testing.T) {
-	st := &fakeStore{loads: map[string]int{}, placed: map[string]string{}}
+	st := &fakeStore{loads: map[string]int{}}
 	g := New(Config{Store: st})
 	connect(t, g, Hello{Name: "b", Labels: []string{"gpu", "os=linux"}, Capacity: 2})
 	connect(t, g, Hello{Name: "a", Labels: []string{"gpu"}, Capacity: 1})
-	dropC, _ := connect(t, g, Hello{Name: "c", Labels: []string{"os=linux"}, Capacity: 5})
+	dropC, _, _ := connect(t, g, Hello{Name: "c", Labels: []string{"os=linux"}, Capacity: 5})
+	connect(t, g, Hello{Name: "d", Labels: []string{"os=linux"}, Capacity: 5})
 	ctx := context.Background()
 	for i, step := range []struct {
 		labels []string
+		was    string // the runner the session ran on
 		want   string // the runner, "" for this server, or the error
 	}{
-		{[]string{"gpu"}, "a"},             // a and b have 0: by name
-		{[]string{"gpu"}, "b"},             // a is full
-		{[]string{"gpu", "os=linux"}, "b"}, // only b has both
-		{[]string{"gpu"}, "no runner with labels gpu has room"},
-		{nil, ""},                   // no label required: this server, though c has room
-		{[]string{"os=linux"}, "c"}, // b is full
-		{[]string{"os=linux", "gpu"}, "no runner with labels os=linux, gpu has room"},
-		{[]string{"tpu"}, "no runner with labels tpu has room"},
+		{[]string{"gpu"}, "", "a"},             // a and b have 0: by name
+		{[]string{"gpu"}, "a", "b"},            // a is full, though the session ran there
+		{[]string{"gpu", "os=linux"}, "", "b"}, // only b has both
+		{[]string{"gpu"}, "", "no runner with labels gpu has room"},
+		{nil, "", ""},                    // no label required: this server, though c has room
+		{[]string{"os=linux"}, "", "c"},  // b is full; c and d have 0: by name
+		{[]string{"os=linux"}, "c", "c"}, // its own runner, though d has fewer
+		{[]string{"os=linux"}, "a", "d"}, // its own runner has not the label
+		{[]string{"os=linux", "gpu"}, "", "no runner with labels os=linux, gpu has room"},
+		{[]string{"tpu"}, "b", "no runner with labels tpu has room"},
 	} {
-		id := "s" + string(rune('0'+i))
-		r, err := g.Place(ctx, step.labels, id)
+		r, err := g.Place(ctx, step.labels, step.was)
 		got := ""
 		switch {
 		case err != nil:
 			got = err.Error()
-			if shared.ErrorCode(err) != shared.CodeConflict || st.placed[id] != "" {
-				t.Errorf("step %d: %v (placed %q)", i, err, st.placed[id])
+			if shared.ErrorCode(err) != shared.CodeConflict {
+				t.Errorf("step %d: %v", i, err)
 			}
 		case r != nil:
 			got = r.Name
+			st.place(r.Name)
 		}
-		if got != step.want || err == nil && st.placed[id] != got {
-			t.Errorf("step %d, labels %q: got %q (recorded %q), want %q", i, step.labels, got, st.placed[id], step.want)
+		if got != step.want {
+			t.Errorf("step %d, labels %q: got %q, want %q", i, step.labels, got, step.want)
 		}
 	}
 	// Once c is gone, nothing has os=linux and room.
 	dropC()
 	waittest.Until(t, func() bool { return !g.connected("c") })
-	if r, err := g.Place(ctx, []string{"os=linux"}, "late"); r != nil || shared.ErrorCode(err) != shared.CodeConflict {
-		t.Errorf("with the runner that had room gone: %v, %v", r, err)
+	if r, err := g.Place(ctx, []string{"os=linux"}, "c"); r == nil || r.Name != "d" {
+		t.Errorf("with the session's own runner gone: %v, %v", r, err)
 	}
 	list, err := g.List(ctx)
-	if err != nil || len(list) != 3 || list[0].Name != "a" || list[0].Sessions != 1 || !list[1].Connected || list[2].Connected || list[2].Sessions != 1 {
+	if err != nil || len(list) != 4 || list[0].Name != "a" || list[0].Sessions != 1 || !list[1].Connected || list[2].Connected || list[2].Sessions != 2 || list[3].Sessions != 1 {
 		t.Errorf("list %+v, %v", list, err)
 	}
 }
@@ -118,9 +120,9 @@ func TestPlace(t *testing.T) {
 // A runner that stops answering the heartbeat is gone within a heartbeat or two, while
 // one that answers stays through many.
 func TestHeartbeat(t *testing.T) {
-	st := &fakeStore{loads: map[string]int{}, placed: map[string]string{}}
+	st := &fakeStore{loads: map[string]int{}}
 	g := New(Config{Store: st, Heartbeat: 20 * time.Millisecond})
-	_, answering := connect(t, g, Hello{Name: "alive", Capacity: 1})
+	_, answering, _ := connect(t, g, Hello{Name: "alive", Capacity: 1})
 
 	server, silent := net.Pipe() // nothing reads the runner's end
 	defer silent.Close()
@@ -174,9 +176,9 @@ func TestProfileLabels(t *testing.T) {
 // A runner connecting under the name of a connected one takes its place: the same machine
 // back after a cut the server had not noticed yet.
 func TestSameNameTakesThePlace(t *testing.T) {
-	st := &fakeStore{loads: map[string]int{}, placed: map[string]string{}}
+	st := &fakeStore{loads: map[string]int{}}
 	g := New(Config{Store: st})
-	_, first := connect(t, g, Hello{Name: "r", Labels: []string{"old"}, Capacity: 1})
+	_, first, _ := connect(t, g, Hello{Name: "r", Labels: []string{"old"}, Capacity: 1})
 	connect(t, g, Hello{Name: "r", Labels: []string{"new"}, Capacity: 2})
 	select {
 	case err := <-first:
@@ -188,5 +190,35 @@ func TestSameNameTakesThePlace(t *testing.T) {
 	}
 	if l, err := g.List(context.Background()); err != nil || len(l) != 1 || !l[0].Connected || l[0].Labels[0] != "new" || l[0].Capacity != 2 {
 		t.Fatalf("list %+v, %v", l, err)
+	}
+}
+
+// A stream a runner opens of its own is reset, unread, and the runner stays connected:
+// it can only answer the streams the server opens for the sessions placed on it. Each
+// runner that joins tells Joined (the sessions waiting for one move).
+func TestRunnerOpensNoStream(t *testing.T) {
+	joined := make(chan struct{}, 1)
+	g := New(Config{Store: &fakeStore{loads: map[string]int{}}, Joined: func() { joined <- struct{}{} }})
+	_, _, mux := connect(t, g, Hello{Name: "r", Labels: []string{"gpu"}, Capacity: 1})
+	select {
+	case <-joined:
+	case <-time.After(waittest.Limit(t)):
+		t.Fatal("Joined was not called")
+	}
+	s, err := mux.OpenStream()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Write([]byte(`{"session":"another runner's","text":"hostile"}`)); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SetReadDeadline(time.Now().Add(waittest.Limit(t))); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := s.Read(make([]byte, 1)); n != 0 || err == nil || errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("the runner's own stream read %d bytes, %v: not closed by the server", n, err)
+	}
+	if !g.connected("r") {
+		t.Error("the runner was dropped")
 	}
 }

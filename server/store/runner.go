@@ -113,3 +113,20 @@ func (s *Store) RunnerLoads(ctx context.Context) (map[string]int, error) {
 	}
 	return out, nil
 }
+
+// MoveSession records the runner a session's agent was started on again ("" for this
+// server) and the directory it works in there: a fresh one, since its old one is on the
+// machine it left.
+func (s *Store) MoveSession(ctx context.Context, id, runner, cwd string) error {
+	if err := shared.CheckText("cwd", cwd); err != nil {
+		return err
+	}
+	res := s.db.WithContext(ctx).Model(&sessionRow{}).Where("id = ?", id).Updates(map[string]any{"runner": runner, "cwd": cwd, "updated_at": s.stamp()})
+	if res.Error != nil {
+		return fmt.Errorf("move session: %w", res.Error)
+	}
+	if res.RowsAffected == 0 {
+		return missing("session")
+	}
+	return nil
+}

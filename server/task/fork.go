@@ -2,21 +2,14 @@ package task
 
 import (
 	"context"
-	"fmt"
 	"slices"
-	"strings"
 
 	"conch/server/store"
 	"conch/shared"
 )
 
-// Bounds of a fork's summary: each prompt or reply is cut to forkTextBytes, and the
-// oldest turns are left out past forkDraftBytes (a prompt a person still reads).
-const (
-	forkTextBytes  = 2000
-	forkDraftBytes = 16 << 10
-	forkLookBack   = 200 // the messages before the reply that the summary draws from
-)
+// forkLookBack is how many messages before the reply a fork's summary draws from.
+const forkLookBack = 200
 
 // Fork is "Fork from here" on an agent's reply (messageID) of the session: a new session
 // of the same task and agent. When the reply is the latest (no prompt since) and the
@@ -83,43 +76,8 @@ func isPrompt(m shared.Message) bool {
 }
 
 // forkDraft is the first prompt of a fork that summarizes msgs, the conversation up to
-// the reply (the last): each prompt and reply, cut to forkTextBytes, the oldest left out
-// past forkDraftBytes; cut says older messages were not read.
+// the reply (the last) (store.Recap); cut says older messages were not read.
 func forkDraft(msgs []shared.Message, cut bool) string {
-	const head = "Let's continue from an earlier conversation. Here is what was said, up to where we take it up:\n\n"
-	var turns []string
-	size := len(head)
-	for i := len(msgs) - 1; i >= 0; i-- {
-		m := msgs[i]
-		who := "Me"
-		switch {
-		case isPrompt(m):
-		case m.AuthorType == shared.AuthorAgent && m.Type == shared.TypeMessage:
-			who = "You"
-		default:
-			continue
-		}
-		text := strings.TrimSpace(m.Content)
-		if len(text) > forkTextBytes {
-			text = store.CutText(text, forkTextBytes) + " […]"
-		}
-		turn := fmt.Sprintf("%s: %s\n\n", who, text)
-		if size+len(turn) > forkDraftBytes {
-			cut = true
-			break
-		}
-		size += len(turn)
-		turns = append(turns, turn)
-	}
-	slices.Reverse(turns)
-	b := strings.Builder{}
-	b.WriteString(head)
-	if cut {
-		b.WriteString("(Earlier messages are left out.)\n\n")
-	}
-	for _, t := range turns {
-		b.WriteString(t)
-	}
-	b.WriteString("Go on from there: ")
-	return b.String()
+	return store.Recap("Let's continue from an earlier conversation. Here is what was said, up to where we take it up:\n\n", msgs, cut) +
+		"Go on from there: "
 }

@@ -625,8 +625,8 @@ func Form(message string, fields map[string]any, required ...string) sdk.Unstabl
 	return r
 }
 
-// Received answers with a line for each block after the prompt's text: "image
-// image/png 68 bytes", "text a.txt text/plain: first line", "blob x.bin
+// Received answers with a line for each block after the prompt's text: "text: its
+// words", "image image/png 68 bytes", "text a.txt text/plain: first line", "blob x.bin
 // application/octet-stream 3 bytes", or "link a.txt".
 func Received(ctx context.Context, a *Agent, sid sdk.SessionId) error {
 	a.mu.Lock()
@@ -644,6 +644,9 @@ func Received(ctx context.Context, a *Agent, sid sdk.SessionId) error {
 
 func describe(b sdk.ContentBlock) string {
 	switch {
+	case b.Text != nil: // its words on one line, the first 400 bytes
+		text := strings.Join(strings.Fields(b.Text.Text), " ")
+		return "text: " + text[:min(len(text), 400)]
 	case b.Image != nil:
 		data, err := base64.StdEncoding.DecodeString(b.Image.Data)
 		if err != nil {
