@@ -218,7 +218,7 @@ func (b *bench) runnerDeaths(ctx context.Context, srv *conch, pool *runnerPool) 
 		}
 		rows = append(rows, []string{w.name + " (" + w.how + ")", fmt.Sprintf("%s (%d of %d)", answered.format(seconds), len(answered), b.runs),
 			endedCell, strings.Join(prompts, ", "), orNA(len(where) > 0, strings.Join(uniq(where), ", "), "-")})
-		goal = append(goal, w.name+" "+orNA(len(answered) > 0, answered.format(seconds), "never answered (the session ended)"))
+		goal = append(goal, w.name+" "+orNA(len(answered) > 0, answered.format(seconds), "never answered (the session ended after "+ended.format(seconds)+")"))
 	}
 	start := quantile(starts, 0.5)
 	b.goals.runnerDeath = fmt.Sprintf("%s, against %s + %s", strings.Join(goal, ", "), runnerLease, start.Round(time.Millisecond))
@@ -229,11 +229,14 @@ func (b *bench) runnerDeaths(ctx context.Context, srv *conch, pool *runnerPool) 
 		"those ticks without running it (a turn queued on the dead runner may go with it). The time runs from the "+
 		"signal to `echo back`'s first output on the WebSocket, its agent started (or resumed) on r2. The server pings "+
 		"a runner every %s and drops one that has not answered within %s (server/runner's DefaultHeartbeat; no flag "+
-		"sets it), so a runner that falls silent keeps its sessions for up to %s, the lease. The goal: under the lease "+
+		"sets it), so a runner that falls silent keeps its sessions for up to %s, the lease. r1 is new each time (started "+
+		"again after each death), so it is signalled about a second after it connected, and the first ping, %s after "+
+		"the connection, lapses %s later: SIGSTOP's figure is near the whole lease. The goal: under the lease "+
 		"plus the agent's start; a new session on a runner (its task, then the session ready) took %s at the median "+
 		"here. Each wait is bounded (%s after the signal); a session that ends (`failed`) instead of answering again "+
 		"is reported so. Afterwards r1 and what it started are killed, r1 started again and the session's task deleted.",
-		tickCommand, promptEvery, idleTicks, runnerHeartbeat, runnerHeartbeat, runnerLease, start.Round(time.Millisecond), answerLimit)
+		tickCommand, promptEvery, idleTicks, runnerHeartbeat, runnerHeartbeat, runnerLease, runnerHeartbeat, runnerHeartbeat,
+		start.Round(time.Millisecond), answerLimit)
 	b.r.table([]string{"r1 dies by", "to answering again", "ended instead", "prompts taken/refused, each run", "moved"}, rows)
 	return nil
 }
