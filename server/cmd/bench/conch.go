@@ -47,21 +47,14 @@ func startConch(ctx context.Context, bin, db string, flags ...string) (*conch, e
 // startServer starts cmd, a server that prints "listening on URL" on its stdout, and waits
 // for that line.
 func startServer(ctx context.Context, cmd *exec.Cmd) (*conch, error) {
-	// Its own process group, so that stopping it also ends the commands it runs.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	// A child that inherited its stderr must not keep Wait, and so stop, waiting.
-	cmd.WaitDelay = 2 * time.Second
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		return nil, err
 	}
-	c := &conch{cmd: cmd, stderr: &tailBuffer{max: 8 << 10}, exited: make(chan struct{})}
-	cmd.Stderr = c.stderr
-	if err := cmd.Start(); err != nil {
+	c, err := launch(cmd)
+	if err != nil {
 		return nil, err
 	}
-	c.PID = cmd.Process.Pid
-	go func() { _ = cmd.Wait(); close(c.exited) }()
 	lines := make(chan string, 1)
 	go func() {
 		sc := bufio.NewScanner(stdout)
@@ -91,6 +84,22 @@ func startServer(ctx context.Context, cmd *exec.Cmd) (*conch, error) {
 			return nil, ctx.Err()
 		}
 	}
+}
+
+// launch starts cmd, a conch process, in a process group of its own, so that stopping it
+// also ends the commands it runs; its stderr's tail is kept for error messages.
+func launch(cmd *exec.Cmd) (*conch, error) {
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// A child that inherited its stderr must not keep Wait, and so stop, waiting.
+	cmd.WaitDelay = 2 * time.Second
+	c := &conch{cmd: cmd, stderr: &tailBuffer{max: 8 << 10}, exited: make(chan struct{})}
+	cmd.Stderr = c.stderr
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	c.PID = cmd.Process.Pid
+	go func() { _ = cmd.Wait(); close(c.exited) }()
+	return c, nil
 }
 
 // stop ends the server (SIGTERM, then SIGKILL after 10 s) and the process group it leads.
@@ -129,26 +138,32 @@ func (c *conch) post(ctx context.Context, path string, in, out any, want int) er
 }
 
 func (c *conch) do(ctx context.Context, method, path string, body []byte, want int) ([]byte, error) {
-	req, err := http.NewRequestWithContext(ctx, method, c.URL+path, bytes.NewReader(body))
+	status, raw, err := c.try(ctx, method, path, body)
 	if err != nil {
 		return nil, err
+	}
+	if status != want {
+		return nil, fmt.Errorf("%s %s: %d %s: %s", method, path, status, http.StatusText(status), raw)
+	}
+	return raw, nil
+}
+
+// try sends one request and returns the answer's status and body, whatever the status.
+func (c *conch) try(ctx context.Context, method, path string, body []byte) (int, []byte, error) {
+	req, err := http.NewRequestWithContext(ctx, method, c.URL+path, bytes.NewReader(body))
+	if err != nil {
+		return 0, nil, err
 	}
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return nil, err
+		return 0, nil, err
 	}
 	defer resp.Body.Close()
 	raw, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return nil, err
-	}
-	if resp.StatusCode != want {
-		return nil, fmt.Errorf("%s %s: %s: %s", method, path, resp.Status, raw)
-	}
-	return raw, nil
+	return resp.StatusCode, raw, err
 }
 
 // startShellSession creates a task and a session of the built-in shell agent.

@@ -271,12 +271,17 @@ func latency(probes []time.Duration, q float64) string {
 	if len(probes) == 0 {
 		return "-"
 	}
-	s := slices.Sorted(slices.Values(probes))
-	d := s[int(math.Ceil(q*float64(len(s))))-1]
+	d := quantile(probes, q)
 	if d == failedProbe {
 		return "failed"
 	}
 	return micros(float64(d) / float64(time.Microsecond))
+}
+
+// quantile is the nearest-rank q-th quantile (0 < q <= 1) of d, which is not empty.
+func quantile(d []time.Duration, q float64) time.Duration {
+	s := slices.Sorted(slices.Values(d))
+	return s[int(math.Ceil(q*float64(len(s))))-1]
 }
 
 // watch is the bench's view of a server under attack: /healthz probed at a steady rate,

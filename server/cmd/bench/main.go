@@ -83,7 +83,7 @@ func run(ctx context.Context, args []string) error {
 	fs.StringVar(&b.searchOn, "search-backends", "sqlite,postgresql", "databases the search benchmark measures (comma-separated: sqlite, postgresql)")
 	growth := fs.String("growth", "1000,10000,100000", "session sizes of the growth benchmark")
 	fs.BoolVar(&b.browser, "browser", true, "run the headless Chromium benchmark")
-	only := fs.String("only", "", "run only these benchmarks (comma-separated: payload,prompts,snapshot,openloop,growth,parts,live,crowd,manylive,startup,browser,tti,gobench,postgres,hostile,idle,changes,attempts,search,sandbox,terminal)")
+	only := fs.String("only", "", "run only these benchmarks (comma-separated: payload,prompts,snapshot,openloop,growth,parts,live,crowd,manylive,startup,browser,tti,gobench,postgres,hostile,idle,changes,attempts,search,sandbox,runners,terminal)")
 	fs.StringVar(&b.postgres, "postgres", os.Getenv("CONCH_BENCH_POSTGRES"),
 		"PostgreSQL server URL whose user may create databases, for the SQLite-against-PostgreSQL benchmark (env CONCH_BENCH_POSTGRES; default: a throwaway cluster from Debian's postgresql package)")
 	fs.StringVar(&b.web, "web", "web", "the folder holding app.wasm, app.wasm.gz and app.wasm.br")
@@ -139,6 +139,7 @@ func run(ctx context.Context, args []string) error {
 		{"attempts", b.attempts},
 		{"search", b.searchBench},
 		{"sandbox", b.sandboxBench},
+		{"runners", b.runnersBench},
 		{"manylive", b.manyLiveBench},
 		{"terminal", b.terminalBench},
 	}

@@ -23,6 +23,9 @@ type targets struct {
 	manyLiveP99         []string // store → notice p99 with 200 live sessions, "database p99", one per database (issue 36)
 	sandboxAdded        float64  // microseconds the sandbox adds to a command's start at the median, the worse network
 	sandboxMeasured     bool
+	runnerAdded         string // what a runner on loopback adds to a sandboxed command's start, median (issue 38)
+	runnerPromptAdded   string // what a runner on loopback adds to a prompt's first output, p50 (issue 38)
+	runnerDeath         string // a runner's death to its session answering again, each way, against the lease + an agent's start
 	terminalP99         string // /healthz p99 while yes | head -c 1G runs in a terminal (issue 40)
 }
 
@@ -58,6 +61,9 @@ func (t targets) render(r *report) {
 		{"store → notice p99, 200 sessions printing 10 lines/s, 20 sockets watching", "< 50 ms",
 			orNA(len(t.manyLiveP99) > 0, strings.Join(t.manyLiveP99, ", "), na)},
 		{"time the sandbox adds to a command's start, median", "< 10 ms", orNA(t.sandboxMeasured, msFromMicros(t.sandboxAdded), na)},
+		{"time a runner on loopback adds to a command's start, median", "< 5 ms", orNA(t.runnerAdded != "", t.runnerAdded, na)},
+		{"prompt to first output: added by a runner on loopback, p50", "< 5 ms", orNA(t.runnerPromptAdded != "", t.runnerPromptAdded, na)},
+		{"a runner's death to its session answering again", "< one lease + the agent's start", orNA(t.runnerDeath != "", t.runnerDeath, na)},
 		{`/healthz p99 while "yes \| head -c 1G" runs in a terminal`, "< 20 ms", orNA(t.terminalP99 != "", t.terminalP99, na)},
 		{"app.wasm, brotli", "<= 1.30 MB", orNA(t.wasmBrotli > 0, fmt.Sprintf("%.2f MB", float64(t.wasmBrotli)/1e6), na)},
 	}
