@@ -21,10 +21,10 @@ import (
 // runnerPrompts is how many prompts each way (on the server, on a runner) one run sends.
 const runnerPrompts = 50
 
-// runnerHeartbeat is how often the server pings a runner and how long it waits for the
-// answer (server/runner's DefaultHeartbeat; no flag sets it): a runner that falls silent
+// runnerHeartbeat is how often the step's server pings a runner and how long it waits
+// for the answer (serve --runner-heartbeat; 10 s by default): a runner that falls silent
 // is dropped 1 to 2 of them later. That is the lease a silent runner's sessions wait out.
-const runnerHeartbeat = 10 * time.Second
+const runnerHeartbeat = 2 * time.Second
 
 // runnerLease is the longest a silent runner keeps its sessions.
 const runnerLease = 2 * runnerHeartbeat
@@ -86,7 +86,7 @@ func startRunners(ctx context.Context, conchBin, dir string) (*conch, *runnerPoo
 	if err := os.WriteFile(agents, profiles, 0o644); err != nil {
 		return nil, nil, err
 	}
-	srv, err := startConch(ctx, bin, filepath.Join(dir, "conch.db"), "--agents", agents)
+	srv, err := startConch(ctx, bin, filepath.Join(dir, "conch.db"), "--agents", agents, "--runner-heartbeat", runnerHeartbeat.String())
 	if err != nil {
 		return nil, nil, err
 	}
@@ -228,14 +228,14 @@ func (b *bench) runnerDeaths(ctx context.Context, srv *conch, pool *runnerPool) 
 		"it is sent again every %s while the server refuses it (409) and whenever the session stays ready for %d of "+
 		"those ticks without running it (a turn queued on the dead runner may go with it). The time runs from the "+
 		"signal to `echo back`'s first output on the WebSocket, its agent started (or resumed) on r2. The server pings "+
-		"a runner every %s and drops one that has not answered within %s (server/runner's DefaultHeartbeat; no flag "+
-		"sets it), so a runner that falls silent keeps its sessions for up to %s, the lease. r1 is new each time (started "+
+		"a runner every %s and drops one that has not answered within %s (`serve --runner-heartbeat %s` here; 10 s by "+
+		"default), so a runner that falls silent keeps its sessions for up to %s, the lease. r1 is new each time (started "+
 		"again after each death), so it is signalled about a second after it connected, and the first ping, %s after "+
 		"the connection, lapses %s later: SIGSTOP's figure is near the whole lease. The goal: under the lease "+
 		"plus the agent's start; a new session on a runner (its task, then the session ready) took %s at the median "+
 		"here. Each wait is bounded (%s after the signal); a session that ends (`failed`) instead of answering again "+
 		"is reported so. Afterwards r1 and what it started are killed, r1 started again and the session's task deleted.",
-		tickCommand, promptEvery, idleTicks, runnerHeartbeat, runnerHeartbeat, runnerLease, runnerHeartbeat, runnerHeartbeat,
+		tickCommand, promptEvery, idleTicks, runnerHeartbeat, runnerHeartbeat, runnerHeartbeat, runnerLease, runnerHeartbeat, runnerHeartbeat,
 		start.Round(time.Millisecond), answerLimit)
 	b.r.table([]string{"r1 dies by", "to answering again", "ended instead", "prompts taken/refused, each run", "moved"}, rows)
 	return nil
