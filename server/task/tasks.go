@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"conch/server/store"
+	"conch/server/worktree"
 	"conch/shared"
 )
 
@@ -35,13 +36,14 @@ type NewTask struct {
 	Title       string   `json:"title"`
 	Description string   `json:"description"`
 	Repo        string   `json:"repo"`
+	RepoURL     string   `json:"repo_url"`
 	BaseBranch  string   `json:"base_branch"`
 	Directories []string `json:"additional_directories"`
 }
 
 // CreateTask makes a task of acc's (Person) and publishes it.
 func (s *Service) CreateTask(ctx context.Context, acc shared.Account, req NewTask) (shared.Task, error) {
-	repo, base, err := checkRepo(ctx, req.Repo, req.BaseBranch)
+	repo, base, err := checkRepo(ctx, req.Repo, req.RepoURL, req.BaseBranch)
 	if err != nil {
 		return shared.Task{}, err
 	}
@@ -49,7 +51,10 @@ func (s *Service) CreateTask(ctx context.Context, acc shared.Account, req NewTas
 	if err != nil {
 		return shared.Task{}, err
 	}
-	task, err := s.store.CreateTaskOn(ctx, req.Title, req.Description, repo, base, Person(acc), dirs...)
+	task, err := s.store.CreateTaskOn(ctx, req.Title, req.Description, repo, req.RepoURL, base, Person(acc), dirs...)
+	if err == nil && req.RepoURL != "" { // its branch is known now: its worktrees are made on runners
+		task, err = s.store.SetTaskWorktree(ctx, task.ID, worktree.Branch(task.ID, task.Title), "")
+	}
 	if err != nil {
 		return shared.Task{}, err
 	}

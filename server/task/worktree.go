@@ -13,10 +13,23 @@ import (
 	"conch/shared"
 )
 
-// checkRepo checks a task request's repository and base branch (docs/API.md,
-// "Repositories and worktrees"); no repository, no base.
-func checkRepo(ctx context.Context, repo, base string) (string, string, error) {
-	if repo == "" {
+// checkRepo checks a task request's repository, on the server (repo) or where runners
+// clone it (repoURL), and base branch (docs/API.md, "Repositories and worktrees"); no
+// repository, no base. The server cannot read a repoURL's branches (it may be a path on
+// the runners' disks): its base is named, and checked by the runner.
+func checkRepo(ctx context.Context, repo, repoURL, base string) (string, string, error) {
+	switch {
+	case repo != "" && repoURL != "":
+		return "", "", shared.Errorf(shared.CodeInvalid, "name repo (on the server) or repo_url (cloned on runners), not both")
+	case repoURL != "":
+		if err := worktree.CheckURL(repoURL); err != nil {
+			return "", "", err
+		}
+		if base == "" {
+			return "", "", shared.Errorf(shared.CodeInvalid, "repo_url needs a base_branch: the server does not read the repository's branches")
+		}
+		return "", base, worktree.CheckBranch(base)
+	case repo == "":
 		if base != "" {
 			return "", "", shared.Errorf(shared.CodeInvalid, "base_branch needs a repo")
 		}
