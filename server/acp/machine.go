@@ -16,6 +16,7 @@ import (
 	"github.com/google/uuid"
 	"golang.org/x/sync/semaphore"
 
+	"conch/server/worktree"
 	"conch/shared"
 )
 
@@ -43,6 +44,10 @@ type Machine interface {
 	WriteFile(ctx context.Context, r FileWrite) (*string, error)
 	// Forget removes w's sandbox's own directory (its home and tmp).
 	Forget(ctx context.Context, w Work) error
+	// Workspace runs an operation on the worktree of a task made from its repo_url on
+	// this machine (worktree.Do): makes it, the session's directory, or reads, commits
+	// or pushes its change.
+	Workspace(ctx context.Context, op worktree.Op) (worktree.Result, error)
 }
 
 // Work is what a machine builds a session's sandbox from.
@@ -200,6 +205,11 @@ func (l *local) Forget(_ context.Context, w Work) error {
 		return err
 	}
 	return os.RemoveAll(filepath.Join(l.cfg.DataDir, "sandboxes", w.Session))
+}
+
+// Workspace keeps the clones of task repositories under DataDir/repos.
+func (l *local) Workspace(ctx context.Context, op worktree.Op) (worktree.Result, error) {
+	return worktree.Do(ctx, filepath.Join(l.cfg.DataDir, "repos"), op)
 }
 
 // startProc starts c here, in box, as startGroup does; exe is the conch binary.
