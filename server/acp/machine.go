@@ -207,6 +207,19 @@ func (l *local) Forget(_ context.Context, w Work) error {
 	return os.RemoveAll(filepath.Join(l.cfg.DataDir, "sandboxes", w.Session))
 }
 
+// placeWorktree makes the worktree of a task on a repo_url on the runner a session of it
+// was placed on (named runner), and returns its path there: the session's directory.
+func placeWorktree(ctx context.Context, task shared.Task, mach Machine, runner string) (string, error) {
+	if runner == "" {
+		return "", shared.Errorf(shared.CodeConflict, "the task's repository is cloned on runners (repo_url): start a session of an agent whose profile names runner_labels")
+	}
+	res, err := mach.Workspace(ctx, worktree.Op{Op: worktree.OpMake, URL: task.RepoURL, Base: task.BaseBranch, Branch: task.Branch})
+	if err != nil {
+		return "", fmt.Errorf("the task's worktree on runner %s: %w", runner, err)
+	}
+	return res.Dir, nil
+}
+
 // Workspace keeps the clones of task repositories under DataDir/repos.
 func (l *local) Workspace(ctx context.Context, op worktree.Op) (worktree.Result, error) {
 	return worktree.Do(ctx, filepath.Join(l.cfg.DataDir, "repos"), op)

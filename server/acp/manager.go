@@ -223,7 +223,12 @@ func (m *Manager) startSession(ctx context.Context, taskID, agent, cwd string, f
 	if err != nil {
 		return shared.Session{}, err
 	}
-	if cwd, err = mach.Dir(ctx, cwd); err != nil {
+	if task.RepoURL != "" {
+		cwd, err = placeWorktree(ctx, task, mach, runner)
+	} else {
+		cwd, err = mach.Dir(ctx, cwd)
+	}
+	if err != nil {
 		return shared.Session{}, err
 	}
 	sess, err := m.cfg.Store.CreateSession(ctx, taskID, agent, cwd)

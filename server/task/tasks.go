@@ -64,7 +64,8 @@ func (s *Service) CreateTask(ctx context.Context, acc shared.Account, req NewTas
 }
 
 // CreateSession starts agent on the task: in the task's worktree (made now for its first
-// session) when it names a repository, else in cwd. A session that failed to start is
+// session) when it names a repository, on the runner the session is placed on when it
+// names a repo_url, else in cwd. A session that failed to start is
 // still created, failed with its error.
 func (s *Service) CreateSession(ctx context.Context, taskID, agent, cwd string) (shared.Session, error) {
 	if strings.TrimSpace(agent) == "" {
@@ -75,10 +76,10 @@ func (s *Service) CreateSession(ctx context.Context, taskID, agent, cwd string) 
 		return shared.Session{}, err
 	}
 	made := ""
-	if task.Repo != "" {
-		if cwd != "" {
-			return shared.Session{}, shared.Errorf(shared.CodeInvalid, "a task on a repository runs its sessions in its own worktree: leave cwd out")
-		}
+	if (task.Repo != "" || task.RepoURL != "") && cwd != "" {
+		return shared.Session{}, shared.Errorf(shared.CodeInvalid, "a task on a repository runs its sessions in its own worktree: leave cwd out")
+	}
+	if task.Repo != "" { // on a repo_url, the runtime makes it on the runner it places the session on
 		if task, made, err = s.ensureWorktree(ctx, task); err != nil {
 			return shared.Session{}, err
 		}
