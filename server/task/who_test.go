@@ -17,7 +17,7 @@ func newService(t *testing.T) (*Service, *store.Store) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	return New(st, nil, nil, nil, time.Now), st
+	return New(st, nil, nil, nil, nil, time.Now), st
 }
 
 // Who may edit and share a task: an admin any (with or without an account of its own),
