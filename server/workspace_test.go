@@ -66,9 +66,11 @@ func TestRunnerWorkspace(t *testing.T) {
 	if err != nil || task.Branch == "" || task.Worktree != "" || task.RepoURL != "file://"+origin {
 		t.Fatalf("task %+v, %v", task, err)
 	}
-	if _, _, err := conch(t, srv.base, "run", "--task", task.ID, "--agent", "shell", "--cwd", "", "--", "true"); shared.ErrorCode(err) != shared.CodeConflict ||
-		!strings.Contains(err.Error(), "cloned on runners") {
-		t.Fatalf("a session on the server of a task on a repo_url: %v", err)
+	for _, on := range [][]string{{"--task", task.ID}, {"--repo-url", "file://" + origin}} {
+		args := append(append([]string{"run", "--agent", "shell", "--cwd", ""}, on...), "--", "true")
+		if _, _, err := conch(t, srv.base, args...); shared.ErrorCode(err) != shared.CodeConflict || !strings.Contains(err.Error(), "cloned on runners") {
+			t.Fatalf("a session on the server of a task on a repo_url (%s): %v", on[0], err)
+		}
 	}
 
 	firstDir, killFirst, logs := runner("r1")

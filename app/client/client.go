@@ -88,9 +88,13 @@ func (c *Client) CreateTaskOn(ctx context.Context, title, description, repo, bas
 // CreateTaskFrom creates a task on the git repository at repoURL (a URL git can clone, or
 // an absolute path on the runners' disks) from its branch base: each of its sessions runs
 // on a runner, in a worktree of the task's branch made there.
+// An empty repoURL makes a task on no repository, as CreateTask.
 func (c *Client) CreateTaskFrom(ctx context.Context, title, description, repoURL, base string) (shared.Task, error) {
 	var t shared.Task
-	in := map[string]any{"title": title, "description": description, "repo_url": repoURL, "base_branch": base}
+	in := map[string]any{"title": title, "description": description}
+	if repoURL != "" {
+		in["repo_url"], in["base_branch"] = repoURL, base
+	}
 	return t, c.call(ctx, "POST", "/api/v1/tasks", in, &t)
 }
 
