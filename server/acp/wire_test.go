@@ -92,6 +92,10 @@ func TestWireErrors(t *testing.T) {
 	if shared.ErrorCode(err) != shared.CodeInvalid || err.Error() != "cwd /x is not a directory" {
 		t.Errorf("a refused directory crossed as %#v", err)
 	}
+	err = toWire(shared.Errorf(shared.CodeConflict, "nothing to commit")).err()
+	if shared.ErrorCode(err) != shared.CodeConflict || err.Error() != "nothing to commit" {
+		t.Errorf("a worktree's conflict crossed as %#v", err)
+	}
 	for _, w := range []wireError{{Message: "boom", RPC: 12345}, {Message: "boom", Code: shared.CodeForbidden}} {
 		if err := w.err(); shared.ErrorCode(err) != shared.CodeInternal || errors.As(err, &re) || err.Error() != "runner: boom" {
 			t.Errorf("%+v crossed as %#v", w, err)
