@@ -206,7 +206,10 @@ type Task struct {
 	// Repo and BaseBranch are the git repository (an absolute path on the server) and the
 	// branch a task on one works from; Branch and Worktree are set once its first session
 	// has made the task's own worktree (docs/API.md, "Repositories and worktrees").
+	// RepoURL, in place of Repo, is where runners clone the repository: each session is
+	// placed on a runner, in a worktree of Branch made there (Worktree stays "").
 	Repo       string `json:"repo,omitempty"`
+	RepoURL    string `json:"repo_url,omitempty"`
 	BaseBranch string `json:"base_branch,omitempty"`
 	Branch     string `json:"branch,omitempty"`
 	Worktree   string `json:"worktree,omitempty"`

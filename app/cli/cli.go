@@ -135,7 +135,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	server := flags.String("server", cmp.Or(os.Getenv("CONCH_SERVER"), "http://127.0.0.1:8080"), "the Conch server (env CONCH_SERVER)")
 	token := flags.String("token", os.Getenv("CONCH_TOKEN"), "the server's token (env CONCH_TOKEN)")
 	asJSON := flags.Bool("json", false, "print one JSON object per line, in the API's shapes, instead of text")
-	var agent, task, cwd, stream, message, mode, out *string
+	var agent, task, repoURL, base, cwd, stream, message, mode, out *string
 	var redact *bool
 	var tries *attemptFlags
 	var earlier *agentSessionFlags
@@ -154,6 +154,8 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	case "run":
 		agent = flags.String("agent", "shell", "the agent profile")
 		task = flags.String("task", "", "the task to add the session to (default: a new task)")
+		repoURL = flags.String("repo-url", "", "a new task on this repository, cloned on runners (a URL git clones, or a path on the runners' disks); --cwd= then")
+		base = flags.String("base-branch", "main", "with --repo-url: the branch the task's branch starts from")
 		// A reader of `conch run -- go test ./...` expects it to test this directory. A
 		// server on another host needs a directory of its own host, or --cwd= for a fresh
 		// one there.
@@ -181,7 +183,10 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		if len(rest) == 0 {
 			return flags.Fail("give the command after --")
 		}
-		return p.run(ctx, *agent, *task, *cwd, prompt(rest))
+		if *repoURL != "" && *task != "" {
+			return flags.Fail("--repo-url makes a new task: leave --task out")
+		}
+		return p.run(ctx, *agent, *task, *repoURL, *base, *cwd, prompt(rest))
 	case "commit", "merge", "push":
 		if len(rest) != 1 || message != nil && strings.TrimSpace(*message) == "" {
 			return flags.Fail("give one TASK_ID, and -m MESSAGE to commit")
@@ -420,11 +425,11 @@ func (p *printer) endLine() {
 	}
 }
 
-func (p *printer) run(ctx context.Context, agent, taskID, cwd, text string) error {
+func (p *printer) run(ctx context.Context, agent, taskID, repoURL, base, cwd, text string) error {
 	// Work that was started is finished or cancelled, not abandoned with the caller's ctx.
 	bg := context.WithoutCancel(ctx)
 	if taskID == "" {
-		t, err := p.api.CreateTask(bg, oneLine(text), "conch run")
+		t, err := p.api.CreateTaskFrom(bg, oneLine(text), "conch run", repoURL, base)
 		if err != nil {
 			return err
 		}

@@ -85,6 +85,19 @@ func (c *Client) CreateTaskOn(ctx context.Context, title, description, repo, bas
 	return t, c.call(ctx, "POST", "/api/v1/tasks", in, &t)
 }
 
+// CreateTaskFrom creates a task on the git repository at repoURL (a URL git can clone, or
+// an absolute path on the runners' disks) from its branch base: each of its sessions runs
+// on a runner, in a worktree of the task's branch made there.
+// An empty repoURL makes a task on no repository, as CreateTask.
+func (c *Client) CreateTaskFrom(ctx context.Context, title, description, repoURL, base string) (shared.Task, error) {
+	var t shared.Task
+	in := map[string]any{"title": title, "description": description}
+	if repoURL != "" {
+		in["repo_url"], in["base_branch"] = repoURL, base
+	}
+	return t, c.call(ctx, "POST", "/api/v1/tasks", in, &t)
+}
+
 // Repository says what a directory on the server (an absolute path) is to git: the top
 // of the work tree it is in, its current branch and its branches; Top "" for none.
 func (c *Client) Repository(ctx context.Context, path string) (shared.Repository, error) {

@@ -51,7 +51,7 @@ func TestTaskAdditionalDirectories(t *testing.T) {
 				Resume: true, Dirs: offers, OnDirs: func(method string, dirs []string) {
 					note(&opened, method+" "+strings.Join(dirs, ","))
 				}}), false, Profile{Name: "scripted"})
-			task, err := env.st.CreateTaskOn(context.Background(), "with notes", "", "", "", shared.Account{}, extra)
+			task, err := env.st.CreateTaskOn(context.Background(), "with notes", "", "", "", "", shared.Account{}, extra)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -16,6 +16,7 @@ import (
 	"github.com/google/uuid"
 	"golang.org/x/sync/semaphore"
 
+	"conch/server/worktree"
 	"conch/shared"
 )
 
@@ -43,6 +44,10 @@ type Machine interface {
 	WriteFile(ctx context.Context, r FileWrite) (*string, error)
 	// Forget removes w's sandbox's own directory (its home and tmp).
 	Forget(ctx context.Context, w Work) error
+	// Workspace runs an operation on the worktree of a task made from its repo_url on
+	// this machine (worktree.Do): makes it, the session's directory, or reads, commits
+	// or pushes its change.
+	Workspace(ctx context.Context, op worktree.Op) (worktree.Result, error)
 }
 
 // Work is what a machine builds a session's sandbox from.
@@ -200,6 +205,34 @@ func (l *local) Forget(_ context.Context, w Work) error {
 		return err
 	}
 	return os.RemoveAll(filepath.Join(l.cfg.DataDir, "sandboxes", w.Session))
+}
+
+// sessionDir is the directory of a session of task on mach (named runner): the task's
+// worktree there for a task on a repo_url (placeWorktree), else cwd checked, or a fresh
+// one when cwd is "".
+func sessionDir(ctx context.Context, task shared.Task, mach Machine, runner, cwd string) (string, error) {
+	if task.RepoURL != "" {
+		return placeWorktree(ctx, task, mach, runner)
+	}
+	return mach.Dir(ctx, cwd)
+}
+
+// placeWorktree makes the worktree of a task on a repo_url on the runner a session of it
+// was placed on (named runner), and returns its path there: the session's directory.
+func placeWorktree(ctx context.Context, task shared.Task, mach Machine, runner string) (string, error) {
+	if runner == "" {
+		return "", shared.Errorf(shared.CodeConflict, "the task's repository is cloned on runners (repo_url): start a session of an agent whose profile names runner_labels")
+	}
+	res, err := mach.Workspace(ctx, worktree.Op{Op: worktree.OpMake, URL: task.RepoURL, Base: task.BaseBranch, Branch: task.Branch})
+	if err != nil {
+		return "", fmt.Errorf("the task's worktree on runner %s: %w", runner, err)
+	}
+	return res.Dir, nil
+}
+
+// Workspace keeps the clones of task repositories under DataDir/repos.
+func (l *local) Workspace(ctx context.Context, op worktree.Op) (worktree.Result, error) {
+	return worktree.Do(ctx, filepath.Join(l.cfg.DataDir, "repos"), op)
 }
 
 // startProc starts c here, in box, as startGroup does; exe is the conch binary.

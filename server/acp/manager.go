@@ -225,7 +225,7 @@ func (m *Manager) startSession(ctx context.Context, taskID, agent, cwd string, f
 	if err != nil {
 		return shared.Session{}, err
 	}
-	if cwd, err = mach.Dir(ctx, cwd); err != nil {
+	if cwd, err = sessionDir(ctx, task, mach, runner, cwd); err != nil {
 		return shared.Session{}, err
 	}
 	sess, err := m.cfg.Store.CreateSession(ctx, taskID, agent, cwd)
@@ -324,7 +324,7 @@ func (m *Manager) restart(id string) (*session, error) {
 	}
 	var left *string
 	if runner != sess.Runner { // a new directory there: the old one is on the machine it left
-		if sess.Cwd, err = mach.Dir(ctx, ""); err != nil {
+		if sess.Cwd, err = sessionDir(ctx, task, mach, runner, ""); err != nil {
 			return nil, err
 		}
 		if err := m.cfg.Store.MoveSession(ctx, id, runner, sess.Cwd); err != nil {

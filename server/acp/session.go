@@ -65,7 +65,7 @@ type session struct {
 // newSession is the session sess of task, whose agent p runs on mach (named runner, "" here).
 func newSession(m *Manager, sess shared.Session, task shared.Task, p Profile, mach Machine, runner string) *session {
 	tree := task.Worktree
-	if task.Repo != "" { // its sessions run in worktrees Conch made: the task's, or an attempt's (task.CreateSession)
+	if task.Repo != "" || task.RepoURL != "" { // its sessions run in worktrees Conch made: the task's, an attempt's (task.CreateSession), a runner's
 		tree = sess.Cwd
 	}
 	s := &session{m: m, id: sess.ID, cwd: sess.Cwd, dirs: task.AdditionalDirectories, tree: tree, profile: p, state: sess.State,

@@ -21,6 +21,7 @@ import (
 	"golang.org/x/sync/semaphore"
 
 	"conch/server/store"
+	"conch/server/worktree"
 	"conch/shared"
 )
 
@@ -58,36 +59,39 @@ const (
 	jsonLimit    = 64 << 10 // a reply's, an exit's, a signal's or a size's JSON
 	dataLimit    = 32 << 10 // a frame of stdio; longer writes go in several
 	wordLimit    = 1 << 10  // an error's words from a runner, cut to this
+	resultLimit  = 4 << 20  // a workspace operation's result: a worktree's changes, file by file
 	stdinQueue   = 256      // frames of stdin a runner keeps for a process that is not reading them
 )
 
 // Operations.
 const (
-	opDir     = "dir"
-	opSandbox = "sandbox"
-	opStart   = "start"
-	opRead    = "read"
-	opWrite   = "write"
-	opForget  = "forget"
+	opDir       = "dir"
+	opSandbox   = "sandbox"
+	opStart     = "start"
+	opRead      = "read"
+	opWrite     = "write"
+	opForget    = "forget"
+	opWorkspace = "workspace"
 )
 
 // ErrRunnerGone is what every call and process of a runner whose connection ended answers.
 var ErrRunnerGone = errors.New("the runner's connection ended")
 
 type wireRequest struct {
-	Op      string     `json:"op"`
-	Dir     string     `json:"dir,omitempty"`
-	Work    *Work      `json:"work,omitempty"`    // sandbox, forget
-	Command *Command   `json:"command,omitempty"` // start
-	Read    *FileRead  `json:"read,omitempty"`
-	Write   *FileWrite `json:"write,omitempty"` // its Content travels as a body
+	Op        string       `json:"op"`
+	Dir       string       `json:"dir,omitempty"`
+	Work      *Work        `json:"work,omitempty"`    // sandbox, forget
+	Command   *Command     `json:"command,omitempty"` // start
+	Read      *FileRead    `json:"read,omitempty"`
+	Write     *FileWrite   `json:"write,omitempty"` // its Content travels as a body
+	Workspace *worktree.Op `json:"workspace,omitempty"`
 }
 
 type wireReply struct {
 	Error   *wireError      `json:"error,omitempty"`
 	Dir     string          `json:"dir,omitempty"`
 	Sandbox *shared.Sandbox `json:"sandbox,omitempty"`
-	Body    bool            `json:"body,omitempty"` // a body follows: a read's text, the text a write replaced
+	Body    bool            `json:"body,omitempty"` // a body follows: a read's text, the text a write replaced, a workspace's result (JSON)
 }
 
 // wireError is an error as it crosses: a file request's JSON-RPC code and reason (fs.go),
@@ -216,13 +220,14 @@ func toWire(err error) *wireError {
 }
 
 // err is a runner's error as the server takes it: a file request's answer with one of
-// the codes fs.go answers, a directory refused (shared.CodeInvalid), or words; each cut.
+// the codes fs.go answers, a request refused (shared.CodeInvalid), a worktree's state in
+// the way or git's time up (CodeConflict, CodeTimeout), or words; each cut.
 func (w *wireError) err() error {
 	switch {
 	case codeTitles[w.RPC] != "":
 		return requestError(w.RPC, "%s", store.CutText(w.Reason, wordLimit))
-	case w.Code == shared.CodeInvalid:
-		return shared.Errorf(shared.CodeInvalid, "%s", store.CutText(w.Message, wordLimit))
+	case w.Code == shared.CodeInvalid, w.Code == shared.CodeConflict, w.Code == shared.CodeTimeout:
+		return shared.Errorf(w.Code, "%s", store.CutText(w.Message, wordLimit))
 	}
 	return fmt.Errorf("runner: %s", store.CutText(w.Message, wordLimit))
 }
@@ -343,10 +348,34 @@ func (r *remote) Dir(ctx context.Context, dir string) (string, error) {
 		return "", err
 	}
 	got := reply.Dir
-	if !filepath.IsAbs(got) || filepath.Clean(got) != got || !utf8.ValidString(got) || (dir != "" && got != dir) {
+	if !machinePath(got) || (dir != "" && got != dir) {
 		return "", fmt.Errorf("runner: %q is not the session's directory", store.CutText(got, wordLimit))
 	}
 	return got, nil
+}
+
+// machinePath says whether a runner's path may be a session's directory: absolute,
+// clean, text, within a path's bound.
+func machinePath(p string) bool {
+	return filepath.IsAbs(p) && filepath.Clean(p) == p && utf8.ValidString(p) && len(p) <= shared.MaxPathBytes
+}
+
+func (r *remote) Workspace(ctx context.Context, op worktree.Op) (worktree.Result, error) {
+	reply, body, err := r.call(ctx, wireRequest{Op: opWorkspace, Workspace: &op}, nil, resultLimit)
+	if err == nil && !reply.Body {
+		err = errors.New("runner: no result in its reply")
+	}
+	if err != nil {
+		return worktree.Result{}, err
+	}
+	var res worktree.Result
+	if err := decode(body, &res); err != nil {
+		return worktree.Result{}, fmt.Errorf("runner: %w", err)
+	}
+	if !machinePath(res.Dir) {
+		return worktree.Result{}, fmt.Errorf("runner: %q is not a worktree's path", store.CutText(res.Dir, wordLimit))
+	}
+	return res, nil
 }
 
 func (r *remote) Sandbox(ctx context.Context, w Work) (shared.Sandbox, error) {
@@ -618,6 +647,10 @@ func ServeMachine(ctx context.Context, conn net.Conn, m Machine) {
 		} else {
 			answer(f, wireReply{Body: true}, []byte(*old), err)
 		}
+	case req.Op == opWorkspace && req.Workspace != nil:
+		res, err := m.Workspace(ctx, *req.Workspace)
+		body, _ := json.Marshal(res) // strings and numbers: it cannot fail
+		answer(f, wireReply{Body: true}, body, err)
 	case req.Op == opStart && req.Command != nil:
 		serveProc(ctx, conn, f, m, *req.Command)
 	default:

@@ -22,6 +22,8 @@ import (
 	"github.com/hashicorp/yamux"
 
 	"conch/server/waittest"
+	"conch/server/worktree"
+	"conch/server/worktree/gittest"
 	"conch/shared"
 )
 
@@ -90,6 +92,10 @@ func TestWireErrors(t *testing.T) {
 	if shared.ErrorCode(err) != shared.CodeInvalid || err.Error() != "cwd /x is not a directory" {
 		t.Errorf("a refused directory crossed as %#v", err)
 	}
+	err = toWire(shared.Errorf(shared.CodeConflict, "nothing to commit")).err()
+	if shared.ErrorCode(err) != shared.CodeConflict || err.Error() != "nothing to commit" {
+		t.Errorf("a worktree's conflict crossed as %#v", err)
+	}
 	for _, w := range []wireError{{Message: "boom", RPC: 12345}, {Message: "boom", Code: shared.CodeForbidden}} {
 		if err := w.err(); shared.ErrorCode(err) != shared.CodeInternal || errors.As(err, &re) || err.Error() != "runner: boom" {
 			t.Errorf("%+v crossed as %#v", w, err)
@@ -150,6 +156,12 @@ func TestRemoteRefusesHostileReplies(t *testing.T) {
 		_, err := m.ReadFile(ctx, FileRead{Roots: []string{"/r"}, Path: "/r/a"})
 		return err
 	}
+	hugeResult := frame(frameBody, nil)
+	binary.BigEndian.PutUint32(hugeResult[1:], resultLimit+1)
+	workspace := func(m Machine) error {
+		_, err := m.Workspace(ctx, worktree.Op{Op: worktree.OpMake})
+		return err
+	}
 	for _, tc := range []struct {
 		name   string
 		answer func([]byte, net.Conn)
@@ -165,6 +177,10 @@ func TestRemoteRefusesHostileReplies(t *testing.T) {
 		{"a field no one knows", writes(reply(`{"dir":"/r","owner":"me"}`)), func(m Machine) error { _, err := m.Dir(ctx, "/r"); return err }, "unknown field"},
 		{"a reply over its limit", writes(frame(frameReply, bytes.Repeat([]byte(" "), jsonLimit+1))), read, "over its"},
 		{"a frame of another kind", writes(frame(frameStdout, []byte("hi"))), read, "where none is expected"},
+		{"a workspace without its result", writes(reply(`{}`)), workspace, "no result"},
+		{"a worktree elsewhere", writes(reply(`{"body":true}`), frame(frameBody, []byte(`{"dir":"../x"}`))), workspace, "is not a worktree's path"},
+		{"a result with a field no one knows", writes(reply(`{"body":true}`), frame(frameBody, []byte(`{"dir":"/x","owner":"me"}`))), workspace, "unknown field"},
+		{"a result over its limit", writes(reply(`{"body":true}`), hugeResult), workspace, "over its"},
 		{"a reply cut short", func(req []byte, conn net.Conn) { sends(reply(`{"body":true}`)[:4])(req, conn) }, read, "unexpected EOF"},
 		{"nothing", func([]byte, net.Conn) {}, read, "EOF"},
 		{"an unknown operation", func(req []byte, conn net.Conn) {
@@ -709,5 +725,42 @@ func TestRemoteFiles(t *testing.T) {
 	}
 	if !slices.Equal(got, want) {
 		t.Errorf("on a runner: %q\nhere: %q", got, want)
+	}
+}
+
+// A task's worktree made from its repo_url on a runner is made, read, committed and
+// pushed there as here: the runner's clones are under its data directory, and its
+// refusals reach the server with their codes.
+func TestRemoteWorkspace(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), waittest.Limit(t))
+	defer cancel()
+	origin := gittest.Bare(t, map[string]string{"a.txt": "one\n"})
+	r := newTestRunner(t)
+	op := worktree.Op{Op: worktree.OpMake, URL: "file://" + origin, Base: "main", Branch: "conch/0192abcd-remote"}
+	made, err := r.mach.Workspace(ctx, op)
+	if err != nil || !strings.HasPrefix(made.Dir, filepath.Join(r.dir, "repos")+"/") || made.Changes != nil {
+		t.Fatalf("made %+v, %v", made, err)
+	}
+	gittest.Write(t, made.Dir, map[string]string{"b.txt": "two\n"})
+	op.Op, op.Message = worktree.OpCommit, "b"
+	if _, err := r.mach.Workspace(ctx, op); err != nil {
+		t.Fatal(err)
+	}
+	op.Op = worktree.OpPush
+	pushed, err := r.mach.Workspace(ctx, op)
+	if err != nil || pushed.Dir != made.Dir || pushed.Changes == nil || pushed.Changes.Ahead != 1 || len(pushed.Changes.Files) != 1 {
+		t.Fatalf("pushed %+v, %v", pushed, err)
+	}
+	if got := gittest.Git(t, origin, "show", op.Branch+":b.txt"); got != "two" {
+		t.Fatalf("b.txt on the pushed branch: %q", got)
+	}
+	op.Op = worktree.OpCommit
+	if _, err := r.mach.Workspace(ctx, op); shared.ErrorCode(err) != shared.CodeConflict || !strings.Contains(err.Error(), "nothing to commit") {
+		t.Errorf("nothing to commit: %v", err)
+	}
+	op.Op, op.URL = worktree.OpMake, "ext::sh"
+	if _, err := r.mach.Workspace(ctx, op); shared.ErrorCode(err) != shared.CodeInvalid || !strings.Contains(err.Error(), "remote helper") {
+		t.Errorf("a remote helper: %v", err)
 	}
 }

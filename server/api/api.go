@@ -137,7 +137,7 @@ func New(cfg Config) *fiber.App {
 		token: cfg.Token, log: cfg.Logger, limit: cfg.BodyLimit, now: cfg.Now, agent: cfg.FromAgent, pushKey: cfg.PushKey, pushTo: cfg.PushEndpoints,
 		sandbox: cfg.Sandbox, runners: cfg.Runners, sessionKey: sessionKeyOf(cfg.Token), proxies: cfg.TrustedProxies, throttle: newThrottle(cfg.Now),
 		snapshots: newSnapshotCache(snapshotCacheBytes), reads: make(chan struct{}, runtime.GOMAXPROCS(0))}
-	s.tasks = task.New(cfg.Store, cfg.Events, cfg.Runtime, cfg.Logger, cfg.Now)
+	s.tasks = task.New(cfg.Store, cfg.Events, cfg.Runtime, cfg.Runners, cfg.Logger, cfg.Now)
 	if cfg.OIDC != nil && cfg.Token != "" {
 		s.oidc = &oidcFlow{cfg: *cfg.OIDC}
 	}

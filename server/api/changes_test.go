@@ -90,6 +90,14 @@ func TestTaskRepositoryRefused(t *testing.T) {
 		fmt.Sprintf(`{"title":"t","repo":%q,"base_branch":"dev"}`, repo): `no branch \"dev\"`,
 		`{"title":"t","base_branch":"main"}`:                             "base_branch needs a repo",
 		fmt.Sprintf(`{"title":"t","repo":%q}`, filepath.Join(repo, "x")): "not a directory",
+		// repo_url, cloned on runners: checked here, each refusal storing nothing.
+		`{"title":"t","repo_url":"-uhttps://x/y","base_branch":"main"}`:                "starts with -",
+		`{"title":"t","repo_url":"ext::sh -c touch% /tmp/pwned","base_branch":"main"}`: "whitespace",
+		`{"title":"t","repo_url":"ext::sh","base_branch":"main"}`:                      "remote helper",
+		`{"title":"t","repo_url":"https://example.com/r.git"}`:                         "repo_url needs a base_branch",
+		`{"title":"t","repo_url":"https://example.com/r.git","base_branch":"-b"}`:      `\"-b\" is not a branch name`,
+		`{"title":"t","repo_url":"https://example.com/r.git","base_branch":"a..b"}`:    `\"a..b\" is not a branch name`,
+		fmt.Sprintf(`{"title":"t","repo":%q,"repo_url":"/srv/r.git"}`, repo):           "not both",
 	} {
 		if got := e.expect(http.StatusBadRequest, "POST", "/api/v1/tasks", body, nil); !strings.Contains(got, want) {
 			t.Errorf("%s: %s, want %q", body, got, want)

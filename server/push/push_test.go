@@ -137,7 +137,7 @@ func newFixture(t *testing.T, owner shared.Account, title string) *fixture {
 			t.Fatal(err)
 		}
 	}
-	if f.task, err = st.CreateTaskOn(ctx, title, "", "", "", owner); err != nil {
+	if f.task, err = st.CreateTaskOn(ctx, title, "", "", "", "", owner); err != nil {
 		t.Fatal(err)
 	}
 	if f.session, err = st.CreateSession(ctx, f.task.ID, "shell", t.TempDir()); err != nil {

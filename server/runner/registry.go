@@ -20,6 +20,7 @@ import (
 	"github.com/hashicorp/yamux"
 
 	"conch/server/acp"
+	"conch/server/worktree"
 	"conch/shared"
 )
 
@@ -239,6 +240,18 @@ func (g *Registry) Machine(p acp.Profile, was string) (acp.Machine, string, erro
 		return nil, "", err
 	}
 	return acp.Remote(r.Open, r.Gone()), r.Name, nil
+}
+
+// Workspace runs op on the worktree a task on a repo_url has on the runner named
+// (task.Workspaces), which must be connected to this server.
+func (g *Registry) Workspace(ctx context.Context, name string, op worktree.Op) (worktree.Result, error) {
+	g.mu.Lock()
+	r := g.runners[name]
+	g.mu.Unlock()
+	if r == nil || !r.connected() {
+		return worktree.Result{}, shared.Errorf(shared.CodeConflict, "the task's worktree is on runner %s, which is not connected to this server", name)
+	}
+	return acp.Remote(r.Open, r.Gone()).Workspace(ctx, op)
 }
 
 // placeWait bounds a placement's read of the store.

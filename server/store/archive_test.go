@@ -33,7 +33,7 @@ func sniff(b []byte) string { t, _, _ := strings.Cut(http.DetectContentType(b), 
 func fillTask(t testing.TB, s *Store, n int, secret string) shared.Task {
 	t.Helper()
 	ctx := context.Background()
-	task, err := s.CreateTaskOn(ctx, "big task", "what it is for", "", "", alice)
+	task, err := s.CreateTaskOn(ctx, "big task", "what it is for", "", "", "", alice)
 	if err != nil {
 		t.Fatal(err)
 	}

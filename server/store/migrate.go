@@ -364,6 +364,11 @@ var steps = []step{
 	// The words of the partitions of SQLite's output index (dialect.partWords,
 	// partwords.go), so that a search asks only the partitions that may hold its words.
 	{then: keepPartWords},
+	// Where a runner clones a task's repository (repo_url): the task's worktree is made on
+	// the runner its session is placed on (server/worktree, remote.go).
+	{table: "tasks", column: "repo_url", stmts: []string{
+		`ALTER TABLE tasks ADD COLUMN repo_url TEXT NOT NULL DEFAULT ''`,
+	}},
 }
 
 // migrate brings the schema to the last step in one transaction (DDL is transactional

@@ -35,7 +35,7 @@ func TestPushWatchers(t *testing.T) {
 		}
 		acc[login] = a
 	}
-	task, err := s.CreateTaskOn(ctx, "watched", "", "", "", acc["owner"])
+	task, err := s.CreateTaskOn(ctx, "watched", "", "", "", "", acc["owner"])
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,6 +18,7 @@ type taskRow struct {
 	Title       string
 	Description string
 	Repo        string
+	RepoURL     string `gorm:"column:repo_url"`
 	BaseBranch  string
 	Branch      string
 	Worktree    string
@@ -32,7 +33,7 @@ func (taskRow) TableName() string { return "tasks" }
 
 func (r taskRow) task() shared.Task {
 	t := shared.Task{ID: r.ID, Title: r.Title, Description: r.Description,
-		Repo: r.Repo, BaseBranch: r.BaseBranch, Branch: r.Branch, Worktree: r.Worktree, Owner: r.OwnerLogin,
+		Repo: r.Repo, RepoURL: r.RepoURL, BaseBranch: r.BaseBranch, Branch: r.Branch, Worktree: r.Worktree, Owner: r.OwnerLogin,
 		CreatedAt: fromNanos(r.CreatedAt), UpdatedAt: fromNanos(r.UpdatedAt)}
 	if r.Directories != "" {
 		_ = json.Unmarshal([]byte(r.Directories), &t.AdditionalDirectories) // written by CreateTaskOn only
@@ -92,13 +93,14 @@ func (r sessionRow) session() shared.Session {
 
 // CreateTask stores a new task.
 func (s *Store) CreateTask(ctx context.Context, title, description string) (shared.Task, error) {
-	return s.CreateTaskOn(ctx, title, description, "", "", shared.Account{})
+	return s.CreateTaskOn(ctx, title, description, "", "", "", shared.Account{})
 }
 
-// CreateTaskOn stores a new task of owner on a git repository and its base branch (both
-// checked by the caller, server/worktree; "" for a task on none), with the additional
+// CreateTaskOn stores a new task of owner on a git repository (repo, a path on the server,
+// or repoURL, where runners clone it) and its base branch (checked by the caller,
+// server/worktree; "" for a task on none), with the additional
 // directories its agents may work in (checked by the caller: at most MaxAdditionalDirectories, absolute, existing).
-func (s *Store) CreateTaskOn(ctx context.Context, title, description, repo, base string, owner shared.Account, dirs ...string) (shared.Task, error) {
+func (s *Store) CreateTaskOn(ctx context.Context, title, description, repo, repoURL, base string, owner shared.Account, dirs ...string) (shared.Task, error) {
 	if strings.TrimSpace(title) == "" {
 		return shared.Task{}, shared.Errorf(shared.CodeInvalid, "title is required")
 	}
@@ -109,7 +111,7 @@ func (s *Store) CreateTaskOn(ctx context.Context, title, description, repo, base
 		return shared.Task{}, err
 	}
 	now := s.stamp()
-	if err := errors.Join(shared.CheckText("repo", repo), shared.CheckText("base_branch", base)); err != nil {
+	if err := errors.Join(shared.CheckText("repo", repo), shared.CheckText("repo_url", repoURL), shared.CheckText("base_branch", base)); err != nil {
 		return shared.Task{}, err
 	}
 	var listed string
@@ -122,7 +124,7 @@ func (s *Store) CreateTaskOn(ctx context.Context, title, description, repo, base
 		b, _ := json.Marshal(dirs)
 		listed = string(b)
 	}
-	row := taskRow{ID: newID(), Title: title, Description: description, Repo: repo, BaseBranch: base, Directories: listed,
+	row := taskRow{ID: newID(), Title: title, Description: description, Repo: repo, RepoURL: repoURL, BaseBranch: base, Directories: listed,
 		OwnerID: owner.ID, OwnerLogin: owner.Login, CreatedAt: now, UpdatedAt: now}
 	if err := s.db.WithContext(ctx).Create(&row).Error; err != nil {
 		return shared.Task{}, fmt.Errorf("create task: %w", err)

@@ -89,14 +89,15 @@ type Service struct {
 	store     *store.Store
 	events    Events
 	rt        Runtime
+	ws        Workspaces
 	log       *slog.Logger
 	now       func() time.Time
 	worktrees sync.Mutex // held while a task's first session makes its worktree, and while git commits or lands
 	measured  sync.Map   // the size of a running attempt's change, by session id (attempts.go)
 }
 
-// New returns the Service of st, publishing to events and running agents with rt, at the
-// times now tells.
-func New(st *store.Store, events Events, rt Runtime, log *slog.Logger, now func() time.Time) *Service {
-	return &Service{store: st, events: events, rt: rt, log: log, now: now}
+// New returns the Service of st, publishing to events and running agents with rt (the
+// worktrees of tasks on a repo_url with ws, on runners), at the times now tells.
+func New(st *store.Store, events Events, rt Runtime, ws Workspaces, log *slog.Logger, now func() time.Time) *Service {
+	return &Service{store: st, events: events, rt: rt, ws: ws, log: log, now: now}
 }

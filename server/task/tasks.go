@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"conch/server/store"
+	"conch/server/worktree"
 	"conch/shared"
 )
 
@@ -35,13 +36,14 @@ type NewTask struct {
 	Title       string   `json:"title"`
 	Description string   `json:"description"`
 	Repo        string   `json:"repo"`
+	RepoURL     string   `json:"repo_url"`
 	BaseBranch  string   `json:"base_branch"`
 	Directories []string `json:"additional_directories"`
 }
 
 // CreateTask makes a task of acc's (Person) and publishes it.
 func (s *Service) CreateTask(ctx context.Context, acc shared.Account, req NewTask) (shared.Task, error) {
-	repo, base, err := checkRepo(ctx, req.Repo, req.BaseBranch)
+	repo, base, err := checkRepo(ctx, req.Repo, req.RepoURL, req.BaseBranch)
 	if err != nil {
 		return shared.Task{}, err
 	}
@@ -49,7 +51,10 @@ func (s *Service) CreateTask(ctx context.Context, acc shared.Account, req NewTas
 	if err != nil {
 		return shared.Task{}, err
 	}
-	task, err := s.store.CreateTaskOn(ctx, req.Title, req.Description, repo, base, Person(acc), dirs...)
+	task, err := s.store.CreateTaskOn(ctx, req.Title, req.Description, repo, req.RepoURL, base, Person(acc), dirs...)
+	if err == nil && req.RepoURL != "" { // its branch is known now: its worktrees are made on runners
+		task, err = s.store.SetTaskWorktree(ctx, task.ID, worktree.Branch(task.ID, task.Title), "")
+	}
 	if err != nil {
 		return shared.Task{}, err
 	}
@@ -59,7 +64,8 @@ func (s *Service) CreateTask(ctx context.Context, acc shared.Account, req NewTas
 }
 
 // CreateSession starts agent on the task: in the task's worktree (made now for its first
-// session) when it names a repository, else in cwd. A session that failed to start is
+// session) when it names a repository, on the runner the session is placed on when it
+// names a repo_url, else in cwd. A session that failed to start is
 // still created, failed with its error.
 func (s *Service) CreateSession(ctx context.Context, taskID, agent, cwd string) (shared.Session, error) {
 	if strings.TrimSpace(agent) == "" {
@@ -70,10 +76,10 @@ func (s *Service) CreateSession(ctx context.Context, taskID, agent, cwd string) 
 		return shared.Session{}, err
 	}
 	made := ""
-	if task.Repo != "" {
-		if cwd != "" {
-			return shared.Session{}, shared.Errorf(shared.CodeInvalid, "a task on a repository runs its sessions in its own worktree: leave cwd out")
-		}
+	if (task.Repo != "" || task.RepoURL != "") && cwd != "" {
+		return shared.Session{}, shared.Errorf(shared.CodeInvalid, "a task on a repository runs its sessions in its own worktree: leave cwd out")
+	}
+	if task.Repo != "" { // on a repo_url, the runtime makes it on the runner it places the session on
 		if task, made, err = s.ensureWorktree(ctx, task); err != nil {
 			return shared.Session{}, err
 		}

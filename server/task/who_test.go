@@ -17,7 +17,7 @@ func newService(t *testing.T) (*Service, *store.Store) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	return New(st, nil, nil, nil, time.Now), st
+	return New(st, nil, nil, nil, nil, time.Now), st
 }
 
 // Who may edit and share a task: an admin any (with or without an account of its own),
@@ -35,7 +35,7 @@ func TestWhoMayEditAndShare(t *testing.T) {
 	owner, editor, other := account("owner", shared.RoleMember), account("editor", shared.RoleMember), account("other", shared.RoleMember)
 	admin, viewer := account("admin", shared.RoleAdmin), account("viewer", shared.RoleViewer)
 	token := shared.Account{Login: shared.TokenLogin, Role: shared.RoleAdmin} // the server's --token
-	task, err := st.CreateTaskOn(ctx, "t", "", "", "", owner)
+	task, err := st.CreateTaskOn(ctx, "t", "", "", "", "", owner)
 	if err != nil {
 		t.Fatal(err)
 	}

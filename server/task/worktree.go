@@ -13,10 +13,23 @@ import (
 	"conch/shared"
 )
 
-// checkRepo checks a task request's repository and base branch (docs/API.md,
-// "Repositories and worktrees"); no repository, no base.
-func checkRepo(ctx context.Context, repo, base string) (string, string, error) {
-	if repo == "" {
+// checkRepo checks a task request's repository, on the server (repo) or where runners
+// clone it (repoURL), and base branch (docs/API.md, "Repositories and worktrees"); no
+// repository, no base. The server cannot read a repoURL's branches (it may be a path on
+// the runners' disks): its base is named, and checked by the runner.
+func checkRepo(ctx context.Context, repo, repoURL, base string) (string, string, error) {
+	switch {
+	case repo != "" && repoURL != "":
+		return "", "", shared.Errorf(shared.CodeInvalid, "name repo (on the server) or repo_url (cloned on runners), not both")
+	case repoURL != "":
+		if err := worktree.CheckURL(repoURL); err != nil {
+			return "", "", err
+		}
+		if base == "" {
+			return "", "", shared.Errorf(shared.CodeInvalid, "repo_url needs a base_branch: the server does not read the repository's branches")
+		}
+		return "", base, worktree.CheckBranch(base)
+	case repo == "":
 		if base != "" {
 			return "", "", shared.Errorf(shared.CodeInvalid, "base_branch needs a repo")
 		}
@@ -133,27 +146,69 @@ func (s *Service) addStatus(ctx context.Context, sessionID, text string) {
 	s.events.MessageAdded(msg)
 }
 
-// repoTask is the task taskID, which must have a worktree.
+// repoTask is the task taskID, which must have a worktree: on the server, or on a
+// runner (a task on a repo_url).
 func (s *Service) repoTask(ctx context.Context, taskID string) (shared.Task, error) {
 	task, err := s.store.GetTask(ctx, taskID)
-	if err == nil && task.Worktree == "" {
+	if err == nil && task.Worktree == "" && task.RepoURL == "" {
 		err = shared.Errorf(shared.CodeNotFound, "the task has no worktree: it names no repository or has had no session yet")
 	}
 	return task, err
 }
 
+// serverTask is repoTask of a task whose worktree is on the server: what reads or lands
+// its change here (diffs, a review, a merge) is not done on a runner's yet.
+func (s *Service) serverTask(ctx context.Context, taskID string) (shared.Task, error) {
+	task, err := s.repoTask(ctx, taskID)
+	if err == nil && task.RepoURL != "" {
+		err = shared.Errorf(shared.CodeConflict, "the task's worktree is on a runner: push its branch to %s to see its diffs and land it there", task.RepoURL)
+	}
+	return task, err
+}
+
+// Workspaces reaches the worktrees of tasks on a repo_url on the runners connected to
+// this server (*runner.Registry).
+type Workspaces interface {
+	Workspace(ctx context.Context, runner string, op worktree.Op) (worktree.Result, error)
+}
+
+// onRunner runs op (its kind and message) on the worktree of task, on a repo_url, on the
+// runner of its newest session there, and returns the task's changes after it.
+func (s *Service) onRunner(ctx context.Context, task shared.Task, op worktree.Op) (shared.Changes, error) {
+	summary, err := s.store.TaskSummary(ctx, task.ID)
+	if err != nil {
+		return shared.Changes{}, err
+	}
+	i := slices.IndexFunc(summary.Sessions, func(sess shared.Session) bool { return sess.Runner != "" })
+	if i < 0 {
+		return shared.Changes{}, shared.Errorf(shared.CodeNotFound, "the task has no worktree: it has had no session on a runner yet")
+	}
+	op.URL, op.Base, op.Branch = task.RepoURL, task.BaseBranch, task.Branch
+	res, err := s.ws.Workspace(ctx, summary.Sessions[i].Runner, op)
+	if err == nil && res.Changes == nil {
+		err = fmt.Errorf("runner %s answered no changes", summary.Sessions[i].Runner)
+	}
+	if err != nil {
+		return shared.Changes{}, err
+	}
+	return *res.Changes, nil
+}
+
 // Changes is what the task changed, file by file (no diff bodies).
 func (s *Service) Changes(ctx context.Context, taskID string) (shared.Changes, error) {
 	task, err := s.repoTask(ctx, taskID)
-	if err != nil {
+	switch {
+	case err != nil:
 		return shared.Changes{}, err
+	case task.RepoURL != "":
+		return s.onRunner(ctx, task, worktree.Op{Op: worktree.OpChanges})
 	}
 	return worktree.Changes(ctx, task.Worktree, task.BaseBranch, task.Branch)
 }
 
 // Diff is one changed file's texts.
 func (s *Service) Diff(ctx context.Context, taskID, path string) (shared.FileDiff, error) {
-	task, err := s.repoTask(ctx, taskID)
+	task, err := s.serverTask(ctx, taskID)
 	if err != nil {
 		return shared.FileDiff{}, err
 	}
@@ -168,7 +223,7 @@ func (s *Service) Commit(ctx context.Context, taskID, message string) (shared.Ch
 	if err := shared.CheckText("message", message); err != nil {
 		return shared.Changes{}, err
 	}
-	return s.landStep(ctx, taskID, func(task shared.Task) error {
+	return s.landStep(ctx, taskID, worktree.Op{Op: worktree.OpCommit, Message: message}, func(task shared.Task) error {
 		s.worktrees.Lock() // git's index lock would refuse a second commit at once
 		defer s.worktrees.Unlock()
 		return worktree.Commit(ctx, task.Worktree, message)
@@ -177,26 +232,38 @@ func (s *Service) Commit(ctx context.Context, taskID, message string) (shared.Ch
 
 // Merge brings the task's branch onto its base branch, by merge or rebase (mode).
 func (s *Service) Merge(ctx context.Context, taskID, mode string) (shared.Changes, error) {
-	return s.landStep(ctx, taskID, func(task shared.Task) error {
+	if _, err := s.serverTask(ctx, taskID); err != nil {
+		return shared.Changes{}, err
+	}
+	return s.landStep(ctx, taskID, worktree.Op{}, func(task shared.Task) error {
 		s.worktrees.Lock() // two tasks landing on one base must not both start from its old commit
 		defer s.worktrees.Unlock()
 		return worktree.Land(ctx, task.Repo, task.Worktree, task.BaseBranch, task.Branch, mode)
 	})
 }
 
-// Push pushes the task's branch to the repository's remote origin.
+// Push pushes the task's branch to the repository's remote origin (a task on a repo_url:
+// from the runner, to that URL).
 func (s *Service) Push(ctx context.Context, taskID string) (shared.Changes, error) {
-	return s.landStep(ctx, taskID, func(task shared.Task) error {
+	return s.landStep(ctx, taskID, worktree.Op{Op: worktree.OpPush}, func(task shared.Task) error {
 		return worktree.Push(ctx, task.Worktree, task.Branch)
 	})
 }
 
-// landStep runs one step of landing a task's change, tells the task's viewers that its
-// changes may have moved, and returns the task's changes summary.
-func (s *Service) landStep(ctx context.Context, taskID string, step func(shared.Task) error) (shared.Changes, error) {
+// landStep runs one step of landing a task's change (step here, op on the runner that
+// holds the worktree of a task on a repo_url), tells the task's viewers that its changes
+// may have moved, and returns the task's changes summary.
+func (s *Service) landStep(ctx context.Context, taskID string, op worktree.Op, step func(shared.Task) error) (shared.Changes, error) {
 	task, err := s.repoTask(ctx, taskID)
 	if err != nil {
 		return shared.Changes{}, err
+	}
+	if task.RepoURL != "" {
+		c, err := s.onRunner(ctx, task, op)
+		if err == nil {
+			s.events.TaskChanged(task.ID)
+		}
+		return c, err
 	}
 	if err := step(task); err != nil {
 		return shared.Changes{}, err
@@ -209,7 +276,7 @@ func (s *Service) landStep(ctx context.Context, taskID string, step func(shared.
 // file:line references in the text, and each file as a resource link. The built-in shell
 // agent would run it as a command, so a review never goes to it.
 func (s *Service) Review(ctx context.Context, acc shared.Account, taskID string, req shared.Review) (shared.Message, error) {
-	task, err := s.repoTask(ctx, taskID)
+	task, err := s.serverTask(ctx, taskID)
 	if err != nil {
 		return shared.Message{}, err
 	}

@@ -85,14 +85,28 @@ func Inspect(ctx context.Context, dir string) (shared.Repository, error) {
 
 // commit resolves branch to its commit; a branch that is not there is CodeInvalid.
 func commit(ctx context.Context, dir, branch string) (string, error) {
-	if _, err := git(ctx, dir, 0, nil, "check-ref-format", "--branch", branch); err != nil || strings.HasPrefix(branch, "-") {
-		return "", shared.Errorf(shared.CodeInvalid, "%q is not a branch name", branch)
+	if err := CheckBranch(branch); err != nil {
+		return "", err
 	}
 	out, err := git(ctx, dir, 0, nil, "rev-parse", "--verify", "--quiet", "--end-of-options", "refs/heads/"+branch+"^{commit}")
 	if err != nil {
 		return "", shared.Errorf(shared.CodeInvalid, "the repository has no branch %q", branch)
 	}
 	return strings.TrimSpace(string(out)), nil
+}
+
+// CheckBranch refuses what git would not take as a branch's name, or would read as an
+// option.
+func CheckBranch(branch string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), Timeout)
+	defer cancel()
+	if strings.HasPrefix(branch, "-") || shared.CheckLength("branch", branch, MaxURLBytes) != nil {
+		return shared.Errorf(shared.CodeInvalid, "%q is not a branch name", branch)
+	}
+	if _, err := run(ctx, "/", 0, env(safety), "check-ref-format", "refs/heads/"+branch); err != nil {
+		return shared.Errorf(shared.CodeInvalid, "%q is not a branch name", branch)
+	}
+	return nil
 }
 
 // Branch is the branch of a task: conch/<the first 8 characters of its id>-<a slug of its title>.

@@ -22,6 +22,15 @@ func Repo(t testing.TB, files map[string]string) string {
 	return dir
 }
 
+// Bare makes a bare repository in a temporary directory, as a server of repositories
+// holds one, whose branch main has one commit of files; it returns its path.
+func Bare(t testing.TB, files map[string]string) string {
+	t.Helper()
+	bare := filepath.Join(t.TempDir(), "origin.git")
+	Git(t, Repo(t, files), "clone", "-q", "--bare", ".", bare)
+	return bare
+}
+
 // Git runs git in dir, without the user's or the system's configuration, and returns
 // its output trimmed; a failure fails the test.
 func Git(t testing.TB, dir string, args ...string) string {

@@ -1,0 +1,108 @@
+package main
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"conch/app/client"
+	"conch/server/servetest"
+	"conch/server/waittest"
+	"conch/server/worktree/gittest"
+	"conch/shared"
+)
+
+// A task on a repo_url (a bare repository on this host, by file://) gets its worktree on
+// the runner its session is placed on: under the runner's --dir, on the task's branch,
+// where the agent works. Its work is committed and pushed back on request, from the
+// runner to the URL. Once that runner is gone, a session on another one starts from the
+// pushed branch.
+func TestRunnerWorkspace(t *testing.T) {
+	bin := servetest.Bin(t)
+	agents := filepath.Join(t.TempDir(), "agents.json")
+	profiles := `[{"name":"shell-gpu","command":"` + bin + `","args":["agent","shell"],"permission":"allow","runner_labels":["gpu"]}]`
+	if err := os.WriteFile(agents, []byte(profiles), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	srv := &replicaProcess{logs: &syncBuffer{}}
+	srv.cmd = exec.Command(bin, "serve", "--addr", "127.0.0.1:0", "--db", filepath.Join(t.TempDir(), "conch.db"), "--agents", agents)
+	srv.cmd.Stderr = srv.logs
+	srv.base = servetest.Start(t, srv.cmd, waittest.Limit(t), srv.logs)
+	t.Cleanup(srv.kill)
+	ctx, cancel := context.WithTimeout(context.Background(), waittest.Limit(t))
+	defer cancel()
+	api := client.New(srv.base)
+	tok, err := api.CreateRunnerToken(ctx, "pool")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// runner starts a runner with gpu and waits until the server lists it connected.
+	runner := func(name string) (dir string, kill func(), logs *syncBuffer) {
+		dir, logs = t.TempDir(), &syncBuffer{}
+		c := exec.Command(bin, "runner", "--server", srv.base, "--name", name, "--labels", "gpu", "--capacity", "2", "--dir", dir)
+		c.Env = append(os.Environ(), "CONCH_RUNNER_TOKEN="+tok.Token)
+		c.Stderr = logs
+		if err := c.Start(); err != nil {
+			t.Fatal(err)
+		}
+		kill = func() { _ = c.Process.Kill(); _ = c.Wait() }
+		t.Cleanup(kill)
+		waittest.Until(t, func() bool {
+			l, err := api.Runners(ctx)
+			for _, r := range l {
+				if r.Name == name && r.Connected {
+					return err == nil
+				}
+			}
+			return false
+		})
+		return dir, kill, logs
+	}
+	origin := gittest.Bare(t, map[string]string{"a.txt": "one\n"})
+	task, err := api.CreateTaskFrom(ctx, "remote work", "", "file://"+origin, "main")
+	if err != nil || task.Branch == "" || task.Worktree != "" || task.RepoURL != "file://"+origin {
+		t.Fatalf("task %+v, %v", task, err)
+	}
+	for _, on := range [][]string{{"--task", task.ID}, {"--repo-url", "file://" + origin}} {
+		args := append(append([]string{"run", "--agent", "shell", "--cwd", ""}, on...), "--", "true")
+		if _, _, err := conch(t, srv.base, args...); shared.ErrorCode(err) != shared.CodeConflict || !strings.Contains(err.Error(), "cloned on runners") {
+			t.Fatalf("a session on the server of a task on a repo_url (%s): %v", on[0], err)
+		}
+	}
+
+	firstDir, killFirst, logs := runner("r1")
+	out, errs, err := conch(t, srv.base, "run", "--task", task.ID, "--agent", "shell-gpu", "--cwd", "", "--",
+		"pwd; git branch --show-current; echo made here > new.txt")
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if err != nil || len(lines) != 2 || !strings.HasPrefix(lines[0], filepath.Join(firstDir, "repos")+"/") || lines[1] != task.Branch {
+		t.Fatalf("a session on the runner: %v\n%s%s\nrunner:\n%s", err, out, errs, logs)
+	}
+	changes, err := api.Changes(ctx, task.ID)
+	if err != nil || len(changes.Files) != 1 || changes.Files[0].Path != "new.txt" || changes.Branch != task.Branch {
+		t.Fatalf("changes on the runner: %+v, %v", changes, err)
+	}
+	if _, _, err := conch(t, srv.base, "commit", "-m", "made on r1", task.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := conch(t, srv.base, "push", task.ID); err != nil {
+		t.Fatal(err)
+	}
+	if got := gittest.Git(t, origin, "show", task.Branch+":new.txt"); got != "made here" {
+		t.Fatalf("new.txt on the pushed branch: %q", got)
+	}
+
+	killFirst()
+	waittest.Until(t, func() bool {
+		_, err := api.Changes(ctx, task.ID)
+		return shared.ErrorCode(err) == shared.CodeConflict && strings.Contains(err.Error(), "not connected")
+	})
+	secondDir, _, logs := runner("r2")
+	out, errs, err = conch(t, srv.base, "run", "--task", task.ID, "--agent", "shell-gpu", "--cwd", "", "--", "pwd; cat new.txt")
+	lines = strings.Split(strings.TrimSpace(out), "\n")
+	if err != nil || len(lines) != 2 || !strings.HasPrefix(lines[0], filepath.Join(secondDir, "repos")+"/") || lines[1] != "made here" {
+		t.Fatalf("a session on the second runner: %v\n%s%s\nrunner:\n%s", err, out, errs, logs)
+	}
+}
