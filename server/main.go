@@ -280,7 +280,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	runners := runner.New(runner.Config{Store: st, Logger: log, Heartbeat: cfg.runnerHeartbeat, Joined: func() { runtime.RunnerJoined() }})
 	runtime, err = acp.NewManager(acp.Config{Store: st, Events: notifier.Watch(self.Events()), Profiles: profiles,
 		DataDir: dataDir, Logger: log, AgentIdle: cfg.idle, Version: ui.Version, ReplayQuiet: acp.DefaultReplayQuiet,
-		NoSandbox: cfg.noSandbox, Place: runners.Machine})
+		NoSandbox: cfg.noSandbox, Place: runners.Machine, Runner: runners.Runner})
 	if err != nil {
 		return err
 	}

@@ -27,11 +27,7 @@ func TestRunnerWorkspace(t *testing.T) {
 	if err := os.WriteFile(agents, []byte(profiles), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	srv := &replicaProcess{logs: &syncBuffer{}}
-	srv.cmd = exec.Command(bin, "serve", "--addr", "127.0.0.1:0", "--db", filepath.Join(t.TempDir(), "conch.db"), "--agents", agents)
-	srv.cmd.Stderr = srv.logs
-	srv.base = servetest.Start(t, srv.cmd, waittest.Limit(t), srv.logs)
-	t.Cleanup(srv.kill)
+	srv := startServe(t, bin, "127.0.0.1:0", "--db", filepath.Join(t.TempDir(), "conch.db"), "--agents", agents)
 	ctx, cancel := context.WithTimeout(context.Background(), waittest.Limit(t))
 	defer cancel()
 	api := client.New(srv.base)
@@ -42,7 +38,7 @@ func TestRunnerWorkspace(t *testing.T) {
 	// runner starts a runner with gpu and waits until the server lists it connected.
 	runner := func(name string) (dir string, kill func(), logs *syncBuffer) {
 		dir, logs = t.TempDir(), &syncBuffer{}
-		c := exec.Command(bin, "runner", "--server", srv.base, "--name", name, "--labels", "gpu", "--capacity", "2", "--dir", dir)
+		c := exec.Command(bin, "runner", "--server", srv.base, "--name", name, "--labels", "gpu", "--capacity", "1", "--dir", dir)
 		c.Env = append(os.Environ(), "CONCH_RUNNER_TOKEN="+tok.Token)
 		c.Stderr = logs
 		if err := c.Start(); err != nil {
@@ -99,10 +95,69 @@ func TestRunnerWorkspace(t *testing.T) {
 		_, err := api.Changes(ctx, task.ID)
 		return shared.ErrorCode(err) == shared.CodeConflict && strings.Contains(err.Error(), "not connected")
 	})
-	secondDir, _, logs := runner("r2")
-	out, errs, err = conch(t, srv.base, "run", "--task", task.ID, "--agent", "shell-gpu", "--cwd", "", "--", "pwd; cat new.txt")
-	lines = strings.Split(strings.TrimSpace(out), "\n")
-	if err != nil || len(lines) != 2 || !strings.HasPrefix(lines[0], filepath.Join(secondDir, "repos")+"/") || lines[1] != "made here" {
-		t.Fatalf("a session on the second runner: %v\n%s%s\nrunner:\n%s", err, out, errs, logs)
+	secondDir, _, _ := runner("r2")
+	// run prompts a session of the shell agent with cmd and returns its stdout once the
+	// turn has ended, and the session's status notes.
+	run := func(sessionID, cmd string) (string, []string) {
+		t.Helper()
+		if _, err := api.SendMessage(ctx, sessionID, cmd, ""); err != nil {
+			t.Fatal(err)
+		}
+		var out string
+		var notes []string
+		waittest.Until(t, func() bool {
+			page, err := api.ListMessages(ctx, shared.ListRequest{SessionID: sessionID, Limit: new(200)})
+			if err != nil {
+				return false
+			}
+			out, notes = "", nil
+			var ran *shared.Message
+			for i, m := range page.Messages {
+				switch {
+				case m.Type == shared.TypeStatus:
+					notes = append(notes, m.Content)
+				case m.Type == shared.TypeToolExecute && m.Content == cmd:
+					ran = &page.Messages[i]
+				}
+			}
+			last := page.Messages[len(page.Messages)-1]
+			if ran == nil || last.Type != shared.TypeMessage || last.AuthorType != shared.AuthorAgent {
+				return false
+			}
+			snap, err := api.ShellOutput(ctx, sessionID, ran.ID)
+			out = snap.Output.Stdout
+			return err == nil && snap.Status.IsTerminal()
+		})
+		return out, notes
+	}
+	moving, err := api.StartSession(ctx, task.ID, "shell-gpu", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, _ = run(moving.ID, "pwd; cat new.txt; echo not saved yet > wip.txt")
+	if lines := strings.Split(strings.TrimSpace(out), "\n"); len(lines) != 2 || !strings.HasPrefix(lines[0], filepath.Join(secondDir, "repos")+"/") || lines[1] != "made here" {
+		t.Fatalf("a session on the second runner: %q", out)
+	}
+
+	// That session's agent stops, and another session takes r2's one place: the next
+	// prompt starts the agent on r3, while r2 still answers. The work in progress on r2
+	// is committed and pushed on the way, and r3's worktree starts from it.
+	if _, err := api.StopAgent(ctx, moving.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := conch(t, srv.base, "run", "--agent", "shell-gpu", "--cwd", "", "--", "true"); err != nil {
+		t.Fatal(err)
+	}
+	thirdDir, _, _ := runner("r3")
+	out, notes := run(moving.ID, "pwd; cat wip.txt")
+	if lines := strings.Split(strings.TrimSpace(out), "\n"); len(lines) != 2 || !strings.HasPrefix(lines[0], filepath.Join(thirdDir, "repos")+"/") || lines[1] != "not saved yet" {
+		t.Fatalf("the moved session on r3: %q\nnotes: %q", out, notes)
+	}
+	if last := notes[len(notes)-1]; !strings.Contains(last, "This session moved from runner r2 to runner r3") ||
+		!strings.Contains(last, "The work in progress on runner r2 was committed and the branch "+task.Branch+" pushed") {
+		t.Errorf("the move's note: %q", last)
+	}
+	if got := gittest.Git(t, origin, "log", "-1", "--format=%s", task.Branch); got != "Work in progress, committed by Conch as a session moved off runner r2" {
+		t.Errorf("the branch's last commit in the origin: %q", got)
 	}
 }

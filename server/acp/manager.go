@@ -21,6 +21,7 @@ import (
 	"golang.org/x/sync/semaphore"
 
 	"conch/server/store"
+	"conch/server/worktree"
 	"conch/shared"
 )
 
@@ -52,6 +53,11 @@ type Config struct {
 	// are there; when it does not, it moves (restart). A nil Machine is this host. nil
 	// Place: every session runs here (Local).
 	Place func(p Profile, was string) (Machine, string, error)
+	// Runner is the machine of the runner named while it is connected to this server, else
+	// nil (runner.Registry.Runner): a session of a task on a repo_url that moves off a
+	// runner that still answers has its work there committed and pushed first. nil Runner:
+	// nothing is saved so.
+	Runner func(name string) Machine
 	// Now and After are the clock; tests inject a fake one. Defaults: time.Now, time.After.
 	Now   func() time.Time
 	After func(time.Duration) <-chan time.Time
@@ -323,7 +329,9 @@ func (m *Manager) restart(id string) (*session, error) {
 		return nil, err
 	}
 	var left *string
+	var saved string
 	if runner != sess.Runner { // a new directory there: the old one is on the machine it left
+		saved = m.saveWork(ctx, task, sess.Runner)
 		if sess.Cwd, err = sessionDir(ctx, task, mach, runner, ""); err != nil {
 			return nil, err
 		}
@@ -342,7 +350,7 @@ func (m *Manager) restart(id string) (*session, error) {
 		return nil, errDraining
 	}
 	s := newSession(m, sess, task, p, mach, runner)
-	s.left = left
+	s.left, s.saved = left, saved
 	if by != "" {
 		s.resumeID = sdk.SessionId(agentSession)
 	}
@@ -368,6 +376,35 @@ func (m *Manager) closeUnstarted(id string) (shared.Session, error) {
 	}
 	m.cfg.Events.SessionUpdated(sess)
 	return sess, nil
+}
+
+// saveWork commits the work in progress in the worktree that task, on a repo_url, has on
+// runner, which a session of it leaves while that runner still answers, and pushes the
+// task's branch, so that the session's new worktree starts from it. It returns what it did,
+// for people ("" when there was nothing to save, or no runner to save it on).
+func (m *Manager) saveWork(ctx context.Context, task shared.Task, runner string) string {
+	var old Machine
+	if task.RepoURL != "" && runner != "" && m.cfg.Runner != nil {
+		old = m.cfg.Runner(runner)
+	}
+	if old == nil {
+		return ""
+	}
+	op := worktree.Op{Op: worktree.OpCommit, URL: task.RepoURL, Base: task.BaseBranch, Branch: task.Branch,
+		Message: "Work in progress, committed by Conch as a session moved off runner " + runner}
+	_, err := old.Workspace(ctx, op)
+	committed := err == nil
+	if err != nil && shared.ErrorCode(err) != shared.CodeConflict { // a conflict: nothing to commit
+		return fmt.Sprintf("Conch could not commit the work in progress on runner %s (%v): the new directory starts from the branch as last pushed. ", runner, err)
+	}
+	op.Op, op.Message = worktree.OpPush, ""
+	if _, err := old.Workspace(ctx, op); err != nil {
+		return fmt.Sprintf("Conch could not push the branch %s from runner %s (%v): the new directory starts from it as last pushed. ", task.Branch, runner, err)
+	}
+	if committed {
+		return fmt.Sprintf("The work in progress on runner %s was committed and the branch %s pushed: the new directory starts from it. ", runner, task.Branch)
+	}
+	return fmt.Sprintf("The branch %s was pushed from runner %s: the new directory starts from it. ", task.Branch, runner)
 }
 
 // say adds and publishes a status message for people in session id.

@@ -36,6 +36,7 @@ type session struct {
 	mach    Machine // where its agent and commands run (Config.Place)
 	runner  string  // mach's name: its runner, "" for this server
 	left    *string // the runner this session moved from to mach ("": this server), nil when it did not move
+	saved   string  // what was saved of its work on the runner it left (Manager.saveWork), for people
 	site    Work    // what mach builds their sandbox from
 	rec     *recorder
 	log     *slog.Logger
@@ -223,7 +224,7 @@ func (s *session) movedNote() string {
 	if s.left == nil {
 		return ""
 	}
-	return fmt.Sprintf("This session moved from %s to %s, in a new directory %s. ", machineName(*s.left), machineName(s.runner), s.cwd)
+	return fmt.Sprintf("This session moved from %s to %s, in a new directory %s. %s", machineName(*s.left), machineName(s.runner), s.cwd, s.saved)
 }
 
 // recapLookBack is how many of the latest messages a moved session's recap draws from.

@@ -245,13 +245,23 @@ func (g *Registry) Machine(p acp.Profile, was string) (acp.Machine, string, erro
 // Workspace runs op on the worktree a task on a repo_url has on the runner named
 // (task.Workspaces), which must be connected to this server.
 func (g *Registry) Workspace(ctx context.Context, name string, op worktree.Op) (worktree.Result, error) {
+	m := g.Runner(name)
+	if m == nil {
+		return worktree.Result{}, shared.Errorf(shared.CodeConflict, "the task's worktree is on runner %s, which is not connected to this server", name)
+	}
+	return m.Workspace(ctx, op)
+}
+
+// Runner is acp.Config.Runner: the machine of the runner named while it is connected to
+// this server, else nil.
+func (g *Registry) Runner(name string) acp.Machine {
 	g.mu.Lock()
 	r := g.runners[name]
 	g.mu.Unlock()
 	if r == nil || !r.connected() {
-		return worktree.Result{}, shared.Errorf(shared.CodeConflict, "the task's worktree is on runner %s, which is not connected to this server", name)
+		return nil
 	}
-	return acp.Remote(r.Open, r.Gone()).Workspace(ctx, op)
+	return acp.Remote(r.Open, r.Gone())
 }
 
 // placeWait bounds a placement's read of the store.
