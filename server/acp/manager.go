@@ -234,12 +234,7 @@ func (m *Manager) startSession(ctx context.Context, taskID, agent, cwd string, f
 	if cwd, err = sessionDir(ctx, task, mach, runner, cwd); err != nil {
 		return shared.Session{}, err
 	}
-	sess, err := m.cfg.Store.CreateSession(ctx, taskID, agent, cwd)
-	if err == nil && runner != "" {
-		if err = m.cfg.Store.PlaceSession(ctx, sess.ID, runner); err == nil {
-			sess.Runner = runner
-		}
-	}
+	sess, err := m.cfg.Store.CreateSessionOn(ctx, taskID, agent, cwd, runner)
 	if err != nil {
 		return shared.Session{}, err
 	}

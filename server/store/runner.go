@@ -84,18 +84,6 @@ func (s *Store) RunnerToken(ctx context.Context, hash string) (string, error) {
 	return row.ID, nil
 }
 
-// PlaceSession records the runner a session was placed on ("" for this server).
-func (s *Store) PlaceSession(ctx context.Context, id, runner string) error {
-	res := s.db.WithContext(ctx).Model(&sessionRow{}).Where("id = ?", id).Update("runner", runner)
-	if res.Error != nil {
-		return fmt.Errorf("place session: %w", res.Error)
-	}
-	if res.RowsAffected == 0 {
-		return missing("session")
-	}
-	return nil
-}
-
 // RunnerLoads counts the live sessions placed on each runner whose agent is not stopped.
 func (s *Store) RunnerLoads(ctx context.Context) (map[string]int, error) {
 	var rows []struct {

@@ -40,26 +40,35 @@ func TestRunnerTokens(t *testing.T) {
 	}
 }
 
-func TestPlaceSession(t *testing.T) {
+// A session's runner is stored when it is made there or moves there, with its directory;
+// the loads count the live sessions of each runner.
+func TestSessionRunner(t *testing.T) {
 	s, _ := open(t, 0)
 	ctx := context.Background()
 	a, b, c := newSession(t, s), newSession(t, s), newSession(t, s)
 	for id, runner := range map[string]string{a.ID: "r1", b.ID: "r1", c.ID: "r2"} {
-		if err := s.PlaceSession(ctx, id, runner); err != nil {
+		if err := s.MoveSession(ctx, id, runner, "/srv/"+runner); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if got, _ := s.GetSession(ctx, a.ID); got.Runner != "r1" {
-		t.Fatalf("session's runner: %q", got.Runner)
+	if got, _ := s.GetSession(ctx, a.ID); got.Runner != "r1" || got.Cwd != "/srv/r1" {
+		t.Fatalf("the moved session: runner %q, directory %q", got.Runner, got.Cwd)
+	}
+	d, err := s.CreateSessionOn(ctx, a.TaskID, "shell", "/srv/r2/d", "r2")
+	if got, _ := s.GetSession(ctx, d.ID); err != nil || d.Runner != "r2" || got.Runner != "r2" {
+		t.Fatalf("a session made on r2: %+v, stored %q, %v", d, got.Runner, err)
 	}
 	if _, err := s.SetSessionState(ctx, b.ID, shared.SessionClosed, ""); err != nil {
 		t.Fatal(err)
 	}
 	loads, err := s.RunnerLoads(ctx)
-	if want := map[string]int{"r1": 1, "r2": 1}; err != nil || !maps.Equal(loads, want) {
+	if want := map[string]int{"r1": 1, "r2": 2}; err != nil || !maps.Equal(loads, want) {
 		t.Fatalf("loads %v (%v), want %v", loads, err, want)
 	}
-	if err := s.PlaceSession(ctx, "nope", "r1"); shared.ErrorCode(err) != shared.CodeNotFound {
+	if err := s.MoveSession(ctx, "nope", "r1", "/srv"); shared.ErrorCode(err) != shared.CodeNotFound {
 		t.Fatalf("unknown session: %v", err)
+	}
+	if err := s.MoveSession(ctx, a.ID, "r3", "/srv/\x00"); shared.ErrorCode(err) != shared.CodeInvalid {
+		t.Fatalf("a directory with a NUL: %v", err)
 	}
 }

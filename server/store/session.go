@@ -59,7 +59,7 @@ type sessionRow struct {
 	Usage          string // JSON of the agent's latest shared.Usage, "" before any (usage.go)
 	PromptCaps     string // JSON of shared.PromptCapabilities, "" before the agent said
 	Sandbox        string // JSON of shared.Sandbox, "" before the agent started
-	Runner         string // the runner it was placed on, "" for a server (PlaceSession)
+	Runner         string // the runner it was placed on, "" for a server (CreateSessionOn, MoveSession)
 	MessageCount   int64
 	CreatedAt      int64
 	UpdatedAt      int64 `gorm:"autoUpdateTime:false"` // nanoseconds, written by each update itself
@@ -222,13 +222,18 @@ func (s *Store) listTasks(ctx context.Context, id string) ([]shared.Task, error)
 	return tasks, nil
 }
 
-// CreateSession stores a new session of a task in state starting.
+// CreateSession stores a new session of a task in state starting, on this server.
 func (s *Store) CreateSession(ctx context.Context, taskID, agent, cwd string) (shared.Session, error) {
+	return s.CreateSessionOn(ctx, taskID, agent, cwd, "")
+}
+
+// CreateSessionOn is CreateSession for a session placed on runner ("" for this server).
+func (s *Store) CreateSessionOn(ctx context.Context, taskID, agent, cwd, runner string) (shared.Session, error) {
 	if err := errors.Join(shared.CheckText("agent", agent), shared.CheckText("cwd", cwd)); err != nil {
 		return shared.Session{}, err
 	}
 	now := s.stamp()
-	row := sessionRow{ID: newID(), TaskID: taskID, Agent: agent, Cwd: cwd,
+	row := sessionRow{ID: newID(), TaskID: taskID, Agent: agent, Cwd: cwd, Runner: runner,
 		State: string(shared.SessionStarting), Owner: s.replica, CreatedAt: now, UpdatedAt: now}
 	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		var n int64
