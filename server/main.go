@@ -284,7 +284,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	sandbox := sandboxState(cfg.noSandbox, stderr, log)
+	sandbox, _ := sandboxState(cfg.noSandbox, stderr, log) // a server without one still serves what is stored, and says why in /healthz
 	self.Start(runtime)
 
 	ui.Routes()
@@ -339,24 +339,25 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 }
 
 // sandboxState finds how agents are confined here, says it in the log (loudly when they
-// are not) and returns it for /healthz.
-func sandboxState(off bool, stderr io.Writer, log *slog.Logger) string {
+// are not) and returns it for /healthz, with the error that makes it unavailable (no
+// agent can start then).
+func sandboxState(off bool, stderr io.Writer, log *slog.Logger) (string, error) {
 	if off {
 		const warning = "--no-sandbox: agents and their commands run unconfined, and can read and change everything this server's user can: the database, every task's files, the user's home"
 		fmt.Fprintln(stderr, "WARNING:", warning)
 		log.Warn(warning)
-		return "off (--no-sandbox)"
+		return "off (--no-sandbox)", nil
 	}
 	exe, err := os.Executable()
 	if err == nil {
 		var state string
 		if state, err = acp.SandboxState(exe); err == nil {
 			log.Info("agents run sandboxed", "sandbox", state)
-			return state
+			return state, nil
 		}
 	}
 	log.Error("no agent can start", "err", err)
-	return "unavailable: " + err.Error()
+	return "unavailable: " + err.Error(), err
 }
 
 // serveConfig is what `conch serve` was asked for, by its flags and environment, checked.
@@ -568,7 +569,7 @@ func runRunner(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if *labels != "" {
 		l = strings.Split(*labels, ",")
 	}
-	if state := sandboxState(*noSandbox, stderr, log); strings.HasPrefix(state, "unavailable") {
+	if state, err := sandboxState(*noSandbox, stderr, log); err != nil {
 		return errors.New("conch runner: " + state)
 	}
 	exe, err := os.Executable()
