@@ -57,7 +57,7 @@ type session struct {
 	// that what is published is in the order stored; the fields below are the row's.
 	rowMu  sync.Mutex
 	state  shared.SessionState
-	final  bool                  // failed or closed: the state changes no more
+	final  bool                  // failed, closed, or stopped (recordParked): this agent writes the state no more
 	modes  *shared.Modes         // what the agent offers, nil when none
 	config []shared.ConfigOption // the config options the agent offers (config.go)
 	models bool                  // config is the agent's model list, set by session/set_model
@@ -527,6 +527,12 @@ func (s *session) recordParked(note string, release bool) {
 			sess, status, err := s.m.cfg.Store.StopSession(context.Background(), s.id, note, release)
 			return parked{sess, status}, err
 		})
+		if err == nil {
+			// A turn of this agent that ends after this (its prompt failed as the agent
+			// went, before the connection said so) must not make the session look live:
+			// the next agent, maybe already starting on another machine, owns the row.
+			s.final = true
+		}
 		if err == nil && p.status != nil {
 			s.m.cfg.Events.MessageAdded(*p.status)
 		}
