@@ -35,8 +35,9 @@ JS := GOWORK=$(CURDIR)/$(WASM_WORK) GOOS=js GOARCH=wasm
 $(WASM_WORK): go.mod go.sum $(wildcard server/cmd/slimapp/*.go) $(shell find app wasm -name '*.go' -not -name '*_test.go')
 	$(GO) run ./server/cmd/slimapp -out $(dir $(WASM_WORK))
 
-web/app.wasm: $(shell find app shared wasm -name '*.go' -not -name '*_test.go') go.mod go.sum $(WASM_WORK)
+web/app.wasm: $(shell find app shared wasm -name '*.go' -not -name '*_test.go') go.mod go.sum $(WASM_WORK) server/cmd/wasmdata/main.go
 	$(JS) $(GO) build -trimpath $(WASM_GCFLAGS) -ldflags='$(LDFLAGS)' -o web/app.wasm ./wasm
+	$(GO) run ./server/cmd/wasmdata web/app.wasm # one data segment: 8% less brotli, 1 MB more raw
 	$(GO) run ./server/cmd/compress web/app.wasm
 
 ## xterm: xterm.js, the terminal emulator of the terminal page (web/terminal.html), pinned,

@@ -2,8 +2,8 @@ package ui
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
+	"fmt"
+	"math/rand/v2"
 	"strings"
 
 	"github.com/maxence-charriere/go-app/v10/pkg/app"
@@ -84,10 +84,11 @@ func (b *promptBox) send(ctx app.Context, _ app.Event) {
 }
 
 // newClientMessageID makes a prompt idempotent: a retried POST returns the first message.
+// It must not repeat within a session, and is no secret: the runtime's generator (ChaCha8,
+// seeded by the browser's crypto.getRandomValues) does, which keeps crypto/rand and the
+// FIPS 140 module under it out of app.wasm.
 func newClientMessageID() string {
-	buf := make([]byte, 16)
-	rand.Read(buf)
-	return hex.EncodeToString(buf)
+	return fmt.Sprintf("%016x%016x", rand.Uint64(), rand.Uint64())
 }
 
 // startNew starts a new session of the task with this session's agent, where this one

@@ -13,8 +13,9 @@
 //
 // It also gives the copy's router a small matcher in place of regexp (route.go in this
 // folder), after checking that it reads every pattern Conch registers with
-// app.RouteWithRegexp under app/ and wasm/, and its ids a random UUID of its own
-// (uuid.go) in place of github.com/google/uuid (see rewrites).
+// app.RouteWithRegexp under app/ and wasm/, its ids a random UUID of its own (uuid.go) in
+// place of github.com/google/uuid (see rewrites), and encrypted states that fail
+// (nocrypto.go) in place of crypto/aes, crypto/cipher and crypto/rand.
 //
 // It fails when a declaration it cuts is no longer there (a new go-app version moved it):
 // then read the new version and update cut; wasm/deps_test.go fails if net/http comes
@@ -43,11 +44,13 @@ import (
 
 const module = "github.com/maxence-charriere/go-app/v10"
 
-// What the browser build does without: Handler's methods (serving pages and files), and
-// the resolvers that serve a folder through net/http, by name. Each must be found.
+// What the browser build does without: Handler's methods (serving pages and files), the
+// resolvers that serve a folder through net/http, and AES-GCM for encrypted states (whose
+// stand-ins are in nocrypto.go), by name. Each must be found.
 var cut = []string{"Handler.*", "LocalDir", "PrefixedLocation", "GitHubPages",
 	"localResourceResolver", "localResourceResolver.Resolve",
-	"prefixedResourceResolver", "prefixedResourceResolver.Resolve"}
+	"prefixedResourceResolver", "prefixedResourceResolver.Resolve",
+	"encrypt", "decrypt"}
 
 func main() {
 	out := flag.String("out", ".cache/wasm", "the folder to write go.work and the copy (go-app/) into")
@@ -128,7 +131,7 @@ func slimModule(dir, copyDir string) error {
 			return fmt.Errorf("no pkg/app/%s any more: read the new version and update rewrites in server/cmd/slimapp", rw.file)
 		}
 	}
-	for name, source := range map[string][]byte{"route_pattern.go": routeSource, "uuid.go": uuidSource} {
+	for name, source := range map[string][]byte{"route_pattern.go": routeSource, "uuid.go": uuidSource, "nocrypto.go": noCryptoSource} {
 		text := bytes.Replace(source, []byte("package main\n"), []byte("package app\n"), 1)
 		if err := os.WriteFile(filepath.Join(copyDir, "pkg/app", name), text, 0o644); err != nil {
 			return err
@@ -272,7 +275,7 @@ func pruneImports(f *ast.File) {
 // rewrites are the texts of go-app's files that the copy says otherwise, each of which must
 // be found: its router's use of regexp, for the matcher of route.go in this folder, and
 // its two ids from github.com/google/uuid, for newUUID of uuid.go. The files of this
-// folder are written into the copy as route_pattern.go and uuid.go.
+// folder are written into the copy as route_pattern.go, uuid.go and nocrypto.go.
 var rewrites = []struct{ file, old, new string }{
 	{"route.go", "regexp.MustCompile(", "mustCompileRoute("},
 	{"route.go", "*regexp.Regexp", "*routePattern"},
@@ -285,6 +288,8 @@ var (
 	routeSource []byte
 	//go:embed uuid.go
 	uuidSource []byte
+	//go:embed nocrypto.go
+	noCryptoSource []byte
 )
 
 // checkRoutes returns the patterns the Go files (tests aside) under app/ and wasm/ of root

@@ -6,14 +6,20 @@ package main
 // ever asks for a random id.
 
 import (
-	"crypto/rand"
 	"encoding/hex"
+	"math/rand/v2"
 )
 
-// newUUID is a random (version 4) UUID in its text form, as uuid.NewString gives it.
+// newUUID is a random (version 4) UUID in its text form, as uuid.NewString gives it. go-app
+// names contexts and its state store with it: ids that must not repeat, not secrets, so
+// the runtime's generator (ChaCha8, seeded by the browser's crypto.getRandomValues) does,
+// and crypto/rand with the FIPS 140 module under it stays out of app.wasm.
 func newUUID() string {
 	var b [16]byte
-	rand.Read(b[:])         // never fails: crypto/rand panics rather than return an error
+	x, y := rand.Uint64(), rand.Uint64()
+	for i := range 8 {
+		b[i], b[8+i] = byte(x>>(8*i)), byte(y>>(8*i))
+	}
 	b[6] = b[6]&0x0f | 0x40 // version 4
 	b[8] = b[8]&0x3f | 0x80 // the RFC 4122 variant
 	h := hex.EncodeToString(b[:])
