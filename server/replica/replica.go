@@ -58,8 +58,10 @@ type Replica struct {
 	stopLoops context.CancelFunc
 	loops     sync.WaitGroup
 
-	heardMu sync.Mutex
-	heard   time.Time // when the last notice came, or the listening connection opened
+	heardMu  sync.Mutex
+	heard    time.Time     // when the last notice came, or the listening connection opened
+	listened chan struct{} // closed once the listening connection has first opened (connected)
+	listen   sync.Once
 
 	waitMu  sync.Mutex
 	waiting map[string]chan error // the outcomes of forwarded commands awaited here, by id
@@ -87,7 +89,7 @@ func New(cfg Config) (*Replica, error) {
 	id := uuid.Must(uuid.NewV7()).String()
 	log := cfg.Logger.With("replica", id)
 	return &Replica{lease: cfg.Lease, id: id, bus: newBus(cfg.Store, cfg.Hub, id, log), store: cfg.Store, hub: cfg.Hub, log: log,
-		wake: make(chan struct{}, 1), waiting: map[string]chan error{}}, nil
+		wake: make(chan struct{}, 1), waiting: map[string]chan error{}, listened: make(chan struct{})}, nil
 }
 
 // Events is where everything this process commits is published.
@@ -299,8 +301,14 @@ func (r *Replica) connected(ctx context.Context) error {
 		}
 	}
 	r.signal()
+	r.listen.Do(func() { close(r.listened) })
 	return errors.Join(errs...)
 }
+
+// Listened is closed once this replica has first heard the other replicas' notices, and
+// read again what changed before, for the sessions watched here (PostgreSQL: a server
+// of SQLite is alone, and hears none).
+func (r *Replica) Listened() <-chan struct{} { return r.listened }
 
 func (r *Replica) signal() {
 	select {

@@ -4,10 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"testing"
+	"time"
 
 	"conch/server/hub"
 	"conch/server/internal/pgtest"
 	"conch/server/store"
+	"conch/server/waittest"
 	"conch/shared"
 )
 
@@ -62,6 +64,13 @@ func ownedElsewhere(t *testing.T) (b *server, a *store.Store, sess shared.Sessio
 	dsn := pgtest.Database(t)
 	ctx := context.Background()
 	b = startServer(t, dsn)
+	// Its first connection reads again what changed in the sessions watched: once it has,
+	// only what the test does is published.
+	select {
+	case <-b.rep.Listened():
+	case <-time.After(waittest.Limit(t)):
+		t.Fatal("b never listened")
+	}
 	a, err := store.Open(dsn, nil)
 	if err != nil {
 		t.Fatal(err)
