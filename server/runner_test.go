@@ -206,23 +206,8 @@ func TestRunnerFailover(t *testing.T) {
 		t.Fatal(err)
 	}
 	dirs := map[string]string{"r1": t.TempDir(), "r2": t.TempDir()}
-	// A runner process is connected once listed so, with a heartbeat newer than since.
-	connectedSince := func(name string, since time.Time) func() bool {
-		return func() bool {
-			l, err := api.Runners(ctx)
-			return err == nil && slices.ContainsFunc(l, func(r shared.Runner) bool { return r.Name == name && r.Connected && !r.LastSeen.Before(since) })
-		}
-	}
 	start := func(name string) *exec.Cmd {
-		since := time.Now()
-		c := exec.Command(bin, "runner", "--server", server.base, "--name", name, "--labels", "pool", "--capacity", "1", "--dir", dirs[name])
-		c.Env = append(os.Environ(), "CONCH_RUNNER_TOKEN="+tok.Token)
-		c.Stderr = &syncBuffer{}
-		if err := c.Start(); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = c.Process.Signal(syscall.SIGCONT); _ = c.Process.Kill(); _ = c.Wait() })
-		waittest.Until(t, connectedSince(name, since))
+		c, _ := startRunner(t, ctx, api, bin, server.base, tok.Token, name, "pool", dirs[name])
 		return c
 	}
 	r1, r2 := start("r1"), start("r2")
@@ -337,7 +322,7 @@ func TestRunnerFailover(t *testing.T) {
 	if err := r2.Process.Signal(syscall.SIGCONT); err != nil {
 		t.Fatal(err)
 	}
-	waittest.Until(t, connectedSince("r2", thawed))
+	waittest.Until(t, runnerConnectedSince(ctx, api, "r2", thawed))
 	if got, err := api.ShellOutput(ctx, sess.ID, ticks.ID); err != nil || got.Output.Stdout != stored.Output.Stdout || got.Output.StdoutTotalBytes != stored.Output.StdoutTotalBytes {
 		t.Errorf("r2, back, wrote to the session's command: %d bytes, was %d (%v)", got.Output.StdoutTotalBytes, stored.Output.StdoutTotalBytes, err)
 	}
@@ -346,5 +331,31 @@ func TestRunnerFailover(t *testing.T) {
 	}
 	if got, err := api.GetSession(ctx, sess.ID); err != nil || got.Runner != "r1" {
 		t.Errorf("after r2 came back the session is on %q (%v)", got.Runner, err)
+	}
+}
+
+// startRunner runs `bin runner` named name, with labels, capacity 1 and its data in dir,
+// dialling the server at base with token; it is killed (thawed first, were it stopped)
+// when the test ends. It returns once the server lists it connected.
+func startRunner(t *testing.T, ctx context.Context, api *client.Client, bin, base, token, name, labels, dir string) (*exec.Cmd, *syncBuffer) {
+	t.Helper()
+	since, logs := time.Now(), &syncBuffer{}
+	c := exec.Command(bin, "runner", "--server", base, "--name", name, "--labels", labels, "--capacity", "1", "--dir", dir)
+	c.Env = append(os.Environ(), "CONCH_RUNNER_TOKEN="+token)
+	c.Stderr = logs
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Process.Signal(syscall.SIGCONT); _ = c.Process.Kill(); _ = c.Wait() })
+	waittest.Until(t, runnerConnectedSince(ctx, api, name, since))
+	return c, logs
+}
+
+// runnerConnectedSince reports whether the server lists the runner name connected, with
+// a heartbeat newer than since.
+func runnerConnectedSince(ctx context.Context, api *client.Client, name string, since time.Time) func() bool {
+	return func() bool {
+		l, err := api.Runners(ctx)
+		return err == nil && slices.ContainsFunc(l, func(r shared.Runner) bool { return r.Name == name && r.Connected && !r.LastSeen.Before(since) })
 	}
 }

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -37,25 +36,9 @@ func TestRunnerWorkspace(t *testing.T) {
 	}
 	// runner starts a runner with gpu and waits until the server lists it connected.
 	runner := func(name string) (dir string, kill func(), logs *syncBuffer) {
-		dir, logs = t.TempDir(), &syncBuffer{}
-		c := exec.Command(bin, "runner", "--server", srv.base, "--name", name, "--labels", "gpu", "--capacity", "1", "--dir", dir)
-		c.Env = append(os.Environ(), "CONCH_RUNNER_TOKEN="+tok.Token)
-		c.Stderr = logs
-		if err := c.Start(); err != nil {
-			t.Fatal(err)
-		}
-		kill = func() { _ = c.Process.Kill(); _ = c.Wait() }
-		t.Cleanup(kill)
-		waittest.Until(t, func() bool {
-			l, err := api.Runners(ctx)
-			for _, r := range l {
-				if r.Name == name && r.Connected {
-					return err == nil
-				}
-			}
-			return false
-		})
-		return dir, kill, logs
+		dir = t.TempDir()
+		c, logs := startRunner(t, ctx, api, bin, srv.base, tok.Token, name, "gpu", dir)
+		return dir, func() { _ = c.Process.Kill(); _ = c.Wait() }, logs
 	}
 	origin := gittest.Bare(t, map[string]string{"a.txt": "one\n"})
 	task, err := api.CreateTaskFrom(ctx, "remote work", "", "file://"+origin, "main")

@@ -227,9 +227,6 @@ func (s *session) movedNote() string {
 	return fmt.Sprintf("This session moved from %s to %s, in a new directory %s. %s", machineName(*s.left), machineName(s.runner), s.cwd, s.saved)
 }
 
-// recapLookBack is how many of the latest messages a moved session's recap draws from.
-const recapLookBack = 200
-
 // shellAgentInfo is the name the built-in shell agent gives in its initialize answer
 // (server/shellagent): it runs each prompt's text as a command, so it is told no recap.
 const shellAgentInfo = "conch-shell"
@@ -243,7 +240,7 @@ func (s *session) recapHere(info *sdk.Implementation, embedded bool) {
 		s.say(s.movedNote() + "The shell agent there runs your next prompt as before.")
 		return
 	}
-	page, err := s.m.cfg.Store.ListMessages(context.Background(), shared.ListRequest{SessionID: s.id, Limit: new(recapLookBack), Sort: shared.SortDesc})
+	page, err := s.m.cfg.Store.ListMessages(context.Background(), shared.ListRequest{SessionID: s.id, Limit: new(store.RecapLookBack), Sort: shared.SortDesc})
 	if err != nil {
 		s.log.Error("read the conversation for its recap", "err", err)
 		s.say(s.movedNote() + "The agent there starts with no memory of this conversation.")

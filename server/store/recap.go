@@ -13,6 +13,7 @@ import (
 const (
 	RecapTextBytes = 2000
 	RecapBytes     = 16 << 10
+	RecapLookBack  = 200 // the latest messages a recap draws from, for its caller to read
 )
 
 // Recap tells an agent with no memory of a conversation what was said in it: head, then

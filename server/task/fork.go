@@ -8,9 +8,6 @@ import (
 	"conch/shared"
 )
 
-// forkLookBack is how many messages before the reply a fork's summary draws from.
-const forkLookBack = 200
-
 // Fork is "Fork from here" on an agent's reply (messageID) of the session: a new session
 // of the same task and agent. When the reply is the latest (no prompt since) and the
 // agent can, it forks its own session (Runtime.Fork) and the new one remembers the
@@ -32,7 +29,7 @@ func (s *Service) Fork(ctx context.Context, sessionID, messageID string) (shared
 	case msg.AuthorType != shared.AuthorAgent || msg.Type != shared.TypeMessage:
 		return shared.Fork{}, shared.Errorf(shared.CodeInvalid, "a fork starts from one of the agent's replies, not a %s message of the %s", msg.Type, msg.AuthorType)
 	}
-	earlier, err := s.store.ListMessages(ctx, shared.ListRequest{SessionID: sessionID, Before: messageID, Limit: new(forkLookBack), Sort: shared.SortAsc})
+	earlier, err := s.store.ListMessages(ctx, shared.ListRequest{SessionID: sessionID, Before: messageID, Limit: new(store.RecapLookBack), Sort: shared.SortAsc})
 	if err != nil {
 		return shared.Fork{}, err
 	}
