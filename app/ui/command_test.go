@@ -3,11 +3,13 @@ package ui
 import (
 	"encoding/json"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/maxence-charriere/go-app/v10/pkg/app"
+	"golang.org/x/net/html"
 
 	"conch/shared"
 	"conch/shared/poll"
@@ -51,7 +53,35 @@ func render(t *testing.T, c app.Composer) string {
 
 // compact removes the layout the host encoder gives nested elements (a new line and
 // indentation before each), so that wants can name elements with their text.
-func compact(html string) string { return regexp.MustCompile(`\n\s*`).ReplaceAllString(html, "") }
+// It also writes each start tag's attributes in name order: go-app keeps an element's
+// attributes in a map, so the order it writes them in changes from run to run, and a want
+// naming two attributes of one element must name them in that order.
+func compact(s string) string {
+	z := html.NewTokenizer(strings.NewReader(regexp.MustCompile(`\n\s*`).ReplaceAllString(s, "")))
+	var b strings.Builder
+	for {
+		switch z.Next() {
+		case html.ErrorToken:
+			return b.String()
+		case html.StartTagToken, html.SelfClosingTagToken:
+			raw := string(z.Raw())
+			name, rest, _ := strings.Cut(strings.TrimSuffix(strings.TrimSuffix(raw, ">"), "/"), " ")
+			attrs := attrPattern.FindAllString(rest, -1)
+			slices.Sort(attrs)
+			b.WriteString(strings.Join(append([]string{name}, attrs...), " "))
+			if strings.HasSuffix(raw, "/>") {
+				b.WriteString("/")
+			}
+			b.WriteString(">")
+		default:
+			b.Write(z.Raw())
+		}
+	}
+}
+
+// attrPattern matches one attribute of a start tag as go-app writes it: a name, and a
+// quoted value if it has one.
+var attrPattern = regexp.MustCompile(`[^\s="/>]+(="[^"]*")?`)
 
 // checkHTML fails t for every string of want missing from html and of notWant in it.
 func checkHTML(t *testing.T, html string, want, notWant []string) {

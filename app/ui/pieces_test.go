@@ -51,7 +51,7 @@ func TestPromptBoxAlone(t *testing.T) {
 		{"live", sessionIn{session: &running},
 			"", []string{`id="prompt-input"`, `placeholder="A prompt for the agent"`, `<span id="slot"></span><button type="submit">Send</button>`}, []string{"Sending"}},
 		{"sending", sessionIn{session: &running},
-			"c1", []string{`<button type="submit" disabled>Sending…</button>`}, nil},
+			"c1", []string{`<button disabled type="submit">Sending…</button>`}, nil},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			box := promptBox{host: &host{sessionIn: tt.in}, pending: tt.pending}
