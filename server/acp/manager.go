@@ -376,7 +376,8 @@ func (m *Manager) closeUnstarted(id string) (shared.Session, error) {
 // saveWork commits the work in progress in the worktree that task, on a repo_url, has on
 // runner, which a session of it leaves while that runner still answers, and pushes the
 // task's branch, so that the session's new worktree starts from it. It returns what it did,
-// for people ("" when there was nothing to save, or no runner to save it on).
+// for people ("" when there was nothing to save, or no runner to save it on). It gives up
+// after saveWait: a runner that answers its heartbeats but not this would hold the prompt.
 func (m *Manager) saveWork(ctx context.Context, task shared.Task, runner string) string {
 	var old Machine
 	if task.RepoURL != "" && runner != "" && m.cfg.Runner != nil {
@@ -385,6 +386,8 @@ func (m *Manager) saveWork(ctx context.Context, task shared.Task, runner string)
 	if old == nil {
 		return ""
 	}
+	ctx, cancel := context.WithTimeout(ctx, saveWait)
+	defer cancel()
 	op := worktree.Op{Op: worktree.OpCommit, URL: task.RepoURL, Base: task.BaseBranch, Branch: task.Branch,
 		Message: "Work in progress, committed by Conch as a session moved off runner " + runner}
 	_, err := old.Workspace(ctx, op)
@@ -401,6 +404,10 @@ func (m *Manager) saveWork(ctx context.Context, task shared.Task, runner string)
 	}
 	return fmt.Sprintf("The branch %s was pushed from runner %s: the new directory starts from it. ", task.Branch, runner)
 }
+
+// saveWait bounds saveWork: the commit's and the push's git commands, each bounded on the
+// runner by worktree.Timeout.
+var saveWait = 4 * worktree.Timeout
 
 // say adds and publishes a status message for people in session id.
 func (m *Manager) say(id, text string) {

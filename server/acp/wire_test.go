@@ -17,6 +17,7 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+	"time"
 
 	sdk "github.com/coder/acp-go-sdk"
 	"github.com/hashicorp/yamux"
@@ -677,6 +678,27 @@ func TestRemoteNoAnswer(t *testing.T) {
 	go func() { <-asked; cancel() }()
 	if _, err := m.Dir(ctx, ""); err == nil || err.Error() != "runner: no answer: context canceled" {
 		t.Errorf("a call the runner does not answer: %v", err)
+	}
+}
+
+// Saving the work on a runner that a session leaves gives up after saveWait when the
+// runner does not answer, and says so: the session moves on from the branch as pushed.
+func TestSaveWorkGivesUp(t *testing.T) {
+	defer func(old time.Duration) { saveWait = old }(saveWait)
+	saveWait = time.Millisecond
+	m := &Manager{cfg: Config{Runner: func(name string) Machine {
+		if name != "r1" {
+			return nil
+		}
+		return Remote(fakeRunner(func(_ []byte, conn net.Conn) { _, _ = io.Copy(io.Discard, conn) }), nil)
+	}}}
+	task := shared.Task{RepoURL: "file:///srv/repo.git", BaseBranch: "main", Branch: "conch/t1"}
+	got := m.saveWork(context.Background(), task, "r1")
+	if !strings.HasPrefix(got, "Conch could not commit the work in progress on runner r1 (") || !strings.Contains(got, context.DeadlineExceeded.Error()) {
+		t.Errorf("saved: %q, want the commit given up at its deadline", got)
+	}
+	if got := m.saveWork(context.Background(), task, "r2"); got != "" {
+		t.Errorf("a runner not connected: %q", got)
 	}
 }
 
