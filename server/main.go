@@ -15,6 +15,7 @@ import (
 	"net/netip"
 	"os"
 	"os/signal"
+	"path"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -537,10 +538,20 @@ func runRunner(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	labels := flags.String("labels", env("CONCH_RUNNER_LABELS", ""), "what this machine offers, comma-separated: gpu,os=linux (env CONCH_RUNNER_LABELS)")
 	capacity := flags.String("capacity", env("CONCH_RUNNER_CAPACITY", "4"), "the most sessions it runs at once (env CONCH_RUNNER_CAPACITY)")
 	dir := flags.String("dir", env("CONCH_RUNNER_DIR", filepath.Join(filepath.Dir(defaultDB()), "runner")), "where the sessions' directories go (env CONCH_RUNNER_DIR)")
+	repos := flags.String("repos", env("CONCH_RUNNER_REPOS", ""), "the repositories tasks may have cloned here, comma-separated URL patterns: https://git.example.com/acme/* (env CONCH_RUNNER_REPOS); none: any but in --dir")
 	noSandbox := flags.Bool("no-sandbox", os.Getenv("CONCH_NO_SANDBOX") == "1",
 		"run agents and their commands unconfined, where something else confines this runner (a gVisor or Kata pod; env CONCH_NO_SANDBOX=1)")
 	if err := flags.Parse(args); err != nil {
 		return err
+	}
+	var patterns []string
+	if *repos != "" {
+		patterns = strings.Split(*repos, ",")
+	}
+	for _, p := range patterns {
+		if _, err := path.Match(p, ""); err != nil {
+			return flags.Fail("--repos: %q is not a pattern: %v", p, err)
+		}
 	}
 	most, err := strconv.Atoi(*capacity)
 	if err != nil {
@@ -579,7 +590,7 @@ func runRunner(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err := os.MkdirAll(*dir, 0o700); err != nil {
 		return fmt.Errorf("--dir: %w", err)
 	}
-	machine := acp.Local(acp.LocalConfig{DataDir: *dir, Executable: exe, NoSandbox: *noSandbox, Logger: log})
+	machine := acp.Local(acp.LocalConfig{DataDir: *dir, Executable: exe, NoSandbox: *noSandbox, Repos: patterns, Logger: log})
 	return runner.Run(ctx, runner.Options{Server: *server, Token: token, Machine: machine, Logger: log,
 		Hello: runner.Hello{Name: *name, Labels: l, Capacity: most}})
 }

@@ -18,7 +18,7 @@ import (
 // the runner its session is placed on: under the runner's --dir, on the task's branch,
 // where the agent works. Its work is committed and pushed back on request, from the
 // runner to the URL. Once that runner is gone, a session on another one starts from the
-// pushed branch.
+// pushed branch. A URL the runners' --repos do not match is refused.
 func TestRunnerWorkspace(t *testing.T) {
 	bin := servetest.Bin(t)
 	agents := filepath.Join(t.TempDir(), "agents.json")
@@ -41,6 +41,7 @@ func TestRunnerWorkspace(t *testing.T) {
 		return dir, func() { _ = c.Process.Kill(); _ = c.Wait() }, logs
 	}
 	origin := gittest.Bare(t, map[string]string{"a.txt": "one\n"})
+	t.Setenv("CONCH_RUNNER_REPOS", "https://git.example.com/acme/*,file://"+filepath.Dir(origin)+"/*")
 	task, err := api.CreateTaskFrom(ctx, "remote work", "", "file://"+origin, "main")
 	if err != nil || task.Branch == "" || task.Worktree != "" || task.RepoURL != "file://"+origin {
 		t.Fatalf("task %+v, %v", task, err)
@@ -53,6 +54,14 @@ func TestRunnerWorkspace(t *testing.T) {
 	}
 
 	firstDir, killFirst, logs := runner("r1")
+	other, err := api.CreateTaskFrom(ctx, "not taken", "", "file://"+t.TempDir(), "main")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := conch(t, srv.base, "run", "--task", other.ID, "--agent", "shell-gpu", "--cwd", "", "--", "true"); shared.ErrorCode(err) != shared.CodeInvalid ||
+		!strings.Contains(err.Error(), "not one of the repositories this machine takes") {
+		t.Fatalf("a repo_url the runner's --repos do not match: %v", err)
+	}
 	out, errs, err := conch(t, srv.base, "run", "--task", task.ID, "--agent", "shell-gpu", "--cwd", "", "--",
 		"pwd; git branch --show-current; echo made here > new.txt")
 	lines := strings.Split(strings.TrimSpace(out), "\n")

@@ -105,9 +105,10 @@ type Proc interface {
 
 // LocalConfig is this host as a machine.
 type LocalConfig struct {
-	DataDir    string // sessions/ holds fresh session directories, sandboxes/ the sandboxes' own
-	Executable string // the conch binary: ns-init, and the built-in agent
-	NoSandbox  bool   // run unconfined (serve --no-sandbox)
+	DataDir    string   // sessions/ holds fresh session directories, sandboxes/ the sandboxes' own
+	Executable string   // the conch binary: ns-init, and the built-in agent
+	NoSandbox  bool     // run unconfined (serve --no-sandbox)
+	Repos      []string // the repo_url patterns its tasks may name (worktree.Host), none: any
 	Launch     Launcher
 	Logger     *slog.Logger
 }
@@ -232,7 +233,7 @@ func placeWorktree(ctx context.Context, task shared.Task, mach Machine, runner s
 
 // Workspace keeps the clones of task repositories under DataDir/repos.
 func (l *local) Workspace(ctx context.Context, op worktree.Op) (worktree.Result, error) {
-	return worktree.Do(ctx, filepath.Join(l.cfg.DataDir, "repos"), op)
+	return worktree.Do(ctx, worktree.Host{Dir: l.cfg.DataDir, Repos: l.cfg.Repos}, op)
 }
 
 // startProc starts c here, in box, as startGroup does; exe is the conch binary.

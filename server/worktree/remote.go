@@ -8,7 +8,9 @@ import (
 	"io/fs"
 	"net/url"
 	"os"
+	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"unicode"
@@ -113,25 +115,64 @@ type Result struct {
 // placed here at once make one worktree, and a fetch never races a commit.
 var operating sync.Mutex
 
-// Do runs op on this machine, whose clones are under cache: one bare clone per URL
-// (cache/<hash of the URL>.git, its branches fetched as refs/remotes/origin/*), holding
+// Host is the machine Do works on: Dir is its data directory, which holds its clones
+// (Dir/repos), the worktrees made from them and its sessions' directories; Repos, when
+// not empty, are the patterns of the URLs its tasks may name (path.Match over the whole
+// URL: https://git.example.com/acme/*), from the runner's --repos.
+type Host struct {
+	Dir   string
+	Repos []string
+}
+
+// allows refuses a URL that names a place under h.Dir (other tasks' clones and
+// worktrees, other sessions' directories: no task's repository), as written or through a
+// symbolic link, and, when h.Repos is not empty, one that matches none of its patterns.
+func (h Host) allows(raw string) error {
+	if len(h.Repos) > 0 && !slices.ContainsFunc(h.Repos, func(p string) bool { ok, _ := path.Match(p, raw); return ok }) {
+		return shared.Errorf(shared.CodeInvalid, "repo_url %q is not one of the repositories this machine takes (%s)", raw, strings.Join(h.Repos, ", "))
+	}
+	p := raw
+	switch u, err := url.Parse(raw); {
+	case strings.HasPrefix(raw, "file://") && err == nil: // CheckURL parsed it
+		p = u.Path
+	case !strings.HasPrefix(raw, "/"):
+		return nil // another machine's
+	}
+	for _, q := range []string{filepath.Clean(p), resolved(p)} {
+		if rel, err := filepath.Rel(resolved(h.Dir), q); err == nil && rel != ".." && !strings.HasPrefix(rel, "../") {
+			return shared.Errorf(shared.CodeInvalid, "repo_url %q is in this machine's own directory, not a task's repository", raw)
+		}
+	}
+	return nil
+}
+
+// resolved is p with its symbolic links followed, or p cleaned when it cannot be.
+func resolved(p string) string {
+	if r, err := filepath.EvalSymlinks(p); err == nil {
+		return r
+	}
+	return filepath.Clean(p)
+}
+
+// Do runs op on machine h, whose clones are under h.Dir/repos: one bare clone per URL
+// (<hash of the URL>.git, its branches fetched as refs/remotes/origin/*), holding
 // the worktrees of the tasks made from it (Dir). OpMake fetches the clone (made the first
 // time), moves its base branch to the repository's, and makes the worktree of the task's
 // branch unless it is here already: from the repository's branch of that name when it has
 // one (a session that moved from another runner continues the branch pushed there), else
 // from the base. The other operations need the worktree here. op is checked as the
-// server checks a task's, since it comes from the network.
-func Do(ctx context.Context, cache string, op Op) (Result, error) {
+// server checks a task's, since it comes from the network, and against h (Host.allows).
+func Do(ctx context.Context, h Host, op Op) (Result, error) {
 	if err := CheckURL(op.URL); err != nil {
 		return Result{}, err
 	}
-	if err := errors.Join(CheckBranch(op.Base), CheckBranch(op.Branch)); err != nil {
+	if err := errors.Join(CheckBranch(op.Base), CheckBranch(op.Branch), h.allows(op.URL)); err != nil {
 		return Result{}, err
 	}
 	operating.Lock()
 	defer operating.Unlock()
 	sum := sha256.Sum256([]byte(op.URL))
-	repo := filepath.Join(cache, hex.EncodeToString(sum[:12])+".git")
+	repo := filepath.Join(h.Dir, "repos", hex.EncodeToString(sum[:12])+".git")
 	if op.Op == OpMake {
 		dir, err := makeWorktree(ctx, repo, op)
 		return Result{Dir: dir}, err

@@ -61,31 +61,31 @@ func TestCheckURL(t *testing.T) {
 
 // A task's worktree made from its repo_url, on the machine that holds it: a bare clone
 // per URL, the worktree of the task's branch from the base, its work committed and
-// pushed back; another machine (another cache) then continues from the pushed branch,
+// pushed back; another machine (another data directory) then continues from the pushed branch,
 // and the first one's worktree is reused as it is.
 func TestDo(t *testing.T) {
 	ctx := context.Background()
 	origin := gittest.Bare(t, map[string]string{"a.txt": "one\n"})
 	url := "file://" + origin
 	op := Op{Op: OpMake, URL: url, Base: "main", Branch: "conch/0192abcd-fix"}
-	cache := t.TempDir()
-	made, err := Do(ctx, cache, op)
+	host := Host{Dir: t.TempDir()}
+	made, err := Do(ctx, host, op)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.HasPrefix(made.Dir, cache+"/") || gittest.Git(t, made.Dir, "branch", "--show-current") != op.Branch ||
+	if !strings.HasPrefix(made.Dir, host.Dir+"/repos/") || gittest.Git(t, made.Dir, "branch", "--show-current") != op.Branch ||
 		gittest.Git(t, made.Dir, "rev-parse", "HEAD") != gittest.Git(t, origin, "rev-parse", "main") {
 		t.Fatalf("made %+v", made)
 	}
 	gittest.Write(t, made.Dir, map[string]string{"b.txt": "two\n"})
-	changes, err := Do(ctx, cache, Op{Op: OpChanges, URL: url, Base: "main", Branch: op.Branch})
+	changes, err := Do(ctx, host, Op{Op: OpChanges, URL: url, Base: "main", Branch: op.Branch})
 	if err != nil || changes.Dir != made.Dir || len(changes.Changes.Files) != 1 || changes.Changes.Files[0].Path != "b.txt" {
 		t.Fatalf("changes: %+v %v", changes, err)
 	}
-	if _, err := Do(ctx, cache, Op{Op: OpCommit, URL: url, Base: "main", Branch: op.Branch, Message: "b"}); err != nil {
+	if _, err := Do(ctx, host, Op{Op: OpCommit, URL: url, Base: "main", Branch: op.Branch, Message: "b"}); err != nil {
 		t.Fatal(err)
 	}
-	pushed, err := Do(ctx, cache, Op{Op: OpPush, URL: url, Base: "main", Branch: op.Branch})
+	pushed, err := Do(ctx, host, Op{Op: OpPush, URL: url, Base: "main", Branch: op.Branch})
 	if err != nil || pushed.Changes.Ahead != 1 {
 		t.Fatalf("push: %+v %v", pushed, err)
 	}
@@ -93,14 +93,14 @@ func TestDo(t *testing.T) {
 		t.Fatalf("pushed b.txt: %q", got)
 	}
 	gittest.Write(t, made.Dir, map[string]string{"c.txt": "kept\n"})
-	if again, err := Do(ctx, cache, op); err != nil || again.Dir != made.Dir {
+	if again, err := Do(ctx, host, op); err != nil || again.Dir != made.Dir {
 		t.Fatalf("made again: %+v %v", again, err)
 	}
 	if _, err := os.Stat(filepath.Join(made.Dir, "c.txt")); err != nil {
 		t.Fatalf("the worktree made again lost its uncommitted work: %v", err)
 	}
 
-	elsewhere, err := Do(ctx, t.TempDir(), op)
+	elsewhere, err := Do(ctx, Host{Dir: t.TempDir()}, op)
 	if err != nil || gittest.Git(t, elsewhere.Dir, "branch", "--show-current") != op.Branch {
 		t.Fatalf("made elsewhere: %+v %v", elsewhere, err)
 	}
@@ -115,11 +115,52 @@ func TestDo(t *testing.T) {
 		{Op: OpPush, URL: url, Base: "main", Branch: "conch/never-made"},
 		{Op: "frob", URL: url, Base: "main", Branch: op.Branch},
 	} {
-		if _, err := Do(ctx, cache, bad); err == nil {
+		if _, err := Do(ctx, host, bad); err == nil {
 			t.Errorf("%+v done", bad)
 		}
 	}
 	if got := gittest.Git(t, origin, "branch", "--list"); got != op.Branch+"\n* main" {
 		t.Errorf("origin's branches after refusals: %q", got)
+	}
+}
+
+// A machine takes no repo_url in its own directory (its clones, worktrees and sessions'
+// directories belong to other tasks), however it is named, and, given patterns, only the
+// URLs they match; a refusal changes nothing there.
+func TestDoRefusesWhatTheMachineDoesNotTake(t *testing.T) {
+	ctx := context.Background()
+	origin := gittest.Bare(t, map[string]string{"a.txt": "one\n"})
+	host := Host{Dir: t.TempDir()}
+	if _, err := Do(ctx, host, Op{Op: OpMake, URL: "file://" + origin, Base: "main", Branch: "conch/a"}); err != nil {
+		t.Fatal(err)
+	}
+	entries, err := os.ReadDir(filepath.Join(host.Dir, "repos"))
+	if err != nil || len(entries) != 1 {
+		t.Fatalf("clones: %v %v", entries, err)
+	}
+	clone := filepath.Join(host.Dir, "repos", entries[0].Name())
+	link := filepath.Join(t.TempDir(), "link.git")
+	if err := os.Symlink(clone, link); err != nil {
+		t.Fatal(err)
+	}
+	for _, url := range []string{clone, "file://" + clone, "file://localhost" + clone, host.Dir, link, "file://" + link} {
+		_, err := Do(ctx, host, Op{Op: OpMake, URL: url, Base: "main", Branch: "conch/b"})
+		if shared.ErrorCode(err) != shared.CodeInvalid || !strings.Contains(err.Error(), "this machine's own directory") {
+			t.Errorf("%s: %v, want it refused as this machine's own", url, err)
+		}
+	}
+
+	host.Repos = []string{"https://git.example.com/acme/*", "file://" + filepath.Dir(origin) + "/*"}
+	if _, err := Do(ctx, host, Op{Op: OpMake, URL: "file://" + origin, Base: "main", Branch: "conch/a"}); err != nil {
+		t.Errorf("a URL a pattern matches: %v", err)
+	}
+	for _, url := range []string{origin, "https://git.example.com/acme/app/more", "https://git.example.com/other/app", "git@git.example.com:acme/app"} {
+		_, err := Do(ctx, host, Op{Op: OpMake, URL: url, Base: "main", Branch: "conch/b"})
+		if shared.ErrorCode(err) != shared.CodeInvalid || !strings.Contains(err.Error(), "not one of the repositories this machine takes") {
+			t.Errorf("%s: %v, want it refused by the patterns", url, err)
+		}
+	}
+	if entries, err := os.ReadDir(filepath.Join(host.Dir, "repos")); err != nil || len(entries) != 1 {
+		t.Errorf("clones after the refusals: %v %v", entries, err)
 	}
 }
