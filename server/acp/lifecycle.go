@@ -36,7 +36,8 @@ const (
 type lister struct {
 	m       *Manager
 	mach    Machine
-	work    Work // its sandbox's, whose own directory close removes
+	release func() // the place on mach, held while the agent runs (Config.Place)
+	work    Work   // its sandbox's, whose own directory close removes
 	proc    *Process
 	conn    *sdk.ClientSideConnection
 	caps    sdk.AgentCapabilities
@@ -62,7 +63,7 @@ func (m *Manager) startLister(ctx context.Context, taskID, agent, cwd string) (*
 	}
 	l := &lister{m: m, work: Work{Session: "list-" + uuid.Must(uuid.NewV7()).String(), Profile: p, Dir: cwd,
 		Dirs: task.AdditionalDirectories, Tree: task.Worktree}}
-	l.mach, _, err = m.place(p, "")
+	l.mach, _, l.release, err = m.place(p, "")
 	if err == nil {
 		l.proc, err = l.mach.Agent(ctx, l.work)
 	}
@@ -107,7 +108,7 @@ func connect(proc *Process, log *slog.Logger) (*sdk.ClientSideConnection, <-chan
 	return conn, guarded
 }
 
-// close stops the agent and removes its sandbox's directory.
+// close stops the agent, removes its sandbox's directory and gives its place back.
 func (l *lister) close() {
 	if l.proc != nil {
 		l.proc.Kill()
@@ -123,6 +124,7 @@ func (l *lister) close() {
 		if err := l.mach.Forget(ctx, l.work); err != nil {
 			l.m.log.Warn("remove the sandbox of an agent that listed its sessions", "sandbox", l.work.Session, "err", err)
 		}
+		l.release()
 	}
 	l.m.listers.Release(1)
 }

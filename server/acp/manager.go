@@ -50,9 +50,10 @@ type Config struct {
 	// for this host); the manager stores the choice. was is the runner the session ran on
 	// ("" for a new session, or this host): a session started again should stay on its
 	// runner while that one is there and fits, since its directory and its agent's memory
-	// are there; when it does not, it moves (restart). A nil Machine is this host. nil
-	// Place: every session runs here (Local).
-	Place func(p Profile, was string) (Machine, string, error)
+	// are there; when it does not, it moves (restart). A nil Machine is this host. The
+	// place is the manager's until it calls release, once the store counts the session
+	// there (or it is not to be). nil Place: every session runs here (Local).
+	Place func(p Profile, was string) (m Machine, runner string, release func(), err error)
 	// Runner is the machine of the runner named while it is connected to this server, else
 	// nil (runner.Registry.Runner): a session of a task on a repo_url that moves off a
 	// runner that still answers has its work there committed and pushed first. nil Runner:
@@ -168,17 +169,19 @@ func NewManager(cfg Config) (*Manager, error) {
 		closed: make(chan struct{}), local: l, listers: semaphore.NewWeighted(listersAtOnce), lines: agentLines}, nil
 }
 
-// place chooses the machine of a session of p (Config.Place).
-// A nil machine from Place is this server's.
-func (m *Manager) place(p Profile, was string) (Machine, string, error) {
+// place chooses the machine of a session of p (Config.Place), held until release is
+// called. A nil machine from Place is this server's.
+func (m *Manager) place(p Profile, was string) (mach Machine, runner string, release func(), err error) {
 	if m.cfg.Place == nil {
-		return m.local, "", nil
+		return m.local, "", func() {}, nil
 	}
-	mach, runner, err := m.cfg.Place(p, was)
-	if err == nil && mach == nil {
+	if mach, runner, release, err = m.cfg.Place(p, was); err != nil {
+		return nil, "", nil, err
+	}
+	if mach == nil {
 		mach = m.local
 	}
-	return mach, runner, err
+	return mach, runner, release, nil
 }
 
 // Agents lists the profiles for GET /api/v1/agents.
@@ -227,14 +230,16 @@ func (m *Manager) startSession(ctx context.Context, taskID, agent, cwd string, f
 	if err != nil {
 		return shared.Session{}, err
 	}
-	mach, runner, err := m.place(p, "")
+	mach, runner, release, err := m.place(p, "")
 	if err != nil {
 		return shared.Session{}, err
 	}
-	if cwd, err = sessionDir(ctx, task, mach, runner, cwd); err != nil {
-		return shared.Session{}, err
+	cwd, err = sessionDir(ctx, task, mach, runner, cwd)
+	var sess shared.Session
+	if err == nil {
+		sess, err = m.cfg.Store.CreateSessionOn(ctx, taskID, agent, cwd, runner)
 	}
-	sess, err := m.cfg.Store.CreateSessionOn(ctx, taskID, agent, cwd, runner)
+	release() // the store counts it there now
 	if err != nil {
 		return shared.Session{}, err
 	}
@@ -319,10 +324,11 @@ func (m *Manager) restart(id string) (*session, error) {
 	if err != nil {
 		return nil, err
 	}
-	mach, runner, err := m.place(p, sess.Runner)
+	mach, runner, release, err := m.place(p, sess.Runner)
 	if err != nil {
 		return nil, err
 	}
+	defer release() // the store counts it there once it is starting, below
 	var left *string
 	var saved string
 	if runner != sess.Runner { // a new directory there: the old one is on the machine it left

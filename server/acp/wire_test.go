@@ -371,7 +371,7 @@ var (
 
 // remoteEnv is a test's server whose sessions run on r.
 func remoteEnv(t *testing.T, r *testRunner) *testEnv {
-	return newEnvWith(t, Config{Place: func(Profile, string) (Machine, string, error) { return r.mach, "test-runner", nil }}, true, binaryShell, binaryFiles)
+	return newEnvWith(t, Config{Place: func(Profile, string) (Machine, string, func(), error) { return r.mach, "test-runner", func() {}, nil }}, true, binaryShell, binaryFiles)
 }
 
 // A session whose agent runs on a runner, over yamux on loopback, is stored as one that
@@ -451,16 +451,16 @@ func movingEnv(t *testing.T, profiles ...Profile) (*testEnv, *testRunner, *testR
 			return true
 		}
 	}
-	place := func(_ Profile, was string) (Machine, string, error) {
+	place := func(_ Profile, was string) (Machine, string, func(), error) {
 		if r := names[was]; r != nil && connected(r) {
-			return r.mach, was, nil
+			return r.mach, was, func() {}, nil
 		}
 		for _, name := range []string{"r1", "r2"} {
 			if connected(names[name]) {
-				return names[name].mach, name, nil
+				return names[name].mach, name, func() {}, nil
 			}
 		}
-		return nil, "", shared.Errorf(shared.CodeConflict, "no runner has room")
+		return nil, "", nil, shared.Errorf(shared.CodeConflict, "no runner has room")
 	}
 	return newEnvWith(t, Config{Place: place}, true, profiles...), r1, r2
 }

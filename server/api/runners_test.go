@@ -97,7 +97,7 @@ func BenchmarkRunnerStream(b *testing.B) {
 		Logger: slog.New(slog.DiscardHandler)})
 	sess := e.session()
 	var r *runner.Runner
-	waittest.Until(b, func() bool { r, _ = reg.Place(ctx, []string{"bench"}, sess.ID); return r != nil })
+	waittest.Until(b, func() bool { r, _, _ = reg.Place(ctx, []string{"bench"}, sess.ID); return r != nil })
 	m := acp.Remote(r.Open, r.Gone())
 	b.ResetTimer()
 	for b.Loop() {

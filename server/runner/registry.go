@@ -54,6 +54,7 @@ type Registry struct {
 	cfg     Config
 	mu      sync.Mutex
 	runners map[string]*Runner // by name
+	held    map[string]int     // by runner's name: places Place gave that are not released yet
 }
 
 // New returns an empty registry.
@@ -67,7 +68,7 @@ func New(cfg Config) *Registry {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	return &Registry{cfg: cfg, runners: map[string]*Runner{}}
+	return &Registry{cfg: cfg, runners: map[string]*Runner{}, held: map[string]int{}}
 }
 
 // Hello is what a runner announces when it connects (shared.CheckRunner).
@@ -210,36 +211,50 @@ func (g *Registry) List(ctx context.Context) ([]shared.Runner, error) {
 // are; one that requires labels stays on was, the runner it ran on, while that one is
 // connected with the labels and room (its directory and its agent's memory are there),
 // else runs on the connected runner that has every label and room, with the fewest
-// sessions (then by name), and is refused when none has.
-func (g *Registry) Place(ctx context.Context, labels []string, was string) (*Runner, error) {
+// sessions (then by name), and is refused when none has. The place it gives counts as
+// taken until release is called, once the store counts the session there (or it is not
+// to be): the store's count alone would let placements at the same moment all take a
+// runner's last place. release may be called more than once.
+func (g *Registry) Place(ctx context.Context, labels []string, was string) (r *Runner, release func(), err error) {
 	if len(labels) == 0 {
-		return nil, nil
+		return nil, func() {}, nil
 	}
 	loads, err := g.cfg.Store.RunnerLoads(ctx)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if r := g.runners[was]; r != nil && fits(r, labels, loads) {
-		return r, nil
+	for name, n := range g.held {
+		loads[name] += n
 	}
-	if r := pick(g.runners, labels, loads); r != nil {
-		return r, nil
+	if r = g.runners[was]; r == nil || !fits(r, labels, loads) {
+		r = pick(g.runners, labels, loads)
 	}
-	return nil, shared.Errorf(shared.CodeConflict, "no runner with labels %s has room", strings.Join(labels, ", "))
+	if r == nil {
+		return nil, nil, shared.Errorf(shared.CodeConflict, "no runner with labels %s has room", strings.Join(labels, ", "))
+	}
+	g.held[r.Name]++
+	return r, sync.OnceFunc(func() {
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		if g.held[r.Name]--; g.held[r.Name] == 0 {
+			delete(g.held, r.Name)
+		}
+	}), nil
 }
 
 // Machine is acp.Config.Place: the machine of a session of p, a runner's (named) or, when
-// none is chosen, this server's (nil, ""); was is the runner the session ran on.
-func (g *Registry) Machine(p acp.Profile, was string) (acp.Machine, string, error) {
+// none is chosen, this server's (nil, ""); was is the runner the session ran on. The place
+// is held until release (Place).
+func (g *Registry) Machine(p acp.Profile, was string) (m acp.Machine, name string, release func(), err error) {
 	ctx, cancel := context.WithTimeout(context.Background(), placeWait)
 	defer cancel()
-	r, err := g.Place(ctx, p.Labels, was)
+	r, release, err := g.Place(ctx, p.Labels, was)
 	if err != nil || r == nil {
-		return nil, "", err
+		return nil, "", release, err
 	}
-	return acp.Remote(r.Open, r.Gone()), r.Name, nil
+	return acp.Remote(r.Open, r.Gone()), r.Name, release, nil
 }
 
 // Workspace runs op on the worktree a task on a repo_url has on the runner named

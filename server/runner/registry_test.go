@@ -89,7 +89,7 @@ func TestPlace(t *testing.T) {
 		{[]string{"os=linux", "gpu"}, "", "no runner with labels os=linux, gpu has room"},
 		{[]string{"tpu"}, "b", "no runner with labels tpu has room"},
 	} {
-		r, err := g.Place(ctx, step.labels, step.was)
+		r, release, err := g.Place(ctx, step.labels, step.was)
 		got := ""
 		switch {
 		case err != nil:
@@ -101,6 +101,9 @@ func TestPlace(t *testing.T) {
 			got = r.Name
 			st.place(r.Name)
 		}
+		if err == nil {
+			release()
+		}
 		if got != step.want {
 			t.Errorf("step %d, labels %q: got %q, want %q", i, step.labels, got, step.want)
 		}
@@ -108,12 +111,45 @@ func TestPlace(t *testing.T) {
 	// Once c is gone, nothing has os=linux and room.
 	dropC()
 	waittest.Until(t, func() bool { return !g.connected("c") })
-	if r, err := g.Place(ctx, []string{"os=linux"}, "c"); r == nil || r.Name != "d" {
+	if r, _, err := g.Place(ctx, []string{"os=linux"}, "c"); r == nil || r.Name != "d" {
 		t.Errorf("with the session's own runner gone: %v, %v", r, err)
 	}
 	list, err := g.List(ctx)
 	if err != nil || len(list) != 4 || list[0].Name != "a" || list[0].Sessions != 1 || !list[1].Connected || list[2].Connected || list[2].Sessions != 2 || list[3].Sessions != 1 {
 		t.Errorf("list %+v, %v", list, err)
+	}
+}
+
+// A place given counts as taken until it is released, before the store counts the
+// session there: placements at the same moment do not all take a runner's last place.
+func TestPlaceHeld(t *testing.T) {
+	st := &fakeStore{loads: map[string]int{}}
+	g := New(Config{Store: st})
+	connect(t, g, Hello{Name: "a", Labels: []string{"gpu"}, Capacity: 2})
+	ctx := context.Background()
+	place := func() (string, func()) {
+		r, release, err := g.Place(ctx, []string{"gpu"}, "")
+		if err != nil {
+			return err.Error(), nil
+		}
+		return r.Name, release
+	}
+	first, releaseFirst := place()
+	second, releaseSecond := place()
+	if third, _ := place(); first != "a" || second != "a" || third != "no runner with labels gpu has room" {
+		t.Fatalf("three at once on a runner of two: %q, %q, %q", first, second, third)
+	}
+	st.place("a") // the first is recorded: released, it still counts once
+	releaseFirst()
+	releaseFirst()
+	if third, _ := place(); third != "no runner with labels gpu has room" {
+		t.Fatalf("with one recorded and one held: %q", third)
+	}
+	releaseSecond() // the second was not to be
+	if third, release := place(); third != "a" {
+		t.Fatalf("with one recorded and the other given back: %q", third)
+	} else {
+		release()
 	}
 }
 
