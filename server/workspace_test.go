@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -18,7 +20,8 @@ import (
 // the runner its session is placed on: under the runner's --dir, on the task's branch,
 // where the agent works. Its work is committed and pushed back on request, from the
 // runner to the URL. Once that runner is gone, a session on another one starts from the
-// pushed branch. A URL the runners' --repos do not match is refused.
+// pushed branch. A URL the runners' --repos do not match is refused. Deleting the task
+// removes its worktree on the runner.
 func TestRunnerWorkspace(t *testing.T) {
 	bin := servetest.Bin(t)
 	agents := filepath.Join(t.TempDir(), "agents.json")
@@ -141,8 +144,9 @@ func TestRunnerWorkspace(t *testing.T) {
 		t.Fatal(err)
 	}
 	thirdDir, _, _ := runner("r3")
-	out, notes := run(moving.ID, "pwd; cat wip.txt")
-	if lines := strings.Split(strings.TrimSpace(out), "\n"); len(lines) != 2 || !strings.HasPrefix(lines[0], filepath.Join(thirdDir, "repos")+"/") || lines[1] != "not saved yet" {
+	out, notes := run(moving.ID, "pwd; cat wip.txt; echo late > late.txt")
+	lines = strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != 2 || !strings.HasPrefix(lines[0], filepath.Join(thirdDir, "repos")+"/") || lines[1] != "not saved yet" {
 		t.Fatalf("the moved session on r3: %q\nnotes: %q", out, notes)
 	}
 	if last := notes[len(notes)-1]; !strings.Contains(last, "This session moved from runner r2 to runner r3") ||
@@ -151,5 +155,19 @@ func TestRunnerWorkspace(t *testing.T) {
 	}
 	if got := gittest.Git(t, origin, "log", "-1", "--format=%s", task.Branch); got != "Work in progress, committed by Conch as a session moved off runner r2" {
 		t.Errorf("the branch's last commit in the origin: %q", got)
+	}
+
+	// Deleting the task removes its worktree on r3, the runner its session is on, with its
+	// uncommitted work committed onto the branch the runner's clone keeps.
+	worktreeDir := lines[0]
+	clone := gittest.Git(t, worktreeDir, "rev-parse", "--path-format=absolute", "--git-common-dir")
+	if err := api.DeleteTask(ctx, task.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(worktreeDir); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the deleted task's worktree on r3: %v", err)
+	}
+	if got := gittest.Git(t, clone, "show", task.Branch+":late.txt"); got != "late" {
+		t.Errorf("late.txt on the branch r3's clone keeps: %q", got)
 	}
 }

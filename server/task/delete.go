@@ -42,8 +42,30 @@ func (s *Service) DeleteTask(ctx context.Context, id string) error {
 		s.events.SessionDeleted(sid)
 	}
 	left.remove(s.log)
+	s.removeOnRunners(left)
 	s.events.TaskDeleted(id)
 	return nil
+}
+
+// removeOnRunners removes the worktrees that a deleted task on a repo_url has on the
+// runners its sessions ran on, as remove does here (its uncommitted work committed onto
+// its branch, which the runner's clone keeps). A runner not connected to this server keeps
+// its worktree; it is logged.
+func (s *Service) removeOnRunners(left leftovers) {
+	if left.task.RepoURL == "" || s.ws == nil {
+		return
+	}
+	op := worktree.Op{Op: worktree.OpRemove, URL: left.task.RepoURL, Base: left.task.BaseBranch, Branch: left.task.Branch}
+	for _, runner := range left.runners {
+		ctx, cancel := context.WithTimeout(context.Background(), 4*worktree.Timeout)
+		res, err := s.ws.Workspace(ctx, runner, op)
+		cancel()
+		if err != nil {
+			s.log.Warn("a deleted task's worktree stays on its runner", "task", left.task.ID, "runner", runner, "err", err)
+			continue
+		}
+		s.log.Info("worktree removed with its task", "task", left.task.ID, "runner", runner, "dir", res.Dir)
+	}
 }
 
 // Prune deletes, straight from the database, the tasks idle since before
@@ -75,12 +97,13 @@ func Prune(ctx context.Context, st *store.Store, before time.Time, log *slog.Log
 }
 
 // leftovers are what a task holds outside the database: its worktree and its attempts'
-// (their branches stay, with uncommitted work committed onto them), and its sessions'
-// private homes (shared.Sandbox).
+// (their branches stay, with uncommitted work committed onto them), its sessions'
+// private homes (shared.Sandbox), and the runners its sessions ran on.
 type leftovers struct {
 	task     shared.Task
 	attempts []store.AttemptRecord
 	homes    []string
+	runners  []string
 }
 
 // leftoversOf reads the task id's leftovers, before it is deleted, and its sessions.
@@ -95,8 +118,15 @@ func leftoversOf(ctx context.Context, st *store.Store, id string) (leftovers, []
 	}
 	left := leftovers{task: task}
 	for _, sid := range sessions {
-		if sess, err := st.GetSession(ctx, sid); err == nil && sess.Sandbox != nil && sess.Sandbox.Home != "" {
+		sess, err := st.GetSession(ctx, sid)
+		if err != nil {
+			continue
+		}
+		if sess.Sandbox != nil && sess.Sandbox.Home != "" {
 			left.homes = append(left.homes, sess.Sandbox.Home)
+		}
+		if sess.Runner != "" && !slices.Contains(left.runners, sess.Runner) {
+			left.runners = append(left.runners, sess.Runner)
 		}
 	}
 	left.attempts, err = st.Attempts(ctx, id)

@@ -86,12 +86,13 @@ func CheckURL(raw string) error {
 }
 
 // What the server asks of the machine that holds a task's worktree made from a repo_url
-// (a runner's; Do): make it, or read, commit or push the task's change there.
+// (a runner's; Do): make it, read, commit or push the task's change there, or remove it.
 const (
 	OpMake    = "make"
 	OpChanges = "changes"
 	OpCommit  = "commit"
 	OpPush    = "push"
+	OpRemove  = "remove" // the task was deleted: its uncommitted work is committed onto its branch, which the clone keeps
 )
 
 // Op is one operation on the worktree of a task's branch made from a repo_url. The
@@ -190,6 +191,8 @@ func Do(ctx context.Context, h Host, op Op) (Result, error) {
 		err = Commit(ctx, dir, op.Message)
 	case OpPush:
 		err = Push(ctx, dir, op.Branch)
+	case OpRemove:
+		return Result{Dir: dir}, Remove(ctx, repo, dir)
 	default:
 		err = shared.Errorf(shared.CodeInvalid, "no worktree operation %q", op.Op)
 	}

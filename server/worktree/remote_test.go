@@ -2,6 +2,8 @@ package worktree
 
 import (
 	"context"
+	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -121,6 +123,17 @@ func TestDo(t *testing.T) {
 	}
 	if got := gittest.Git(t, origin, "branch", "--list"); got != op.Branch+"\n* main" {
 		t.Errorf("origin's branches after refusals: %q", got)
+	}
+
+	clone := gittest.Git(t, made.Dir, "rev-parse", "--path-format=absolute", "--git-common-dir")
+	if removed, err := Do(ctx, host, Op{Op: OpRemove, URL: url, Base: "main", Branch: op.Branch}); err != nil || removed.Dir != made.Dir {
+		t.Fatalf("remove: %+v %v", removed, err)
+	}
+	if _, err := os.Stat(made.Dir); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the removed worktree: %v", err)
+	}
+	if got := gittest.Git(t, clone, "show", op.Branch+":c.txt"); got != "kept" {
+		t.Errorf("c.txt on the branch the clone keeps: %q", got)
 	}
 }
 
