@@ -280,7 +280,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var runtime *acp.Manager
 	runners := runner.New(runner.Config{Store: st, Logger: log, Heartbeat: cfg.runnerHeartbeat, Joined: func() { runtime.RunnerJoined() }})
 	runtime, err = acp.NewManager(acp.Config{Store: st, Events: notifier.Watch(self.Events()), Profiles: profiles,
-		DataDir: dataDir, Logger: log, AgentIdle: cfg.idle, Version: ui.Version, ReplayQuiet: acp.DefaultReplayQuiet,
+		DataDir: dataDir, Logger: log, AgentIdle: cfg.idle, StartTimeout: cfg.agentStart, Version: ui.Version, ReplayQuiet: acp.DefaultReplayQuiet,
 		NoSandbox: cfg.noSandbox, Place: runners.Machine, Runner: runners.Runner})
 	if err != nil {
 		return err
@@ -365,6 +365,7 @@ func sandboxState(off bool, stderr io.Writer, log *slog.Logger) (string, error) 
 type serveConfig struct {
 	addr, db, agents, token string
 	lease, idle, drain      time.Duration
+	agentStart              time.Duration // how long an agent may take to start (acp.Config.StartTimeout)
 	runnerHeartbeat         time.Duration // how often runners are pinged: silent for two, one is gone
 	trusted                 []netip.Prefix
 	tokenFlag               bool      // the token came as --token, on the command line
@@ -394,6 +395,12 @@ func parseServe(args []string, stdout, stderr io.Writer) (serveConfig, error) {
 	}
 	flags.DurationVar(&idle, "agent-idle", idle,
 		"stop an agent that has had nothing to do for this long; its session stays and the next prompt starts a new agent; 0 never stops one (env CONCH_AGENT_IDLE)")
+	agentStart, err := envDuration("CONCH_AGENT_START", acp.DefaultStartTimeout)
+	if err != nil {
+		return serveConfig{}, err
+	}
+	flags.DurationVar(&agentStart, "agent-start", agentStart,
+		"how long an agent may take to start and answer initialize and session/new before its session fails; a large agent on a busy machine may need more (env CONCH_AGENT_START)")
 	drain, err := envDuration("CONCH_DRAIN", defaultDrain)
 	if err != nil {
 		return serveConfig{}, err
@@ -440,6 +447,9 @@ func parseServe(args []string, stdout, stderr io.Writer) (serveConfig, error) {
 	if idle < 0 {
 		return serveConfig{}, fmt.Errorf("--agent-idle %s is negative: give 0 to keep agents running", idle)
 	}
+	if agentStart < time.Second {
+		return serveConfig{}, fmt.Errorf("--agent-start %s is too short: give at least 1s", agentStart)
+	}
 	if heartbeat < time.Second {
 		return serveConfig{}, fmt.Errorf("--runner-heartbeat %s is too short: give at least 1s", heartbeat)
 	}
@@ -449,7 +459,7 @@ func parseServe(args []string, stdout, stderr io.Writer) (serveConfig, error) {
 	if maxStorage < 0 {
 		return serveConfig{}, fmt.Errorf("--max-storage %d is negative: give 0 for no limit", maxStorage)
 	}
-	cfg := serveConfig{addr: *addr, db: *dbPath, agents: *agents, token: *token, lease: lease, idle: idle, drain: drain, runnerHeartbeat: heartbeat, trusted: trusted, pushContact: *pushContact,
+	cfg := serveConfig{addr: *addr, db: *dbPath, agents: *agents, token: *token, lease: lease, idle: idle, agentStart: agentStart, drain: drain, runnerHeartbeat: heartbeat, trusted: trusted, pushContact: *pushContact,
 		pushAllowPrivate: *pushAllowPrivate, noSandbox: *noSandbox, maxStorage: maxStorage}
 	if *issuer != "" {
 		if cfg.oidc, err = parseOIDC(*issuer, *clientID, *groups, *defaultRole); err != nil {

@@ -25,6 +25,7 @@ import (
 
 	"conch/app/client"
 	"conch/server/servetest"
+	"conch/server/waittest"
 	"conch/shared"
 )
 
@@ -53,7 +54,9 @@ func startServer(t *testing.T) *server {
 // extra goes on its command line.
 func startServerAt(t *testing.T, addr, db string, extra ...string) *server {
 	t.Helper()
-	cmd := exec.Command(servetest.Bin(t), append([]string{"serve", "--addr", addr, "--db", db}, extra...)...)
+	// An agent's start is bounded by the test, not by serve's default: a large agent (Gemini
+	// CLI) starts in seconds alone, and in more than 30 s on 2 cores shared with other tests.
+	cmd := exec.Command(servetest.Bin(t), append([]string{"serve", "--addr", addr, "--db", db, "--agent-start", waittest.Limit(t).String()}, extra...)...)
 	cmd.Dir = t.TempDir()
 	cmd.Stderr = &logWriter{t: t, prefix: "server: "}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // agents and commands die with it

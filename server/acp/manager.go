@@ -69,7 +69,7 @@ type Config struct {
 	// (BenchmarkOutputFlush in server/store: 11 bytes written per byte printed at 500ms,
 	// 9 at 1s, 84 before output was appended).
 	FlushInterval time.Duration
-	// StartTimeout bounds initialize + session/new; default 30s.
+	// StartTimeout bounds initialize + session/new; default DefaultStartTimeout.
 	StartTimeout time.Duration
 	// RequestTimeout bounds every other request Conch sends to a live agent (a mode
 	// switch); past it the person is told the agent did not answer (shared.CodeTimeout).
@@ -146,7 +146,7 @@ func NewManager(cfg Config) (*Manager, error) {
 		cfg.FlushInterval = time.Second
 	}
 	if cfg.StartTimeout <= 0 {
-		cfg.StartTimeout = 30 * time.Second
+		cfg.StartTimeout = DefaultStartTimeout
 	}
 	if cfg.RequestTimeout <= 0 {
 		cfg.RequestTimeout = 10 * time.Second
@@ -743,3 +743,7 @@ func (m *Manager) Close() {
 	}
 	m.wg.Wait()
 }
+
+// DefaultStartTimeout is how long an agent may take to start and answer initialize and
+// session/new (Config.StartTimeout, serve --agent-start).
+const DefaultStartTimeout = 30 * time.Second
