@@ -431,3 +431,37 @@ func TestSearchOutputsAcrossPartitions(t *testing.T) {
 		t.Errorf("common after the delete: documents %v, want none", got)
 	}
 }
+
+// A result shows the first line that holds the most terms, its hits marked: a line that
+// holds every term ends the look, one that holds fewer gives way to a later one with more.
+func TestHitLineIsTheFirstWithTheMostTerms(t *testing.T) {
+	marked := func(parts []shared.SnippetPart) string {
+		var b strings.Builder
+		for _, p := range parts {
+			if p.Hit {
+				p.Text = "[" + p.Text + "]"
+			}
+			b.WriteString(p.Text)
+		}
+		return b.String()
+	}
+	for _, c := range []struct {
+		body  string
+		terms []string
+		at    int
+		line  string
+	}{
+		{"w2 only\nw1 x\nW1 w2 y\nw1 w2 z\n", []string{"w1", "w2"}, 13, "[W1] [w2] y"},
+		{"w1 then\nw1 w2\n", []string{"w1", "w2"}, 8, "[w1] [w2]"},
+		{"w1 first\nw1 again\n", []string{"w1"}, 0, "[w1] first"},
+		{"go build\ntest go\nrun go, test now", []string{"go test"}, 17, "run [go, test] now"},
+		{"go build\ntest go", []string{"go test"}, 0, "go build"},
+		{"\n\x01\x01\nabc w1", []string{"zzz"}, 4, "abc w1"},
+		{"a\nb w1 c w2", []string{"w2", "w1"}, 2, "b [w1] c [w2]"},
+	} {
+		at, parts := hitLine(c.body, c.terms)
+		if got := marked(parts); at != c.at || got != c.line {
+			t.Errorf("hitLine(%q, %q) = %d %q, want %d %q", c.body, c.terms, at, got, c.at, c.line)
+		}
+	}
+}
