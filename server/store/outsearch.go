@@ -236,19 +236,37 @@ func escapeLength(b []byte) int {
 
 // hitLine is the line of body (a document found by terms) that a result shows: the first
 // that holds the most terms, bounded to lineLimit bytes around its first hit, with the
-// words found marked; and where the line starts in body. The first line that holds every
-// term ends the look: a common word's is near the top, and a document is kilobytes of
-// lines (reading them all was most of the time an output search took).
+// words found marked; and where the line starts in body. A document is kilobytes of
+// lines, and reading the words of each was most of the time an output search took, so the
+// first line that holds every term ends the look (a common word's is near the top), and
+// when a line and the terms are ASCII, a line without any term's first word in it, in any
+// case, is passed over unread (a rare word's).
 func hitLine(body string, terms []string) (int, []shared.SnippetPart) {
 	want := termWords(terms)
+	var firsts []string // the terms' first words in lower case, when they are ASCII
+	if isASCII(strings.Join(terms, "")) {
+		for _, words := range want {
+			firsts = append(firsts, strings.ToLower(words[0]))
+		}
+	}
+	mayHold := func(line string) bool {
+		if firsts == nil || !isASCII(line) {
+			return true
+		}
+		line = strings.ToLower(line) // no copy when it is in lower case already
+		return slices.ContainsFunc(firsts, func(w string) bool { return strings.Contains(line, w) })
+	}
 	bestAt, best, bestScore := 0, "", -1
 	var spans [][2]int
 	for at := 0; at <= len(body) && bestScore < len(want); {
 		line, _, _ := strings.Cut(body[at:], "\n")
-		if spans = termsIn(line, want, spans[:0]); len(spans) > bestScore && strings.IndexFunc(line, shared.IsWordRune) >= 0 {
-			bestAt, best, bestScore = at, line, len(spans)
-		}
 		at += len(line) + 1
+		if bestScore >= 0 && !mayHold(line) {
+			continue
+		}
+		if spans = termsIn(line, want, spans[:0]); len(spans) > bestScore && strings.IndexFunc(line, shared.IsWordRune) >= 0 {
+			bestAt, best, bestScore = at-len(line)-1, line, len(spans)
+		}
 	}
 	marks := termsIn(best, want, nil)
 	from, to, cut := 0, len(best), len(best) > lineLimit
@@ -300,6 +318,17 @@ func hitLine(body string, terms []string) (int, []shared.SnippetPart) {
 
 // lineLimit is the most bytes of a line a result shows.
 const lineLimit = 200
+
+// isASCII reports whether s is ASCII only: its words are then equal in any case (EqualFold)
+// only when equal in lower case (ToLower), which some other characters are not.
+func isASCII(s string) bool {
+	for i := range len(s) {
+		if s[i] >= utf8.RuneSelf {
+			return false
+		}
+	}
+	return true
+}
 
 // termWords splits each term into its words (a phrase has several), leaving out the terms
 // without any.
