@@ -67,8 +67,8 @@ type dialect struct {
 	// of output_search (output_search_parts, partwords.go), and drop a partition's as
 	// soon as a document is written into it, so that they never lack one.
 	partWords []string
-	// forceIndex, when not "", is run first in the transaction of a searchSQL's index
-	// query, so that it takes the full-text index whatever the planner guesses.
+	// forceIndex is run first in the transaction of a searchSQL's index query after its
+	// walk, so that it takes the full-text index whatever the planner guesses.
 	forceIndex string
 }
 
@@ -76,7 +76,7 @@ type dialect struct {
 type searchSQL struct {
 	// walk, when not "", is tried first: it tests only the walkDocuments newest rows,
 	// which fills the page of a common word; index then runs only when that page is not
-	// full. Their placeholders are the same.
+	// full, after forceIndex. Their placeholders are the same.
 	walk, index string
 	output      bool // rows of output_search, whose line is found in Go (scanFound)
 }
@@ -205,15 +205,22 @@ var postgresDialect = &dialect{
 	},
 	searchID: "s.id",
 	// The page is found first and only its rows are highlighted: ts_headline reads the
-	// whole text again.
-	messageSearch: pgSearch("message_search", "s.body, q.q", `
+	// whole text again. The query is a function in FROM, not a CTE: the planner folds it
+	// into a constant and weighs it against the column's statistics, so a rare word goes
+	// through the GIN index and a common one walks the ids newest first until the page is
+	// full. Which one a word outside the statistics' sample gets follows the sample; the
+	// walk then forced index of outputSearch was tried here and was worse: a word common
+	// in older messages but not in the newest 1,024 then read its whole list from the
+	// index (docs/PERFORMANCE.md, "Search").
+	messageSearch: searchSQL{index: `WITH hits AS (SELECT s.id, s.message_id, s.task_id, s.body, q
+			FROM message_search AS s, websearch_to_tsquery('simple', ?) AS q
+			WHERE s.words @@ q%s ORDER BY s.id DESC LIMIT ?)
 		SELECT h.id, h.message_id, m.session_id, h.task_id, t.title, m.type, m.author_type, m.created_at,
 			ts_headline('simple', h.body, h.q, 'StartSel=' || chr(2) || ', StopSel=' || chr(3) ||
-				', MaxFragments=2, MaxWords=24, MinWords=8, FragmentDelimiter=" … "')`, false),
-	// The page shows a line of each document, found in Go (hitLine).
-	outputSearch: pgSearch("output_search", "s.stream, s.start, s.body", `
-		SELECT h.id, h.message_id, m.session_id, h.task_id, t.title, m.type, m.author_type, m.created_at,
-			h.stream, h.start, h.body`, true),
+				', MaxFragments=2, MaxWords=24, MinWords=8, FragmentDelimiter=" … "')
+		FROM hits AS h JOIN messages AS m ON m.id = h.message_id JOIN tasks AS t ON t.id = h.task_id
+		ORDER BY h.id DESC`},
+	outputSearch: pgOutputSearch(),
 	// Neither a scan of the table nor a walk of its ids: the GIN index, then the page's
 	// ids sorted.
 	forceIndex: "SELECT set_config('enable_seqscan', 'off', true), set_config('enable_indexscan', 'off', true)",
@@ -272,31 +279,30 @@ var postgresDialect = &dialect{
 	},
 }
 
-// pgSearch is PostgreSQL's searchSQL of table: the page's rows (hits: their ids, messages,
-// tasks and cols of table) found newest first, then read with their messages and tasks by
-// page (its SELECT clause, over hits h, messages m and tasks t).
+// pgOutputSearch is PostgreSQL's outputSearch: the page's documents (hits), found newest
+// first, then read with their messages and tasks; the page shows a line of each, found in
+// Go (hitLine).
 //
-// The planner cannot price the test of a row's words: for a word outside the sample of
-// its statistics (or with none, in the minute after a bulk load) it guesses one row in
-// 200 and walks the ids newest first, which for a rare or absent word tests every row.
-// Which plan a word got followed ANALYZE's random sample: an absent word took 2.2 ms in
-// one run of 100,000 messages and 30.6 ms in the next. An output document is kilobytes,
-// stored out of line (TOAST), so its test costs far more again: an absent word walked all
-// 30,000 documents of a test table in 180 ms. So the walkDocuments newest rows are tested
-// first (walk), which fills the page of a common word, and only a page not full asks the
-// GIN index (index, with forceIndex: docs/PERFORMANCE.md, "Search").
-func pgSearch(table, cols, page string, output bool) searchSQL {
+// Output documents are large (kilobytes, stored out of line), so testing one costs far
+// more than the planner counts, and a word it takes for one in 200 documents (its floor
+// for a word it has no statistics of, however rare) walked every document: 180 ms at
+// 30,000. So the walkDocuments newest documents are tested first (walk), which fills the
+// page of a common word, and only a page not full asks the GIN index (index, with
+// forceIndex).
+func pgOutputSearch() searchSQL {
 	hits := func(from, where string) string {
 		return `WITH q AS (SELECT websearch_to_tsquery('simple', ?) AS q),
-		hits AS (SELECT s.id, s.message_id, s.task_id, ` + cols + ` FROM ` + from + ` AS s, q
-			WHERE s.words @@ q.q` + where + ` ORDER BY s.id DESC LIMIT ?)` + page + `
+		hits AS (SELECT s.id, s.message_id, s.task_id, s.stream, s.start, s.body FROM ` + from + ` AS s, q
+			WHERE s.words @@ q.q` + where + ` ORDER BY s.id DESC LIMIT ?)
+		SELECT h.id, h.message_id, m.session_id, h.task_id, t.title, m.type, m.author_type, m.created_at,
+			h.stream, h.start, h.body
 		FROM hits AS h JOIN messages AS m ON m.id = h.message_id JOIN tasks AS t ON t.id = h.task_id
 		ORDER BY h.id DESC`
 	}
 	return searchSQL{
-		walk:   hits(`(SELECT * FROM `+table+` AS s WHERE true%s ORDER BY s.id DESC LIMIT `+strconv.Itoa(walkDocuments)+`)`, ""),
-		index:  hits(table, "%s"),
-		output: output,
+		walk:   hits(`(SELECT * FROM output_search AS s WHERE true%s ORDER BY s.id DESC LIMIT `+strconv.Itoa(walkDocuments)+`)`, ""),
+		index:  hits("output_search", "%s"),
+		output: true,
 	}
 }
 
@@ -306,7 +312,8 @@ func pgSearch(table, cols, page string, output bool) searchSQL {
 // look in each partition. The schema step that made the partitions fixes it.
 const outputPartBits = 12
 
-// walkDocuments is how many of the newest rows PostgreSQL's walk tests (pgSearch).
+// walkDocuments is how many of the newest output documents PostgreSQL's walk tests
+// (pgOutputSearch).
 const walkDocuments = 1024
 
 // locked makes a query in a transaction lock the rows it reads until the transaction

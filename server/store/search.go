@@ -208,21 +208,19 @@ func (s *Store) searchOutputs(ctx context.Context, terms []string, before int64,
 	return s.searchWalked(ctx, s.dialect.outputSearch, terms, before, r, limit)
 }
 
-// searchWalked runs q for terms: its walk of the newest rows, then, unless that filled the
-// page, its index query, in a transaction that first runs the dialect's forceIndex.
+// searchWalked runs q for terms: its index query alone when it has no walk; else its walk
+// of the newest rows, then, unless that filled the page, its index query, in a transaction
+// that first runs the dialect's forceIndex.
 func (s *Store) searchWalked(ctx context.Context, q searchSQL, terms []string, before int64, r Readable, limit int) ([]found, error) {
 	db := s.db.WithContext(ctx)
-	if q.walk != "" {
-		list, err := s.searchIn(db, q.walk, q.output, terms, before, r, limit)
-		if err != nil || len(list) == limit {
-			return list, err
-		}
-	}
-	if s.dialect.forceIndex == "" {
+	if q.walk == "" {
 		return s.searchIn(db, q.index, q.output, terms, before, r, limit)
 	}
-	var list []found
-	err := db.Transaction(func(tx *gorm.DB) error {
+	list, err := s.searchIn(db, q.walk, q.output, terms, before, r, limit)
+	if err != nil || len(list) == limit {
+		return list, err
+	}
+	err = db.Transaction(func(tx *gorm.DB) error {
 		if err := tx.Exec(s.dialect.forceIndex).Error; err != nil {
 			return err
 		}
