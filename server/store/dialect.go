@@ -42,17 +42,19 @@ type dialect struct {
 	// type given, in this order (output.go's stampOf): prepared once, in this database's
 	// placeholders.
 	stampQuery string
-	// explain returns the query plan of a statement, one step a line.
-	explain func(ctx context.Context, db *sql.DB, query string, vars []any) ([]string, error)
+	// explain returns the query plan of a statement, one step a line, planned after setup
+	// (when not "") as it was run.
+	explain func(ctx context.Context, db *sql.DB, setup, query string, vars []any) ([]string, error)
 	// searchSchema indexes a table of searched text (message_search, output_search:
 	// search.go, outsearch.go), its lists of ids kept newest first when desc, and kept
-	// apart for each value of the column part when not "". searchQuery finds a page of
-	// messages in message_search, outputQuery one of output documents in output_search
-	// (PostgreSQL): each one's %s takes
+	// apart for each value of the column part when not "". messageSearch finds a page of
+	// messages in message_search, outputSearch one of output documents in output_search
+	// (PostgreSQL; SQLite's are in partitions, outputParts): each query's %s takes
 	// conditions on searchID (the cursor) and s.task_id; its arguments are the phrases,
 	// the conditions' and the page's size.
-	searchSchema                       func(table string, desc bool, part string) []string
-	searchQuery, outputQuery, searchID string
+	searchSchema                func(table string, desc bool, part string) []string
+	messageSearch, outputSearch searchSQL
+	searchID                    string
 	// outputParts, when not nil, are the statements that index output_search in
 	// partitions of 1<<outputPartBits documents by id (the column part), each with lists
 	// of its own, merged into one when the next begins: a search then finds the ids of a
@@ -65,11 +67,18 @@ type dialect struct {
 	// of output_search (output_search_parts, partwords.go), and drop a partition's as
 	// soon as a document is written into it, so that they never lack one.
 	partWords []string
-	// outputWalk (PostgreSQL) is tried before outputQuery: it looks for a page among the
-	// newest documents only (walkDocuments of them), its phrases and conditions as
-	// outputQuery's; outputQuery then runs only when that page is not full, in a
-	// transaction that first runs forceIndex (Store.searchOutputs).
-	outputWalk, forceIndex string
+	// forceIndex is run first in the transaction of a searchSQL's index query after its
+	// walk, so that it takes the full-text index whatever the planner guesses.
+	forceIndex string
+}
+
+// searchSQL finds a page of one table's rows that hold a search's words (Store.searchWalked).
+type searchSQL struct {
+	// walk, when not "", is tried first: it tests only the walkDocuments newest rows,
+	// which fills the page of a common word; index then runs only when that page is not
+	// full, after forceIndex. Their placeholders are the same.
+	walk, index string
+	output      bool // rows of output_search, whose line is found in Go (scanFound)
 }
 
 var sqliteDialect = &dialect{
@@ -88,11 +97,11 @@ var sqliteDialect = &dialect{
 	// (docs/PERFORMANCE.md, "Search").
 	searchSchema: fts4Schema,
 	searchID:     "f.docid",
-	searchQuery: `SELECT s.id, s.message_id, m.session_id, s.task_id, t.title, m.type, m.author_type, m.created_at,
+	messageSearch: searchSQL{index: `SELECT s.id, s.message_id, m.session_id, s.task_id, t.title, m.type, m.author_type, m.created_at,
 			snippet(message_search_fts, char(2), char(3), '…', -1, 20)
 		FROM message_search_fts AS f JOIN message_search AS s ON s.id = f.docid
 			JOIN messages AS m ON m.id = s.message_id JOIN tasks AS t ON t.id = s.task_id
-		WHERE message_search_fts MATCH ?%s ORDER BY f.docid DESC LIMIT ?`,
+		WHERE message_search_fts MATCH ?%s ORDER BY f.docid DESC LIMIT ?`},
 	partIDs: `SELECT f.docid FROM output_search_fts AS f JOIN output_search AS s ON s.id = f.docid
 		WHERE output_search_fts MATCH ?%s AND f.part = ? ORDER BY f.docid DESC LIMIT ?`,
 	partRows: `SELECT s.id, s.message_id, m.session_id, s.task_id, t.title, m.type, m.author_type, m.created_at,
@@ -124,7 +133,7 @@ var sqliteDialect = &dialect{
 		}
 		return nil
 	},
-	explain: func(ctx context.Context, db *sql.DB, query string, vars []any) ([]string, error) {
+	explain: func(ctx context.Context, db *sql.DB, _, query string, vars []any) ([]string, error) {
 		rows, err := db.QueryContext(ctx, "EXPLAIN QUERY PLAN "+query, vars...)
 		if err != nil {
 			return nil, err
@@ -199,29 +208,19 @@ var postgresDialect = &dialect{
 	// whole text again. The query is a function in FROM, not a CTE: the planner folds it
 	// into a constant and weighs it against the column's statistics, so a rare word goes
 	// through the GIN index and a common one walks the ids newest first until the page is
-	// full. Behind a CTE every word looked alike, and a rare or absent one walked all ids
-	// (docs/PERFORMANCE.md, "Search").
-	searchQuery: `WITH hits AS (SELECT s.id, s.message_id, s.task_id, s.body, q
+	// full. Which one a word outside the statistics' sample gets follows the sample; the
+	// walk then forced index of outputSearch was tried here and was worse: a word common
+	// in older messages but not in the newest 1,024 then read its whole list from the
+	// index (docs/PERFORMANCE.md, "Search").
+	messageSearch: searchSQL{index: `WITH hits AS (SELECT s.id, s.message_id, s.task_id, s.body, q
 			FROM message_search AS s, websearch_to_tsquery('simple', ?) AS q
 			WHERE s.words @@ q%s ORDER BY s.id DESC LIMIT ?)
 		SELECT h.id, h.message_id, m.session_id, h.task_id, t.title, m.type, m.author_type, m.created_at,
 			ts_headline('simple', h.body, h.q, 'StartSel=' || chr(2) || ', StopSel=' || chr(3) ||
 				', MaxFragments=2, MaxWords=24, MinWords=8, FragmentDelimiter=" … "')
 		FROM hits AS h JOIN messages AS m ON m.id = h.message_id JOIN tasks AS t ON t.id = h.task_id
-		ORDER BY h.id DESC`,
-	// Output documents are large (kilobytes, stored out of line), so testing one costs far
-	// more than the planner counts, and a word it takes for one in 200 documents (its
-	// floor for a word it has no statistics of, however rare) walked every document:
-	// 180 ms at 30,000. So the newest documents are walked first, a bounded number of
-	// them, which fills the page of a common word; the index finds the others. The page
-	// shows a line of each document, found in Go (hitLine).
-	outputWalk: `WITH q AS (SELECT websearch_to_tsquery('simple', ?) AS q),
-		hits AS (SELECT s.id, s.message_id, s.task_id, s.stream, s.start, s.body
-			FROM (SELECT * FROM output_search AS s WHERE true%s ORDER BY s.id DESC LIMIT ` + strconv.Itoa(walkDocuments) + `) AS s, q
-			WHERE s.words @@ q.q ORDER BY s.id DESC LIMIT ?)` + outputPage,
-	outputQuery: `WITH hits AS (SELECT s.id, s.message_id, s.task_id, s.stream, s.start, s.body
-			FROM output_search AS s, websearch_to_tsquery('simple', ?) AS q
-			WHERE s.words @@ q%s ORDER BY s.id DESC LIMIT ?)` + outputPage,
+		ORDER BY h.id DESC`},
+	outputSearch: pgOutputSearch(),
 	// Neither a scan of the table nor a walk of its ids: the GIN index, then the page's
 	// ids sorted.
 	forceIndex: "SELECT set_config('enable_seqscan', 'off', true), set_config('enable_indexscan', 'off', true)",
@@ -246,7 +245,7 @@ var postgresDialect = &dialect{
 		}
 		return nil
 	},
-	explain: func(ctx context.Context, db *sql.DB, query string, vars []any) ([]string, error) {
+	explain: func(ctx context.Context, db *sql.DB, setup, query string, vars []any) ([]string, error) {
 		tx, err := db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 		if err != nil {
 			return nil, err
@@ -255,8 +254,13 @@ var postgresDialect = &dialect{
 		// On a small table a sequential scan costs less than any index, so the plan would
 		// tell nothing of the indexes. With sequential scans priced out, the plan is the
 		// one a large table gets, and it still scans where no index serves.
-		if _, err := tx.ExecContext(ctx, "SET LOCAL enable_seqscan = off"); err != nil {
-			return nil, err
+		for _, stmt := range []string{"SET LOCAL enable_seqscan = off", setup} {
+			if stmt == "" {
+				continue
+			}
+			if _, err := tx.ExecContext(ctx, stmt); err != nil {
+				return nil, err
+			}
 		}
 		rows, err := tx.QueryContext(ctx, "EXPLAIN "+query, vars...)
 		if err != nil {
@@ -275,13 +279,32 @@ var postgresDialect = &dialect{
 	},
 }
 
-// outputPage completes PostgreSQL's output queries: the page found (hits), with its
-// messages and tasks.
-const outputPage = `
+// pgOutputSearch is PostgreSQL's outputSearch: the page's documents (hits), found newest
+// first, then read with their messages and tasks; the page shows a line of each, found in
+// Go (hitLine).
+//
+// Output documents are large (kilobytes, stored out of line), so testing one costs far
+// more than the planner counts, and a word it takes for one in 200 documents (its floor
+// for a word it has no statistics of, however rare) walked every document: 180 ms at
+// 30,000. So the walkDocuments newest documents are tested first (walk), which fills the
+// page of a common word, and only a page not full asks the GIN index (index, with
+// forceIndex).
+func pgOutputSearch() searchSQL {
+	hits := func(from, where string) string {
+		return `WITH q AS (SELECT websearch_to_tsquery('simple', ?) AS q),
+		hits AS (SELECT s.id, s.message_id, s.task_id, s.stream, s.start, s.body FROM ` + from + ` AS s, q
+			WHERE s.words @@ q.q` + where + ` ORDER BY s.id DESC LIMIT ?)
 		SELECT h.id, h.message_id, m.session_id, h.task_id, t.title, m.type, m.author_type, m.created_at,
 			h.stream, h.start, h.body
 		FROM hits AS h JOIN messages AS m ON m.id = h.message_id JOIN tasks AS t ON t.id = h.task_id
 		ORDER BY h.id DESC`
+	}
+	return searchSQL{
+		walk:   hits(`(SELECT * FROM output_search AS s WHERE true%s ORDER BY s.id DESC LIMIT `+strconv.Itoa(walkDocuments)+`)`, ""),
+		index:  hits("output_search", "%s"),
+		output: true,
+	}
+}
 
 // outputPartBits sets the size of the partitions of SQLite's output index (outputParts):
 // 1<<outputPartBits document ids each, about 15 MB of text. A partition's list of a word
@@ -289,7 +312,8 @@ const outputPage = `
 // look in each partition. The schema step that made the partitions fixes it.
 const outputPartBits = 12
 
-// walkDocuments is how many of the newest output documents PostgreSQL's outputWalk tests.
+// walkDocuments is how many of the newest output documents PostgreSQL's walk tests
+// (pgOutputSearch).
 const walkDocuments = 1024
 
 // locked makes a query in a transaction lock the rows it reads until the transaction

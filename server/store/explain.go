@@ -39,7 +39,7 @@ func (s *Store) Explain(ctx context.Context, fn func(context.Context) error) ([]
 		}
 		p := Plan{SQL: s.db.Dialector.Explain(st.sql, st.vars...)}
 		var err error
-		if p.Steps, err = s.dialect.explain(ctx, db, st.sql, st.vars); err != nil {
+		if p.Steps, err = s.dialect.explain(ctx, db, st.setup, st.sql, st.vars); err != nil {
 			return nil, fmt.Errorf("explain %s: %w", p.SQL, err)
 		}
 		plans = append(plans, p)
@@ -49,6 +49,15 @@ func (s *Store) Explain(ctx context.Context, fn func(context.Context) error) ([]
 
 type statementsKey struct{}
 
+// setupKey holds, in a statement's context, what ran before it in its transaction to
+// change how it is planned (dialect.forceIndex): Explain runs it before explaining.
+type setupKey struct{}
+
+// withSetup says that the statements run with ctx were planned after setup ran.
+func withSetup(ctx context.Context, setup string) context.Context {
+	return context.WithValue(ctx, setupKey{}, setup)
+}
+
 // statements collects what the store ran under a context made by Explain.
 type statements struct {
 	mu   sync.Mutex
@@ -56,8 +65,8 @@ type statements struct {
 }
 
 type statement struct {
-	sql  string
-	vars []any
+	sql, setup string
+	vars       []any
 }
 
 // recordStatements registers the callback behind Explain: after each query, when the
@@ -70,7 +79,8 @@ func recordStatements(db *gorm.DB) error {
 		}
 		rec.mu.Lock()
 		defer rec.mu.Unlock()
-		rec.list = append(rec.list, statement{tx.Statement.SQL.String(), append([]any(nil), tx.Statement.Vars...)})
+		setup, _ := tx.Statement.Context.Value(setupKey{}).(string)
+		rec.list = append(rec.list, statement{tx.Statement.SQL.String(), setup, append([]any(nil), tx.Statement.Vars...)})
 	}
 	if err := db.Callback().Query().After("gorm:query").Register("conch:explain", record); err != nil {
 		return err

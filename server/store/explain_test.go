@@ -112,3 +112,30 @@ func TestPartialIndexConditions(t *testing.T) {
 		}
 	}
 }
+
+// On PostgreSQL a statement run after settings that change its plan (dialect.forceIndex,
+// which output search runs before its index query) is explained after the same settings.
+func TestExplainPlansAfterTheSetup(t *testing.T) {
+	s, _ := open(t, 0)
+	if s.dialect.sqlite {
+		t.Skip("no SQLite statement runs after a setup")
+	}
+	ctx := context.Background()
+	const setup = "SELECT set_config('enable_indexonlyscan', 'off', true)"
+	plans, err := s.Explain(ctx, func(ctx context.Context) error {
+		for _, c := range []context.Context{ctx, withSetup(ctx, setup)} {
+			var ids []string
+			if err := s.db.WithContext(c).Raw("SELECT id FROM tasks WHERE id = ?", "x").Scan(&ids).Error; err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil || len(plans) != 2 {
+		t.Fatalf("%d plans, %v", len(plans), err)
+	}
+	alone, after := strings.Join(plans[0].Steps, "\n"), strings.Join(plans[1].Steps, "\n")
+	if only := "Index Only Scan"; !strings.Contains(alone, only) || strings.Contains(after, only) {
+		t.Errorf("the plan alone:\n%s\nafter the setup:\n%s\nwant an index-only scan alone and none after", alone, after)
+	}
+}

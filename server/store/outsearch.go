@@ -236,17 +236,39 @@ func escapeLength(b []byte) int {
 
 // hitLine is the line of body (a document found by terms) that a result shows: the first
 // that holds the most terms, bounded to lineLimit bytes around its first hit, with the
-// words found marked; and where the line starts in body.
+// words found marked; and where the line starts in body. A document is kilobytes of
+// lines, and reading the words of each was most of the time an output search took, so the
+// first line that holds every term ends the look (a common word's is near the top), and
+// when a line and the terms are ASCII, a line without any term's first word in it, in any
+// case, is passed over unread (a rare word's).
 func hitLine(body string, terms []string) (int, []shared.SnippetPart) {
-	bestAt, best, bestScore := 0, "", -1
-	for at := 0; at <= len(body); {
-		line, _, _ := strings.Cut(body[at:], "\n")
-		if score := len(termsIn(line, terms)); score > bestScore && strings.IndexFunc(line, shared.IsWordRune) >= 0 {
-			bestAt, best, bestScore = at, line, score
+	want := termWords(terms)
+	var firsts []string // the terms' first words in lower case, when they are ASCII
+	if isASCII(strings.Join(terms, "")) {
+		for _, words := range want {
+			firsts = append(firsts, strings.ToLower(words[0]))
 		}
-		at += len(line) + 1
 	}
-	marks := termsIn(best, terms)
+	mayHold := func(line string) bool {
+		if firsts == nil || !isASCII(line) {
+			return true
+		}
+		line = strings.ToLower(line) // no copy when it is in lower case already
+		return slices.ContainsFunc(firsts, func(w string) bool { return strings.Contains(line, w) })
+	}
+	bestAt, best, bestScore := 0, "", -1
+	var spans [][2]int
+	for at := 0; at <= len(body) && bestScore < len(want); {
+		line, _, _ := strings.Cut(body[at:], "\n")
+		at += len(line) + 1
+		if bestScore >= 0 && !mayHold(line) {
+			continue
+		}
+		if spans = termsIn(line, want, spans[:0]); len(spans) > bestScore && strings.IndexFunc(line, shared.IsWordRune) >= 0 {
+			bestAt, best, bestScore = at-len(line)-1, line, len(spans)
+		}
+	}
+	marks := termsIn(best, want, nil)
 	from, to, cut := 0, len(best), len(best) > lineLimit
 	if cut {
 		first := 0
@@ -297,47 +319,73 @@ func hitLine(body string, terms []string) (int, []shared.SnippetPart) {
 // lineLimit is the most bytes of a line a result shows.
 const lineLimit = 200
 
-// termsIn returns the spans of line that match terms, word by word and in any case (a
-// phrase: its words in a row), in order; a term found once counts once, as len tells.
-func termsIn(line string, terms []string) [][2]int {
-	type word struct{ from, to int }
-	var words []word
-	for i := 0; i < len(line); {
-		r, n := utf8.DecodeRuneInString(line[i:])
-		if shared.IsWordRune(r) {
-			j := i + n
-			for j < len(line) {
-				r, n := utf8.DecodeRuneInString(line[j:])
-				if !shared.IsWordRune(r) {
+// isASCII reports whether s is ASCII only: its words are then equal in any case (EqualFold)
+// only when equal in lower case (ToLower), which some other characters are not.
+func isASCII(s string) bool {
+	for i := range len(s) {
+		if s[i] >= utf8.RuneSelf {
+			return false
+		}
+	}
+	return true
+}
+
+// termWords splits each term into its words (a phrase has several), leaving out the terms
+// without any.
+func termWords(terms []string) [][]string {
+	var want [][]string
+	for _, t := range terms {
+		if words := strings.FieldsFunc(t, func(r rune) bool { return !shared.IsWordRune(r) }); len(words) > 0 {
+			want = append(want, words)
+		}
+	}
+	return want
+}
+
+// termsIn appends to spans those of line that match the terms' words, word by word and in
+// any case (a phrase: its words in a row), in order; a term found once counts once, as len
+// tells.
+func termsIn(line string, want [][]string, spans [][2]int) [][2]int {
+	for _, words := range want {
+		for from, to := nextWord(line, 0); from < len(line); from, to = nextWord(line, to) {
+			end, ok := to, strings.EqualFold(line[from:to], words[0])
+			for _, w := range words[1:] {
+				if !ok {
 					break
 				}
-				j += n
-			}
-			words = append(words, word{i, j})
-			i = j
-			continue
-		}
-		i += n
-	}
-	var spans [][2]int
-	for _, t := range terms {
-		want := strings.FieldsFunc(t, func(r rune) bool { return !shared.IsWordRune(r) })
-		if len(want) == 0 {
-			continue
-		}
-		for i := 0; i+len(want) <= len(words); i++ {
-			ok := true
-			for k, w := range want {
-				ok = ok && strings.EqualFold(line[words[i+k].from:words[i+k].to], w)
+				var f int
+				f, end = nextWord(line, end)
+				ok = f < len(line) && strings.EqualFold(line[f:end], w)
 			}
 			if ok {
-				spans = append(spans, [2]int{words[i].from, words[i+len(want)-1].to})
+				spans = append(spans, [2]int{from, end})
 				break
 			}
 		}
 	}
 	slices.SortFunc(spans, func(a, b [2]int) int { return a[0] - b[0] })
 	return spans
+}
+
+// nextWord is where the first word of line at or after i starts and ends (len(line) twice
+// when there is none).
+func nextWord(line string, i int) (int, int) {
+	for i < len(line) {
+		r, n := utf8.DecodeRuneInString(line[i:])
+		if shared.IsWordRune(r) {
+			break
+		}
+		i += n
+	}
+	j := i
+	for j < len(line) {
+		r, n := utf8.DecodeRuneInString(line[j:])
+		if !shared.IsWordRune(r) {
+			break
+		}
+		j += n
+	}
+	return i, j
 }
 
 // indexOutputs indexes the outputs stored before output_search (a schema step), as they

@@ -431,3 +431,64 @@ func TestSearchOutputsAcrossPartitions(t *testing.T) {
 		t.Errorf("common after the delete: documents %v, want none", got)
 	}
 }
+
+// A result shows the first line that holds the most terms, its hits marked: a line that
+// holds every term ends the look, one that holds fewer gives way to a later one with more.
+func TestHitLineIsTheFirstWithTheMostTerms(t *testing.T) {
+	marked := func(parts []shared.SnippetPart) string {
+		var b strings.Builder
+		for _, p := range parts {
+			if p.Hit {
+				p.Text = "[" + p.Text + "]"
+			}
+			b.WriteString(p.Text)
+		}
+		return b.String()
+	}
+	for _, c := range []struct {
+		body  string
+		terms []string
+		at    int
+		line  string
+	}{
+		{"w2 only\nw1 x\nW1 w2 y\nw1 w2 z\n", []string{"w1", "w2"}, 13, "[W1] [w2] y"},
+		{"w1 then\nw1 w2\n", []string{"w1", "w2"}, 8, "[w1] [w2]"},
+		{"w1 first\nw1 again\n", []string{"w1"}, 0, "[w1] first"},
+		{"go build\ntest go\nrun go, test now", []string{"go test"}, 17, "run [go, test] now"},
+		{"go build\ntest go", []string{"go test"}, 0, "go build"},
+		{"\n\x01\x01\nabc w1", []string{"zzz"}, 4, "abc w1"},
+		{"a\nb w1 c w2", []string{"w2", "w1"}, 2, "b [w1] c [w2]"},
+		{"one\ntwo w90\nTHREE W9 four", []string{"w9"}, 12, "THREE [W9] four"},
+		{"a b\nx \u212a1 y", []string{"k1"}, 4, "x [\u212a1] y"}, // the Kelvin sign is K in any case
+	} {
+		at, parts := hitLine(c.body, c.terms)
+		if got := marked(parts); at != c.at || got != c.line {
+			t.Errorf("hitLine(%q, %q) = %d %q, want %d %q", c.body, c.terms, at, got, c.at, c.line)
+		}
+	}
+}
+
+// BenchmarkHitLine finds the line of a result in a document of the search benchmark's kind
+// (a chunk of 3,800 bytes, lines of 10 words drawn with Zipf's law): a word in most lines,
+// two of them, and a word in one line near the end.
+func BenchmarkHitLine(b *testing.B) {
+	zipf := rand.NewZipf(rand.New(rand.NewPCG(3, 2)), 1.1, 1, 4999)
+	var doc strings.Builder
+	for doc.Len() < chunkSize-100 {
+		for i := range 10 {
+			if i > 0 {
+				doc.WriteString(" ")
+			}
+			doc.WriteString("w" + strconv.FormatUint(zipf.Uint64()+1, 10))
+		}
+		doc.WriteString("\n")
+	}
+	body := doc.String() + "last line with w9999 in it\n"
+	for _, terms := range [][]string{{"w1"}, {"w1", "w2"}, {"w9999"}} {
+		b.Run(strings.Join(terms, "+"), func(b *testing.B) {
+			for b.Loop() {
+				hitLine(body, terms)
+			}
+		})
+	}
+}

@@ -47,6 +47,7 @@ type bench struct {
 
 	searchOutputMB int    // the command output, in MiB, the search benchmark stores
 	searchOn       string // the databases the search benchmark measures, comma-separated
+	searchKeep     string // a folder that keeps the search benchmark's SQLite database between runs, "" for none
 }
 
 func main() {
@@ -81,6 +82,7 @@ func run(ctx context.Context, args []string) error {
 	burstMB := fs.Int("burst-mb", 50, "output of the fast command, MB")
 	fs.IntVar(&b.searchOutputMB, "search-output-mb", 1024, "command output the search benchmark stores, MiB")
 	fs.StringVar(&b.searchOn, "search-backends", "sqlite,postgresql", "databases the search benchmark measures (comma-separated: sqlite, postgresql)")
+	fs.StringVar(&b.searchKeep, "search-keep", "", "a folder where the search benchmark keeps its SQLite database, seeded once and searched again by later runs (one file per -search-output-mb)")
 	growth := fs.String("growth", "1000,10000,100000", "session sizes of the growth benchmark")
 	fs.BoolVar(&b.browser, "browser", true, "run the headless Chromium benchmark")
 	only := fs.String("only", "", "run only these benchmarks (comma-separated: payload,prompts,snapshot,openloop,growth,parts,live,crowd,manylive,startup,browser,tti,gobench,postgres,hostile,idle,changes,attempts,search,sandbox,runners,terminal)")

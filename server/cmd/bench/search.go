@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -44,8 +45,15 @@ func (b *bench) searchBench(ctx context.Context) error {
 		on[name] = true
 	}
 	var backends []struct{ name, db string }
+	kept := false // the SQLite database of an earlier run, already seeded (-search-keep)
 	if on["sqlite"] {
-		backends = append(backends, struct{ name, db string }{"SQLite", filepath.Join(b.tmp, "search", "conch.db")})
+		db := filepath.Join(b.tmp, "search", "conch.db")
+		if b.searchKeep != "" {
+			db = filepath.Join(b.searchKeep, fmt.Sprintf("search-%dmib.db", b.searchOutputMB))
+			_, err := os.Stat(db)
+			kept = err == nil
+		}
+		backends = append(backends, struct{ name, db string }{"SQLite", db})
 	}
 	var srv *pgtest.Server
 	switch {
@@ -71,12 +79,13 @@ func (b *bench) searchBench(ctx context.Context) error {
 	var seedRows, outRows, rows [][]string
 	for _, be := range backends {
 		err := func() error {
+			kept := kept && be.name == "SQLite"
 			st, err := store.Open(be.db, nil)
 			if err != nil {
 				return err
 			}
 			defer st.Close()
-			took, matches, err := seedSearch(ctx, st)
+			took, matches, err := seedSearch(ctx, st, !kept)
 			if err == nil && be.name == "PostgreSQL" {
 				err = analyze(ctx, be.db)
 			}
@@ -84,12 +93,14 @@ func (b *bench) searchBench(ctx context.Context) error {
 				return err
 			}
 			size, _ := st.Size(ctx)
-			seedRows = append(seedRows, []string{be.name, fmt.Sprintf("%.0f", searchMessages/took.Seconds()), bytesIEC(float64(size))})
-			if err := timeSearches(ctx, st, be.name, "messages", matches, nil, &rows); err != nil {
-				return err
+			seedRows = append(seedRows, []string{be.name, rate(searchMessages, took, "%.0f"), bytesIEC(float64(size))})
+			if !kept { // else the output is stored already
+				if err := timeSearches(ctx, st, be.name, "messages", matches, nil, &rows); err != nil {
+					return err
+				}
 			}
 			commands := b.searchOutputMB * 4
-			took, inOutputs, err := seedOutputs(ctx, st, commands)
+			took, inOutputs, err := seedOutputs(ctx, st, commands, !kept)
 			words := "-"
 			if err == nil && be.name == "PostgreSQL" {
 				err = analyze(ctx, be.db)
@@ -103,7 +114,7 @@ func (b *bench) searchBench(ctx context.Context) error {
 				return err
 			}
 			size, _ = st.Size(ctx)
-			outRows = append(outRows, []string{be.name, fmt.Sprintf("%.1f", float64(commands)/4/took.Seconds()), words, bytesIEC(float64(size))})
+			outRows = append(outRows, []string{be.name, rate(float64(commands)/4, took, "%.1f"), words, bytesIEC(float64(size))})
 			return timeSearches(ctx, st, be.name, fmt.Sprintf("messages + %d MiB output", b.searchOutputMB), matches, inOutputs, &rows)
 		}()
 		if err != nil {
@@ -153,9 +164,17 @@ const searchRuns = 200
 // each with the text a message needs to match it: its words, or its phrase (quoted).
 var searchQueries = []string{"w1", "w10", "w100", "w1000", "w4000", "w1 w2", `"w1 w2"`, `"go test"`, "nowhere", "needle777"}
 
-// seedSearch writes the benchmark's messages and returns how long it took and how many
-// messages match each of searchQueries.
-func seedSearch(ctx context.Context, st *store.Store) (time.Duration, []int, error) {
+// rate is n per second of took, in format, or "-" for nothing timed.
+func rate(n float64, took time.Duration, format string) string {
+	if took == 0 {
+		return "-"
+	}
+	return fmt.Sprintf(format, n/took.Seconds())
+}
+
+// seedSearch writes the benchmark's messages, unless !write (they are stored already),
+// and returns how long it took and how many messages match each of searchQueries.
+func seedSearch(ctx context.Context, st *store.Store, write bool) (time.Duration, []int, error) {
 	matches := make([]int, len(searchQueries))
 	count := func(text string) {
 		for i, q := range searchQueries {
@@ -167,18 +186,15 @@ func seedSearch(ctx context.Context, st *store.Store) (time.Duration, []int, err
 	words := zipfWords(1)
 	t := time.Now()
 	var batch []store.NewMessage
+	sd := seeder{st, write}
 	for task := range 10 {
-		tk, err := st.CreateTask(ctx, fmt.Sprintf("search bench %d", task), "")
+		sessions, err := sd.sessions(ctx, fmt.Sprintf("search bench %d", task))
 		if err != nil {
 			return 0, nil, err
 		}
-		for range 10 {
-			sess, err := st.CreateSession(ctx, tk.ID, "shell", "/tmp")
-			if err != nil {
-				return 0, nil, err
-			}
+		for _, sess := range sessions {
 			for i := range searchMessages / 100 {
-				nm := store.NewMessage{SessionID: sess.ID, AuthorType: shared.AuthorAgent, Type: shared.TypeMessage}
+				nm := store.NewMessage{SessionID: sess, AuthorType: shared.AuthorAgent, Type: shared.TypeMessage}
 				switch i % 3 {
 				case 0:
 					nm.AuthorType, nm.Content = shared.AuthorUser, words(15)
@@ -192,7 +208,7 @@ func seedSearch(ctx context.Context, st *store.Store) (time.Duration, []int, err
 				}
 				count(nm.Content + searchText(nm.Metadata))
 				if batch = append(batch, nm); len(batch) == 500 {
-					if _, err := st.CreateMessages(ctx, batch); err != nil {
+					if err := sd.messages(ctx, batch); err != nil {
 						return 0, nil, err
 					}
 					batch = batch[:0]
@@ -200,9 +216,48 @@ func seedSearch(ctx context.Context, st *store.Store) (time.Duration, []int, err
 			}
 		}
 	}
+	if !write {
+		return 0, matches, nil
+	}
 	took := time.Since(t)
 	progress("   seeded %d messages in %s", searchMessages, took.Round(time.Millisecond))
 	return took, matches, nil
+}
+
+// seeder stores what the seeding makes, or nothing when !write: the database holds it
+// from an earlier run (-search-keep), and the seeding only counts the matches.
+type seeder struct {
+	st    *store.Store
+	write bool
+}
+
+// sessions creates a task of 10 sessions and returns their ids ("" when !write).
+func (s seeder) sessions(ctx context.Context, title string) ([]string, error) {
+	ids := make([]string, 10)
+	if !s.write {
+		return ids, nil
+	}
+	tk, err := s.st.CreateTask(ctx, title, "")
+	if err != nil {
+		return nil, err
+	}
+	for i := range ids {
+		sess, err := s.st.CreateSession(ctx, tk.ID, "shell", "/tmp")
+		if err != nil {
+			return nil, err
+		}
+		ids[i] = sess.ID
+	}
+	return ids, nil
+}
+
+// messages stores batch.
+func (s seeder) messages(ctx context.Context, batch []store.NewMessage) error {
+	if !s.write {
+		return nil
+	}
+	_, err := s.st.CreateMessages(ctx, batch)
+	return err
 }
 
 // holds reports whether text (words between single spaces or newlines) has every word of
@@ -239,7 +294,7 @@ const outputPool = 64
 // seedOutputs stores commands finished commands, each with 256 KiB of stdout (lines of 10
 // words), and returns how long it took and how many commands' output holds each of
 // searchQueries.
-func seedOutputs(ctx context.Context, st *store.Store, commands int) (time.Duration, []int, error) {
+func seedOutputs(ctx context.Context, st *store.Store, commands int, write bool) (time.Duration, []int, error) {
 	words := zipfWords(3)
 	pool := make([]string, outputPool)
 	inPool := make([][]bool, outputPool)
@@ -255,17 +310,10 @@ func seedOutputs(ctx context.Context, st *store.Store, commands int) (time.Durat
 		}
 	}
 	inOutputs := make([]int, len(searchQueries))
-	tk, err := st.CreateTask(ctx, "search bench outputs", "")
+	sd := seeder{st, write}
+	sessions, err := sd.sessions(ctx, "search bench outputs")
 	if err != nil {
 		return 0, nil, err
-	}
-	var sessions []string
-	for range 10 {
-		sess, err := st.CreateSession(ctx, tk.ID, "shell", "/tmp")
-		if err != nil {
-			return 0, nil, err
-		}
-		sessions = append(sessions, sess.ID)
 	}
 	t := time.Now()
 	var batch []store.NewMessage
@@ -285,14 +333,17 @@ func seedOutputs(ctx context.Context, st *store.Store, commands int) (time.Durat
 			Output: &shared.ShellOutput{Stdout: text, StdoutOffset: new(int64(0)), StderrOffset: new(int64(0)),
 				StdoutTotalBytes: int64(len(text)), ExitCode: new(0)}})
 		if len(batch) == 4 || c == commands-1 {
-			if _, err := st.CreateMessages(ctx, batch); err != nil {
+			if err := sd.messages(ctx, batch); err != nil {
 				return 0, nil, err
 			}
 			batch = batch[:0]
 		}
-		if (c+1)%256 == 0 {
+		if (c+1)%256 == 0 && write {
 			progress("   stored %d MiB of output in %s", (c+1)/4, time.Since(t).Round(time.Second))
 		}
+	}
+	if !write {
+		return 0, inOutputs, nil
 	}
 	return time.Since(t), inOutputs, nil
 }
