@@ -126,6 +126,9 @@ func connect(db string, now func() time.Time) (*Store, error) {
 		pool.SetMaxOpenConns(d.conns)
 		pool.SetMaxIdleConns(d.conns)
 	}
+	if err := gateWrites(gdb, d.writers); err != nil {
+		return nil, fmt.Errorf("open %s: %w", name, err)
+	}
 	if err := recordStatements(gdb); err != nil {
 		return nil, fmt.Errorf("open %s: %w", name, err)
 	}
