@@ -37,10 +37,11 @@ var deadline time.Duration
 
 // server is one running `conch serve` on a port of its own.
 type server struct {
-	URL  string
-	API  *client.Client
-	cmd  *exec.Cmd
-	done chan error
+	URL     string
+	API     *client.Client
+	cmd     *exec.Cmd
+	done    chan error
+	stopped sync.Once
 }
 
 // startServer runs $CONCH_BIN serve on 127.0.0.1:0 with a fresh database and waits for
@@ -68,19 +69,17 @@ func startServerAt(t *testing.T, addr, db string, extra ...string) *server {
 	return s
 }
 
-// stop ends the server and everything it started.
+// stop ends the server and everything it started; a second call does nothing.
 func (s *server) stop() {
-	if s.cmd.ProcessState != nil {
-		return
-	}
-	_ = syscall.Kill(-s.cmd.Process.Pid, syscall.SIGTERM)
-	select {
-	case <-s.done:
-	case <-time.After(15 * time.Second):
-		_ = syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL)
-		<-s.done
-	}
-	s.cmd.ProcessState = &os.ProcessState{} // stopped: a second call does nothing
+	s.stopped.Do(func() {
+		_ = syscall.Kill(-s.cmd.Process.Pid, syscall.SIGTERM)
+		select {
+		case <-s.done:
+		case <-time.After(15 * time.Second):
+			_ = syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL)
+			<-s.done
+		}
+	})
 }
 
 type logWriter struct {
