@@ -25,6 +25,8 @@ import (
 // in order instead.
 //
 // GORM begins every transaction through the pool it holds, so the gate sees them all.
+// So a write transaction must do its work through its own tx (a savepoint nests there):
+// one that began another on s.db would wait for a slot it holds, for ever on SQLite's one.
 type writeGate struct {
 	*sql.DB
 	slots chan struct{}
