@@ -411,9 +411,8 @@ func (m *Manager) saveWork(ctx context.Context, task shared.Task, runner string)
 	return fmt.Sprintf("The branch %s was pushed from runner %s: the new directory starts from it. ", task.Branch, runner)
 }
 
-// saveWait bounds saveWork: the commit's and the push's git commands, each bounded on the
-// runner by worktree.Timeout.
-var saveWait = 4 * worktree.Timeout
+// saveWait bounds saveWork (a var for its test).
+var saveWait = worktree.OpTimeout
 
 // say adds and publishes a status message for people in session id.
 func (m *Manager) say(id, text string) {

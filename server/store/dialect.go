@@ -50,14 +50,16 @@ type dialect struct {
 	explain func(ctx context.Context, db *sql.DB, setup, query string, vars []any) ([]string, error)
 	// searchSchema indexes a table of searched text (message_search, output_search:
 	// search.go, outsearch.go), its lists of ids kept newest first when desc, and kept
-	// apart for each value of the column part when not "". messageSearch finds a page of
-	// messages in message_search, outputSearch one of output documents in output_search
-	// (PostgreSQL; SQLite's are in partitions, outputParts): each query's %s takes
-	// conditions on searchID (the cursor) and s.task_id; its arguments are the phrases,
-	// the conditions' and the page's size.
-	searchSchema                func(table string, desc bool, part string) []string
-	messageSearch, outputSearch searchSQL
-	searchID                    string
+	// apart for each value of the column part when not "". searchQuery finds a page of
+	// messages in message_search; outputWalk and outputQuery (PostgreSQL; SQLite's are in
+	// partitions, outputParts) one of output documents in output_search: outputWalk among
+	// the walkDocuments newest only, which fills the page of a common word, then, when its
+	// page is not full, outputQuery after forceIndex (Store.searchOutputs). Each query's %s
+	// takes conditions on searchID (the cursor) and s.task_id; its arguments are the
+	// phrases, the conditions' and the page's size.
+	searchSchema                         func(table string, desc bool, part string) []string
+	searchQuery, outputWalk, outputQuery string
+	searchID                             string
 	// outputParts, when not nil, are the statements that index output_search in
 	// partitions of 1<<outputPartBits documents by id (the column part), each with lists
 	// of its own, merged into one when the next begins: a search then finds the ids of a
@@ -70,18 +72,9 @@ type dialect struct {
 	// of output_search (output_search_parts, partwords.go), and drop a partition's as
 	// soon as a document is written into it, so that they never lack one.
 	partWords []string
-	// forceIndex is run first in the transaction of a searchSQL's index query after its
-	// walk, so that it takes the full-text index whatever the planner guesses.
+	// forceIndex is run first in outputQuery's transaction, so that it takes the
+	// full-text index whatever the planner guesses.
 	forceIndex string
-}
-
-// searchSQL finds a page of one table's rows that hold a search's words (Store.searchWalked).
-type searchSQL struct {
-	// walk, when not "", is tried first: it tests only the walkDocuments newest rows,
-	// which fills the page of a common word; index then runs only when that page is not
-	// full, after forceIndex. Their placeholders are the same.
-	walk, index string
-	output      bool // rows of output_search, whose line is found in Go (scanFound)
 }
 
 var sqliteDialect = &dialect{
@@ -101,11 +94,11 @@ var sqliteDialect = &dialect{
 	// (docs/PERFORMANCE.md, "Search").
 	searchSchema: fts4Schema,
 	searchID:     "f.docid",
-	messageSearch: searchSQL{index: `SELECT s.id, s.message_id, m.session_id, s.task_id, t.title, m.type, m.author_type, m.created_at,
+	searchQuery: `SELECT s.id, s.message_id, m.session_id, s.task_id, t.title, m.type, m.author_type, m.created_at,
 			snippet(message_search_fts, char(2), char(3), '…', -1, 20)
 		FROM message_search_fts AS f JOIN message_search AS s ON s.id = f.docid
 			JOIN messages AS m ON m.id = s.message_id JOIN tasks AS t ON t.id = s.task_id
-		WHERE message_search_fts MATCH ?%s ORDER BY f.docid DESC LIMIT ?`},
+		WHERE message_search_fts MATCH ?%s ORDER BY f.docid DESC LIMIT ?`,
 	partIDs: `SELECT f.docid FROM output_search_fts AS f JOIN output_search AS s ON s.id = f.docid
 		WHERE output_search_fts MATCH ?%s AND f.part = ? ORDER BY f.docid DESC LIMIT ?`,
 	partRows: `SELECT s.id, s.message_id, m.session_id, s.task_id, t.title, m.type, m.author_type, m.created_at,
@@ -214,18 +207,19 @@ var postgresDialect = &dialect{
 	// into a constant and weighs it against the column's statistics, so a rare word goes
 	// through the GIN index and a common one walks the ids newest first until the page is
 	// full. Which one a word outside the statistics' sample gets follows the sample; the
-	// walk then forced index of outputSearch was tried here and was worse: a word common
+	// walk then forced index of output search was tried here and was worse: a word common
 	// in older messages but not in the newest 1,024 then read its whole list from the
 	// index (docs/PERFORMANCE.md, "Search").
-	messageSearch: searchSQL{index: `WITH hits AS (SELECT s.id, s.message_id, s.task_id, s.body, q
+	searchQuery: `WITH hits AS (SELECT s.id, s.message_id, s.task_id, s.body, q
 			FROM message_search AS s, websearch_to_tsquery('simple', ?) AS q
 			WHERE s.words @@ q%s ORDER BY s.id DESC LIMIT ?)
 		SELECT h.id, h.message_id, m.session_id, h.task_id, t.title, m.type, m.author_type, m.created_at,
 			ts_headline('simple', h.body, h.q, 'StartSel=' || chr(2) || ', StopSel=' || chr(3) ||
 				', MaxFragments=2, MaxWords=24, MinWords=8, FragmentDelimiter=" … "')
 		FROM hits AS h JOIN messages AS m ON m.id = h.message_id JOIN tasks AS t ON t.id = h.task_id
-		ORDER BY h.id DESC`},
-	outputSearch: pgOutputSearch(),
+		ORDER BY h.id DESC`,
+	outputWalk:  pgOutputHits(`(SELECT * FROM output_search AS s WHERE true%s ORDER BY s.id DESC LIMIT `+strconv.Itoa(walkDocuments)+`)`, ""),
+	outputQuery: pgOutputHits("output_search", "%s"),
 	// Neither a scan of the table nor a walk of its ids: the GIN index, then the page's
 	// ids sorted.
 	forceIndex: "SELECT set_config('enable_seqscan', 'off', true), set_config('enable_indexscan', 'off', true)",
@@ -284,31 +278,23 @@ var postgresDialect = &dialect{
 	},
 }
 
-// pgOutputSearch is PostgreSQL's outputSearch: the page's documents (hits), found newest
-// first, then read with their messages and tasks; the page shows a line of each, found in
-// Go (hitLine).
+// pgOutputHits is PostgreSQL's outputWalk (from the newest documents) and outputQuery
+// (from them all, with where): the page's documents (hits), found newest first, then read
+// with their messages and tasks; the page shows a line of each, found in Go (hitLine).
 //
 // Output documents are large (kilobytes, stored out of line), so testing one costs far
 // more than the planner counts, and a word it takes for one in 200 documents (its floor
 // for a word it has no statistics of, however rare) walked every document: 180 ms at
-// 30,000. So the walkDocuments newest documents are tested first (walk), which fills the
-// page of a common word, and only a page not full asks the GIN index (index, with
-// forceIndex).
-func pgOutputSearch() searchSQL {
-	hits := func(from, where string) string {
-		return `WITH q AS (SELECT websearch_to_tsquery('simple', ?) AS q),
+// 30,000. So the walkDocuments newest documents are tested first, which fills the page of
+// a common word, and only a page not full asks the GIN index (with forceIndex).
+func pgOutputHits(from, where string) string {
+	return `WITH q AS (SELECT websearch_to_tsquery('simple', ?) AS q),
 		hits AS (SELECT s.id, s.message_id, s.task_id, s.stream, s.start, s.body FROM ` + from + ` AS s, q
 			WHERE s.words @@ q.q` + where + ` ORDER BY s.id DESC LIMIT ?)
 		SELECT h.id, h.message_id, m.session_id, h.task_id, t.title, m.type, m.author_type, m.created_at,
 			h.stream, h.start, h.body
 		FROM hits AS h JOIN messages AS m ON m.id = h.message_id JOIN tasks AS t ON t.id = h.task_id
 		ORDER BY h.id DESC`
-	}
-	return searchSQL{
-		walk:   hits(`(SELECT * FROM output_search AS s WHERE true%s ORDER BY s.id DESC LIMIT `+strconv.Itoa(walkDocuments)+`)`, ""),
-		index:  hits("output_search", "%s"),
-		output: true,
-	}
 }
 
 // outputPartBits sets the size of the partitions of SQLite's output index (outputParts):
@@ -317,8 +303,7 @@ func pgOutputSearch() searchSQL {
 // look in each partition. The schema step that made the partitions fixes it.
 const outputPartBits = 12
 
-// walkDocuments is how many of the newest output documents PostgreSQL's walk tests
-// (pgOutputSearch).
+// walkDocuments is how many of the newest output documents PostgreSQL's outputWalk tests.
 const walkDocuments = 1024
 
 // locked makes a query in a transaction lock the rows it reads until the transaction

@@ -196,27 +196,18 @@ type found struct {
 // searchMessages finds at most limit messages for terms, before the id before (-1: from
 // the newest).
 func (s *Store) searchMessages(ctx context.Context, terms []string, before int64, r Readable, limit int) ([]found, error) {
-	return s.searchWalked(ctx, s.dialect.messageSearch, terms, before, r, limit)
+	return s.searchIn(s.db.WithContext(ctx), s.dialect.searchQuery, false, terms, before, r, limit)
 }
 
 // searchOutputs finds at most limit output documents for terms, before the id before: a
-// partition at a time (SQLite's outputParts), or as messages are.
+// partition at a time (SQLite's outputParts), or among the newest documents first
+// (PostgreSQL's outputWalk), then with the index.
 func (s *Store) searchOutputs(ctx context.Context, terms []string, before int64, r Readable, limit int) ([]found, error) {
 	if s.dialect.outputParts != nil {
 		return s.searchParts(ctx, terms, before, r, limit)
 	}
-	return s.searchWalked(ctx, s.dialect.outputSearch, terms, before, r, limit)
-}
-
-// searchWalked runs q for terms: its index query alone when it has no walk; else its walk
-// of the newest rows, then, unless that filled the page, its index query, in a transaction
-// that first runs the dialect's forceIndex.
-func (s *Store) searchWalked(ctx context.Context, q searchSQL, terms []string, before int64, r Readable, limit int) ([]found, error) {
 	db := s.db.WithContext(ctx)
-	if q.walk == "" {
-		return s.searchIn(db, q.index, q.output, terms, before, r, limit)
-	}
-	list, err := s.searchIn(db, q.walk, q.output, terms, before, r, limit)
+	list, err := s.searchIn(db, s.dialect.outputWalk, true, terms, before, r, limit)
 	if err != nil || len(list) == limit {
 		return list, err
 	}
@@ -225,7 +216,7 @@ func (s *Store) searchWalked(ctx context.Context, q searchSQL, terms []string, b
 			return err
 		}
 		var err error
-		list, err = s.searchIn(tx.WithContext(withSetup(ctx, s.dialect.forceIndex)), q.index, q.output, terms, before, r, limit)
+		list, err = s.searchIn(tx.WithContext(withSetup(ctx, s.dialect.forceIndex)), s.dialect.outputQuery, true, terms, before, r, limit)
 		return err
 	}, &sql.TxOptions{ReadOnly: true})
 	return list, err
@@ -310,8 +301,9 @@ func match(terms []string) string {
 	return strings.Join(phrases, " ")
 }
 
-// searchIn runs a query of a searchSQL for terms: at most limit results before the id
-// before (-1: from the newest), of output documents when output.
+// searchIn runs a search query of the dialect (searchQuery, outputWalk, outputQuery) for
+// terms: at most limit results before the id before (-1: from the newest), of output
+// documents when output.
 func (s *Store) searchIn(db *gorm.DB, query string, output bool, terms []string, before int64, r Readable, limit int) ([]found, error) {
 	where, vars := "", []any{match(terms)}
 	if before > 0 {

@@ -57,7 +57,7 @@ func (s *Service) removeOnRunners(left leftovers) {
 	}
 	op := worktree.Op{Op: worktree.OpRemove, URL: left.task.RepoURL, Base: left.task.BaseBranch, Branch: left.task.Branch}
 	for _, runner := range left.runners {
-		ctx, cancel := context.WithTimeout(context.Background(), 4*worktree.Timeout)
+		ctx, cancel := context.WithTimeout(context.Background(), worktree.OpTimeout)
 		res, err := s.ws.Workspace(ctx, runner, op)
 		cancel()
 		if err != nil {

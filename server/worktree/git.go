@@ -27,6 +27,10 @@ import (
 // Timeout bounds one git command.
 const Timeout = 30 * time.Second
 
+// OpTimeout bounds an Op asked of another machine (a runner's commit and push, a removal):
+// its few git commands, each within Timeout.
+const OpTimeout = 4 * Timeout
+
 // maxOutput bounds what one git command may print before it is stopped (a file list of
 // a very large change, one side of a diff is bounded lower by its caller).
 const maxOutput = 64 << 20

@@ -139,8 +139,9 @@ func (h Host) allows(raw string) error {
 	case !strings.HasPrefix(raw, "/"):
 		return nil // another machine's
 	}
+	own := resolved(h.Dir)
 	for _, q := range []string{filepath.Clean(p), resolved(p)} {
-		if rel, err := filepath.Rel(resolved(h.Dir), q); err == nil && rel != ".." && !strings.HasPrefix(rel, "../") {
+		if rel, err := filepath.Rel(own, q); err == nil && rel != ".." && !strings.HasPrefix(rel, "../") {
 			return shared.Errorf(shared.CodeInvalid, "repo_url %q is in this machine's own directory, not a task's repository", raw)
 		}
 	}
